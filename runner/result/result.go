@@ -1,0 +1,296 @@
+// Package result defines results.json (schema_version 1): what the runner
+// writes and the client reads, reports and compares. It is the one
+// definition of that contract; schema.json beside it is its JSON Schema.
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SchemaVersion is the version of the results.json layout.
+const SchemaVersion = 1
+
+// FileName is the name of the results file in the output directory.
+const FileName = "results.json"
+
+// Job statuses.
+const (
+	StatusRunning        = "running"
+	StatusSucceeded      = "succeeded"
+	StatusFailed         = "failed"
+	StatusCriteriaFailed = "criteria_failed"
+	StatusCancelled      = "cancelled"
+	StatusTimeout        = "timeout"
+)
+
+// Implementation statuses within a case.
+const (
+	ImplOK      = "ok"      // ran, correct, timed
+	ImplWrong   = "wrong"   // ran, but failed the correctness check (still timed)
+	ImplError   = "error"   // raised, crashed, failed to compile
+	ImplTimeout = "timeout" // exceeded the per-implementation timeout
+	ImplOOM     = "oom"     // ran out of device or host memory
+	ImplSkipped = "skipped" // not run here (no GPU, compute capability too low)
+	ImplCrashed = "crashed" // the worker process died (signal, illegal address)
+	ImplNotRun  = "not_run" // an earlier failure in the same worker stopped it
+)
+
+// Verdicts of a comparison.
+const (
+	VerdictFast      = "FAST"
+	VerdictSlow      = "SLOW"
+	VerdictSame      = "SAME"
+	VerdictAmbiguous = "AMBIGUOUS"
+)
+
+// Results is the whole results.json document.
+type Results struct {
+	SchemaVersion   int          `json:"schema_version"`
+	JobID           string       `json:"job_id"`
+	Experiment      string       `json:"experiment"`
+	CreatedAt       time.Time    `json:"created_at"`
+	FinishedAt      *time.Time   `json:"finished_at,omitempty"`
+	Status          string       `json:"status"`
+	ClientVersion   string       `json:"client_version,omitempty"`
+	RunnerVersion   string       `json:"runner_version"`
+	SpecHash        string       `json:"spec_hash"`
+	Image           Image        `json:"image"`
+	Env             Env          `json:"env"`
+	Methodology     Methodology  `json:"methodology"`
+	Mode            string       `json:"mode"` // "gpu" or "cpu"
+	SweepKeys       []string     `json:"sweep_keys"`
+	Implementations []string     `json:"implementations"`
+	Baseline        string       `json:"baseline"`
+	Cases           []Case       `json:"cases"`
+	Comparisons     []Comparison `json:"comparisons"`
+	Criteria        []Criterion  `json:"criteria"`
+	Success         bool         `json:"success"`
+	Warnings        []Warning    `json:"warnings"`
+	Error           string       `json:"error,omitempty"`
+}
+
+// Image identifies the container image the job ran in.
+type Image struct {
+	Ref    string `json:"ref,omitempty"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// Env records where the job ran.
+type Env struct {
+	Host        string            `json:"host"`
+	OS          string            `json:"os"`
+	Arch        string            `json:"arch"`
+	CPU         string            `json:"cpu,omitempty"`
+	Python      string            `json:"python,omitempty"`
+	Torch       string            `json:"torch,omitempty"`
+	Triton      string            `json:"triton,omitempty"`
+	Numpy       string            `json:"numpy,omitempty"`
+	CUDARuntime string            `json:"cuda_runtime,omitempty"`
+	Driver      string            `json:"driver,omitempty"`
+	GitCommit   string            `json:"git_commit,omitempty"`
+	GPUs        []GPU             `json:"gpus"`
+	Extra       map[string]string `json:"extra,omitempty"`
+}
+
+// GPU describes one device and its state before and after the run.
+type GPU struct {
+	Index             int       `json:"index"`
+	Name              string    `json:"name"`
+	UUID              string    `json:"uuid,omitempty"`
+	ComputeCapability string    `json:"compute_capability,omitempty"`
+	SMCount           int       `json:"sm_count,omitempty"`
+	L2Bytes           int64     `json:"l2_bytes,omitempty"`
+	MemoryBytes       int64     `json:"memory_bytes,omitempty"`
+	PeakTFLOPS        float64   `json:"peak_tflops,omitempty"` // dense, in the dtype of the table entry
+	PeakGBps          float64   `json:"peak_gbps,omitempty"`
+	Before            *GPUState `json:"before,omitempty"`
+	After             *GPUState `json:"after,omitempty"`
+}
+
+// GPUState is one nvidia-smi reading.
+type GPUState struct {
+	SMClockMHz        int      `json:"sm_clock_mhz"`
+	MemClockMHz       int      `json:"mem_clock_mhz"`
+	MaxSMClockMHz     int      `json:"max_sm_clock_mhz,omitempty"`
+	PowerW            float64  `json:"power_w"`
+	PowerLimitW       float64  `json:"power_limit_w,omitempty"`
+	TemperatureC      int      `json:"temperature_c"`
+	Utilization       int      `json:"utilization_pct"`
+	MemoryUsedBytes   int64    `json:"memory_used_bytes"`
+	PersistenceMode   string   `json:"persistence_mode,omitempty"`
+	ClockEventReasons []string `json:"clock_event_reasons"`
+}
+
+// Methodology records how timings were taken.
+type Methodology struct {
+	Timer         string  `json:"timer"` // "cuda_events" or "perf_counter"
+	FlushBytes    int64   `json:"flush_bytes"`
+	WarmupMS      float64 `json:"warmup_ms"`
+	MinSamples    int     `json:"min_samples"`
+	MaxSamples    int     `json:"max_samples"`
+	MinTimeS      float64 `json:"min_time_s"`
+	MaxTimeS      float64 `json:"max_time_s"`
+	TargetRSE     float64 `json:"target_rse"`
+	StoppingRule  string  `json:"stopping_rule"`
+	Rounds        int     `json:"rounds"`
+	Trials        int     `json:"trials"`
+	ImplTimeoutS  float64 `json:"impl_timeout_s"`
+	FastThreshold float64 `json:"fast_threshold"`
+	CUDAGraph     bool    `json:"cuda_graph"`
+}
+
+// Case is one sweep point and the outcome of every implementation on it.
+type Case struct {
+	Params  map[string]any         `json:"params"`
+	Label   string                 `json:"label"`
+	Flops   float64                `json:"flops,omitempty"`
+	Bytes   float64                `json:"bytes,omitempty"`
+	Tokens  float64                `json:"tokens,omitempty"`
+	Results map[string]*ImplResult `json:"results"` // by implementation name, "reference" included
+}
+
+// ImplResult is one implementation on one case.
+type ImplResult struct {
+	Status      string       `json:"status"`
+	Error       string       `json:"error,omitempty"`
+	StderrTail  string       `json:"stderr_tail,omitempty"`
+	Correctness *Correctness `json:"correctness,omitempty"`
+	Timing      *Timing      `json:"timing,omitempty"`
+	Throughput  *Throughput  `json:"throughput,omitempty"`
+}
+
+// Correctness is the comparison of an implementation with the reference.
+type Correctness struct {
+	Passed           bool      `json:"passed"`
+	Trials           int       `json:"trials"`
+	Seeds            []int64   `json:"seeds"`
+	MaxAbsError      float64   `json:"max_abs_error"`
+	MaxRelError      float64   `json:"max_rel_error"`
+	RMSRelError      float64   `json:"rms_rel_error"`
+	MismatchFraction float64   `json:"mismatch_fraction"`
+	NaNMismatches    int64     `json:"nan_mismatches"`
+	InfMismatches    int64     `json:"inf_mismatches"`
+	InputsModified   bool      `json:"inputs_modified"`
+	Replayed         bool      `json:"replayed"`
+	Tolerance        Tolerance `json:"tolerance"`
+	Dtype            string    `json:"dtype,omitempty"`
+	Reason           string    `json:"reason,omitempty"`
+}
+
+// Tolerance is the bound an element is checked against.
+type Tolerance struct {
+	Atol float64 `json:"atol"`
+	Rtol float64 `json:"rtol"`
+}
+
+// Timing is the summary of the timed samples, in milliseconds.
+type Timing struct {
+	MedianMS   float64 `json:"median_ms"`
+	MeanMS     float64 `json:"mean_ms"`
+	MinMS      float64 `json:"min_ms"`
+	MaxMS      float64 `json:"max_ms"`
+	Q1MS       float64 `json:"q1_ms"`
+	Q3MS       float64 `json:"q3_ms"`
+	P20MS      float64 `json:"p20_ms"`
+	P80MS      float64 `json:"p80_ms"`
+	StdevMS    float64 `json:"stdev_ms"`
+	StderrRel  float64 `json:"stderr_rel"`
+	Samples    int     `json:"samples"`
+	Rounds     int     `json:"rounds"`
+	TotalS     float64 `json:"total_s"`
+	Converged  bool    `json:"converged"`
+	StopReason string  `json:"stop_reason"`
+}
+
+// Throughput is derived from the case's FLOP, byte and token models.
+type Throughput struct {
+	TFLOPS       float64 `json:"tflops,omitempty"`
+	GBps         float64 `json:"gbps,omitempty"`
+	PctPeakFlops float64 `json:"pct_peak_flops,omitempty"`
+	PctPeakBW    float64 `json:"pct_peak_bw,omitempty"`
+	TokensPerS   float64 `json:"tokens_per_s,omitempty"`
+}
+
+// Comparison is a candidate's speed relative to a baseline on one case.
+type Comparison struct {
+	A       string         `json:"a"` // candidate
+	B       string         `json:"b"` // baseline
+	Params  map[string]any `json:"params"`
+	Label   string         `json:"label"`
+	Speedup float64        `json:"speedup"` // b.median / a.median
+	Verdict string         `json:"verdict"`
+}
+
+// Criterion is the evaluation of one spec criterion.
+type Criterion struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Passed    bool    `json:"passed"`
+	Detail    string  `json:"detail,omitempty"`
+}
+
+// Warning is something that makes a figure less trustworthy.
+type Warning struct {
+	Kind           string `json:"kind"` // not_converged, throttled, excessive_speedup, ...
+	Implementation string `json:"implementation,omitempty"`
+	Label          string `json:"label,omitempty"`
+	Message        string `json:"message"`
+}
+
+// Decode reads a results document and checks its schema version.
+func Decode(data []byte) (*Results, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var r Results
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("decode results: %w", err)
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("decode results: schema_version %d, this build reads %d", r.SchemaVersion, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// ReadFile reads and decodes a results file.
+func ReadFile(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(data)
+}
+
+// WriteFile writes r to path atomically: a reader sees the old file or the
+// new one, never a torn write, even if the process dies mid-way.
+func WriteFile(path string, r *Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
+	if err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write results: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write results: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}

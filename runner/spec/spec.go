@@ -1,0 +1,244 @@
+// Package spec defines the experiment spec (xrun.yaml): its types, its strict
+// parser and its validation. It is the one definition shared by the client
+// (which packages and submits an experiment) and the runner (which runs it).
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// FileName is the name of the spec file inside an experiment directory.
+const FileName = "xrun.yaml"
+
+// Spec is a parsed and validated xrun.yaml.
+type Spec struct {
+	Name        string      `yaml:"name"`
+	Description string      `yaml:"description"`
+	Image       Image       `yaml:"image"`
+	Resources   Resources   `yaml:"resources"`
+	Include     []string    `yaml:"include"`
+	Env         []string    `yaml:"env"`
+	Benchmark   Benchmark   `yaml:"benchmark"`
+	Criteria    []Criterion `yaml:"criteria"`
+
+	// Path is the file the spec was read from (not part of the YAML).
+	Path string `yaml:"-"`
+	// Hash is the SHA-256 of the spec file's bytes (not part of the YAML).
+	Hash string `yaml:"-"`
+}
+
+// Image says what the experiment's container image is built from.
+type Image struct {
+	// Base is a base name from images/ (for example "cuda-torch" or "cpu")
+	// or any image reference ("nvcr.io/nvidia/pytorch:25.01-py3").
+	Base string `yaml:"base"`
+	// Torch pins a PyTorch version; with Base empty it picks the base image
+	// from the compatibility table.
+	Torch string `yaml:"torch"`
+	// CUDA pins a CUDA major.minor for the same lookup.
+	CUDA string `yaml:"cuda"`
+	// Python lists pip requirements installed on top of the base.
+	Python []string `yaml:"python"`
+	// Apt lists Debian/Ubuntu packages installed on top of the base.
+	Apt []string `yaml:"apt"`
+}
+
+// Resources says what the job needs from the host.
+type Resources struct {
+	GPUs GPUs `yaml:"gpus"`
+	// GPUType, when set, is a substring the GPU name must contain ("H100").
+	GPUType string `yaml:"gpu_type"`
+	// Shm is the size of /dev/shm ("8g", "512m").
+	Shm     ByteSize `yaml:"shm"`
+	Memory  ByteSize `yaml:"memory"`
+	Timeout Duration `yaml:"timeout"`
+}
+
+// GPUs is a GPU request: a count, a list of device ids, or all of them.
+type GPUs struct {
+	Count int      // > 0 when a count was asked for
+	IDs   []string // device indexes or UUIDs
+	All   bool
+}
+
+// None reports whether no GPU was asked for.
+func (g GPUs) None() bool { return g.Count == 0 && len(g.IDs) == 0 && !g.All }
+
+// String renders the request the way --gpus takes it.
+func (g GPUs) String() string {
+	switch {
+	case g.All:
+		return "all"
+	case len(g.IDs) > 0:
+		s := ""
+		for i, id := range g.IDs {
+			if i > 0 {
+				s += ","
+			}
+			s += id
+		}
+		return s
+	case g.Count > 0:
+		return itoa(g.Count)
+	}
+	return "0"
+}
+
+// Benchmark says what to run and how to measure it.
+type Benchmark struct {
+	// Inputs is "module:callable": callable(params, seed) -> inputs
+	// (a tuple/list of positional arguments, or a dict of keyword arguments).
+	Inputs string `yaml:"inputs"`
+	// Reference is "module:callable": the trusted implementation.
+	Reference string `yaml:"reference"`
+	// Implementations are the named candidates, in the order written.
+	Implementations Implementations `yaml:"implementations"`
+	// Baseline names the implementation speedups are measured against;
+	// default: the first implementation.
+	Baseline string `yaml:"baseline"`
+	// Params are fixed parameters passed to every case.
+	Params Params `yaml:"params"`
+	// Sweep is the GPU sweep: the cases are the cartesian product of its
+	// axes, in the order written, merged over Params.
+	Sweep Sweep `yaml:"sweep"`
+	// CPUSweep is the sweep used on a host without a GPU.
+	CPUSweep Sweep `yaml:"cpu_sweep"`
+	// CPUParams override Params on a host without a GPU.
+	CPUParams Params `yaml:"cpu_params"`
+	// Flops, Bytes and Tokens are "module:callable"(params) -> number
+	// models: floating-point operations, bytes moved through device memory,
+	// and tokens processed per call.
+	Flops  string `yaml:"flops"`
+	Bytes  string `yaml:"bytes"`
+	Tokens string `yaml:"tokens"`
+	// Tolerance overrides the per-dtype default tolerance.
+	Tolerance *Tolerance `yaml:"tolerance"`
+	// Command runs a non-Python benchmark that speaks the harness protocol.
+	Command []string `yaml:"command"`
+	// Setup is a shell command run once in the experiment directory before
+	// any implementation (for example to build a CUDA extension).
+	Setup string `yaml:"setup"`
+	// Method overrides the measurement defaults.
+	Method Method `yaml:"method"`
+}
+
+// Implementation is one named candidate.
+type Implementation struct {
+	Name string `yaml:"-"`
+	// Fn is "module:callable" with the reference's signature.
+	Fn string `yaml:"fn"`
+	// Requires lists what the implementation needs: "gpu", "cuda", "triton",
+	// or a minimum compute capability such as "sm_90" or "sm_100".
+	Requires []string `yaml:"requires"`
+	// Tolerance overrides the benchmark's tolerance for this implementation.
+	Tolerance *Tolerance `yaml:"tolerance"`
+	// Params override the case parameters for this implementation (tile
+	// sizes, for instance).
+	Params Params `yaml:"params"`
+	// Note is free text shown in reports.
+	Note string `yaml:"note"`
+}
+
+// Implementations keeps the order in which implementations were written.
+type Implementations []Implementation
+
+// Names returns the implementation names in order.
+func (is Implementations) Names() []string {
+	out := make([]string, len(is))
+	for i, im := range is {
+		out[i] = im.Name
+	}
+	return out
+}
+
+// Get returns the implementation called name.
+func (is Implementations) Get(name string) (Implementation, bool) {
+	for _, im := range is {
+		if im.Name == name {
+			return im, true
+		}
+	}
+	return Implementation{}, false
+}
+
+// Tolerance bounds the error of an implementation against the reference:
+// an element passes when |out-ref| <= atol + rtol*|ref|.
+type Tolerance struct {
+	Atol float64 `yaml:"atol" json:"atol"`
+	Rtol float64 `yaml:"rtol" json:"rtol"`
+}
+
+// Method overrides the measurement defaults (see package method in the
+// runner for the defaults and their reasons). Zero values mean "default".
+type Method struct {
+	WarmupMS      float64  `yaml:"warmup_ms"`
+	MinSamples    int      `yaml:"min_samples"`
+	MaxSamples    int      `yaml:"max_samples"`
+	MinTimeS      float64  `yaml:"min_time_s"`
+	MaxTimeS      float64  `yaml:"max_time_s"`
+	TargetRSE     float64  `yaml:"target_rse"`
+	Rounds        int      `yaml:"rounds"`
+	FlushBytes    ByteSize `yaml:"flush_bytes"`
+	NoFlush       bool     `yaml:"no_flush"`
+	Trials        int      `yaml:"trials"`
+	ImplTimeout   Duration `yaml:"impl_timeout"`
+	FastThreshold float64  `yaml:"fast_threshold"`
+	CUDAGraph     bool     `yaml:"cuda_graph"`
+}
+
+// Criterion is one success criterion. Exactly one of the kinds is set:
+//
+//	{speedup: pipelined, over: baseline, at_least: 1.2, for: all}
+//	{max_error: all, below: 1e-2}
+//	{correct: all}
+//	{time: fused, below_ms: 2.5, for: all}
+type Criterion struct {
+	Name string `yaml:"name"`
+
+	Speedup string  `yaml:"speedup"`
+	Over    string  `yaml:"over"`
+	AtLeast float64 `yaml:"at_least"`
+
+	MaxError string  `yaml:"max_error"`
+	Below    float64 `yaml:"below"`
+
+	Correct string `yaml:"correct"`
+
+	Time    string  `yaml:"time"`
+	BelowMS float64 `yaml:"below_ms"`
+
+	// For says over which cases the criterion must hold: "all" (default),
+	// "any", or "median" (the median over cases).
+	For string `yaml:"for"`
+
+	// Line is where the criterion was written, for messages.
+	Line int `yaml:"-"`
+}
+
+// Kind names the kind of criterion.
+func (c Criterion) Kind() string {
+	switch {
+	case c.Speedup != "":
+		return "speedup"
+	case c.MaxError != "":
+		return "max_error"
+	case c.Correct != "":
+		return "correct"
+	case c.Time != "":
+		return "time"
+	}
+	return ""
+}
+
+// Duration is a time.Duration written as "30m", "90s" or "1h30m".
+type Duration struct{ time.Duration }
+
+// ByteSize is a size written as "8g", "512m", "1GiB" or a plain byte count.
+type ByteSize int64
+
+func hashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,222 @@
+package spec
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var (
+	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	callableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$`)
+	envRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	smRE       = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
+)
+
+// Requirements an implementation may list, besides sm_NN.
+var knownRequires = []string{"gpu", "cuda", "triton", "torch"}
+
+// ForValues are the allowed values of a criterion's "for".
+var ForValues = []string{"all", "any", "median"}
+
+func validate(s *Spec, file string, lines map[string]int) Errors {
+	var errs Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{File: file, Line: lines[key], Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if s.Name == "" {
+		bad("name", "missing; give the experiment a name (lower case letters, digits, '.', '_' or '-')")
+	} else if !nameRE.MatchString(s.Name) {
+		bad("name", "%q is not allowed: use lower case letters, digits, '.', '_' or '-', starting with a letter or digit", s.Name)
+	}
+	for i, inc := range s.Include {
+		if filepath.IsAbs(inc) {
+			bad(fmt.Sprintf("include[%d]", i), "%q is absolute; include paths are relative to the experiment directory", inc)
+		}
+	}
+	for i, e := range s.Env {
+		if !envRE.MatchString(e) {
+			bad(fmt.Sprintf("env[%d]", i), "%q is not a variable name; list the names of host variables to pass (values are read at submit time)", e)
+		}
+	}
+	errs = append(errs, validateBenchmark(&s.Benchmark, bad)...)
+	impls := map[string]bool{"reference": true}
+	for _, im := range s.Benchmark.Implementations {
+		impls[im.Name] = true
+	}
+	for i, c := range s.Criteria {
+		key := fmt.Sprintf("criteria[%d]", i)
+		kinds := 0
+		for _, k := range []string{c.Speedup, c.MaxError, c.Correct, c.Time} {
+			if k != "" {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			bad(key, "give exactly one of speedup, max_error, correct or time")
+			continue
+		}
+		if c.For != "" && !contains(ForValues, c.For) {
+			bad(key+".for", "%q is not allowed; use one of %s", c.For, strings.Join(ForValues, ", "))
+		}
+		checkImpl := func(k, name string, allowAll bool) {
+			if allowAll && name == "all" {
+				return
+			}
+			if !impls[name] {
+				bad(key+"."+k, "%q is not an implementation; known: %s", name, strings.Join(s.Benchmark.Implementations.Names(), ", "))
+			}
+		}
+		switch c.Kind() {
+		case "speedup":
+			checkImpl("speedup", c.Speedup, false)
+			if c.Over == "" {
+				bad(key+".over", "missing; say which implementation the speedup is over")
+			} else {
+				checkImpl("over", c.Over, false)
+			}
+			if c.AtLeast <= 0 {
+				bad(key+".at_least", "must be > 0 (e.g. 1.2)")
+			}
+		case "max_error":
+			checkImpl("max_error", c.MaxError, true)
+			if c.Below <= 0 {
+				bad(key+".below", "must be > 0 (e.g. 1e-2)")
+			}
+		case "correct":
+			checkImpl("correct", c.Correct, true)
+		case "time":
+			checkImpl("time", c.Time, false)
+			if c.BelowMS <= 0 {
+				bad(key+".below_ms", "must be > 0")
+			}
+		}
+	}
+	if s.Resources.Timeout.Duration < 0 {
+		bad("resources.timeout", "must be positive")
+	}
+	return errs
+}
+
+func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) Errors {
+	if len(b.Command) > 0 {
+		if len(b.Implementations) == 0 {
+			bad("benchmark.implementations", "missing; a command benchmark still names its implementations")
+		}
+		return nil
+	}
+	callable := func(key, v string, required bool) {
+		if v == "" {
+			if required {
+				bad(key, "missing; write module:callable (e.g. gla.reference:chunk_gla)")
+			}
+			return
+		}
+		if !callableRE.MatchString(v) {
+			bad(key, "%q is not module:callable (e.g. gla.reference:chunk_gla)", v)
+		}
+	}
+	callable("benchmark.inputs", b.Inputs, true)
+	callable("benchmark.reference", b.Reference, true)
+	callable("benchmark.flops", b.Flops, false)
+	callable("benchmark.bytes", b.Bytes, false)
+	callable("benchmark.tokens", b.Tokens, false)
+	if len(b.Implementations) == 0 {
+		bad("benchmark.implementations", "missing; name at least one implementation (name: module:callable)")
+	}
+	for _, im := range b.Implementations {
+		key := "benchmark.implementations." + im.Name
+		if im.Name == "reference" || im.Name == "all" {
+			bad(key, "%q is reserved; choose another name", im.Name)
+		}
+		callable(key, im.Fn, true)
+		for _, r := range im.Requires {
+			if !contains(knownRequires, r) && !smRE.MatchString(r) {
+				bad(key+".requires", "%q is not known; use %s or sm_NN (e.g. sm_90, sm_100)", r, strings.Join(knownRequires, ", "))
+			}
+		}
+		checkTolerance(key+".tolerance", im.Tolerance, bad)
+	}
+	if b.Baseline != "" && b.Baseline != "reference" {
+		if _, ok := b.Implementations.Get(b.Baseline); !ok {
+			bad("benchmark.baseline", "%q is not an implementation; known: reference, %s", b.Baseline, strings.Join(b.Implementations.Names(), ", "))
+		}
+	}
+	checkTolerance("benchmark.tolerance", b.Tolerance, bad)
+	m := b.Method
+	for key, v := range map[string]float64{
+		"warmup_ms": m.WarmupMS, "min_time_s": m.MinTimeS, "max_time_s": m.MaxTimeS,
+		"target_rse": m.TargetRSE, "fast_threshold": m.FastThreshold,
+		"min_samples": float64(m.MinSamples), "max_samples": float64(m.MaxSamples),
+		"rounds": float64(m.Rounds), "trials": float64(m.Trials),
+	} {
+		if v < 0 {
+			bad("benchmark.method."+key, "must be >= 0")
+		}
+	}
+	if m.MaxTimeS > 0 && m.MinTimeS > m.MaxTimeS {
+		bad("benchmark.method.min_time_s", "is larger than max_time_s")
+	}
+	if m.MaxSamples > 0 && m.MinSamples > m.MaxSamples {
+		bad("benchmark.method.min_samples", "is larger than max_samples")
+	}
+	return nil
+}
+
+func checkTolerance(key string, t *Tolerance, bad func(key, format string, args ...any)) {
+	if t != nil && (t.Atol < 0 || t.Rtol < 0) {
+		bad(key, "atol and rtol must be >= 0")
+	}
+}
+
+// BaselineName is the implementation speedups are measured against.
+func (b *Benchmark) BaselineName() string {
+	if b.Baseline != "" {
+		return b.Baseline
+	}
+	if len(b.Implementations) > 0 {
+		return b.Implementations[0].Name
+	}
+	return "reference"
+}
+
+// Cases returns the sweep points: the GPU sweep, or on a host without a GPU
+// the CPU sweep (falling back to the GPU sweep when none is given).
+func (b *Benchmark) Cases(cpu bool) []Params {
+	if cpu {
+		params := b.Params.Merge(b.CPUParams)
+		if len(b.CPUSweep) > 0 {
+			return b.CPUSweep.Cases(params)
+		}
+		return b.Sweep.Cases(params)
+	}
+	return b.Sweep.Cases(b.Params)
+}
+
+// SweepKeys returns the names of the axes that vary (for report columns).
+func (b *Benchmark) SweepKeys(cpu bool) []string {
+	if cpu && len(b.CPUSweep) > 0 {
+		return b.CPUSweep.Keys()
+	}
+	return b.Sweep.Keys()
+}
+
+// NeedsGPU reports whether an implementation needs a GPU to run.
+func (im Implementation) NeedsGPU() bool {
+	for _, r := range im.Requires {
+		if r == "gpu" || r == "cuda" || r == "triton" || smRE.MatchString(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

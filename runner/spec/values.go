@@ -1,0 +1,363 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Param is one named parameter value (a string, bool, int64 or float64).
+type Param struct {
+	Key   string
+	Value any
+}
+
+// Params is an ordered set of parameters, in the order they were written.
+type Params []Param
+
+// Get returns the value of key.
+func (ps Params) Get(key string) (any, bool) {
+	for _, p := range ps {
+		if p.Key == key {
+			return p.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Merge returns ps with every parameter of over set (replacing or appended).
+func (ps Params) Merge(over Params) Params {
+	out := append(Params(nil), ps...)
+	for _, o := range over {
+		replaced := false
+		for i := range out {
+			if out[i].Key == o.Key {
+				out[i].Value = o.Value
+				replaced = true
+			}
+		}
+		if !replaced {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Map returns the parameters as a map (for JSON).
+func (ps Params) Map() map[string]any {
+	m := make(map[string]any, len(ps))
+	for _, p := range ps {
+		m[p.Key] = p.Value
+	}
+	return m
+}
+
+// Label renders the parameters as "T=1024 M=64", in order.
+func (ps Params) Label() string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.Key + "=" + FormatValue(p.Value)
+	}
+	return strings.Join(parts, " ")
+}
+
+// FormatValue renders a parameter value compactly.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// UnmarshalYAML keeps the mapping's order and turns scalars into Go values.
+func (ps *Params) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: params must be a mapping of name: value", n.Line)
+	}
+	out := Params{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		v, err := scalarValue(n.Content[i+1])
+		if err != nil {
+			return err
+		}
+		out = append(out, Param{Key: n.Content[i].Value, Value: v})
+	}
+	*ps = out
+	return nil
+}
+
+// Axis is one sweep dimension.
+type Axis struct {
+	Key    string
+	Values []any
+}
+
+// Axes is one group of sweep axes; its cases are their cartesian product
+// with the first axis varying slowest.
+type Axes []Axis
+
+// Sweep is one group of axes ("T: [256, 512]") or several groups written as
+// a list, whose cases are concatenated in order.
+type Sweep []Axes
+
+// UnmarshalYAML reads "name: [v1, v2, ...]" entries in order, or a list of
+// such mappings.
+func (s *Sweep) UnmarshalYAML(n *yaml.Node) error {
+	groups := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		groups = n.Content
+	}
+	out := Sweep{}
+	for _, g := range groups {
+		axes, err := decodeAxes(g)
+		if err != nil {
+			return err
+		}
+		out = append(out, axes)
+	}
+	*s = out
+	return nil
+}
+
+func decodeAxes(n *yaml.Node) (Axes, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: a sweep is a mapping of name: [values], or a list of them", n.Line)
+	}
+	out := Axes{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, vn := n.Content[i], n.Content[i+1]
+		ax := Axis{Key: k.Value}
+		nodes := []*yaml.Node{vn}
+		if vn.Kind == yaml.SequenceNode {
+			nodes = vn.Content
+		}
+		for _, e := range nodes {
+			v, err := scalarValue(e)
+			if err != nil {
+				return nil, err
+			}
+			ax.Values = append(ax.Values, v)
+		}
+		if len(ax.Values) == 0 {
+			return nil, fmt.Errorf("line %d: sweep axis %q has no values", k.Line, k.Value)
+		}
+		out = append(out, ax)
+	}
+	return out, nil
+}
+
+// Cases expands the sweep over base: one Params per point.
+func (s Sweep) Cases(base Params) []Params {
+	if len(s) == 0 {
+		return []Params{base}
+	}
+	var all []Params
+	for _, axes := range s {
+		cases := []Params{base}
+		for _, ax := range axes {
+			var next []Params
+			for _, c := range cases {
+				for _, v := range ax.Values {
+					next = append(next, c.Merge(Params{{Key: ax.Key, Value: v}}))
+				}
+			}
+			cases = next
+		}
+		all = append(all, cases...)
+	}
+	return all
+}
+
+// Keys returns the axis names of every group, first appearance first.
+func (s Sweep) Keys() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, axes := range s {
+		for _, ax := range axes {
+			if !seen[ax.Key] {
+				seen[ax.Key] = true
+				out = append(out, ax.Key)
+			}
+		}
+	}
+	return out
+}
+
+func scalarValue(n *yaml.Node) (any, error) {
+	if n.Kind != yaml.ScalarNode {
+		return nil, fmt.Errorf("line %d: expected a number, string or bool", n.Line)
+	}
+	switch n.Tag {
+	case "!!int":
+		v, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", n.Line, err)
+		}
+		return v, nil
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			return nil, err
+		}
+		return f, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	case "!!null":
+		return nil, fmt.Errorf("line %d: a value is missing", n.Line)
+	}
+	// yaml.v3 reads 1e-2 as a string (YAML 1.2 core schema needs a dot).
+	if f, err := strconv.ParseFloat(n.Value, 64); err == nil && n.Style == 0 {
+		return f, nil
+	}
+	return n.Value, nil
+}
+
+// UnmarshalYAML reads implementations as "name: module:callable" or
+// "name: {fn: module:callable, requires: [...]}", keeping their order.
+func (is *Implementations) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: implementations must be a mapping of name: module:callable", n.Line)
+	}
+	out := Implementations{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		im := Implementation{}
+		if v.Kind == yaml.ScalarNode {
+			im.Fn = v.Value
+		} else if err := v.Decode(&im); err != nil {
+			return err
+		}
+		im.Name = k.Value
+		out = append(out, im)
+	}
+	*is = out
+	return nil
+}
+
+// UnmarshalYAML reads an image as a plain reference or a mapping.
+func (im *Image) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*im = Image{Base: n.Value}
+		return nil
+	}
+	type plain Image
+	return n.Decode((*plain)(im))
+}
+
+// UnmarshalYAML reads a GPU request: 2, "all", "0,2" or [0, 2].
+func (g *GPUs) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.SequenceNode {
+		var ids []string
+		for _, e := range n.Content {
+			ids = append(ids, e.Value)
+		}
+		*g = GPUs{IDs: ids}
+		return nil
+	}
+	parsed, err := ParseGPUs(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*g = parsed
+	return nil
+}
+
+// ParseGPUs parses a GPU request as written on the command line or in the
+// spec: a count ("2"), "all", "none"/"0", or device ids ("0,2" or UUIDs).
+func ParseGPUs(s string) (GPUs, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "0", "none":
+		return GPUs{}, nil
+	case "all":
+		return GPUs{All: true}, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return GPUs{}, fmt.Errorf("gpus %q: a count must be >= 0", s)
+		}
+		return GPUs{Count: n}, nil
+	}
+	var ids []string
+	for _, id := range strings.Split(s, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			return GPUs{}, fmt.Errorf("gpus %q: empty device id; write a count (2), all, or ids (0,2)", s)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 1 && !strings.HasPrefix(ids[0], "GPU-") {
+		return GPUs{}, fmt.Errorf("gpus %q: write a count (2), all, or device ids (0,2 or GPU-<uuid>)", s)
+	}
+	return GPUs{IDs: ids}, nil
+}
+
+// UnmarshalYAML reads a Go duration ("30m", "1h30m", "90s").
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: duration %q: write it like 90s, 30m or 1h30m", n.Line, n.Value)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalYAML writes the duration back as text.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+var byteUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+	"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+
+// ParseByteSize reads "8g", "512MiB", "1.5g" or a plain count of bytes.
+func ParseByteSize(s string) (ByteSize, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	mult, ok := byteUnits[strings.TrimSpace(t[i:])]
+	if !ok || i == 0 {
+		units := make([]string, 0, len(byteUnits))
+		for u := range byteUnits {
+			if u != "" {
+				units = append(units, u)
+			}
+		}
+		sort.Strings(units)
+		return 0, fmt.Errorf("size %q: write a number with a unit (%s), e.g. 8g", s, strings.Join(units, ", "))
+	}
+	f, err := strconv.ParseFloat(t[:i], 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("size %q: not a number", s)
+	}
+	return ByteSize(f * float64(mult)), nil
+}
+
+// UnmarshalYAML reads a size with ParseByteSize.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*b = v
+	return nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
