@@ -162,6 +162,18 @@ type ImplResult struct {
 	Correctness *Correctness `json:"correctness,omitempty"`
 	Timing      *Timing      `json:"timing,omitempty"`
 	Throughput  *Throughput  `json:"throughput,omitempty"`
+	// Model is this implementation's own work model when it differs from
+	// the case's (for example the HBM traffic of a fused version).
+	Model *Model `json:"model,omitempty"`
+	// Metrics are extra figures the experiment reports (CTAs, SMs, ...).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Model is the work one call does: FLOPs, bytes through device memory, tokens.
+type Model struct {
+	Flops  float64 `json:"flops,omitempty"`
+	Bytes  float64 `json:"bytes,omitempty"`
+	Tokens float64 `json:"tokens,omitempty"`
 }
 
 // Correctness is the comparison of an implementation with the reference.

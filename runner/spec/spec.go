@@ -113,6 +113,11 @@ type Benchmark struct {
 	Flops  string `yaml:"flops"`
 	Bytes  string `yaml:"bytes"`
 	Tokens string `yaml:"tokens"`
+	// Metrics is "module:callable"(params, impl_params) -> dict of extra
+	// figures recorded per implementation (e.g. CTAs launched vs SMs).
+	Metrics string `yaml:"metrics"`
+	// TimeReference times the reference too (default true).
+	TimeReference *bool `yaml:"time_reference"`
 	// Tolerance overrides the per-dtype default tolerance.
 	Tolerance *Tolerance `yaml:"tolerance"`
 	// Command runs a non-Python benchmark that speaks the harness protocol.
@@ -134,8 +139,8 @@ type Implementation struct {
 	Requires []string `yaml:"requires"`
 	// Tolerance overrides the benchmark's tolerance for this implementation.
 	Tolerance *Tolerance `yaml:"tolerance"`
-	// Params override the case parameters for this implementation (tile
-	// sizes, for instance).
+	// Params are passed to this implementation alone as keyword arguments
+	// (tile sizes, for instance): fn(*inputs, **params).
 	Params Params `yaml:"params"`
 	// Note is free text shown in reports.
 	Note string `yaml:"note"`

@@ -122,6 +122,7 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 	callable("benchmark.flops", b.Flops, false)
 	callable("benchmark.bytes", b.Bytes, false)
 	callable("benchmark.tokens", b.Tokens, false)
+	callable("benchmark.metrics", b.Metrics, false)
 	if len(b.Implementations) == 0 {
 		bad("benchmark.implementations", "missing; name at least one implementation (name: module:callable)")
 	}
