@@ -1,0 +1,209 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const glaSpec = `name: gla-pingpong
+image: {base: cuda-torch, python: [triton]}
+resources: {gpus: 1, timeout: 30m, shm: 8g}
+include: [../../kernels/gla]
+env: [WANDB_API_KEY]
+benchmark:
+  inputs: gla.inputs:make_inputs
+  reference: gla.reference:chunk_gla
+  implementations:
+    baseline: gla.triton_baseline:chunk_gla
+    pipelined: {fn: gla.triton_pipelined:chunk_gla, requires: [triton]}
+  params: {B: 4, H: 32, d: 64, dv: 64, dtype: bfloat16}
+  sweep:
+    - {chunk: [64], T: [256, 512]}
+    - {chunk: [256], T: [1024]}
+  flops: gla.inputs:flops
+  tolerance: {atol: 1e-2, rtol: 1e-2}
+  cpu_sweep: {T: [64]}
+  cpu_params: {B: 1, H: 2}
+criteria:
+  - {speedup: pipelined, over: baseline, at_least: 1.2, for: all}
+  - {max_error: all, below: 1e-2}
+`
+
+func TestParseFull(t *testing.T) {
+	s, err := Parse("xrun.yaml", []byte(glaSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "gla-pingpong" || s.Image.Base != "cuda-torch" || s.Image.Python[0] != "triton" {
+		t.Errorf("header: %+v", s)
+	}
+	if s.Resources.GPUs.Count != 1 || s.Resources.Timeout.Duration != 30*time.Minute || s.Resources.Shm != 8<<30 {
+		t.Errorf("resources: %+v", s.Resources)
+	}
+	if got := s.Benchmark.Implementations.Names(); strings.Join(got, ",") != "baseline,pipelined" {
+		t.Errorf("implementation order: %v", got)
+	}
+	if im, _ := s.Benchmark.Implementations.Get("pipelined"); !im.NeedsGPU() {
+		t.Errorf("pipelined requires triton, so it needs a GPU")
+	}
+	if s.Benchmark.BaselineName() != "baseline" {
+		t.Errorf("baseline defaults to the first implementation, got %q", s.Benchmark.BaselineName())
+	}
+	cases := s.Benchmark.Cases(false)
+	var labels []string
+	for _, c := range cases {
+		labels = append(labels, c.Label())
+	}
+	want := []string{
+		"B=4 H=32 d=64 dv=64 dtype=bfloat16 chunk=64 T=256",
+		"B=4 H=32 d=64 dv=64 dtype=bfloat16 chunk=64 T=512",
+		"B=4 H=32 d=64 dv=64 dtype=bfloat16 chunk=256 T=1024",
+	}
+	if strings.Join(labels, "|") != strings.Join(want, "|") {
+		t.Errorf("cases:\n got %q\nwant %q", labels, want)
+	}
+	cpu := s.Benchmark.Cases(true)
+	if len(cpu) != 1 || cpu[0].Label() != "B=1 H=2 d=64 dv=64 dtype=bfloat16 T=64" {
+		t.Errorf("cpu cases: %v", cpu)
+	}
+	if k := s.Benchmark.SweepKeys(false); strings.Join(k, ",") != "chunk,T" {
+		t.Errorf("sweep keys: %v", k)
+	}
+	if s.Benchmark.Tolerance.Atol != 1e-2 {
+		t.Errorf("tolerance 1e-2 (no dot) must read as a number: %+v", s.Benchmark.Tolerance)
+	}
+	if s.Criteria[1].Line != 22 || s.Criteria[0].Kind() != "speedup" {
+		t.Errorf("criteria: %+v", s.Criteria)
+	}
+	if len(s.Hash) != 64 {
+		t.Errorf("hash %q", s.Hash)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	base := "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n"
+	tests := []struct {
+		name, yaml string
+		want       []string // substrings of the error
+	}{
+		{"unknown top key", base + "criterai: []\n", []string{"xrun.yaml:6: criterai: unknown key at the top level; allowed: name,"}},
+		{"unknown nested key", "name: x\nbenchmark:\n  inputs: m:i\n  referense: m:r\n", []string{"xrun.yaml:4: benchmark.referense: unknown key in benchmark; allowed: inputs, reference"}},
+		{"unknown impl key", "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations:\n    a: {fn: m:a, require: [gpu]}\n", []string{"xrun.yaml:6: benchmark.implementations.a.require: unknown key"}},
+		{"missing name", "benchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n", []string{"name: missing"}},
+		{"bad name", strings.Replace(base, "name: x", "name: Bad Name", 1), []string{"xrun.yaml:1: name: \"Bad Name\" is not allowed"}},
+		{"bad callable", strings.Replace(base, "inputs: m:i", "inputs: m.i", 1), []string{"xrun.yaml:3: benchmark.inputs: \"m.i\" is not module:callable"}},
+		{"no implementations", "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n", []string{"benchmark.implementations: missing"}},
+		{"reserved impl name", strings.Replace(base, "{a: m:a}", "{reference: m:a}", 1), []string{"\"reference\" is reserved"}},
+		{"bad requires", strings.Replace(base, "{a: m:a}", "{a: {fn: m:a, requires: [tpu]}}", 1), []string{"\"tpu\" is not known"}},
+		{"bad duration", base + "resources: {timeout: 30 minutes}\n", []string{"xrun.yaml:6", "write it like 90s"}},
+		{"bad size", base + "resources: {shm: lots}\n", []string{"xrun.yaml:6", "size \"lots\""}},
+		{"bad gpus", base + "resources: {gpus: -1}\n", []string{"a count must be >= 0"}},
+		{"criterion unknown impl", base + "criteria:\n  - {speedup: b, over: a, at_least: 1.2}\n", []string{"xrun.yaml:7: criteria[0].speedup: \"b\" is not an implementation; known: a"}},
+		{"criterion two kinds", base + "criteria:\n  - {speedup: a, max_error: a, over: a, at_least: 1}\n", []string{"give exactly one of"}},
+		{"criterion bad for", base + "criteria:\n  - {correct: all, for: most}\n", []string{"criteria[0].for: \"most\" is not allowed; use one of all, any, median"}},
+		{"criterion no threshold", base + "criteria:\n  - {max_error: all}\n", []string{"criteria[0].below: must be > 0"}},
+		{"bad baseline", base + "  baseline: z\n", []string{"benchmark.baseline: \"z\" is not an implementation"}},
+		{"bad env", base + "env: [\"A-B\"]\n", []string{"env[0]: \"A-B\" is not a variable name"}},
+		{"absolute include", base + "include: [/etc]\n", []string{"include[0]: \"/etc\" is absolute"}},
+		{"duplicate key", base + "name: y\n", []string{"xrun.yaml:6"}},
+		{"not a mapping", "- a\n- b\n", []string{"top level must be a mapping"}},
+		{"empty", "", []string{"the file is empty"}},
+		{"syntax", "name: [x\n", []string{"xrun.yaml:"}},
+		{"sweep without values", base + "  sweep: {T: []}\n", []string{"has no values"}},
+		{"min over max", base + "  method: {min_time_s: 5, max_time_s: 1}\n", []string{"min_time_s: is larger than max_time_s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("xrun.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("no error for:\n%s", tc.yaml)
+			}
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("error is %T, want spec.Errors", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseGPUs(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		err  bool
+	}{
+		{"", "0", false}, {"none", "0", false}, {"2", "2", false}, {"all", "all", false},
+		{"0,2", "0,2", false}, {"GPU-abc", "GPU-abc", false}, {"-1", "", true}, {"0,,1", "", true}, {"x", "", true},
+	}
+	for _, tc := range tests {
+		g, err := ParseGPUs(tc.in)
+		if (err != nil) != tc.err {
+			t.Errorf("ParseGPUs(%q) error = %v", tc.in, err)
+			continue
+		}
+		if err == nil && g.String() != tc.want {
+			t.Errorf("ParseGPUs(%q) = %s, want %s", tc.in, g, tc.want)
+		}
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := map[string]ByteSize{"8g": 8 << 30, "512MiB": 512 << 20, "1.5g": 3 << 29, "1024": 1024, "64k": 64 << 10}
+	for in, want := range tests {
+		got, err := ParseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "g", "8x", "-1g"} {
+		if _, err := ParseByteSize(bad); err == nil {
+			t.Errorf("ParseByteSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestImageShorthandAndGPUList(t *testing.T) {
+	y := "name: x\nimage: nvcr.io/nvidia/pytorch:25.01-py3\nresources: {gpus: [0, 2]}\nbenchmark:\n  command: [./bench]\n  implementations: {a: m:a}\n"
+	s, err := Parse("xrun.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Image.Base != "nvcr.io/nvidia/pytorch:25.01-py3" || s.Resources.GPUs.String() != "0,2" || s.Benchmark.Command[0] != "./bench" {
+		t.Errorf("got %+v", s)
+	}
+}
+
+func TestHashFollowsBytes(t *testing.T) {
+	a, _ := Parse("a", []byte(glaSpec))
+	b, _ := Parse("b", []byte(glaSpec))
+	c, _ := Parse("c", []byte(glaSpec+"\n"))
+	if a.Hash != b.Hash || a.Hash == c.Hash {
+		t.Errorf("hash must depend on the bytes alone")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(glaSpec))
+	f.Add([]byte("name: x\nbenchmark: {inputs: m:i, reference: m:r, implementations: {a: m:a}}\n"))
+	f.Add([]byte("name: [\n"))
+	f.Add([]byte("sweep: [{T: [1]}, 3]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("xrun.yaml", data)
+		if err == nil {
+			if s.Name == "" || len(s.Benchmark.Implementations) == 0 {
+				t.Fatalf("accepted a spec without name or implementations: %q", data)
+			}
+			_ = s.Benchmark.Cases(false)
+			_ = s.Benchmark.Cases(true)
+		} else if err.Error() == "" {
+			t.Fatal("empty error message")
+		}
+	})
+}
