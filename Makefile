@@ -1,0 +1,35 @@
+# xrun — build, test and demo targets. `make help` lists them.
+GO        ?= go
+BIN       ?= bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/xrun-dev/xrun/runner/version.Version=$(VERSION)
+CPU_BASE  ?= xrun/cpu-torch:bookworm
+
+.PHONY: help build install test test-unit cpu-base demo fuzz lint
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build static xrun and xrun-runner into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun ./client/cmd/xrun
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun-runner ./runner/cmd/xrun-runner
+
+install: ## install a static xrun into $GOBIN
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./client/cmd/xrun
+
+cpu-base: ## make the CPU base image (Debian + python3 + numpy + torch) without a registry
+	./images/make-cpu-base.sh --torch --name $(CPU_BASE)
+
+test: cpu-base ## the whole suite: vet, unit, integration against the real Docker daemon
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 75m ./...
+
+test-unit: ## unit tests only (no Docker)
+	$(GO) test -short -count=1 ./...
+
+fuzz: ## run each fuzz target for 30 s
+	$(GO) test ./runner/spec -run XXX -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./runner/result -run XXX -fuzz FuzzDecode -fuzztime 30s
+
+demo: build cpu-base ## the main job: submit the GLA experiment (GPU host: drop --cpu)
+	$(BIN)/xrun submit --cpu experiments/039-gla-pingpong
