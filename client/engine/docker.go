@@ -1,0 +1,488 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/cli/cli/connhelper"
+	"github.com/docker/go-connections/tlsconfig"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+)
+
+// Docker is the Engine backed by the Docker Engine API.
+type Docker struct {
+	ep  Endpoint
+	cli *client.Client
+}
+
+var _ Engine = (*Docker)(nil)
+
+// Connect makes a client for ep and pings the daemon, so that an
+// unreachable daemon is reported once, clearly, before any other call.
+func Connect(ctx context.Context, ep Endpoint) (*Docker, error) {
+	d, err := New(ep)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Ping(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// New makes a client for ep without contacting the daemon.
+func New(ep Endpoint) (*Docker, error) {
+	opts := []client.Opt{client.WithAPIVersionFromEnv()}
+	helper, err := connhelper.GetConnectionHelper(ep.Host)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", ep.Host, err)
+	}
+	switch {
+	case helper != nil:
+		// ssh://: the docker CLI's helper runs `ssh host docker system dial-stdio`.
+		opts = append(opts,
+			client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: helper.Dialer}}),
+			client.WithHost(helper.Host),
+			client.WithDialContext(helper.Dialer))
+	case ep.TLS != nil:
+		cfg, err := tlsconfig.Client(tlsconfig.Options{
+			CAFile:             ep.TLS.CAFile,
+			CertFile:           ep.TLS.CertFile,
+			KeyFile:            ep.TLS.KeyFile,
+			InsecureSkipVerify: !ep.TLS.Verify,
+			MinVersion:         tls.VersionTLS12,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load TLS certificates for %s: %w (set DOCKER_CERT_PATH to the directory with ca.pem, cert.pem and key.pem)", ep.Host, err)
+		}
+		opts = append(opts,
+			client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, CheckRedirect: client.CheckRedirect}),
+			client.WithHost(ep.Host))
+	default:
+		opts = append(opts, client.WithHost(ep.Host))
+	}
+	cli, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", ep.Host, err)
+	}
+	return &Docker{ep: ep, cli: cli}, nil
+}
+
+// Host returns the daemon address.
+func (d *Docker) Host() string { return d.ep.Host }
+
+// Close releases the client's connections.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+// Ping checks the daemon answers and negotiates the API version down to
+// the daemon's (Docker 20.10 speaks 1.41).
+func (d *Docker) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := d.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return &UnreachableError{Host: d.ep.Host, Err: shortNetErr(err)}
+	}
+	return nil
+}
+
+// shortNetErr drops the SDK's long hints so the message stays one sentence.
+func shortNetErr(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, ". Is the docker daemon running?"); i > 0 {
+		msg = msg[:i]
+	}
+	return errors.New(msg)
+}
+
+// Info reads the daemon's platform and runtimes.
+func (d *Docker) Info(ctx context.Context) (Info, error) {
+	r, err := d.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return Info{}, fmt.Errorf("read daemon info from %s: %w", d.ep.Host, err)
+	}
+	in := r.Info
+	info := Info{
+		OS:            in.OSType,
+		Arch:          goArch(in.Architecture),
+		ServerVersion: in.ServerVersion,
+		APIVersion:    d.cli.ClientVersion(),
+		Name:          in.Name,
+		CPUs:          in.NCPU,
+		MemoryBytes:   in.MemTotal,
+	}
+	for name := range in.Runtimes {
+		info.Runtimes = append(info.Runtimes, name)
+		if name == "nvidia" {
+			info.NvidiaRuntime = true
+		}
+	}
+	sort.Strings(info.Runtimes)
+	for _, dev := range in.DiscoveredDevices {
+		if dev.Source == "cdi" && strings.Contains(dev.ID, "nvidia.com/gpu") {
+			info.NvidiaRuntime = true
+		}
+	}
+	return info, nil
+}
+
+// goArch maps the daemon's uname -m spelling to GOARCH.
+func goArch(a string) string {
+	switch a {
+	case "x86_64", "amd64":
+		return "amd64"
+	case "aarch64", "arm64":
+		return "arm64"
+	case "armv7l", "armhf":
+		return "arm"
+	case "ppc64le":
+		return "ppc64le"
+	case "s390x":
+		return "s390x"
+	}
+	return a
+}
+
+// ImageExists reports whether ref is on the host.
+func (d *Docker) ImageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := d.ImageID(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ImageID returns the id of ref on the host.
+func (d *Docker) ImageID(ctx context.Context, ref string) (string, error) {
+	r, err := d.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if isNotFound(err) {
+			return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
+		}
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	return r.ID, nil
+}
+
+// Pull fetches ref from its registry.
+func (d *Docker) Pull(ctx context.Context, ref string, progress func(string)) error {
+	r, err := d.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	defer r.Close()
+	_, err = decodeStream(r, progress)
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	return nil
+}
+
+// RemoveImage deletes ref from the host.
+func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
+	if _, err := d.cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
+		return fmt.Errorf("remove image %s: %w", ref, translate(err))
+	}
+	return nil
+}
+
+// Build sends the context to the daemon's builder and decodes its stream.
+func (d *Docker) Build(ctx context.Context, tar io.Reader, opts BuildOptions, progress func(string)) (string, error) {
+	r, err := d.cli.ImageBuild(ctx, tar, client.ImageBuildOptions{
+		Tags:        []string{opts.Tag},
+		Labels:      opts.Labels,
+		NoCache:     opts.NoCache,
+		Remove:      true,
+		ForceRemove: true,
+		Dockerfile:  "Dockerfile",
+	})
+	if err != nil {
+		return "", fmt.Errorf("build %s on %s: %w", opts.Tag, d.ep.Host, err)
+	}
+	defer r.Body.Close()
+	id, err := decodeStream(r.Body, progress)
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		if id, err = d.ImageID(ctx, opts.Tag); err != nil {
+			return "", fmt.Errorf("build %s: %w", opts.Tag, err)
+		}
+	}
+	return id, nil
+}
+
+// decodeStream reads the daemon's JSON message stream (build or pull). An
+// errorDetail becomes a *BuildError naming the last step and the output
+// before it; the image id comes from the aux message when there is one.
+func decodeStream(r io.Reader, progress func(string)) (imageID string, err error) {
+	dec := json.NewDecoder(bufio.NewReader(r))
+	var step string
+	var last []string
+	var partial string
+	emit := func(line string) {
+		line = strings.TrimRight(line, "\r")
+		if strings.HasPrefix(line, "Step ") {
+			step = line
+		}
+		if strings.TrimSpace(line) != "" {
+			last = append(last, line)
+			if len(last) > 15 {
+				last = last[len(last)-15:]
+			}
+		}
+		if progress != nil {
+			progress(line)
+		}
+	}
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return "", fmt.Errorf("read build output: %w", err)
+		}
+		if m.Error != nil {
+			if partial != "" {
+				emit(partial)
+			}
+			msg := m.Error.Message
+			if msg == "" {
+				msg = "the daemon reported an error without a message"
+			}
+			return "", &BuildError{Step: step, Message: strings.TrimSpace(msg), Last: last}
+		}
+		if m.Aux != nil {
+			var aux struct {
+				ID string `json:"ID"`
+			}
+			if json.Unmarshal(*m.Aux, &aux) == nil && aux.ID != "" {
+				imageID = aux.ID
+			}
+		}
+		text := m.Stream
+		if text == "" && m.Status != "" {
+			text = m.Status
+			if m.ID != "" {
+				text = m.ID + ": " + text
+			}
+			text += "\n"
+		}
+		partial += text
+		for {
+			i := strings.IndexByte(partial, '\n')
+			if i < 0 {
+				break
+			}
+			emit(partial[:i])
+			partial = partial[i+1:]
+		}
+	}
+	if partial != "" {
+		emit(partial)
+	}
+	return imageID, nil
+}
+
+// Create makes a job container.
+func (d *Docker) Create(ctx context.Context, s ContainerSpec) (string, error) {
+	cfg := &container.Config{
+		Image:           s.Image,
+		Cmd:             s.Cmd,
+		Entrypoint:      s.Entrypoint,
+		Env:             s.Env,
+		Labels:          s.Labels,
+		WorkingDir:      s.WorkingDir,
+		StopSignal:      s.StopSignal,
+		NetworkDisabled: s.NetworkDisabled,
+	}
+	hc := &container.HostConfig{ShmSize: s.ShmBytes}
+	hc.Memory = s.MemoryBytes
+	if s.MemoryBytes > 0 {
+		hc.MemorySwap = s.MemoryBytes // no swap beyond the limit, so OOM is OOM
+	}
+	if s.GPUs != nil {
+		req := container.DeviceRequest{Driver: "nvidia", Capabilities: [][]string{{"gpu"}}}
+		if len(s.GPUs.IDs) > 0 {
+			req.DeviceIDs = s.GPUs.IDs
+		} else {
+			req.Count = s.GPUs.Count
+		}
+		hc.DeviceRequests = []container.DeviceRequest{req}
+	}
+	r, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: s.Name})
+	if err != nil {
+		return "", fmt.Errorf("create container %q: %w", s.Name, translate(err))
+	}
+	return r.ID, nil
+}
+
+// Start starts a container; a missing GPU runtime becomes ErrNoGPURuntime.
+func (d *Docker) Start(ctx context.Context, id string) error {
+	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start container %s: %w", short(id), translate(err))
+	}
+	return nil
+}
+
+// Wait waits for the container to stop.
+func (d *Docker) Wait(ctx context.Context, id string, nextExit bool) <-chan WaitResult {
+	cond := container.WaitConditionNotRunning
+	if nextExit {
+		cond = container.WaitConditionNextExit
+	}
+	w := d.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: cond})
+	out := make(chan WaitResult, 1)
+	go func() {
+		select {
+		case r := <-w.Result:
+			res := WaitResult{ExitCode: int(r.StatusCode)}
+			if r.Error != nil && r.Error.Message != "" {
+				res.Err = errors.New(r.Error.Message)
+			}
+			out <- res
+		case err := <-w.Error:
+			out <- WaitResult{ExitCode: -1, Err: fmt.Errorf("wait for container %s: %w", short(id), translate(err))}
+		}
+	}()
+	return out
+}
+
+// Logs copies the container's output, demultiplexed, to stdout and stderr.
+func (d *Docker) Logs(ctx context.Context, id string, o LogOptions, stdout, stderr io.Writer) error {
+	tail := o.Tail
+	if tail == "" {
+		tail = "all"
+	}
+	r, err := d.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{
+		ShowStdout: true, ShowStderr: true, Follow: o.Follow, Tail: tail, Timestamps: o.Timestamps,
+	})
+	if err != nil {
+		return fmt.Errorf("read logs of container %s: %w", short(id), translate(err))
+	}
+	defer r.Close()
+	if _, err := stdcopy.StdCopy(stdout, stderr, r); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("read logs of container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Stop stops a container, killing it after grace.
+func (d *Docker) Stop(ctx context.Context, id string, grace time.Duration) error {
+	secs := int(grace.Seconds())
+	if _, err := d.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &secs}); err != nil {
+		return fmt.Errorf("stop container %s: %w", short(id), translate(err))
+	}
+	return nil
+}
+
+// Kill signals a container.
+func (d *Docker) Kill(ctx context.Context, id, signal string) error {
+	if _, err := d.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: signal}); err != nil {
+		return fmt.Errorf("kill container %s: %w", short(id), translate(err))
+	}
+	return nil
+}
+
+// Remove deletes a container.
+func (d *Docker) Remove(ctx context.Context, id string, force bool) error {
+	if _, err := d.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: force, RemoveVolumes: true}); err != nil {
+		return fmt.Errorf("remove container %s: %w", short(id), translate(err))
+	}
+	return nil
+}
+
+// CopyFrom returns a tar of path in the container (running or stopped).
+func (d *Docker) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
+	r, err := d.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path})
+	if err != nil {
+		return nil, fmt.Errorf("copy %s from container %s: %w", path, short(id), translate(err))
+	}
+	return r.Content, nil
+}
+
+// Inspect returns a container's state.
+func (d *Docker) Inspect(ctx context.Context, id string) (Container, error) {
+	r, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return Container{}, fmt.Errorf("inspect container %s: %w", short(id), translate(err))
+	}
+	c := r.Container
+	out := Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), ImageID: c.Image}
+	out.Created, _ = time.Parse(time.RFC3339Nano, c.Created)
+	if c.Config != nil {
+		out.Image = c.Config.Image
+		out.Labels = c.Config.Labels
+	}
+	if c.HostConfig != nil {
+		out.MemoryBytes = c.HostConfig.Memory
+	}
+	if s := c.State; s != nil {
+		out.State = string(s.Status)
+		out.ExitCode = s.ExitCode
+		out.OOMKilled = s.OOMKilled
+		out.Error = s.Error
+		out.StartedAt = parseTime(s.StartedAt)
+		out.FinishedAt = parseTime(s.FinishedAt)
+	}
+	return out, nil
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() < 2000 { // the daemon writes 0001-01-01 for "never"
+		return time.Time{}
+	}
+	return t
+}
+
+// List returns containers by label.
+func (d *Docker) List(ctx context.Context, labels map[string]string, all bool) ([]Container, error) {
+	f := client.Filters{}
+	for k, v := range labels {
+		if v == "" {
+			f.Add("label", k)
+		} else {
+			f.Add("label", k+"="+v)
+		}
+	}
+	r, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: all, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers on %s: %w", d.ep.Host, err)
+	}
+	out := make([]Container, 0, len(r.Items))
+	for _, c := range r.Items {
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, Container{
+			ID: c.ID, Name: name, Image: c.Image, ImageID: c.ImageID, Labels: c.Labels,
+			State: string(c.State), Created: time.Unix(c.Created, 0),
+		})
+	}
+	return out, nil
+}
+
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,139 @@
+// Package engine is xrun's narrow interface over the Docker Engine API: the
+// few calls that building an experiment image and running it as a job need.
+// Docker is its one implementation (moby/moby/client); tests use fakes.
+package engine
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Engine is what xrun asks of a container engine.
+type Engine interface {
+	// Host is the daemon address in the form the user gave it, for messages.
+	Host() string
+	// Ping checks that the daemon answers and negotiates the API version.
+	Ping(ctx context.Context) error
+	// Info describes the daemon's platform and GPU support.
+	Info(ctx context.Context) (Info, error)
+	// ImageExists reports whether ref is on the host.
+	ImageExists(ctx context.Context, ref string) (bool, error)
+	// ImageID returns the image id of ref on the host.
+	ImageID(ctx context.Context, ref string) (string, error)
+	// Pull fetches ref from its registry.
+	Pull(ctx context.Context, ref string, progress func(line string)) error
+	// RemoveImage deletes ref from the host.
+	RemoveImage(ctx context.Context, ref string) error
+	// Build builds the context tar (with its Dockerfile at the root) and
+	// tags the image; progress gets each line of build output.
+	Build(ctx context.Context, tar io.Reader, opts BuildOptions, progress func(line string)) (imageID string, err error)
+	// Create makes a container and returns its id.
+	Create(ctx context.Context, spec ContainerSpec) (id string, err error)
+	// Start starts a created container.
+	Start(ctx context.Context, id string) error
+	// Wait waits for the container to stop; call it before Start to never
+	// miss an exit (nextExit true), or on a running container (false).
+	Wait(ctx context.Context, id string, nextExit bool) <-chan WaitResult
+	// Logs writes the container's output to stdout and stderr until it is
+	// done (or, with Follow, until the container stops or ctx ends).
+	Logs(ctx context.Context, id string, opts LogOptions, stdout, stderr io.Writer) error
+	// Stop sends SIGTERM, then SIGKILL after grace.
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	// Kill sends a signal ("KILL", "INT", ...).
+	Kill(ctx context.Context, id, signal string) error
+	// Remove deletes a container, stopping it first when force is true.
+	Remove(ctx context.Context, id string, force bool) error
+	// CopyFrom returns a tar stream of path inside the container.
+	CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error)
+	// Inspect returns the container's state; a missing container is ErrNotFound.
+	Inspect(ctx context.Context, id string) (Container, error)
+	// List returns containers carrying every label in labels (a value of
+	// "" matches any value), stopped ones too when all is set.
+	List(ctx context.Context, labels map[string]string, all bool) ([]Container, error)
+	// Close releases the connection.
+	Close() error
+}
+
+// Info is what xrun needs to know about a daemon.
+type Info struct {
+	OS, Arch      string // GOOS/GOARCH spelling: "linux", "amd64"
+	ServerVersion string
+	APIVersion    string
+	Name          string // the daemon's host name
+	CPUs          int
+	MemoryBytes   int64
+	// NvidiaRuntime is true when an "nvidia" runtime is registered or the
+	// daemon discovered CDI GPU devices, i.e. GPU device requests can work.
+	NvidiaRuntime bool
+	Runtimes      []string
+}
+
+// BuildOptions are the parameters of one image build.
+type BuildOptions struct {
+	Tag    string
+	Labels map[string]string
+	// NoCache rebuilds every layer.
+	NoCache bool
+}
+
+// GPURequest asks for GPUs: a count, device ids, or all (Count -1).
+type GPURequest struct {
+	Count int
+	IDs   []string
+}
+
+// ContainerSpec is everything a job container is created with.
+type ContainerSpec struct {
+	Name       string
+	Image      string
+	Cmd        []string
+	Entrypoint []string
+	Env        []string // NAME=value
+	Labels     map[string]string
+	WorkingDir string
+	// GPUs, when non-nil, becomes an nvidia device request.
+	GPUs        *GPURequest
+	ShmBytes    int64
+	MemoryBytes int64
+	// StopSignal overrides the image's stop signal.
+	StopSignal string
+	// NetworkDisabled runs the container without a network.
+	NetworkDisabled bool
+}
+
+// WaitResult is how a container stopped.
+type WaitResult struct {
+	ExitCode int
+	Err      error
+}
+
+// LogOptions select which logs to read.
+type LogOptions struct {
+	Follow     bool
+	Tail       string // "all" or a number of lines
+	Timestamps bool
+}
+
+// Container is the state of a container as the daemon reports it.
+type Container struct {
+	ID         string
+	Name       string
+	Image      string // the reference it was created from
+	ImageID    string
+	Labels     map[string]string
+	State      string // created, running, paused, restarting, removing, exited, dead
+	ExitCode   int
+	OOMKilled  bool
+	Error      string
+	Created    time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// MemoryBytes is the memory limit (0: none).
+	MemoryBytes int64
+}
+
+// Finished reports whether the container has exited (or died).
+func (c Container) Finished() bool {
+	return c.State == "exited" || c.State == "dead"
+}

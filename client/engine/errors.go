@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotFound is returned (wrapped) when a container or image does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrNoGPURuntime is returned when a GPU container is asked of a host whose
+// daemon has no NVIDIA container runtime.
+var ErrNoGPURuntime = errors.New("this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu")
+
+// UnreachableError says the daemon did not answer.
+type UnreachableError struct {
+	Host string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the Docker daemon at %s: %v (is it running? pick another host with --host or DOCKER_HOST)", e.Host, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// BuildError is a failed image build: the step that failed, the daemon's
+// message and the last lines of output before it.
+type BuildError struct {
+	Step    string   // "Step 3/7 : RUN pip install triton"
+	Message string   // the daemon's errorDetail message
+	Last    []string // the last lines of output
+}
+
+func (e *BuildError) Error() string {
+	var b strings.Builder
+	b.WriteString("image build failed")
+	if e.Step != "" {
+		fmt.Fprintf(&b, " at %q", e.Step)
+	}
+	fmt.Fprintf(&b, ": %s", e.Message)
+	if len(e.Last) > 0 {
+		b.WriteString("\nlast output:\n  ")
+		b.WriteString(strings.Join(e.Last, "\n  "))
+	}
+	return b.String()
+}
+
+// translate turns a daemon error into one of ours where we know better words.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "could not select device driver"):
+		return fmt.Errorf("%w (%s)", ErrNoGPURuntime, firstLine(msg))
+	case isNotFound(err):
+		return fmt.Errorf("%s: %w", firstLine(msg), ErrNotFound)
+	}
+	return err
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

@@ -1,0 +1,285 @@
+// Package jobs is the local job store: one directory per job under
+// $XDG_DATA_HOME/xrun/jobs/<id>/ holding job.json (the record), and
+// results.json and logs.txt once they have been fetched, so that nothing is
+// lost when the host prunes the container.
+package jobs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Record file names inside a job directory.
+const (
+	RecordFile  = "job.json"
+	ResultsFile = "results.json"
+	LogsFile    = "logs.txt"
+	// OutDir holds the copy of the container's /xrun/out.
+	OutDir = "out"
+)
+
+// Job statuses beyond the runner's (result.Status*).
+const (
+	StatusCreated  = "created"
+	StatusRunning  = "running"
+	StatusUnknown  = "unknown"
+	StatusOOM      = "oom_killed"
+	StatusRemoved  = "removed"
+	StatusBuilding = "building"
+)
+
+// Job is one submitted job as the client recorded it.
+type Job struct {
+	ID            string     `json:"id"`
+	Host          string     `json:"host"`
+	ContainerID   string     `json:"container_id,omitempty"`
+	ContainerName string     `json:"container_name,omitempty"`
+	Experiment    string     `json:"experiment"`
+	ExperimentDir string     `json:"experiment_dir,omitempty"`
+	ImageRef      string     `json:"image_ref,omitempty"`
+	ImageID       string     `json:"image_id,omitempty"`
+	SpecHash      string     `json:"spec_hash,omitempty"`
+	GPUs          string     `json:"gpus"`
+	Mode          string     `json:"mode"` // gpu or cpu
+	Timeout       string     `json:"timeout,omitempty"`
+	Created       time.Time  `json:"created"`
+	Finished      *time.Time `json:"finished,omitempty"`
+	Status        string     `json:"status"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
+	Error         string     `json:"error,omitempty"`
+}
+
+// Store is a directory of job records.
+type Store struct {
+	Root string
+}
+
+// DefaultRoot is $XDG_DATA_HOME/xrun/jobs, or ~/.local/share/xrun/jobs.
+func DefaultRoot() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "xrun", "jobs"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the job store: %w (set XDG_DATA_HOME)", err)
+	}
+	return filepath.Join(home, ".local", "share", "xrun", "jobs"), nil
+}
+
+// Open returns the store at root, creating it.
+func Open(root string) (*Store, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("open job store %s: %w", root, err)
+	}
+	return &Store{Root: root}, nil
+}
+
+// NewID returns a fresh job id: 12 hex characters from crypto/rand.
+func NewID() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("read random bytes: %v", err)) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Dir is the directory of job id.
+func (s *Store) Dir(id string) string { return filepath.Join(s.Root, id) }
+
+// Create reserves a new id for j (when j.ID is empty) and writes its
+// record. The directory is made with Mkdir, so two concurrent submits can
+// never share an id.
+func (s *Store) Create(j *Job) error {
+	for attempt := 0; ; attempt++ {
+		if j.ID == "" || attempt > 0 {
+			j.ID = NewID()
+		}
+		err := os.Mkdir(s.Dir(j.ID), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || attempt >= 5 {
+			return fmt.Errorf("create job record: %w", err)
+		}
+	}
+	if j.Created.IsZero() {
+		j.Created = time.Now().UTC()
+	}
+	return s.Save(j)
+}
+
+// Save writes j's record atomically.
+func (s *Store) Save(j *Job) error {
+	data, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	return s.WriteFile(j.ID, RecordFile, append(data, '\n'))
+}
+
+// WriteFile writes a file into job id's directory atomically (temp file,
+// fsync, rename), so a reader never sees a torn record.
+func (s *Store) WriteFile(id, name string, data []byte) error {
+	dir := s.Dir(id)
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	return nil
+}
+
+// Has reports whether job id's directory holds name.
+func (s *Store) Has(id, name string) bool {
+	_, err := os.Stat(filepath.Join(s.Dir(id), name))
+	return err == nil
+}
+
+// Load reads the record of the job with exactly this id.
+func (s *Store) Load(id string) (*Job, error) {
+	data, err := os.ReadFile(filepath.Join(s.Dir(id), RecordFile))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &NotFoundError{Ref: id}
+		}
+		return nil, fmt.Errorf("read job %s: %w", id, err)
+	}
+	var j Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("read job %s: %w", id, err)
+	}
+	return &j, nil
+}
+
+// Resolve finds a job by id or unique id prefix.
+func (s *Store) Resolve(ref string) (*Job, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, &NotFoundError{Ref: ref}
+	}
+	if strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
+		return nil, &NotFoundError{Ref: ref}
+	}
+	if j, err := s.Load(ref); err == nil {
+		return j, nil
+	}
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	var match []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			match = append(match, id)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return nil, &NotFoundError{Ref: ref, Known: ids}
+	case 1:
+		return s.Load(match[0])
+	}
+	return nil, &AmbiguousError{Ref: ref, Candidates: match}
+}
+
+func (s *Store) ids() ([]string, error) {
+	entries, err := os.ReadDir(s.Root)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list jobs in %s: %w", s.Root, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			if _, err := os.Stat(filepath.Join(s.Root, e.Name(), RecordFile)); err == nil {
+				ids = append(ids, e.Name())
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// List returns every job, newest first.
+func (s *Store) List() ([]*Job, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Job, 0, len(ids))
+	for _, id := range ids {
+		j, err := s.Load(id)
+		if err != nil {
+			continue // a record being written by another process
+		}
+		out = append(out, j)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Created.After(out[b].Created) })
+	return out, nil
+}
+
+// Remove deletes job id's directory.
+func (s *Store) Remove(id string) error {
+	if id == "" || strings.ContainsAny(id, `/\`) {
+		return &NotFoundError{Ref: id}
+	}
+	if err := os.RemoveAll(s.Dir(id)); err != nil {
+		return fmt.Errorf("remove job %s: %w", id, err)
+	}
+	return nil
+}
+
+// NotFoundError is a job reference that matches no job.
+type NotFoundError struct {
+	Ref   string
+	Known []string
+}
+
+func (e *NotFoundError) Error() string {
+	msg := fmt.Sprintf("no job %q", e.Ref)
+	switch n := len(e.Known); {
+	case n == 0:
+		return msg + ": there are no jobs yet (submit one with `xrun submit DIR`)"
+	case n <= 10:
+		return msg + ": known jobs are " + strings.Join(e.Known, ", ")
+	default:
+		return msg + ": list the jobs with `xrun ps --all`"
+	}
+}
+
+// AmbiguousError is a prefix that matches several jobs.
+type AmbiguousError struct {
+	Ref        string
+	Candidates []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("job prefix %q matches %d jobs (%s): give more characters", e.Ref, len(e.Candidates), strings.Join(e.Candidates, ", "))
+}
