@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what building and testing xrun needs on a Debian/Ubuntu machine
+# (Go and the Docker Engine are expected to be there already).
+set -euo pipefail
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# debootstrap: makes the CPU base images without a registry.
+# python3-numpy, python3-torch: the runner's CPU end-to-end tests.
+# openssh-server, openssl: the remote-host tests (sshd and TLS on loopback).
+# hyperfine: the submit benchmark.
+$sudo apt-get install -y -qq --no-install-recommends \
+  debootstrap debian-archive-keyring python3 python3-numpy python3-torch \
+  busybox-static hyperfine openssl openssh-server openssh-client \
+  ca-certificates make jq >/dev/null
+command -v go >/dev/null || { echo "setup: Go is not installed; get it from https://go.dev/dl/" >&2; exit 1; }
+docker info >/dev/null 2>&1 || { echo "setup: the Docker daemon is not reachable; start it (systemctl start docker) or set DOCKER_HOST" >&2; exit 1; }
+echo "setup: ready"
