@@ -1,0 +1,151 @@
+package dockerfile
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// needDocker skips the test when no Docker daemon answers, except under
+// CI=true, where that is a failure.
+func needDocker(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("docker daemon unreachable under CI: %v: %s", err, out)
+	}
+	t.Skipf("docker daemon unreachable: %v: %s", err, out)
+}
+
+func docker(t *testing.T, stdin []byte, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("docker", args...)
+	cmd.Env = append(os.Environ(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestClassicBuild builds a generated Dockerfile from scratch with the
+// classic builder, runs it, and checks that a code edit rebuilds only the
+// code layer.
+func TestClassicBuild(t *testing.T) {
+	needDocker(t)
+	tmp := t.TempDir()
+	runner := filepath.Join(tmp, "runner")
+	build := exec.Command("go", "build", "-o", runner, "./testdata/fakerunner")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build fake runner: %v\n%s", err, out)
+	}
+	exp := filepath.Join(tmp, "exp")
+	kernels := filepath.Join(tmp, "kernels", "k")
+	for p, content := range map[string]string{
+		filepath.Join(exp, "xrun.yaml"):   "name: t\n",
+		filepath.Join(exp, "bench.py"):    "v1",
+		filepath.Join(exp, "run.sh"):      "#!/bin/sh",
+		filepath.Join(kernels, "k.py"):    "kernel",
+		filepath.Join(exp, ".xrunignore"): "secret\n",
+		filepath.Join(exp, "secret"):      "s",
+	} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(exp, "run.sh"), 0o755)
+	os.Symlink("bench.py", filepath.Join(exp, "link.py"))
+
+	var id [6]byte
+	rand.Read(id[:])
+	tag := "xrun-test/dockerfile:" + hex.EncodeToString(id[:])
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
+	labels := map[string]string{"dev.xrun.experiment": "t", "dev.xrun.note": `$HOME "q" \`}
+	df, err := Generate(Options{Base: "scratch", RunnerSrc: "xrun-runner", Experiment: "t", Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildImage := func() string {
+		c, err := buildctx.Collect(exp, &spec.Spec{Include: []string{"../kernels/k"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tarball bytes.Buffer
+		if err := c.WriteTar(&tarball, buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner}); err != nil {
+			t.Fatal(err)
+		}
+		return docker(t, tarball.Bytes(), []string{"DOCKER_BUILDKIT=0"}, "build", "-t", tag, "-")
+	}
+	buildImage()
+	first := strings.TrimSpace(docker(t, nil, nil, "image", "inspect", "--format", "{{.Id}}", tag))
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", first).Run() })
+
+	out := docker(t, nil, nil, "run", "--rm", tag)
+	for _, want := range []string{
+		"args=--experiment /xrun/exp --out /xrun/out",
+		"wd=/xrun/exp",
+		"PYTHONUNBUFFERED=1",
+		"out=dir",
+		"file=/xrun/exp/bench.py -rw-r--r-- v1",
+		"file=/xrun/exp/run.sh -rwxr-xr-x #!/bin/sh",
+		"file=/xrun/exp/link.py Lrwxrwxrwx -> bench.py",
+		"file=/xrun/exp/k/k.py -rw-r--r-- kernel",
+		"file=/xrun/exp/xrun.yaml",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("container output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, banned := range []string{"secret", ".xrunignore"} {
+		if strings.Contains(out, banned) {
+			t.Errorf("container has %s:\n%s", banned, out)
+		}
+	}
+	got := docker(t, nil, nil, "image", "inspect", "--format", `{{index .Config.Labels "dev.xrun.note"}}`, tag)
+	if strings.TrimSpace(got) != labels["dev.xrun.note"] {
+		t.Errorf("label dev.xrun.note = %q, want %q", strings.TrimSpace(got), labels["dev.xrun.note"])
+	}
+
+	// A code edit: every step before COPY exp/ comes from the cache.
+	os.WriteFile(filepath.Join(exp, "bench.py"), []byte("v2"), 0o644)
+	log := buildImage()
+	steps := regexp.MustCompile(`(?m)^Step \d+/\d+ : `).Split(log, -1)[1:]
+	if len(steps) < 6 {
+		t.Fatalf("expected the classic builder's steps in the build output:\n%s", log)
+	}
+	sawCode := false
+	for _, s := range steps {
+		first := strings.SplitN(s, "\n", 2)[0]
+		cached := strings.Contains(s, "Using cache")
+		switch {
+		case strings.HasPrefix(first, "FROM"):
+		case strings.HasPrefix(first, "COPY exp/"):
+			sawCode = true
+			if cached {
+				t.Errorf("the code layer came from the cache after an edit:\n%s", log)
+			}
+		case !sawCode && !cached:
+			t.Errorf("step %q was rebuilt after a code-only edit:\n%s", first, log)
+		}
+	}
+	if out := docker(t, nil, nil, "run", "--rm", tag); !strings.Contains(out, "bench.py -rw-r--r-- v2") {
+		t.Errorf("edited file not in the image:\n%s", out)
+	}
+}

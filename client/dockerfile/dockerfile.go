@@ -1,0 +1,170 @@
+// Package dockerfile generates the Dockerfile of an experiment's image.
+//
+// The layers go from what changes least to what changes most: the base,
+// system packages, Python packages, the runner, then the experiment's code,
+// so a code edit rebuilds only the last layer. The output uses only
+// instructions that both the classic builder (Docker 20.10, API 1.41) and
+// BuildKit understand: no heredocs, no RUN --mount, no syntax directive.
+package dockerfile
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/xrun-dev/xrun/client/buildctx"
+)
+
+// Paths inside the image (see docs/architecture.md, "Container").
+const (
+	RunnerPath    = "/usr/local/bin/xrun-runner"
+	ExperimentDir = "/xrun/exp"
+	OutDir        = "/xrun/out"
+)
+
+// Options describe the image.
+type Options struct {
+	// Base is the image reference to build on ("scratch" is allowed).
+	Base string
+	// Apt lists Debian/Ubuntu packages, installed in one layer.
+	Apt []string
+	// Python lists pip requirements, installed in one layer, in order.
+	Python []string
+	// RunnerSrc is the runner binary's path inside the build context
+	// ("xrun-runner").
+	RunnerSrc string
+	// Experiment is the experiment's name, written in the header comment.
+	Experiment string
+	// Labels are set on the image, in key order.
+	Labels map[string]string
+}
+
+var (
+	aptRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(:[a-z0-9-]+)?(=[A-Za-z0-9.+~:-]+)?$`)
+	labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+	plainRE = regexp.MustCompile(`^[A-Za-z0-9._+=/:@,%^-]+$`)
+)
+
+// Generate returns the Dockerfile for o. The same options always give the
+// same bytes.
+func Generate(o Options) ([]byte, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if o.Experiment != "" {
+		fmt.Fprintf(&b, "# Image of the xrun experiment %q; generated from its %s, edit that instead.\n", o.Experiment, "xrun.yaml")
+	}
+	fmt.Fprintf(&b, "FROM %s\n", o.Base)
+	if apt := aptPackages(o.Apt); len(apt) > 0 {
+		b.WriteString("RUN apt-get update \\\n")
+		fmt.Fprintf(&b, " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s \\\n", strings.Join(apt, " "))
+		b.WriteString(" && rm -rf /var/lib/apt/lists/*\n")
+	}
+	if len(o.Python) > 0 {
+		quoted := make([]string, len(o.Python))
+		for i, r := range o.Python {
+			quoted[i] = shellQuote(r)
+		}
+		// PEP 668 bases (Debian 12, Ubuntu 24.04) refuse pip installs into
+		// the system Python without PIP_BREAK_SYSTEM_PACKAGES; older pips
+		// ignore it. A base without pip gets a message instead of a trace.
+		b.WriteString("RUN python3 -m pip --version >/dev/null 2>&1 \\\n")
+		b.WriteString(" || { echo 'xrun: the base image has no pip for python3; add python3-pip to image.apt or pick a base with pip' >&2; exit 1; } \\\n")
+		b.WriteString(" && PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \\\n")
+		fmt.Fprintf(&b, "    python3 -m pip install --no-cache-dir %s\n", strings.Join(quoted, " "))
+	}
+	b.WriteString("ENV PYTHONUNBUFFERED=1\n")
+	fmt.Fprintf(&b, "COPY %s %s\n", o.RunnerSrc, RunnerPath)
+	// WORKDIR creates the directory without needing a shell in the base.
+	fmt.Fprintf(&b, "WORKDIR %s\n", OutDir)
+	fmt.Fprintf(&b, "WORKDIR %s\n", ExperimentDir)
+	fmt.Fprintf(&b, "COPY %s/ %s/\n", buildctx.Root, ExperimentDir)
+	fmt.Fprintf(&b, "ENTRYPOINT [%q, \"--experiment\", %q, \"--out\", %q]\n", RunnerPath, ExperimentDir, OutDir)
+	if len(o.Labels) > 0 {
+		keys := make([]string, 0, len(o.Labels))
+		for k := range o.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		// Labels come last: a label that changes on every build (a spec
+		// hash) must not invalidate the cache of the layers above.
+		b.WriteString("LABEL")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(" \\\n     ")
+			}
+			fmt.Fprintf(&b, " %s=%s", k, labelQuote(o.Labels[k]))
+		}
+		b.WriteString("\n")
+	}
+	return b.Bytes(), nil
+}
+
+func (o Options) check() error {
+	if o.Base == "" {
+		return fmt.Errorf("generate Dockerfile: no base image; set image.base in xrun.yaml or pass --base")
+	}
+	if strings.ContainsFunc(o.Base, isSpaceOrControl) {
+		return fmt.Errorf("generate Dockerfile: base image %q contains white space; give a single image reference", o.Base)
+	}
+	if o.RunnerSrc == "" || strings.ContainsFunc(o.RunnerSrc, isSpaceOrControl) ||
+		path.IsAbs(o.RunnerSrc) || path.Clean(o.RunnerSrc) != o.RunnerSrc || strings.HasPrefix(o.RunnerSrc, "..") {
+		return fmt.Errorf("generate Dockerfile: runner path %q must be a clean relative path inside the build context without spaces", o.RunnerSrc)
+	}
+	if strings.ContainsFunc(o.Experiment, isControl) {
+		return fmt.Errorf("generate Dockerfile: experiment name %q contains control characters", o.Experiment)
+	}
+	for _, p := range o.Apt {
+		if !aptRE.MatchString(p) {
+			return fmt.Errorf("generate Dockerfile: %q is not a Debian package name (lower case letters, digits, '+', '-', '.', optionally :arch and =version); fix image.apt", p)
+		}
+	}
+	for _, r := range o.Python {
+		if strings.TrimSpace(r) == "" || strings.ContainsFunc(r, isControl) {
+			return fmt.Errorf("generate Dockerfile: pip requirement %q is empty or holds control characters; give one requirement per image.python entry", r)
+		}
+	}
+	for k, v := range o.Labels {
+		if !labelRE.MatchString(k) {
+			return fmt.Errorf("generate Dockerfile: label key %q is not allowed; use letters, digits, '.', '_', '/' and '-'", k)
+		}
+		if strings.ContainsFunc(v, isControl) {
+			return fmt.Errorf("generate Dockerfile: label %s has control characters in its value %q; remove them", k, v)
+		}
+	}
+	return nil
+}
+
+// aptPackages returns the packages sorted and without duplicates: apt
+// installs them together, so order does not matter and the layer's cache
+// key should not depend on it.
+func aptPackages(ps []string) []string {
+	out := slices.Clone(ps)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+func isSpaceOrControl(r rune) bool { return r == ' ' || isControl(r) }
+
+// shellQuote quotes s for /bin/sh when it holds anything beyond plain
+// characters ("numpy>=2" would otherwise be a redirection).
+func shellQuote(s string) string {
+	if plainRE.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// labelQuote quotes a LABEL value: the builder unescapes \\, \" and \$ in
+// double quotes and would otherwise expand $VARIABLES.
+func labelQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`)
+	return `"` + r.Replace(s) + `"`
+}

@@ -1,0 +1,135 @@
+package dockerfile
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestGenerateGolden(t *testing.T) {
+	tests := map[string]Options{
+		"scratch": {Base: "scratch", RunnerSrc: "xrun-runner"},
+		"full": {
+			Base:       "xrun/cuda13-torch2.11:py3.12",
+			Apt:        []string{"git", "build-essential", "git", "libnuma-dev=2.0.18-1"},
+			Python:     []string{"triton==3.6.0", "numpy>=2,<3", "einops", "it's[odd]"},
+			RunnerSrc:  "xrun-runner",
+			Experiment: "gla-pingpong",
+			Labels: map[string]string{
+				"dev.xrun.spec-hash":  "abc123",
+				"dev.xrun.experiment": "gla-pingpong",
+				"dev.xrun.note":       `costs $5 "or" a \ more`,
+			},
+		},
+		"apt-only":    {Base: "debian:bookworm", Apt: []string{"python3-numpy"}, RunnerSrc: "bin/runner", Experiment: "x"},
+		"python-only": {Base: "python:3.12-slim", Python: []string{"numpy"}, RunnerSrc: "xrun-runner", Labels: map[string]string{"a": "b"}},
+	}
+	for name, o := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := Generate(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := Generate(o)
+			if !bytes.Equal(got, again) {
+				t.Fatal("two calls give different output")
+			}
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Dockerfile differs from %s (go test -update rewrites it):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestLayerOrder checks the property the layering exists for: everything a
+// code edit touches comes after everything that installs software.
+func TestLayerOrder(t *testing.T) {
+	b, err := Generate(Options{Base: "b", Apt: []string{"git"}, Python: []string{"numpy"}, RunnerSrc: "r", Labels: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	order := []string{"FROM b", "apt-get install", "pip install", "COPY r " + RunnerPath, "COPY exp/ /xrun/exp/", "ENTRYPOINT", "LABEL"}
+	last := -1
+	for _, want := range order {
+		i := strings.Index(s, want)
+		if i <= last {
+			t.Fatalf("%q at %d, not after the previous step (%d):\n%s", want, i, last, s)
+		}
+		last = i
+	}
+	for _, banned := range []string{"<<", "--mount", "# syntax", "--chmod", "--link"} {
+		if strings.Contains(s, banned) {
+			t.Errorf("output uses %q, which the classic builder does not understand", banned)
+		}
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	ok := Options{Base: "scratch", RunnerSrc: "xrun-runner"}
+	tests := []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"no base", func(o *Options) { o.Base = "" }, "no base image"},
+		{"base with spaces", func(o *Options) { o.Base = "a b" }, "contains white space"},
+		{"base with newline", func(o *Options) { o.Base = "a\nRUN x" }, "contains white space"},
+		{"no runner", func(o *Options) { o.RunnerSrc = "" }, "runner path"},
+		{"absolute runner", func(o *Options) { o.RunnerSrc = "/usr/bin/x" }, "runner path"},
+		{"runner outside", func(o *Options) { o.RunnerSrc = "../x" }, "runner path"},
+		{"bad apt name", func(o *Options) { o.Apt = []string{"git; rm -rf /"} }, "not a Debian package name"},
+		{"upper case apt name", func(o *Options) { o.Apt = []string{"Git"} }, "not a Debian package name"},
+		{"empty requirement", func(o *Options) { o.Python = []string{" "} }, "pip requirement"},
+		{"requirement with newline", func(o *Options) { o.Python = []string{"a\nRUN evil"} }, "pip requirement"},
+		{"label key", func(o *Options) { o.Labels = map[string]string{"a b": "c"} }, "label key"},
+		{"label value", func(o *Options) { o.Labels = map[string]string{"a": "b\nc"} }, "control characters"},
+		{"experiment name", func(o *Options) { o.Experiment = "x\ny" }, "experiment name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ok
+			tc.edit(&o)
+			_, err := Generate(o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Generate(ok); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	tests := map[string]string{
+		"numpy":             "numpy",
+		"triton==3.6.0":     "triton==3.6.0",
+		"numpy>=2":          "'numpy>=2'",
+		"a b":               "'a b'",
+		"it's":              `'it'\''s'`,
+		"torch[cuda]":       "'torch[cuda]'",
+		"$(reboot)":         "'$(reboot)'",
+		"git+https://x/y@v": "git+https://x/y@v",
+	}
+	for in, want := range tests {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
