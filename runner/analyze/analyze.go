@@ -1,0 +1,214 @@
+// Package analyze turns measured results into conclusions: throughput from
+// the work models, comparisons with conservative verdicts, the spec's
+// success criteria, and warnings about figures that deserve less trust.
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// DefaultThreshold is the margin a comparison must clear: 1.02, 2%.
+const DefaultThreshold = 1.02
+
+// ExcessiveSpeedup is the speedup over the baseline above which a result is
+// flagged: more than 10x usually means the candidate skips work.
+const ExcessiveSpeedup = 10
+
+// Warning kinds.
+const (
+	WarnNotConverged     = "not_converged"
+	WarnThrottled        = "throttled"
+	WarnExcessiveSpeedup = "excessive_speedup"
+)
+
+// Throughput derives TFLOPS, GB/s and tokens/s from work model m and the
+// median of t, and, when gpu is known to the peaks table, the percentage of
+// the GPU's dense peak for dtype and of its memory bandwidth. gpu is nil on
+// a CPU run (no percentages). It returns nil when there is no model or no
+// timing.
+func Throughput(m result.Model, t result.Timing, gpu *result.GPU, dtype string) *result.Throughput {
+	if t.MedianMS <= 0 || (m.Flops <= 0 && m.Bytes <= 0 && m.Tokens <= 0) {
+		return nil
+	}
+	sec := t.MedianMS / 1e3
+	tp := &result.Throughput{}
+	if m.Flops > 0 {
+		tp.TFLOPS = m.Flops / sec / 1e12
+	}
+	if m.Bytes > 0 {
+		tp.GBps = m.Bytes / sec / 1e9
+	}
+	if m.Tokens > 0 {
+		tp.TokensPerS = m.Tokens / sec
+	}
+	if gpu == nil {
+		return tp
+	}
+	if tp.TFLOPS > 0 {
+		if peak, _, ok := gpuinfo.Peak(gpu.Name, dtype); ok {
+			tp.PctPeakFlops = 100 * tp.TFLOPS / peak
+		}
+	}
+	if tp.GBps > 0 {
+		bw, ok := gpuinfo.PeakBandwidth(gpu.Name)
+		if !ok && gpu.PeakGBps > 0 {
+			bw, ok = gpu.PeakGBps, true
+		}
+		if ok {
+			tp.PctPeakBW = 100 * tp.GBps / bw
+		}
+	}
+	return tp
+}
+
+// Verdict compares a candidate's timing with a baseline's. speedup is
+// base.median / cand.median (above 1: the candidate is faster).
+//
+// The verdict is conservative: it looks at the interquartile ranges, not only
+// the medians, so noise cannot produce a FAST. With threshold th (default
+// 1.02, a 2% margin; values below 1 mean the default):
+//
+//	FAST       cand.q3 * th <= base.q1: even the candidate's slow quarter beats
+//	           the baseline's fast quarter by the margin;
+//	SLOW       base.q3 * th <= cand.q1: the same, the other way round;
+//	SAME       otherwise, when the medians are within th of each other and
+//	           the IQRs overlap;
+//	AMBIGUOUS  anything else: the medians differ by more than the margin but
+//	           the spreads overlap too much to call it.
+func Verdict(cand, base result.Timing, threshold float64) (speedup float64, verdict string) {
+	if threshold < 1 {
+		threshold = DefaultThreshold
+	}
+	if cand.MedianMS > 0 {
+		speedup = base.MedianMS / cand.MedianMS
+	}
+	switch {
+	case cand.Q3MS*threshold <= base.Q1MS:
+		return speedup, result.VerdictFast
+	case base.Q3MS*threshold <= cand.Q1MS:
+		return speedup, result.VerdictSlow
+	}
+	lo, hi := math.Min(cand.MedianMS, base.MedianMS), math.Max(cand.MedianMS, base.MedianMS)
+	overlap := cand.Q1MS <= base.Q3MS && base.Q1MS <= cand.Q3MS
+	if overlap && hi <= lo*threshold {
+		return speedup, result.VerdictSame
+	}
+	return speedup, result.VerdictAmbiguous
+}
+
+// Comparisons compares every implementation other than the baseline with the
+// baseline, per case, where both have timings; cases in order, and within a
+// case implementations in r.Implementations order.
+func Comparisons(r *result.Results, threshold float64) []result.Comparison {
+	out := []result.Comparison{}
+	for _, c := range r.Cases {
+		base := timing(c.Results[r.Baseline])
+		if base == nil {
+			continue
+		}
+		for _, name := range r.Implementations {
+			if name == r.Baseline {
+				continue
+			}
+			cand := timing(c.Results[name])
+			if cand == nil {
+				continue
+			}
+			s, v := Verdict(*cand, *base, threshold)
+			out = append(out, result.Comparison{
+				A: name, B: r.Baseline, Params: c.Params, Label: CaseLabel(c), Speedup: s, Verdict: v,
+			})
+		}
+	}
+	return out
+}
+
+// timing returns an implementation's timing when it has one worth using.
+func timing(ir *result.ImplResult) *result.Timing {
+	if ir == nil || ir.Timing == nil || ir.Timing.Samples == 0 || ir.Timing.MedianMS <= 0 {
+		return nil
+	}
+	return ir.Timing
+}
+
+// CaseLabel is the case's label, or its parameters as "k=v" sorted by key
+// when it has none.
+func CaseLabel(c result.Case) string {
+	if c.Label != "" {
+		return c.Label
+	}
+	keys := make([]string, 0, len(c.Params))
+	for k := range c.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + spec.FormatValue(c.Params[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// Warnings lists what makes the figures in r less trustworthy: timings that
+// did not converge (per implementation and case), GPUs whose clocks were
+// held back during the run (from env before/after readings), and speedups
+// over the baseline above ExcessiveSpeedup (from r.Comparisons, so call it
+// after filling those). Failed implementations are not warnings: their
+// status says so.
+func Warnings(r *result.Results) []result.Warning {
+	out := []result.Warning{}
+	names := append([]string{"reference"}, r.Implementations...)
+	for _, c := range r.Cases {
+		label := CaseLabel(c)
+		for _, name := range uniq(names) {
+			t := timing(c.Results[name])
+			if t == nil || t.Converged {
+				continue
+			}
+			msg := fmt.Sprintf("%s at %s did not converge: relative standard error %.2f%% after %d samples", name, label, 100*t.StderrRel, t.Samples)
+			if t.TotalS > 0 {
+				msg += fmt.Sprintf(" and %.3g s", t.TotalS)
+			}
+			if t.StopReason != "" {
+				msg += " (" + t.StopReason + ")"
+			}
+			if r.Methodology.TargetRSE > 0 {
+				msg += fmt.Sprintf(", target %.2g%%", 100*r.Methodology.TargetRSE)
+			}
+			out = append(out, result.Warning{Kind: WarnNotConverged, Implementation: name, Label: label, Message: msg})
+		}
+	}
+	for _, g := range r.Env.GPUs {
+		if th, why := gpuinfo.Throttled(g.Before, g.After); th {
+			out = append(out, result.Warning{Kind: WarnThrottled,
+				Message: fmt.Sprintf("GPU %d (%s) was throttled: %s; timings may be slower than the GPU can do", g.Index, g.Name, why)})
+		}
+	}
+	for _, cmp := range r.Comparisons {
+		if cmp.Speedup > ExcessiveSpeedup {
+			out = append(out, result.Warning{Kind: WarnExcessiveSpeedup, Implementation: cmp.A, Label: cmp.Label,
+				Message: fmt.Sprintf("%s is %.1fx faster than %s at %s; check that it does all the work (correctness, inputs, caching)",
+					cmp.A, cmp.Speedup, cmp.B, cmp.Label)})
+		}
+	}
+	return out
+}
+
+func uniq(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

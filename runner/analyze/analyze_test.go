@@ -1,0 +1,247 @@
+package analyze
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+func tm(q1, med, q3 float64) result.Timing {
+	return result.Timing{Q1MS: q1, MedianMS: med, Q3MS: q3, Samples: 100, Converged: true, StopReason: "converged"}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		cand, base result.Timing
+		th         float64
+		speedup    float64
+		verdict    string
+	}{
+		{"clearly faster", tm(0.49, 0.5, 0.51), tm(0.99, 1, 1.01), 1.02, 2, result.VerdictFast},
+		{"faster exactly at margin", tm(0.9, 0.95, 1.0), tm(1.02, 1.05, 1.1), 1.02, 1.05 / 0.95, result.VerdictFast},
+		{"faster, just inside margin", tm(0.9, 0.95, 1.0), tm(1.019, 1.05, 1.1), 1.02, 1.05 / 0.95, result.VerdictAmbiguous},
+		{"clearly slower", tm(3.9, 4, 4.1), tm(0.99, 1, 1.01), 1.02, 0.25, result.VerdictSlow},
+		{"identical", tm(0.99, 1, 1.01), tm(0.99, 1, 1.01), 1.02, 1, result.VerdictSame},
+		{"1% apart, overlapping", tm(0.985, 0.99, 1.0), tm(0.99, 1, 1.01), 1.02, 1 / 0.99, result.VerdictSame},
+		{"5% apart, wide spread", tm(0.8, 0.95, 1.2), tm(0.85, 1, 1.25), 1.02, 1 / 0.95, result.VerdictAmbiguous},
+		{"close medians, disjoint IQRs inside margin", tm(0.995, 0.996, 0.997), tm(1.0, 1.001, 1.002), 1.02, 1.001 / 0.996, result.VerdictAmbiguous},
+		{"no margin: disjoint is FAST", tm(0.995, 0.996, 0.997), tm(1.0, 1.001, 1.002), 1, 1.001 / 0.996, result.VerdictFast},
+		{"threshold below 1 means default", tm(0.9, 0.95, 1.0), tm(1.019, 1.05, 1.1), 0, 1.05 / 0.95, result.VerdictAmbiguous},
+		{"symmetric slow with margin", tm(1.02, 1.05, 1.1), tm(0.9, 0.95, 1.0), 1.02, 0.95 / 1.05, result.VerdictSlow},
+		{"10% margin", tm(0.9, 0.92, 0.95), tm(1.0, 1.01, 1.02), 1.1, 1.01 / 0.92, result.VerdictAmbiguous},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, v := Verdict(c.cand, c.base, c.th)
+			if v != c.verdict || math.Abs(s-c.speedup) > 1e-12 {
+				t.Errorf("Verdict = (%v, %s), want (%v, %s)", s, v, c.speedup, c.verdict)
+			}
+		})
+	}
+}
+
+func TestThroughput(t *testing.T) {
+	h100 := &result.GPU{Name: "NVIDIA H100 80GB HBM3"}
+	unknown := &result.GPU{Name: "Mystery GPU", PeakGBps: 500}
+	tim := result.Timing{MedianMS: 2} // 2 ms
+	for _, c := range []struct {
+		name  string
+		m     result.Model
+		gpu   *result.GPU
+		dtype string
+		want  *result.Throughput
+	}{
+		{"no model", result.Model{}, h100, "bf16", nil},
+		{"cpu", result.Model{Flops: 2e12, Bytes: 4e9, Tokens: 1000}, nil, "bf16",
+			&result.Throughput{TFLOPS: 1000, GBps: 2000, TokensPerS: 500000}},
+		{"h100 bf16", result.Model{Flops: 989.5e9, Bytes: 3.35e9}, h100, "bfloat16",
+			&result.Throughput{TFLOPS: 494.75, GBps: 1675, PctPeakFlops: 50, PctPeakBW: 50}},
+		{"unknown dtype keeps bandwidth pct", result.Model{Flops: 1e9, Bytes: 3.35e9}, h100, "complex64",
+			&result.Throughput{TFLOPS: 0.5, GBps: 1675, PctPeakBW: 50}},
+		{"gpu not in table uses its own bandwidth", result.Model{Bytes: 1e9}, unknown, "fp16",
+			&result.Throughput{GBps: 500, PctPeakBW: 100}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Throughput(c.m, tim, c.gpu, c.dtype)
+			if (got == nil) != (c.want == nil) {
+				t.Fatalf("Throughput = %+v, want %+v", got, c.want)
+			}
+			if got == nil {
+				return
+			}
+			for _, f := range []struct {
+				name string
+				g, w float64
+			}{
+				{"tflops", got.TFLOPS, c.want.TFLOPS}, {"gbps", got.GBps, c.want.GBps},
+				{"tokens", got.TokensPerS, c.want.TokensPerS}, {"pct flops", got.PctPeakFlops, c.want.PctPeakFlops},
+				{"pct bw", got.PctPeakBW, c.want.PctPeakBW},
+			} {
+				if math.Abs(f.g-f.w) > 1e-9*math.Max(1, f.w) {
+					t.Errorf("%s = %v, want %v", f.name, f.g, f.w)
+				}
+			}
+		})
+	}
+	if Throughput(result.Model{Flops: 1}, result.Timing{}, nil, "") != nil {
+		t.Error("Throughput without a timing is not nil")
+	}
+}
+
+func ok(t result.Timing, maxErr float64) *result.ImplResult {
+	return &result.ImplResult{Status: result.ImplOK, Timing: &t,
+		Correctness: &result.Correctness{Passed: true, Trials: 3, MaxAbsError: maxErr}}
+}
+
+// fixture: three T values, baseline and pipelined (seed 001's shape), with
+// pipelined failing at T=4096.
+func fixture() *result.Results {
+	return &result.Results{
+		Implementations: []string{"baseline", "pipelined", "fused"},
+		Baseline:        "baseline",
+		Methodology:     result.Methodology{TargetRSE: 0.005},
+		Cases: []result.Case{
+			{Label: "T=1024", Params: map[string]any{"T": 1024}, Results: map[string]*result.ImplResult{
+				"reference": {Status: result.ImplOK, Timing: &result.Timing{MedianMS: 9, Q1MS: 8.9, Q3MS: 9.1, Samples: 12, Converged: false, StopReason: "max_time", StderrRel: 0.012, TotalS: 15}},
+				"baseline":  ok(tm(5.6, 5.645, 5.7), 0),
+				"pipelined": ok(tm(4.0, 4.1, 4.2), 0.004),
+				"fused":     ok(tm(0.4, 0.41, 0.42), 0),
+			}},
+			{Label: "T=2048", Params: map[string]any{"T": 2048}, Results: map[string]*result.ImplResult{
+				"baseline":  ok(tm(10.5, 10.64, 10.8), 0),
+				"pipelined": ok(tm(8.0, 8.2, 8.4), 0.02),
+				"fused":     {Status: result.ImplSkipped, Error: "needs sm_90"},
+			}},
+			{Label: "T=4096", Params: map[string]any{"T": 4096}, Results: map[string]*result.ImplResult{
+				"baseline":  ok(tm(20.7, 20.878, 21), 0),
+				"pipelined": {Status: result.ImplError, Error: "RuntimeError: CUDA error: an illegal memory access\nmore"},
+				"fused":     {Status: result.ImplSkipped, Error: "needs sm_90"},
+			}},
+		},
+	}
+}
+
+func TestComparisons(t *testing.T) {
+	r := fixture()
+	got := Comparisons(r, 1.02)
+	want := []struct {
+		a, label string
+		speedup  float64
+		verdict  string
+	}{
+		{"pipelined", "T=1024", 5.645 / 4.1, result.VerdictFast},
+		{"fused", "T=1024", 5.645 / 0.41, result.VerdictFast},
+		{"pipelined", "T=2048", 10.64 / 8.2, result.VerdictFast},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Comparisons = %+v, want %d", got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.A != w.a || g.B != "baseline" || g.Label != w.label || math.Abs(g.Speedup-w.speedup) > 1e-12 || g.Verdict != w.verdict {
+			t.Errorf("comparison %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if got[0].Params["T"] != 1024 {
+		t.Errorf("params not carried: %v", got[0].Params)
+	}
+}
+
+func TestCriteria(t *testing.T) {
+	r := fixture()
+	for _, c := range []struct {
+		name    string
+		crit    spec.Criterion
+		passed  bool
+		value   float64
+		th      float64
+		wantIn  []string
+		nameHas string
+	}{
+		{"speedup all fails on the crashed case", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2},
+			false, 10.64 / 8.2, 1.2, []string{"T=4096", "did not run (error: RuntimeError: CUDA error: an illegal memory access)"},
+			"pipelined >= 1.2x over baseline at every case"},
+		{"speedup any passes", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2, For: "any"},
+			true, 5.645 / 4.1, 1.2, nil, "at some case"},
+		{"speedup median counts the crash as failing", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2, For: "median"},
+			true, 10.64 / 8.2, 1.2, nil, "at the median case"},
+		{"speedup median with a high bar", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.35, For: "median"},
+			false, 10.64 / 8.2, 1.35, []string{"T=2048 (1.3x)"}, ""},
+		{"max error of one impl", spec.Criterion{MaxError: "pipelined", Below: 1e-2, For: "any"},
+			true, 0.004, 1e-2, nil, "max error of pipelined < 0.01 at some case"},
+		{"max error all impls, skipped counts", spec.Criterion{MaxError: "all", Below: 1e-1},
+			false, 0.02, 0.1, []string{"fused at T=2048: fused skipped (needs sm_90)", "pipelined at T=4096"}, "every implementation"},
+		{"correct baseline", spec.Criterion{Correct: "baseline"}, true, 1, 1, []string{"correct over 3"}, "baseline correct at every case"},
+		{"time below", spec.Criterion{Time: "baseline", BelowMS: 25}, true, 20.878, 25, nil, "baseline median < 25 ms"},
+		{"time below fails", spec.Criterion{Time: "baseline", BelowMS: 10, Name: "fast enough"}, false, 20.878, 10,
+			[]string{"T=2048 (10.64 ms)", "T=4096 (20.88 ms)"}, "fast enough"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &spec.Spec{Criteria: []spec.Criterion{c.crit}}
+			got, all := Criteria(s, r)
+			if len(got) != 1 {
+				t.Fatalf("got %d criteria", len(got))
+			}
+			g := got[0]
+			if g.Passed != c.passed || all != c.passed || math.Abs(g.Value-c.value) > 1e-12 || g.Threshold != c.th || g.Kind != c.crit.Kind() {
+				t.Errorf("criterion = %+v, want passed %v value %v threshold %v", g, c.passed, c.value, c.th)
+			}
+			for _, w := range c.wantIn {
+				if !strings.Contains(g.Detail, w) {
+					t.Errorf("detail %q lacks %q", g.Detail, w)
+				}
+			}
+			if c.nameHas != "" && !strings.Contains(g.Name, c.nameHas) {
+				t.Errorf("name %q lacks %q", g.Name, c.nameHas)
+			}
+		})
+	}
+}
+
+func TestCriteriaWrongImplementation(t *testing.T) {
+	r := fixture()
+	r.Cases[1].Results["pipelined"].Status = result.ImplWrong
+	r.Cases[1].Results["pipelined"].Correctness.Passed = false
+	s := &spec.Spec{Criteria: []spec.Criterion{{Correct: "pipelined", For: "any"}, {Correct: "pipelined"}}}
+	got, all := Criteria(s, r)
+	if !got[0].Passed || got[1].Passed || all {
+		t.Fatalf("criteria = %+v, all %v", got, all)
+	}
+	if !strings.Contains(got[1].Detail, "T=2048 (wrong)") || !strings.Contains(got[1].Detail, "T=4096") {
+		t.Errorf("detail = %q", got[1].Detail)
+	}
+	if _, all := Criteria(&spec.Spec{}, r); !all {
+		t.Error("no criteria is not all passed")
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	r := fixture()
+	r.Comparisons = Comparisons(r, 1.02)
+	r.Env.GPUs = []result.GPU{
+		{Index: 0, Name: "NVIDIA H100 80GB HBM3",
+			Before: &result.GPUState{SMClockMHz: 1980, Utilization: 100, ClockEventReasons: []string{}},
+			After:  &result.GPUState{SMClockMHz: 1980, Utilization: 100, ClockEventReasons: []string{"sw_thermal_slowdown"}}},
+		{Index: 1, Name: "NVIDIA H100 80GB HBM3",
+			Before: &result.GPUState{SMClockMHz: 1980, Utilization: 100, ClockEventReasons: []string{}},
+			After:  &result.GPUState{SMClockMHz: 345, ClockEventReasons: []string{"gpu_idle"}}},
+	}
+	got := Warnings(r)
+	want := []struct{ kind, impl, label, msg string }{
+		{WarnNotConverged, "reference", "T=1024", "relative standard error 1.20% after 12 samples and 15 s (max_time), target 0.5%"},
+		{WarnThrottled, "", "", "GPU 0 (NVIDIA H100 80GB HBM3) was throttled: clock event reasons active: sw_thermal_slowdown"},
+		{WarnExcessiveSpeedup, "fused", "T=1024", "fused is 13.8x faster than baseline at T=1024"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Warnings = %+v, want %d", got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Kind != w.kind || g.Implementation != w.impl || g.Label != w.label || !strings.Contains(g.Message, w.msg) {
+			t.Errorf("warning %d = %+v, want %+v", i, g, w)
+		}
+	}
+}

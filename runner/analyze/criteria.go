@@ -1,0 +1,314 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// point is one value a criterion looks at: an implementation on a case.
+type point struct {
+	impl, label string
+	value       float64
+	missing     string // why there is no value; "" when there is one
+}
+
+// criterionKind says how a kind of criterion reads the results.
+type criterionKind struct {
+	higherBetter bool
+	value        func(ir *result.ImplResult) (float64, bool)
+	pass         func(v, threshold float64) bool
+	format       func(v float64) string
+}
+
+var kinds = map[string]criterionKind{
+	"speedup": {higherBetter: true, pass: func(v, th float64) bool { return v >= th },
+		format: func(v float64) string { return fmt.Sprintf("%.3gx", v) }},
+	"max_error": {
+		value: func(ir *result.ImplResult) (float64, bool) {
+			if ir.Correctness == nil {
+				return 0, false
+			}
+			return ir.Correctness.MaxAbsError, true
+		},
+		pass:   func(v, th float64) bool { return v < th },
+		format: func(v float64) string { return fmt.Sprintf("%.3g", v) }},
+	"correct": {higherBetter: true,
+		value: func(ir *result.ImplResult) (float64, bool) {
+			if ir.Correctness == nil {
+				return 0, false
+			}
+			if ir.Correctness.Passed && ir.Status != result.ImplWrong {
+				return 1, true
+			}
+			return 0, true
+		},
+		pass: func(v, th float64) bool { return v >= th },
+		format: func(v float64) string {
+			if v >= 1 {
+				return "correct"
+			}
+			return "wrong"
+		}},
+	"time": {
+		value: func(ir *result.ImplResult) (float64, bool) {
+			if t := timing(ir); t != nil {
+				return t.MedianMS, true
+			}
+			return 0, false
+		},
+		pass:   func(v, th float64) bool { return v < th },
+		format: func(v float64) string { return fmt.Sprintf("%.4g ms", v) }},
+}
+
+// Criteria evaluates the spec's criteria against r, in the order written,
+// and reports whether all passed (true when there are none).
+//
+// Kinds: speedup (base.median/impl.median >= at_least), max_error (max abs
+// error < below), correct, and time (median ms < below_ms). "for" says over
+// which cases: all (default: every case passes; the value is the worst),
+// any (some case passes; the value is the best) or median (the median over
+// cases passes). An implementation that did not run on a case, or was
+// skipped there, has no value: it counts as failing, and Detail says why.
+// Name defaults to a readable sentence such as "pipelined >= 1.2x over
+// baseline at every case".
+func Criteria(s *spec.Spec, r *result.Results) (crit []result.Criterion, allPassed bool) {
+	crit = []result.Criterion{}
+	allPassed = true
+	for _, c := range s.Criteria {
+		out := evaluate(c, r)
+		crit = append(crit, out)
+		allPassed = allPassed && out.Passed
+	}
+	return crit, allPassed
+}
+
+func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
+	kind := c.Kind()
+	k, known := kinds[kind]
+	out := result.Criterion{Name: c.Name, Kind: kind}
+	if out.Name == "" {
+		out.Name = criterionName(c)
+	}
+	if !known {
+		out.Detail = "no kind of criterion is set (speedup, max_error, correct or time)"
+		return out
+	}
+	var pts []point
+	switch kind {
+	case "speedup":
+		out.Threshold = c.AtLeast
+		pts = speedupPoints(c.Speedup, c.Over, r)
+	case "max_error":
+		out.Threshold = c.Below
+		pts = implPoints(c.MaxError, r, k.value)
+	case "correct":
+		out.Threshold = 1
+		pts = implPoints(c.Correct, r, k.value)
+	case "time":
+		out.Threshold = c.BelowMS
+		pts = implPoints(c.Time, r, k.value)
+	}
+	if len(pts) == 0 {
+		out.Detail = "no results to evaluate it on"
+		return out
+	}
+	aggregate(&out, pts, k, forOf(c))
+	return out
+}
+
+func forOf(c spec.Criterion) string {
+	if c.For == "" {
+		return "all"
+	}
+	return c.For
+}
+
+// aggregate fills Value, Passed and Detail from the points. A missing point
+// takes the worst possible value, so it fails "all", cannot make "any" pass,
+// and pulls "median" towards failing.
+func aggregate(out *result.Criterion, pts []point, k criterionKind, over string) {
+	worst := math.Inf(1)
+	if k.higherBetter {
+		worst = math.Inf(-1)
+	}
+	vals := make([]float64, len(pts))
+	var present []float64
+	var failing, missing []string
+	for i, p := range pts {
+		where := p.label
+		if p.impl != "" {
+			where = p.impl + " at " + p.label
+		}
+		if p.missing != "" {
+			vals[i] = worst
+			missing = append(missing, where+": "+p.missing)
+			continue
+		}
+		vals[i] = p.value
+		present = append(present, p.value)
+		if !k.pass(p.value, out.Threshold) {
+			failing = append(failing, where+" ("+k.format(p.value)+")")
+		}
+	}
+	// better orders values best first.
+	better := func(a, b float64) int {
+		if k.higherBetter {
+			return cmpFloat(b, a)
+		}
+		return cmpFloat(a, b)
+	}
+	slices.SortFunc(vals, better)
+	slices.SortFunc(present, better)
+	var v float64
+	switch over {
+	case "any":
+		v = vals[0]
+	case "median":
+		n := len(vals)
+		v = (vals[(n-1)/2] + vals[n/2]) / 2
+	default:
+		v = vals[len(vals)-1]
+	}
+	out.Passed = !math.IsInf(v, 0) && !math.IsNaN(v) && k.pass(v, out.Threshold)
+	switch {
+	case !math.IsInf(v, 0) && !math.IsNaN(v):
+		out.Value = v
+	case over == "any" && len(present) > 0:
+		out.Value = present[0]
+	case len(present) > 0:
+		out.Value = present[len(present)-1]
+	}
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "no result for "+strings.Join(missing, "; "))
+	}
+	if len(failing) > 0 && (over != "any" || !out.Passed) {
+		parts = append(parts, "fails at "+strings.Join(failing, ", "))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("%s over %d result(s)", k.format(out.Value), len(pts)))
+	}
+	out.Detail = strings.Join(parts, "; ")
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// speedupPoints are base.median / impl.median per case.
+func speedupPoints(impl, over string, r *result.Results) []point {
+	var pts []point
+	for _, c := range r.Cases {
+		p := point{label: CaseLabel(c)}
+		a, b := c.Results[impl], c.Results[over]
+		ta, tb := timing(a), timing(b)
+		switch {
+		case ta == nil:
+			p.missing = notRun(impl, a)
+		case tb == nil:
+			p.missing = notRun(over, b)
+		default:
+			p.value = tb.MedianMS / ta.MedianMS
+		}
+		pts = append(pts, p)
+	}
+	return pts
+}
+
+// implPoints reads one value per implementation (or every implementation
+// but the reference, for "all") per case.
+func implPoints(which string, r *result.Results, value func(*result.ImplResult) (float64, bool)) []point {
+	impls := []string{which}
+	if which == "all" {
+		impls = nil
+		for _, n := range r.Implementations {
+			if n != "reference" {
+				impls = append(impls, n)
+			}
+		}
+	}
+	var pts []point
+	for _, c := range r.Cases {
+		for _, name := range impls {
+			p := point{label: CaseLabel(c)}
+			if which == "all" {
+				p.impl = name
+			}
+			ir := c.Results[name]
+			if ir == nil {
+				p.missing = notRun(name, nil)
+			} else if v, ok := value(ir); ok {
+				p.value = v
+			} else {
+				p.missing = notRun(name, ir)
+			}
+			pts = append(pts, p)
+		}
+	}
+	return pts
+}
+
+// notRun says why an implementation has no figure on a case.
+func notRun(name string, ir *result.ImplResult) string {
+	if ir == nil {
+		return name + " has no result"
+	}
+	why := firstLine(ir.Error)
+	switch ir.Status {
+	case result.ImplSkipped:
+		if why == "" {
+			return name + " skipped"
+		}
+		return name + " skipped (" + why + ")"
+	case result.ImplOK, result.ImplWrong:
+		return name + " has no measurement"
+	}
+	if why == "" {
+		return name + " did not run (" + ir.Status + ")"
+	}
+	return name + " did not run (" + ir.Status + ": " + why + ")"
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// criterionName is the default name: the criterion as a sentence.
+func criterionName(c spec.Criterion) string {
+	where := map[string]string{"all": "at every case", "any": "at some case", "median": "at the median case"}[forOf(c)]
+	who := func(name string) string {
+		if name == "all" {
+			return "every implementation"
+		}
+		return name
+	}
+	switch c.Kind() {
+	case "speedup":
+		return fmt.Sprintf("%s >= %gx over %s %s", c.Speedup, c.AtLeast, c.Over, where)
+	case "max_error":
+		return fmt.Sprintf("max error of %s < %g %s", who(c.MaxError), c.Below, where)
+	case "correct":
+		return fmt.Sprintf("%s correct %s", who(c.Correct), where)
+	case "time":
+		return fmt.Sprintf("%s median < %g ms %s", c.Time, c.BelowMS, where)
+	}
+	return "criterion"
+}
