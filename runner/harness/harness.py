@@ -1,0 +1,782 @@
+"""xrun harness: runs one implementation of an experiment for the runner.
+
+The runner starts one harness process per implementation. Commands arrive as
+JSON lines on fd 3 and events leave as JSON lines on fd 4 (XRUN_CMD_FD and
+XRUN_EVENT_FD override them); stdout and stderr belong to the experiment's
+code, which may print freely. PROTOCOL.md beside this file documents every
+command and event.
+
+Requires Python >= 3.9 and numpy; torch (CPU or CUDA) and triton are optional.
+"""
+
+import copy
+import faulthandler
+import gc
+import hashlib
+import importlib
+import inspect
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+
+PROTOCOL_VERSION = 1
+MIB = 1 << 20
+
+# Default tolerances by output dtype: |out - ref| <= atol + rtol * |ref|.
+DEFAULT_TOLERANCE = {
+    "float64": 1e-7,
+    "complex128": 1e-7,
+    "float32": 1e-4,
+    "complex64": 1e-4,
+    "float16": 1e-2,
+    "bfloat16": 1e-2,
+}
+FP8_TOLERANCE = 1e-1
+FLOAT_MAX = sys.float_info.max
+
+np = None
+torch = None
+
+
+class StageError(Exception):
+    """An exception raised by experiment code, tagged with where it happened."""
+
+    def __init__(self, where, exc):
+        super().__init__(str(exc))
+        self.where = where
+        self.exc = exc
+
+
+def stage(where, f, *args, **kwargs):
+    try:
+        return f(*args, **kwargs)
+    except StageError:
+        raise
+    except BaseException as e:  # noqa: B902 - experiment code may raise anything
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise StageError(where, e) from e
+
+
+def classify(exc):
+    """Maps an exception to an error kind: oom, cuda, import or exception."""
+    name = type(exc).__name__
+    msg = str(exc)
+    low = msg.lower()
+    if name == "OutOfMemoryError" or isinstance(exc, MemoryError) or "out of memory" in low:
+        return "oom"
+    if name in ("AcceleratorError", "CudaError") or "cuda error" in low or "illegal memory access" in low \
+            or "device-side assert" in low or "cudaerror" in low or "an illegal instruction" in low:
+        return "cuda"
+    if isinstance(exc, ImportError):
+        return "import"
+    return "exception"
+
+
+def finite(x):
+    """Clamps a float so that it is valid JSON (no NaN or Infinity)."""
+    x = float(x)
+    if math.isnan(x):
+        return 0.0
+    if math.isinf(x):
+        return FLOAT_MAX if x > 0 else -FLOAT_MAX
+    return x
+
+
+def resolve(spec, what):
+    """Imports "module:attr.attr" and returns the object."""
+    if not spec:
+        return None
+    mod_name, _, attr = spec.partition(":")
+    try:
+        obj = importlib.import_module(mod_name)
+    except BaseException as e:
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise StageError(what, e) from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as e:
+            err = ImportError("%s: module %r has no attribute %r" % (spec, mod_name, part))
+            raise StageError(what, err) from e
+    if not callable(obj):
+        raise StageError(what, ImportError("%s is not callable" % spec))
+    return obj
+
+
+def positional_arity(f):
+    """Number of positional parameters f accepts (inf with *args)."""
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return 1
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return math.inf
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+def is_tensor(x):
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def clone(x):
+    """Deep copy of inputs: tensors and arrays are copied, not shared."""
+    if is_tensor(x):
+        return x.detach().clone()
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[clone(v) for v in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(clone(v) for v in x)
+    if isinstance(x, dict):
+        return {k: clone(v) for k, v in x.items()}
+    return copy.deepcopy(x)
+
+
+def bitwise_equal(a, b):
+    """True when a and b hold the same bits (NaN-safe), recursively."""
+    if is_tensor(a) or is_tensor(b):
+        if not (is_tensor(a) and is_tensor(b)):
+            return False
+        if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+            return False
+        if a.numel() == 0:
+            return True
+        return bool(torch.equal(as_bytes(a), as_bytes(b)))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return False
+        return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(bitwise_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(bitwise_equal(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # objects without a usable ==
+        return a is b
+
+
+def as_bytes(t):
+    t = t.detach().reshape(-1).contiguous()
+    if t.dtype == torch.bool:
+        return t.to(torch.uint8)
+    return t.view(torch.uint8)
+
+
+def dtype_name(x):
+    if is_tensor(x):
+        return str(x.dtype).replace("torch.", "")
+    if isinstance(x, np.ndarray):
+        return x.dtype.name
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int64"
+    if isinstance(x, float):
+        return "float64"
+    if isinstance(x, complex):
+        return "complex128"
+    if isinstance(x, np.generic):
+        return x.dtype.name
+    return type(x).__name__
+
+
+def flatten(x, path="output", out=None):
+    """Flattens an output into [(path, leaf)]; leaves are tensors, arrays or numbers."""
+    if out is None:
+        out = []
+    if is_tensor(x) or isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or x is None:
+        out.append((path, x))
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            flatten(v, "%s[%d]" % (path, i), out)
+    elif isinstance(x, dict):
+        for k in sorted(x, key=str):
+            flatten(x[k], "%s[%r]" % (path, k), out)
+    else:
+        raise TypeError("%s is a %s; outputs must be tensors, arrays, numbers, or tuples/lists/dicts of them"
+                        % (path, type(x).__name__))
+    return out
+
+
+def to_float64(x):
+    """A host numpy copy of a leaf in float64 (complex128 for complex)."""
+    if is_tensor(x):
+        t = x.detach()
+        if t.is_complex():
+            return t.to(device="cpu", dtype=torch.complex128).numpy()
+        return t.to(device="cpu", dtype=torch.float64).numpy()
+    a = np.asarray(x)
+    if np.iscomplexobj(a):
+        return a.astype(np.complex128)
+    return a.astype(np.float64)
+
+
+def default_tolerance(dtype):
+    if dtype in DEFAULT_TOLERANCE:
+        return DEFAULT_TOLERANCE[dtype]
+    if dtype.startswith("float8"):
+        return FP8_TOLERANCE
+    return 0.0  # integers and booleans must match exactly
+
+
+class Stats:
+    """Worst-case error figures accumulated over outputs and seeds."""
+
+    def __init__(self):
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.rms_rel = 0.0
+        self.mismatched = 0
+        self.elements = 0
+        self.nan = 0
+        self.inf = 0
+        self.atol = 0.0
+        self.rtol = 0.0
+        self.reasons = []
+
+    def fail(self, reason):
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def compare(self, path, out, ref, tol):
+        od, rd = dtype_name(out), dtype_name(ref)
+        if out is None or ref is None:
+            if not (out is None and ref is None):
+                self.fail("%s is %s, the reference's is %s" % (path, "None" if out is None else od,
+                                                               "None" if ref is None else rd))
+            return
+        if od != rd:
+            self.fail("%s has dtype %s, the reference's has %s" % (path, od, rd))
+            return
+        o, r = to_float64(out), to_float64(ref)
+        if o.shape != r.shape:
+            self.fail("%s has shape %s, the reference's has %s" % (path, list(o.shape), list(r.shape)))
+            return
+        if tol is None:
+            atol = rtol = default_tolerance(rd)
+        else:
+            atol, rtol = float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0))
+        self.atol, self.rtol = max(self.atol, atol), max(self.rtol, rtol)
+        n = o.size
+        self.elements += n
+        if n == 0:
+            return
+        o, r = o.reshape(-1), r.reshape(-1)
+        on, rn = np.isnan(o), np.isnan(r)
+        nan_mis = int(np.count_nonzero(on != rn))
+        oi, ri = np.isinf(o), np.isinf(r)
+        with np.errstate(invalid="ignore"):
+            inf_mis = int(np.count_nonzero((oi | ri) & ~(on | rn) & ~(o == r)))
+        fin = np.isfinite(o) & np.isfinite(r)
+        self.nan += nan_mis
+        self.inf += inf_mis
+        bad = nan_mis + inf_mis
+        if fin.any():
+            of, rf = o[fin], r[fin]
+            with np.errstate(over="ignore", invalid="ignore"):
+                d = np.abs(of - rf)
+                ar = np.abs(rf)
+                tiny = np.finfo(np.float64).tiny
+                self.max_abs = max(self.max_abs, finite(d.max()))
+                self.max_rel = max(self.max_rel, finite((d / np.maximum(ar, tiny)).max()))
+                num = math.sqrt(finite(np.sum(np.square(d))))
+                den = math.sqrt(finite(np.sum(np.square(ar))))
+                self.rms_rel = max(self.rms_rel, finite(num / max(den, tiny)) if num > 0 else 0.0)
+                bad += int(np.count_nonzero(d > atol + rtol * ar))
+        self.mismatched += bad
+        if nan_mis:
+            self.fail("%s: %d NaN positions differ from the reference" % (path, nan_mis))
+        if inf_mis:
+            self.fail("%s: %d Inf positions differ from the reference" % (path, inf_mis))
+        if bad > nan_mis + inf_mis:
+            self.fail("%s: %d of %d elements outside atol=%g rtol=%g" % (path, bad - nan_mis - inf_mis, n, atol, rtol))
+
+
+def digest(leaves):
+    h = hashlib.sha256()
+    for path, x in leaves:
+        h.update(path.encode())
+        h.update(dtype_name(x).encode())
+        if x is None:
+            h.update(b"None")
+            continue
+        a = np.ascontiguousarray(to_float64(x))
+        h.update(repr(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def split_inputs(x):
+    """inputs(...) may return a tuple/list (positional) or a dict (keyword)."""
+    if isinstance(x, dict):
+        return (), dict(x)
+    if isinstance(x, (list, tuple)):
+        return tuple(x), {}
+    return (x,), {}
+
+
+class Harness:
+    def __init__(self, events):
+        self.events = events
+        self.cuda = False
+        self.fn = None
+        self.reference = None
+        self.inputs = None
+        self.models = {}
+        self.metrics = None
+        self.impl = ""
+        self.impl_params = {}
+        self.flush_buf = None
+        self.flush_bytes = 0
+        self.cuda_graph = False
+        self.time_key = None
+        self.time_inputs = None
+        self.warmed = False
+        self.graph = None
+        self.sleep_cycles_per_ms = 0.0
+        self.sleep_ms = 0.0
+
+    # -- plumbing ---------------------------------------------------------
+
+    def send(self, ev):
+        self.events.write(json.dumps(ev, allow_nan=False, separators=(",", ":")) + "\n")
+        self.events.flush()
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def params(self, c):
+        p = dict(c.get("params") or {})
+        p["device"] = "cuda" if self.cuda else "cpu"
+        return p
+
+    def make_inputs(self, params, seed):
+        if self.inputs is None:
+            raise StageError("inputs", ValueError("the spec names no inputs callable"))
+        return split_inputs(stage("inputs", self.inputs, params, seed))
+
+    def call(self, f, args, kwargs, where, extra=None):
+        if extra:
+            kw = dict(kwargs)
+            kw.update(extra)
+            return stage(where, f, *args, **kw)
+        return stage(where, f, *args, **kwargs)
+
+    # -- ops ----------------------------------------------------------------
+
+    def op_init(self, c):
+        global np, torch
+        try:
+            import numpy
+        except ImportError as e:
+            raise StageError("harness", ImportError("the xrun harness needs numpy: %s" % e)) from e
+        np = numpy
+        device = c.get("device") or "cpu"
+        if device == "cuda":
+            try:
+                import torch as _torch
+            except ImportError as e:
+                raise StageError("harness", ImportError("device cuda needs torch: %s" % e)) from e
+            torch = _torch
+            if not torch.cuda.is_available():
+                raise StageError("harness", RuntimeError("CUDA error: torch %s sees no CUDA device" % torch.__version__))
+            self.cuda = True
+        self.impl = c.get("impl") or ""
+        self.impl_params = dict(c.get("impl_params") or {})
+        self.cuda_graph = bool(c.get("cuda_graph")) and self.cuda
+        self.inputs = resolve(c.get("inputs"), "inputs")
+        self.reference = resolve(c.get("reference"), "reference")
+        self.fn = resolve(c.get("fn"), "fn")
+        for k, v in (c.get("models") or {}).items():
+            self.models[k] = resolve(v, k)
+        self.metrics = resolve(c.get("metrics"), "metrics")
+        refresh_torch()
+
+        ev = {"event": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
+              "python": platform.python_version(), "numpy": np.__version__,
+              "torch": torch.__version__ if torch is not None else package_version("torch"),
+              "triton": package_version("triton"), "cuda": "",
+              "timer": "cuda_events" if self.cuda else "perf_counter", "flush_bytes": 0,
+              "device": {"kind": "cuda" if self.cuda else "cpu", "name": platform.processor() or platform.machine()}}
+        if torch is not None and torch.version.cuda:
+            ev["cuda"] = torch.version.cuda
+        if self.cuda:
+            idx = torch.cuda.current_device()
+            props = torch.cuda.get_device_properties(idx)
+            l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+            uuid = str(getattr(props, "uuid", "") or "")
+            if uuid and not uuid.startswith("GPU-"):
+                uuid = "GPU-" + uuid
+            ev["device"] = {"kind": "cuda", "name": props.name, "index": idx,
+                            "compute_capability": "%d.%d" % (props.major, props.minor),
+                            "sm_count": int(props.multi_processor_count), "l2_bytes": l2,
+                            "memory_bytes": int(props.total_memory), "uuid": uuid}
+            if c.get("flush", True):
+                n = int(c.get("flush_bytes") or 0)
+                if n <= 0:
+                    n = max(256 * MIB, 4 * l2)
+                # A byte buffer that each sample overwrites, evicting the
+                # kernel's inputs and outputs from L2 (triton's do_bench does
+                # the same with 256 MiB; 4 x L2 also covers future parts).
+                self.flush_buf = torch.empty(n, dtype=torch.int8, device="cuda")
+                self.flush_bytes = n
+                ev["flush_bytes"] = n
+            self.calibrate_sleep()
+        return ev
+
+    def op_models(self, c):
+        params = self.params(c)
+        ev = {"event": "models"}
+        for key in ("flops", "bytes", "tokens"):
+            f = self.models.get(key)
+            if f is None:
+                continue
+            if positional_arity(f) >= 2:
+                v = stage(key, f, params, self.impl)
+            else:
+                v = stage(key, f, params)
+            ev[key] = finite(v)
+        if self.metrics is not None:
+            m = stage("metrics", self.metrics, params, dict(self.impl_params))
+            if not isinstance(m, dict):
+                raise StageError("metrics", TypeError("metrics returned a %s, not a dict" % type(m).__name__))
+            ev["metrics"] = {str(k): finite(v) for k, v in m.items()}
+        return ev
+
+    def op_check(self, c):
+        if self.reference is None:
+            raise StageError("reference", ValueError("the spec names no reference to check against"))
+        params = self.params(c)
+        seeds = [int(s) for s in c.get("seeds") or []]
+        tol = c.get("tolerance")
+        st = Stats()
+        inputs_modified = False
+        digests = []
+        dtype = ""
+        for seed in seeds:
+            args, kwargs = self.make_inputs(params, seed)
+            pristine = clone((args, kwargs))
+            rargs, rkwargs = clone((args, kwargs))
+            ref = self.call(self.reference, rargs, rkwargs, "reference")
+            self.sync()
+            del rargs, rkwargs
+            ref_leaves = stage("reference", flatten, ref, "output")
+            self.poison(ref_leaves)
+            out = self.call(self.fn, args, kwargs, "fn", self.impl_params)
+            self.sync()
+            out_leaves = stage("fn", flatten, out, "output")
+            if not bitwise_equal((args, kwargs), pristine):
+                inputs_modified = True
+                st.fail("the implementation modified its inputs")
+            if not dtype:
+                dtype = next((dtype_name(r) for _, r in ref_leaves if r is not None), "")
+            if len(out_leaves) != len(ref_leaves):
+                st.fail("the implementation returned %d outputs, the reference %d" % (len(out_leaves), len(ref_leaves)))
+            else:
+                for (path, o), (_, r) in zip(out_leaves, ref_leaves):
+                    st.compare(path, o, r, tol)
+            digests.append((seed, digest(out_leaves), digest(ref_leaves)))
+            del args, kwargs, pristine, ref, out, ref_leaves, out_leaves
+        replayed = False
+        for i in range(len(digests)):
+            for j in range(i + 1, len(digests)):
+                si, oi, ri = digests[i]
+                sj, oj, rj = digests[j]
+                if oi == oj and ri != rj:
+                    replayed = True
+                    st.fail("the output for seed %d is bitwise identical to the output for seed %d, "
+                            "but the references differ (a replayed or cached result)" % (sj, si))
+        passed = not st.reasons
+        return {"event": "correctness", "passed": passed, "trials": len(seeds), "seeds": seeds,
+                "max_abs_error": st.max_abs, "max_rel_error": st.max_rel, "rms_rel_error": st.rms_rel,
+                "mismatch_fraction": (st.mismatched / st.elements) if st.elements else 0.0,
+                "nan_mismatches": st.nan, "inf_mismatches": st.inf,
+                "inputs_modified": inputs_modified, "replayed": replayed,
+                "tolerance": {"atol": st.atol, "rtol": st.rtol}, "dtype": dtype,
+                "reason": "; ".join(st.reasons)}
+
+    def poison(self, ref_leaves):
+        """Leaves NaN-filled blocks in torch's CUDA caching allocator.
+
+        Blocks of each reference output's size (and one large block) are
+        filled with 0xFF bytes (NaN in every floating dtype, -1 in integers)
+        and freed: the allocator hands them to the implementation's outputs,
+        so an output element the implementation never writes shows up as NaN
+        instead of as a stale correct value. Host memory cannot be poisoned
+        this way (malloc returns fresh zero pages for large blocks).
+        """
+        if not self.cuda:
+            return
+        sizes = [x.numel() * x.element_size() for _, x in ref_leaves if is_tensor(x) and x.is_cuda]
+        free, _ = torch.cuda.mem_get_info()
+        budget = free // 2
+        bufs = []
+        try:
+            for n in sizes:
+                for _ in range(2):
+                    if n <= 0 or n > budget:
+                        continue
+                    bufs.append(torch.full((n,), 255, dtype=torch.uint8, device="cuda"))
+                    budget -= n
+            big = min(max(64 * MIB, 2 * sum(sizes)), budget)
+            if big > 0:
+                bufs.append(torch.full((big,), 255, dtype=torch.uint8, device="cuda"))
+        except RuntimeError:
+            pass  # poisoning is best effort; running out of memory here is not the implementation's fault
+        del bufs
+
+    def op_time(self, c):
+        params = self.params(c)
+        seed = int(c.get("seed") or 0)
+        key = json.dumps(params, sort_keys=True) + "/" + str(seed)
+        if key != self.time_key:
+            self.time_inputs = self.graph = None
+            gc.collect()
+            if self.cuda:
+                torch.cuda.empty_cache()
+            self.time_inputs = self.make_inputs(params, seed)
+            self.time_key = key
+            self.warmed = False
+        args, kwargs = self.time_inputs
+        fn, extra = self.fn, self.impl_params
+
+        def call():
+            return self.call(fn, args, kwargs, "fn", extra)
+
+        first = not self.warmed
+        if first:
+            call()  # untimed: compilation, autotuning, lazy initialisation
+            self.sync()
+            if self.cuda_graph:
+                self.capture(call)
+        if self.graph is not None:
+            call = self.graph.replay
+        warmup_ms = float(c.get("warmup_ms") or 100.0)
+        wcalls, wms, enqueue_ms = self.warmup(call, warmup_ms, first)
+        self.warmed = True
+        if self.cuda:
+            samples = self.time_cuda(call, c, enqueue_ms)
+        else:
+            samples = self.time_cpu(call, c)
+        return {"event": "samples", "samples_ms": samples, "warmup_calls": wcalls, "warmup_ms": wms,
+                "timer": "cuda_events" if self.cuda else "perf_counter"}
+
+    def capture(self, call):
+        """Captures one call in a CUDA graph (kept in self.graph for replay)."""
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            call()
+        self.graph = g
+
+    def warmup(self, call, warmup_ms, first):
+        """Runs call for >= warmup_ms; the first time also for >= 3 calls,
+        and >= 5 calls when one call is long (5 calls > warmup_ms)."""
+        t0 = time.perf_counter()
+        n = 0
+        enq = []
+        while True:
+            s = time.perf_counter()
+            call()
+            enq.append((time.perf_counter() - s) * 1e3)
+            self.sync()
+            dt = (time.perf_counter() - s) * 1e3
+            n += 1
+            el = (time.perf_counter() - t0) * 1e3
+            if el < warmup_ms:
+                continue
+            if not first or (n >= 3 and (n >= 5 or 5 * dt <= warmup_ms)):
+                break
+        enq.sort()
+        return n, el, enq[len(enq) // 2]
+
+    def calibrate_sleep(self):
+        """Measures how many cycles torch.cuda._sleep spins per millisecond."""
+        sleep = getattr(torch.cuda, "_sleep", None)
+        if sleep is None:
+            return
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        cycles = 1000000
+        best = math.inf
+        for _ in range(3):
+            torch.cuda.synchronize()
+            a.record()
+            sleep(cycles)
+            b.record()
+            torch.cuda.synchronize()
+            best = min(best, a.elapsed_time(b))
+        if best > 0:
+            self.sleep_cycles_per_ms = cycles / best
+
+    def time_cuda(self, call, c, enqueue_ms):
+        """CUDA-event samples.
+
+        Per sample: device sync, L2 flush, device sync, a short spin kernel
+        sized to cover the host's launch time, start event, the call, end
+        event, device sync. The syncs make work on side streams count and
+        keep the flush out of the timed region; the spin kernel keeps the GPU
+        busy while the host enqueues the call, so the start event is not
+        followed by an idle gap of Python dispatch time (the flush kernel
+        plays that role in triton's do_bench, which does not sync).
+        """
+        flush = bool(c.get("flush", True)) and self.flush_buf is not None
+        min_n = max(1, int(c.get("min_samples") or 1))
+        max_n = max(min_n, int(c.get("max_samples") or 1000000))
+        budget = float(c.get("budget_ms") or 100.0)
+        wall = float(c.get("wall_ms") or 4 * budget)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        sleep = getattr(torch.cuda, "_sleep", None)
+        cycles = 0
+        if sleep is not None and self.sleep_cycles_per_ms > 0:
+            cover = min(max(1.5 * enqueue_ms + 0.02, 0.05), 1.0)
+            cycles = int(cover * self.sleep_cycles_per_ms)
+        samples = []
+        total = 0.0
+        t0 = time.perf_counter()
+        while True:
+            torch.cuda.synchronize()
+            if flush:
+                self.flush_buf.zero_()
+                torch.cuda.synchronize()
+            if cycles:
+                sleep(cycles)
+            start.record()
+            call()
+            end.record()
+            torch.cuda.synchronize()
+            ms = start.elapsed_time(end)
+            samples.append(ms)
+            total += ms
+            n = len(samples)
+            if n >= max_n:
+                break
+            if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
+                break
+        return samples
+
+    def time_cpu(self, call, c):
+        min_n = max(1, int(c.get("min_samples") or 1))
+        max_n = max(min_n, int(c.get("max_samples") or 1000000))
+        budget = float(c.get("budget_ms") or 100.0)
+        wall = float(c.get("wall_ms") or 4 * budget)
+        clock = time.perf_counter_ns
+        samples = []
+        total = 0.0
+        t0 = clock()
+        while True:
+            s = clock()
+            call()
+            ms = (clock() - s) / 1e6
+            samples.append(ms)
+            total += ms
+            n = len(samples)
+            if n >= max_n:
+                break
+            if n >= min_n and (total >= budget or (clock() - t0) / 1e6 >= wall):
+                break
+        return samples
+
+
+def refresh_torch():
+    """Picks up torch once the experiment's code has imported it.
+
+    On the CPU the harness does not import torch itself (it takes a second or
+    two): outputs can only be torch tensors if the experiment imported it.
+    """
+    global torch
+    if torch is None:
+        torch = sys.modules.get("torch")
+
+
+def package_version(name):
+    try:
+        from importlib import metadata
+        return metadata.version(name)
+    except Exception:  # not installed, or metadata unreadable
+        return ""
+
+
+def error_event(cid, exc):
+    where = "harness"
+    if isinstance(exc, StageError):
+        where, exc = exc.where, exc.exc
+    kind = classify(exc)
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    msg = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+    return {"event": "error", "id": cid, "kind": kind, "where": where, "type": type(exc).__name__,
+            "message": msg, "traceback": tb[-16000:]}
+
+
+def after_error(ev):
+    """Frees what an error left behind so the next op can run."""
+    if ev["kind"] == "oom" and torch is not None and torch.cuda.is_available():
+        gc.collect()
+        try:
+            torch.cuda.empty_cache()
+        except RuntimeError:
+            pass
+
+
+OPS = ("init", "models", "check", "time")
+
+
+def main():
+    cmd_fd = int(os.environ.get("XRUN_CMD_FD", "3"))
+    ev_fd = int(os.environ.get("XRUN_EVENT_FD", "4"))
+    # Programs the experiment starts (compilers, profilers) must not inherit
+    # the protocol descriptors, or a stray write would corrupt the stream.
+    os.set_inheritable(cmd_fd, False)
+    os.set_inheritable(ev_fd, False)
+    commands = os.fdopen(cmd_fd, "r", encoding="utf-8")
+    events = os.fdopen(ev_fd, "w", encoding="utf-8")
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    h = Harness(events)
+    for line in commands:
+        line = line.strip()
+        if not line:
+            continue
+        cid = None
+        try:
+            cmd = json.loads(line)
+            cid = cmd.get("id")
+            op = cmd.get("op")
+            if op == "exit":
+                break
+            if op not in OPS:
+                raise StageError("harness", ValueError("unknown op %r; known: %s, exit" % (op, ", ".join(OPS))))
+            refresh_torch()
+            ev = getattr(h, "op_" + op)(cmd)
+            ev["id"] = cid
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: B902 - report everything, keep serving
+            ev = error_event(cid, e)
+            after_error(ev)
+        h.send(ev)
+        gc.collect()
+
+
+if __name__ == "__main__":
+    main()

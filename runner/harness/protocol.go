@@ -1,0 +1,341 @@
+// Package harness runs implementations in worker processes and speaks the
+// harness protocol with them (PROTOCOL.md): the embedded Python harness, or
+// a `command:` benchmark that follows the same protocol. Commands go to the
+// worker as JSON lines on its fd 3 and events come back on its fd 4, so the
+// experiment's code may print to stdout and stderr freely.
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// ProtocolVersion is the protocol version the runner speaks.
+const ProtocolVersion = 1
+
+// Ops the runner sends.
+const (
+	OpInit   = "init"
+	OpModels = "models"
+	OpCheck  = "check"
+	OpTime   = "time"
+	OpExit   = "exit"
+)
+
+// Events a worker sends.
+const (
+	EventReady       = "ready"
+	EventModels      = "models"
+	EventCorrectness = "correctness"
+	EventSamples     = "samples"
+	EventError       = "error"
+	EventLog         = "log"
+)
+
+// Error kinds. The worker reports exception, oom, cuda and import; the
+// runner adds timeout (no answer in time), crash (the process died) and
+// protocol (the worker sent something unreadable).
+const (
+	KindException = "exception"
+	KindOOM       = "oom"
+	KindCUDA      = "cuda"
+	KindImport    = "import"
+	KindTimeout   = "timeout"
+	KindCrash     = "crash"
+	KindProtocol  = "protocol"
+)
+
+// Init is the first command: what to import and where to run it.
+type Init struct {
+	// Impl is the implementation's name ("reference" for the reference).
+	Impl string `json:"impl"`
+	// Fn, Reference, Inputs and Metrics are "module:callable".
+	Fn        string `json:"fn,omitempty"`
+	Reference string `json:"reference,omitempty"`
+	Inputs    string `json:"inputs,omitempty"`
+	Metrics   string `json:"metrics,omitempty"`
+	// Models maps "flops", "bytes" and "tokens" to "module:callable".
+	Models map[string]string `json:"models,omitempty"`
+	// Device is "cuda" or "cpu".
+	Device string `json:"device"`
+	// Flush asks for an L2 flush before each sample; FlushBytes is its
+	// size, 0 for max(256 MiB, 4 x L2).
+	Flush      bool  `json:"flush"`
+	FlushBytes int64 `json:"flush_bytes,omitempty"`
+	// ImplParams are passed to Fn alone as keyword arguments.
+	ImplParams json.RawMessage `json:"impl_params,omitempty"`
+	// CUDAGraph times replays of a CUDA graph of one call.
+	CUDAGraph bool `json:"cuda_graph,omitempty"`
+}
+
+// Device is the device a worker runs on, as it sees it.
+type Device struct {
+	Kind              string `json:"kind"` // "cuda" or "cpu"
+	Name              string `json:"name"`
+	Index             int    `json:"index,omitempty"`
+	ComputeCapability string `json:"compute_capability,omitempty"`
+	SMCount           int    `json:"sm_count,omitempty"`
+	L2Bytes           int64  `json:"l2_bytes,omitempty"`
+	MemoryBytes       int64  `json:"memory_bytes,omitempty"`
+	UUID              string `json:"uuid,omitempty"`
+}
+
+// Ready answers Init.
+type Ready struct {
+	Protocol   int    `json:"protocol"`
+	PID        int    `json:"pid,omitempty"`
+	Python     string `json:"python,omitempty"`
+	Numpy      string `json:"numpy,omitempty"`
+	Torch      string `json:"torch,omitempty"`
+	Triton     string `json:"triton,omitempty"`
+	CUDA       string `json:"cuda,omitempty"`
+	Timer      string `json:"timer"` // "cuda_events" or "perf_counter"
+	FlushBytes int64  `json:"flush_bytes"`
+	Device     Device `json:"device"`
+}
+
+// ModelsCmd asks for the work models and metrics of one case.
+type ModelsCmd struct {
+	Params json.RawMessage `json:"params"`
+}
+
+// Models answers ModelsCmd; a model the spec does not name is 0.
+type Models struct {
+	Flops   float64            `json:"flops,omitempty"`
+	Bytes   float64            `json:"bytes,omitempty"`
+	Tokens  float64            `json:"tokens,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Model returns the work models as a result.Model.
+func (m *Models) Model() result.Model {
+	return result.Model{Flops: m.Flops, Bytes: m.Bytes, Tokens: m.Tokens}
+}
+
+// Check asks for a correctness check on fresh inputs for each seed.
+type Check struct {
+	Params json.RawMessage `json:"params"`
+	Seeds  []int64         `json:"seeds"`
+	// Tolerance nil means the default for each output's dtype.
+	Tolerance *result.Tolerance `json:"tolerance"`
+}
+
+// Time asks for a batch of timed samples.
+type Time struct {
+	Params json.RawMessage `json:"params"`
+	// Seed makes the inputs; a worker keeps them while Params and Seed stay.
+	Seed int64 `json:"seed"`
+	// The batch ends at MaxSamples, or once it has MinSamples and either
+	// BudgetMS of measured time or WallMS of wall time.
+	MinSamples int     `json:"min_samples"`
+	MaxSamples int     `json:"max_samples,omitempty"`
+	BudgetMS   float64 `json:"budget_ms"`
+	WallMS     float64 `json:"wall_ms,omitempty"`
+	WarmupMS   float64 `json:"warmup_ms"`
+	Flush      bool    `json:"flush"`
+}
+
+// Samples answers Time.
+type Samples struct {
+	SamplesMS   []float64 `json:"samples_ms"`
+	WarmupCalls int       `json:"warmup_calls"`
+	WarmupMS    float64   `json:"warmup_ms"`
+	Timer       string    `json:"timer"`
+}
+
+// ErrorEvent is a failure the worker reports instead of an answer.
+type ErrorEvent struct {
+	Kind string `json:"kind"`
+	// Where is the stage that failed: harness, inputs, reference, fn,
+	// flops, bytes, tokens or metrics.
+	Where     string `json:"where,omitempty"`
+	Type      string `json:"type,omitempty"` // the exception's class
+	Message   string `json:"message"`
+	Traceback string `json:"traceback,omitempty"`
+}
+
+// Log is a line a worker wants in the runner's log.
+type Log struct {
+	Message string `json:"message"`
+}
+
+// Event is one decoded line from a worker. Exactly one of the payload
+// pointers is set, matching Kind.
+type Event struct {
+	Kind        string
+	ID          int64
+	Ready       *Ready
+	Models      *Models
+	Correctness *result.Correctness
+	Samples     *Samples
+	Error       *ErrorEvent
+	Log         *Log
+}
+
+type envelope struct {
+	Event string `json:"event"`
+	ID    *int64 `json:"id"`
+}
+
+// DecodeEvent decodes and checks one event line. Unknown fields are
+// ignored (a newer worker may add some); unknown events, missing fields and
+// non-finite or negative timings are errors.
+func DecodeEvent(line []byte) (*Event, error) {
+	line = bytes.TrimSpace(line)
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		return nil, fmt.Errorf("decode event %q: %w", clip(line), err)
+	}
+	ev := &Event{Kind: env.Event}
+	if env.ID != nil {
+		ev.ID = *env.ID
+	}
+	var payload any
+	switch env.Event {
+	case EventReady:
+		ev.Ready = &Ready{}
+		payload = ev.Ready
+	case EventModels:
+		ev.Models = &Models{}
+		payload = ev.Models
+	case EventCorrectness:
+		ev.Correctness = &result.Correctness{}
+		payload = ev.Correctness
+	case EventSamples:
+		ev.Samples = &Samples{}
+		payload = ev.Samples
+	case EventError:
+		ev.Error = &ErrorEvent{}
+		payload = ev.Error
+	case EventLog:
+		ev.Log = &Log{}
+		payload = ev.Log
+	case "":
+		return nil, fmt.Errorf("decode event %q: no \"event\" field", clip(line))
+	default:
+		return nil, fmt.Errorf("decode event %q: unknown event %q", clip(line), env.Event)
+	}
+	if err := json.Unmarshal(line, payload); err != nil {
+		return nil, fmt.Errorf("decode %s event %q: %w", env.Event, clip(line), err)
+	}
+	if err := ev.check(); err != nil {
+		return nil, fmt.Errorf("decode %s event %q: %w", env.Event, clip(line), err)
+	}
+	return ev, nil
+}
+
+func (ev *Event) check() error {
+	switch {
+	case ev.Ready != nil:
+		if ev.Ready.Protocol != ProtocolVersion {
+			return fmt.Errorf("protocol %d, the runner speaks %d", ev.Ready.Protocol, ProtocolVersion)
+		}
+		if ev.Ready.FlushBytes < 0 {
+			return errors.New("negative flush_bytes")
+		}
+	case ev.Models != nil:
+		for _, v := range []float64{ev.Models.Flops, ev.Models.Bytes, ev.Models.Tokens} {
+			if v < 0 || math.IsInf(v, 0) {
+				return errors.New("models must be finite and >= 0")
+			}
+		}
+	case ev.Correctness != nil:
+		c := ev.Correctness
+		for _, v := range []float64{c.MaxAbsError, c.MaxRelError, c.RMSRelError, c.MismatchFraction, c.Tolerance.Atol, c.Tolerance.Rtol} {
+			if v < 0 {
+				return errors.New("error figures and tolerances must be >= 0")
+			}
+		}
+		if c.Trials != len(c.Seeds) {
+			return fmt.Errorf("trials %d but %d seeds", c.Trials, len(c.Seeds))
+		}
+	case ev.Samples != nil:
+		for _, v := range ev.Samples.SamplesMS {
+			if v < 0 || math.IsInf(v, 0) {
+				return fmt.Errorf("sample %g ms is not a duration", v)
+			}
+		}
+	case ev.Error != nil:
+		switch ev.Error.Kind {
+		case KindException, KindOOM, KindCUDA, KindImport, KindTimeout:
+		default:
+			return fmt.Errorf("unknown error kind %q", ev.Error.Kind)
+		}
+	}
+	return nil
+}
+
+// EncodeCommand renders one command line: the op and id merged into the
+// fields of cmd (one of Init, ModelsCmd, Check, Time, or nil).
+func EncodeCommand(op string, id int64, cmd any) ([]byte, error) {
+	fields := map[string]json.RawMessage{}
+	if cmd != nil {
+		b, err := json.Marshal(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s command: %w", op, err)
+		}
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("encode %s command: %w", op, err)
+		}
+	}
+	fields["op"], _ = json.Marshal(op)
+	fields["id"], _ = json.Marshal(id)
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s command: %w", op, err)
+	}
+	return append(b, '\n'), nil
+}
+
+func clip(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// EncodeParams renders case parameters as a JSON object in their written
+// order, keeping floats floats: 1.0 is written "1.0", not "1", so Python
+// sees a float where the spec has one.
+func EncodeParams(ps spec.Params) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.Key)
+		b.Write(k)
+		b.WriteByte(':')
+		switch v := p.Value.(type) {
+		case float64:
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				b.WriteString("null")
+			default:
+				s := strconv.FormatFloat(v, 'g', -1, 64)
+				if !strings.ContainsAny(s, ".eE") {
+					s += ".0"
+				}
+				b.WriteString(s)
+			}
+		default:
+			x, err := json.Marshal(v)
+			if err != nil {
+				x = []byte("null")
+			}
+			b.Write(x)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}

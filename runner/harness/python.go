@@ -1,0 +1,70 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// probe is what an interpreter must run to host the harness.
+const probe = "import sys, numpy; assert sys.version_info >= (3, 9), 'Python >= 3.9 is needed'; print(sys.version.split()[0])"
+
+// Candidates are the interpreters FindPython tries, in order, when none is
+// given: the first python3 on PATH may be a pyenv or venv one without numpy
+// while the system's has it.
+var Candidates = []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3", "/opt/conda/bin/python3", "python"}
+
+// FindPython returns an interpreter that can run the harness (Python >= 3.9
+// with numpy). With prefer set, only that one is tried.
+func FindPython(ctx context.Context, prefer string) (string, error) {
+	if prefer != "" {
+		path, err := exec.LookPath(prefer)
+		if err != nil {
+			return "", fmt.Errorf("python %q: %w", prefer, err)
+		}
+		if _, err := probePython(ctx, path); err != nil {
+			return "", fmt.Errorf("python %s cannot run the harness: %w", path, err)
+		}
+		return path, nil
+	}
+	var tried []string
+	seen := map[string]bool{}
+	for _, c := range Candidates {
+		path, err := exec.LookPath(c)
+		if err != nil || seen[path] {
+			continue
+		}
+		seen[path] = true
+		if _, err := probePython(ctx, path); err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", path, err))
+			continue
+		}
+		return path, nil
+	}
+	if len(tried) == 0 {
+		return "", fmt.Errorf("no python3 found on PATH; install Python >= 3.9 with numpy (apt-get install python3-numpy) or pass --python")
+	}
+	return "", fmt.Errorf("no Python >= 3.9 with numpy found (tried %s); install numpy for one of them or pass --python", strings.Join(tried, "; "))
+}
+
+func probePython(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, "-c", probe)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("%s", msg)
+	}
+	return strings.TrimSpace(out.String()), nil
+}

@@ -1,0 +1,437 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+//go:embed harness.py
+var script []byte
+
+// ScriptName is the file name the harness is written under.
+const ScriptName = "harness.py"
+
+// Script returns the embedded Python harness.
+func Script() []byte { return append([]byte(nil), script...) }
+
+// WriteScript writes the embedded harness into dir and returns its path.
+func WriteScript(dir string) (string, error) {
+	path := filepath.Join(dir, ScriptName)
+	if err := os.WriteFile(path, script, 0o644); err != nil {
+		return "", fmt.Errorf("write harness: %w", err)
+	}
+	return path, nil
+}
+
+// TailBytes is how much of a worker's stdout and stderr is kept for errors.
+const TailBytes = 4096
+
+// maxLine bounds one event line (a batch of samples is the longest).
+const maxLine = 64 << 20
+
+// Config says how to start a worker.
+type Config struct {
+	// Name is the implementation the worker runs, for messages.
+	Name string
+	// Argv is the program and its arguments: python3 -u harness.py, or a
+	// command benchmark.
+	Argv []string
+	// Dir is the working directory (the experiment directory).
+	Dir string
+	// Env is the complete environment; nil means this process's.
+	Env []string
+	// LogPath receives the worker's stdout and stderr.
+	LogPath string
+	// Logf, when set, receives the worker's log events.
+	Logf func(format string, args ...any)
+}
+
+// Error is a failure of one operation in a worker: reported by the worker
+// (exception, oom, cuda, import) or seen by the runner (timeout, crash,
+// protocol).
+type Error struct {
+	Kind      string
+	Where     string // the stage that failed (fn, reference, inputs, ...)
+	Message   string
+	Traceback string
+	// Tail is the end of the worker's stdout and stderr.
+	Tail string
+	// Exit describes how the process ended, when it did.
+	Exit string
+}
+
+func (e *Error) Error() string {
+	if e.Where != "" && e.Where != "harness" {
+		return e.Where + ": " + e.Message
+	}
+	return e.Message
+}
+
+// Worker is one running worker process. Its methods are not safe for
+// concurrent use: the protocol is one command, then its answer.
+type Worker struct {
+	name    string
+	cmd     *exec.Cmd
+	cmdPipe *os.File
+	events  chan eventOrErr
+	done    chan struct{}
+	out     *tailWriter
+	logf    func(string, ...any)
+	nextID  int64
+
+	mu     sync.Mutex
+	killed bool
+	state  *os.ProcessState
+}
+
+type eventOrErr struct {
+	ev  *Event
+	err error
+}
+
+// Start starts a worker process with the protocol pipes on its fds 3
+// (commands) and 4 (events).
+func Start(c Config) (*Worker, error) {
+	if len(c.Argv) == 0 {
+		return nil, errors.New("start worker: empty command")
+	}
+	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start worker %s: open log: %w", c.Name, err)
+	}
+	cmdR, cmdW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start worker %s: %w", c.Name, err)
+	}
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		cmdR.Close()
+		cmdW.Close()
+		return nil, fmt.Errorf("start worker %s: %w", c.Name, err)
+	}
+	out := &tailWriter{w: logFile, f: logFile}
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "XRUN_CMD_FD=3", "XRUN_EVENT_FD=4", "XRUN_IMPL="+c.Name)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.ExtraFiles = []*os.File{cmdR, evW}
+	// A child that leaves grandchildren holding stdout must not hang Wait.
+	cmd.WaitDelay = 2 * time.Second
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		cmdR.Close()
+		cmdW.Close()
+		evR.Close()
+		evW.Close()
+		return nil, fmt.Errorf("start worker %s: %w", c.Name, err)
+	}
+	cmdR.Close()
+	evW.Close()
+	logf := c.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	w := &Worker{name: c.Name, cmd: cmd, cmdPipe: cmdW, events: make(chan eventOrErr, 16),
+		done: make(chan struct{}), out: out, logf: logf}
+	go w.read(evR)
+	go func() {
+		_ = cmd.Wait()
+		w.mu.Lock()
+		w.state = cmd.ProcessState
+		w.mu.Unlock()
+		out.Close()
+		close(w.done)
+	}()
+	return w, nil
+}
+
+func (w *Worker) read(r *os.File) {
+	defer close(w.events)
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			ev, derr := DecodeEvent(line)
+			w.events <- eventOrErr{ev, derr}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				w.events <- eventOrErr{nil, err}
+			}
+			return
+		}
+	}
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		line = append(line, chunk...)
+		if len(line) > maxLine {
+			return nil, fmt.Errorf("an event line is longer than %d bytes", maxLine)
+		}
+		if err != nil || !isPrefix {
+			return line, err
+		}
+	}
+}
+
+// Name returns the implementation the worker runs.
+func (w *Worker) Name() string { return w.name }
+
+// Tail returns the last TailBytes of the worker's stdout and stderr.
+func (w *Worker) Tail() string { return w.out.Tail() }
+
+// Exited reports whether the process has ended.
+func (w *Worker) Exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Init sends init and waits for ready.
+func (w *Worker) Init(ctx context.Context, c Init) (*Ready, error) {
+	ev, err := w.call(ctx, OpInit, c, EventReady)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Ready, nil
+}
+
+// Models asks for the work models and metrics of one case.
+func (w *Worker) Models(ctx context.Context, params json.RawMessage) (*Models, error) {
+	ev, err := w.call(ctx, OpModels, ModelsCmd{Params: params}, EventModels)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Models, nil
+}
+
+// Check runs the correctness check.
+func (w *Worker) Check(ctx context.Context, c Check) (*result.Correctness, error) {
+	ev, err := w.call(ctx, OpCheck, c, EventCorrectness)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Correctness, nil
+}
+
+// Time takes one batch of samples.
+func (w *Worker) Time(ctx context.Context, c Time) (*Samples, error) {
+	ev, err := w.call(ctx, OpTime, c, EventSamples)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Samples, nil
+}
+
+// call sends one command and waits for its answer. When ctx ends first the
+// worker is killed: a deadline is a timeout Error, a cancellation returns
+// ctx's error.
+func (w *Worker) call(ctx context.Context, op string, cmd any, want string) (*Event, error) {
+	if w.Exited() {
+		return nil, w.deathError(op)
+	}
+	w.nextID++
+	id := w.nextID
+	line, err := EncodeCommand(op, id, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.cmdPipe.Write(line); err != nil {
+		w.waitExit(2 * time.Second)
+		return nil, w.deathError(op)
+	}
+	start := time.Now()
+	for {
+		select {
+		case e, ok := <-w.events:
+			if !ok {
+				w.waitExit(5 * time.Second)
+				return nil, w.deathError(op)
+			}
+			if e.err != nil {
+				w.Kill()
+				return nil, &Error{Kind: KindProtocol, Message: fmt.Sprintf("%s: unreadable answer to %s (the worker was stopped): %v", w.name, op, e.err), Tail: w.Tail()}
+			}
+			ev := e.ev
+			if ev.Kind == EventLog {
+				w.logf("%s: %s", w.name, ev.Log.Message)
+				continue
+			}
+			if ev.ID != id {
+				w.logf("%s: ignoring a %s event for command %d while waiting for %d", w.name, ev.Kind, ev.ID, id)
+				continue
+			}
+			if ev.Kind == EventError {
+				e := ev.Error
+				return nil, &Error{Kind: e.Kind, Where: e.Where, Message: e.Message, Traceback: e.Traceback, Tail: w.Tail()}
+			}
+			if ev.Kind != want {
+				w.Kill()
+				return nil, &Error{Kind: KindProtocol, Message: fmt.Sprintf("%s: answered %s with a %s event, want %s (the worker was stopped)", w.name, op, ev.Kind, want), Tail: w.Tail()}
+			}
+			return ev, nil
+		case <-w.done:
+			// The process is gone; its last events may still be in the pipe,
+			// and a grandchild may hold the pipe open, so drain briefly.
+			select {
+			case e, ok := <-w.events:
+				if ok && e.err == nil && e.ev.ID == id && (e.ev.Kind == want || e.ev.Kind == EventError) {
+					if e.ev.Kind == EventError {
+						x := e.ev.Error
+						return nil, &Error{Kind: x.Kind, Where: x.Where, Message: x.Message, Traceback: x.Traceback, Tail: w.Tail()}
+					}
+					return e.ev, nil
+				}
+				if ok {
+					continue
+				}
+			case <-time.After(time.Second):
+			}
+			return nil, w.deathError(op)
+		case <-ctx.Done():
+			w.Kill()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				w.waitExit(5 * time.Second)
+				return nil, &Error{Kind: KindTimeout, Where: "harness",
+					Message: fmt.Sprintf("no answer to %s after %s; the worker was killed", op, time.Since(start).Round(time.Millisecond)),
+					Tail:    w.Tail()}
+			}
+			return nil, fmt.Errorf("%s: %s: %w", w.name, op, ctx.Err())
+		}
+	}
+}
+
+func (w *Worker) waitExit(d time.Duration) {
+	select {
+	case <-w.done:
+	case <-time.After(d):
+		w.Kill()
+		select {
+		case <-w.done:
+		case <-time.After(d):
+		}
+	}
+}
+
+// deathError describes a worker that ended without answering.
+func (w *Worker) deathError(op string) *Error {
+	w.mu.Lock()
+	st, killed := w.state, w.killed
+	w.mu.Unlock()
+	e := &Error{Kind: KindCrash, Where: "harness", Tail: w.Tail()}
+	if st == nil {
+		e.Message = fmt.Sprintf("the worker closed its event pipe during %s", op)
+		return e
+	}
+	e.Exit = exitDescription(st)
+	switch {
+	case killed:
+		e.Message = fmt.Sprintf("the worker was killed during %s", op)
+	case oomKilled(st):
+		e.Kind = KindOOM
+		e.Message = fmt.Sprintf("the worker was killed during %s (%s): most likely out of host memory", op, e.Exit)
+	default:
+		e.Message = fmt.Sprintf("the worker died during %s (%s)", op, e.Exit)
+	}
+	return e
+}
+
+// Kill ends the worker and every process it started, at once.
+func (w *Worker) Kill() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != nil {
+		return // reaped: its pid may belong to another process by now
+	}
+	w.killed = true
+	killTree(w.cmd)
+}
+
+// Close asks the worker to exit, waits up to grace for it, then kills it.
+func (w *Worker) Close(grace time.Duration) {
+	if !w.Exited() {
+		if line, err := EncodeCommand(OpExit, w.nextID+1, nil); err == nil {
+			_, _ = w.cmdPipe.Write(line)
+		}
+	}
+	w.cmdPipe.Close()
+	select {
+	case <-w.done:
+	case <-time.After(grace):
+		w.Kill()
+		<-w.done
+	}
+}
+
+// tailWriter writes to the worker's log file and keeps the last TailBytes.
+type tailWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	f      *os.File
+	tail   []byte
+	closed bool
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		_, _ = t.w.Write(p) // a full disk must not stop the worker
+	}
+	t.tail = append(t.tail, p...)
+	if len(t.tail) > TailBytes {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-TailBytes:]...)
+	}
+	return len(p), nil
+}
+
+// Tail returns the kept end of the output, starting at a line boundary
+// when one is near.
+func (t *tailWriter) Tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.tail)
+	if len(t.tail) == TailBytes {
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
+
+func (t *tailWriter) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.closed = true
+		t.f.Close()
+	}
+}

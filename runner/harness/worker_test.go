@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+var (
+	pythonOnce sync.Once
+	pythonPath string
+	pythonErr  error
+)
+
+// testPython finds an interpreter with numpy (XRUN_TEST_PYTHON overrides).
+// Without one the test is skipped, or fails under CI.
+func testPython(t *testing.T) string {
+	t.Helper()
+	pythonOnce.Do(func() {
+		pythonPath, pythonErr = FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON"))
+	})
+	if pythonErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("find python: %v", pythonErr)
+		}
+		t.Skipf("find python: %v", pythonErr)
+	}
+	return pythonPath
+}
+
+func startHarness(t *testing.T) *Worker {
+	t.Helper()
+	py := testPython(t)
+	dir := t.TempDir()
+	path, err := WriteScript(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, _ := filepath.Abs("testdata")
+	env := append(os.Environ(), "PYTHONPATH="+td, "PYTHONDONTWRITEBYTECODE=1")
+	w, err := Start(Config{Name: "t", Argv: []string{py, "-u", path}, Dir: td, Env: env, LogPath: filepath.Join(dir, "worker.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(2 * time.Second) })
+	return w
+}
+
+func initHarness(t *testing.T, w *Worker, fn string, implParams string) *Ready {
+	t.Helper()
+	c := Init{Impl: "impl", Fn: fn, Reference: "pkg.kernels:add", Inputs: "pkg.kernels:make_inputs", Device: "cpu",
+		Models:  map[string]string{"flops": "pkg.kernels:flops", "bytes": "pkg.kernels:bytes_moved"},
+		Metrics: "pkg.kernels:metrics"}
+	if implParams != "" {
+		c.ImplParams = json.RawMessage(implParams)
+	}
+	ready, err := w.Init(ctxT(t, 60*time.Second), c)
+	if err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	return ready
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var params = json.RawMessage(`{"n": 1000}`)
+
+func TestHarnessReadyModelsTime(t *testing.T) {
+	w := startHarness(t)
+	ready := initHarness(t, w, "pkg.kernels:add_scaled", `{"scale": 1.0, "block": 10}`)
+	if ready.Timer != "perf_counter" || ready.Device.Kind != "cpu" || ready.Python == "" || ready.Numpy == "" {
+		t.Errorf("ready = %+v", ready)
+	}
+	m, err := w.Models(ctxT(t, 30*time.Second), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Flops != 1000 || m.Bytes != 12000 || m.Metrics["blocks"] != 100 {
+		t.Errorf("models = %+v", m)
+	}
+	s, err := w.Time(ctxT(t, 30*time.Second), Time{Params: params, Seed: 1, MinSamples: 20, BudgetMS: 5, WarmupMS: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.SamplesMS) < 20 || s.WarmupCalls < 3 || s.Timer != "perf_counter" {
+		t.Errorf("samples: %d, warm-up calls %d, timer %q", len(s.SamplesMS), s.WarmupCalls, s.Timer)
+	}
+	s, err = w.Time(ctxT(t, 30*time.Second), Time{Params: params, Seed: 1, MinSamples: 5, MaxSamples: 7, BudgetMS: 1e6, WarmupMS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.SamplesMS) != 7 {
+		t.Errorf("max_samples 7 gave %d samples", len(s.SamplesMS))
+	}
+}
+
+func TestHarnessCheck(t *testing.T) {
+	seeds := []int64{1, 2, 987654321}
+	tests := []struct {
+		fn       string
+		tol      *result.Tolerance
+		passed   bool
+		modified bool
+		replayed bool
+		reason   string
+	}{
+		{fn: "pkg.kernels:add", passed: true},
+		{fn: "pkg.kernels:noisy_add", passed: true},
+		{fn: "pkg.kernels:wrong", reason: "elements outside atol=0.0001 rtol=0.0001"},
+		{fn: "pkg.kernels:wrong", tol: &result.Tolerance{Atol: 100, Rtol: 0}, passed: true},
+		{fn: "pkg.kernels:zero_inputs", modified: true, reason: "modified its inputs"},
+		{fn: "pkg.kernels:replay", replayed: true, reason: "bitwise identical"},
+		{fn: "pkg.kernels:wrong_shape", reason: "has shape [999]"},
+		{fn: "pkg.kernels:wrong_dtype", reason: "has dtype float64"},
+		{fn: "pkg.kernels:nan_out", reason: "NaN positions differ"},
+		{fn: "pkg.kernels:pair", reason: "returned 2 outputs, the reference 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			w := startHarness(t)
+			initHarness(t, w, tt.fn, "")
+			c, err := w.Check(ctxT(t, 60*time.Second), Check{Params: params, Seeds: seeds, Tolerance: tt.tol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Passed != tt.passed || c.InputsModified != tt.modified || c.Replayed != tt.replayed {
+				t.Errorf("passed=%v modified=%v replayed=%v, want %v %v %v (reason %q)", c.Passed, c.InputsModified, c.Replayed, tt.passed, tt.modified, tt.replayed, c.Reason)
+			}
+			if !strings.Contains(c.Reason, tt.reason) {
+				t.Errorf("reason %q does not contain %q", c.Reason, tt.reason)
+			}
+			if c.Trials != 3 || len(c.Seeds) != 3 || c.Dtype != "float32" {
+				t.Errorf("trials %d seeds %v dtype %q", c.Trials, c.Seeds, c.Dtype)
+			}
+			if tt.passed && c.MismatchFraction != 0 || !tt.passed && tt.reason == "elements outside atol=0.0001 rtol=0.0001" && c.MismatchFraction < 0.9 {
+				t.Errorf("mismatch fraction %g", c.MismatchFraction)
+			}
+		})
+	}
+}
+
+func TestHarnessErrors(t *testing.T) {
+	tests := []struct {
+		fn    string
+		op    string
+		kind  string
+		where string
+		msg   string
+		tail  string
+	}{
+		{fn: "pkg.kernels:raises", op: OpCheck, kind: KindException, where: "fn", msg: "ValueError: this kernel is broken"},
+		{fn: "pkg.kernels:segfault", op: OpCheck, kind: KindCrash, msg: "died during check", tail: "Fatal Python error: Segmentation fault"},
+		{fn: "pkg.kernels:hang", op: OpTime, kind: KindTimeout, msg: "no answer to time"},
+		{fn: "pkg.missing:fn", op: OpInit, kind: KindImport, where: "fn", msg: "No module named 'pkg.missing'"},
+		{fn: "pkg.kernels:nope", op: OpInit, kind: KindImport, where: "fn", msg: "has no attribute 'nope'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			w := startHarness(t)
+			var err error
+			if tt.op == OpInit {
+				_, err = w.Init(ctxT(t, 60*time.Second), Init{Impl: "x", Fn: tt.fn, Device: "cpu"})
+			} else {
+				initHarness(t, w, tt.fn, "")
+				if tt.op == OpCheck {
+					_, err = w.Check(ctxT(t, 60*time.Second), Check{Params: params, Seeds: []int64{1}})
+				} else {
+					_, err = w.Time(ctxT(t, 2*time.Second), Time{Params: params, Seed: 1, MinSamples: 1, BudgetMS: 1})
+				}
+			}
+			var he *Error
+			if !errors.As(err, &he) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if he.Kind != tt.kind || (tt.where != "" && he.Where != tt.where) || !strings.Contains(he.Message, tt.msg) || !strings.Contains(he.Tail, tt.tail) {
+				t.Errorf("got kind=%q where=%q msg=%q tail=%q; want %q %q %q %q", he.Kind, he.Where, he.Message, he.Tail, tt.kind, tt.where, tt.msg, tt.tail)
+			}
+			if tt.kind == KindException && !strings.Contains(he.Traceback, "raise ValueError") {
+				t.Errorf("traceback %q", he.Traceback)
+			}
+		})
+	}
+}
+
+func TestHarnessSurvivesException(t *testing.T) {
+	w := startHarness(t)
+	initHarness(t, w, "pkg.kernels:raises", "")
+	if _, err := w.Check(ctxT(t, 30*time.Second), Check{Params: params, Seeds: []int64{1}}); err == nil {
+		t.Fatal("check of a raising kernel succeeded")
+	}
+	if _, err := w.Models(ctxT(t, 30*time.Second), params); err != nil {
+		t.Fatalf("the worker did not survive an exception: %v", err)
+	}
+}
+
+func TestHarnessStdoutIsLogged(t *testing.T) {
+	w := startHarness(t)
+	initHarness(t, w, "pkg.kernels:noisy_add", "")
+	if _, err := w.Time(ctxT(t, 30*time.Second), Time{Params: params, Seed: 1, MinSamples: 3, BudgetMS: 1, WarmupMS: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if tail := w.Tail(); !strings.Contains(tail, "progress: adding") || !strings.Contains(tail, "to stderr") {
+		t.Errorf("tail %q lacks the kernel's output", tail)
+	}
+}
+
+// A command benchmark speaks the protocol without Python: this one is sh.
+func TestCommandBenchmark(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Start(Config{Name: "cmd", Argv: []string{"sh", filepath.Join(mustAbs(t, "testdata"), "bench.sh")}, Dir: dir, LogPath: filepath.Join(dir, "log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(2 * time.Second)
+	ctx := ctxT(t, 10*time.Second)
+	ready, err := w.Init(ctx, Init{Impl: "cmd", Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready.Timer != "perf_counter" || ready.Device.Name != "sh" {
+		t.Errorf("ready %+v", ready)
+	}
+	m, err := w.Models(ctx, params)
+	if err != nil || m.Flops != 2e9 {
+		t.Fatalf("models %+v, %v", m, err)
+	}
+	c, err := w.Check(ctx, Check{Params: params, Seeds: []int64{1, 2, 3}})
+	if err != nil || !c.Passed || c.Trials != 3 {
+		t.Fatalf("check %+v, %v", c, err)
+	}
+	s, err := w.Time(ctx, Time{Params: params, MinSamples: 3, BudgetMS: 1})
+	if err != nil || len(s.SamplesMS) != 3 || s.SamplesMS[1] != 1.25 {
+		t.Fatalf("time %+v, %v", s, err)
+	}
+	if !strings.Contains(w.Tail(), "bench: got init") {
+		t.Errorf("the command's stderr is not in the tail: %q", w.Tail())
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
