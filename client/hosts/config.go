@@ -1,0 +1,135 @@
+package hosts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the hosts section of xrun's config file
+// ($XDG_CONFIG_HOME/xrun/config.yaml):
+//
+//	hosts:
+//	  lab:
+//	    host: ssh://me@gpu1
+//	    ssh_options: [-i, ~/.ssh/lab_key]
+//	  cloud:
+//	    host: tcp://203.0.113.7:2376
+//	    cert_path: ~/.config/xrun/certs/cloud   # ca.pem, cert.pem, key.pem
+//	  desk:
+//	    context: desk                           # a docker context
+//
+// Other top-level keys of the file belong to other parts of xrun and are
+// left alone here.
+type Config struct {
+	Hosts map[string]NamedHost `yaml:"hosts"`
+}
+
+// NamedHost is one entry under hosts:.
+type NamedHost struct {
+	// Host is the daemon address (unix://, tcp://, ssh://).
+	Host string `yaml:"host"`
+	// Context names a docker context instead of an address.
+	Context string `yaml:"context"`
+	// CertPath is a directory with ca.pem, cert.pem and key.pem for tcp://.
+	CertPath string `yaml:"cert_path"`
+	// TLSVerify checks the daemon's certificate (default true when
+	// cert_path is set).
+	TLSVerify *bool `yaml:"tls_verify"`
+	// SSHOptions are extra ssh arguments for ssh:// hosts.
+	SSHOptions []string `yaml:"ssh_options"`
+	// GPUs is a GPU inventory to use instead of asking the host. It is
+	// for tests of GPU assignment on machines without GPUs only: on a
+	// real host the inventory is always learned from nvidia-smi.
+	GPUs int `yaml:"gpus"`
+}
+
+// LoadConfig reads the hosts section of path; a missing file is an empty
+// config. Unknown keys inside hosts: are errors naming the line.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Config{}, nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read xrun config: %w", err)
+	}
+	// Other top-level keys land in rest; keys inside a host entry are
+	// checked strictly, so a typo is reported with its line.
+	var file struct {
+		Hosts map[string]NamedHost `yaml:"hosts"`
+		Rest  map[string]yaml.Node `yaml:",inline"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("read xrun config %s: %w (allowed keys of a host: host, context, cert_path, tls_verify, ssh_options, gpus)", path, err)
+	}
+	cfg := Config{Hosts: file.Hosts}
+	for name, h := range cfg.Hosts {
+		if (h.Host == "") == (h.Context == "") {
+			return Config{}, fmt.Errorf("read xrun config %s: host %q needs exactly one of host: (an address) or context: (a docker context)", path, name)
+		}
+		if h.GPUs < 0 {
+			return Config{}, fmt.Errorf("read xrun config %s: host %q: gpus must be 0 or more", path, name)
+		}
+	}
+	return cfg, nil
+}
+
+// namesHint lists the configured names for an error message.
+func (c Config) namesHint() string {
+	if len(c.Hosts) == 0 {
+		return " (none are configured)"
+	}
+	names := make([]string, 0, len(c.Hosts))
+	for n := range c.Hosts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// target turns a named host into a Target called by its name.
+func (h NamedHost) target(o Options, name string) (Target, error) {
+	var t Target
+	var err error
+	if h.Context != "" {
+		t, err = resolveContext(o, h.Context)
+	} else {
+		t, err = fromAddress(o, h.Host)
+	}
+	if err != nil {
+		return Target{}, fmt.Errorf("host %q: %w", name, err)
+	}
+	t.Name = name
+	if h.CertPath != "" {
+		verify := h.TLSVerify == nil || *h.TLSVerify
+		t.TLS = tlsFromDir(expandHome(o, h.CertPath), verify)
+	} else if h.TLSVerify != nil && t.TLS != nil {
+		t.TLS.Verify = *h.TLSVerify
+	}
+	for _, s := range h.SSHOptions {
+		t.SSHOptions = append(t.SSHOptions, expandHome(o, s))
+	}
+	t.FakeGPUs = h.GPUs
+	return t, nil
+}
+
+func expandHome(o Options, p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home := o.getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		return filepath.Join(home, strings.TrimPrefix(p, "~"))
+	}
+	return p
+}

@@ -1,0 +1,122 @@
+package testhosts
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// BusyboxImage is a tiny image made from the busybox-static binary of this
+// machine: /bin/busybox and its applets, nothing else.
+const BusyboxImage = "xrun-test/busybox:latest"
+
+// busyboxApplets are the commands test containers use.
+var busyboxApplets = []string{"sh", "echo", "cat", "mkdir", "sleep", "ls", "printf", "true", "false", "date", "hostname", "env", "test"}
+
+// EnsureBusybox makes BusyboxImage in the daemon at host (a unix:// or
+// plain address the tests own) unless it is there, and returns its ref.
+func EnsureBusybox(t testing.TB, host string) string {
+	t.Helper()
+	cli, err := client.New(client.WithHost(host))
+	if err != nil {
+		t.Fatalf("make client for %s: %v", host, err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cli.ImageInspect(ctx, BusyboxImage); err == nil {
+		return BusyboxImage
+	}
+	bb := ""
+	for _, p := range []string{"/bin/busybox", "/usr/bin/busybox"} {
+		if isExec(p) {
+			bb = p
+			break
+		}
+	}
+	if bb == "" {
+		Unavailable(t, "busybox is not installed (Debian package busybox-static)")
+	}
+	if out, err := exec.Command(bb, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "BusyBox") {
+		Unavailable(t, "%s does not run: %v", bb, err)
+	}
+	data, err := os.ReadFile(bb)
+	if err != nil {
+		t.Fatalf("read busybox: %v", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := func(h *tar.Header) {
+		h.ModTime = time.Unix(0, 0)
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755})
+	hdr(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777})
+	hdr(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))})
+	if _, err := tw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range busyboxApplets {
+		hdr(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777})
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, BusyboxImage, client.ImageImportOptions{})
+	if err != nil {
+		t.Fatalf("import busybox image into %s: %v", host, err)
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	out.ReadFrom(rc)
+	if _, err := cli.ImageInspect(ctx, BusyboxImage); err != nil {
+		t.Fatalf("import busybox image into %s: %v\n%s", host, err, out.String())
+	}
+	return BusyboxImage
+}
+
+// CopyImage copies ref from the daemon at from to the daemon at to, as
+// `docker -H from save ref | docker -H to load` does (a test daemon starts
+// with an empty image store and no registry is reachable).
+func CopyImage(t testing.TB, ref, from, to string) {
+	t.Helper()
+	src, err := client.New(client.WithHost(from))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := client.New(client.WithHost(to))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := dst.ImageInspect(ctx, ref); err == nil {
+		return
+	}
+	rc, err := src.ImageSave(ctx, []string{ref})
+	if err != nil {
+		t.Fatalf("save %s from %s: %v", ref, from, err)
+	}
+	defer rc.Close()
+	res, err := dst.ImageLoad(ctx, rc, client.ImageLoadWithQuiet(true))
+	if err != nil {
+		t.Fatalf("load %s into %s: %v", ref, to, err)
+	}
+	var out bytes.Buffer
+	out.ReadFrom(res)
+	res.Close()
+	if _, err := dst.ImageInspect(ctx, ref); err != nil {
+		t.Fatalf("load %s into %s: %v\n%s", ref, to, err, out.String())
+	}
+}
