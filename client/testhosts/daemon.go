@@ -37,10 +37,10 @@ type Daemon struct {
 
 	dir    string
 	bridge string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	once sync.Once
+	cmd    *exec.Cmd
+	log    string
+	done   chan struct{}
+	once   sync.Once
 }
 
 // StartDaemon starts a second dockerd and stops it when the test ends.
