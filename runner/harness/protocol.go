@@ -242,6 +242,9 @@ func (ev *Event) check() error {
 			return errors.New("negative flush_bytes")
 		}
 	case ev.Models != nil:
+		if len(ev.Models.Metrics) == 0 {
+			ev.Models.Metrics = nil
+		}
 		for _, v := range []float64{ev.Models.Flops, ev.Models.Bytes, ev.Models.Tokens} {
 			if v < 0 || math.IsInf(v, 0) {
 				return errors.New("models must be finite and >= 0")
