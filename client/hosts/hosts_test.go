@@ -1,0 +1,274 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// dockerConfig writes a docker config dir with a current context and two
+// contexts, one with TLS material.
+func dockerConfig(t *testing.T, current string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if current != "" {
+		writeFile(t, filepath.Join(dir, "config.json"), fmt.Sprintf(`{"auths":{},"currentContext":%q}`, current))
+	}
+	addContext := func(name, host string, skip bool, tls bool) {
+		id := contextID(name)
+		writeFile(t, filepath.Join(dir, "contexts", "meta", id, "meta.json"),
+			fmt.Sprintf(`{"Name":%q,"Metadata":{},"Endpoints":{"docker":{"Host":%q,"SkipTLSVerify":%v}}}`, name, host, skip))
+		if tls {
+			for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+				writeFile(t, filepath.Join(dir, "contexts", "tls", id, "docker", f), "x")
+			}
+		}
+	}
+	addContext("lab-ssh", "ssh://me@gpu1", false, false)
+	addContext("cloud", "tcp://203.0.113.7:2376", false, true)
+	addContext("cloud-insecure", "tcp://203.0.113.8:2376", true, true)
+	return dir
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	certs := t.TempDir()
+	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		writeFile(t, filepath.Join(certs, f), "x")
+	}
+	cfgDir := t.TempDir()
+	writeFile(t, filepath.Join(cfgDir, "xrun", "config.yaml"), `
+defaults: {anything: goes}   # other parts of xrun own other keys
+hosts:
+  lab:
+    host: ssh://me@gpu1:2222
+    ssh_options: [-i, ~/.ssh/lab]
+  cloud:
+    host: tcp://203.0.113.7:2376
+    cert_path: `+certs+`
+  viactx:
+    context: cloud
+  fake4:
+    host: unix:///tmp/fake.sock
+    gpus: 4
+`)
+	dockerDir := dockerConfig(t, "lab-ssh")
+	ctxTLS := filepath.Join(dockerDir, "contexts", "tls", contextID("cloud"), "docker")
+	ctxTLS2 := filepath.Join(dockerDir, "contexts", "tls", contextID("cloud-insecure"), "docker")
+
+	tests := []struct {
+		name    string
+		o       Options
+		env     map[string]string
+		want    Target
+		wantErr string
+	}{
+		{name: "current context", o: Options{}, want: Target{Name: "lab-ssh", Host: "ssh://me@gpu1", Context: "lab-ssh"}},
+		{name: "--host wins over DOCKER_HOST and the context", o: Options{Host: "unix:///run/other.sock"}, env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375"},
+			want: Target{Name: "unix:///run/other.sock", Host: "unix:///run/other.sock"}},
+		{name: "DOCKER_HOST wins over DOCKER_CONTEXT", env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375", "DOCKER_CONTEXT": "cloud"},
+			want: Target{Name: "tcp://1.2.3.4:2375", Host: "tcp://1.2.3.4:2375"}},
+		{name: "--context wins over DOCKER_HOST", o: Options{Context: "cloud"}, env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375"},
+			want: Target{Name: "cloud", Host: "tcp://203.0.113.7:2376", Context: "cloud",
+				TLS: &TLS{CAFile: filepath.Join(ctxTLS, "ca.pem"), CertFile: filepath.Join(ctxTLS, "cert.pem"), KeyFile: filepath.Join(ctxTLS, "key.pem"), Verify: true}}},
+		{name: "context skipping verification", o: Options{Context: "cloud-insecure"},
+			want: Target{Name: "cloud-insecure", Host: "tcp://203.0.113.8:2376", Context: "cloud-insecure",
+				TLS: &TLS{CAFile: filepath.Join(ctxTLS2, "ca.pem"), CertFile: filepath.Join(ctxTLS2, "cert.pem"), KeyFile: filepath.Join(ctxTLS2, "key.pem"), Verify: false}}},
+		{name: "DOCKER_CONTEXT", env: map[string]string{"DOCKER_CONTEXT": "default"},
+			want: Target{Name: DefaultHost, Host: DefaultHost, Context: "default"}},
+		{name: "TLS from the environment", o: Options{Host: "tcp://10.0.0.1:2376"}, env: map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": certs},
+			want: Target{Name: "tcp://10.0.0.1:2376", Host: "tcp://10.0.0.1:2376",
+				TLS: &TLS{CAFile: filepath.Join(certs, "ca.pem"), CertFile: filepath.Join(certs, "cert.pem"), KeyFile: filepath.Join(certs, "key.pem"), Verify: true}}},
+		{name: "DOCKER_TLS without verification", o: Options{Host: "tcp://10.0.0.1:2376"}, env: map[string]string{"DOCKER_TLS": "1", "DOCKER_CERT_PATH": t.TempDir()},
+			want: Target{Name: "tcp://10.0.0.1:2376", Host: "tcp://10.0.0.1:2376", TLS: &TLS{}}},
+		{name: "a bare word must be a named host", o: Options{Host: "gpu1"}, wantErr: "unknown host"},
+		{name: "host:port", o: Options{Host: "10.0.0.1:2375"}, want: Target{Name: "tcp://10.0.0.1:2375", Host: "tcp://10.0.0.1:2375"}},
+		{name: "bare path is a socket", o: Options{Host: "/run/d.sock"}, want: Target{Name: "unix:///run/d.sock", Host: "unix:///run/d.sock"}},
+		{name: "named ssh host", o: Options{Host: "lab"}, env: map[string]string{"HOME": "/home/me"},
+			want: Target{Name: "lab", Host: "ssh://me@gpu1:2222", SSHOptions: []string{"-i", "/home/me/.ssh/lab"}}},
+		{name: "named TLS host", o: Options{Host: "cloud"},
+			want: Target{Name: "cloud", Host: "tcp://203.0.113.7:2376",
+				TLS: &TLS{CAFile: filepath.Join(certs, "ca.pem"), CertFile: filepath.Join(certs, "cert.pem"), KeyFile: filepath.Join(certs, "key.pem"), Verify: true}}},
+		{name: "named host through a context", o: Options{Host: "viactx"},
+			want: Target{Name: "viactx", Host: "tcp://203.0.113.7:2376", Context: "cloud",
+				TLS: &TLS{CAFile: filepath.Join(ctxTLS, "ca.pem"), CertFile: filepath.Join(ctxTLS, "cert.pem"), KeyFile: filepath.Join(ctxTLS, "key.pem"), Verify: true}}},
+		{name: "named host with a test inventory", o: Options{Host: "fake4"}, want: Target{Name: "fake4", Host: "unix:///tmp/fake.sock", FakeGPUs: 4}},
+		{name: "unknown name", o: Options{Host: "nosuch"}, wantErr: `unknown host "nosuch"`},
+		{name: "unknown context", o: Options{Context: "nosuch"}, wantErr: `docker context "nosuch" not found`},
+		{name: "--host and --context", o: Options{Host: "lab", Context: "cloud"}, wantErr: "pick one"},
+		{name: "bad scheme", o: Options{Host: "http://x:1"}, wantErr: "invalid bind address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			env := map[string]string{"XDG_CONFIG_HOME": cfgDir}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			o.Getenv = func(k string) string { return env[k] }
+			o.DockerConfigDir = dockerDir
+			got, err := Resolve(o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error containing %q, got %v (%+v)", tc.wantErr, err, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got  %+v %+v\nwant %+v %+v", got, got.TLS, tc.want, tc.want.TLS)
+			}
+		})
+	}
+}
+
+func TestResolveDefault(t *testing.T) {
+	o := Options{Getenv: func(string) string { return "" }, DockerConfigDir: t.TempDir(), ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}
+	got, err := Resolve(o)
+	if err != nil || got.Host != DefaultHost {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+func TestResolveAll(t *testing.T) {
+	o := Options{Getenv: func(string) string { return "" }, DockerConfigDir: t.TempDir(), ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}
+	got, err := ResolveAll(o, []string{"unix:///a.sock", "ssh://me@b"})
+	if err != nil || len(got) != 2 || got[0].Host != "unix:///a.sock" || got[1].Host != "ssh://me@b" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if _, err := ResolveAll(o, []string{"/a.sock", "unix:///a.sock"}); err == nil || !strings.Contains(err.Error(), "same daemon") {
+		t.Fatalf("duplicate hosts: got %v", err)
+	}
+	got, err = ResolveAll(o, nil)
+	if err != nil || len(got) != 1 || got[0].Host != DefaultHost {
+		t.Fatalf("no hosts: got %+v, %v", got, err)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"typo in a host", "hosts:\n  lab:\n    hots: ssh://x\n", "line 3: field hots not found"},
+		{"neither host nor context", "hosts:\n  lab:\n    gpus: 2\n", "exactly one of host"},
+		{"both", "hosts:\n  lab: {host: ssh://x, context: c}\n", "exactly one of host"},
+		{"negative gpus", "hosts:\n  lab: {host: ssh://x, gpus: -1}\n", "gpus must be 0 or more"},
+		{"not yaml", "hosts: [\n", "read xrun config"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.yaml")
+			writeFile(t, p, tc.yaml)
+			_, err := LoadConfig(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	ssh := Target{Name: "lab", Host: "ssh://me@gpu1"}
+	tcp := Target{Name: "tcp://h:2376", Host: "tcp://h:2376"}
+	connErr := func(stderr string) error {
+		return fmt.Errorf("error during connect: Get \"http://docker.example.com/_ping\": command [ssh -o BatchMode=yes -- me@gpu1 docker system dial-stdio] has exited with exit status 255, make sure the URL is valid, and Docker 18.09 or later is installed on the remote host: stderr=%s", stderr)
+	}
+	tests := []struct {
+		name   string
+		t      Target
+		err    error
+		kind   Kind
+		reason string
+	}{
+		{"ssh auth", ssh, connErr("me@gpu1: Permission denied (publickey).\n"), KindSSHAuth, "me@gpu1: Permission denied (publickey)"},
+		{"ssh host key", ssh, connErr("Host key verification failed.\n"), KindSSHHostKey, "Host key verification failed"},
+		{"ssh no route", ssh, connErr("ssh: connect to host gpu1 port 22: No route to host\r\n"), KindUnreachable, "ssh: connect to host gpu1 port 22: No route to host"},
+		{"ssh no docker", ssh, connErr("bash: line 1: docker: command not found\n"), KindSSHNoDocker, "bash: line 1: docker: command not found"},
+		{"tls unknown CA", tcp, errors.New(`error during connect: Get "https://h:2376/_ping": tls: failed to verify certificate: x509: certificate signed by unknown authority`), KindTLSVerify, "tls: failed to verify certificate: x509: certificate signed by unknown authority"},
+		{"client cert refused", tcp, errors.New(`error during connect: Get "https://h:2376/_ping": remote error: tls: bad certificate`), KindTLSVerify, "remote error: tls: bad certificate"},
+		{"api too old", tcp, errors.New("API version 1.24 is not supported by this client: the minimum supported API version is 1.40"), KindAPITooOld, "1.24"},
+		{"refused", tcp, errors.New(`error during connect: Get "http://h:2376/_ping": dial tcp 10.0.0.1:2376: connect: connection refused`), KindUnreachable, "dial tcp 10.0.0.1:2376: connect: connection refused"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var he *HostError
+			if !errors.As(Classify(tc.t, tc.err), &he) {
+				t.Fatal("not a HostError")
+			}
+			if he.Kind != tc.kind || he.Reason != tc.reason {
+				t.Fatalf("got kind %d reason %q, want %d %q", he.Kind, he.Reason, tc.kind, tc.reason)
+			}
+			msg := he.Error()
+			if !strings.Contains(msg, tc.t.Name) || strings.Contains(msg, "\n") {
+				t.Fatalf("message must be one line naming the host: %q", msg)
+			}
+			if !errors.Is(he, tc.err) {
+				t.Fatal("the cause is not wrapped")
+			}
+		})
+	}
+}
+
+// TestCheckAPITooOld talks to a server that answers like Docker 19.03.
+func TestCheckAPITooOld(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{{"1.40", false}, {"1.41", true}, {"1.52", true}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Api-Version", tc.version)
+			w.Header().Set("Ostype", "linux")
+			w.Write([]byte("OK"))
+		}))
+		host := "tcp://" + strings.TrimPrefix(srv.URL, "http://")
+		_, err := Connect(context.Background(), Target{Name: "old", Host: host})
+		srv.Close()
+		var he *HostError
+		if tc.ok {
+			if err != nil {
+				t.Fatalf("API %s: %v", tc.version, err)
+			}
+			continue
+		}
+		if !errors.As(err, &he) || he.Kind != KindAPITooOld || !strings.Contains(err.Error(), "Engine API "+tc.version) {
+			t.Fatalf("API %s: want too old, got %v", tc.version, err)
+		}
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{{"1.40", "1.41", true}, {"1.41", "1.41", false}, {"1.9", "1.41", true}, {"1.52", "1.41", false}, {"2.0", "1.41", false}}
+	for _, tc := range tests {
+		if got := versionLess(tc.a, tc.b); got != tc.want {
+			t.Errorf("versionLess(%s, %s) = %v", tc.a, tc.b, got)
+		}
+	}
+}
+
+func TestSSHFlags(t *testing.T) {
+	if got := sshFlags([]string{"-i", "k"}); !reflect.DeepEqual(got, []string{"-i", "k", "-o", "BatchMode=yes"}) {
+		t.Fatalf("got %v", got)
+	}
+	if got := sshFlags([]string{"-o", "BatchMode=no"}); !reflect.DeepEqual(got, []string{"-o", "BatchMode=no"}) {
+		t.Fatalf("got %v", got)
+	}
+}
