@@ -8,9 +8,11 @@ import "runtime/debug"
 //
 //	go build -ldflags "-X github.com/xrun-dev/xrun/runner/version.Version=v0.3.0"
 //
-// When it is not, Get falls back to the module version or VCS revision
-// recorded in the binary.
+// When it is not, package initialisation fills it from the build info
+// (see Get), so it is never empty.
 var Version = ""
+
+func init() { Version = Get() }
 
 // Get returns the version: Version when set, else the main module's
 // version, else "devel+<revision>[-dirty]" from the build's VCS stamp, else
