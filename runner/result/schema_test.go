@@ -1,0 +1,236 @@
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func compileSchema(t testing.TB) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
+	if err != nil {
+		t.Fatalf("parse schema.json: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("compile schema.json: %v", err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, data []byte) error {
+	t.Helper()
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("parse instance: %v", err)
+	}
+	return s.Validate(inst)
+}
+
+// full is a Results with every field set, so that a field added to the
+// types but not to schema.json fails TestSchemaFull.
+func full() *Results {
+	created := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
+	finished := created.Add(5 * time.Minute)
+	state := func(clock int) *GPUState {
+		return &GPUState{SMClockMHz: clock, MemClockMHz: 2619, MaxSMClockMHz: 1980, PowerW: 350.5, PowerLimitW: 700,
+			TemperatureC: 55, Utilization: 100, MemoryUsedBytes: 4 << 30, PersistenceMode: "Enabled",
+			ClockEventReasons: []string{"sw_power_cap"}}
+	}
+	timing := &Timing{MedianMS: 5.645, MeanMS: 5.66, MinMS: 5.6, MaxMS: 6.1, Q1MS: 5.63, Q3MS: 5.66, P20MS: 5.62,
+		P80MS: 5.67, StdevMS: 0.05, StderrRel: 0.0012, Samples: 400, Rounds: 3, TotalS: 2.3, Converged: true, StopReason: "converged"}
+	return &Results{
+		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
+		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",
+		SpecHash: "ab12", Image: Image{Ref: "xrun/gla:abc", Digest: "sha256:00ff"},
+		Env: Env{Host: "gpu-1", OS: "linux", Arch: "amd64", CPU: "Xeon", Python: "3.11.2", Torch: "2.5.1",
+			Triton: "3.1.0", Numpy: "1.26.4", CUDARuntime: "12.4", Driver: "580.159.04", GitCommit: "deadbeef",
+			GPUs: []GPU{{Index: 1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1", ComputeCapability: "9.0",
+				SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, PeakTFLOPS: 989.5, PeakGBps: 3350,
+				Before: state(1980), After: state(1755)}},
+			Extra: map[string]string{"nccl": "2.21"}},
+		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, WarmupMS: 100, MinSamples: 10,
+			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
+			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true},
+		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",
+		Cases: []Case{{Params: map[string]any{"T": 1024, "dtype": "bfloat16", "causal": true}, Label: "T=1024",
+			Flops: 8.6e9, Bytes: 1.2e8, Tokens: 4096,
+			Results: map[string]*ImplResult{"pipelined": {
+				Status: ImplWrong, Error: "max abs error 0.5 > tolerance", StderrTail: "warning: ...",
+				Correctness: &Correctness{Passed: true, Trials: 3, Seeds: []int64{1, 2, 987654321}, MaxAbsError: 0.01,
+					MaxRelError: 0.02, RMSRelError: 0.003, MismatchFraction: 0.001, NaNMismatches: 1, InfMismatches: 2,
+					InputsModified: true, Replayed: true, Tolerance: Tolerance{Atol: 1e-2, Rtol: 1e-2}, Dtype: "bfloat16",
+					Reason: "inputs modified"},
+				Timing:     timing,
+				Throughput: &Throughput{TFLOPS: 1.52, GBps: 21.3, PctPeakFlops: 0.15, PctPeakBW: 0.6, TokensPerS: 725602},
+				Model:      &Model{Flops: 8.6e9, Bytes: 1.3e8, Tokens: 4096},
+				Metrics:    map[string]float64{"ctas": 512},
+			}}}},
+		Comparisons: []Comparison{{A: "pipelined", B: "baseline", Params: map[string]any{"T": 1024}, Label: "T=1024",
+			Speedup: 0.274, Verdict: VerdictSlow}},
+		Criteria: []Criterion{{Name: "pipelined >= 1.2x over baseline at every case", Kind: "speedup", Value: 0.274,
+			Threshold: 1.2, Passed: true, Detail: "fails at T=1024"}},
+		Success:  true,
+		Warnings: []Warning{{Kind: "throttled", Implementation: "pipelined", Label: "T=1024", Message: "GPU 0 was throttled"}},
+		Error:    "criteria failed",
+	}
+}
+
+// zeroFields lists the fields of v (recursively) left at their zero value.
+func zeroFields(v reflect.Value, path string, out *[]string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			*out = append(*out, path)
+			return
+		}
+		zeroFields(v.Elem(), path, out)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			if v.Interface().(time.Time).IsZero() {
+				*out = append(*out, path)
+			}
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			zeroFields(v.Field(i), path+"."+v.Type().Field(i).Name, out)
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			*out = append(*out, path)
+		}
+		for i := 0; i < v.Len(); i++ {
+			zeroFields(v.Index(i), path+"[]", out)
+		}
+	case reflect.Map:
+		if v.Len() == 0 {
+			*out = append(*out, path)
+		}
+		for _, k := range v.MapKeys() {
+			zeroFields(v.MapIndex(k), path+"{}", out)
+		}
+	case reflect.Interface:
+		if v.IsNil() {
+			*out = append(*out, path)
+		}
+	default:
+		if v.IsZero() {
+			*out = append(*out, path)
+		}
+	}
+}
+
+func TestSchemaFull(t *testing.T) {
+	r := full()
+	var zero []string
+	zeroFields(reflect.ValueOf(r), "Results", &zero)
+	if len(zero) > 0 {
+		t.Fatalf("the full fixture leaves fields unset (add them here and to schema.json): %v", zero)
+	}
+	s := compileSchema(t)
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, s, data); err != nil {
+		t.Fatalf("full results do not validate: %v", err)
+	}
+	// The file the runner writes validates too, and reads back the same.
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := WriteFile(path, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if !bytes.Equal(again, data) {
+		t.Errorf("round trip through WriteFile/ReadFile changed the document:\n%s\n%s", data, again)
+	}
+}
+
+func TestSchemaMinimal(t *testing.T) {
+	s := compileSchema(t)
+	for _, r := range []*Results{
+		{SchemaVersion: SchemaVersion, Status: StatusRunning, Mode: "cpu", CreatedAt: time.Unix(0, 0).UTC()},
+		{SchemaVersion: SchemaVersion, Status: StatusFailed, Mode: "gpu", CreatedAt: time.Unix(0, 0).UTC(),
+			Cases:    []Case{{Params: map[string]any{}, Results: map[string]*ImplResult{"a": {Status: ImplSkipped}}}},
+			Warnings: []Warning{}, Criteria: []Criterion{}, Comparisons: []Comparison{}},
+	} {
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validate(t, s, data); err != nil {
+			t.Errorf("minimal results %s do not validate: %v", data, err)
+		}
+	}
+}
+
+func TestSchemaRejects(t *testing.T) {
+	s := compileSchema(t)
+	base, err := json.Marshal(full())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(m map[string]any)
+	}{
+		{"bad status", func(m map[string]any) { m["status"] = "done" }},
+		{"bad schema version", func(m map[string]any) { m["schema_version"] = 2 }},
+		{"missing job id", func(m map[string]any) { delete(m, "job_id") }},
+		{"unknown field", func(m map[string]any) { m["speed"] = 1 }},
+		{"bad created_at", func(m map[string]any) { m["created_at"] = "yesterday" }},
+		{"bad mode", func(m map[string]any) { m["mode"] = "tpu" }},
+		{"bad verdict", func(m map[string]any) {
+			m["comparisons"].([]any)[0].(map[string]any)["verdict"] = "FASTER"
+		}},
+		{"bad implementation status", func(m map[string]any) {
+			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
+			res["pipelined"].(map[string]any)["status"] = "fine"
+		}},
+		{"timing without median", func(m map[string]any) {
+			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
+			delete(res["pipelined"].(map[string]any)["timing"].(map[string]any), "median_ms")
+		}},
+		{"samples not an integer", func(m map[string]any) {
+			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
+			res["pipelined"].(map[string]any)["timing"].(map[string]any)["samples"] = 1.5
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal(base, &m); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(m)
+			data, _ := json.Marshal(m)
+			if err := validate(t, s, data); err == nil {
+				t.Errorf("schema accepted a document with %s", c.name)
+			}
+		})
+	}
+}
+
+func TestDecodeSchemaVersion(t *testing.T) {
+	if _, err := Decode([]byte(`{"schema_version": 2}`)); err == nil || !strings.Contains(err.Error(), "schema_version 2") {
+		t.Errorf("Decode of version 2: err = %v", err)
+	}
+	if _, err := Decode([]byte(`{"schema_version": 1, "status": 3}`)); err == nil {
+		t.Error("Decode of a mistyped field succeeded")
+	}
+}
