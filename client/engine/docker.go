@@ -199,6 +199,31 @@ func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
 	return nil
 }
 
+// Images lists images by label.
+func (d *Docker) Images(ctx context.Context, labels map[string]string) ([]Image, error) {
+	r, err := d.cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: labelFilters(labels)})
+	if err != nil {
+		return nil, fmt.Errorf("list images on %s: %w", d.ep.Host, err)
+	}
+	out := make([]Image, 0, len(r.Items))
+	for _, im := range r.Items {
+		out = append(out, Image{ID: im.ID, Tags: im.RepoTags})
+	}
+	return out, nil
+}
+
+func labelFilters(labels map[string]string) client.Filters {
+	f := client.Filters{}
+	for k, v := range labels {
+		if v == "" {
+			f.Add("label", k)
+		} else {
+			f.Add("label", k+"="+v)
+		}
+	}
+	return f
+}
+
 // Build sends the context to the daemon's builder and decodes its stream.
 func (d *Docker) Build(ctx context.Context, tar io.Reader, opts BuildOptions, progress func(string)) (string, error) {
 	r, err := d.cli.ImageBuild(ctx, tar, client.ImageBuildOptions{
@@ -452,15 +477,7 @@ func parseTime(s string) time.Time {
 
 // List returns containers by label.
 func (d *Docker) List(ctx context.Context, labels map[string]string, all bool) ([]Container, error) {
-	f := client.Filters{}
-	for k, v := range labels {
-		if v == "" {
-			f.Add("label", k)
-		} else {
-			f.Add("label", k+"="+v)
-		}
-	}
-	r, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: all, Filters: f})
+	r, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: all, Filters: labelFilters(labels)})
 	if err != nil {
 		return nil, fmt.Errorf("list containers on %s: %w", d.ep.Host, err)
 	}

@@ -25,6 +25,9 @@ type Engine interface {
 	Pull(ctx context.Context, ref string, progress func(line string)) error
 	// RemoveImage deletes ref from the host.
 	RemoveImage(ctx context.Context, ref string) error
+	// Images lists the images carrying every label in labels (a value of
+	// "" matches any value), intermediate ones included.
+	Images(ctx context.Context, labels map[string]string) ([]Image, error)
 	// Build builds the context tar (with its Dockerfile at the root) and
 	// tags the image; progress gets each line of build output.
 	Build(ctx context.Context, tar io.Reader, opts BuildOptions, progress func(line string)) (imageID string, err error)
@@ -67,6 +70,12 @@ type Info struct {
 	// daemon discovered CDI GPU devices, i.e. GPU device requests can work.
 	NvidiaRuntime bool
 	Runtimes      []string
+}
+
+// Image is an image on the host.
+type Image struct {
+	ID   string
+	Tags []string
 }
 
 // BuildOptions are the parameters of one image build.

@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testLabel marks everything the tests make, so they clean up after themselves.
+const testLabel = "dev.xrun.test"
+
+// daemon connects to the local daemon; without one the test is skipped,
+// except under CI=true where it fails.
+func daemon(t *testing.T) *Docker {
+	t.Helper()
+	ep, err := ResolveHost(HostOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Connect(ctx, ep)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no Docker daemon: %v", err)
+		}
+		t.Skipf("no Docker daemon: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// busyboxImage builds a scratch image holding a static busybox.
+func busyboxImage(t *testing.T, d *Docker) string {
+	t.Helper()
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Skipf("no static busybox (apt-get install busybox-static): %v", err)
+	}
+	tag := "xrun-test/engine-busybox:latest"
+	df := "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n"
+	ctx := context.Background()
+	id, err := d.Build(ctx, tarOf(t, map[string][]byte{"Dockerfile": []byte(df), "busybox": bb}),
+		BuildOptions{Tag: tag, Labels: map[string]string{testLabel: "1"}}, nil)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if !strings.HasPrefix(id, "sha256:") {
+		t.Errorf("image id %q", id)
+	}
+	return tag
+}
+
+func tarOf(t *testing.T, files map[string][]byte) io.Reader {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, data := range files {
+		mode := int64(0o644)
+		if name == "busybox" {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(data)
+	}
+	tw.Close()
+	return &buf
+}
+
+func run(t *testing.T, d *Docker, s ContainerSpec) (string, WaitResult) {
+	t.Helper()
+	ctx := context.Background()
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[testLabel] = "1"
+	id, err := d.Create(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Remove(context.Background(), id, true) })
+	wait := d.Wait(ctx, id, true)
+	if err := d.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-wait:
+		return id, r
+	case <-time.After(60 * time.Second):
+		t.Fatal("container did not exit in 60 s")
+	}
+	return id, WaitResult{}
+}
+
+func TestDockerContainerLifecycle(t *testing.T) {
+	d := daemon(t)
+	ctx := context.Background()
+	info, err := d.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.OS != "linux" || info.Arch == "" || info.APIVersion == "" {
+		t.Errorf("info = %+v", info)
+	}
+	img := busyboxImage(t, d)
+	if ok, err := d.ImageExists(ctx, img); err != nil || !ok {
+		t.Fatalf("ImageExists(%s) = %v, %v", img, ok, err)
+	}
+	if ok, err := d.ImageExists(ctx, "xrun-test/never-built:nope"); err != nil || ok {
+		t.Fatalf("ImageExists(missing) = %v, %v", ok, err)
+	}
+	id, res := run(t, d, ContainerSpec{
+		Name:   "xrun-engine-test-" + time.Now().Format("150405.000000"),
+		Image:  img,
+		Cmd:    []string{"sh", "-c", `mkdir -p /xrun/out && echo '{"ok":1}' > /xrun/out/r.json && echo to-stdout && echo to-stderr >&2 && exit 3`},
+		Env:    []string{"A=1"},
+		Labels: map[string]string{"dev.xrun.job": "enginetest"},
+	})
+	if res.Err != nil || res.ExitCode != 3 {
+		t.Fatalf("wait = %+v, want exit 3", res)
+	}
+	var out, errb bytes.Buffer
+	if err := d.Logs(ctx, id, LogOptions{}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "to-stdout\n" || errb.String() != "to-stderr\n" {
+		t.Errorf("logs: stdout %q stderr %q", out.String(), errb.String())
+	}
+	rc, err := d.CopyFrom(ctx, id, "/xrun/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		data, _ := io.ReadAll(tr)
+		names[h.Name] = string(data)
+	}
+	rc.Close()
+	if names["out/r.json"] != "{\"ok\":1}\n" {
+		t.Errorf("copied %v", names)
+	}
+	c, err := d.Inspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != "exited" || c.ExitCode != 3 || c.Labels["dev.xrun.job"] != "enginetest" || c.Image != img || c.StartedAt.IsZero() || c.FinishedAt.IsZero() {
+		t.Errorf("inspect = %+v", c)
+	}
+	list, err := d.List(ctx, map[string]string{"dev.xrun.job": "enginetest"}, true)
+	if err != nil || len(list) != 1 || list[0].ID != id {
+		t.Errorf("List = %+v, %v", list, err)
+	}
+	if err := d.Remove(ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Inspect(ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("inspect after remove: %v, want ErrNotFound", err)
+	}
+	if _, err := d.CopyFrom(ctx, id, "/xrun/out"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("copy after remove: %v, want ErrNotFound", err)
+	}
+}
+
+func TestDockerBuildFailureNamesTheStep(t *testing.T) {
+	d := daemon(t)
+	img := busyboxImage(t, d)
+	df := "FROM " + img + "\nRUN echo fetching things\nRUN echo last-words-before && exit 7\nRUN echo never\n"
+	_, err := d.Build(context.Background(), tarOf(t, map[string][]byte{"Dockerfile": []byte(df)}),
+		BuildOptions{Tag: "xrun-test/engine-fail:latest", Labels: map[string]string{testLabel: "1"}}, nil)
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v, want a BuildError", err)
+	}
+	if !strings.Contains(be.Step, "RUN echo last-words-before && exit 7") {
+		t.Errorf("step = %q", be.Step)
+	}
+	if !strings.Contains(strings.Join(be.Last, "\n"), "last-words-before") || !strings.Contains(be.Message, "7") {
+		t.Errorf("error = %v", be)
+	}
+}
+
+func TestDockerOOMAndStop(t *testing.T) {
+	d := daemon(t)
+	img := busyboxImage(t, d)
+	ctx := context.Background()
+	id, res := run(t, d, ContainerSpec{Image: img, MemoryBytes: 16 << 20,
+		Cmd: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"}})
+	c, err := d.Inspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OOMKilled || res.ExitCode != 137 || c.MemoryBytes != 16<<20 {
+		t.Errorf("OOM container: exit %d, state %+v", res.ExitCode, c)
+	}
+
+	// A running container stops within the grace period.
+	id2, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{testLabel: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Remove(context.Background(), id2, true) })
+	if err := d.Start(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := d.Stop(ctx, id2, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-d.Wait(ctx, id2, false); r.ExitCode != 137 && r.ExitCode != 143 {
+		t.Errorf("stopped container exit %d", r.ExitCode)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("stop took %v", time.Since(start))
+	}
+}
+
+func TestDockerGPURequestWithoutRuntime(t *testing.T) {
+	d := daemon(t)
+	ctx := context.Background()
+	info, err := d.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NvidiaRuntime {
+		t.Skip("this host has an NVIDIA runtime")
+	}
+	img := busyboxImage(t, d)
+	id, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"true"}, GPUs: &GPURequest{Count: 1}, Labels: map[string]string{testLabel: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Remove(context.Background(), id, true) })
+	err = d.Start(ctx, id)
+	if !errors.Is(err, ErrNoGPURuntime) {
+		t.Fatalf("start = %v, want ErrNoGPURuntime", err)
+	}
+}
+
+func TestUnreachableDaemonIsOneSentence(t *testing.T) {
+	d, err := New(Endpoint{Host: "unix:///nonexistent/docker.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Ping(context.Background())
+	var ue *UnreachableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("err = %v, want UnreachableError", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "unix:///nonexistent/docker.sock") || strings.Contains(msg, "\n") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cleanupTestObjects()
+	os.Exit(code)
+}
+
+// cleanupTestObjects removes every container and image the tests made.
+func cleanupTestObjects() {
+	ep, err := ResolveHost(HostOptions{})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := Connect(ctx, ep)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	cs, _ := d.List(ctx, map[string]string{testLabel: ""}, true)
+	for _, c := range cs {
+		d.Remove(ctx, c.ID, true)
+	}
+	// Intermediate images of a failed build inherit the label too; remove
+	// children before parents by retrying.
+	for range 3 {
+		ims, _ := d.Images(ctx, map[string]string{testLabel: ""})
+		for _, im := range ims {
+			d.RemoveImage(ctx, im.ID)
+		}
+	}
+}
