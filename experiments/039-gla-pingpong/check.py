@@ -33,6 +33,21 @@ def check_reference():
         assert err < 1e-5, "chunkwise reference disagrees with the recurrence"
 
 
+def kernel_resources(jitfn):
+    """(registers, spills, warps, stages, shared bytes) of each compiled variant of a @triton.jit function."""
+    found = []
+    for entry in getattr(jitfn, "device_caches", {}).values():
+        for part in entry if isinstance(entry, tuple) else (entry,):
+            if isinstance(part, dict):
+                for k in part.values():
+                    if hasattr(k, "n_regs"):
+                        md = k.metadata
+                        found.append("regs %s spills %s warps %s stages %s smem %s" % (
+                            k.n_regs, k.n_spills, getattr(md, "num_warps", "?"), getattr(md, "num_stages", "?"),
+                            getattr(md, "shared", "?")))
+    return found or ["compiled-kernel resources not found in this Triton version"]
+
+
 def main():
     check_reference()
     if not torch.cuda.is_available():
@@ -83,6 +98,11 @@ def main():
             t["baseline"] / t["pipelined"], t["baseline"] / t["compiler_pipelined"],
             tok / t["baseline"] * 1e3, tok / t["pipelined"] * 1e3,
             fl / t["baseline"] * 1e-9, fl / t["pipelined"] * 1e-9, max(e.values())))
+    print()
+    for name, fn in (("baseline kernel", triton_baseline._gla_intra_fwd),
+                     ("pipelined kernel", triton_pipelined._gla_intra_fwd_pipelined)):
+        for line in kernel_resources(fn):
+            print(name, line)
 
 
 if __name__ == "__main__":

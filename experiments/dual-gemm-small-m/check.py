@@ -22,6 +22,21 @@ from dual_gemm import inputs, reference, unfused  # noqa: E402
 TILES = [(bm, bn) for bm in (64, 128) for bn in (64, 128, 256)]
 
 
+def kernel_resources(jitfn):
+    """(registers, spills, warps, stages, shared bytes) of each compiled variant of a @triton.jit function."""
+    found = []
+    for entry in getattr(jitfn, "device_caches", {}).values():
+        for part in entry if isinstance(entry, tuple) else (entry,):
+            if isinstance(part, dict):
+                for k in part.values():
+                    if hasattr(k, "n_regs"):
+                        md = k.metadata
+                        found.append("regs %s spills %s warps %s stages %s smem %s" % (
+                            k.n_regs, k.n_spills, getattr(md, "num_warps", "?"), getattr(md, "num_stages", "?"),
+                            getattr(md, "shared", "?")))
+    return found or ["compiled-kernel resources not found in this Triton version"]
+
+
 def main():
     p = {"M": 40, "N": 256, "K": 512, "dtype": "bfloat16", "device": "cpu"}
     args = inputs.make_inputs(p, seed=1)
@@ -63,6 +78,9 @@ def main():
         print("| %d | %s | %.4f | %.2fx | %s | %s | %.1f | %.0f | %.1e |" % (
             M, name, ms, base[M] / ms, "-" if ctas is None else "%d" % ctas,
             "-" if waves is None else "%.2f" % waves, tf, gbs, err))
+    print()
+    for line in kernel_resources(triton_fused._dual_gemm_swiglu):
+        print("fused kernel", line)
 
 
 if __name__ == "__main__":
