@@ -28,12 +28,11 @@ const (
 
 // Job statuses beyond the runner's (result.Status*).
 const (
-	StatusCreated  = "created"
-	StatusRunning  = "running"
-	StatusUnknown  = "unknown"
-	StatusOOM      = "oom_killed"
-	StatusRemoved  = "removed"
-	StatusBuilding = "building"
+	StatusCreated = "created"
+	StatusRunning = "running"
+	StatusUnknown = "unknown"
+	StatusOOM     = "oom_killed"
+	StatusRemoved = "removed"
 )
 
 // Job is one submitted job as the client recorded it.

@@ -1,0 +1,159 @@
+package jobs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCreateConcurrentIDsAreUnique(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := &Job{Experiment: "x", Status: StatusCreated}
+			if err := s.Create(j); err != nil {
+				t.Error(err)
+			}
+			ids[i] = j.ID
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if len(id) != 12 || seen[id] {
+			t.Fatalf("id %q is short or repeated", id)
+		}
+		seen[id] = true
+	}
+	list, err := s.List()
+	if err != nil || len(list) != n {
+		t.Fatalf("List = %d jobs, %v", len(list), err)
+	}
+}
+
+func TestCreateRetriesATakenID(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	a := &Job{ID: "aaaaaaaaaaaa"}
+	if err := s.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	b := &Job{ID: "aaaaaaaaaaaa"}
+	if err := s.Create(b); err != nil {
+		t.Fatal(err)
+	}
+	if b.ID == a.ID {
+		t.Fatal("a taken id was reused")
+	}
+}
+
+func TestResolve(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	for _, id := range []string{"3fa1c2000001", "3fa1c2000002", "77b000000000"} {
+		if err := s.Create(&Job{ID: id, Experiment: "e"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A directory without a record is not a job.
+	os.Mkdir(filepath.Join(s.Root, "3fa1zzzz"), 0o755)
+	tests := []struct {
+		ref, want, errHas string
+		ambiguous         bool
+	}{
+		{ref: "77b000000000", want: "77b000000000"},
+		{ref: "77", want: "77b000000000"},
+		{ref: "3fa1c2000002", want: "3fa1c2000002"},
+		{ref: "3fa1", errHas: "matches 2 jobs (3fa1c2000001, 3fa1c2000002)", ambiguous: true},
+		{ref: "ffff", errHas: `no job "ffff": known jobs are 3fa1c2000001, 3fa1c2000002, 77b000000000`},
+		{ref: "", errHas: "no job"},
+		{ref: "../x", errHas: "no job"},
+	}
+	for _, tt := range tests {
+		j, err := s.Resolve(tt.ref)
+		if tt.errHas != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+				t.Errorf("Resolve(%q) err = %v, want %q", tt.ref, err, tt.errHas)
+			}
+			var ae *AmbiguousError
+			if errors.As(err, &ae) != tt.ambiguous {
+				t.Errorf("Resolve(%q): ambiguous = %v", tt.ref, !tt.ambiguous)
+			}
+			continue
+		}
+		if err != nil || j.ID != tt.want {
+			t.Errorf("Resolve(%q) = %v, %v; want %s", tt.ref, j, err, tt.want)
+		}
+	}
+}
+
+func TestNotFoundInEmptyStoreSaysHowToStart(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	_, err := s.Resolve("abc")
+	if err == nil || !strings.Contains(err.Error(), "xrun submit") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSaveRoundTripAndListOrder(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	old := &Job{Experiment: "old", Created: time.Now().Add(-time.Hour).UTC()}
+	newer := &Job{Experiment: "new"}
+	if err := s.Create(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(newer); err != nil {
+		t.Fatal(err)
+	}
+	code := 2
+	newer.Status, newer.ExitCode = "failed", &code
+	if err := s.Save(newer); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(newer.ID)
+	if err != nil || got.Status != "failed" || got.ExitCode == nil || *got.ExitCode != 2 {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+	list, _ := s.List()
+	if len(list) != 2 || list[0].Experiment != "new" || list[1].Experiment != "old" {
+		t.Errorf("List order: %v, %v", list[0].Experiment, list[1].Experiment)
+	}
+	// No temporary files are left behind.
+	entries, _ := os.ReadDir(s.Dir(newer.ID))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("left %s behind", e.Name())
+		}
+	}
+	if err := s.WriteFile(newer.ID, ResultsFile, []byte("{}")); err != nil || !s.Has(newer.ID, ResultsFile) {
+		t.Fatalf("WriteFile: %v", err)
+	}
+	if err := s.Remove(newer.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(newer.ID); err == nil {
+		t.Error("job still there after Remove")
+	}
+}
+
+func TestDefaultRootHonoursXDG(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", "/data")
+	if r, _ := DefaultRoot(); r != "/data/xrun/jobs" {
+		t.Errorf("root = %s", r)
+	}
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	if r, _ := DefaultRoot(); r != "/home/u/.local/share/xrun/jobs" {
+		t.Errorf("root = %s", r)
+	}
+}
