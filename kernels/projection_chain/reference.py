@@ -1,6 +1,9 @@
 """Float32 reference of the projection chain, its backward pass, and the epilogue.
 
-Every input is upcast to float32 and the math is written once, plainly:
+Every input is upcast to float32 and the math is written once, plainly; each
+result is rounded once to the input dtype at the end (the runner compares
+outputs of equal dtype), so the reference carries one rounding and no
+intermediate ones:
 
     q = SiLU(x W_q^T), k = SiLU(x W_k^T), v = x W_v^T, g = x W_g^T,
     a = logsigmoid(x W_a^T)
@@ -33,7 +36,8 @@ def split(w, d):
 
 
 def projection_chain(x, w):
-    """(q, k, v, g, a) in float32 from x [B,T,d] and W [4d+H, d]."""
+    """(q, k, v, g, a) in x's dtype from x [B,T,d] and W [4d+H, d]."""
+    dt = x.dtype
     x, w = x.float(), w.float()
     d = x.shape[-1]
     wq, wk, wv, wg, wa = split(w, d)
@@ -41,11 +45,12 @@ def projection_chain(x, w):
     q = zq * torch.sigmoid(zq)
     k = zk * torch.sigmoid(zk)
     a = F.logsigmoid(za)
-    return q, k, x @ wv.t(), x @ wg.t(), a
+    return tuple(t.to(dt) for t in (q, k, x @ wv.t(), x @ wg.t(), a))
 
 
 def projection_chain_backward(x, w, dq, dk, dv, dg, da):
-    """(dx, dW_q, dW_k, dW_v, dW_g, dW_a) in float32, by the formulas above."""
+    """(dx, dW_q, dW_k, dW_v, dW_g, dW_a) in x's dtype, by the formulas above."""
+    dt = x.dtype
     x, w = x.float(), w.float()
     d = x.shape[-1]
     wq, wk, _, _, wa = split(w, d)
@@ -60,7 +65,7 @@ def projection_chain_backward(x, w, dq, dk, dv, dg, da):
     xm, dzm = x.reshape(-1, d), dz.reshape(-1, dz.shape[-1])
     dx = (dzm @ w).reshape(x.shape)
     dw = dzm.t() @ xm
-    return (dx, *split(dw, d))
+    return tuple(t.to(dt) for t in (dx, *split(dw, d)))
 
 
 def rmsnorm_heads(o, w_norm):
@@ -72,6 +77,7 @@ def rmsnorm_heads(o, w_norm):
 
 
 def epilogue(o, g, w_norm, w_o):
-    """y [B,T,d] in float32 = (RMSNorm_head(o) * w_norm * SiLU(g)) W_o^T."""
+    """y [B,T,d] in o's dtype = (RMSNorm_head(o) * w_norm * SiLU(g)) W_o^T."""
+    dt = o.dtype
     o, g, w_norm, w_o = o.float(), g.float(), w_norm.float(), w_o.float()
-    return (rmsnorm_heads(o, w_norm) * (g * torch.sigmoid(g))) @ w_o.t()
+    return ((rmsnorm_heads(o, w_norm) * (g * torch.sigmoid(g))) @ w_o.t()).to(dt)
