@@ -138,21 +138,26 @@ func aggregate(out *result.Criterion, pts []point, k criterionKind, over string)
 	}
 	vals := make([]float64, len(pts))
 	var present []float64
-	var failing, missing []string
+	var failing []string
+	var reasons []string           // why values are missing, first seen first
+	where := map[string][]string{} // reason -> case labels
 	for i, p := range pts {
-		where := p.label
-		if p.impl != "" {
-			where = p.impl + " at " + p.label
-		}
 		if p.missing != "" {
 			vals[i] = worst
-			missing = append(missing, where+": "+p.missing)
+			if _, seen := where[p.missing]; !seen {
+				reasons = append(reasons, p.missing)
+			}
+			where[p.missing] = append(where[p.missing], p.label)
 			continue
 		}
 		vals[i] = p.value
 		present = append(present, p.value)
 		if !k.pass(p.value, out.Threshold) {
-			failing = append(failing, where+" ("+k.format(p.value)+")")
+			at := p.label
+			if p.impl != "" {
+				at = p.impl + " at " + p.label
+			}
+			failing = append(failing, at+" ("+k.format(p.value)+")")
 		}
 	}
 	// better orders values best first.
@@ -184,14 +189,18 @@ func aggregate(out *result.Criterion, pts []point, k criterionKind, over string)
 		out.Value = present[len(present)-1]
 	}
 	var parts []string
-	if len(missing) > 0 {
-		parts = append(parts, "no result for "+strings.Join(missing, "; "))
+	for _, why := range reasons {
+		parts = append(parts, why+" at "+strings.Join(where[why], ", "))
 	}
 	if len(failing) > 0 && (over != "any" || !out.Passed) {
 		parts = append(parts, "fails at "+strings.Join(failing, ", "))
 	}
 	if len(parts) == 0 {
-		parts = append(parts, fmt.Sprintf("%s over %d result(s)", k.format(out.Value), len(pts)))
+		word := map[string]string{"any": "best", "median": "median"}[over]
+		if word == "" {
+			word = "worst"
+		}
+		parts = append(parts, fmt.Sprintf("%s of %d results", word, len(pts)))
 	}
 	out.Detail = strings.Join(parts, "; ")
 }

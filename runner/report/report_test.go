@@ -1,0 +1,208 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/runner/stats"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// timed makes a converged timing around median with a 0.3% spread.
+func timed(median float64) *result.Timing {
+	return &result.Timing{MedianMS: median, MeanMS: median * 1.001, MinMS: median * 0.99, MaxMS: median * 1.02,
+		Q1MS: median * 0.997, Q3MS: median * 1.003, P20MS: median * 0.996, P80MS: median * 1.004,
+		StdevMS: median * 0.004, StderrRel: 0.0004, Samples: 200, Rounds: 3, TotalS: 1, Converged: true, StopReason: "converged"}
+}
+
+func passed() *result.Correctness {
+	return &result.Correctness{Passed: true, Trials: 3, Seeds: []int64{0, 1, 7919}, Tolerance: result.Tolerance{Atol: 1e-2, Rtol: 1e-2}, Dtype: "bfloat16"}
+}
+
+// seed001 is a results document with seed 001's numbers: GLA intra-chunk on
+// a T4, three T values, baseline and pipelined, the reference timed too.
+func seed001(t *testing.T) *result.Results {
+	created := time.Date(2026, 2, 16, 9, 30, 0, 0, time.UTC)
+	finished := created.Add(5*time.Minute + 12*time.Second)
+	rule := stats.DefaultRule()
+	r := &result.Results{
+		SchemaVersion: 1, JobID: "j-20260216-0930-7f3a", Experiment: "gla-pingpong", CreatedAt: created, FinishedAt: &finished,
+		RunnerVersion: "v0.1.0", ClientVersion: "v0.1.0", SpecHash: "c08f9698",
+		Image: result.Image{Ref: "xrun/gla-pingpong:5d1e", Digest: "sha256:9b1c"},
+		Env: result.Env{Host: "t4-box", OS: "linux", Arch: "amd64", Python: "3.11.2", Torch: "2.5.1", Triton: "3.1.0",
+			CUDARuntime: "12.4", Driver: "570.124.06",
+			GPUs: []result.GPU{{Index: 0, Name: "Tesla T4", ComputeCapability: "7.5", SMCount: 40, L2Bytes: 4 << 20,
+				MemoryBytes: 15 << 30, PeakTFLOPS: 65, PeakGBps: 320,
+				Before: &result.GPUState{SMClockMHz: 1590, MaxSMClockMHz: 1590, MemClockMHz: 5000, TemperatureC: 41, PowerW: 28, PowerLimitW: 70, ClockEventReasons: []string{"gpu_idle"}},
+				After:  &result.GPUState{SMClockMHz: 1590, MaxSMClockMHz: 1590, MemClockMHz: 5000, TemperatureC: 63, PowerW: 69, PowerLimitW: 70, Utilization: 100, ClockEventReasons: []string{"sw_power_cap"}}}}},
+		Methodology: result.Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, WarmupMS: 100, MinSamples: rule.MinSamples,
+			MaxSamples: rule.MaxSamples, MinTimeS: rule.MinTimeS, MaxTimeS: rule.MaxTimeS, TargetRSE: rule.TargetRSE,
+			StoppingRule: rule.String(), Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02},
+		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",
+	}
+	medians := map[int][3]float64{1024: {31.2, 5.645, 20.628}, 2048: {62.9, 10.640, 41.390}, 4096: {127.4, 20.878, 82.433}}
+	for _, T := range []int{1024, 2048, 4096} {
+		m := medians[T]
+		flops := 8.58e9 * float64(T) / 1024
+		tokens := 4.0 * float64(T)
+		c := result.Case{Params: map[string]any{"B": 4, "H": 32, "d": 64, "chunk": 256, "dtype": "bfloat16", "T": T},
+			Label: "T=" + itoa(T), Flops: flops, Tokens: tokens, Results: map[string]*result.ImplResult{}}
+		for i, name := range []string{"reference", "baseline", "pipelined"} {
+			ir := &result.ImplResult{Status: result.ImplOK, Timing: timed(m[i])}
+			if name != "reference" {
+				ir.Correctness = passed()
+			}
+			ir.Throughput = analyze.Throughput(result.Model{Flops: flops, Tokens: tokens}, *ir.Timing, &r.Env.GPUs[0], "bfloat16")
+			c.Results[name] = ir
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	nc := r.Cases[2].Results["reference"].Timing
+	nc.Converged, nc.StopReason, nc.StderrRel, nc.Samples, nc.TotalS = false, "max_time", 0.0071, 118, 15
+	r.Comparisons = analyze.Comparisons(r, 1.02)
+	s := &spec.Spec{Criteria: []spec.Criterion{
+		{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2},
+		{MaxError: "all", Below: 1e-2},
+	}}
+	r.Criteria, r.Success = analyze.Criteria(s, r)
+	r.Warnings = analyze.Warnings(r)
+	r.Status = result.StatusCriteriaFailed
+	if r.Success {
+		t.Fatal("seed 001 fixture passes its criteria")
+	}
+	return r
+}
+
+// cpuFailures is a CPU run with two sweep groups (dtype differs between
+// them but is not swept), a skipped GPU-only implementation, a crash and a
+// wrong result.
+func cpuFailures(t *testing.T) *result.Results {
+	r := &result.Results{
+		SchemaVersion: 1, JobID: "j-cpu", Experiment: "gla-pingpong", CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+		RunnerVersion: "v0.1.0", Mode: "cpu", Status: result.StatusFailed,
+		Env:         result.Env{Host: "laptop", OS: "linux", Arch: "arm64", Python: "3.11.2", Numpy: "1.26.4", Torch: "2.5.1"},
+		Methodology: result.Methodology{Timer: "perf_counter", MinSamples: 10, Rounds: 3, Trials: 3, ImplTimeoutS: 60, StoppingRule: stats.DefaultRule().String()},
+		SweepKeys:   []string{"T"}, Implementations: []string{"baseline", "pipelined", "fused", "broken"}, Baseline: "baseline",
+	}
+	for _, p := range []map[string]any{{"T": 64, "dtype": "float32"}, {"T": 128, "dtype": "float32"}, {"T": 64, "dtype": "float64"}} {
+		c := result.Case{Params: p, Results: map[string]*result.ImplResult{
+			"baseline":  {Status: result.ImplOK, Timing: timed(0.0123 * float64(p["T"].(int)) / 64), Correctness: passed()},
+			"pipelined": {Status: result.ImplSkipped, Error: "needs a GPU (requires: triton); this host has none"},
+			"fused": {Status: result.ImplWrong, Timing: timed(0.0051), Correctness: &result.Correctness{Passed: false, Trials: 3,
+				MaxAbsError: 0.75, MaxRelError: 1, RMSRelError: 0.2, MismatchFraction: 0.5, Tolerance: result.Tolerance{Atol: 1e-4, Rtol: 1e-4}}},
+			"broken": {Status: result.ImplCrashed, Error: "worker died: signal SIGSEGV\nFatal Python error: Segmentation fault", StderrTail: "..."},
+		}}
+		r.Cases = append(r.Cases, c)
+	}
+	r.Cases[2].Results["fused"].Correctness.Reason = "inputs modified: argument 0 changed"
+	r.Cases[1].Results["baseline"].Metrics = map[string]float64{"ctas": 16}
+	r.Comparisons = analyze.Comparisons(r, 1.02)
+	r.Criteria, r.Success = analyze.Criteria(&spec.Spec{Criteria: []spec.Criterion{{Correct: "all"}, {Time: "baseline", BelowMS: 1}}}, r)
+	r.Warnings = analyze.Warnings(r)
+	r.Error = "2 implementations failed"
+	return r
+}
+
+func itoa(n int) string { return spec.FormatValue(int64(n)) }
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./runner/report -update to make it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./runner/report -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    func(*testing.T) *result.Results
+	}{
+		{"seed001", seed001},
+		{"cpu_failures", cpuFailures},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var md, txt bytes.Buffer
+			if err := Markdown(&md, c.r(t)); err != nil {
+				t.Fatal(err)
+			}
+			if err := Text(&txt, c.r(t)); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name+".md", md.Bytes())
+			golden(t, c.name+".txt", txt.Bytes())
+		})
+	}
+}
+
+func TestColumns(t *testing.T) {
+	mk := func(keys []string, params ...map[string]any) *result.Results {
+		r := &result.Results{SweepKeys: keys}
+		for _, p := range params {
+			r.Cases = append(r.Cases, result.Case{Params: p})
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		r    *result.Results
+		want []string
+	}{
+		{"one axis", mk([]string{"T"}, map[string]any{"T": 1, "B": 4}, map[string]any{"T": 2, "B": 4}), []string{"T=1", "T=2"}},
+		{"two axes", mk([]string{"T", "M"}, map[string]any{"T": 1, "M": 8}, map[string]any{"T": 1, "M": 16}), []string{"T=1 M=8", "T=1 M=16"}},
+		{"groups differ in a fixed param", mk([]string{"T"}, map[string]any{"T": 1, "d": 64}, map[string]any{"T": 1, "d": 128}),
+			[]string{"d=64", "d=128"}},
+		{"no sweep, one case", mk(nil, map[string]any{"B": 4}), []string{"all"}},
+		{"sweep key constant across groups", mk([]string{"T", "causal"}, map[string]any{"T": 1, "causal": true, "h": 1}, map[string]any{"T": 2, "causal": true, "h": 2}),
+			[]string{"T=1 h=1", "T=2 h=2"}},
+	} {
+		if got := columns(c.r); !slices.Equal(got, c.want) {
+			t.Errorf("%s: columns = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{fmtCount(725602.4), "725,602"}, {fmtCount(999), "999"}, {fmtCount(1000), "1,000"}, {fmtCount(-1234567), "-1,234,567"},
+		{fmtMS(5.6449), "5.645"}, {fmtMS(0.01234), "0.0123"}, {fmtMS(0.000912), "0.000912"}, {fmtMS(1234.4), "1234"},
+		{fmtSpeedup(0.2737), "0.274x"}, {fmtErr(0), "0"}, {fmtErr(0.0039062), "0.00391"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWriteErrors(t *testing.T) {
+	if err := Markdown(failWriter{}, seed001(t)); err == nil {
+		t.Error("Markdown to a failing writer returned no error")
+	}
+	if err := Text(failWriter{}, seed001(t)); err == nil {
+		t.Error("Text to a failing writer returned no error")
+	}
+}

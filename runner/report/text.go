@@ -1,0 +1,154 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Text writes a compact terminal table of r: one row per case and
+// implementation with its status, median, q1-q3, speedup and verdict over
+// the baseline, TFLOPS and max abs error; then one line per criterion and
+// the warnings.
+func Text(w io.Writer, r *result.Results) error {
+	ew := &errWriter{w: w}
+	head := []string{r.Experiment}
+	if r.JobID != "" {
+		head = append(head, "job "+r.JobID)
+	}
+	head = append(head, r.Status)
+	if g := gpuSummary(r); g != "" {
+		head = append(head, g)
+	} else if r.Mode != "" {
+		head = append(head, r.Mode)
+	}
+	fmt.Fprintf(ew, "%s\n", strings.Join(head, "  "))
+	if r.Error != "" {
+		fmt.Fprintf(ew, "error: %s\n", firstLine(r.Error))
+	}
+	fmt.Fprintln(ew)
+	if len(r.Cases) > 0 {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CASE\tIMPL\tSTATUS\tMEDIAN ms\tQ1-Q3 ms\tSPEEDUP\tTFLOPS\tMAX ERR")
+		cols := columns(r)
+		for i, c := range r.Cases {
+			for _, n := range implNames(r) {
+				ir := c.Results[n]
+				if ir == nil {
+					continue
+				}
+				med, iqr, speed, tflops, maxErr := "-", "-", "-", "-", "-"
+				if t := timing(ir); t != nil {
+					med = fmtMS(t.MedianMS)
+					iqr = fmtMS(t.Q1MS) + "-" + fmtMS(t.Q3MS)
+					if !t.Converged {
+						med += "*"
+					}
+				}
+				if cmp := comparison(r, n, c); cmp != nil {
+					speed = fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
+				} else if n == r.Baseline && timing(ir) != nil {
+					speed = "baseline"
+				}
+				if ir.Throughput != nil && ir.Throughput.TFLOPS > 0 {
+					tflops = strconv.FormatFloat(ir.Throughput.TFLOPS, 'f', 2, 64)
+				}
+				if ir.Correctness != nil {
+					maxErr = fmtErr(ir.Correctness.MaxAbsError)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cols[i], n, ir.Status, med, iqr, speed, tflops, maxErr)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("write results table: %w", err)
+		}
+		if notConverged(r) {
+			fmt.Fprintln(ew, "* did not converge (see warnings)")
+		}
+		if lines := failures(r); len(lines) > 0 {
+			fmt.Fprintln(ew, "\nnot ok:")
+			for _, line := range lines {
+				fmt.Fprintln(ew, "  "+line)
+			}
+		}
+	}
+	if len(r.Criteria) > 0 {
+		fmt.Fprintln(ew, "\ncriteria:")
+		for _, c := range r.Criteria {
+			mark := "FAIL"
+			if c.Passed {
+				mark = "PASS"
+			}
+			line := fmt.Sprintf("  %s  %s: %s", mark, c.Name, fmtCriterion(c))
+			if c.Detail != "" && !c.Passed {
+				line += "; " + c.Detail
+			}
+			fmt.Fprintln(ew, line)
+		}
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(ew, "\nwarnings:")
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(ew, "  %s: %s\n", wn.Kind, wn.Message)
+		}
+	}
+	if ew.err != nil {
+		return fmt.Errorf("write results table: %w", ew.err)
+	}
+	return nil
+}
+
+func notConverged(r *result.Results) bool {
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if t := timing(ir); t != nil && !t.Converged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// failures lists one line per implementation and case whose status is not ok,
+// with its reason.
+func failures(r *result.Results) []string {
+	var out []string
+	cols := columns(r)
+	for i, c := range r.Cases {
+		for _, n := range implNames(r) {
+			ir := c.Results[n]
+			if ir == nil || ir.Status == result.ImplOK {
+				continue
+			}
+			why := firstLine(ir.Error)
+			if why == "" && ir.Correctness != nil {
+				why = firstLine(ir.Correctness.Reason)
+			}
+			if why == "" {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s %s %s: %s", cols[i], n, ir.Status, why))
+		}
+	}
+	return out
+}
+
+// errWriter remembers the first write error so the many small writes above
+// need no checks of their own.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
