@@ -1,0 +1,243 @@
+// Package cli is the xrun command line: one file per command, each with an
+// options struct, a constructor newXCommand(app) and runX(ctx, app, opts).
+// App holds the output streams, the job store and a lazily made engine per
+// host, so tests can replace any of them.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/runnerbin"
+	"github.com/xrun-dev/xrun/runner/version"
+)
+
+// App is the state shared by the commands of one xrun invocation.
+type App struct {
+	Out, Err io.Writer
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+	// Connect makes the engine for a host selection; tests replace it.
+	Connect func(ctx context.Context, sel HostSelection) (engine.Engine, error)
+	// RunnerFor returns the runner binary for the daemon's platform
+	// (runnerbin.For); tests replace it.
+	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
+	// StoreRoot overrides the job store location (default: jobs.DefaultRoot).
+	StoreRoot string
+
+	mu      sync.Mutex
+	engines map[HostSelection]engine.Engine
+	store   *jobs.Store
+}
+
+// HostSelection is how the user picked a daemon: --host and --context.
+// Both empty means DOCKER_HOST, DOCKER_CONTEXT, the current context or the
+// local socket.
+type HostSelection struct {
+	Host    string
+	Context string
+}
+
+// NewApp returns an App writing to out and errw, reading the process
+// environment and talking to real daemons.
+func NewApp(out, errw io.Writer, getenv func(string) string) *App {
+	return &App{Out: out, Err: errw, Getenv: getenv, RunnerFor: runnerbin.For}
+}
+
+// Engine returns the (cached) engine for sel, connecting and pinging it
+// on first use.
+func (a *App) Engine(ctx context.Context, sel HostSelection) (engine.Engine, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.engines[sel]; ok {
+		return e, nil
+	}
+	connect := a.Connect
+	if connect == nil {
+		connect = a.connectDocker
+	}
+	e, err := connect(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	if a.engines == nil {
+		a.engines = map[HostSelection]engine.Engine{}
+	}
+	a.engines[sel] = e
+	return e, nil
+}
+
+func (a *App) connectDocker(ctx context.Context, sel HostSelection) (engine.Engine, error) {
+	ep, err := engine.ResolveHost(engine.HostOptions{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	d, err := engine.Connect(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// jobEngine returns the engine of the host a job was submitted to.
+func (a *App) jobEngine(ctx context.Context, j *jobs.Job) (engine.Engine, error) {
+	return a.Engine(ctx, HostSelection{Host: j.Host})
+}
+
+// Store returns the job store, opening it on first use.
+func (a *App) Store() (*jobs.Store, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.store != nil {
+		return a.store, nil
+	}
+	root := a.StoreRoot
+	if root == "" {
+		if d := a.Getenv("XDG_DATA_HOME"); d != "" {
+			root = d + "/xrun/jobs"
+		} else {
+			var err error
+			if root, err = jobs.DefaultRoot(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s, err := jobs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	a.store = s
+	return s, nil
+}
+
+// Close releases every engine connection.
+func (a *App) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, e := range a.engines {
+		e.Close()
+	}
+	a.engines = nil
+}
+
+// ExitError carries the process exit code for an error; a job's own exit
+// code is mirrored this way. An empty Err prints nothing.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Exit codes of xrun itself (a job's own code is passed through).
+const (
+	ExitFailure     = 1   // xrun could not do what was asked
+	ExitUsage       = 3   // bad arguments or spec, as the runner's 3
+	ExitTimeout     = 124 // the job ran past its timeout, as timeout(1)
+	ExitInterrupted = 130 // interrupted by Ctrl-C
+)
+
+// Command returns the xrun command tree.
+func (a *App) Command() *cli.App {
+	return &cli.App{
+		Name:    "xrun",
+		Usage:   "package GPU-kernel experiments into container images and run them on your own Docker hosts",
+		Version: version.Version,
+		Description: `xrun builds an experiment directory (xrun.yaml + code) into an image on a Docker
+host, runs it there with the in-container runner, and keeps the job's record, logs
+and results under $XDG_DATA_HOME/xrun/jobs.
+
+Examples:
+  xrun init my-kernel && xrun submit --cpu my-kernel
+  xrun submit -d experiments/039-gla-pingpong      # prints the job id
+  xrun logs -f 3fa1 && xrun results --markdown 3fa1
+  xrun submit --host ssh://me@gpu-box --gpus 0,1 experiments/039-gla-pingpong`,
+		Writer:               a.Out,
+		ErrWriter:            a.Err,
+		HideHelpCommand:      true,
+		EnableBashCompletion: true,
+		Suggest:              true,
+		// Errors are printed once, by Main, with the exit code they carry.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{
+			newInitCommand(a),
+			newSubmitCommand(a),
+			newLogsCommand(a),
+			newPsCommand(a),
+			newStatusCommand(a),
+			newWaitCommand(a),
+			newCancelCommand(a),
+			newRmCommand(a),
+			newResultsCommand(a),
+			newRunCommand(a),
+			newVersionCommand(a),
+		},
+	}
+}
+
+// Main runs xrun with args (os.Args) and returns the process exit code.
+func Main(ctx context.Context, args []string, out, errw io.Writer, getenv func(string) string) int {
+	a := NewApp(out, errw, getenv)
+	defer a.Close()
+	err := a.Command().RunContext(ctx, args)
+	return a.report(err)
+}
+
+// report prints err on stderr (once, prefixed "xrun: ") and returns the
+// exit code it carries.
+func (a *App) report(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(a.Err, "xrun: %v\n", ee.Err)
+		}
+		return ee.Code
+	}
+	var ce cli.ExitCoder
+	if errors.As(err, &ce) {
+		if err.Error() != "" {
+			fmt.Fprintf(a.Err, "xrun: %v\n", err)
+		}
+		return ce.ExitCode()
+	}
+	fmt.Fprintf(a.Err, "xrun: %v\n", err)
+	return ExitFailure
+}
+
+// hostFlags are --host and --context, for commands that pick a daemon.
+func hostFlags(sel *HostSelection) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{
+			Name: "host", Aliases: []string{"H"}, EnvVars: []string{"XRUN_HOST"},
+			Usage:       "Docker daemon: unix:///path, tcp://host:2376 (TLS via DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) or ssh://user@host (default: DOCKER_HOST, then the docker context)",
+			Destination: &sel.Host,
+		},
+		&cli.StringFlag{
+			Name: "context", EnvVars: []string{"XRUN_CONTEXT"},
+			Usage:       "docker context to use (default: DOCKER_CONTEXT, then the current context)",
+			Destination: &sel.Context,
+		},
+	}
+}
+
+// usageError is a bad command line, exit code 3.
+func usageError(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+type cancelOptions struct {
+	job string
+}
+
+func newCancelCommand(a *App) *cli.Command {
+	var o cancelOptions
+	return &cli.Command{
+		Name:      "cancel",
+		Usage:     "stop a running job; its partial results are kept",
+		ArgsUsage: "JOB",
+		Description: `Sends SIGTERM (the runner writes results.json with status cancelled), then
+SIGKILL after 10 s. The container stays until xrun rm.
+
+Examples:
+  xrun cancel 3fa1`,
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("cancel takes one job id, got %d arguments", c.NArg())
+			}
+			o.job = c.Args().First()
+			return runCancel(c.Context, a, o)
+		},
+	}
+}
+
+func runCancel(ctx context.Context, a *App, o cancelOptions) error {
+	j, err := a.resolveJob(o.job)
+	if err != nil {
+		return err
+	}
+	c, ok, err := a.refresh(ctx, j)
+	if err != nil {
+		return err
+	}
+	if !ok || c.Finished() {
+		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
+		return nil
+	}
+	e, err := a.jobEngine(ctx, j)
+	if err != nil {
+		return err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	j.Status = result.StatusCancelled
+	if err := st.Save(j); err != nil {
+		return err
+	}
+	if err := e.Stop(ctx, j.ContainerID, stopGrace); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return fmt.Errorf("cancel job %s: %w", j.ID, err)
+	}
+	if c, err = e.Inspect(ctx, j.ContainerID); err == nil {
+		if err := a.finalize(ctx, e, j, c); err != nil {
+			fmt.Fprintf(a.Err, "warning: %v\n", err)
+		}
+	}
+	fmt.Fprintf(a.Err, "cancelled job %s\n", j.ID)
+	return nil
+}

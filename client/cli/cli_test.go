@@ -1,0 +1,472 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// experiment scaffolds an experiment with xrun init on the fake's base.
+func experiment(t *testing.T, ta *testApp) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "My Kernel")
+	if code := ta.run(context.Background(), "init", "--base", "test/base:1", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, ta.err)
+	}
+	return dir
+}
+
+func succeed(t *testing.T) func(engine.ContainerSpec) fakeRun {
+	return func(engine.ContainerSpec) fakeRun {
+		return fakeRun{logs: "runner says hi\n", files: map[string]string{
+			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
+	}
+}
+
+func TestInitScaffoldIsAValidSpec(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	s, err := spec.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "my-kernel" || len(s.Benchmark.Implementations) != 1 || len(s.Benchmark.CPUSweep) == 0 {
+		t.Errorf("spec = %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "matmul.py")); err != nil {
+		t.Error(err)
+	}
+	if code := ta.run(context.Background(), "init", dir); code != ExitUsage || !strings.Contains(ta.err.String(), "already has an xrun.yaml") {
+		t.Errorf("second init: exit %d, %s", code, ta.err)
+	}
+}
+
+func TestSubmitAttachedCPU(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "--cpu", "--env", "SECRET_TOKEN", "--label", "team=kernels", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.builds) != 1 {
+		t.Fatalf("%d builds, want 1", len(ta.fake.builds))
+	}
+	b := ta.fake.builds[0]
+	for _, name := range []string{"Dockerfile", "xrun-runner", "exp/xrun.yaml", "exp/matmul.py"} {
+		if _, ok := b[name]; !ok {
+			t.Errorf("build context lacks %s", name)
+		}
+	}
+	if bytes.Contains(b["Dockerfile"], []byte("s3cr3t")) {
+		t.Error("an env value was baked into the image")
+	}
+	if !strings.Contains(string(b["Dockerfile"]), "FROM test/base:1") {
+		t.Errorf("Dockerfile:\n%s", b["Dockerfile"])
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 {
+		t.Fatalf("%d jobs in the store", len(list))
+	}
+	j := list[0]
+	if j.Status != result.StatusSucceeded || j.Mode != "cpu" || j.ExitCode == nil || *j.ExitCode != 0 || j.Finished == nil {
+		t.Errorf("job = %+v", j)
+	}
+	if !strings.HasPrefix(j.ImageRef, "xrun/my-kernel:") || len(j.ImageRef) != len("xrun/my-kernel:")+12 {
+		t.Errorf("image ref %q", j.ImageRef)
+	}
+	for _, f := range []string{jobs.ResultsFile, jobs.LogsFile, "out/runner.log"} {
+		if !st.Has(j.ID, f) {
+			t.Errorf("store lacks %s", f)
+		}
+	}
+	// The container: labels, env at run time, no GPUs, not removed.
+	c, err := ta.fake.Inspect(ctx, j.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ta.fake.containers[j.ContainerID].spec
+	if spec.GPUs != nil {
+		t.Error("a --cpu job asked for GPUs")
+	}
+	for k, v := range map[string]string{LabelJob: j.ID, LabelExperiment: "my-kernel", LabelMode: "cpu", LabelGPUs: "0", LabelImage: j.ImageRef, LabelTimeout: "15m0s", "team": "kernels"} {
+		if c.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, c.Labels[k], v)
+		}
+	}
+	env := strings.Join(spec.Env, "\n")
+	for _, want := range []string{"SECRET_TOKEN=s3cr3t", "XRUN_MODE=cpu", "XRUN_JOB_ID=" + j.ID, "XRUN_IMAGE_REF=" + j.ImageRef} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %s: %s", want, env)
+		}
+	}
+	// stdout is the results table and nothing else; logs went to stderr.
+	r, _ := result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	var want bytes.Buffer
+	report.Text(&want, r)
+	if ta.out.String() != want.String() {
+		t.Errorf("stdout:\n%s\nwant:\n%s", ta.out, want.String())
+	}
+	if !strings.Contains(ta.err.String(), "runner says hi") {
+		t.Errorf("stderr lacks the job's logs: %s", ta.err)
+	}
+
+	// Unchanged: the build is skipped.
+	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("resubmit: exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.builds) != 1 || !strings.Contains(ta.err.String(), "build skipped") {
+		t.Errorf("resubmit built again (%d builds): %s", len(ta.fake.builds), ta.err)
+	}
+	// A code edit: a new image tag.
+	if err := os.WriteFile(filepath.Join(dir, "matmul.py"), append(b["exp/matmul.py"], "\n# edit\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("edited resubmit: exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.builds) != 2 {
+		t.Errorf("an edit did not rebuild")
+	}
+}
+
+func TestSubmitExitCodes(t *testing.T) {
+	tests := []struct {
+		name     string
+		run      fakeRun
+		args     []string
+		code     int
+		status   string
+		errHas   string
+		memLimit bool
+	}{
+		{name: "criteria failed", run: fakeRun{exit: 1, files: map[string]string{"results.json": ""}}, code: 1, status: result.StatusCriteriaFailed, errHas: "criteria failed"},
+		{name: "implementation failed", run: fakeRun{exit: 2}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2"},
+		{name: "bad spec in container", run: fakeRun{exit: 3}, code: 3, status: result.StatusFailed},
+		{name: "oom", run: fakeRun{exit: 137, oom: true}, code: 137, status: jobs.StatusOOM, errHas: "container was OOM-killed (memory limit 64MiB)", memLimit: true},
+		{name: "cancelled inside", run: fakeRun{exit: 130}, code: 130, status: result.StatusCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta := newTestApp(t)
+			dir := experiment(t, ta)
+			if tt.memLimit {
+				y, _ := os.ReadFile(filepath.Join(dir, "xrun.yaml"))
+				y = bytes.Replace(y, []byte("  # memory: 16g"), []byte("  memory: 64m"), 1)
+				os.WriteFile(filepath.Join(dir, "xrun.yaml"), y, 0o644)
+			}
+			run := tt.run
+			if _, ok := run.files["results.json"]; ok {
+				run.files = map[string]string{"results.json": resultsJSON(t, "my-kernel", tt.status)}
+			}
+			ta.fake.behave = func(engine.ContainerSpec) fakeRun { return run }
+			code := ta.run(context.Background(), "submit", "--cpu", dir)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, ta.err)
+			}
+			if !strings.Contains(ta.err.String(), tt.errHas) {
+				t.Errorf("stderr %q lacks %q", ta.err, tt.errHas)
+			}
+			st, _ := ta.Store()
+			list, _ := st.List()
+			if list[0].Status != tt.status {
+				t.Errorf("status %q, want %q", list[0].Status, tt.status)
+			}
+		})
+	}
+}
+
+func TestSubmitGPURequests(t *testing.T) {
+	tests := []struct {
+		args  []string
+		want  engine.GPURequest
+		label string
+	}{
+		{args: nil, want: engine.GPURequest{Count: 1}, label: "1"},
+		{args: []string{"--gpus", "2"}, want: engine.GPURequest{Count: 2}, label: "2"},
+		{args: []string{"--gpus", "0,2"}, want: engine.GPURequest{IDs: []string{"0", "2"}}, label: "0,2"},
+		{args: []string{"--gpus", "all"}, want: engine.GPURequest{Count: -1}, label: "all"},
+	}
+	for _, tt := range tests {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		ta.fake.behave = succeed(t)
+		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, tt.args...), dir)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, ta.err)
+		}
+		var c *fakeContainer
+		for _, fc := range ta.fake.containers {
+			c = fc
+		}
+		if c.spec.GPUs == nil || c.spec.GPUs.Count != tt.want.Count || strings.Join(c.spec.GPUs.IDs, ",") != strings.Join(tt.want.IDs, ",") {
+			t.Errorf("%v: GPUs = %+v, want %+v", tt.args, c.spec.GPUs, tt.want)
+		}
+		if c.c.Labels[LabelGPUs] != tt.label || c.c.Labels[LabelMode] != "gpu" {
+			t.Errorf("%v: labels %v", tt.args, c.c.Labels)
+		}
+	}
+}
+
+func TestSubmitErrors(t *testing.T) {
+	t.Run("no NVIDIA runtime", func(t *testing.T) {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		ta.fake.info.NvidiaRuntime = false
+		code := ta.run(context.Background(), "submit", dir)
+		if code != ExitFailure || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
+			t.Errorf("exit %d: %s", code, ta.err)
+		}
+		if len(ta.fake.builds) != 0 || len(ta.fake.containers) != 0 {
+			t.Error("built or left a container before failing")
+		}
+	})
+	t.Run("base missing offline", func(t *testing.T) {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		ta.fake.pullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
+		code := ta.run(context.Background(), "submit", "--cpu", "--base", "xrun/cpu-base:bookworm", dir)
+		msg := ta.err.String()
+		if code != ExitFailure || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and no registry is reachable") || !strings.Contains(msg, "make-cpu-base.sh") {
+			t.Errorf("exit %d: %s", code, msg)
+		}
+	})
+	t.Run("bad spec", func(t *testing.T) {
+		ta := newTestApp(t)
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "xrun.yaml"), []byte("name: x\nbogus: 1\n"), 0o644)
+		code := ta.run(context.Background(), "submit", "--cpu", dir)
+		if code != ExitUsage || !strings.Contains(ta.err.String(), "xrun.yaml:2: bogus: unknown key") {
+			t.Errorf("exit %d: %s", code, ta.err)
+		}
+	})
+	t.Run("missing --env", func(t *testing.T) {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		code := ta.run(context.Background(), "submit", "--cpu", "--env", "NOT_SET_ANYWHERE", dir)
+		if code != ExitUsage || !strings.Contains(ta.err.String(), "NOT_SET_ANYWHERE") {
+			t.Errorf("exit %d: %s", code, ta.err)
+		}
+	})
+}
+
+func TestSubmitTimeoutAttached(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	start := time.Now()
+	code := ta.run(context.Background(), "submit", "--cpu", "--timeout", "300ms", dir)
+	if code != ExitTimeout || !strings.Contains(ta.err.String(), "timed out after 300ms") {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	if time.Since(start) > 5*time.Second || ta.fake.stops == 0 {
+		t.Errorf("took %v, %d stops", time.Since(start), ta.fake.stops)
+	}
+}
+
+func TestSubmitInterruptRemovesContainer(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			ta.fake.mu.Lock()
+			running := false
+			for _, c := range ta.fake.containers {
+				running = running || c.c.State == "running"
+			}
+			ta.fake.mu.Unlock()
+			if running {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	code := ta.run(ctx, "submit", "--cpu", dir)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.containers) != 0 {
+		t.Errorf("%d containers left", len(ta.fake.containers))
+	}
+	if !strings.Contains(ta.err.String(), "stopped and removed container") {
+		t.Errorf("stderr: %s", ta.err)
+	}
+}
+
+func TestDetachedJobLifecycle(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ctx := context.Background()
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
+		return fakeRun{hang: true, logs: "line1\nline2\nline3\n", files: map[string]string{
+			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
+	}
+	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	if len(id) != 12 || strings.Contains(id, "\n") {
+		t.Fatalf("detached stdout %q, want the job id alone", ta.out)
+	}
+	if code := ta.run(ctx, "ps", "--json"); code != 0 {
+		t.Fatal(ta.err)
+	}
+	var ps []jobs.Job
+	if err := json.Unmarshal(ta.out.Bytes(), &ps); err != nil || len(ps) != 1 || ps[0].ID != id || ps[0].Status != "running" {
+		t.Errorf("ps = %s (%v)", ta.out, err)
+	}
+	if code := ta.run(ctx, "logs", "--tail", "2", id[:4]); code != 0 {
+		t.Fatal(ta.err)
+	}
+	if !strings.Contains(ta.out.String(), "line1") { // the fake ignores --tail on a live container
+		t.Errorf("logs: %q", ta.out)
+	}
+	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "cancel it first") {
+		t.Errorf("rm of a running job: exit %d, %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "cancel", id); code != 0 {
+		t.Fatalf("cancel: %s", ta.err)
+	}
+	if code := ta.run(ctx, "status", "--json", id); code != 0 {
+		t.Fatal(ta.err)
+	}
+	var s struct {
+		Status    string `json:"status"`
+		Container *struct {
+			State string `json:"state"`
+		} `json:"container"`
+	}
+	json.Unmarshal(ta.out.Bytes(), &s)
+	if s.Status != result.StatusCancelled {
+		t.Errorf("status after cancel: %s", ta.out)
+	}
+	if code := ta.run(ctx, "wait", id); code != ExitInterrupted || strings.TrimSpace(ta.out.String()) != "cancelled" {
+		t.Errorf("wait: exit %d, %q", code, ta.out)
+	}
+	if code := ta.run(ctx, "results", "--json", id); code != 0 {
+		t.Fatal(ta.err)
+	}
+	if _, err := result.Decode(ta.out.Bytes()); err != nil {
+		t.Errorf("results --json: %v: %s", err, ta.out)
+	}
+	if code := ta.run(ctx, "rm", "--keep-record", id); code != 0 {
+		t.Fatal(ta.err)
+	}
+	// The container is gone; the store still answers.
+	if code := ta.run(ctx, "logs", "--tail", "1", id); code != 0 || ta.out.String() != "line3\n" {
+		t.Errorf("logs from the store: exit %d, %q, %s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "results", "--markdown", id); code != 0 || ta.out.Len() == 0 {
+		t.Errorf("results from the store: exit %d, %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "rm", id); code != 0 {
+		t.Fatal(ta.err)
+	}
+	if code := ta.run(ctx, "status", id); code != ExitFailure || !strings.Contains(ta.err.String(), "there are no jobs yet") {
+		t.Errorf("status after rm: exit %d, %s", code, ta.err)
+	}
+}
+
+func TestDetachedTimeoutEnforcedByWait(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-d", "--cpu", "--timeout", "200ms", dir); code != 0 {
+		t.Fatal(ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	if code := ta.run(ctx, "wait", id); code != ExitTimeout || strings.TrimSpace(ta.out.String()) != "timeout" {
+		t.Errorf("wait: exit %d, %q, %s", code, ta.out, ta.err)
+	}
+}
+
+func TestBadJobID(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = succeed(t)
+	ta.run(context.Background(), "submit", "-d", "--cpu", dir)
+	for _, cmd := range []string{"logs", "status", "wait", "cancel", "rm", "results"} {
+		code := ta.run(context.Background(), cmd, "zzzz")
+		if code != ExitFailure || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
+			t.Errorf("%s zzzz: exit %d, %s", cmd, code, ta.err)
+		}
+	}
+}
+
+func TestStatusFromExit(t *testing.T) {
+	tests := []struct {
+		code int
+		oom  bool
+		want string
+	}{
+		{0, false, result.StatusSucceeded},
+		{1, false, result.StatusCriteriaFailed},
+		{2, false, result.StatusFailed},
+		{3, false, result.StatusFailed},
+		{4, false, result.StatusFailed},
+		{130, false, result.StatusCancelled},
+		{143, false, result.StatusCancelled},
+		{137, true, jobs.StatusOOM},
+		{0, true, jobs.StatusOOM},
+		{139, false, result.StatusFailed},
+	}
+	for _, tt := range tests {
+		if got := statusFromExit(tt.code, tt.oom); got != tt.want {
+			t.Errorf("statusFromExit(%d, %v) = %s, want %s", tt.code, tt.oom, got, tt.want)
+		}
+	}
+}
+
+func TestExtractTarRefusesEscapes(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "out/../../evil", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
+	tw.Write([]byte("x"))
+	tw.Close()
+	dir := t.TempDir()
+	if err := extractTar(&buf, filepath.Join(dir, "out")); err == nil {
+		t.Error("an entry leaving the directory was written")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil")); err == nil {
+		t.Error("evil file exists")
+	}
+}
+
+func TestTailLines(t *testing.T) {
+	in := []byte("a\nb\nc\n")
+	for tail, want := range map[string]string{"all": "a\nb\nc\n", "2": "b\nc\n", "0": "", "9": "a\nb\nc\n"} {
+		if got := string(tailLines(in, tail)); got != want {
+			t.Errorf("tail %s = %q, want %q", tail, got, want)
+		}
+	}
+}
+
+func TestIsRunner(t *testing.T) {
+	for args, want := range map[string]bool{
+		"/usr/local/bin/xrun-runner --experiment /x": true,
+		"xrun __runner --experiment /x":              true,
+		"xrun submit .":                              false,
+		"xrun":                                       false,
+	} {
+		if got := IsRunner(strings.Fields(args)); got != want {
+			t.Errorf("IsRunner(%q) = %v", args, got)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+type logsOptions struct {
+	job        string
+	follow     bool
+	tail       string
+	timestamps bool
+}
+
+func newLogsCommand(a *App) *cli.Command {
+	var o logsOptions
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print a job's logs (from its container, or from the job store once it is gone)",
+		ArgsUsage: "JOB",
+		Description: `Examples:
+  xrun logs 3fa1c2
+  xrun logs -f --tail 50 3fa1      # follow until the job ends`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the job ends", Destination: &o.follow},
+			&cli.StringFlag{Name: "tail", Aliases: []string{"n"}, Value: "all", Usage: "print only the last N lines", Destination: &o.tail},
+			&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "prefix each line with its time", Destination: &o.timestamps},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("logs takes one job id, got %d arguments", c.NArg())
+			}
+			o.job = c.Args().First()
+			return runLogs(c.Context, a, o)
+		},
+	}
+}
+
+func runLogs(ctx context.Context, a *App, o logsOptions) error {
+	if o.tail != "all" {
+		if n, err := strconv.Atoi(o.tail); err != nil || n < 0 {
+			return usageError("--tail %q: give a number of lines or all", o.tail)
+		}
+	}
+	j, err := a.resolveJob(o.job)
+	if err != nil {
+		return err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	e, err := a.jobEngine(ctx, j)
+	if err == nil {
+		err = e.Logs(ctx, j.ContainerID, engine.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, a.Out, a.Err)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+	}
+	// The container (or its host) is gone: the copy in the store is all there is.
+	data, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+	if rerr != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return fmt.Errorf("job %s: its container is gone and no logs were saved before it was removed", j.ID)
+		}
+		return err
+	}
+	_, err = a.Out.Write(tailLines(data, o.tail))
+	return err
+}
+
+// tailLines returns the last n lines of data ("all": everything).
+func tailLines(data []byte, tail string) []byte {
+	n, err := strconv.Atoi(tail)
+	if err != nil {
+		return data
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	var out bytes.Buffer
+	for _, l := range lines {
+		out.Write(l)
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
+}

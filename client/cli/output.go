@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+// writeJSON writes v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// jobArg resolves the one JOB argument of a command.
+func (a *App) jobArg(c *cli.Context) (*jobs.Job, error) {
+	if c.NArg() != 1 {
+		return nil, usageError("%s takes one job id (or unique prefix), got %d arguments", c.Command.Name, c.NArg())
+	}
+	return a.resolveJob(c.Args().First())
+}
+
+func (a *App) resolveJob(ref string) (*jobs.Job, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	j, err := st.Resolve(ref)
+	if err != nil {
+		return nil, &ExitError{Code: ExitFailure, Err: err}
+	}
+	return j, nil
+}
+
+// ago renders a time as "3 minutes ago".
+func ago(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d seconds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d minutes ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d hours ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+// quietCtx bounds a call that must not hang a listing.
+func quietCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 30*time.Second)
+}

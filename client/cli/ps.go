@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+type psOptions struct {
+	host HostSelection
+	all  bool
+	json bool
+}
+
+func newPsCommand(a *App) *cli.Command {
+	var o psOptions
+	return &cli.Command{
+		Name:  "ps",
+		Usage: "list jobs: the running ones, or all with --all",
+		Description: `Jobs come from the job store and from the xrun containers on the host (a job
+submitted from another machine shows up too). State is read from the host.
+
+Examples:
+  xrun ps
+  xrun ps --all --json | jq -r '.[] | select(.status=="failed") | .id'`,
+		Flags: append(hostFlags(&o.host),
+			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "list finished jobs too", Destination: &o.all},
+			&cli.BoolFlag{Name: "json", Usage: "print the jobs as a JSON array", Destination: &o.json},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usageError("ps takes no arguments")
+			}
+			return runPs(c.Context, a, o)
+		},
+	}
+}
+
+func runPs(ctx context.Context, a *App, o psOptions) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	list, err := st.List()
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, j := range list {
+		known[j.ID] = true
+		if finalStatus(j.Status) && j.Finished != nil {
+			continue
+		}
+		rctx, cancel := quietCtx(ctx)
+		if _, _, err := a.refresh(rctx, j); err != nil {
+			j.Status = jobs.StatusUnknown
+			j.Error = err.Error()
+		}
+		cancel()
+	}
+	// Jobs on the host that this store has no record of.
+	if e, err := a.Engine(ctx, o.host); err == nil {
+		cs, err := e.List(ctx, map[string]string{LabelJob: ""}, o.all)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			id := c.Labels[LabelJob]
+			if known[id] || id == "gpu-probe" {
+				continue
+			}
+			list = append(list, jobFromContainer(e, c))
+		}
+	} else if o.host != (HostSelection{}) {
+		return err
+	}
+	var shown []*jobs.Job
+	for _, j := range list {
+		if o.all || !finalStatus(j.Status) && j.Status != jobs.StatusRemoved {
+			shown = append(shown, j)
+		}
+	}
+	sort.SliceStable(shown, func(x, y int) bool { return shown[x].Created.After(shown[y].Created) })
+	if o.json {
+		if shown == nil {
+			shown = []*jobs.Job{}
+		}
+		return writeJSON(a.Out, shown)
+	}
+	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tGPUS\tHOST\tCREATED\tIMAGE")
+	now := time.Now()
+	for _, j := range shown {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, j.GPUs, j.Host, ago(j.Created, now), j.ImageRef)
+	}
+	return tw.Flush()
+}
+
+// jobFromContainer describes a job from its container alone.
+func jobFromContainer(e engine.Engine, c engine.Container) *jobs.Job {
+	status := c.State
+	if c.State == "exited" || c.State == "dead" {
+		status = "exited"
+	}
+	return &jobs.Job{
+		ID: c.Labels[LabelJob], Host: e.Host(), ContainerID: c.ID, ContainerName: c.Name,
+		Experiment: c.Labels[LabelExperiment], ImageRef: c.Labels[LabelImage], ImageID: c.ImageID,
+		SpecHash: c.Labels[LabelSpecHash], GPUs: c.Labels[LabelGPUs], Mode: c.Labels[LabelMode],
+		Timeout: c.Labels[LabelTimeout], Created: c.Created, Status: status,
+	}
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+type resultsOptions struct {
+	job      string
+	json     bool
+	markdown bool
+}
+
+func newResultsCommand(a *App) *cli.Command {
+	var o resultsOptions
+	return &cli.Command{
+		Name:      "results",
+		Usage:     "print a job's results: a table, results.json, or the markdown tables of an experiment report",
+		ArgsUsage: "JOB",
+		Description: `Fetches results.json from the container when the store has no copy yet (a
+running job gives its partial results).
+
+Examples:
+  xrun results 3fa1
+  xrun results --markdown 3fa1 >> experiments/039-gla-pingpong/README.md
+  xrun results --json 3fa1 | jq '.comparisons[] | {label, speedup, verdict}'`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print results.json as it is", Destination: &o.json},
+			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables with ✅/❌ criteria", Destination: &o.markdown},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("results takes one job id, got %d arguments", c.NArg())
+			}
+			if o.json && o.markdown {
+				return usageError("give --json or --markdown, not both")
+			}
+			o.job = c.Args().First()
+			return runResults(c.Context, a, o)
+		},
+	}
+}
+
+func runResults(ctx context.Context, a *App, o resultsOptions) error {
+	j, err := a.resolveJob(o.job)
+	if err != nil {
+		return err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	if !st.Has(j.ID, jobs.ResultsFile) {
+		_, ok, err := a.refresh(ctx, j)
+		if err != nil {
+			return err
+		}
+		if ok && !st.Has(j.ID, jobs.ResultsFile) {
+			e, err := a.jobEngine(ctx, j)
+			if err != nil {
+				return err
+			}
+			if err := a.fetchResults(ctx, e, j); err != nil {
+				return err
+			}
+		}
+		if !st.Has(j.ID, jobs.ResultsFile) {
+			return fmt.Errorf("job %s (%s) has no results yet: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)
+		}
+	}
+	format := "text"
+	switch {
+	case o.json:
+		format = "json"
+	case o.markdown:
+		format = "markdown"
+	}
+	return a.printStoredResults(j, format)
+}

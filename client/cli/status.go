@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+type statusOptions struct {
+	job  string
+	json bool
+}
+
+// jobStatus is what `xrun status --json` prints: the record and, while
+// the host still has it, the container's state.
+type jobStatus struct {
+	*jobs.Job
+	Container *containerState `json:"container,omitempty"`
+	StoreDir  string          `json:"store_dir"`
+}
+
+type containerState struct {
+	State      string     `json:"state"`
+	ExitCode   int        `json:"exit_code"`
+	OOMKilled  bool       `json:"oom_killed"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+func newStatusCommand(a *App) *cli.Command {
+	var o statusOptions
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show a job's state (and stop it when it ran past its timeout)",
+		ArgsUsage: "JOB",
+		Description: `Examples:
+  xrun status 3fa1
+  xrun status --json 3fa1 | jq -r .status`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the job record and container state as JSON", Destination: &o.json},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("status takes one job id, got %d arguments", c.NArg())
+			}
+			o.job = c.Args().First()
+			return runStatus(c.Context, a, o)
+		},
+	}
+}
+
+func runStatus(ctx context.Context, a *App, o statusOptions) error {
+	j, err := a.resolveJob(o.job)
+	if err != nil {
+		return err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	c, ok, err := a.refresh(ctx, j)
+	if err != nil {
+		fmt.Fprintf(a.Err, "warning: %v\n", err)
+	}
+	s := jobStatus{Job: j, StoreDir: st.Dir(j.ID)}
+	if ok {
+		s.Container = stateOf(c)
+	}
+	if o.json {
+		return writeJSON(a.Out, s)
+	}
+	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("job", j.ID)
+	row("experiment", j.Experiment)
+	row("status", j.Status)
+	if j.ExitCode != nil {
+		row("exit code", fmt.Sprint(*j.ExitCode))
+	}
+	row("error", j.Error)
+	row("host", j.Host)
+	row("container", j.ContainerName)
+	row("image", j.ImageRef)
+	row("gpus", j.GPUs)
+	row("mode", j.Mode)
+	row("timeout", j.Timeout)
+	row("created", j.Created.Local().Format(time.RFC3339))
+	if j.Finished != nil {
+		row("finished", j.Finished.Local().Format(time.RFC3339))
+	}
+	if s.Container != nil {
+		row("container state", s.Container.State)
+	} else if finalStatus(j.Status) {
+		row("container state", "not checked (the job is finished and its results are in the store)")
+	}
+	row("store", s.StoreDir)
+	return tw.Flush()
+}
+
+func stateOf(c engine.Container) *containerState {
+	s := &containerState{State: c.State, ExitCode: c.ExitCode, OOMKilled: c.OOMKilled}
+	if !c.StartedAt.IsZero() {
+		t := c.StartedAt
+		s.StartedAt = &t
+	}
+	if !c.FinishedAt.IsZero() {
+		t := c.FinishedAt
+		s.FinishedAt = &t
+	}
+	return s
+}

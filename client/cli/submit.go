@@ -1,0 +1,595 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/dockerfile"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/images"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/runner/version"
+)
+
+type submitOptions struct {
+	dir     string
+	host    HostSelection
+	detach  bool
+	gpus    string
+	cpu     bool
+	env     []string
+	timeout time.Duration
+	base    string
+	json    bool
+	labels  []string
+	noCache bool
+}
+
+func newSubmitCommand(a *App) *cli.Command {
+	var o submitOptions
+	return &cli.Command{
+		Name:      "submit",
+		Usage:     "build an experiment's image and run it as a job on a Docker host",
+		ArgsUsage: "DIR",
+		Description: `Validates DIR/xrun.yaml, builds the image (skipped when an image with the same
+content hash is already on the host), and runs the runner in a container.
+
+Attached (the default), it streams the job's logs to stderr, copies /xrun/out
+back into the job store, prints the results table on stdout and exits with the
+runner's exit code: 0 succeeded, 1 criteria failed, 2 an implementation failed,
+3 bad spec, 4 infrastructure, 124 timed out, 130 cancelled. Ctrl-C stops and
+removes the container; a second Ctrl-C exits at once.
+
+With --detach it prints the job id alone on stdout and returns; follow the job
+with xrun logs -f, wait, status, results, cancel and rm.
+
+Examples:
+  xrun submit --cpu experiments/039-gla-pingpong
+  id=$(xrun submit -d --gpus 1 experiments/039-gla-pingpong) && xrun wait $id
+  xrun submit --host ssh://me@gpu-box --gpus 0,2 --env HF_TOKEN experiments/039-gla-pingpong
+  xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel`,
+		Flags: append(hostFlags(&o.host),
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
+			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
+			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.cpu},
+			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, besides the spec's env:"},
+			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"XRUN_TIMEOUT"}, Usage: "stop the job after this long (default: resources.timeout)", Destination: &o.timeout},
+			&cli.StringFlag{Name: "base", EnvVars: []string{"XRUN_BASE"}, Usage: "base image reference, instead of the one image.base resolves to", Destination: &o.base},
+			&cli.BoolFlag{Name: "json", Usage: "print the job record (attached: after it ends) as JSON on stdout", Destination: &o.json},
+			&cli.StringSliceFlag{Name: "label", Usage: "add label KEY=VALUE to the job's image and container"},
+			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("submit takes one experiment directory, got %d arguments (see xrun submit --help)", c.NArg())
+			}
+			o.dir = c.Args().First()
+			o.env = c.StringSlice("env")
+			o.labels = c.StringSlice("label")
+			return runSubmit(c.Context, a, o)
+		},
+	}
+}
+
+// prepared is a built image ready to run as a job.
+type prepared struct {
+	spec     *spec.Spec
+	eng      engine.Engine
+	info     engine.Info
+	imageRef string
+	imageID  string
+	gpus     *engine.GPURequest
+	gpuLabel string
+	mode     string
+	timeout  time.Duration
+	labels   map[string]string
+}
+
+func runSubmit(ctx context.Context, a *App, o submitOptions) error {
+	p, err := a.prepare(ctx, o)
+	if err != nil {
+		return err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	env, err := a.jobEnv(p.spec, o.env)
+	if err != nil {
+		return err
+	}
+	j := &jobs.Job{
+		Host:       p.eng.Host(),
+		Experiment: p.spec.Name,
+		ImageRef:   p.imageRef,
+		ImageID:    p.imageID,
+		SpecHash:   p.spec.Hash,
+		GPUs:       p.gpuLabel,
+		Mode:       p.mode,
+		Status:     jobs.StatusCreated,
+	}
+	if abs, err := filepath.Abs(o.dir); err == nil {
+		j.ExperimentDir = abs
+	}
+	if p.timeout > 0 {
+		j.Timeout = p.timeout.String()
+	}
+	if err := st.Create(j); err != nil {
+		return err
+	}
+	j.ContainerName = "xrun-" + p.spec.Name + "-" + j.ID
+	labels := map[string]string{
+		LabelJob:           j.ID,
+		LabelExperiment:    p.spec.Name,
+		LabelSpecHash:      p.spec.Hash,
+		LabelGPUs:          p.gpuLabel,
+		LabelClientVersion: version.Version,
+		LabelImage:         p.imageRef,
+		LabelMode:          p.mode,
+	}
+	if p.timeout > 0 {
+		labels[LabelTimeout] = p.timeout.String()
+	}
+	for k, v := range p.labels {
+		labels[k] = v
+	}
+	env = append(env,
+		"XRUN_JOB_ID="+j.ID,
+		"XRUN_CLIENT_VERSION="+version.Version,
+		"XRUN_IMAGE_REF="+p.imageRef,
+		"XRUN_IMAGE_DIGEST="+p.imageID,
+		"XRUN_MODE="+p.mode,
+	)
+	if commit := gitCommit(o.dir); commit != "" {
+		env = append(env, "XRUN_GIT_COMMIT="+commit)
+	}
+	cs := engine.ContainerSpec{
+		Name:        j.ContainerName,
+		Image:       p.imageRef,
+		Env:         env,
+		Labels:      labels,
+		GPUs:        p.gpus,
+		ShmBytes:    int64(p.spec.Resources.Shm),
+		MemoryBytes: int64(p.spec.Resources.Memory),
+	}
+	if cs.ShmBytes == 0 {
+		cs.ShmBytes = 1 << 30 // PyTorch DataLoader workers and NCCL need more than Docker's 64 MiB
+	}
+	id, err := p.eng.Create(ctx, cs)
+	if err != nil {
+		j.Status, j.Error = result.StatusFailed, err.Error()
+		st.Save(j)
+		return err
+	}
+	j.ContainerID = id
+	if err := st.Save(j); err != nil {
+		return err
+	}
+	if o.detach {
+		return a.startDetached(ctx, p, j, o)
+	}
+	return a.runAttached(ctx, p, j, o)
+}
+
+// prepare validates the spec, checks the host and builds (or finds) the image.
+func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
+	s, err := spec.Load(o.dir)
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	p := &prepared{spec: s, timeout: s.Resources.Timeout.Duration, mode: "gpu"}
+	if o.timeout > 0 {
+		p.timeout = o.timeout
+	}
+	if o.cpu {
+		p.mode = "cpu"
+		p.gpuLabel = "0"
+	} else {
+		g := s.Resources.GPUs
+		if o.gpus != "" {
+			if g, err = spec.ParseGPUs(o.gpus); err != nil {
+				return nil, usageError("--gpus %q: %v", o.gpus, err)
+			}
+		}
+		if g.None() {
+			g.Count = 1
+		}
+		p.gpuLabel = g.String()
+		switch {
+		case g.All:
+			p.gpus = &engine.GPURequest{Count: -1}
+		case len(g.IDs) > 0:
+			p.gpus = &engine.GPURequest{IDs: g.IDs}
+		default:
+			p.gpus = &engine.GPURequest{Count: g.Count}
+		}
+	}
+	if p.labels, err = parseLabels(o.labels); err != nil {
+		return nil, err
+	}
+	if p.eng, err = a.Engine(ctx, o.host); err != nil {
+		return nil, err
+	}
+	if p.info, err = p.eng.Info(ctx); err != nil {
+		return nil, err
+	}
+	bctx, err := buildctx.Collect(o.dir, s, a.contextProgress())
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	base, err := a.pickBase(ctx, p.eng, s.Image, o)
+	if err != nil {
+		return nil, err
+	}
+	if p.gpus != nil && !p.info.NvidiaRuntime {
+		if err := probeGPU(ctx, p.eng, base, p.gpus); err != nil {
+			return nil, err
+		}
+	}
+	runner, err := a.RunnerFor(ctx, p.info.OS, p.info.Arch, func(format string, args ...any) {
+		fmt.Fprintf(a.Err, format+"\n", args...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get the runner for %s/%s: %w", p.info.OS, p.info.Arch, err)
+	}
+	df, err := dockerfile.Generate(dockerfile.Options{
+		Base:       base,
+		Apt:        s.Image.Apt,
+		Python:     s.Image.Python,
+		RunnerSrc:  "xrun-runner",
+		Experiment: s.Name,
+		Labels: map[string]string{
+			LabelExperiment:    s.Name,
+			LabelSpecHash:      s.Hash,
+			LabelClientVersion: version.Version,
+		},
+	})
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	extras := []buildctx.Extra{
+		{Name: "Dockerfile", Mode: 0o644, Data: df},
+		{Name: "xrun-runner", Mode: 0o755, Src: runner},
+	}
+	hash, err := bctx.HashWith(extras...)
+	if err != nil {
+		return nil, err
+	}
+	p.imageRef = "xrun/" + s.Name + ":" + hash[:12]
+	if p.imageID, err = p.eng.ImageID(ctx, p.imageRef); err == nil {
+		fmt.Fprintf(a.Err, "image %s is on %s: build skipped\n", p.imageRef, p.eng.Host())
+		return p, nil
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return nil, err
+	}
+	fmt.Fprintf(a.Err, "building %s on %s (%d files, %s)\n", p.imageRef, p.eng.Host(), len(bctx.Files), units.HumanSize(float64(bctx.Bytes)))
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(bctx.WriteTar(pw, extras...)) }()
+	p.imageID, err = p.eng.Build(ctx, pr, engine.BuildOptions{Tag: p.imageRef, Labels: p.labels, NoCache: o.noCache}, func(line string) {
+		fmt.Fprintln(a.Err, line)
+	})
+	pr.Close()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted during the image build")}
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// probeGPU starts a throwaway container with the job's GPU request. A
+// daemon can serve GPU requests without a registered "nvidia" runtime (the
+// nvidia-container-runtime-hook on its PATH is enough), so Info alone
+// cannot say no; the start can, before a long build.
+func probeGPU(ctx context.Context, e engine.Engine, base string, gpus *engine.GPURequest) error {
+	id, err := e.Create(ctx, engine.ContainerSpec{
+		Image: base, Entrypoint: []string{"true"}, GPUs: gpus,
+		Labels: map[string]string{LabelJob: "gpu-probe"}, NetworkDisabled: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		e.Remove(rctx, id, true)
+	}()
+	if err := e.Start(ctx, id); errors.Is(err, engine.ErrNoGPURuntime) {
+		return fmt.Errorf("host %s: %w", e.Host(), engine.ErrNoGPURuntime)
+	}
+	// Any other failure (no "true" in a scratch base, no GPU free) is the
+	// job's to report.
+	return nil
+}
+
+// contextProgress reports the hashing of large contexts on stderr.
+func (a *App) contextProgress() func(files int, bytes int64) {
+	var last time.Time
+	return func(files int, bytes int64) {
+		if bytes < 64<<20 || time.Since(last) < time.Second {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(a.Err, "reading build context: %d files, %s\n", files, units.HumanSize(float64(bytes)))
+	}
+}
+
+// pickBase resolves the base image and makes sure it is on the host. A
+// CPU run of a spec that names no base takes any CPU base of the table
+// that the host has (one made offline with images/make-cpu-base.sh) when
+// the default CPU base is missing.
+func (a *App) pickBase(ctx context.Context, e engine.Engine, img spec.Image, o submitOptions) (string, error) {
+	if o.base != "" {
+		return o.base, a.ensureBase(ctx, e, o.base)
+	}
+	base, err := images.Resolve(img, o.cpu)
+	if err != nil {
+		return "", &ExitError{Code: ExitUsage, Err: err}
+	}
+	if o.cpu && img.Base == "" && img.Torch == "" && img.CUDA == "" {
+		if ok, err := e.ImageExists(ctx, base); err != nil || ok {
+			return base, err
+		}
+		for _, row := range images.Default().Images {
+			if !row.CPU() || row.Ref == base {
+				continue
+			}
+			if ok, _ := e.ImageExists(ctx, row.Ref); ok {
+				fmt.Fprintf(a.Err, "default CPU base %s is not on %s: using %s\n", base, e.Host(), row.Ref)
+				return row.Ref, nil
+			}
+		}
+	}
+	return base, a.ensureBase(ctx, e, base)
+}
+
+// ensureBase makes sure the base image is on the host, pulling it once;
+// an offline host gets a sentence saying how to make the image instead.
+func (a *App) ensureBase(ctx context.Context, e engine.Engine, base string) error {
+	if base == "scratch" {
+		return nil
+	}
+	ok, err := e.ImageExists(ctx, base)
+	if err != nil || ok {
+		return err
+	}
+	fmt.Fprintf(a.Err, "base image %s is not on %s: pulling it\n", base, e.Host())
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := e.Pull(pctx, base, func(line string) { fmt.Fprintln(a.Err, line) }); err != nil {
+		if ctx.Err() != nil {
+			return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted while pulling the base image")}
+		}
+		how := "build it on that host from images/ (see images/README.md)"
+		if row, ok := images.Lookup(base); ok {
+			how = "build it on that host with `" + row.HowToMake() + "`"
+		}
+		return fmt.Errorf("base image %s is not on host %s and no registry is reachable (%s): %s, or make a CPU base with `sudo images/make-cpu-base.sh` and submit with --cpu", base, e.Host(), firstLine(err.Error()), how)
+	}
+	return nil
+}
+
+// jobEnv is the spec's env names and --env, read from this shell at submit
+// time: values go to the container, never into the image.
+func (a *App) jobEnv(s *spec.Spec, flags []string) ([]string, error) {
+	var env []string
+	for _, name := range s.Env {
+		if v, ok := lookupEnv(a.Getenv, name); ok {
+			env = append(env, name+"="+v)
+		} else {
+			fmt.Fprintf(a.Err, "warning: %s lists env %s, which is not set here; the job runs without it\n", spec.FileName, name)
+		}
+	}
+	for _, f := range flags {
+		name, value, hasValue := strings.Cut(f, "=")
+		if name == "" {
+			return nil, usageError("--env %q: give NAME or NAME=value", f)
+		}
+		if !hasValue {
+			v, ok := lookupEnv(a.Getenv, name)
+			if !ok {
+				return nil, usageError("--env %s: the variable is not set in this shell; set it or pass --env %s=value", name, name)
+			}
+			value = v
+		}
+		env = append(env, name+"="+value)
+	}
+	for _, name := range []string{"XRUN_POST_URL", "XRUN_POST_TOKEN"} {
+		if v, ok := lookupEnv(a.Getenv, name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env, nil
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	if getenv == nil {
+		return os.LookupEnv(name)
+	}
+	v := getenv(name)
+	return v, v != ""
+}
+
+func parseLabels(flags []string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, usageError("--label %q: give KEY=VALUE", f)
+		}
+		if strings.HasPrefix(k, "dev.xrun.") && k != "dev.xrun.test" {
+			return nil, usageError("--label %s: the dev.xrun. prefix is xrun's own", k)
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}
+
+// gitCommit is the commit of the experiment's checkout, when it is one.
+func gitCommit(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// startDetached starts the job and prints its id.
+func (a *App) startDetached(ctx context.Context, p *prepared, j *jobs.Job, o submitOptions) error {
+	st, _ := a.Store()
+	if err := p.eng.Start(ctx, j.ContainerID); err != nil {
+		a.discard(p.eng, j, err)
+		return err
+	}
+	j.Status = jobs.StatusRunning
+	if err := st.Save(j); err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(a.Out, j)
+	}
+	fmt.Fprintln(a.Out, j.ID)
+	return nil
+}
+
+// discard removes a container that could not start and records why.
+func (a *App) discard(e engine.Engine, j *jobs.Job, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.Remove(ctx, j.ContainerID, true)
+	if st, err := a.Store(); err == nil {
+		j.Status, j.Error = result.StatusFailed, cause.Error()
+		st.Save(j)
+	}
+}
+
+// runAttached starts the job, streams its logs, waits for it, copies its
+// results back and prints them. Cancelling ctx (Ctrl-C) stops and removes
+// the container.
+func (a *App) runAttached(ctx context.Context, p *prepared, j *jobs.Job, o submitOptions) error {
+	st, _ := a.Store()
+	runCtx := ctx
+	var cancelTimeout context.CancelFunc = func() {}
+	if p.timeout > 0 {
+		runCtx, cancelTimeout = context.WithTimeoutCause(ctx, p.timeout, errTimeout)
+	}
+	defer cancelTimeout()
+	// Wait before Start, as docker run does: an exit can never be missed.
+	waitC := p.eng.Wait(runCtx, j.ContainerID, true)
+	if err := p.eng.Start(runCtx, j.ContainerID); err != nil {
+		a.discard(p.eng, j, err)
+		return err
+	}
+	j.Status = jobs.StatusRunning
+	st.Save(j)
+	fmt.Fprintf(a.Err, "job %s running in container %s on %s\n", j.ID, j.ContainerName, p.eng.Host())
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		p.eng.Logs(runCtx, j.ContainerID, engine.LogOptions{Follow: true}, a.Err, a.Err)
+	}()
+	var res engine.WaitResult
+	select {
+	case res = <-waitC:
+	case <-runCtx.Done():
+	}
+	if runCtx.Err() != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+30*time.Second)
+		defer cancel()
+		if errors.Is(context.Cause(runCtx), errTimeout) {
+			fmt.Fprintf(a.Err, "job %s ran past its timeout of %s: stopping it\n", j.ID, p.timeout)
+			if err := a.expire(cleanup, p.eng, j); err != nil {
+				return err
+			}
+			<-p.eng.Wait(cleanup, j.ContainerID, false)
+			return a.finish(cleanup, p.eng, j, o, logsDone)
+		}
+		return a.interrupt(cleanup, p.eng, j)
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	return a.finish(ctx, p.eng, j, o, logsDone)
+}
+
+var errTimeout = errors.New("job timeout")
+
+// interrupt stops and removes the container of an attached job on Ctrl-C.
+func (a *App) interrupt(ctx context.Context, e engine.Engine, j *jobs.Job) error {
+	st, _ := a.Store()
+	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing container %s (Ctrl-C again to exit at once)\n", j.ContainerName)
+	j.Status = result.StatusCancelled
+	st.Save(j)
+	e.Stop(ctx, j.ContainerID, 2*time.Second)
+	if c, err := e.Inspect(ctx, j.ContainerID); err == nil {
+		a.finalize(ctx, e, j, c)
+	}
+	if err := e.Remove(ctx, j.ContainerID, true); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted, but removing its container failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}
+	}
+	fmt.Fprintf(a.Err, "stopped and removed container %s of job %s\n", j.ContainerName, j.ID)
+	return &ExitError{Code: ExitInterrupted}
+}
+
+// finish records the exited job, copies its results and prints them.
+func (a *App) finish(ctx context.Context, e engine.Engine, j *jobs.Job, o submitOptions, logsDone <-chan struct{}) error {
+	select {
+	case <-logsDone:
+	case <-time.After(5 * time.Second):
+	}
+	c, err := e.Inspect(ctx, j.ContainerID)
+	if err != nil {
+		return err
+	}
+	if err := a.finalize(ctx, e, j, c); err != nil {
+		fmt.Fprintf(a.Err, "warning: %v\n", err)
+	}
+	if o.json {
+		if err := writeJSON(a.Out, j); err != nil {
+			return err
+		}
+	} else if err := a.printStoredResults(j, "text"); err != nil && j.Status == result.StatusSucceeded {
+		return err
+	}
+	return jobOutcome(j)
+}
+
+// printStoredResults prints the job's results.json from the store.
+func (a *App) printStoredResults(j *jobs.Job, format string) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("job %s has no results: %w", j.ID, err)
+	}
+	if format == "json" {
+		_, err := a.Out.Write(data)
+		return err
+	}
+	r, err := result.Decode(data)
+	if err != nil {
+		return fmt.Errorf("read results of job %s: %w", j.ID, err)
+	}
+	if format == "markdown" {
+		return report.Markdown(a.Out, r)
+	}
+	return report.Text(a.Out, r)
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+type waitOptions struct {
+	job  string
+	json bool
+}
+
+func newWaitCommand(a *App) *cli.Command {
+	var o waitOptions
+	return &cli.Command{
+		Name:      "wait",
+		Usage:     "wait for a job to end, enforce its timeout, fetch its results, and exit with its code",
+		ArgsUsage: "JOB",
+		Description: `Exits like an attached submit: 0 succeeded, 1 criteria failed, 2 an
+implementation failed, 124 timed out, 130 cancelled.
+
+Examples:
+  id=$(xrun submit -d experiments/039-gla-pingpong) && xrun wait $id && xrun results $id`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the job record as JSON when it ends", Destination: &o.json},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError("wait takes one job id, got %d arguments", c.NArg())
+			}
+			o.job = c.Args().First()
+			return runWait(c.Context, a, o)
+		},
+	}
+}
+
+func runWait(ctx context.Context, a *App, o waitOptions) error {
+	j, err := a.resolveJob(o.job)
+	if err != nil {
+		return err
+	}
+	c, ok, err := a.refresh(ctx, j)
+	if err != nil {
+		return err
+	}
+	if ok && !c.Finished() {
+		e, err := a.jobEngine(ctx, j)
+		if err != nil {
+			return err
+		}
+		waitCtx := ctx
+		if deadline, has := timeoutDeadline(j, c); has {
+			var cancel context.CancelFunc
+			waitCtx, cancel = context.WithDeadlineCause(ctx, deadline, errTimeout)
+			defer cancel()
+		}
+		res := <-e.Wait(waitCtx, j.ContainerID, false)
+		switch {
+		case ctx.Err() != nil:
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("stopped waiting; job %s goes on (xrun cancel %s stops it)", j.ID, j.ID)}
+		case errors.Is(context.Cause(waitCtx), errTimeout):
+			fmt.Fprintf(a.Err, "job %s ran past its timeout of %s: stopping it\n", j.ID, j.Timeout)
+			if err := a.expire(ctx, e, j); err != nil {
+				return err
+			}
+			<-e.Wait(ctx, j.ContainerID, false)
+		case res.Err != nil && !errors.Is(res.Err, engine.ErrNotFound):
+			return res.Err
+		}
+		if _, _, err := a.refresh(ctx, j); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		if err := writeJSON(a.Out, j); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(a.Out, j.Status)
+	}
+	if j.Status == result.StatusSucceeded {
+		return nil
+	}
+	return jobOutcome(j)
+}
