@@ -81,14 +81,16 @@ func Throughput(m result.Model, t result.Timing, gpu *result.GPU, dtype string) 
 //	SAME       otherwise, when the medians are within th of each other and
 //	           the IQRs overlap;
 //	AMBIGUOUS  anything else: the medians differ by more than the margin but
-//	           the spreads overlap too much to call it.
+//	           the spreads overlap too much to call it, or a timing is missing
+//	           (speedup 0).
 func Verdict(cand, base result.Timing, threshold float64) (speedup float64, verdict string) {
 	if threshold < 1 {
 		threshold = DefaultThreshold
 	}
-	if cand.MedianMS > 0 {
-		speedup = base.MedianMS / cand.MedianMS
+	if cand.MedianMS <= 0 || base.MedianMS <= 0 {
+		return 0, result.VerdictAmbiguous // nothing to compare
 	}
+	speedup = base.MedianMS / cand.MedianMS
 	switch {
 	case cand.Q3MS*threshold <= base.Q1MS:
 		return speedup, result.VerdictFast

@@ -32,6 +32,8 @@ func TestVerdict(t *testing.T) {
 		{"no margin: disjoint is FAST", tm(0.995, 0.996, 0.997), tm(1.0, 1.001, 1.002), 1, 1.001 / 0.996, result.VerdictFast},
 		{"threshold below 1 means default", tm(0.9, 0.95, 1.0), tm(1.019, 1.05, 1.1), 0, 1.05 / 0.95, result.VerdictAmbiguous},
 		{"symmetric slow with margin", tm(1.02, 1.05, 1.1), tm(0.9, 0.95, 1.0), 1.02, 0.95 / 1.05, result.VerdictSlow},
+		{"no candidate timing", result.Timing{}, tm(0.99, 1, 1.01), 1.02, 0, result.VerdictAmbiguous},
+		{"no baseline timing", tm(0.99, 1, 1.01), result.Timing{}, 1.02, 0, result.VerdictAmbiguous},
 		{"10% margin", tm(0.9, 0.92, 0.95), tm(1.0, 1.01, 1.02), 1.1, 1.01 / 0.92, result.VerdictAmbiguous},
 	} {
 		t.Run(c.name, func(t *testing.T) {

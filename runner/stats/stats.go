@@ -122,6 +122,22 @@ func relMedianSE(x []float64) float64 {
 	return se / med
 }
 
+// medianAndSE returns what MedianSE and Quantile(.., 0.5) would on the sorted
+// samples, in linear time: a copy and selection of the order statistics
+// needed (the c-th from each end and the middle one or two).
+func medianAndSE(samples []float64) (se, median float64) {
+	n := len(samples)
+	x := append([]float64(nil), samples...)
+	c := max(int(math.Round(float64(n+1)/2-z*math.Sqrt(float64(n)/4))), 1)
+	lo := selectKth(x, c-1)
+	median = selectKth(x, (n-1)/2)
+	if n%2 == 0 {
+		median += 0.5 * (selectKth(x, n/2) - median) // as Quantile interpolates
+	}
+	hi := selectKth(x, n-c)
+	return (hi - lo) / (2 * z), median
+}
+
 func stdev(x []float64, mean float64) float64 {
 	if len(x) < 2 {
 		return 0
@@ -193,14 +209,14 @@ func RuleFrom(m spec.Method) Rule {
 // Check says whether to stop after samples (ms) taking measuredS seconds of
 // measured time. reason is "converged", "max_time", "max_samples" or "" (go
 // on). Convergence wins over a cap reached at the same time. At least two
-// samples and a positive median are needed to converge. Check sorts a copy
-// of the samples once the minimums are met, so a caller with very fast
-// kernels checks once per batch of samples rather than after each one.
+// samples and a positive median are needed to converge. Once the minimums
+// are met Check costs time linear in the number of samples (a copy and a
+// selection, no sort), so calling it after every sample is affordable up to
+// the default cap; with very fast kernels a caller may check per batch.
 func (r Rule) Check(samples []float64, measuredS float64) (stop, converged bool, reason string) {
 	n := len(samples)
 	if n >= max(r.MinSamples, 2) && measuredS >= r.MinTimeS {
-		x := sorted(samples)
-		se, med := MedianSE(x), Quantile(x, 0.5)
+		se, med := medianAndSE(samples)
 		if med > 0 && se/med <= r.TargetRSE {
 			return true, true, ReasonConverged
 		}

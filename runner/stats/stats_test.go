@@ -195,3 +195,39 @@ func TestRuleString(t *testing.T) {
 		}
 	}
 }
+
+// The linear-time median and standard error used by Check agree with the
+// sort-based ones for every size and for inputs full of ties.
+func TestMedianAndSEMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := 2; n < 300; n++ {
+		for _, ties := range []bool{false, true} {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = rng.ExpFloat64()
+				if ties {
+					x[i] = math.Floor(x[i] * 3)
+				}
+			}
+			orig := append([]float64(nil), x...)
+			se, med := medianAndSE(x)
+			s := sorted(x)
+			if wantSE, wantMed := MedianSE(s), Quantile(s, 0.5); se != wantSE || med != wantMed {
+				t.Fatalf("n=%d ties=%v: medianAndSE = (%v, %v), want (%v, %v)", n, ties, se, med, wantSE, wantMed)
+			}
+			for i := range x {
+				if x[i] != orig[i] {
+					t.Fatalf("medianAndSE reordered its input")
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkCheck100k(b *testing.B) {
+	x := noisy(100000, 0.5)
+	r := DefaultRule()
+	for b.Loop() {
+		r.Check(x, 5)
+	}
+}
