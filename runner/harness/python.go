@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
 )
 
 // probe is what an interpreter must run to host the harness.
-const probe = "import sys, numpy; assert sys.version_info >= (3, 9), 'Python >= 3.9 is needed'; print(sys.version.split()[0])"
+const probe = "import sys, numpy; numpy.ndarray; assert sys.version_info >= (3, 9), 'Python >= 3.9 is needed'; print(sys.version.split()[0])"
 
 // Candidates are the interpreters FindPython tries, in order, when none is
 // given: the first python3 on PATH may be a pyenv or venv one without numpy
@@ -56,6 +57,9 @@ func probePython(ctx context.Context, path string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, path, "-c", probe)
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// Away from the caller's directory, where a folder named numpy would
+	// pass for the package.
+	cmd.Dir = os.TempDir()
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {

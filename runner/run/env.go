@@ -1,0 +1,146 @@
+package run
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Environment variables the runner reads (docs/architecture.md, Container).
+const (
+	EnvJobID         = "XRUN_JOB_ID"
+	EnvClientVersion = "XRUN_CLIENT_VERSION"
+	EnvImageRef      = "XRUN_IMAGE_REF"
+	EnvImageDigest   = "XRUN_IMAGE_DIGEST"
+	EnvGitCommit     = "XRUN_GIT_COMMIT"
+	EnvMode          = "XRUN_MODE"
+	EnvPostURL       = "XRUN_POST_URL"
+	EnvPostToken     = "XRUN_POST_TOKEN"
+	EnvPython        = "XRUN_PYTHON"
+	EnvExperiment    = "XRUN_EXPERIMENT"
+	EnvOut           = "XRUN_OUT"
+)
+
+// Container paths the runner defaults to.
+const (
+	DefaultExperimentDir = "/xrun/exp"
+	DefaultOutDir        = "/xrun/out"
+)
+
+// OptionsFromEnv reads the XRUN_* variables into Options. Log is left nil
+// (Run then logs nowhere but runner.log).
+func OptionsFromEnv() Options {
+	return Options{
+		ExperimentDir: os.Getenv(EnvExperiment),
+		OutDir:        os.Getenv(EnvOut),
+		Mode:          os.Getenv(EnvMode),
+		Python:        os.Getenv(EnvPython),
+		JobID:         os.Getenv(EnvJobID),
+		ClientVersion: os.Getenv(EnvClientVersion),
+		ImageRef:      os.Getenv(EnvImageRef),
+		ImageDigest:   os.Getenv(EnvImageDigest),
+		GitCommit:     os.Getenv(EnvGitCommit),
+		PostURL:       os.Getenv(EnvPostURL),
+		PostToken:     os.Getenv(EnvPostToken),
+	}
+}
+
+// hostEnv records what the runner knows about the machine before any worker
+// starts; Python and package versions come later from the first worker.
+func hostEnv(ctx context.Context, o Options) result.Env {
+	env := result.Env{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), GPUs: []result.GPU{}}
+	env.Host, _ = os.Hostname()
+	env.GitCommit = o.GitCommit
+	if env.GitCommit == "" {
+		env.GitCommit = gitCommit(ctx, o.ExperimentDir)
+	}
+	return env
+}
+
+// cpuModel reads the CPU's model name from /proc/cpuinfo (Linux only).
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// gitCommit returns HEAD of the repository dir is in, or "" when it is in
+// none or git is missing.
+func gitCommit(ctx context.Context, dir string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// pythonPath is the PYTHONPATH of the workers: the experiment directory and
+// the parent of each include, where an include p is <exp>/p when that
+// exists and <exp>/<basename p> otherwise (its place in the container).
+func pythonPath(expDir string, includes []string, existing string) string {
+	var parts []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			parts = append(parts, p)
+		}
+	}
+	add(expDir)
+	for _, inc := range includes {
+		p := filepath.Join(expDir, inc)
+		if _, err := os.Stat(p); err != nil {
+			p = filepath.Join(expDir, filepath.Base(inc))
+		}
+		add(filepath.Dir(p))
+	}
+	for _, p := range filepath.SplitList(existing) {
+		add(p)
+	}
+	return strings.Join(parts, string(os.PathListSeparator))
+}
+
+// workerEnv is this process's environment with the workers' additions.
+func workerEnv(expDir string, includes []string, device string) []string {
+	var env []string
+	existing := ""
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PYTHONPATH":
+			existing = v
+			continue
+		case "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "XRUN_DEVICE", "XRUN_POST_TOKEN":
+			continue // set below, or not for experiment code to see
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"PYTHONPATH="+pythonPath(expDir, includes, existing),
+		"PYTHONUNBUFFERED=1",
+		// The experiment directory may be read-only, or a user's checkout
+		// that should not fill with __pycache__.
+		"PYTHONDONTWRITEBYTECODE=1",
+		"XRUN_DEVICE="+device,
+	)
+}

@@ -1,0 +1,981 @@
+// Package run is the runner's orchestrator: it loads the experiment, records
+// the environment, starts a worker per implementation, checks each against
+// the reference on every case, times them in interleaved rounds until the
+// stopping rule is met, evaluates the criteria, and writes results.json
+// (after every step, so partial results survive a crash), results.md and
+// the optional POST.
+package run
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/post"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/runner/stats"
+	"github.com/xrun-dev/xrun/runner/version"
+)
+
+// Options says what to run and where to put the results.
+type Options struct {
+	// ExperimentDir holds xrun.yaml; OutDir receives results.json,
+	// results.md, runner.log and logs/<implementation>.log.
+	ExperimentDir, OutDir string
+	// Mode is "gpu", "cpu" or "" (gpu when nvidia-smi finds a GPU).
+	Mode string
+	// Python is the interpreter for the harness; "" finds one with numpy.
+	Python string
+
+	JobID, ClientVersion, ImageRef, ImageDigest, GitCommit string
+	// PostURL, when set, receives results.json with PostToken as bearer.
+	PostURL, PostToken string
+
+	// Log receives progress and the final table (runner.log gets the same).
+	Log io.Writer
+}
+
+// Method defaults that the stats rule does not hold (spec.Method overrides
+// each).
+const (
+	DefaultWarmupMS    = 100.0
+	DefaultTrials      = 3
+	DefaultRounds      = 3
+	DefaultImplTimeout = 10 * time.Minute
+	// minBatchS is the least measured time one batch asks for.
+	minBatchS = 0.1
+	// ReasonMaxWallTime is the stop reason when an implementation used
+	// wallCapFactor x max_time_s of wall time (flushes, syncs and warm-ups
+	// included) without meeting the rule.
+	ReasonMaxWallTime = "max_wall_time"
+	wallCapFactor     = 3
+)
+
+const referenceName = "reference"
+
+// Run runs the experiment in o.ExperimentDir and returns its results. The
+// error is a *SpecError, an *InfraError, or ctx's error on cancellation;
+// failures of implementations are in the results, not in the error.
+func Run(ctx context.Context, o Options) (*result.Results, error) {
+	if o.ExperimentDir == "" {
+		o.ExperimentDir = DefaultExperimentDir
+	}
+	if o.OutDir == "" {
+		o.OutDir = DefaultOutDir
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	switch o.Mode {
+	case "", "gpu", "cpu":
+	default:
+		return nil, &SpecError{fmt.Errorf("mode %q: use gpu or cpu", o.Mode)}
+	}
+	expDir, err := filepath.Abs(o.ExperimentDir)
+	if err != nil {
+		return nil, &SpecError{fmt.Errorf("experiment directory %q: %w", o.ExperimentDir, err)}
+	}
+	o.ExperimentDir = expDir
+	if err := os.MkdirAll(filepath.Join(o.OutDir, "logs"), 0o755); err != nil {
+		return nil, &InfraError{fmt.Errorf("create output directory: %w", err)}
+	}
+	logFile, err := os.OpenFile(filepath.Join(o.OutDir, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, &InfraError{fmt.Errorf("open runner.log in %s (is the output directory writable?): %w", o.OutDir, err)}
+	}
+	defer logFile.Close()
+	rn := &runner{o: o, log: &syncWriter{w: io.MultiWriter(o.Log, logFile)}, path: filepath.Join(o.OutDir, result.FileName)}
+	return rn.run(ctx)
+}
+
+type runner struct {
+	o    Options
+	s    *spec.Spec
+	r    *result.Results
+	log  io.Writer
+	path string
+
+	cpu        bool
+	gpu        *result.GPU // the device the workers use; nil on the CPU
+	rule       stats.Rule
+	method     spec.Method
+	warmupMS   float64
+	trials     int
+	rounds     int
+	timeout    time.Duration
+	argv       []string
+	env        []string
+	impls      []*impl // reference first, then the spec's order
+	gotReady   bool
+	writeErred bool
+}
+
+// impl is one implementation (or the reference) and its worker.
+type impl struct {
+	name    string
+	spec    spec.Implementation
+	isRef   bool
+	skip    string // why it does not run here
+	w       *harness.Worker
+	initErr *harness.Error // a failure every case would repeat
+}
+
+func (rn *runner) logf(format string, args ...any) {
+	fmt.Fprintf(rn.log, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (rn *runner) run(parent context.Context) (*result.Results, error) {
+	o := rn.o
+	rn.r = &result.Results{
+		SchemaVersion: result.SchemaVersion, JobID: o.JobID, CreatedAt: time.Now().UTC(), Status: result.StatusRunning,
+		ClientVersion: o.ClientVersion, RunnerVersion: version.Get(), Image: result.Image{Ref: o.ImageRef, Digest: o.ImageDigest},
+		Cases: []result.Case{}, Comparisons: []result.Comparison{}, Criteria: []result.Criterion{}, Warnings: []result.Warning{},
+		SweepKeys: []string{}, Implementations: []string{},
+	}
+	r := rn.r
+	rn.logf("xrun-runner %s: experiment %s, output %s", r.RunnerVersion, o.ExperimentDir, o.OutDir)
+	s, err := spec.Load(o.ExperimentDir)
+	if err != nil {
+		return rn.abort(&SpecError{err})
+	}
+	rn.s = s
+	r.Experiment, r.SpecHash = s.Name, s.Hash
+	r.Implementations = s.Benchmark.Implementations.Names()
+	r.Baseline = s.Benchmark.BaselineName()
+	if err := result.WriteFile(rn.path, r); err != nil {
+		return nil, &InfraError{fmt.Errorf("write %s (is the output directory writable?): %w", rn.path, err)}
+	}
+
+	ctx := parent
+	if t := s.Resources.Timeout.Duration; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, t)
+		defer cancel()
+	}
+	r.Env = hostEnv(ctx, o)
+	if err := rn.pickMode(ctx); err != nil {
+		return rn.abort(err)
+	}
+	rn.setMethod()
+	if err := rn.prepare(ctx); err != nil {
+		return rn.abort(err)
+	}
+	defer rn.closeWorkers()
+
+	var runErr error
+	if s.Benchmark.Setup != "" {
+		runErr = rn.setup(ctx)
+	}
+	if runErr == nil {
+		for _, p := range s.Benchmark.Cases(rn.cpu) {
+			if runErr = rn.runCase(ctx, p); runErr != nil {
+				break
+			}
+		}
+	}
+	rn.closeWorkers()
+	return rn.finish(parent, ctx, runErr)
+}
+
+// abort records an error that stopped the run before any case and returns
+// it with the results, which are written when the output is writable.
+func (rn *runner) abort(err error) (*result.Results, error) {
+	rn.logf("error: %v", err)
+	now := time.Now().UTC()
+	rn.r.Status, rn.r.Error, rn.r.FinishedAt = result.StatusFailed, err.Error(), &now
+	if werr := result.WriteFile(rn.path, rn.r); werr != nil {
+		rn.logf("error: %v", werr)
+	}
+	return rn.r, err
+}
+
+// pickMode decides between GPU and CPU and reads the GPUs.
+func (rn *runner) pickMode(ctx context.Context) error {
+	r, s := rn.r, rn.s
+	if rn.o.Mode == "cpu" {
+		rn.cpu = true
+	} else {
+		gpus, driver, err := gpuinfo.Query(ctx)
+		if err == nil && len(gpus) > 0 {
+			r.Env.GPUs, r.Env.Driver = gpus, driver
+			rn.gpu = visibleGPU(r.Env.GPUs)
+		} else {
+			if err == nil {
+				err = gpuinfo.ErrNoGPU
+			}
+			switch {
+			case rn.o.Mode == "gpu":
+				return &InfraError{fmt.Errorf("mode gpu was asked for, but %v", err)}
+			case !s.Resources.GPUs.None():
+				return &InfraError{fmt.Errorf("the spec asks for GPUs (resources.gpus: %s) but this machine has none: %v; set XRUN_MODE=cpu (or --mode cpu) to run the CPU sweep instead", s.Resources.GPUs, err)}
+			}
+			rn.logf("no GPU (%v): running the CPU sweep", err)
+			rn.cpu = true
+		}
+	}
+	r.Mode = "gpu"
+	if rn.cpu {
+		r.Mode = "cpu"
+	}
+	r.SweepKeys = s.Benchmark.SweepKeys(rn.cpu)
+	if r.SweepKeys == nil {
+		r.SweepKeys = []string{}
+	}
+	return nil
+}
+
+// visibleGPU is the GPU a worker's cuda:0 is: the first one nvidia-smi
+// lists, or the first named by CUDA_VISIBLE_DEVICES (index or UUID).
+func visibleGPU(gpus []result.GPU) *result.GPU {
+	first, _, _ := strings.Cut(os.Getenv("CUDA_VISIBLE_DEVICES"), ",")
+	first = strings.TrimSpace(first)
+	for i := range gpus {
+		if first != "" && (strconv.Itoa(gpus[i].Index) == first || gpus[i].UUID == first) {
+			return &gpus[i]
+		}
+	}
+	return &gpus[0]
+}
+
+func (rn *runner) setMethod() {
+	m := rn.s.Benchmark.Method
+	rn.method = m
+	rn.rule = stats.RuleFrom(m)
+	rn.warmupMS = orFloat(m.WarmupMS, DefaultWarmupMS)
+	rn.trials = orInt(m.Trials, DefaultTrials)
+	rn.rounds = max(orInt(m.Rounds, DefaultRounds), 3)
+	rn.timeout = m.ImplTimeout.Duration
+	if rn.timeout <= 0 {
+		rn.timeout = DefaultImplTimeout
+	}
+	timer := "cuda_events"
+	if rn.cpu {
+		timer = "perf_counter"
+	}
+	threshold := m.FastThreshold
+	if threshold < 1 {
+		threshold = analyze.DefaultThreshold
+	}
+	rn.r.Methodology = result.Methodology{
+		Timer: timer, FlushBytes: int64(m.FlushBytes), WarmupMS: rn.warmupMS,
+		MinSamples: rn.rule.MinSamples, MaxSamples: rn.rule.MaxSamples, MinTimeS: rn.rule.MinTimeS, MaxTimeS: rn.rule.MaxTimeS,
+		TargetRSE: rn.rule.TargetRSE, StoppingRule: rn.rule.String(), Rounds: rn.rounds, Trials: rn.trials,
+		ImplTimeoutS: rn.timeout.Seconds(), FastThreshold: threshold, CUDAGraph: m.CUDAGraph && !rn.cpu,
+	}
+}
+
+// prepare finds the interpreter, writes the harness and decides which
+// implementations run here.
+func (rn *runner) prepare(ctx context.Context) error {
+	s, o := rn.s, rn.o
+	b := &s.Benchmark
+	device := "cuda"
+	if rn.cpu {
+		device = "cpu"
+	}
+	rn.env = workerEnv(o.ExperimentDir, s.Include, device)
+	if len(b.Command) > 0 {
+		rn.argv = append([]string(nil), b.Command...)
+		if strings.ContainsRune(rn.argv[0], '/') && !filepath.IsAbs(rn.argv[0]) {
+			rn.argv[0] = filepath.Join(o.ExperimentDir, rn.argv[0])
+		}
+		rn.r.Env.Extra = map[string]string{"benchmark": "command"}
+	} else {
+		py, err := harness.FindPython(ctx, o.Python)
+		if err != nil {
+			return &InfraError{err}
+		}
+		dir, err := os.MkdirTemp("", "xrun-harness-")
+		if err != nil {
+			return &InfraError{fmt.Errorf("write the harness: %w", err)}
+		}
+		script, err := harness.WriteScript(dir)
+		if err != nil {
+			return &InfraError{err}
+		}
+		rn.argv = []string{py, "-u", script}
+		rn.r.Env.Extra = map[string]string{"python_executable": py}
+		rn.logf("python: %s", py)
+	}
+	// The reference needs a worker of its own only to be timed: every
+	// implementation's worker computes it in-process for the checks.
+	if b.Reference != "" && (b.TimeReference == nil || *b.TimeReference) {
+		rn.impls = append(rn.impls, &impl{name: referenceName, isRef: true})
+	}
+	for _, im := range b.Implementations {
+		x := &impl{name: im.Name, spec: im}
+		x.skip = rn.skipReason(im)
+		if x.skip != "" {
+			rn.logf("%s: skipped: %s", im.Name, x.skip)
+		}
+		rn.impls = append(rn.impls, x)
+	}
+	return nil
+}
+
+var smRE = regexp.MustCompile(`^sm_([0-9]{2,3})(a?)$`)
+
+// skipReason says why an implementation cannot run here, or "".
+func (rn *runner) skipReason(im spec.Implementation) string {
+	if rn.cpu {
+		if im.NeedsGPU() {
+			return fmt.Sprintf("needs a GPU (requires: %s); this run has none", strings.Join(im.Requires, ", "))
+		}
+		return ""
+	}
+	have, ok := ccNumber(rn.gpu.ComputeCapability)
+	if !ok {
+		return ""
+	}
+	for _, req := range im.Requires {
+		m := smRE.FindStringSubmatch(req)
+		if m == nil {
+			continue
+		}
+		need, _ := strconv.Atoi(m[1])
+		if m[2] == "a" && have != need {
+			return fmt.Sprintf("needs %s (architecture-specific features of compute capability %d.%d only); %s has %s", req, need/10, need%10, rn.gpu.Name, rn.gpu.ComputeCapability)
+		}
+		if have < need {
+			return fmt.Sprintf("needs %s (compute capability %d.%d or later); %s has %s", req, need/10, need%10, rn.gpu.Name, rn.gpu.ComputeCapability)
+		}
+	}
+	return ""
+}
+
+// ccNumber turns "9.0" into 90 and "10.0" into 100.
+func ccNumber(cc string) (int, bool) {
+	maj, min, ok := strings.Cut(cc, ".")
+	a, err1 := strconv.Atoi(maj)
+	b, err2 := strconv.Atoi(min)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return a*10 + b, true
+}
+
+// setup runs the spec's setup command once, in the experiment directory.
+func (rn *runner) setup(ctx context.Context) error {
+	rn.logf("setup: %s", rn.s.Benchmark.Setup)
+	cmd := exec.CommandContext(ctx, "sh", "-c", rn.s.Benchmark.Setup)
+	cmd.Dir, cmd.Env = rn.o.ExperimentDir, rn.env
+	cmd.Stdout, cmd.Stderr = rn.log, rn.log
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rn.r.Error = fmt.Sprintf("setup %q failed: %v (its output is in runner.log)", rn.s.Benchmark.Setup, err)
+		rn.logf("error: %s", rn.r.Error)
+		return errSetup
+	}
+	return nil
+}
+
+var errSetup = errors.New("setup failed")
+
+// worker returns im's worker, starting it (and sending init) when it has
+// none or its last one died.
+func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error) {
+	if im.initErr != nil {
+		return nil, im.initErr
+	}
+	if im.w != nil && !im.w.Exited() {
+		return im.w, nil
+	}
+	if im.w != nil {
+		im.w.Close(0)
+		im.w = nil
+	}
+	b := &rn.s.Benchmark
+	w, err := harness.Start(harness.Config{
+		Name: im.name, Argv: rn.argv, Dir: rn.o.ExperimentDir, Env: rn.env,
+		LogPath: filepath.Join(rn.o.OutDir, "logs", safeName(im.name)+".log"),
+		Logf:    rn.logf,
+	})
+	if err != nil {
+		im.initErr = &harness.Error{Kind: harness.KindCrash, Where: "harness", Message: err.Error()}
+		return nil, im.initErr
+	}
+	init := harness.Init{
+		Impl: im.name, Fn: im.spec.Fn, Reference: b.Reference, Inputs: b.Inputs, Metrics: b.Metrics,
+		Device: "cuda", Flush: !rn.method.NoFlush, FlushBytes: int64(rn.method.FlushBytes),
+		CUDAGraph: rn.method.CUDAGraph,
+	}
+	if im.isRef {
+		init.Fn = b.Reference
+	} else if len(im.spec.Params) > 0 {
+		init.ImplParams = harness.EncodeParams(im.spec.Params)
+	}
+	if rn.cpu {
+		init.Device, init.Flush, init.CUDAGraph = "cpu", false, false
+	}
+	models := map[string]string{}
+	for k, v := range map[string]string{"flops": b.Flops, "bytes": b.Bytes, "tokens": b.Tokens} {
+		if v != "" {
+			models[k] = v
+		}
+	}
+	if len(models) > 0 {
+		init.Models = models
+	}
+	opCtx, cancel := context.WithTimeout(ctx, rn.timeout)
+	defer cancel()
+	rn.logf("%s: starting worker", im.name)
+	ready, err := w.Init(opCtx, init)
+	if err != nil {
+		w.Close(time.Second)
+		var he *harness.Error
+		if errors.As(err, &he) && (he.Kind == harness.KindImport || he.Kind == harness.KindException) {
+			im.initErr = he // importing is the same in every case
+		}
+		return nil, err
+	}
+	im.w = w
+	rn.noteReady(ready)
+	return w, nil
+}
+
+// noteReady records the environment the first worker reports.
+func (rn *runner) noteReady(rd *harness.Ready) {
+	if rn.gotReady {
+		return
+	}
+	rn.gotReady = true
+	env := &rn.r.Env
+	env.Python, env.Numpy, env.Torch, env.Triton, env.CUDARuntime = rd.Python, rd.Numpy, rd.Torch, rd.Triton, rd.CUDA
+	rn.r.Methodology.Timer = rd.Timer
+	rn.r.Methodology.FlushBytes = rd.FlushBytes
+	if rn.gpu == nil || rd.Device.Kind != "cuda" {
+		return
+	}
+	for i := range env.GPUs {
+		if rd.Device.UUID != "" && env.GPUs[i].UUID == rd.Device.UUID {
+			rn.gpu = &env.GPUs[i]
+		}
+	}
+	if rn.gpu.SMCount == 0 {
+		rn.gpu.SMCount = rd.Device.SMCount
+	}
+	if rn.gpu.L2Bytes == 0 {
+		rn.gpu.L2Bytes = rd.Device.L2Bytes
+	}
+	if rn.gpu.ComputeCapability == "" {
+		rn.gpu.ComputeCapability = rd.Device.ComputeCapability
+	}
+}
+
+func (rn *runner) closeWorkers() {
+	var wg sync.WaitGroup
+	for _, im := range rn.impls {
+		if im.w != nil {
+			wg.Add(1)
+			go func(w *harness.Worker) {
+				defer wg.Done()
+				w.Close(5 * time.Second)
+			}(im.w)
+			im.w = nil
+		}
+	}
+	wg.Wait()
+}
+
+// kcase is the case being run: its results live in rn.r.Cases[idx].
+type kcase struct {
+	idx    int
+	params spec.Params
+	pj     []byte
+	seeds  []int64
+	dtype  string
+}
+
+func (rn *runner) res(kc *kcase, name string) *result.ImplResult {
+	c := &rn.r.Cases[kc.idx]
+	ir := c.Results[name]
+	if ir == nil {
+		ir = &result.ImplResult{}
+		c.Results[name] = ir
+	}
+	return ir
+}
+
+// runCase runs one sweep point: models, correctness, timing. It returns an
+// error only when the run must stop (cancellation, the job's timeout).
+func (rn *runner) runCase(ctx context.Context, p spec.Params) error {
+	kc := &kcase{idx: len(rn.r.Cases), params: p, pj: harness.EncodeParams(p), seeds: rn.seeds()}
+	if d, ok := p.Get("dtype"); ok {
+		kc.dtype, _ = d.(string)
+	}
+	rn.r.Cases = append(rn.r.Cases, result.Case{Params: p.Map(), Label: p.Label(), Results: map[string]*result.ImplResult{}})
+	rn.logf("case %s", p.Label())
+	for _, im := range rn.impls {
+		if im.skip != "" {
+			*rn.res(kc, im.name) = result.ImplResult{Status: result.ImplSkipped, Error: im.skip}
+		}
+	}
+	rn.write()
+	if err := rn.models(ctx, kc); err != nil {
+		return err
+	}
+	if err := rn.check(ctx, kc); err != nil {
+		return err
+	}
+	if err := rn.time(ctx, kc); err != nil {
+		return err
+	}
+	rn.throughput(kc)
+	rn.write()
+	return nil
+}
+
+// seeds returns the correctness seeds of a case: fixed ones, and a last one
+// from crypto/rand that no implementation can know in advance.
+func (rn *runner) seeds() []int64 {
+	out := make([]int64, 0, rn.trials)
+	for i := 1; i < rn.trials; i++ {
+		out = append(out, int64(i))
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on Linux since 1.24
+	}
+	return append(out, int64(binary.LittleEndian.Uint32(b[:])&0x7fffffff))
+}
+
+// live reports whether im still runs on this case.
+func (rn *runner) live(kc *kcase, im *impl) bool {
+	if im.skip != "" {
+		return false
+	}
+	ir := rn.r.Cases[kc.idx].Results[im.name]
+	return ir == nil || ir.Status == "" || ir.Status == result.ImplOK || ir.Status == result.ImplWrong
+}
+
+func (rn *runner) models(ctx context.Context, kc *kcase) error {
+	b := &rn.s.Benchmark
+	if b.Flops == "" && b.Bytes == "" && b.Tokens == "" && b.Metrics == "" {
+		return nil
+	}
+	c := &rn.r.Cases[kc.idx]
+	var caseModel *result.Model
+	for _, im := range rn.impls {
+		if !rn.live(kc, im) {
+			continue
+		}
+		w, err := rn.worker(ctx, im)
+		if err == nil {
+			var m *harness.Models
+			octx, cancel := context.WithTimeout(ctx, rn.timeout)
+			m, err = w.Models(octx, kc.pj)
+			cancel()
+			if err == nil {
+				ir := rn.res(kc, im.name)
+				model := m.Model()
+				if caseModel == nil {
+					caseModel = &model
+					c.Flops, c.Bytes, c.Tokens = model.Flops, model.Bytes, model.Tokens
+				} else if model != *caseModel {
+					ir.Model = &model
+				}
+				ir.Metrics = m.Metrics
+			}
+		}
+		if err != nil {
+			if stop := rn.fail(ctx, kc, im, "models", err); stop != nil {
+				return stop
+			}
+		}
+	}
+	rn.write()
+	return nil
+}
+
+func (rn *runner) check(ctx context.Context, kc *kcase) error {
+	b := &rn.s.Benchmark
+	for _, im := range rn.impls {
+		if !rn.live(kc, im) {
+			continue
+		}
+		ir := rn.res(kc, im.name)
+		if im.isRef {
+			ir.Status = result.ImplOK
+			continue
+		}
+		if b.Reference == "" {
+			ir.Status = result.ImplOK // a command benchmark without a reference checks nothing
+			continue
+		}
+		var tol *result.Tolerance
+		for _, t := range []*spec.Tolerance{im.spec.Tolerance, b.Tolerance} {
+			if t != nil {
+				tol = &result.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+				break
+			}
+		}
+		w, err := rn.worker(ctx, im)
+		if err == nil {
+			var corr *result.Correctness
+			octx, cancel := context.WithTimeout(ctx, rn.timeout)
+			corr, err = w.Check(octx, harness.Check{Params: kc.pj, Seeds: kc.seeds, Tolerance: tol})
+			cancel()
+			if err == nil {
+				ir.Correctness = corr
+				ir.Status = result.ImplOK
+				if !corr.Passed {
+					ir.Status = result.ImplWrong
+					ir.Error = "wrong result: " + corr.Reason
+					rn.logf("%s: WRONG: %s", im.name, corr.Reason)
+				} else {
+					rn.logf("%s: correct (max abs error %.3g, max rel error %.3g)", im.name, corr.MaxAbsError, corr.MaxRelError)
+				}
+			}
+		}
+		if err != nil {
+			if stop := rn.fail(ctx, kc, im, "check", err); stop != nil {
+				return stop
+			}
+		}
+		rn.write()
+	}
+	return nil
+}
+
+// acc pools one implementation's samples on one case over the rounds.
+type acc struct {
+	samples  []float64
+	measured float64 // seconds of measured time
+	wall     time.Duration
+	rounds   int
+	done     bool
+}
+
+// time runs interleaved rounds: each round asks every unfinished
+// implementation (reference, baseline, then the others) for one batch, so
+// that drifting clocks or a noisy neighbour affect all of them alike.
+func (rn *runner) time(ctx context.Context, kc *kcase) error {
+	var order []*impl
+	base := rn.s.Benchmark.BaselineName()
+	add := func(pred func(*impl) bool) {
+		for _, im := range rn.impls {
+			if pred(im) && rn.live(kc, im) && !contains(order, im) {
+				order = append(order, im)
+			}
+		}
+	}
+	add(func(im *impl) bool { return im.isRef })
+	add(func(im *impl) bool { return im.name == base })
+	add(func(im *impl) bool { return true })
+	if len(order) == 0 {
+		return nil
+	}
+	rule := rn.rule
+	batchS := max(rule.MinTimeS/3, minBatchS)
+	perBatch := max(1, (rule.MinSamples+rn.rounds-1)/rn.rounds)
+	wallCap := time.Duration(wallCapFactor * rule.MaxTimeS * float64(time.Second))
+	accs := map[string]*acc{}
+	for _, im := range order {
+		accs[im.name] = &acc{}
+	}
+	for round := 1; ; round++ {
+		active := 0
+		for _, im := range order {
+			a := accs[im.name]
+			if a.done {
+				continue
+			}
+			// Split the sample cap over the minimum rounds, so that a fast
+			// kernel cannot use it all up in the first one.
+			maxN := rule.MaxSamples - len(a.samples)
+			if round <= rn.rounds {
+				maxN = min(maxN, (rule.MaxSamples+rn.rounds-1)/rn.rounds)
+			}
+			maxN = max(maxN, 1)
+			w, err := rn.worker(ctx, im)
+			var sm *harness.Samples
+			start := time.Now()
+			if err == nil {
+				octx, cancel := context.WithTimeout(ctx, rn.timeout)
+				sm, err = w.Time(octx, harness.Time{
+					Params: kc.pj, Seed: kc.seeds[0], MinSamples: min(perBatch, maxN), MaxSamples: maxN,
+					BudgetMS: batchS * 1e3, WallMS: 4 * batchS * 1e3, WarmupMS: rn.warmupMS, Flush: !rn.method.NoFlush && !rn.cpu,
+				})
+				cancel()
+			}
+			if err != nil {
+				a.done = true
+				rn.res(kc, im.name).Timing = nil
+				if stop := rn.fail(ctx, kc, im, "time", err); stop != nil {
+					return stop
+				}
+				continue
+			}
+			a.wall += time.Since(start)
+			a.rounds++
+			a.samples = append(a.samples, sm.SamplesMS...)
+			for _, v := range sm.SamplesMS {
+				a.measured += v / 1e3
+			}
+			t := stats.Summarize(a.samples)
+			t.Rounds, t.TotalS, t.StopReason = a.rounds, a.measured, "in_progress"
+			if round >= rn.rounds {
+				stop, conv, reason := rule.Check(a.samples, a.measured)
+				if !stop && a.wall >= wallCap {
+					stop, reason = true, ReasonMaxWallTime
+				}
+				if stop {
+					a.done = true
+					t.Converged, t.StopReason = conv, reason
+					rn.logf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
+				}
+			}
+			rn.res(kc, im.name).Timing = &t
+			if !a.done {
+				active++
+			}
+		}
+		rn.write()
+		if active == 0 {
+			return nil
+		}
+	}
+}
+
+func contains(list []*impl, im *impl) bool {
+	for _, x := range list {
+		if x == im {
+			return true
+		}
+	}
+	return false
+}
+
+func (rn *runner) throughput(kc *kcase) {
+	c := &rn.r.Cases[kc.idx]
+	caseModel := result.Model{Flops: c.Flops, Bytes: c.Bytes, Tokens: c.Tokens}
+	for _, ir := range c.Results {
+		if ir.Timing == nil {
+			continue
+		}
+		m := caseModel
+		if ir.Model != nil {
+			m = *ir.Model
+		}
+		ir.Throughput = analyze.Throughput(m, *ir.Timing, rn.gpu, kc.dtype)
+	}
+}
+
+// fail records err as im's outcome on the case. It returns a non-nil error
+// when the whole run must stop (cancellation or the job's timeout).
+func (rn *runner) fail(ctx context.Context, kc *kcase, im *impl, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	ir := rn.res(kc, im.name)
+	var he *harness.Error
+	if !errors.As(err, &he) {
+		ir.Status, ir.Error = result.ImplError, fmt.Sprintf("%s: %v", op, err)
+		rn.logf("%s: %s", im.name, ir.Error)
+		return nil
+	}
+	switch he.Kind {
+	case harness.KindOOM:
+		ir.Status = result.ImplOOM
+	case harness.KindTimeout:
+		ir.Status = result.ImplTimeout
+	case harness.KindCrash, harness.KindCUDA:
+		ir.Status = result.ImplCrashed
+	default:
+		ir.Status = result.ImplError
+	}
+	msg := he.Error()
+	if he.Exit != "" && !strings.Contains(msg, he.Exit) {
+		msg += " (" + he.Exit + ")"
+	}
+	if he.Traceback != "" {
+		msg += "\n" + lastBytes(he.Traceback, harness.TailBytes)
+	}
+	ir.Error = msg
+	ir.StderrTail = he.Tail
+	ir.Timing = nil
+	rn.logf("%s: %s during %s: %s", im.name, ir.Status, op, he.Error())
+	// A CUDA error leaves the context unusable, and a timeout or crash
+	// leaves no process: the next case gets a fresh worker.
+	if he.Kind == harness.KindCUDA || he.Kind == harness.KindProtocol {
+		if im.w != nil {
+			im.w.Kill()
+		}
+	}
+	rn.write()
+	return nil
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// finish evaluates the run, writes the files and posts them.
+func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Results, error) {
+	r := rn.r
+	var retErr error
+	switch {
+	case parent.Err() != nil:
+		r.Status = result.StatusCancelled
+		r.Error = "cancelled"
+		retErr = parent.Err()
+	case ctx.Err() != nil:
+		r.Status = result.StatusTimeout
+		r.Error = fmt.Sprintf("the job ran past resources.timeout (%s)", rn.s.Resources.Timeout.Duration)
+	case errors.Is(runErr, errSetup):
+		r.Status = result.StatusFailed
+	}
+	if r.Status != result.StatusRunning {
+		// What the stop interrupted is not_run; checks already made stay.
+		for ci := range r.Cases {
+			for _, im := range rn.impls {
+				ir := r.Cases[ci].Results[im.name]
+				switch {
+				case ir == nil:
+					r.Cases[ci].Results[im.name] = &result.ImplResult{Status: result.ImplNotRun, Error: r.Error}
+				case ir.Status == "" || (ir.Status == result.ImplOK && (ir.Timing == nil || ir.Timing.StopReason == "in_progress")):
+					ir.Status, ir.Error, ir.Timing = result.ImplNotRun, r.Error, nil
+				case ir.Timing != nil && ir.Timing.StopReason == "in_progress":
+					ir.Timing = nil
+				}
+			}
+		}
+	}
+	if rn.gpu != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
+		if after, err := gpuinfo.State(sctx); err == nil {
+			for i := range r.Env.GPUs {
+				r.Env.GPUs[i].After = after[r.Env.GPUs[i].Index]
+			}
+		} else {
+			rn.logf("read GPU state after the run: %v", err)
+		}
+		cancel()
+	}
+	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
+	crit, critOK := analyze.Criteria(rn.s, r)
+	r.Criteria = crit
+	r.Warnings = analyze.Warnings(r)
+	if r.Status == result.StatusRunning {
+		switch {
+		case rn.anyFailed():
+			r.Status = result.StatusFailed
+		case !critOK:
+			r.Status = result.StatusCriteriaFailed
+		default:
+			r.Status = result.StatusSucceeded
+		}
+	}
+	r.Success = r.Status == result.StatusSucceeded
+	now := time.Now().UTC()
+	r.FinishedAt = &now
+	rn.write()
+	if err := report.Text(rn.log, r); err != nil {
+		rn.logf("render the results table: %v", err)
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, r); err != nil {
+		rn.logf("render results.md: %v", err)
+	} else if err := os.WriteFile(filepath.Join(rn.o.OutDir, "results.md"), md.Bytes(), 0o644); err != nil {
+		rn.logf("write results.md: %v", err)
+	}
+	rn.post(parent)
+	rn.logf("status: %s", r.Status)
+	return r, retErr
+}
+
+// anyFailed reports an implementation (or the reference) that did not run
+// to the end, or ran wrong.
+func (rn *runner) anyFailed() bool {
+	for _, c := range rn.r.Cases {
+		for _, ir := range c.Results {
+			switch ir.Status {
+			case result.ImplOK, result.ImplSkipped:
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (rn *runner) post(parent context.Context) {
+	if rn.o.PostURL == "" {
+		return
+	}
+	body, err := os.ReadFile(rn.path)
+	if err != nil {
+		rn.logf("post results: read %s: %v", rn.path, err)
+		return
+	}
+	// Cancelled runs still report; the post gets its own bounded time.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
+	defer cancel()
+	if err := post.Post(ctx, rn.o.PostURL, rn.o.PostToken, body, post.Options{Logf: rn.logf}); err != nil {
+		rn.logf("post results: %v (results.json is kept in %s)", err, rn.o.OutDir)
+		return
+	}
+	rn.logf("posted results")
+}
+
+// write saves results.json; a failure is logged once and the run goes on
+// (the final write reports it again).
+func (rn *runner) write() {
+	if err := result.WriteFile(rn.path, rn.r); err != nil && !rn.writeErred {
+		rn.writeErred = true
+		rn.logf("error: %v", err)
+	}
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+func orFloat(v, def float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func orInt(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// syncWriter serialises writes from the runner and its workers' goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
