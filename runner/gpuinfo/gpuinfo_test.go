@@ -156,6 +156,8 @@ func TestPeak(t *testing.T) {
 		{"NVIDIA H100 NVL", "half", 835.5, 3900, true},
 		{"NVIDIA H200", "bf16", 989.5, 4800, true},
 		{"NVIDIA H200 NVL", "bf16", 835.5, 4800, true},
+		{"NVIDIA GH200 480GB", "bf16", 989.5, 4000, true},
+		{"NVIDIA GH200 144G HBM3e", "fp8", 1979, 4900, true},
 		{"NVIDIA A100-SXM4-40GB", "tf32", 156, 1555, true},
 		{"NVIDIA A100-SXM4-80GB", "float64", 19.5, 2039, true},
 		{"NVIDIA A100-PCIE-40GB", "fp16", 312, 1555, true},

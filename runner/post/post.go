@@ -51,6 +51,9 @@ func (e *StatusError) Error() string {
 func Post(ctx context.Context, rawURL, token string, body []byte, o Options) error {
 	o = withDefaults(o)
 	safeURL := redact(rawURL)
+	if token != "" {
+		safeURL = strings.ReplaceAll(safeURL, token, "[token]")
+	}
 	var last error
 	for attempt := 1; attempt <= o.Attempts; attempt++ {
 		retry, wait, err := try(ctx, o.Client, rawURL, token, body)

@@ -106,7 +106,7 @@ func TestTokenNeverLogged(t *testing.T) {
 	}))
 	defer srv.Close()
 	var l logs
-	err := Post(context.Background(), srv.URL+"?key="+token, token, []byte("{}"), fast(&l))
+	err := Post(context.Background(), srv.URL+"/jobs/"+token+"?key="+token, token, []byte("{}"), fast(&l))
 	if err == nil {
 		t.Fatal("Post to a failing server succeeded")
 	}
