@@ -60,9 +60,9 @@ type Builder struct {
 
 // For returns the path of a static xrun-runner of this client's version for
 // goos/goarch (the daemon's platform; Docker's "x86_64" and "aarch64" are
-// accepted). In order: (1) the running executable, when it is a static ELF
-// for that platform (the xrun binary acts as the runner when invoked as
-// xrun-runner); (2) a cached build under $XDG_CACHE_HOME/xrun/runner;
+// accepted). In order: (1) the running executable, when it is the xrun
+// client (or runner) and a static ELF for that platform (the xrun binary
+// acts as the runner when invoked as xrun-runner); (2) a cached build under $XDG_CACHE_HOME/xrun/runner;
 // (3) a build with the Go toolchain (CGO_ENABLED=0), from the checkout the
 // client runs from, else from the module proxy at the client's version;
 // (4) otherwise an error that says how to get one.
@@ -87,7 +87,7 @@ func (b *Builder) For(ctx context.Context, goos, goarch string) (string, error) 
 			exe = ""
 		}
 	}
-	if !b.NoSelf && exe != "" {
+	if !b.NoSelf && exe != "" && isXrun(exe) {
 		if ok, err := IsStatic(exe, goos, goarch); err == nil && ok {
 			return exe, nil
 		}
@@ -259,6 +259,13 @@ func IsStatic(path, goos, goarch string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// isXrun reports whether exe is the xrun client or runner (and not, say, a
+// test binary that links this package).
+func isXrun(exe string) bool {
+	bi, err := buildinfo.ReadFile(exe)
+	return err == nil && (bi.Path == Module+"/client/cmd/xrun" || bi.Path == Package)
 }
 
 // build runs go build of pkg in dir for goos/goarch into dst, atomically.

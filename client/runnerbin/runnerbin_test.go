@@ -92,10 +92,7 @@ func TestIsStatic(t *testing.T) {
 	cgo, plain := filepath.Join(dir, "cgo.bin"), filepath.Join(dir, "plain.bin")
 	goBuild(t, filepath.Join(dir, "cgo"), cgo, "CGO_ENABLED=1")
 	goBuild(t, filepath.Join(dir, "plain"), plain, "CGO_ENABLED=0")
-	other := "arm64"
-	if runtime.GOARCH == "arm64" {
-		other = "amd64"
-	}
+	other := otherArch()
 	tests := []struct {
 		path, goos, goarch string
 		want               bool
@@ -117,16 +114,59 @@ func TestIsStatic(t *testing.T) {
 		t.Error("IsStatic of a missing file: no error")
 	}
 
-	// The running executable is used when it is static, and not otherwise.
-	b := &Builder{Exe: plain, CacheDir: t.TempDir(), Go: "/nonexistent/go"}
-	if got, err := b.For(context.Background(), "linux", runtime.GOARCH); err != nil || got != plain {
-		t.Errorf("For with a static executable = %q, %v; want %q", got, err, plain)
+}
+
+// TestSelf checks that the running executable serves as the runner only
+// when it is a static xrun binary for the daemon's platform.
+func TestSelf(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ELF builds need linux")
 	}
-	b.Exe = cgo
-	b.noCheckout = true
-	if _, err := b.For(context.Background(), "linux", runtime.GOARCH); err == nil {
-		t.Error("For with a dynamic executable and no toolchain: no error")
+	src := fakeModule(t)
+	dir := t.TempDir()
+	static, dynamic, other := filepath.Join(dir, "static"), filepath.Join(dir, "dynamic"), filepath.Join(dir, "other")
+	goBuild(t, filepath.Join(src, "client", "cmd", "xrun"), static, "CGO_ENABLED=0")
+	goBuild(t, filepath.Join(src, "tools", "other"), other, "CGO_ENABLED=0")
+	tests := []struct {
+		name, exe, arch string
+		self            bool
+	}{
+		{"static xrun", static, runtime.GOARCH, true},
+		{"static xrun, other arch", static, otherArch(), false},
+		{"static, not xrun", other, runtime.GOARCH, false},
 	}
+	if _, err := exec.LookPath("gcc"); err == nil {
+		goBuild(t, filepath.Join(src, "client", "cmd", "xrun"), dynamic, "CGO_ENABLED=1", "GOFLAGS=-tags=withcgo")
+		if ok, _ := IsStatic(dynamic, "linux", runtime.GOARCH); ok {
+			t.Fatal("cgo build of the fake client is static")
+		}
+		tests = append(tests, struct {
+			name, exe, arch string
+			self            bool
+		}{"dynamic xrun", dynamic, runtime.GOARCH, false})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &Builder{Exe: tc.exe, CacheDir: t.TempDir(), Go: "/nonexistent/go", noCheckout: true, Version: "v1.0.0"}
+			got, err := b.For(context.Background(), "linux", tc.arch)
+			if tc.self {
+				if err != nil || got != tc.exe {
+					t.Fatalf("For = %q, %v; want the executable", got, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("For = %q; want a build, which fails without a toolchain", got)
+			}
+		})
+	}
+}
+
+func otherArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "amd64"
+	}
+	return "arm64"
 }
 
 // fakeModule makes a checkout-shaped module whose runner prints the
@@ -138,6 +178,9 @@ func fakeModule(t *testing.T) string {
 		"go.mod":                         "module " + Module + "\n\ngo 1.22\n",
 		"runner/version/version.go":      "package version\n\nvar Version = \"unset\"\n",
 		"runner/cmd/xrun-runner/main.go": "package main\n\nimport \"" + Module + "/runner/version\"\n\nfunc main() { println(\"runner\", version.Version) }\n",
+		"tools/other/main.go":            "package main\n\nfunc main() {}\n",
+		"client/cmd/xrun/main.go":        "package main\n\nfunc main() { println(\"xrun\") }\n",
+		"client/cmd/xrun/cgo.go":         "//go:build withcgo\n\npackage main\n\n// int one(void) { return 1; }\nimport \"C\"\n\nvar _ = C.one\n",
 	})
 	return root
 }
