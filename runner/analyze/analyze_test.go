@@ -174,8 +174,8 @@ func TestCriteria(t *testing.T) {
 			false, 10.64 / 8.2, 1.35, []string{"T=2048 (1.3x)"}, ""},
 		{"max error of one impl", spec.Criterion{MaxError: "pipelined", Below: 1e-2, For: "any"},
 			true, 0.004, 1e-2, nil, "max error of pipelined < 0.01 at some case"},
-		{"max error all impls, skipped counts", spec.Criterion{MaxError: "all", Below: 1e-1},
-			false, 0.02, 0.1, []string{"fused skipped (needs sm_90) at T=2048, T=4096", "pipelined did not run (error: RuntimeError: CUDA error: an illegal memory access) at T=4096"}, "every implementation"},
+		{"max error all impls, skipped left out", spec.Criterion{MaxError: "all", Below: 1e-1},
+			false, 0.02, 0.1, []string{"left out: fused skipped (needs sm_90)", "pipelined did not run (error: RuntimeError: CUDA error: an illegal memory access) at T=4096"}, "every implementation"},
 		{"correct baseline", spec.Criterion{Correct: "baseline"}, true, 1, 1, []string{"worst of 3 results"}, "baseline correct at every case"},
 		{"time below", spec.Criterion{Time: "baseline", BelowMS: 25}, true, 20.878, 25, nil, "baseline median < 25 ms"},
 		{"time below fails", spec.Criterion{Time: "baseline", BelowMS: 10, Name: "fast enough"}, false, 20.878, 10,
@@ -245,5 +245,37 @@ func TestWarnings(t *testing.T) {
 		if g.Kind != w.kind || g.Implementation != w.impl || g.Label != w.label || !strings.Contains(g.Message, w.msg) {
 			t.Errorf("warning %d = %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+func TestCriteriaSkippedImplementations(t *testing.T) {
+	s := &spec.Spec{Criteria: []spec.Criterion{
+		{Speedup: "fast", Over: "base", AtLeast: 1.2},
+		{MaxError: "all", Below: 1e-2},
+		{Correct: "base"},
+	}}
+	skipped := &result.ImplResult{Status: result.ImplSkipped, Error: "needs a GPU (requires: triton); this run has none"}
+	ok := &result.ImplResult{Status: result.ImplOK, Correctness: &result.Correctness{Passed: true, MaxAbsError: 1e-3}}
+	r := &result.Results{
+		Implementations: []string{"reference", "base", "fast"},
+		Cases: []result.Case{{Label: "T=64", Results: map[string]*result.ImplResult{"base": ok, "fast": skipped}}},
+	}
+	crit, all := Criteria(s, r)
+	if !all {
+		t.Fatalf("skipped criteria must not fail the run: %+v", crit)
+	}
+	if !crit[0].Skipped || crit[0].Passed {
+		t.Errorf("speedup over a skipped implementation: %+v", crit[0])
+	}
+	if crit[1].Skipped || !crit[1].Passed || !strings.Contains(crit[1].Detail, "left out: fast skipped") {
+		t.Errorf("max_error must be evaluated on what ran and say what was left out: %+v", crit[1])
+	}
+	if !crit[2].Passed {
+		t.Errorf("correct: %+v", crit[2])
+	}
+	// An implementation that failed (not skipped) still fails the criterion.
+	r.Cases[0].Results["fast"] = &result.ImplResult{Status: result.ImplError, Error: "boom"}
+	if _, all := Criteria(s, r); all {
+		t.Errorf("a failed implementation must fail its criteria")
 	}
 }

@@ -15,6 +15,7 @@ type point struct {
 	impl, label string
 	value       float64
 	missing     string // why there is no value; "" when there is one
+	skipped     bool   // the implementation does not run here (no GPU, too old a GPU)
 }
 
 // criterionKind says how a kind of criterion reads the results.
@@ -72,8 +73,11 @@ var kinds = map[string]criterionKind{
 // error < below), correct, and time (median ms < below_ms). "for" says over
 // which cases: all (default: every case passes; the value is the worst),
 // any (some case passes; the value is the best) or median (the median over
-// cases passes). An implementation that did not run on a case, or was
-// skipped there, has no value: it counts as failing, and Detail says why.
+// cases passes). An implementation that did not run on a case has no value:
+// it counts as failing, and Detail says why. One that was skipped there (a
+// GPU-only implementation on a CPU run, an sm_100 one on Hopper) is left
+// out; a criterion whose every point was skipped is Skipped, not failed,
+// and does not count against success.
 // Name defaults to a readable sentence such as "pipelined >= 1.2x over
 // baseline at every case".
 func Criteria(s *spec.Spec, r *result.Results) (crit []result.Criterion, allPassed bool) {
@@ -82,7 +86,7 @@ func Criteria(s *spec.Spec, r *result.Results) (crit []result.Criterion, allPass
 	for _, c := range s.Criteria {
 		out := evaluate(c, r)
 		crit = append(crit, out)
-		allPassed = allPassed && out.Passed
+		allPassed = allPassed && (out.Passed || out.Skipped)
 	}
 	return crit, allPassed
 }
@@ -117,7 +121,26 @@ func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 		out.Detail = "no results to evaluate it on"
 		return out
 	}
-	aggregate(&out, pts, k, forOf(c))
+	var ran []point
+	var skipped []string
+	for _, p := range pts {
+		if p.skipped {
+			if !slices.Contains(skipped, p.missing) {
+				skipped = append(skipped, p.missing)
+			}
+			continue
+		}
+		ran = append(ran, p)
+	}
+	if len(ran) == 0 {
+		out.Skipped = true
+		out.Detail = "not evaluated: " + strings.Join(skipped, "; ")
+		return out
+	}
+	aggregate(&out, ran, k, forOf(c))
+	if len(skipped) > 0 {
+		out.Detail += "; left out: " + strings.Join(skipped, "; ")
+	}
 	return out
 }
 
@@ -224,9 +247,9 @@ func speedupPoints(impl, over string, r *result.Results) []point {
 		ta, tb := timing(a), timing(b)
 		switch {
 		case ta == nil:
-			p.missing = notRun(impl, a)
+			p.missing, p.skipped = notRun(impl, a), isSkipped(a)
 		case tb == nil:
-			p.missing = notRun(over, b)
+			p.missing, p.skipped = notRun(over, b), isSkipped(b)
 		default:
 			p.value = tb.MedianMS / ta.MedianMS
 		}
@@ -260,12 +283,16 @@ func implPoints(which string, r *result.Results, value func(*result.ImplResult) 
 			} else if v, ok := value(ir); ok {
 				p.value = v
 			} else {
-				p.missing = notRun(name, ir)
+				p.missing, p.skipped = notRun(name, ir), isSkipped(ir)
 			}
 			pts = append(pts, p)
 		}
 	}
 	return pts
+}
+
+func isSkipped(ir *result.ImplResult) bool {
+	return ir != nil && ir.Status == result.ImplSkipped
 }
 
 // notRun says why an implementation has no figure on a case.

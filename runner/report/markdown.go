@@ -278,10 +278,16 @@ func (m *mdWriter) criteria(r *result.Results) {
 	}
 	for _, c := range r.Criteria {
 		mark := "❌"
-		if c.Passed {
+		switch {
+		case c.Skipped:
+			mark = "⏭️"
+		case c.Passed:
 			mark = "✅"
 		}
 		line := fmt.Sprintf("- %s **%s**: %s", mark, c.Name, fmtCriterion(c))
+		if c.Skipped {
+			line = fmt.Sprintf("- %s **%s**", mark, c.Name)
+		}
 		if c.Detail != "" {
 			line += "; " + c.Detail
 		}

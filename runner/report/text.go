@@ -80,10 +80,16 @@ func Text(w io.Writer, r *result.Results) error {
 		fmt.Fprintln(ew, "\ncriteria:")
 		for _, c := range r.Criteria {
 			mark := "FAIL"
-			if c.Passed {
+			switch {
+			case c.Skipped:
+				mark = "SKIP"
+			case c.Passed:
 				mark = "PASS"
 			}
 			line := fmt.Sprintf("  %s  %s: %s", mark, c.Name, fmtCriterion(c))
+			if c.Skipped {
+				line = fmt.Sprintf("  %s  %s", mark, c.Name)
+			}
 			if c.Detail != "" && !c.Passed {
 				line += "; " + c.Detail
 			}

@@ -245,7 +245,10 @@ type Criterion struct {
 	Value     float64 `json:"value"`
 	Threshold float64 `json:"threshold"`
 	Passed    bool    `json:"passed"`
-	Detail    string  `json:"detail,omitempty"`
+	// Skipped is set when nothing the criterion needs ran here (GPU-only
+	// implementations on a CPU run): it is neither passed nor failed.
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // Warning is something that makes a figure less trustworthy.
