@@ -18,9 +18,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/version"
 )
 
 const (
@@ -28,17 +29,16 @@ const (
 	Module = "github.com/xrun-dev/xrun"
 	// Package is the main package built as the runner.
 	Package = Module + "/runner/cmd/xrun-runner"
-	// VersionVar is the variable a build of a release sets (-ldflags -X)
-	// to the client's version, so the runner reports the version it was
-	// built for; development builds keep the version stamped from the checkout.
+	// VersionVar is the variable the build sets (-ldflags -X) to the
+	// client's version, so the runner reports the version of the client
+	// it was built for.
 	VersionVar = Module + "/runner/version.Version"
 )
 
 // Builder says where For looks for a runner and how it builds one. The zero
 // value is ready to use; tests override fields.
 type Builder struct {
-	// Version is the client's version; default: the main module's version
-	// from the build information, "devel" when it has none.
+	// Version is the client's version; default: version.Version.
 	Version string
 	// Exe is the running executable; default: os.Executable.
 	Exe string
@@ -169,21 +169,15 @@ func (b *Builder) cacheDir() (string, error) {
 	return filepath.Join(dir, "xrun", "runner"), nil
 }
 
-// ClientVersion returns the main module's version from the build
-// information: a release ("v0.3.0"), a pseudo-version stamped from the
-// checkout, or "devel".
-func ClientVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
-		return "devel"
-	}
-	return bi.Main.Version
-}
+// ClientVersion returns the client's version (version.Version): a release
+// ("v0.3.0"), a pseudo-version, or "devel+<revision>[-dirty]".
+func ClientVersion() string { return version.Version }
 
 var releaseRE = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 // IsDevVersion reports whether version names no build the module proxy can
-// serve: "devel", or a version with local changes ("+dirty").
+// serve: "devel", "devel+<revision>", or a version with local changes
+// ("+dirty").
 func IsDevVersion(version string) bool {
 	return !releaseRE.MatchString(version)
 }
@@ -275,10 +269,7 @@ func (b *Builder) build(ctx context.Context, goTool, dir, pkg, version, goos, go
 	}
 	tmp := fmt.Sprintf("%s.tmp-%d", dst, os.Getpid())
 	defer os.Remove(tmp)
-	ldflags := "-s -w"
-	if !IsDevVersion(version) {
-		ldflags += fmt.Sprintf(" -X %s=%s", VersionVar, version)
-	}
+	ldflags := fmt.Sprintf("-s -w -X %s=%s", VersionVar, version)
 	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)

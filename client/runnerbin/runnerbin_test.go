@@ -36,10 +36,11 @@ func TestIsDevVersion(t *testing.T) {
 		"v1.2.3-rc.1":                        false,
 		"v0.0.0-20261122040000-abcdef123456": false,
 		"v0.0.0-20261122040000-abcdef123456+dirty": true,
-		"devel":   true,
-		"(devel)": true,
-		"":        true,
-		"1.2.3":   true,
+		"devel":                true,
+		"devel+0123abcd-dirty": true,
+		"(devel)":              true,
+		"":                     true,
+		"1.2.3":                true,
 	}
 	for v, want := range tests {
 		if got := IsDevVersion(v); got != want {
@@ -226,8 +227,7 @@ func TestBuildFromSource(t *testing.T) {
 		t.Errorf("second call rebuilt (%d logs, %v)", len(logs), time.Since(start))
 	}
 
-	// A development version keeps the stamped version and is keyed to the
-	// executable.
+	// A development version is keyed to the executable.
 	b.Source, b.Version, b.Exe = src, "devel", filepath.Join(cache, "v1.2.3-linux-amd64")
 	p, err := b.For(ctx, "linux", "amd64")
 	if err != nil {
@@ -235,6 +235,11 @@ func TestBuildFromSource(t *testing.T) {
 	}
 	if name := filepath.Base(p); !strings.HasPrefix(name, "dev-devel-") || !strings.HasSuffix(name, "-linux-amd64") {
 		t.Errorf("development runner cached as %s", name)
+	}
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		if out, err := exec.Command(p).CombinedOutput(); err != nil || !strings.Contains(string(out), "runner devel") {
+			t.Errorf("development runner says %q (%v), want the client's version", out, err)
+		}
 	}
 }
 
