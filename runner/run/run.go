@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,8 @@ const (
 	// included) without meeting the rule.
 	ReasonMaxWallTime = "max_wall_time"
 	wallCapFactor     = 3
+	// minInitTimeout is the least time a worker gets to import the code.
+	minInitTimeout = time.Minute
 )
 
 const referenceName = "reference"
@@ -125,6 +128,7 @@ type runner struct {
 	impls      []*impl // reference first, then the spec's order
 	gotReady   bool
 	writeErred bool
+	mu         sync.Mutex // guards what concurrent worker starts share
 }
 
 // impl is one implementation (or the reference) and its worker.
@@ -135,6 +139,9 @@ type impl struct {
 	skip    string // why it does not run here
 	w       *harness.Worker
 	initErr *harness.Error // a failure every case would repeat
+	// startErr is a failure of a start made ahead of time (startAll), for
+	// the next use to report instead of starting again.
+	startErr error
 }
 
 func (rn *runner) logf(format string, args ...any) {
@@ -147,7 +154,10 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		SchemaVersion: result.SchemaVersion, JobID: o.JobID, CreatedAt: time.Now().UTC(), Status: result.StatusRunning,
 		ClientVersion: o.ClientVersion, RunnerVersion: version.Get(), Image: result.Image{Ref: o.ImageRef, Digest: o.ImageDigest},
 		Cases: []result.Case{}, Comparisons: []result.Comparison{}, Criteria: []result.Criterion{}, Warnings: []result.Warning{},
-		SweepKeys: []string{}, Implementations: []string{},
+		SweepKeys: []string{}, Implementations: []string{}, Mode: "cpu",
+	}
+	if o.Mode == "gpu" {
+		rn.r.Mode = "gpu" // until pickMode knows
 	}
 	r := rn.r
 	rn.logf("xrun-runner %s: experiment %s, output %s", r.RunnerVersion, o.ExperimentDir, o.OutDir)
@@ -340,6 +350,9 @@ func (rn *runner) skipReason(im spec.Implementation) string {
 		}
 		return ""
 	}
+	if im.CPUOnly() {
+		return "a CPU-only check (requires: cpu); this run is on a GPU"
+	}
 	have, ok := ccNumber(rn.gpu.ComputeCapability)
 	if !ok {
 		return ""
@@ -397,6 +410,10 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 	if im.initErr != nil {
 		return nil, im.initErr
 	}
+	if err := im.startErr; err != nil {
+		im.startErr = nil
+		return nil, err
+	}
 	if im.w != nil && !im.w.Exited() {
 		return im.w, nil
 	}
@@ -436,7 +453,9 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 	if len(models) > 0 {
 		init.Models = models
 	}
-	opCtx, cancel := context.WithTimeout(ctx, rn.timeout)
+	// Imports get at least minInitTimeout: on a loaded machine importing
+	// torch in several workers at once is slow, not hung.
+	opCtx, cancel := context.WithTimeout(ctx, max(rn.timeout, minInitTimeout))
 	defer cancel()
 	rn.logf("%s: starting worker", im.name)
 	ready, err := w.Init(opCtx, init)
@@ -453,8 +472,32 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 	return w, nil
 }
 
+// startAll starts the workers a case needs at the same time: importing
+// torch takes seconds, and workers start again after a crash.
+func (rn *runner) startAll(ctx context.Context, kc *kcase) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(2, runtime.NumCPU()))
+	for _, im := range rn.impls {
+		if !rn.live(kc, im) || im.initErr != nil || (im.w != nil && !im.w.Exited()) {
+			continue
+		}
+		wg.Add(1)
+		go func(im *impl) {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if _, err := rn.worker(ctx, im); err != nil {
+				im.startErr = err
+			}
+		}(im)
+	}
+	wg.Wait()
+}
+
 // noteReady records the environment the first worker reports.
 func (rn *runner) noteReady(rd *harness.Ready) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
 	if rn.gotReady {
 		return
 	}
@@ -510,7 +553,9 @@ func (rn *runner) res(kc *kcase, name string) *result.ImplResult {
 	c := &rn.r.Cases[kc.idx]
 	ir := c.Results[name]
 	if ir == nil {
-		ir = &result.ImplResult{}
+		// not_run until a step says otherwise, so that a results.json read
+		// mid-run (or left by a crash) is valid.
+		ir = &result.ImplResult{Status: result.ImplNotRun}
 		c.Results[name] = ir
 	}
 	return ir
@@ -524,13 +569,18 @@ func (rn *runner) runCase(ctx context.Context, p spec.Params) error {
 		kc.dtype, _ = d.(string)
 	}
 	rn.r.Cases = append(rn.r.Cases, result.Case{Params: p.Map(), Label: p.Label(), Results: map[string]*result.ImplResult{}})
-	rn.logf("case %s", p.Label())
+	label := p.Label()
+	if label == "" {
+		label = "(no parameters)"
+	}
+	rn.logf("case %s", label)
 	for _, im := range rn.impls {
 		if im.skip != "" {
 			*rn.res(kc, im.name) = result.ImplResult{Status: result.ImplSkipped, Error: im.skip}
 		}
 	}
 	rn.write()
+	rn.startAll(ctx, kc)
 	if err := rn.models(ctx, kc); err != nil {
 		return err
 	}
@@ -565,7 +615,7 @@ func (rn *runner) live(kc *kcase, im *impl) bool {
 		return false
 	}
 	ir := rn.r.Cases[kc.idx].Results[im.name]
-	return ir == nil || ir.Status == "" || ir.Status == result.ImplOK || ir.Status == result.ImplWrong
+	return ir == nil || ir.Status == result.ImplNotRun || ir.Status == result.ImplOK || ir.Status == result.ImplWrong
 }
 
 func (rn *runner) models(ctx context.Context, kc *kcase) error {
@@ -856,7 +906,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 				switch {
 				case ir == nil:
 					r.Cases[ci].Results[im.name] = &result.ImplResult{Status: result.ImplNotRun, Error: r.Error}
-				case ir.Status == "" || (ir.Status == result.ImplOK && (ir.Timing == nil || ir.Timing.StopReason == "in_progress")):
+				case ir.Status == result.ImplNotRun || (ir.Status == result.ImplOK && (ir.Timing == nil || ir.Timing.StopReason == "in_progress")):
 					ir.Status, ir.Error, ir.Timing = result.ImplNotRun, r.Error, nil
 				case ir.Timing != nil && ir.Timing.StopReason == "in_progress":
 					ir.Timing = nil

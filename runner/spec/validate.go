@@ -14,8 +14,9 @@ var (
 	smRE       = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
 )
 
-// Requirements an implementation may list, besides sm_NN.
-var knownRequires = []string{"gpu", "cuda", "triton", "torch"}
+// Requirements an implementation may list, besides sm_NN. "cpu" marks a
+// check that runs on CPU runs only (a slow step-by-step version, say).
+var knownRequires = []string{"gpu", "cuda", "triton", "torch", "cpu"}
 
 // ForValues are the allowed values of a criterion's "for".
 var ForValues = []string{"all", "any", "median"}
@@ -202,6 +203,9 @@ func (b *Benchmark) SweepKeys(cpu bool) []string {
 	}
 	return b.Sweep.Keys()
 }
+
+// CPUOnly reports whether an implementation runs on CPU runs only.
+func (im Implementation) CPUOnly() bool { return contains(im.Requires, "cpu") }
 
 // NeedsGPU reports whether an implementation needs a GPU to run.
 func (im Implementation) NeedsGPU() bool {

@@ -1,0 +1,632 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+var (
+	pyOnce sync.Once
+	pyPath string
+	pyErr  error
+)
+
+// python returns an interpreter with numpy (XRUN_TEST_PYTHON overrides). CI
+// installs one (scripts/setup.sh), so there a missing one fails the test.
+func python(t *testing.T) string {
+	t.Helper()
+	pyOnce.Do(func() { pyPath, pyErr = harness.FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON")) })
+	if pyErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("find python: %v", pyErr)
+		}
+		t.Skipf("find python: %v (apt-get install python3-numpy)", pyErr)
+	}
+	return pyPath
+}
+
+func needTorch(t *testing.T, py string) {
+	t.Helper()
+	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s cannot import torch: %v", py, err)
+		}
+		t.Skipf("%s cannot import torch (apt-get install python3-torch)", py)
+	}
+}
+
+// noGPU skips GPU-dependent expectations on a machine that has one.
+func noGPU(t *testing.T) {
+	t.Helper()
+	if _, _, err := gpuinfo.Query(context.Background()); err == nil {
+		t.Skip("this machine has a GPU; the test is about CPU-only hosts")
+	}
+}
+
+var schemaOnce = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(result.Schema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("schema.json")
+})
+
+// readResults decodes out/results.json and validates it against schema.json.
+func readResults(t *testing.T, out string) *result.Results {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, result.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := result.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schemaOnce()
+	if err != nil {
+		t.Fatalf("compile schema.json: %v", err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(inst); err != nil {
+		t.Errorf("results.json does not match schema.json: %v", err)
+	}
+	return r
+}
+
+type runOut struct {
+	r    *result.Results
+	err  error
+	code int
+	out  string
+	log  string
+}
+
+func runFixture(t *testing.T, ctx context.Context, o Options) runOut {
+	t.Helper()
+	if o.OutDir == "" {
+		o.OutDir = t.TempDir()
+	}
+	var log bytes.Buffer
+	o.Log = &log
+	r, err := Run(ctx, o)
+	t.Logf("runner log:\n%s", log.String())
+	return runOut{r: r, err: err, code: ExitCode(r, err), out: o.OutDir, log: log.String()}
+}
+
+func implOf(t *testing.T, r *result.Results, caseIdx int, name string) *result.ImplResult {
+	t.Helper()
+	if caseIdx >= len(r.Cases) {
+		t.Fatalf("no case %d (have %d)", caseIdx, len(r.Cases))
+	}
+	ir := r.Cases[caseIdx].Results[name]
+	if ir == nil {
+		t.Fatalf("case %d has no result for %s", caseIdx, name)
+	}
+	return ir
+}
+
+// Every way an implementation can fail is caught, reported with its
+// status, and the others are still measured.
+func TestFailuresAreIsolated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/failures", Python: py, JobID: "j-1"})
+	if ro.err != nil {
+		t.Fatal(ro.err)
+	}
+	if ro.code != ExitFailed {
+		t.Errorf("exit code %d, want %d", ro.code, ExitFailed)
+	}
+	r := readResults(t, ro.out)
+	if r.Status != result.StatusFailed || r.Success || r.Mode != "cpu" || r.JobID != "j-1" || r.FinishedAt == nil {
+		t.Errorf("status %q success %v mode %q job %q finished %v", r.Status, r.Success, r.Mode, r.JobID, r.FinishedAt)
+	}
+	tests := []struct {
+		name     string
+		status   string
+		timed    bool
+		errSub   string
+		tailSub  string
+		modified bool
+		replayed bool
+	}{
+		{name: "reference", status: result.ImplOK, timed: true},
+		{name: "good", status: result.ImplOK, timed: true},
+		{name: "noisy", status: result.ImplOK, timed: true},
+		{name: "wrong", status: result.ImplWrong, timed: true, errSub: "elements outside atol=0.0001"},
+		{name: "zeroes", status: result.ImplWrong, timed: true, errSub: "modified its inputs", modified: true},
+		{name: "replay", status: result.ImplWrong, timed: true, errSub: "replayed or cached", replayed: true},
+		{name: "raises", status: result.ImplError, errSub: "RuntimeError: kernel launch failed: bad block size"},
+		{name: "segfault", status: result.ImplCrashed, errSub: "segmentation fault", tailSub: "Fatal Python error: Segmentation fault"},
+		{name: "hangs", status: result.ImplTimeout, errSub: "no answer to check"},
+		{name: "gpu_only", status: result.ImplSkipped, errSub: "needs a GPU (requires: triton); this run has none"},
+	}
+	for _, tt := range tests {
+		ir := implOf(t, r, 0, tt.name)
+		if ir.Status != tt.status {
+			t.Errorf("%s: status %q, want %q (error %q)", tt.name, ir.Status, tt.status, ir.Error)
+		}
+		if (ir.Timing != nil) != tt.timed {
+			t.Errorf("%s: timing %+v, want timed=%v", tt.name, ir.Timing, tt.timed)
+		}
+		if ir.Timing != nil && (ir.Timing.Samples < 10 || ir.Timing.Rounds < 3 || ir.Timing.MedianMS <= 0 || ir.Timing.StopReason == "") {
+			t.Errorf("%s: timing %+v", tt.name, ir.Timing)
+		}
+		if !strings.Contains(ir.Error, tt.errSub) {
+			t.Errorf("%s: error %q lacks %q", tt.name, ir.Error, tt.errSub)
+		}
+		if !strings.Contains(ir.StderrTail, tt.tailSub) {
+			t.Errorf("%s: stderr tail %q lacks %q", tt.name, ir.StderrTail, tt.tailSub)
+		}
+		if c := ir.Correctness; c != nil && (c.InputsModified != tt.modified || c.Replayed != tt.replayed || c.Trials != 3) {
+			t.Errorf("%s: correctness %+v", tt.name, c)
+		}
+		if tt.name != "reference" && (tt.status == result.ImplOK || tt.status == result.ImplWrong) && ir.Correctness == nil {
+			t.Errorf("%s: no correctness", tt.name)
+		}
+	}
+	good := implOf(t, r, 0, "good")
+	if good.Correctness == nil {
+		t.Fatal("good: no correctness")
+	}
+	if s := good.Correctness.Seeds; len(s) != 3 || s[0] != 1 || s[1] != 2 {
+		t.Errorf("seeds %v, want 1, 2 and a random one", s)
+	}
+	if r.Cases[0].Flops != 512 || good.Throughput == nil || good.Throughput.TFLOPS <= 0 {
+		t.Errorf("flops %g, throughput %+v", r.Cases[0].Flops, good.Throughput)
+	}
+	if len(r.Criteria) != 1 || !r.Criteria[0].Passed {
+		t.Errorf("criteria %+v", r.Criteria)
+	}
+	if len(r.Comparisons) == 0 {
+		t.Error("no comparisons")
+	}
+	for _, name := range []string{"noisy", "segfault"} {
+		b, err := os.ReadFile(filepath.Join(ro.out, "logs", name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "noisy" && !strings.Contains(string(b), "noisy_add on stderr") {
+			t.Errorf("logs/noisy.log lacks the kernel's output: %q", b)
+		}
+	}
+	if md, err := os.ReadFile(filepath.Join(ro.out, "results.md")); err != nil || !bytes.Contains(md, []byte("good")) {
+		t.Errorf("results.md: %v %q", err, md)
+	}
+	if rl, err := os.ReadFile(filepath.Join(ro.out, "runner.log")); err != nil || !bytes.Contains(rl, []byte("status: failed")) {
+		t.Errorf("runner.log: %v", err)
+	}
+}
+
+// A numpy-only experiment (no torch imported) with dict inputs, impl
+// params, per-implementation models and metrics; its criteria pass.
+func TestNumpyExperimentSucceeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/numpy-saxpy", Python: py, GitCommit: "abc123"})
+	if ro.err != nil || ro.code != ExitSucceeded {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	if !r.Success || r.Status != result.StatusSucceeded || len(r.Cases) != 2 || r.Env.GitCommit != "abc123" || r.Env.Python == "" || r.Env.Numpy == "" {
+		t.Fatalf("success %v status %s cases %d env %+v", r.Success, r.Status, len(r.Cases), r.Env)
+	}
+	if r.Methodology.Timer != "perf_counter" || r.Methodology.Trials != 3 || r.Methodology.Rounds != 3 || r.Methodology.StoppingRule == "" {
+		t.Errorf("methodology %+v", r.Methodology)
+	}
+	for ci := range r.Cases {
+		for _, name := range []string{"reference", "loop", "vectorized"} {
+			ir := implOf(t, r, ci, name)
+			if ir.Status != result.ImplOK || ir.Timing == nil || !ir.Timing.Converged {
+				t.Errorf("case %d %s: %+v %+v", ci, name, ir, ir.Timing)
+			}
+		}
+		if m := implOf(t, r, ci, "vectorized").Metrics; m["chunks"] != r.Cases[ci].Params["n"].(float64)/64 {
+			t.Errorf("metrics %v (impl params not passed?)", m)
+		}
+	}
+	if len(r.Comparisons) != 2 || r.Comparisons[0].Verdict != result.VerdictFast {
+		t.Errorf("comparisons %+v", r.Comparisons)
+	}
+}
+
+func TestTorchCPUExperiment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	needTorch(t, py)
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/torch-mm", Python: py})
+	if ro.err != nil || ro.code != ExitFailed {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	if r.Env.Torch == "" {
+		t.Error("torch version not recorded")
+	}
+	if _, ok := r.Cases[0].Results["reference"]; ok {
+		t.Error("time_reference: false, yet the reference has a result")
+	}
+	want := map[string]string{"matmul": result.ImplOK, "einsum": result.ImplOK, "transposed": result.ImplWrong,
+		"in_place": result.ImplWrong, "needs_hopper": result.ImplSkipped}
+	for name, status := range want {
+		ir := implOf(t, r, 0, name)
+		if ir.Status != status {
+			t.Errorf("%s: %s (%s), want %s", name, ir.Status, ir.Error, status)
+		}
+	}
+	mm := implOf(t, r, 0, "matmul")
+	if c := mm.Correctness; c.Dtype != "float32" || c.Tolerance.Atol != 1e-4 || c.MaxAbsError == 0 || mm.Timing == nil {
+		t.Errorf("matmul: %+v %+v", c, mm.Timing)
+	}
+	if !implOf(t, r, 0, "in_place").Correctness.InputsModified {
+		t.Error("in_place: inputs_modified not set")
+	}
+	if !strings.Contains(implOf(t, r, 0, "transposed").Error, "output[0]") {
+		t.Errorf("transposed: %s", implOf(t, r, 0, "transposed").Error)
+	}
+}
+
+// A command benchmark speaks the protocol without the Python harness.
+func TestCommandBenchmark(t *testing.T) {
+	noGPU(t)
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command"})
+	if ro.err != nil || ro.code != ExitSucceeded {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	slow, fast := implOf(t, r, 0, "slow"), implOf(t, r, 0, "fast")
+	if slow.Timing.MedianMS != 2 || fast.Timing.MedianMS != 1 || !fast.Timing.Converged || fast.Throughput.TFLOPS != 2 {
+		t.Errorf("slow %+v fast %+v %+v", slow.Timing, fast.Timing, fast.Throughput)
+	}
+	if len(r.Comparisons) != 1 || r.Comparisons[0].Speedup != 2 || r.Comparisons[0].Verdict != result.VerdictFast {
+		t.Errorf("comparisons %+v", r.Comparisons)
+	}
+	b, _ := os.ReadFile(filepath.Join(ro.out, "logs", "fast.log"))
+	if !strings.Contains(string(b), "timing fast") {
+		t.Errorf("logs/fast.log: %q", b)
+	}
+}
+
+// copyFixture copies a fixture to a temporary directory and applies edits
+// to its xrun.yaml.
+func copyFixture(t *testing.T, name string, edit func(string) string) string {
+	t.Helper()
+	dst := t.TempDir()
+	entries, err := os.ReadDir(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("testdata", name, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "xrun.yaml" {
+			b = []byte(edit(string(b)))
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func TestCriteriaFailed(t *testing.T) {
+	noGPU(t)
+	dir := copyFixture(t, "command", func(s string) string { return strings.Replace(s, "at_least: 1.5", "at_least: 3", 1) })
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
+	if ro.err != nil || ro.code != ExitCriteriaFailed {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	if r.Status != result.StatusCriteriaFailed || r.Success || len(r.Criteria) != 1 || r.Criteria[0].Passed {
+		t.Errorf("status %s success %v criteria %+v", r.Status, r.Success, r.Criteria)
+	}
+}
+
+func TestPostsResults(t *testing.T) {
+	noGPU(t)
+	var mu sync.Mutex
+	var got []byte
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got, _ = io.ReadAll(req.Body)
+		auth = req.Header.Get("Authorization")
+	}))
+	defer srv.Close()
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command", PostURL: srv.URL, PostToken: "s3cret", JobID: "j-post"})
+	if ro.code != ExitSucceeded {
+		t.Fatalf("exit %d: %v", ro.code, ro.err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if auth != "Bearer s3cret" {
+		t.Errorf("Authorization %q", auth)
+	}
+	r, err := result.Decode(got)
+	if err != nil || r.JobID != "j-post" || r.Status != result.StatusSucceeded {
+		t.Errorf("posted %v %+v", err, r)
+	}
+	if strings.Contains(ro.log, "s3cret") {
+		t.Error("the token is in the log")
+	}
+}
+
+// A failed post is logged and loses nothing.
+func TestPostFailureKeepsResults(t *testing.T) {
+	noGPU(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command", PostURL: srv.URL})
+	if ro.code != ExitSucceeded || !strings.Contains(ro.log, "post results:") {
+		t.Fatalf("exit %d, log lacks the post failure", ro.code)
+	}
+	readResults(t, ro.out)
+}
+
+func TestBadSpec(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "xrun.yaml"), []byte("name: x\nbenchmark:\n  bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
+	var se *SpecError
+	if !errors.As(ro.err, &se) || ro.code != ExitBadSpec || !strings.Contains(ro.err.Error(), "bogus") {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	if r.Status != result.StatusFailed || !strings.Contains(r.Error, "bogus") {
+		t.Errorf("status %s error %q", r.Status, r.Error)
+	}
+	if _, err := Run(context.Background(), Options{ExperimentDir: dir, OutDir: t.TempDir(), Mode: "tpu"}); !errors.As(err, &se) {
+		t.Errorf("mode tpu: %v", err)
+	}
+}
+
+func TestSpecWantsGPUButNoneFound(t *testing.T) {
+	noGPU(t)
+	dir := copyFixture(t, "command", func(s string) string { return s + "resources: {gpus: 1}\n" })
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
+	var ie *InfraError
+	if !errors.As(ro.err, &ie) || ro.code != ExitInfra || !strings.Contains(ro.err.Error(), "XRUN_MODE=cpu") {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	readResults(t, ro.out)
+	// Asking for the CPU on purpose runs it.
+	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir, Mode: "cpu"})
+	if ro.code != ExitSucceeded {
+		t.Fatalf("mode cpu: exit %d, %v", ro.code, ro.err)
+	}
+	ro = runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command", Mode: "gpu"})
+	if !errors.As(ro.err, &ie) {
+		t.Fatalf("mode gpu without a GPU: %v", ro.err)
+	}
+}
+
+func TestOutputNotWritable(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{ExperimentDir: "testdata/command", OutDir: filepath.Join(f, "out")})
+	var ie *InfraError
+	if !errors.As(err, &ie) || ExitCode(nil, err) != ExitInfra {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// Cancelling (SIGINT/SIGTERM in the binary) kills the workers and leaves a
+// valid results.json that says cancelled.
+func TestCancel(t *testing.T) {
+	noGPU(t)
+	py := python(t)
+	dir := copyFixture(t, "failures", func(s string) string {
+		s = strings.Replace(s, "impl_timeout: 2s", "impl_timeout: 5m", 1)
+		return strings.Replace(s, "    good: kernels:add\n", "    good: kernels:add\n    hangs_first: kernels:hang\n", 1)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := t.TempDir()
+	go func() {
+		// Cancel once the hanging implementation is being checked.
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(filepath.Join(out, "runner.log")); err == nil && bytes.Contains(b, []byte("good: correct")) {
+				time.Sleep(300 * time.Millisecond)
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	ro := runFixture(t, ctx, Options{ExperimentDir: dir, OutDir: out, Python: py})
+	if !errors.Is(ro.err, context.Canceled) || ro.code != ExitCancelled {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("cancelling took %s", d)
+	}
+	r := readResults(t, out)
+	if r.Status != result.StatusCancelled || r.FinishedAt == nil {
+		t.Errorf("status %s", r.Status)
+	}
+	if ir := implOf(t, r, 0, "hangs_first"); ir.Status != result.ImplNotRun {
+		t.Errorf("hangs_first: %s", ir.Status)
+	}
+	if ir := implOf(t, r, 0, "good"); ir.Status != result.ImplNotRun || ir.Correctness == nil || !ir.Correctness.Passed {
+		t.Errorf("good: %+v (its check should stay)", ir)
+	}
+}
+
+// Setup runs once, in the experiment directory, before any worker; a
+// failing setup fails the run.
+func TestSetup(t *testing.T) {
+	noGPU(t)
+	dir := copyFixture(t, "command", func(s string) string {
+		return strings.Replace(s, "benchmark:\n", "benchmark:\n  setup: echo built > built.txt && echo setup-output\n", 1)
+	})
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
+	if ro.code != ExitSucceeded || !strings.Contains(ro.log, "setup-output") {
+		t.Fatalf("exit %d, log lacks the setup output", ro.code)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "built.txt")); err != nil || string(b) != "built\n" {
+		t.Errorf("built.txt: %q %v", b, err)
+	}
+	dir = copyFixture(t, "command", func(s string) string {
+		return strings.Replace(s, "benchmark:\n", "benchmark:\n  setup: exit 3\n", 1)
+	})
+	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir})
+	r := readResults(t, ro.out)
+	if ro.code != ExitFailed || r.Status != result.StatusFailed || !strings.Contains(r.Error, "setup") {
+		t.Errorf("exit %d status %s error %q", ro.code, r.Status, r.Error)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		r    *result.Results
+		err  error
+		want int
+	}{
+		{&result.Results{Status: result.StatusSucceeded}, nil, 0},
+		{&result.Results{Status: result.StatusCriteriaFailed}, nil, 1},
+		{&result.Results{Status: result.StatusFailed}, nil, 2},
+		{&result.Results{Status: result.StatusTimeout}, nil, 2},
+		{&result.Results{Status: result.StatusCancelled}, context.Canceled, 130},
+		{&result.Results{Status: result.StatusFailed}, &SpecError{errors.New("x")}, 3},
+		{nil, &InfraError{errors.New("x")}, 4},
+		{&result.Results{Status: result.StatusRunning}, nil, 4},
+		{nil, errors.New("x"), 4},
+	}
+	for _, tt := range tests {
+		if got := ExitCode(tt.r, tt.err); got != tt.want {
+			t.Errorf("ExitCode(%v, %v) = %d, want %d", tt.r, tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestPythonPath(t *testing.T) {
+	exp := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(exp, "kernels", "gla"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// ../../kernels/gla is not there: it is <exp>/gla in the container, so
+	// its parent is <exp>; kernels/gla is there, so its parent is
+	// <exp>/kernels.
+	got := pythonPath(exp, []string{"../../kernels/gla", "kernels/gla", "shared/util"}, "/opt/x:/opt/y:"+exp)
+	want := strings.Join([]string{exp, filepath.Join(exp, "kernels"), "/opt/x", "/opt/y"}, ":")
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestSeeds(t *testing.T) {
+	rn := &runner{trials: 3}
+	a, b := rn.seeds(), rn.seeds()
+	if len(a) != 3 || a[0] != 1 || a[1] != 2 || a[2] < 0 {
+		t.Fatalf("seeds %v", a)
+	}
+	if a[2] == b[2] {
+		// 1 in 2^31 by chance: draw once more before calling it broken.
+		if c := rn.seeds(); c[2] == a[2] {
+			t.Errorf("the last seed is not random: %d, %d, %d", a[2], b[2], c[2])
+		}
+	}
+	if s := (&runner{trials: 1}).seeds(); len(s) != 1 {
+		t.Errorf("one trial: %v", s)
+	}
+}
+
+func TestSkipReason(t *testing.T) {
+	h100 := &result.GPU{Name: "NVIDIA H100 80GB HBM3", ComputeCapability: "9.0"}
+	a100 := &result.GPU{Name: "NVIDIA A100-SXM4-80GB", ComputeCapability: "8.0"}
+	b200 := &result.GPU{Name: "NVIDIA B200", ComputeCapability: "10.0"}
+	tests := []struct {
+		cpu  bool
+		gpu  *result.GPU
+		req  []string
+		want string
+	}{
+		{cpu: true, req: []string{"triton"}, want: "needs a GPU (requires: triton); this run has none"},
+		{cpu: true, req: []string{"torch"}},
+		{cpu: true},
+		{gpu: h100, req: []string{"sm_90"}},
+		{gpu: h100, req: []string{"sm_90a"}},
+		{gpu: a100, req: []string{"triton", "sm_90"}, want: "needs sm_90 (compute capability 9.0 or later); NVIDIA A100-SXM4-80GB has 8.0"},
+		{gpu: b200, req: []string{"sm_90a"}, want: "needs sm_90a (architecture-specific features of compute capability 9.0 only); NVIDIA B200 has 10.0"},
+		{gpu: b200, req: []string{"sm_100"}},
+		{gpu: h100, req: []string{"sm_100"}, want: "needs sm_100 (compute capability 10.0 or later); NVIDIA H100 80GB HBM3 has 9.0"},
+		{cpu: true, req: []string{"cpu"}},
+		{gpu: h100, req: []string{"cpu"}, want: "a CPU-only check (requires: cpu); this run is on a GPU"},
+	}
+	for _, tt := range tests {
+		rn := &runner{cpu: tt.cpu, gpu: tt.gpu}
+		im := implSpec(tt.req)
+		if got := rn.skipReason(im); got != tt.want {
+			t.Errorf("cpu=%v gpu=%v requires %v: %q, want %q", tt.cpu, tt.gpu, tt.req, got, tt.want)
+		}
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	t.Setenv(EnvJobID, "j-9")
+	t.Setenv(EnvMode, "cpu")
+	t.Setenv(EnvPostURL, "http://x")
+	t.Setenv(EnvPostToken, "tok")
+	t.Setenv(EnvGitCommit, "c0ffee")
+	o := OptionsFromEnv()
+	if o.JobID != "j-9" || o.Mode != "cpu" || o.PostURL != "http://x" || o.PostToken != "tok" || o.GitCommit != "c0ffee" {
+		t.Errorf("%+v", o)
+	}
+}
+
+func TestWorkerEnvHidesToken(t *testing.T) {
+	t.Setenv(EnvPostToken, "secret")
+	t.Setenv("PYTHONPATH", "/old")
+	env := workerEnv("/exp", nil, "cpu")
+	joined := strings.Join(env, "\n")
+	if strings.Contains(joined, "secret") || !strings.Contains(joined, "PYTHONPATH=/exp:/old") || !strings.Contains(joined, "XRUN_DEVICE=cpu") {
+		t.Errorf("env:\n%s", joined)
+	}
+}
+
+func implSpec(req []string) spec.Implementation {
+	return spec.Implementation{Name: "x", Fn: "m:f", Requires: req}
+}
