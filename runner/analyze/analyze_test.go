@@ -258,7 +258,7 @@ func TestCriteriaSkippedImplementations(t *testing.T) {
 	ok := &result.ImplResult{Status: result.ImplOK, Correctness: &result.Correctness{Passed: true, MaxAbsError: 1e-3}}
 	r := &result.Results{
 		Implementations: []string{"reference", "base", "fast"},
-		Cases: []result.Case{{Label: "T=64", Results: map[string]*result.ImplResult{"base": ok, "fast": skipped}}},
+		Cases:           []result.Case{{Label: "T=64", Results: map[string]*result.ImplResult{"base": ok, "fast": skipped}}},
 	}
 	crit, all := Criteria(s, r)
 	if !all {
