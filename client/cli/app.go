@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,6 +33,9 @@ type App struct {
 	// StoreRoot overrides the job store location (default: jobs.DefaultRoot).
 	StoreRoot string
 
+	// Trace, when set (XRUN_TRACE=1), times the steps of a submit on stderr.
+	Trace bool
+
 	mu      sync.Mutex
 	engines map[HostSelection]engine.Engine
 	store   *jobs.Store
@@ -48,7 +52,7 @@ type HostSelection struct {
 // NewApp returns an App writing to out and errw, reading the process
 // environment and talking to real daemons.
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	return &App{Out: out, Err: errw, Getenv: getenv, RunnerFor: runnerbin.For}
+	return &App{Out: out, Err: errw, Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Engine returns the (cached) engine for sel, connecting and pinging it
@@ -115,6 +119,18 @@ func (a *App) Store() (*jobs.Store, error) {
 	}
 	a.store = s
 	return s, nil
+}
+
+// step returns a function that prints how long a step took, with
+// XRUN_TRACE set.
+func (a *App) step(name string) func() {
+	if !a.Trace {
+		return func() {}
+	}
+	start := time.Now()
+	return func() {
+		fmt.Fprintf(a.Err, "trace: %-14s %6.1f ms\n", name, float64(time.Since(start).Microseconds())/1000)
+	}
 }
 
 // Close releases every engine connection.

@@ -20,9 +20,6 @@ import (
 //go:embed scaffold
 var scaffold embed.FS
 
-// DefaultBase is the base image name a new experiment starts from.
-const DefaultBase = "cuda-torch"
-
 type initOptions struct {
 	dir  string
 	name string
@@ -43,7 +40,7 @@ Examples:
   xrun init --name gla-fused experiments/040-gla-fused`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "experiment name (default: the directory's name)", Destination: &o.name},
-			&cli.StringFlag{Name: "base", Value: DefaultBase, Usage: "image.base to write", Destination: &o.base},
+			&cli.StringFlag{Name: "base", Usage: "image.base to write (default: none, so xrun picks its GPU or CPU base)", Destination: &o.base},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {

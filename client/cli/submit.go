@@ -169,7 +169,9 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if cs.ShmBytes == 0 {
 		cs.ShmBytes = 1 << 30 // PyTorch DataLoader workers and NCCL need more than Docker's 64 MiB
 	}
+	done := a.step("create")
 	id, err := p.eng.Create(ctx, cs)
+	done()
 	if err != nil {
 		j.Status, j.Error = result.StatusFailed, err.Error()
 		st.Save(j)
@@ -187,10 +189,12 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 
 // prepare validates the spec, checks the host and builds (or finds) the image.
 func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
+	done := a.step("spec")
 	s, err := spec.Load(o.dir)
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
+	done()
 	p := &prepared{spec: s, timeout: s.Resources.Timeout.Duration, mode: "gpu"}
 	if o.timeout > 0 {
 		p.timeout = o.timeout
@@ -221,31 +225,41 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 	if p.labels, err = parseLabels(o.labels); err != nil {
 		return nil, err
 	}
+	done = a.step("connect")
 	if p.eng, err = a.Engine(ctx, o.host); err != nil {
 		return nil, err
 	}
+	done()
+	done = a.step("info")
 	if p.info, err = p.eng.Info(ctx); err != nil {
 		return nil, err
 	}
+	done()
+	done = a.step("context")
 	bctx, err := buildctx.Collect(o.dir, s, a.contextProgress())
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
+	done()
+	done = a.step("base")
 	base, err := a.pickBase(ctx, p.eng, s.Image, o)
 	if err != nil {
 		return nil, err
 	}
+	done()
 	if p.gpus != nil && !p.info.NvidiaRuntime {
 		if err := probeGPU(ctx, p.eng, base, p.gpus); err != nil {
 			return nil, err
 		}
 	}
+	done = a.step("runner")
 	runner, err := a.RunnerFor(ctx, p.info.OS, p.info.Arch, func(format string, args ...any) {
 		fmt.Fprintf(a.Err, format+"\n", args...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get the runner for %s/%s: %w", p.info.OS, p.info.Arch, err)
 	}
+	done()
 	df, err := dockerfile.Generate(dockerfile.Options{
 		Base:       base,
 		Apt:        s.Image.Apt,
@@ -265,12 +279,17 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		{Name: "Dockerfile", Mode: 0o644, Data: df},
 		{Name: "xrun-runner", Mode: 0o755, Src: runner},
 	}
+	done = a.step("hash")
 	hash, err := bctx.HashWith(extras...)
 	if err != nil {
 		return nil, err
 	}
+	done()
 	p.imageRef = "xrun/" + s.Name + ":" + hash[:12]
-	if p.imageID, err = p.eng.ImageID(ctx, p.imageRef); err == nil {
+	done = a.step("image-exists")
+	p.imageID, err = p.eng.ImageID(ctx, p.imageRef)
+	done()
+	if err == nil {
 		fmt.Fprintf(a.Err, "image %s is on %s: build skipped\n", p.imageRef, p.eng.Host())
 		return p, nil
 	} else if !errors.Is(err, engine.ErrNotFound) {
@@ -452,10 +471,12 @@ func gitCommit(dir string) string {
 // startDetached starts the job and prints its id.
 func (a *App) startDetached(ctx context.Context, p *prepared, j *jobs.Job, o submitOptions) error {
 	st, _ := a.Store()
+	done := a.step("start")
 	if err := p.eng.Start(ctx, j.ContainerID); err != nil {
 		a.discard(p.eng, j, err)
 		return err
 	}
+	done()
 	j.Status = jobs.StatusRunning
 	if err := st.Save(j); err != nil {
 		return err
