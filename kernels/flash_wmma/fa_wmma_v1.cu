@@ -31,7 +31,7 @@
 //
 // Shared memory per CTA: Q, K, V tiles (BLOCK x (D+8) fp16 each), O
 // (BLOCK_M x (D+4) fp32), per-warp S (16 x 68 fp32) and P (16 x 72 fp16):
-// 70 KB at D=64, 110 KB at D=128.
+// 70 KiB at D=64, 110 KiB at D=128.
 //
 // Reference: flash_wmma/reference.py (float32 math).
 

@@ -35,7 +35,7 @@
 // Shapes: Q, K, V, O are [B, H, N, D] fp16, contiguous; D in {64, 128};
 // N a multiple of 64. Grid: (N / 64, B * H); 4 warps, 16 query rows each.
 // Shared memory (STAGES = 2, PAD = 8): Q tile + 2 x (K, V) tiles + S/P
-// scratch = 63.5 KB at D=64, 104 KB at D=128.
+// scratch = 62 KiB at D=64, 102 KiB at D=128 (two CTAs per SM at D=128).
 //
 // Reference: flash_wmma/reference.py (float32 math).
 
