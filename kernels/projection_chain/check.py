@@ -64,7 +64,7 @@ def main():
                     row["max_err"] = max_err(fn(*inp), ref_fn(*inp))
                     del inp
                     inp = make(params, 2)
-                    ms = do_bench(lambda: fn(*inp), warmup=50, rep=200, return_mode="median")
+                    ms = do_bench(lambda args=inp: fn(*args), warmup=50, rep=200, return_mode="median")
                     row["ms"] = ms
                     if traffic is not None:
                         row["gb"] = traffic(params, name) / 1e9

@@ -20,7 +20,6 @@ PyTorch reference beside it: activate_reference (and
 reference.projection_chain for the whole chain).
 """
 
-import torch
 import torch.nn.functional as F
 
 try:
