@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,11 +128,12 @@ func Start(c Config) (*Worker, error) {
 	out := &tailWriter{w: logFile, f: logFile}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
 	cmd.Dir = c.Dir
-	cmd.Env = c.Env
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
 	}
-	cmd.Env = append(cmd.Env, "XRUN_CMD_FD=3", "XRUN_EVENT_FD=4", "XRUN_IMPL="+c.Name)
+	// A fresh slice: callers share c.Env between workers started at once.
+	cmd.Env = append(slices.Clip(env), "XRUN_CMD_FD=3", "XRUN_EVENT_FD=4", "XRUN_IMPL="+c.Name)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.ExtraFiles = []*os.File{cmdR, evW}

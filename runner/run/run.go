@@ -60,6 +60,9 @@ const (
 	DefaultTrials      = 3
 	DefaultRounds      = 3
 	DefaultImplTimeout = 10 * time.Minute
+	// DefaultCPUMaxTimeS caps the timing of one implementation on one case
+	// on a CPU run (the GPU cap is stats.DefaultRule's).
+	DefaultCPUMaxTimeS = 2.0
 	// minBatchS is the least measured time one batch asks for.
 	minBatchS = 0.1
 	// ReasonMaxWallTime is the stop reason when an implementation used
@@ -266,6 +269,11 @@ func visibleGPU(gpus []result.GPU) *result.GPU {
 
 func (rn *runner) setMethod() {
 	m := rn.s.Benchmark.Method
+	if rn.cpu && m.MaxTimeS == 0 {
+		// A CPU run checks correctness; its timings are rough on shared
+		// cores and would otherwise spend the whole cap not converging.
+		m.MaxTimeS = DefaultCPUMaxTimeS
+	}
 	rn.method = m
 	rn.rule = stats.RuleFrom(m)
 	rn.warmupMS = orFloat(m.WarmupMS, DefaultWarmupMS)

@@ -48,6 +48,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, version.Get())
 		return 0
 	}
+	// A closed log pipe must not kill the run: writes then just fail.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o.Log = stderr
