@@ -75,6 +75,12 @@ func Text(w io.Writer, r *result.Results) error {
 				fmt.Fprintln(ew, "  "+line)
 			}
 		}
+		if lines := skips(r); len(lines) > 0 {
+			fmt.Fprintln(ew, "\nskipped:")
+			for _, line := range lines {
+				fmt.Fprintln(ew, "  "+line)
+			}
+		}
 	}
 	if len(r.Criteria) > 0 {
 		fmt.Fprintln(ew, "\ncriteria:")
@@ -127,7 +133,7 @@ func failures(r *result.Results) []string {
 	for i, c := range r.Cases {
 		for _, n := range implNames(r) {
 			ir := c.Results[n]
-			if ir == nil || ir.Status == result.ImplOK {
+			if ir == nil || ir.Status == result.ImplOK || ir.Status == result.ImplSkipped {
 				continue
 			}
 			why := firstLine(ir.Error)
@@ -138,6 +144,20 @@ func failures(r *result.Results) []string {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s %s %s: %s", cols[i], n, ir.Status, why))
+		}
+	}
+	return out
+}
+
+// skips lists one line per implementation skipped on some case, with why.
+func skips(r *result.Results) []string {
+	var out []string
+	for _, n := range implNames(r) {
+		for _, c := range r.Cases {
+			if ir := c.Results[n]; ir != nil && ir.Status == result.ImplSkipped {
+				out = append(out, fmt.Sprintf("%s: %s", n, firstLine(ir.Error)))
+				break
+			}
 		}
 	}
 	return out
