@@ -19,10 +19,6 @@ def matmul(a, b):
     return a @ b, a.sum()
 
 
-def einsum(a, b):
-    return torch.einsum("ik,kj->ij", a, b), a.sum()
-
-
 def transposed(a, b):
     return a @ b.t(), a.sum()
 
