@@ -2,7 +2,7 @@
 # Makes a CPU base image on a host that cannot reach a container registry:
 # a Debian root filesystem from debootstrap (python3, numpy, and with --torch
 # Debian's PyTorch), loaded with `docker import`. Needs root and a Debian
-# mirror. Takes 1-3 min, or 3-5 min with --torch, mostly downloading.
+# mirror. Takes 1-3 min, or 3-12 min with --torch, mostly downloading.
 set -euo pipefail
 
 usage() {
