@@ -109,6 +109,11 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build with apt packages: %v\n%s", err, out)
 	}
+	// The base's CMD must not become arguments of the runner.
+	cmd, err := exec.Command("docker", "image", "inspect", "--format", "{{json .Config.Cmd}}", tag).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(cmd)) != "null" {
+		t.Errorf("image CMD = %s (%v), want none", cmd, err)
+	}
 	run, err := exec.Command("docker", "run", "--rm", tag).CombinedOutput()
 	if err != nil || !strings.Contains(string(run), "numpy ") || !strings.Contains(string(run), " yaml ") {
 		t.Fatalf("run %s: %v\n%s", tag, err, run)
