@@ -1,0 +1,332 @@
+package gpus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/engine"
+)
+
+// fakeEngine keeps containers in memory with the daemon's one rule that
+// matters here: names are unique.
+type fakeEngine struct {
+	engine.Engine
+	mu     sync.Mutex
+	n      int
+	byID   map[string]*engine.Container
+	byName map[string]string
+}
+
+func newFake() *fakeEngine {
+	return &fakeEngine{byID: map[string]*engine.Container{}, byName: map[string]string{}}
+}
+
+func (f *fakeEngine) Host() string { return "fake://host" }
+
+func (f *fakeEngine) Create(_ context.Context, s engine.ContainerSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.byName[s.Name]; dup && s.Name != "" {
+		return "", fmt.Errorf("create container %q: Conflict. The container name %q is already in use", s.Name, "/"+s.Name)
+	}
+	f.n++
+	id := fmt.Sprintf("c%04d", f.n)
+	f.byID[id] = &engine.Container{ID: id, Name: s.Name, Labels: s.Labels, State: "created", Created: time.Now()}
+	if s.Name != "" {
+		f.byName[s.Name] = id
+	}
+	return id, nil
+}
+
+func (f *fakeEngine) lookup(ref string) (*engine.Container, bool) {
+	if id, ok := f.byName[ref]; ok {
+		ref = id
+	}
+	c, ok := f.byID[ref]
+	return c, ok
+}
+
+func (f *fakeEngine) Inspect(_ context.Context, ref string) (engine.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.lookup(ref)
+	if !ok {
+		return engine.Container{}, fmt.Errorf("no such container %s: %w", ref, engine.ErrNotFound)
+	}
+	return *c, nil
+}
+
+func (f *fakeEngine) Remove(_ context.Context, ref string, _ bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.lookup(ref)
+	if !ok {
+		return fmt.Errorf("no such container %s: %w", ref, engine.ErrNotFound)
+	}
+	delete(f.byID, c.ID)
+	if c.Name != "" {
+		delete(f.byName, c.Name)
+	}
+	return nil
+}
+
+func (f *fakeEngine) List(_ context.Context, labels map[string]string, all bool) ([]engine.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []engine.Container
+next:
+	for _, c := range f.byID {
+		for k, v := range labels {
+			got, ok := c.Labels[k]
+			if !ok || (v != "" && got != v) {
+				continue next
+			}
+		}
+		if !all && c.State != "running" {
+			continue
+		}
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
+// job adds a job container in state with the given GPU label.
+func (f *fakeEngine) job(id, state, gpuIDs string) {
+	labels := map[string]string{labelJob: id}
+	if gpuIDs != "" {
+		labels[LabelGPUIDs] = gpuIDs
+	}
+	cid, _ := f.Create(context.Background(), engine.ContainerSpec{Name: "job-" + id, Labels: labels})
+	f.mu.Lock()
+	f.byID[cid].State = state
+	f.mu.Unlock()
+}
+
+// reservation adds a reservation of GPU idx for job, created age ago.
+func (f *fakeEngine) reservation(idx int, job string, age time.Duration) {
+	cid, _ := f.Create(context.Background(), engine.ContainerSpec{Name: ReservationName(idx), Labels: map[string]string{LabelHolder: job, LabelReservation: fmt.Sprint(idx)}})
+	f.mu.Lock()
+	f.byID[cid].Created = time.Now().Add(-age)
+	f.mu.Unlock()
+}
+
+func indices(gs []GPU) []int {
+	var out []int
+	for _, g := range gs {
+		out = append(out, g.Index)
+	}
+	return out
+}
+
+func TestAcquire(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *fakeEngine)
+		req     Request
+		want    []int
+		wantErr string
+	}{
+		{name: "one of four", req: Request{Count: 1}, want: []int{0}},
+		{name: "two of four", req: Request{Count: 2}, want: []int{0, 1}},
+		{name: "all", req: Request{Count: -1}, want: []int{0, 1, 2, 3}},
+		{name: "pinned by index", req: Request{IDs: []string{"2", "0"}}, want: []int{0, 2}},
+		{name: "pinned by uuid", req: Request{IDs: []string{Fake("", 4).GPUs[3].UUID}}, want: []int{3}},
+		{name: "skips a reserved GPU", setup: func(f *fakeEngine) { f.reservation(0, "a", 0); f.job("a", "running", "0") }, req: Request{Count: 1}, want: []int{1}},
+		{name: "skips a GPU labelled on a running job", setup: func(f *fakeEngine) { f.job("b", "running", "0,1") }, req: Request{Count: 2}, want: []int{2, 3}},
+		{name: "a finished job's label holds nothing", setup: func(f *fakeEngine) { f.job("b", "exited", "0") }, req: Request{Count: 1}, want: []int{0}},
+		{name: "reclaims the reservation of a finished job", setup: func(f *fakeEngine) { f.reservation(0, "done", time.Minute); f.job("done", "exited", "0") }, req: Request{IDs: []string{"0", "1"}}, want: []int{0, 1}},
+		{name: "reclaims a reservation whose job never appeared", setup: func(f *fakeEngine) { f.reservation(1, "ghost", time.Hour) }, req: Request{IDs: []string{"1", "3"}}, want: []int{1, 3}},
+		{name: "a young reservation without its job holds", setup: func(f *fakeEngine) { f.reservation(1, "starting", time.Second) }, req: Request{IDs: []string{"1", "3"}},
+			wantErr: "cannot give this job GPUs 1,3 now (1 free; held: GPU 1 by job starting)"},
+		{name: "a created job holds", setup: func(f *fakeEngine) { f.reservation(2, "c", time.Hour); f.job("c", "created", "") }, req: Request{Count: -1}, wantErr: "held: GPU 2 by job c"},
+		{name: "busy", setup: func(f *fakeEngine) {
+			for i := 0; i < 4; i++ {
+				f.reservation(i, fmt.Sprintf("j%d", i), 0)
+			}
+		}, req: Request{Count: 1}, wantErr: "(0 free; held: GPU 0 by job j0, GPU 1 by job j1, GPU 2 by job j2, GPU 3 by job j3): wait for them with --queue"},
+		{name: "more than the host has", req: Request{Count: 5}, wantErr: "has 4 GPUs, the job asks for 5"},
+		{name: "unknown id", req: Request{IDs: []string{"0", "7"}}, wantErr: `has no GPU "7" (it has 0,1,2,3)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			a := &Assigner{Engine: f, Inventory: Fake(f.Host(), 4), Image: "img", Grace: time.Minute}
+			got, err := a.Acquire(context.Background(), "me", tc.req)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error %q, got %v (%v)", tc.wantErr, err, indices(got))
+				}
+				// A failed acquire leaves nothing of ours behind.
+				if cs, _ := f.List(context.Background(), map[string]string{LabelHolder: "me"}, true); len(cs) != 0 {
+					t.Fatalf("%d reservations left behind", len(cs))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(indices(got), tc.want) {
+				t.Fatalf("got %v, want %v", indices(got), tc.want)
+			}
+			cs, _ := f.List(context.Background(), map[string]string{LabelHolder: "me"}, true)
+			if len(cs) != len(tc.want) {
+				t.Fatalf("%d reservations for %d GPUs", len(cs), len(tc.want))
+			}
+			if err := Release(context.Background(), f, "me"); err != nil {
+				t.Fatal(err)
+			}
+			if cs, _ := f.List(context.Background(), map[string]string{LabelHolder: "me"}, true); len(cs) != 0 {
+				t.Fatalf("release left %d reservations", len(cs))
+			}
+		})
+	}
+}
+
+func TestAcquireNoGPUs(t *testing.T) {
+	a := &Assigner{Engine: newFake(), Image: "img"}
+	if _, err := a.Acquire(context.Background(), "me", Request{Count: 1}); err == nil || !strings.Contains(err.Error(), "--cpu") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAcquireQueueWaits(t *testing.T) {
+	f := newFake()
+	f.reservation(0, "first", 0)
+	f.job("first", "running", "0")
+	var lines []string
+	var mu sync.Mutex
+	a := &Assigner{Engine: f, Inventory: Fake(f.Host(), 1), Image: "img", Queue: true, Poll: 20 * time.Millisecond,
+		Progress: func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }}
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		f.mu.Lock()
+		f.byID[f.byName["job-first"]].State = "exited"
+		f.mu.Unlock()
+		Release(context.Background(), f, "first")
+	}()
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel0()
+	got, err := a.Acquire(ctx0, "second", Request{Count: 1})
+	if err != nil || !reflect.DeepEqual(indices(got), []int{0}) {
+		t.Fatalf("got %v, %v", indices(got), err)
+	}
+	mu.Lock()
+	if len(lines) != 1 || !strings.Contains(lines[0], "queued on fake://host for 1 GPU (held: 0:first)") {
+		t.Fatalf("progress lines: %q", lines)
+	}
+	mu.Unlock()
+
+	// A queued acquire ends with its context.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := a.Acquire(ctx, "third", Request{Count: 1}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestAcquireConcurrent: many clients at once never share a GPU.
+func TestAcquireConcurrent(t *testing.T) {
+	f := newFake()
+	const jobs = 40
+	var mu sync.Mutex
+	holding := map[int]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, jobs)
+	for i := 0; i < jobs; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("job%02d", i)
+			a := &Assigner{Engine: f, Inventory: Fake(f.Host(), 4), Image: "img", Queue: true, Poll: 5 * time.Millisecond}
+			got, err := a.Acquire(context.Background(), id, Request{Count: 1 + i%2})
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			for _, g := range got {
+				if other, ok := holding[g.Index]; ok {
+					errs <- fmt.Errorf("GPU %d given to %s while %s holds it", g.Index, id, other)
+				}
+				holding[g.Index] = id
+			}
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			mu.Lock()
+			for _, g := range got {
+				delete(holding, g.Index)
+			}
+			mu.Unlock()
+			if err := Release(context.Background(), f, id); err != nil {
+				errs <- err
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestParseNvidiaSMI(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []GPU
+		wantErr string
+	}{
+		{in: "0, GPU-aaa, NVIDIA H100 80GB HBM3\n1, GPU-bbb, NVIDIA H100 80GB HBM3\n",
+			want: []GPU{{0, "GPU-aaa", "NVIDIA H100 80GB HBM3"}, {1, "GPU-bbb", "NVIDIA H100 80GB HBM3"}}},
+		{in: "", wantErr: "found no GPUs"},
+		{in: "x, GPU-a, A100\n", wantErr: "not a number"},
+		{in: "No devices were found\n", wantErr: "read nvidia-smi output"},
+	}
+	for _, tc := range tests {
+		got, err := ParseNvidiaSMI(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: want error %q, got %v", tc.in, tc.wantErr, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: got %v, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestLookupFakeAndCache(t *testing.T) {
+	f := newFake()
+	env := map[string]string{FakeEnv: "3"}
+	c := Cache{Dir: t.TempDir(), TTL: time.Hour}
+	inv, err := Lookup(context.Background(), f, "img", 0, c, func(k string) string { return env[k] })
+	if err != nil || len(inv.GPUs) != 3 || !inv.Fake {
+		t.Fatalf("got %+v, %v", inv, err)
+	}
+	env = map[string]string{FakeEnv: "x"}
+	if _, err := Lookup(context.Background(), f, "img", 0, c, func(k string) string { return env[k] }); err == nil {
+		t.Fatal("a bad XRUN_FAKE_GPUS is accepted")
+	}
+	// A cached inventory is used without asking the host (the fake
+	// engine would panic on Start).
+	real := Inventory{Host: f.Host(), GPUs: []GPU{{0, "GPU-a", "NVIDIA H100"}}, LearnedAt: time.Now()}
+	if err := c.Put(real); err != nil {
+		t.Fatal(err)
+	}
+	inv, err = Lookup(context.Background(), f, "img", 0, c, func(string) string { return "" })
+	if err != nil || !reflect.DeepEqual(inv.GPUs, real.GPUs) {
+		t.Fatalf("got %+v, %v", inv, err)
+	}
+	if _, ok := (Cache{Dir: c.Dir, TTL: time.Nanosecond}).Get(f.Host()); ok {
+		t.Fatal("an expired entry is used")
+	}
+}
