@@ -256,3 +256,33 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+func TestHarnessDefaultTolerance(t *testing.T) {
+	tests := []struct {
+		dtype  string
+		tol    float64
+		passed bool
+	}{
+		{"float16", 1e-2, true},
+		{"float32", 1e-4, false},
+		{"float64", 1e-7, false},
+		{"int32", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dtype, func(t *testing.T) {
+			w := startHarness(t)
+			if _, err := w.Init(ctxT(t, 60*time.Second), Init{Impl: "x", Fn: "pkg.kernels:add_nudged", Reference: "pkg.kernels:add",
+				Inputs: "pkg.kernels:make_typed", Device: "cpu"}); err != nil {
+				t.Fatal(err)
+			}
+			p := json.RawMessage(`{"dtype":"` + tt.dtype + `"}`)
+			c, err := w.Check(ctxT(t, 60*time.Second), Check{Params: p, Seeds: []int64{1, 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Dtype != tt.dtype || c.Tolerance.Atol != tt.tol || c.Tolerance.Rtol != tt.tol || c.Passed != tt.passed {
+				t.Errorf("dtype %q tolerance %+v passed %v (%s); want %s %g %v", c.Dtype, c.Tolerance, c.Passed, c.Reason, tt.dtype, tt.tol, tt.passed)
+			}
+		})
+	}
+}

@@ -680,13 +680,7 @@ func (rn *runner) check(ctx context.Context, kc *kcase) error {
 			ir.Status = result.ImplOK // a command benchmark without a reference checks nothing
 			continue
 		}
-		var tol *result.Tolerance
-		for _, t := range []*spec.Tolerance{im.spec.Tolerance, b.Tolerance} {
-			if t != nil {
-				tol = &result.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
-				break
-			}
-		}
+		tol := tolerance(im.spec, b)
 		w, err := rn.worker(ctx, im)
 		if err == nil {
 			var corr *result.Correctness
@@ -711,6 +705,17 @@ func (rn *runner) check(ctx context.Context, kc *kcase) error {
 			}
 		}
 		rn.write()
+	}
+	return nil
+}
+
+// tolerance is the implementation's tolerance, else the benchmark's, else
+// nil: the harness's default for each output's dtype.
+func tolerance(im spec.Implementation, b *spec.Benchmark) *result.Tolerance {
+	for _, t := range []*spec.Tolerance{im.Tolerance, b.Tolerance} {
+		if t != nil {
+			return &result.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+		}
 	}
 	return nil
 }

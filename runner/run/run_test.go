@@ -630,3 +630,107 @@ func TestWorkerEnvHidesToken(t *testing.T) {
 func implSpec(req []string) spec.Implementation {
 	return spec.Implementation{Name: "x", Fn: "m:f", Requires: req}
 }
+
+// A crashed worker is replaced for the next case; deaths by SIGKILL and
+// MemoryError are out-of-memory.
+func TestRestartAfterCrashAndOOM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	dir := copyFixture(t, "failures", func(string) string {
+		return `name: restart
+benchmark:
+  inputs: kernels:make_inputs
+  reference: kernels:add
+  time_reference: false
+  implementations:
+    flaky: kernels:segfault_if_small
+    killed: kernels:sigkill
+    memory: kernels:memory_error
+  sweep: {n: [64, 256]}
+  method: {min_time_s: 0.01, max_time_s: 0.05, warmup_ms: 1}
+`
+	})
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
+	if ro.code != ExitFailed {
+		t.Fatalf("exit %d: %v", ro.code, ro.err)
+	}
+	r := readResults(t, ro.out)
+	want := [][]string{
+		{"flaky", result.ImplCrashed, result.ImplOK},
+		{"killed", result.ImplOOM, result.ImplOOM},
+		{"memory", result.ImplOOM, result.ImplOOM},
+	}
+	for _, w := range want {
+		for ci, status := range w[1:] {
+			if ir := implOf(t, r, ci, w[0]); ir.Status != status {
+				t.Errorf("case %d %s: %s (%s), want %s", ci, w[0], ir.Status, ir.Error, status)
+			}
+		}
+	}
+	if ir := implOf(t, r, 1, "flaky"); ir.Timing == nil || ir.Correctness == nil || !ir.Correctness.Passed {
+		t.Errorf("flaky on the second case: %+v", ir)
+	}
+	if e := implOf(t, r, 0, "killed").Error; !strings.Contains(e, "out of host memory") {
+		t.Errorf("killed: %q", e)
+	}
+}
+
+// resources.timeout bounds the whole job: what was running is not_run and
+// the job's status is timeout.
+func TestJobTimeout(t *testing.T) {
+	noGPU(t)
+	dir := t.TempDir()
+	script := `while IFS= read -r line <&3; do
+	id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+	case "$line" in
+	*'"op":"init"'*) printf '{"event":"ready","id":%s,"protocol":1,"timer":"perf_counter","flush_bytes":0,"device":{"kind":"cpu","name":"sh"}}\n' "$id" >&4 ;;
+	*'"op":"time"'*) sleep 600 ;;
+	*) exit 0 ;;
+	esac
+done
+`
+	spec := "name: slow\nresources: {timeout: 1s}\nbenchmark:\n  command: [sh, bench.sh]\n  implementations: {stuck: stuck}\n"
+	for name, body := range map[string]string{"bench.sh": script, "xrun.yaml": spec} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
+	if ro.err != nil || ro.code != ExitFailed {
+		t.Fatalf("err %v exit %d", ro.err, ro.code)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %s with a 1s timeout", d)
+	}
+	r := readResults(t, ro.out)
+	if r.Status != result.StatusTimeout || !strings.Contains(r.Error, "resources.timeout") {
+		t.Errorf("status %s error %q", r.Status, r.Error)
+	}
+	if ir := implOf(t, r, 0, "stuck"); ir.Status != result.ImplNotRun {
+		t.Errorf("stuck: %+v", ir)
+	}
+}
+
+func TestTolerance(t *testing.T) {
+	impl := &spec.Tolerance{Atol: 1, Rtol: 2}
+	bench := &spec.Tolerance{Atol: 3, Rtol: 4}
+	tests := []struct {
+		im, b *spec.Tolerance
+		want  *result.Tolerance
+	}{
+		{nil, nil, nil},
+		{nil, bench, &result.Tolerance{Atol: 3, Rtol: 4}},
+		{impl, bench, &result.Tolerance{Atol: 1, Rtol: 2}},
+		{impl, nil, &result.Tolerance{Atol: 1, Rtol: 2}},
+	}
+	for _, tt := range tests {
+		got := tolerance(spec.Implementation{Tolerance: tt.im}, &spec.Benchmark{Tolerance: tt.b})
+		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+			t.Errorf("tolerance(%v, %v) = %v, want %v", tt.im, tt.b, got, tt.want)
+		}
+	}
+}

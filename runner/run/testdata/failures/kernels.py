@@ -58,3 +58,19 @@ def hang(x, y):
 
 def flops(params):
     return float(params["n"])
+
+
+def segfault_if_small(x, y):
+    """Crashes on small inputs only: the next case needs a fresh worker."""
+    if x.shape[0] < 100:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return x + y
+
+
+def sigkill(x, y):
+    """Dies the way the kernel's out-of-memory killer kills."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def memory_error(x, y):
+    raise MemoryError("cannot allocate 1 TiB")
