@@ -127,6 +127,7 @@ type runner struct {
 	rounds     int
 	timeout    time.Duration
 	argv       []string
+	tmp        string // holds the harness while the run lasts
 	env        []string
 	impls      []*impl // reference first, then the spec's order
 	gotReady   bool
@@ -187,7 +188,11 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		return rn.abort(err)
 	}
 	rn.setMethod()
-	if err := rn.prepare(ctx); err != nil {
+	err = rn.prepare(ctx)
+	if rn.tmp != "" {
+		defer os.RemoveAll(rn.tmp)
+	}
+	if err != nil {
 		return rn.abort(err)
 	}
 	defer rn.closeWorkers()
@@ -324,6 +329,7 @@ func (rn *runner) prepare(ctx context.Context) error {
 		if err != nil {
 			return &InfraError{fmt.Errorf("write the harness: %w", err)}
 		}
+		rn.tmp = dir
 		script, err := harness.WriteScript(dir)
 		if err != nil {
 			return &InfraError{err}
