@@ -282,7 +282,10 @@ func (a *Assigner) reserve(ctx context.Context, jobID string, g GPU) (string, st
 		}
 		c, err := a.Engine.Inspect(ctx, name)
 		if errors.Is(err, engine.ErrNotFound) {
-			continue // released between our create and inspect
+			// The daemon reserves a name before the container exists, so
+			// another client's create in progress (or a release just
+			// done) looks like this: busy for now, the next pass sees.
+			return "", "another client", nil
 		}
 		if err != nil {
 			return "", "", fmt.Errorf("inspect the reservation of GPU %d on host %s: %w", g.Index, a.Engine.Host(), err)
@@ -298,7 +301,11 @@ func (a *Assigner) reserve(ctx context.Context, jobID string, g GPU) (string, st
 		if !stale {
 			return "", holder, nil
 		}
-		if err := a.Engine.Remove(ctx, c.ID, true); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		err = a.Engine.Remove(ctx, c.ID, true)
+		if err != nil && (isConflict(err) || strings.Contains(err.Error(), "already in progress")) {
+			return "", holder, nil // its own client is freeing it right now
+		}
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
 			return "", "", fmt.Errorf("reclaim the stale reservation of GPU %d (job %s) on host %s: %w", g.Index, holder, a.Engine.Host(), err)
 		}
 	}
