@@ -391,6 +391,11 @@ func (w *Worker) Close(grace time.Duration) {
 		w.Kill()
 		<-w.done
 	}
+	// Unread events would keep the reading goroutine blocked forever.
+	go func() {
+		for range w.events {
+		}
+	}()
 }
 
 // tailWriter writes to the worker's log file and keeps the last TailBytes.
