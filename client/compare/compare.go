@@ -1,0 +1,395 @@
+// Package compare lines up the results of several jobs (the same
+// experiment on different hosts or GPUs) side by side: for every sweep
+// point and implementation, each job's median time, its speedup over its
+// own baseline, its TFLOPS, and the time ratio against the first job.
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Input is one job's results with what identifies it.
+type Input struct {
+	JobID   string
+	Host    string
+	Results *result.Results
+}
+
+// Report is the side-by-side comparison; it is also the --json output.
+type Report struct {
+	Experiments []string `json:"experiments"`
+	Jobs        []Job    `json:"jobs"`
+	Cases       []Case   `json:"cases"`
+}
+
+// Job describes one compared job.
+type Job struct {
+	Key        string `json:"key"` // "1", "2", ... as the columns are headed
+	ID         string `json:"job_id"`
+	Host       string `json:"host,omitempty"`
+	GPU        string `json:"gpu"`
+	Status     string `json:"status"`
+	Experiment string `json:"experiment"`
+	Mode       string `json:"mode,omitempty"`
+}
+
+// Case is one sweep point.
+type Case struct {
+	Label string `json:"label"`
+	Rows  []Row  `json:"rows"`
+}
+
+// Row is one implementation at one sweep point, one Cell per job.
+type Row struct {
+	Implementation string `json:"implementation"`
+	Cells          []Cell `json:"cells"`
+}
+
+// Cell is one job's figures for a row; a job that lacks the case or the
+// implementation has Status "missing".
+type Cell struct {
+	Status   string  `json:"status"`
+	MedianMS float64 `json:"median_ms,omitempty"`
+	// Speedup is over the job's own baseline (1 for the baseline itself).
+	Speedup float64 `json:"speedup,omitempty"`
+	Verdict string  `json:"verdict,omitempty"`
+	TFLOPS  float64 `json:"tflops,omitempty"`
+	// VsFirst is the first job's median over this one's: > 1 is faster
+	// here than on the first job's host.
+	VsFirst float64 `json:"vs_first,omitempty"`
+}
+
+// Build lines the inputs up. Cases are matched by their label (params
+// when a label is empty), in the order they first appear.
+func Build(in []Input) (*Report, error) {
+	if len(in) < 2 {
+		return nil, fmt.Errorf("compare needs at least two jobs, got %d", len(in))
+	}
+	rep := &Report{}
+	expSeen := map[string]bool{}
+	var caseKeys []string
+	caseLabel := map[string]string{}
+	var impls []string
+	implSeen := map[string]bool{}
+	index := make([]map[string]*result.Case, len(in))
+	for i, x := range in {
+		r := x.Results
+		if r == nil {
+			return nil, fmt.Errorf("job %s has no results", x.JobID)
+		}
+		if !expSeen[r.Experiment] {
+			expSeen[r.Experiment] = true
+			rep.Experiments = append(rep.Experiments, r.Experiment)
+		}
+		id := x.JobID
+		if id == "" {
+			id = r.JobID
+		}
+		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: x.Host, GPU: gpuName(r), Status: r.Status, Experiment: r.Experiment, Mode: r.Mode})
+		index[i] = map[string]*result.Case{}
+		for ci := range r.Cases {
+			c := &r.Cases[ci]
+			k := caseKey(c)
+			index[i][k] = c
+			if _, ok := caseLabel[k]; !ok {
+				caseKeys = append(caseKeys, k)
+				caseLabel[k] = c.Label
+				if c.Label == "" {
+					caseLabel[k] = k
+				}
+			}
+		}
+		for _, n := range implOrder(r) {
+			if !implSeen[n] {
+				implSeen[n] = true
+				impls = append(impls, n)
+			}
+		}
+	}
+	for _, k := range caseKeys {
+		c := Case{Label: caseLabel[k]}
+		for _, n := range impls {
+			row := Row{Implementation: n}
+			any := false
+			for i, x := range in {
+				cell := Cell{Status: "missing"}
+				if rc := index[i][k]; rc != nil {
+					if ir := rc.Results[n]; ir != nil {
+						any = true
+						cell = makeCell(x.Results, rc, n, ir)
+					}
+				}
+				row.Cells = append(row.Cells, cell)
+			}
+			if !any {
+				continue
+			}
+			first := row.Cells[0].MedianMS
+			for i := 1; i < len(row.Cells); i++ {
+				if m := row.Cells[i].MedianMS; m > 0 && first > 0 {
+					row.Cells[i].VsFirst = first / m
+				}
+			}
+			c.Rows = append(c.Rows, row)
+		}
+		rep.Cases = append(rep.Cases, c)
+	}
+	return rep, nil
+}
+
+func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplResult) Cell {
+	cell := Cell{Status: ir.Status}
+	if ir.Timing != nil && ir.Timing.MedianMS > 0 {
+		cell.MedianMS = ir.Timing.MedianMS
+	}
+	if ir.Throughput != nil {
+		cell.TFLOPS = ir.Throughput.TFLOPS
+	}
+	for _, cmp := range r.Comparisons {
+		if cmp.A == name && cmp.B == r.Baseline && sameCase(cmp, c) {
+			cell.Speedup, cell.Verdict = cmp.Speedup, cmp.Verdict
+			return cell
+		}
+	}
+	// No recorded comparison: the baseline is 1x, others the median ratio.
+	if base := c.Results[r.Baseline]; base != nil && base.Timing != nil && cell.MedianMS > 0 {
+		if name == r.Baseline {
+			cell.Speedup = 1
+		} else if base.Timing.MedianMS > 0 {
+			cell.Speedup = base.Timing.MedianMS / cell.MedianMS
+		}
+	}
+	return cell
+}
+
+func sameCase(cmp result.Comparison, c *result.Case) bool {
+	if cmp.Label != "" || c.Label != "" {
+		return cmp.Label == c.Label
+	}
+	return paramsKey(cmp.Params) == paramsKey(c.Params)
+}
+
+func caseKey(c *result.Case) string {
+	if c.Label != "" {
+		return c.Label
+	}
+	return paramsKey(c.Params)
+}
+
+// paramsKey renders params deterministically (sorted keys).
+func paramsKey(p map[string]any) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v, _ := json.Marshal(p[k])
+		parts = append(parts, k+"="+strings.Trim(string(v), `"`))
+	}
+	return strings.Join(parts, " ")
+}
+
+// implOrder is the baseline, the other implementations in spec order,
+// then the reference.
+func implOrder(r *result.Results) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	add(r.Baseline)
+	for _, n := range r.Implementations {
+		add(n)
+	}
+	var rest []string
+	for _, c := range r.Cases {
+		for n := range c.Results {
+			if !seen[n] && n != "reference" {
+				rest = append(rest, n)
+			}
+		}
+	}
+	sort.Strings(rest)
+	for _, n := range rest {
+		add(n)
+	}
+	for _, c := range r.Cases {
+		if ir := c.Results["reference"]; ir != nil && ir.Timing != nil {
+			add("reference")
+			break
+		}
+	}
+	return out
+}
+
+// gpuName is the job's GPU ("2x NVIDIA H100 80GB HBM3"), or the CPU when
+// it ran without one.
+func gpuName(r *result.Results) string {
+	if len(r.Env.GPUs) == 0 {
+		if r.Env.CPU != "" {
+			return "cpu: " + r.Env.CPU
+		}
+		return "cpu"
+	}
+	name := r.Env.GPUs[0].Name
+	same := true
+	for _, g := range r.Env.GPUs[1:] {
+		if g.Name != name {
+			same = false
+		}
+	}
+	switch {
+	case len(r.Env.GPUs) == 1:
+		return name
+	case same:
+		return fmt.Sprintf("%dx %s", len(r.Env.GPUs), name)
+	}
+	var names []string
+	for _, g := range r.Env.GPUs {
+		names = append(names, g.Name)
+	}
+	return strings.Join(names, " + ")
+}
+
+// JSON writes the report as indented JSON.
+func (rep *Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// Text writes the jobs, then one table per sweep point: a row per
+// implementation, and per job its median, speedup over its baseline,
+// TFLOPS, and (after the first) the time ratio against the first job.
+func (rep *Report) Text(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "comparing %s\n\n", strings.Join(rep.Experiments, ", "))
+	fmt.Fprintln(tw, "#\tJOB\tHOST\tGPU\tSTATUS")
+	for _, j := range rep.Jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
+	}
+	for _, c := range rep.Cases {
+		fmt.Fprintf(tw, "\n%s\n", c.Label)
+		head := []string{"IMPL"}
+		for _, j := range rep.Jobs {
+			head = append(head, j.Key+": ms", j.Key+": speedup", j.Key+": TFLOPS")
+			if j.Key != "1" {
+				head = append(head, j.Key+" vs 1")
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, row := range c.Rows {
+			cols := []string{row.Implementation}
+			for i, cell := range row.Cells {
+				cols = append(cols, cellCols(cell, i > 0)...)
+			}
+			fmt.Fprintln(tw, strings.Join(cols, "\t"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// Markdown writes the same tables in GitHub markdown.
+func (rep *Report) Markdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Comparison: %s\n\n", strings.Join(rep.Experiments, ", "))
+	b.WriteString("| # | job | host | GPU | status |\n|---|---|---|---|---|\n")
+	for _, j := range rep.Jobs {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
+	}
+	for _, c := range rep.Cases {
+		fmt.Fprintf(&b, "\n**%s**\n\n| impl |", c.Label)
+		n := 1
+		for _, j := range rep.Jobs {
+			fmt.Fprintf(&b, " %s: ms | %s: speedup | %s: TFLOPS |", j.Key, j.Key, j.Key)
+			n += 3
+			if j.Key != "1" {
+				fmt.Fprintf(&b, " %s vs 1 |", j.Key)
+				n++
+			}
+		}
+		b.WriteString("\n|" + strings.Repeat("---|", n) + "\n")
+		for _, row := range c.Rows {
+			fmt.Fprintf(&b, "| %s |", row.Implementation)
+			for i, cell := range row.Cells {
+				for _, col := range cellCols(cell, i > 0) {
+					fmt.Fprintf(&b, " %s |", col)
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// cellCols renders a cell: a failed or missing implementation shows its
+// status where the time would be.
+func cellCols(c Cell, vs bool) []string {
+	ms, speed, tflops, ratio := "-", "-", "-", "-"
+	switch {
+	case c.MedianMS > 0:
+		ms = fmtMS(c.MedianMS)
+		if c.Status != result.ImplOK && c.Status != "" {
+			ms += " (" + c.Status + ")"
+		}
+	case c.Status != "":
+		ms = c.Status
+	}
+	if c.Speedup > 0 {
+		speed = strconv.FormatFloat(c.Speedup, 'f', 2, 64) + "x"
+		if c.Verdict != "" {
+			speed += " " + c.Verdict
+		}
+	}
+	if c.TFLOPS > 0 {
+		tflops = strconv.FormatFloat(c.TFLOPS, 'f', 2, 64)
+	}
+	if c.VsFirst > 0 {
+		ratio = strconv.FormatFloat(c.VsFirst, 'f', 2, 64) + "x"
+	}
+	out := []string{ms, speed, tflops}
+	if vs {
+		out = append(out, ratio)
+	}
+	return out
+}
+
+// fmtMS shows three significant digits at least.
+func fmtMS(ms float64) string {
+	switch {
+	case ms >= 100:
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	case ms >= 1:
+		return strconv.FormatFloat(ms, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 4, 64)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,145 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// results makes a job's results: baseline and pipelined at T=256 and
+// T=512, with medians scaled by slow (a slower GPU) and TFLOPS to match.
+func results(id, gpu string, slow float64, withT512 bool, pipelinedFails bool) *result.Results {
+	r := &result.Results{
+		SchemaVersion:   1,
+		JobID:           id,
+		Experiment:      "gla-pingpong",
+		Status:          result.StatusSucceeded,
+		Mode:            "gpu",
+		Baseline:        "baseline",
+		Implementations: []string{"baseline", "pipelined"},
+		Env:             result.Env{GPUs: []result.GPU{{Index: 0, Name: gpu}}},
+	}
+	add := func(label string, t float64, base, fast float64) {
+		c := result.Case{Label: label, Params: map[string]any{"T": t}, Results: map[string]*result.ImplResult{
+			"reference": {Status: result.ImplOK},
+			"baseline":  {Status: result.ImplOK, Timing: &result.Timing{MedianMS: base * slow}, Throughput: &result.Throughput{TFLOPS: 100 / (base * slow)}},
+		}}
+		if pipelinedFails {
+			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplError, Error: "compile error"}
+		} else {
+			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{MedianMS: fast * slow}, Throughput: &result.Throughput{TFLOPS: 100 / (fast * slow)}}
+			r.Comparisons = append(r.Comparisons, result.Comparison{A: "pipelined", B: "baseline", Label: label, Params: c.Params, Speedup: base / fast, Verdict: result.VerdictFast})
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	add("T=256", 256, 0.5, 0.4)
+	if withT512 {
+		add("T=512", 512, 1.0, 0.7)
+	}
+	return r
+}
+
+func TestBuildAndRender(t *testing.T) {
+	in := []Input{
+		{JobID: "3fa1c2e0a1b2", Host: "lab", Results: results("3fa1c2e0a1b2", "NVIDIA H100 80GB HBM3", 1, true, false)},
+		{JobID: "9b2e11d40c77", Host: "cloud", Results: results("9b2e11d40c77", "NVIDIA A100-SXM4-80GB", 2, true, false)},
+		{JobID: "c0ffee000001", Host: "unix:///var/run/docker.sock", Results: results("c0ffee000001", "NVIDIA L4", 4, false, true)},
+	}
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The figures a reader relies on.
+	row := rep.Cases[0].Rows[1]
+	if row.Implementation != "pipelined" || row.Cells[0].Speedup != 1.25 || row.Cells[1].VsFirst != 0.5 || row.Cells[2].Status != result.ImplError {
+		t.Fatalf("T=256 pipelined row: %+v", row)
+	}
+	if got := rep.Cases[1].Rows[0].Cells[2].Status; got != "missing" {
+		t.Fatalf("a job without T=512 shows %q", got)
+	}
+	for _, f := range []struct {
+		name   string
+		render func(*bytes.Buffer) error
+	}{
+		{"three_jobs.txt", func(b *bytes.Buffer) error { return rep.Text(b) }},
+		{"three_jobs.md", func(b *bytes.Buffer) error { return rep.Markdown(b) }},
+		{"three_jobs.json", func(b *bytes.Buffer) error { return rep.JSON(b) }},
+	} {
+		var b bytes.Buffer
+		if err := f.render(&b); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, f.name, b.Bytes())
+	}
+	var back Report
+	var b bytes.Buffer
+	rep.JSON(&b)
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Jobs) != 3 {
+		t.Fatalf("JSON does not round-trip: %v", err)
+	}
+}
+
+func TestBuildWithoutComparisons(t *testing.T) {
+	a := results("a", "GPU A", 1, false, false)
+	b := results("b", "GPU B", 1, false, false)
+	a.Comparisons, b.Comparisons = nil, nil
+	rep, err := Build([]Input{{Results: a}, {Results: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rep.Cases[0].Rows
+	if rows[0].Cells[0].Speedup != 1 || rows[1].Cells[1].Speedup != 1.25 || rep.Jobs[0].ID != "a" {
+		t.Fatalf("speedups from medians: %+v", rows)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	if _, err := Build([]Input{{Results: results("a", "x", 1, false, false)}}); err == nil || !strings.Contains(err.Error(), "at least two") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Build([]Input{{JobID: "a"}, {JobID: "b"}}); err == nil || !strings.Contains(err.Error(), "job a has no results") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestGPUName(t *testing.T) {
+	tests := []struct {
+		env  result.Env
+		want string
+	}{
+		{result.Env{}, "cpu"},
+		{result.Env{CPU: "AMD EPYC"}, "cpu: AMD EPYC"},
+		{result.Env{GPUs: []result.GPU{{Name: "H100"}, {Name: "H100"}}}, "2x H100"},
+		{result.Env{GPUs: []result.GPU{{Name: "H100"}, {Name: "A100"}}}, "H100 + A100"},
+	}
+	for _, tc := range tests {
+		if got := gpuName(&result.Results{Env: tc.env}); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to make it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from the golden file:\n%s", name, got)
+	}
+}
