@@ -286,3 +286,36 @@ func TestHarnessDefaultTolerance(t *testing.T) {
 		})
 	}
 }
+
+func TestTailWriter(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := &tailWriter{w: f, f: f}
+	var all strings.Builder
+	for i := 0; i < 500; i++ {
+		line := strings.Repeat("x", i%50) + " line " + string(rune('a'+i%26)) + "\n"
+		all.WriteString(line)
+		if _, err := tw.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tail := tw.Tail()
+	if len(tail) > TailBytes || len(tail) < TailBytes-200 {
+		t.Errorf("tail is %d bytes, want just under %d", len(tail), TailBytes)
+	}
+	if !strings.HasSuffix(all.String(), tail) || !strings.HasSuffix(tail, "\n") {
+		t.Error("the tail is not the end of the output")
+	}
+	if i := strings.Index(all.String(), tail); i > 0 && all.String()[i-1] != '\n' {
+		t.Error("the tail does not start at a line")
+	}
+	tw.Close()
+	if _, err := tw.Write([]byte("after close\n")); err != nil {
+		t.Error(err)
+	}
+	if b, _ := os.ReadFile(f.Name()); int64(len(b)) != int64(all.Len()) {
+		t.Errorf("the log has %d bytes, want %d", len(b), all.Len())
+	}
+}
