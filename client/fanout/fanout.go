@@ -1,0 +1,142 @@
+// Package fanout runs one piece of work on several Docker hosts in
+// parallel: each host's progress is written as lines prefixed with its
+// name, a failure on one host is recorded for that host while the others
+// go on, and the outcome of every host comes back in the order given.
+package fanout
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Result is the outcome on one host.
+type Result[T any] struct {
+	Host    string
+	Value   T
+	Err     error
+	Elapsed time.Duration
+}
+
+// Func does the work on one host; out receives its progress (any number
+// of bytes at a time; fanout splits it into lines).
+type Func[T any] func(ctx context.Context, host string, out io.Writer) (T, error)
+
+// Run calls fn for every host at once and waits for all of them. A
+// failing host does not cancel the others; only ctx does. Progress lines
+// go to w as "host | line", never interleaved mid-line.
+func Run[T any](ctx context.Context, hostNames []string, w io.Writer, fn Func[T]) []Result[T] {
+	width := 0
+	for _, h := range hostNames {
+		width = max(width, len(h))
+	}
+	var mu sync.Mutex // serializes whole lines to w
+	results := make([]Result[T], len(hostNames))
+	var g errgroup.Group // no shared context: one failure must not stop the rest
+	for i, h := range hostNames {
+		g.Go(func() error {
+			lw := &lineWriter{mu: &mu, w: w, prefix: fmt.Sprintf("%-*s | ", width, h)}
+			start := time.Now()
+			v, err := fn(ctx, h, lw)
+			lw.flush()
+			results[i] = Result[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
+			if err != nil {
+				lw.line("failed: " + oneLine(err.Error()))
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return results
+}
+
+// Err joins the failures as "host: error", or returns nil when every host
+// succeeded.
+func Err[T any](results []Result[T]) error {
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, &HostError{Host: r.Host, Err: r.Err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Failed counts the hosts that failed.
+func Failed[T any](results []Result[T]) int {
+	n := 0
+	for _, r := range results {
+		if r.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// HostError is a failure on one host of a fan-out.
+type HostError struct {
+	Host string
+	Err  error
+}
+
+func (e *HostError) Error() string {
+	msg := e.Err.Error()
+	if strings.Contains(msg, e.Host) {
+		return msg
+	}
+	return "host " + e.Host + ": " + msg
+}
+
+func (e *HostError) Unwrap() error { return e.Err }
+
+// lineWriter prefixes every complete line and writes it under mu.
+type lineWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    bytes.Buffer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf.Write(p)
+	for {
+		data := l.buf.Bytes()
+		i := bytes.IndexAny(data, "\n\r")
+		if i < 0 {
+			break
+		}
+		line := string(data[:i])
+		l.buf.Next(i + 1)
+		if strings.TrimSpace(line) != "" {
+			l.line(line)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *lineWriter) flush() {
+	if l.buf.Len() > 0 {
+		l.line(l.buf.String())
+		l.buf.Reset()
+	}
+}
+
+func (l *lineWriter) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	io.WriteString(l.w, l.prefix+s+"\n")
+}
+
+// oneLine keeps the first line of a message (a build error's log tail
+// has been shown as progress already).
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
