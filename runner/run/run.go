@@ -634,7 +634,9 @@ func (rn *runner) live(kc *kcase, im *impl) bool {
 
 func (rn *runner) models(ctx context.Context, kc *kcase) error {
 	b := &rn.s.Benchmark
-	if b.Flops == "" && b.Bytes == "" && b.Tokens == "" && b.Metrics == "" {
+	// A command benchmark owns its models; a Python one has them only when
+	// the spec names them.
+	if len(b.Command) == 0 && b.Flops == "" && b.Bytes == "" && b.Tokens == "" && b.Metrics == "" {
 		return nil
 	}
 	c := &rn.r.Cases[kc.idx]

@@ -687,6 +687,7 @@ func TestJobTimeout(t *testing.T) {
 	id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
 	case "$line" in
 	*'"op":"init"'*) printf '{"event":"ready","id":%s,"protocol":1,"timer":"perf_counter","flush_bytes":0,"device":{"kind":"cpu","name":"sh"}}\n' "$id" >&4 ;;
+	*'"op":"models"'*) printf '{"event":"models","id":%s}\n' "$id" >&4 ;;
 	*'"op":"time"'*) sleep 600 ;;
 	*) exit 0 ;;
 	esac

@@ -5,6 +5,8 @@ while IFS= read -r line <&3; do
 	case "$line" in
 	*'"op":"init"'*)
 		printf '{"event":"ready","id":%s,"protocol":1,"timer":"perf_counter","flush_bytes":0,"device":{"kind":"cpu","name":"sh"}}\n' "$id" >&4 ;;
+	*'"op":"models"'*)
+		printf '{"event":"models","id":%s}\n' "$id" >&4 ;;
 	*'"op":"time"'*)
 		echo "sleeping as pid $$"
 		sleep 600 ;;
