@@ -12,9 +12,11 @@
 package hosts
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/docker/cli/opts"
@@ -177,7 +179,54 @@ func resolveHost(o Options, h string) (Target, error) {
 		return Target{}, fmt.Errorf("unknown host %q: give an address (unix://PATH, tcp://HOST:PORT, ssh://USER@HOST) or one of the hosts named in %s%s",
 			h, o.configFile(), cfg.namesHint())
 	}
-	return fromAddress(o, h)
+	t, err := fromAddress(o, h)
+	if err != nil {
+		return Target{}, err
+	}
+	return inherit(o, cfg, t), nil
+}
+
+// inherit gives an address the settings the user configured for it
+// elsewhere: a named host with the same address (its name, TLS, ssh
+// options), or else a docker context with the same endpoint (its TLS
+// material). A job records its host as an address or a name, and this is
+// what lets `xrun logs JOB` reach a TLS host from a context later.
+func inherit(o Options, cfg Config, t Target) Target {
+	if t.TLS != nil || len(t.SSHOptions) > 0 {
+		return t
+	}
+	names := make([]string, 0, len(cfg.Hosts))
+	for n := range cfg.Hosts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if nh := cfg.Hosts[n]; nh.Host != "" {
+			if nt, err := nh.target(o, n); err == nil && nt.Host == t.Host {
+				return nt
+			}
+		}
+	}
+	if !strings.HasPrefix(t.Host, "tcp://") {
+		return t
+	}
+	metas, _ := filepath.Glob(filepath.Join(o.dockerConfigDir(), "contexts", "meta", "*", "meta.json"))
+	for _, m := range metas {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		var meta contextMeta
+		if json.Unmarshal(data, &meta) != nil || meta.Name == "" {
+			continue
+		}
+		if ct, err := resolveContext(o, meta.Name); err == nil && ct.Host == t.Host && ct.TLS != nil {
+			t.TLS = ct.TLS
+			t.Context = ct.Context
+			return t
+		}
+	}
+	return t
 }
 
 // fromAddress normalizes an address and adds TLS from the environment.
@@ -220,4 +269,15 @@ func tlsFromDir(dir string, verify bool) *TLS {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// Ref is the string that selects t again with --host: the name of a
+// named host, else the address (an address described by a named host or
+// a docker context gets their settings back, see Resolve). Job records
+// keep it so later commands reach the same daemon the same way.
+func (t Target) Ref() string {
+	if t.Name != "" && !strings.Contains(t.Name, "://") && t.Context != t.Name {
+		return t.Name
+	}
+	return t.Host
 }

@@ -272,3 +272,46 @@ func TestSSHFlags(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestResolveInherits: an address that a named host or a docker context
+// describes gets their settings, so a job recorded by address re-resolves.
+func TestResolveInherits(t *testing.T) {
+	cfgDir := t.TempDir()
+	writeFile(t, filepath.Join(cfgDir, "xrun", "config.yaml"), "hosts:\n  lab:\n    host: ssh://me@gpu1\n    ssh_options: [-p, \"2200\"]\n")
+	dockerDir := dockerConfig(t, "")
+	env := map[string]string{"XDG_CONFIG_HOME": cfgDir}
+	o := Options{Getenv: func(k string) string { return env[k] }, DockerConfigDir: dockerDir}
+
+	o.Host = "ssh://me@gpu1"
+	got, err := Resolve(o)
+	if err != nil || got.Name != "lab" || !reflect.DeepEqual(got.SSHOptions, []string{"-p", "2200"}) {
+		t.Fatalf("named host by address: %+v, %v", got, err)
+	}
+	o.Host = "tcp://203.0.113.7:2376"
+	got, err = Resolve(o)
+	if err != nil || got.TLS == nil || !got.TLS.Verify || got.Context != "cloud" || got.Name != "tcp://203.0.113.7:2376" {
+		t.Fatalf("context by address: %+v %+v, %v", got, got.TLS, err)
+	}
+	o.Host = "tcp://198.51.100.1:2375"
+	got, err = Resolve(o)
+	if err != nil || got.TLS != nil {
+		t.Fatalf("unknown address: %+v, %v", got, err)
+	}
+}
+
+func TestRef(t *testing.T) {
+	tests := []struct {
+		t    Target
+		want string
+	}{
+		{Target{Name: "lab", Host: "ssh://me@gpu1"}, "lab"},
+		{Target{Name: "cloud", Host: "tcp://h:2376", Context: "cloud"}, "tcp://h:2376"},
+		{Target{Name: "tcp://h:2376", Host: "tcp://h:2376"}, "tcp://h:2376"},
+		{Target{Name: "viactx", Host: "tcp://h:2376", Context: "cloud"}, "viactx"},
+	}
+	for _, tc := range tests {
+		if got := tc.t.Ref(); got != tc.want {
+			t.Errorf("%+v: Ref = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}
