@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -317,5 +318,56 @@ func TestTailWriter(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(f.Name()); int64(len(b)) != int64(all.Len()) {
 		t.Errorf("the log has %d bytes, want %d", len(b), all.Len())
+	}
+}
+
+// The GPU code path (CUDA events, L2 flush, spin kernel, poisoning) runs
+// here on CPU torch dressed up as CUDA torch (testdata/fakecuda), which
+// catches errors in it; what it measures is the host.
+func TestHarnessGPUPathOnFakeCUDA(t *testing.T) {
+	py := testPython(t)
+	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s cannot import torch: %v", py, err)
+		}
+		t.Skip("no torch")
+	}
+	dir := t.TempDir()
+	path, err := WriteScript(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := mustAbs(t, "testdata")
+	env := append(os.Environ(), "PYTHONPATH="+filepath.Join(td, "fakecuda")+":"+td, "PYTHONDONTWRITEBYTECODE=1")
+	w, err := Start(Config{Name: "fake", Argv: []string{py, "-u", path}, Dir: td, Env: env, LogPath: filepath.Join(dir, "log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(2 * time.Second)
+	ready, err := w.Init(ctxT(t, 60*time.Second), Init{Impl: "mm", Fn: "pkg.tkernels:matmul", Reference: "pkg.tkernels:matmul",
+		Inputs: "pkg.tkernels:make_inputs", Models: map[string]string{"flops": "pkg.tkernels:flops"}, Device: "cuda", Flush: true, FlushBytes: 1 << 20})
+	if err != nil {
+		t.Fatalf("init: %v\n%s", err, w.Tail())
+	}
+	want := Device{Kind: "cuda", Name: "Fake GPU", ComputeCapability: "9.0", SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, UUID: "GPU-00000000-fake"}
+	if ready.Device != want || ready.Timer != "cuda_events" || ready.FlushBytes != 1<<20 || ready.CUDA != "12.4" {
+		t.Errorf("ready %+v", ready)
+	}
+	p := json.RawMessage(`{"n": 32}`)
+	c, err := w.Check(ctxT(t, 60*time.Second), Check{Params: p, Seeds: []int64{1, 2, 3}})
+	if err != nil || !c.Passed {
+		t.Fatalf("check %+v, %v", c, err)
+	}
+	s, err := w.Time(ctxT(t, 60*time.Second), Time{Params: p, Seed: 1, MinSamples: 10, BudgetMS: 5, WarmupMS: 5, Flush: true})
+	if err != nil {
+		t.Fatalf("time: %v", err)
+	}
+	if s.Timer != "cuda_events" || len(s.SamplesMS) < 10 || s.WarmupCalls < 3 {
+		t.Errorf("samples %+v", s)
+	}
+	for _, v := range s.SamplesMS {
+		if v <= 0 {
+			t.Fatalf("sample %g ms", v)
+		}
 	}
 }

@@ -1,0 +1,51 @@
+"""Makes CPU torch pose as CUDA torch, so that tests on a machine without a
+GPU run the harness's GPU code path (events, flush, spin kernel, poisoning)
+for Python errors. Timings and memory are the host's; nothing here measures
+a GPU."""
+import time
+
+import torch
+
+
+class _Event:
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+class _Props:
+    name = "Fake GPU"
+    major, minor = 9, 0
+    multi_processor_count = 132
+    total_memory = 80 << 30
+    L2_cache_size = 50 << 20
+    uuid = "00000000-fake"
+
+
+def _on_cpu(f):
+    def g(*args, **kwargs):
+        if str(kwargs.get("device", "")).startswith("cuda"):
+            kwargs["device"] = "cpu"
+        return f(*args, **kwargs)
+    return g
+
+
+torch.empty = _on_cpu(torch.empty)
+torch.full = _on_cpu(torch.full)
+torch.version.cuda = "12.4"
+torch.cuda.is_available = lambda: True
+torch.cuda.current_device = lambda: 0
+torch.cuda.get_device_properties = lambda device=None: _Props()
+torch.cuda.synchronize = lambda device=None: None
+torch.cuda.Event = _Event
+torch.cuda._sleep = lambda cycles: time.sleep(cycles / 2e9)  # a 2 GHz clock
+torch.cuda.mem_get_info = lambda device=None: (40 << 30, 80 << 30)
+torch.cuda.empty_cache = lambda: None
