@@ -39,6 +39,7 @@ type SSHD struct {
 // ends. The docker CLI must be on the PATH of the ssh session.
 func StartSSHD(t testing.TB) *SSHD {
 	t.Helper()
+	RequireDocker(t)
 	sshd := lookPath(t, "sshd", "openssh-server")
 	keygen := lookPath(t, "ssh-keygen", "openssh-client")
 	lookPath(t, "ssh", "openssh-client")

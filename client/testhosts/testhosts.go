@@ -37,9 +37,13 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// RequireDocker checks that the local daemon answers.
+// RequireDocker checks that the local daemon answers. Under -short (the
+// unit tests alone) every test that needs real parts is skipped.
 func RequireDocker(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping a test that needs the Docker daemon")
+	}
 	host := LocalHost
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		host = h
