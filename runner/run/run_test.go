@@ -735,3 +735,62 @@ func TestTolerance(t *testing.T) {
 		}
 	}
 }
+
+// GPU mode end to end without a GPU: a stand-in nvidia-smi reports an H100
+// and CPU torch poses as CUDA torch. This drives the GPU-only logic (mode,
+// compute capability skips, device identity, flush, GPU state, peaks); the
+// timings are the host's.
+func TestGPUModeOnFakeGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	needTorch(t, py)
+	t.Setenv("PATH", mustAbs(t, "testdata/fakegpu/bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PYTHONPATH", mustAbs(t, "../harness/testdata/fakecuda"))
+	dir := copyFixture(t, "torch-mm", func(s string) string {
+		s = strings.Replace(s, "sweep: {n: [4096]}", "sweep: {n: [32]}", 1)
+		s = strings.Replace(s, "    needs_hopper: {fn: mm:matmul, requires: [sm_90]}\n",
+			"    needs_hopper: {fn: mm:matmul, requires: [sm_90a]}\n    needs_blackwell: {fn: mm:matmul, requires: [triton, sm_100]}\n", 1)
+		s = strings.Replace(s, "time_reference: false", "time_reference: true", 1)
+		return strings.Replace(s, "method: {", "method: {flush_bytes: 1m, ", 1)
+	})
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
+	if ro.err != nil || ro.code != ExitFailed {
+		t.Fatalf("err %v exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	if r.Mode != "gpu" || r.Methodology.Timer != "cuda_events" || r.Methodology.FlushBytes != 1<<20 || r.Env.Driver != "550.54.15" || r.Env.CUDARuntime != "12.4" {
+		t.Errorf("mode %s methodology %+v driver %q cuda %q", r.Mode, r.Methodology, r.Env.Driver, r.Env.CUDARuntime)
+	}
+	if len(r.Env.GPUs) != 1 {
+		t.Fatalf("gpus %+v", r.Env.GPUs)
+	}
+	g := r.Env.GPUs[0]
+	if g.Name != "NVIDIA H100 80GB HBM3" || g.SMCount != 132 || g.L2Bytes != 50<<20 || g.Before == nil || g.After == nil || g.PeakTFLOPS == 0 {
+		t.Errorf("gpu %+v", g)
+	}
+	want := map[string]string{"reference": result.ImplOK, "matmul": result.ImplOK, "needs_hopper": result.ImplOK,
+		"transposed": result.ImplWrong, "in_place": result.ImplWrong, "needs_blackwell": result.ImplSkipped}
+	for name, status := range want {
+		if ir := implOf(t, r, 0, name); ir.Status != status {
+			t.Errorf("%s: %s (%s), want %s", name, ir.Status, ir.Error, status)
+		}
+	}
+	if e := implOf(t, r, 0, "needs_blackwell").Error; e != "needs sm_100 (compute capability 10.0 or later); NVIDIA H100 80GB HBM3 has 9.0" {
+		t.Errorf("needs_blackwell: %q", e)
+	}
+	if tp := implOf(t, r, 0, "matmul").Throughput; tp == nil || tp.TFLOPS <= 0 || tp.PctPeakFlops <= 0 {
+		t.Errorf("matmul throughput %+v", tp)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

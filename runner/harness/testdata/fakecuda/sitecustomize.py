@@ -38,8 +38,8 @@ def _on_cpu(f):
     return g
 
 
-torch.empty = _on_cpu(torch.empty)
-torch.full = _on_cpu(torch.full)
+for _name in ("empty", "full", "zeros", "ones", "randn", "rand", "randint", "arange", "tensor"):
+    setattr(torch, _name, _on_cpu(getattr(torch, _name)))
 torch.version.cuda = "12.4"
 torch.cuda.is_available = lambda: True
 torch.cuda.current_device = lambda: 0
