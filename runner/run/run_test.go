@@ -794,3 +794,51 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// On a GPU a CUDA error (the context is unusable afterwards) crashes the
+// implementation and its worker is replaced for the next case; torch's
+// out-of-memory error is oom.
+func TestGPUErrorsOnFakeGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	needTorch(t, py)
+	t.Setenv("PATH", mustAbs(t, "testdata/fakegpu/bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PYTHONPATH", mustAbs(t, "../harness/testdata/fakecuda"))
+	dir := copyFixture(t, "torch-mm", func(string) string {
+		return `name: gpu-errors
+resources: {gpus: 1}
+benchmark:
+  inputs: mm:make_inputs
+  reference: mm:reference
+  time_reference: false
+  implementations:
+    illegal: mm:illegal_address
+    oom: mm:cuda_oom
+  params: {dtype: float32}
+  sweep: {n: [8, 16]}
+  method: {flush_bytes: 1m, min_time_s: 0.01, max_time_s: 0.05, warmup_ms: 1}
+`
+	})
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
+	if ro.code != ExitFailed {
+		t.Fatalf("err %v exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	for ci := range r.Cases {
+		if ir := implOf(t, r, ci, "illegal"); ir.Status != result.ImplCrashed || !strings.Contains(ir.Error, "illegal memory access") {
+			t.Errorf("case %d illegal: %s %q", ci, ir.Status, ir.Error)
+		}
+		if ir := implOf(t, r, ci, "oom"); ir.Status != result.ImplOOM {
+			t.Errorf("case %d oom: %s %q", ci, ir.Status, ir.Error)
+		}
+	}
+	if n := strings.Count(ro.log, "illegal: starting worker"); n != 2 {
+		t.Errorf("the illegal worker started %d times, want 2 (once per case)", n)
+	}
+	if n := strings.Count(ro.log, "oom: starting worker"); n != 1 {
+		t.Errorf("the oom worker started %d times, want 1 (it survives)", n)
+	}
+}

@@ -30,3 +30,17 @@ def in_place(a, b):
 
 def flops(params):
     return 2.0 * params["n"] ** 3
+
+
+def illegal_address(a, b):
+    """Fails the way a kernel that reads out of bounds does on a GPU."""
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+class _OutOfMemoryError(RuntimeError):
+    pass
+
+
+def cuda_oom(a, b):
+    error = getattr(torch.cuda, "OutOfMemoryError", _OutOfMemoryError)
+    raise error("CUDA out of memory. Tried to allocate 80.00 GiB")
