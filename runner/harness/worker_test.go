@@ -212,7 +212,7 @@ func TestHarnessStdoutIsLogged(t *testing.T) {
 	if _, err := w.Time(ctxT(t, 30*time.Second), Time{Params: params, Seed: 1, MinSamples: 3, BudgetMS: 1, WarmupMS: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if tail := w.Tail(); !strings.Contains(tail, "progress: adding") || !strings.Contains(tail, "to stderr") {
+	if tail, ok := waitTail(w, "progress: adding", "to stderr"); !ok {
 		t.Errorf("tail %q lacks the kernel's output", tail)
 	}
 }
@@ -245,8 +245,8 @@ func TestCommandBenchmark(t *testing.T) {
 	if err != nil || len(s.SamplesMS) != 3 || s.SamplesMS[1] != 1.25 {
 		t.Fatalf("time %+v, %v", s, err)
 	}
-	if !strings.Contains(w.Tail(), "bench: got init") {
-		t.Errorf("the command's stderr is not in the tail: %q", w.Tail())
+	if tail, ok := waitTail(w, "bench: got init"); !ok {
+		t.Errorf("the command's stderr is not in the tail: %q", tail)
 	}
 }
 
@@ -369,5 +369,23 @@ func TestHarnessGPUPathOnFakeCUDA(t *testing.T) {
 		if v <= 0 {
 			t.Fatalf("sample %g ms", v)
 		}
+	}
+}
+
+// waitTail waits up to 5 s for the worker's tail to hold every one of subs:
+// stdout and stderr travel on their own pipes, so a worker's output may
+// reach the tail a moment after its answer.
+func waitTail(w *Worker, subs ...string) (string, bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tail := w.Tail()
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(tail, s)
+		}
+		if ok || time.Now().After(deadline) {
+			return tail, ok
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
