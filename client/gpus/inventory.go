@@ -72,10 +72,12 @@ func Fake(host string, n int) Inventory {
 // `nvidia-smi --query-gpu=index,uuid,name` with every GPU, and is removed.
 func Discover(ctx context.Context, e engine.Engine, image string) ([]GPU, error) {
 	id, err := e.Create(ctx, engine.ContainerSpec{
-		Image:           image,
-		Entrypoint:      []string{"nvidia-smi"},
-		Cmd:             []string{"--query-gpu=index,uuid,name", "--format=csv,noheader"},
-		GPUs:            &engine.GPURequest{Count: -1},
+		Image:      image,
+		Entrypoint: []string{"nvidia-smi"},
+		Cmd:        []string{"--query-gpu=index,uuid,name", "--format=csv,noheader"},
+		GPUs:       &engine.GPURequest{Count: -1},
+		// utility is the capability that mounts nvidia-smi into the container.
+		Env:             []string{"NVIDIA_DRIVER_CAPABILITIES=utility"},
 		Labels:          map[string]string{LabelInventory: "1"},
 		NetworkDisabled: true,
 	})
