@@ -293,6 +293,9 @@ func (w *Worker) call(ctx context.Context, op string, cmd any, want string) (*Ev
 			}
 			if ev.Kind == EventError {
 				e := ev.Error
+				// What the worker printed before failing may still be in its
+				// stdout/stderr pipes: let it reach the tail.
+				w.out.settle(20*time.Millisecond, 250*time.Millisecond)
 				return nil, &Error{Kind: e.Kind, Where: e.Where, Message: e.Message, Traceback: e.Traceback, Tail: w.Tail()}
 			}
 			if ev.Kind != want {
@@ -405,11 +408,13 @@ type tailWriter struct {
 	f      *os.File
 	tail   []byte
 	closed bool
+	last   time.Time // of the latest write
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.last = time.Now()
 	if !t.closed {
 		_, _ = t.w.Write(p) // a full disk must not stop the worker
 	}
@@ -432,6 +437,26 @@ func (t *tailWriter) Tail() string {
 		}
 	}
 	return s
+}
+
+// settle waits until nothing was written for quiet (counted from the call
+// at the earliest), or for at most limit.
+func (t *tailWriter) settle(quiet, limit time.Duration) {
+	start := time.Now()
+	end := start.Add(limit)
+	for time.Now().Before(end) {
+		t.mu.Lock()
+		last := t.last
+		t.mu.Unlock()
+		if last.Before(start) {
+			last = start
+		}
+		idle := time.Since(last)
+		if idle >= quiet {
+			return
+		}
+		time.Sleep(quiet - idle)
+	}
 }
 
 func (t *tailWriter) Close() {
