@@ -166,7 +166,7 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if !errors.As(res[1].Err, &he) || he.Kind != hosts.KindUnreachable {
 		t.Fatalf("the stopped host's failure: %v", res[1].Err)
 	}
-	if !strings.Contains(out.String(), "second | failed: cannot reach Docker host second (tcp://127.0.0.1:") {
+	if !strings.Contains(out.String(), "second | failed: cannot reach the Docker daemon at second (tcp://127.0.0.1:") {
 		t.Fatalf("the failure is not reported for its host:\n%s", out.String())
 	}
 	if fanout.Failed(res) != 1 {

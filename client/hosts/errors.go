@@ -50,7 +50,7 @@ func (e *HostError) Error() string {
 	case KindAPITooOld:
 		return fmt.Sprintf("Docker host %s speaks Engine API %s, older than the %s (Docker 20.10) xrun needs: upgrade Docker on that host", h, e.Reason, MinAPIVersion)
 	}
-	return fmt.Sprintf("cannot reach Docker host %s (%s): check that the host is up and its daemon running, or pick another with --host", h, e.Reason)
+	return fmt.Sprintf("cannot reach the Docker daemon at %s (%s): check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h, e.Reason)
 }
 
 func (e *HostError) Unwrap() error { return e.Err }
