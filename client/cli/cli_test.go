@@ -125,8 +125,11 @@ func TestSubmitAttachedCPU(t *testing.T) {
 		t.Errorf("stderr lacks the job's logs: %s", ta.err)
 	}
 
+	if !strings.Contains(string(b["Dockerfile"]), `team="kernels"`) {
+		t.Errorf("the image lacks the --label:\n%s", b["Dockerfile"])
+	}
 	// Unchanged: the build is skipped.
-	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
+	if code := ta.run(ctx, "submit", "--cpu", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("resubmit: exit %d: %s", code, ta.err)
 	}
 	if len(ta.fake.builds) != 1 || !strings.Contains(ta.err.String(), "build skipped") {
@@ -136,7 +139,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "matmul.py"), append(b["exp/matmul.py"], "\n# edit\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
+	if code := ta.run(ctx, "submit", "--cpu", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("edited resubmit: exit %d: %s", code, ta.err)
 	}
 	if len(ta.fake.builds) != 2 {
@@ -468,5 +471,23 @@ func TestIsRunner(t *testing.T) {
 		if got := IsRunner(strings.Fields(args)); got != want {
 			t.Errorf("IsRunner(%q) = %v", args, got)
 		}
+	}
+}
+
+func TestRunnerMainFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := RunnerMain(context.Background(), []string{"xrun", RunnerArg, "--version"}, &out, &errb); code != 0 || strings.TrimSpace(out.String()) == "" {
+		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
+	out.Reset()
+	if code := RunnerMain(context.Background(), []string{"xrun-runner", "stray"}, &out, &errb); code != 3 || !strings.Contains(errb.String(), "unexpected arguments") {
+		t.Errorf("stray argument: exit %d, %s", code, errb.String())
+	}
+	errb.Reset()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "xrun.yaml"), []byte("name: x\nbogus: 1\n"), 0o644)
+	code := RunnerMain(context.Background(), []string{"xrun-runner", "--experiment", dir, "--out", t.TempDir()}, &out, &errb)
+	if code != 3 || !strings.Contains(errb.String(), "bogus") {
+		t.Errorf("bad spec: exit %d, %s", code, errb.String())
 	}
 }

@@ -266,11 +266,7 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		Python:     s.Image.Python,
 		RunnerSrc:  "xrun-runner",
 		Experiment: s.Name,
-		Labels: map[string]string{
-			LabelExperiment:    s.Name,
-			LabelSpecHash:      s.Hash,
-			LabelClientVersion: version.Version,
-		},
+		Labels:     imageLabels(s, p.labels),
 	})
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: err}
@@ -298,7 +294,7 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 	fmt.Fprintf(a.Err, "building %s on %s (%d files, %s)\n", p.imageRef, p.eng.Host(), len(bctx.Files), units.HumanSize(float64(bctx.Bytes)))
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(bctx.WriteTar(pw, extras...)) }()
-	p.imageID, err = p.eng.Build(ctx, pr, engine.BuildOptions{Tag: p.imageRef, Labels: p.labels, NoCache: o.noCache}, func(line string) {
+	p.imageID, err = p.eng.Build(ctx, pr, engine.BuildOptions{Tag: p.imageRef, NoCache: o.noCache}, func(line string) {
 		fmt.Fprintln(a.Err, line)
 	})
 	pr.Close()
@@ -309,6 +305,21 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// imageLabels are the image's labels. User labels go into the Dockerfile
+// with xrun's own rather than as build labels: the classic builder would
+// add them as one more step after the code layer, rebuilt on every edit.
+func imageLabels(s *spec.Spec, user map[string]string) map[string]string {
+	labels := map[string]string{
+		LabelExperiment:    s.Name,
+		LabelSpecHash:      s.Hash,
+		LabelClientVersion: version.Version,
+	}
+	for k, v := range user {
+		labels[k] = v
+	}
+	return labels
 }
 
 // probeGPU starts a throwaway container with the job's GPU request. A

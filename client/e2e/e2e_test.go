@@ -349,9 +349,13 @@ func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 	if id == "" {
 		t.Fatalf("the job did not start:\n%s", errb.String())
 	}
-	for !strings.Contains(errb.String(), "making inputs slowly") && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
+		if cs := jobContainers(t, id); len(cs) == 1 && cs[0].State == "running" {
+			break
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	time.Sleep(time.Second) // let the runner start its workers
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
