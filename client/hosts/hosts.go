@@ -136,35 +136,6 @@ func Resolve(o Options) (Target, error) {
 	return Target{Name: DefaultHost, Host: DefaultHost}, nil
 }
 
-// ResolveAll resolves each of several --host values (fan-out). With none,
-// it resolves the single default host. Duplicates are an error, since the
-// same host twice would run the job twice on it.
-func ResolveAll(o Options, hosts []string) ([]Target, error) {
-	if len(hosts) == 0 {
-		t, err := Resolve(o)
-		if err != nil {
-			return nil, err
-		}
-		return []Target{t}, nil
-	}
-	seen := map[string]string{}
-	var out []Target
-	for _, h := range hosts {
-		o := o
-		o.Host = h
-		t, err := Resolve(o)
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := seen[t.Host]; dup {
-			return nil, fmt.Errorf("hosts %q and %q are the same daemon %s: give each host once", prev, h, t.Host)
-		}
-		seen[t.Host] = h
-		out = append(out, t)
-	}
-	return out, nil
-}
-
 // resolveHost reads a --host value: a named host from the config file, or
 // an address in any form the docker CLI accepts.
 func resolveHost(o Options, h string) (Target, error) {

@@ -148,21 +148,6 @@ func TestResolveDefault(t *testing.T) {
 	}
 }
 
-func TestResolveAll(t *testing.T) {
-	o := Options{Getenv: func(string) string { return "" }, DockerConfigDir: t.TempDir(), ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}
-	got, err := ResolveAll(o, []string{"unix:///a.sock", "ssh://me@b"})
-	if err != nil || len(got) != 2 || got[0].Host != "unix:///a.sock" || got[1].Host != "ssh://me@b" {
-		t.Fatalf("got %+v, %v", got, err)
-	}
-	if _, err := ResolveAll(o, []string{"/a.sock", "unix:///a.sock"}); err == nil || !strings.Contains(err.Error(), "same daemon") {
-		t.Fatalf("duplicate hosts: got %v", err)
-	}
-	got, err = ResolveAll(o, nil)
-	if err != nil || len(got) != 1 || got[0].Host != DefaultHost {
-		t.Fatalf("no hosts: got %+v, %v", got, err)
-	}
-}
-
 func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"typo in a host", "hosts:\n  lab:\n    hots: ssh://x\n", "line 3: field hots not found"},
