@@ -1,7 +1,7 @@
 package fanout_test
 
 import (
-	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
@@ -39,8 +40,8 @@ func (l *lockedBuilder) String() string {
 	return l.b.String()
 }
 
-// runJob runs a job container on target that writes a results.json (as
-// the runner would) naming the host's daemon, copies it out and decodes it.
+// runJob runs a job container on target that prints a results document
+// (as the runner writes it) naming the host's daemon, and decodes it.
 func runJob(ctx context.Context, target hosts.Target, w io.Writer) (*result.Results, error) {
 	cli, err := hosts.Connect(ctx, target)
 	if err != nil {
@@ -70,7 +71,7 @@ func runJob(ctx context.Context, target hosts.Target, w io.Writer) (*result.Resu
 		Config: &container.Config{
 			Image:  testhosts.BusyboxImage,
 			Env:    []string{"RESULTS=" + string(doc)},
-			Cmd:    []string{"sh", "-c", `mkdir -p /xrun/out && printf '%s' "$RESULTS" > /xrun/out/results.json && echo wrote results`},
+			Cmd:    []string{"sh", "-c", `printf '%s' "$RESULTS"`},
 			Labels: map[string]string{"dev.xrun.job": jobID, "dev.xrun.test": "fanout"},
 		},
 	})
@@ -91,21 +92,17 @@ func runJob(ctx context.Context, target hosts.Target, w io.Writer) (*result.Resu
 	case err := <-wait.Error:
 		return nil, err
 	}
-	cp, err := cli.CopyFromContainer(ctx, created.ID, client.CopyFromContainerOptions{SourcePath: "/xrun/out/results.json"})
+	logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true})
 	if err != nil {
 		return nil, err
 	}
-	defer cp.Content.Close()
-	tr := tar.NewReader(cp.Content)
-	if _, err := tr.Next(); err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(tr)
-	if err != nil {
+	defer logs.Close()
+	var data bytes.Buffer
+	if _, err := stdcopy.StdCopy(&data, io.Discard, logs); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(w, "job %s finished\n", jobID)
-	return result.Decode(data)
+	return result.Decode(data.Bytes())
 }
 
 // TestFanOutLocalAndTLS submits to the local daemon and to a second
