@@ -259,60 +259,124 @@ class Stats:
                 self.fail("%s is %s, the reference's is %s" % (path, "None" if out is None else od,
                                                                "None" if ref is None else rd))
             return
+        tol_dtype = rd
         if od != rd:
-            self.fail("%s has dtype %s, the reference's has %s" % (path, od, rd))
-            return
-        o, r = to_float64(out), to_float64(ref)
-        if o.shape != r.shape:
-            self.fail("%s has shape %s, the reference's has %s" % (path, list(o.shape), list(r.shape)))
+            # A reference may compute in more precision than the version under
+            # test (float32 against bf16, say): the comparison is in float64
+            # either way, and the tolerance is that of the less precise dtype.
+            if not (is_float_dtype(od) and is_float_dtype(rd)):
+                self.fail("%s has dtype %s, the reference's has %s" % (path, od, rd))
+                return
+            tol_dtype = od if FLOAT_PRECISION.get(od, 0) <= FLOAT_PRECISION.get(rd, 0) else rd
+        if tuple(getattr(out, "shape", ())) != tuple(getattr(ref, "shape", ())):
+            self.fail("%s has shape %s, the reference's has %s" % (path, list(getattr(out, "shape", ())),
+                                                                   list(getattr(ref, "shape", ()))))
             return
         if tol is None:
-            atol = rtol = default_tolerance(rd)
+            atol = rtol = default_tolerance(tol_dtype)
         else:
             atol, rtol = float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0))
         self.atol, self.rtol = max(self.atol, atol), max(self.rtol, rtol)
-        n = o.size
+        if is_tensor(out) and is_tensor(ref):
+            m = torch_error_figures(out, ref.to(out.device), atol, rtol)
+        else:
+            m = numpy_error_figures(to_float64(out), to_float64(ref), atol, rtol)
+        n, nan_mis, inf_mis, max_abs, max_rel, num2, den2, bad_fin = m
         self.elements += n
         if n == 0:
             return
-        o, r = o.reshape(-1), r.reshape(-1)
-        on, rn = np.isnan(o), np.isnan(r)
-        nan_mis = int(np.count_nonzero(on != rn))
-        oi, ri = np.isinf(o), np.isinf(r)
-        with np.errstate(invalid="ignore"):
-            inf_mis = int(np.count_nonzero((oi | ri) & ~(on | rn) & ~(o == r)))
-        fin = np.isfinite(o) & np.isfinite(r)
         self.nan += nan_mis
         self.inf += inf_mis
-        bad = nan_mis + inf_mis
-        if fin.any():
-            of, rf = o[fin], r[fin]
-            with np.errstate(over="ignore", invalid="ignore"):
-                d = np.abs(of - rf)
-                ar = np.abs(rf)
-                tiny = np.finfo(np.float64).tiny
-                self.max_abs = max(self.max_abs, finite(d.max()))
-                self.max_rel = max(self.max_rel, finite((d / np.maximum(ar, tiny)).max()))
-                num = math.sqrt(finite(np.sum(np.square(d))))
-                den = math.sqrt(finite(np.sum(np.square(ar))))
-                self.rms_rel = max(self.rms_rel, finite(num / max(den, tiny)) if num > 0 else 0.0)
-                bad += int(np.count_nonzero(d > atol + rtol * ar))
+        self.max_abs = max(self.max_abs, finite(max_abs))
+        self.max_rel = max(self.max_rel, finite(max_rel))
+        tiny = np.finfo(np.float64).tiny
+        num, den = math.sqrt(finite(num2)), math.sqrt(finite(den2))
+        self.rms_rel = max(self.rms_rel, finite(num / max(den, tiny)) if num > 0 else 0.0)
+        bad = nan_mis + inf_mis + bad_fin
         self.mismatched += bad
         if nan_mis:
             self.fail("%s: %d NaN positions differ from the reference" % (path, nan_mis))
         if inf_mis:
             self.fail("%s: %d Inf positions differ from the reference" % (path, inf_mis))
-        if bad > nan_mis + inf_mis:
-            self.fail("%s: %d of %d elements outside atol=%g rtol=%g" % (path, bad - nan_mis - inf_mis, n, atol, rtol))
+        if bad_fin:
+            self.fail("%s: %d of %d elements outside atol=%g rtol=%g" % (path, bad_fin, n, atol, rtol))
+
+
+# Significand bits of the floating dtypes, to pick the less precise of two.
+FLOAT_PRECISION = {"float64": 53, "float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8,
+                   "float8_e4m3fn": 4, "float8_e4m3fnuz": 4, "float8_e5m2": 3, "float8_e5m2fnuz": 3,
+                   "complex128": 53, "complex64": 24}
+
+
+def is_float_dtype(name):
+    return name in FLOAT_PRECISION
+
+
+def numpy_error_figures(o, r, atol, rtol):
+    """(elements, NaN mismatches, Inf mismatches, max abs, max rel, sum d^2,
+    sum ref^2, finite elements outside tolerance) on host float64 arrays."""
+    n = o.size
+    if n == 0:
+        return 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0
+    o, r = o.reshape(-1), r.reshape(-1)
+    on, rn = np.isnan(o), np.isnan(r)
+    nan_mis = int(np.count_nonzero(on != rn))
+    oi, ri = np.isinf(o), np.isinf(r)
+    with np.errstate(invalid="ignore"):
+        inf_mis = int(np.count_nonzero((oi | ri) & ~(on | rn) & ~(o == r)))
+    fin = np.isfinite(o) & np.isfinite(r)
+    if not fin.any():
+        return n, nan_mis, inf_mis, 0.0, 0.0, 0.0, 0.0, 0
+    of, rf = o[fin], r[fin]
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.abs(of - rf)
+        ar = np.abs(rf)
+        tiny = np.finfo(np.float64).tiny
+        return (n, nan_mis, inf_mis, float(d.max()), float((d / np.maximum(ar, tiny)).max()),
+                float(np.sum(np.square(d))), float(np.sum(np.square(ar))),
+                int(np.count_nonzero(d > atol + rtol * ar)))
+
+
+def torch_error_figures(out, ref, atol, rtol):
+    """The same figures as numpy_error_figures, computed on the tensors'
+    device in float64: large GPU outputs never travel to the host."""
+    n = out.numel()
+    if n == 0:
+        return 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0
+    wide = torch.complex128 if (out.is_complex() or ref.is_complex()) else torch.float64
+    o = out.detach().reshape(-1).to(wide)
+    r = ref.detach().reshape(-1).to(wide)
+    on, rn = torch.isnan(o), torch.isnan(r)
+    nan_mis = int((on != rn).sum().item())
+    oi, ri = torch.isinf(o), torch.isinf(r)
+    inf_mis = int(((oi | ri) & ~(on | rn) & ~(o == r)).sum().item())
+    fin = torch.isfinite(o) & torch.isfinite(r)
+    if not bool(fin.any().item()):
+        return n, nan_mis, inf_mis, 0.0, 0.0, 0.0, 0.0, 0
+    of, rf = o[fin], r[fin]
+    del o, r, on, rn, oi, ri, fin
+    d = (of - rf).abs()
+    ar = rf.abs()
+    tiny = float(np.finfo(np.float64).tiny)
+    return (n, nan_mis, inf_mis, float(d.max().item()), float((d / ar.clamp(min=tiny)).max().item()),
+            float(d.square().sum().item()), float(ar.square().sum().item()),
+            int((d > atol + rtol * ar).sum().item()))
 
 
 def digest(leaves):
+    """A hash of the outputs' exact bytes (tensors are hashed as raw bytes,
+    so a GPU output is copied to the host once at its own width)."""
     h = hashlib.sha256()
     for path, x in leaves:
         h.update(path.encode())
         h.update(dtype_name(x).encode())
         if x is None:
             h.update(b"None")
+            continue
+        if is_tensor(x):
+            h.update(repr(tuple(x.shape)).encode())
+            if x.numel():
+                h.update(as_bytes(x).cpu().numpy().tobytes())
             continue
         a = np.ascontiguousarray(to_float64(x))
         h.update(repr(a.shape).encode())

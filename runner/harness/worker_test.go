@@ -124,7 +124,8 @@ func TestHarnessCheck(t *testing.T) {
 		{fn: "pkg.kernels:zero_inputs", modified: true, reason: "modified its inputs"},
 		{fn: "pkg.kernels:replay", replayed: true, reason: "bitwise identical"},
 		{fn: "pkg.kernels:wrong_shape", reason: "has shape [999]"},
-		{fn: "pkg.kernels:wrong_dtype", reason: "has dtype float64"},
+		{fn: "pkg.kernels:wrong_dtype", reason: "has dtype int64"},
+		{fn: "pkg.kernels:half_precision", passed: true},
 		{fn: "pkg.kernels:nan_out", reason: "NaN positions differ"},
 		{fn: "pkg.kernels:pair", reason: "returned 2 outputs, the reference 1"},
 	}

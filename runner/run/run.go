@@ -112,11 +112,13 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 }
 
 type runner struct {
-	o    Options
-	s    *spec.Spec
-	r    *result.Results
-	log  io.Writer
-	path string
+	o Options
+	s *spec.Spec
+	r *result.Results
+	// varying are the parameters that differ between cases: they label them.
+	varying []string
+	log     io.Writer
+	path    string
 
 	cpu        bool
 	gpu        *result.GPU // the device the workers use; nil on the CPU
@@ -202,7 +204,9 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		runErr = rn.setup(ctx)
 	}
 	if runErr == nil {
-		for _, p := range s.Benchmark.Cases(rn.cpu) {
+		cases := s.Benchmark.Cases(rn.cpu)
+		rn.varying = spec.VaryingKeys(cases)
+		for _, p := range cases {
 			if runErr = rn.runCase(ctx, p); runErr != nil {
 				break
 			}
@@ -582,7 +586,7 @@ func (rn *runner) runCase(ctx context.Context, p spec.Params) error {
 	if d, ok := p.Get("dtype"); ok {
 		kc.dtype, _ = d.(string)
 	}
-	rn.r.Cases = append(rn.r.Cases, result.Case{Params: p.Map(), Label: p.Label(), Results: map[string]*result.ImplResult{}})
+	rn.r.Cases = append(rn.r.Cases, result.Case{Params: p.Map(), Label: p.Only(rn.varying).Label(), Results: map[string]*result.ImplResult{}})
 	label := p.Label()
 	if label == "" {
 		label = "(no parameters)"

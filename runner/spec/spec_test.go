@@ -207,3 +207,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestVaryingKeys(t *testing.T) {
+	s, err := Parse("xrun.yaml", []byte(glaSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := s.Benchmark.Cases(false)
+	keys := VaryingKeys(cases)
+	if strings.Join(keys, ",") != "chunk,T" {
+		t.Fatalf("varying keys %v", keys)
+	}
+	if got := cases[2].Only(keys).Label(); got != "chunk=256 T=1024" {
+		t.Errorf("label %q", got)
+	}
+	one := s.Benchmark.Cases(true)
+	if VaryingKeys(one) != nil || one[0].Only(nil).Label() != one[0].Label() {
+		t.Errorf("a single case has no varying keys and keeps its full label")
+	}
+}

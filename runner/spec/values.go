@@ -47,6 +47,47 @@ func (ps Params) Merge(over Params) Params {
 	return out
 }
 
+// Only returns the parameters named in keys, in ps's order; all of ps when
+// keys is empty.
+func (ps Params) Only(keys []string) Params {
+	if len(keys) == 0 {
+		return ps
+	}
+	var out Params
+	for _, p := range ps {
+		for _, k := range keys {
+			if p.Key == k {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// VaryingKeys returns the keys whose values differ between cases (or are
+// missing from some), in the order they first appear.
+func VaryingKeys(cases []Params) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, c := range cases {
+		for _, p := range c {
+			if seen[p.Key] {
+				continue
+			}
+			seen[p.Key] = true
+			first := FormatValue(p.Value)
+			for _, o := range cases {
+				v, ok := o.Get(p.Key)
+				if !ok || FormatValue(v) != first {
+					keys = append(keys, p.Key)
+					break
+				}
+			}
+		}
+	}
+	return keys
+}
+
 // Map returns the parameters as a map (for JSON).
 func (ps Params) Map() map[string]any {
 	m := make(map[string]any, len(ps))

@@ -63,7 +63,12 @@ def wrong_shape(x, y):
 
 
 def wrong_dtype(x, y):
-    return (x + y).astype(np.float64)
+    return (x + y).astype(np.int64)
+
+
+def half_precision(x, y):
+    """Less precise than the float32 reference: checked at float16's tolerance."""
+    return (x + y).astype(np.float16)
 
 
 def nan_out(x, y):
