@@ -439,3 +439,22 @@ func TestBadJobID(t *testing.T) {
 		expect(t, r, 1, `no job "0000deadbeef"`)
 	}
 }
+
+func TestRunLocalWithoutDocker(t *testing.T) {
+	out := t.TempDir()
+	r := xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixturePath("quick"))
+	if r.code == 4 && strings.Contains(r.stderr, "numpy") {
+		t.Skipf("no python3 with numpy on this machine: %s", r.stderr)
+	}
+	expect(t, r, 0, "status: succeeded")
+	rs, err := result.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil || rs.Experiment != "e2e-quick" || rs.Mode != "cpu" || !rs.Success {
+		t.Errorf("results: %v %+v", err, rs)
+	}
+	if !strings.Contains(r.stdout, "loop") {
+		t.Errorf("no table on stdout:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(fixturePath("quick"), ".xrun")); err == nil {
+		t.Error("--out was ignored: the experiment directory got a .xrun/")
+	}
+}
