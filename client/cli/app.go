@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -79,7 +81,7 @@ func (a *App) Engine(ctx context.Context, sel HostSelection) (engine.Engine, err
 }
 
 func (a *App) connectDocker(ctx context.Context, sel HostSelection) (engine.Engine, error) {
-	ep, err := engine.ResolveHost(engine.HostOptions{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv})
+	ep, err := engine.ResolveHost(engine.HostOptions{Host: sel.Host, Context: sel.Context, Getenv: a.getenv})
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +106,8 @@ func (a *App) Store() (*jobs.Store, error) {
 	}
 	root := a.StoreRoot
 	if root == "" {
-		if d := a.Getenv("XDG_DATA_HOME"); d != "" {
-			root = d + "/xrun/jobs"
+		if d := a.getenv("XDG_DATA_HOME"); d != "" {
+			root = filepath.Join(d, "xrun", "jobs")
 		} else {
 			var err error
 			if root, err = jobs.DefaultRoot(); err != nil {
@@ -119,6 +121,13 @@ func (a *App) Store() (*jobs.Store, error) {
 	}
 	a.store = s
 	return s, nil
+}
+
+func (a *App) getenv(k string) string {
+	if a.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return a.Getenv(k)
 }
 
 // step returns a function that prints how long a step took, with

@@ -77,6 +77,9 @@ func (a *App) refresh(ctx context.Context, j *jobs.Job) (c engine.Container, ok 
 		return c, false, err
 	}
 	done := finalStatus(j.Status) && j.Finished != nil
+	if j.ContainerID == "" {
+		return c, false, nil // the job failed before it had a container
+	}
 	e, err := a.jobEngine(ctx, j)
 	if err != nil {
 		return c, false, err

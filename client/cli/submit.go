@@ -173,7 +173,8 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	id, err := p.eng.Create(ctx, cs)
 	done()
 	if err != nil {
-		j.Status, j.Error = result.StatusFailed, err.Error()
+		now := time.Now().UTC()
+		j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
 		st.Save(j)
 		return err
 	}
@@ -505,7 +506,8 @@ func (a *App) discard(e engine.Engine, j *jobs.Job, cause error) {
 	defer cancel()
 	e.Remove(ctx, j.ContainerID, true)
 	if st, err := a.Store(); err == nil {
-		j.Status, j.Error = result.StatusFailed, cause.Error()
+		now := time.Now().UTC()
+		j.Status, j.Error, j.Finished = result.StatusFailed, cause.Error(), &now
 		st.Save(j)
 	}
 }
