@@ -82,6 +82,9 @@ func mainE2E(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: build xrun: %v\n%s", err, out)
 		return 1
 	}
+	for _, id := range dangling() {
+		danglingAtStart[id] = true
+	}
 	defer cleanup()
 	return m.Run()
 }
@@ -126,6 +129,33 @@ func cleanup() {
 	for _, im := range ims {
 		eng.RemoveImage(ctx, im.ID)
 	}
+	// The layers the fixtures share below their labels (ENV, runner,
+	// WORKDIR) are left untagged once their last child is gone.
+	// Not forced: an image another user's container still uses stays.
+	for _, id := range newDangling() {
+		exec.CommandContext(ctx, "docker", "rmi", id).Run()
+	}
+}
+
+// danglingAtStart are the untagged leaf images present before the suite.
+var danglingAtStart = map[string]bool{}
+
+func dangling() []string {
+	out, err := exec.Command("docker", "images", "-q", "--no-trunc", "--filter", "dangling=true").Output()
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
+}
+
+func newDangling() []string {
+	var ids []string
+	for _, id := range dangling() {
+		if !danglingAtStart[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 type res struct {
