@@ -121,6 +121,9 @@ func Default() *Table { return table }
 // section from the embedded table; see Table.Resolve.
 func Resolve(img spec.Image, cpu bool) (string, error) { return table.Resolve(img, cpu) }
 
+// Named reports whether name is one of the embedded table's base names.
+func Named(name string) bool { _, ok := table.Bases[name]; return ok }
+
 // Lookup returns the embedded table's row for an image reference.
 func Lookup(ref string) (Image, bool) { return table.Lookup(ref) }
 
@@ -149,6 +152,13 @@ func (t *Table) Resolve(img spec.Image, cpu bool) (string, error) {
 			if !matches(row, img.Torch, img.CUDA) {
 				return "", fmt.Errorf("image.base %s has %s, which does not match image.torch %q / image.cuda %q; change or remove them", img.Base, row, img.Torch, img.CUDA)
 			}
+			return ref, nil
+		}
+		if row, ok := t.Lookup(ref); cpu && ok && !row.CPU() {
+			// A CPU run executes the CPU sweep, which needs no CUDA: a
+			// named GPU base stands for "the table's base", so take its
+			// CPU counterpart rather than a multi-gigabyte CUDA image.
+			return t.Bases[t.DefaultCPU], nil
 		}
 		return ref, nil
 	}

@@ -361,9 +361,9 @@ func (a *App) contextProgress() func(files int, bytes int64) {
 }
 
 // pickBase resolves the base image and makes sure it is on the host. A
-// CPU run of a spec that names no base takes any CPU base of the table
-// that the host has (one made offline with images/make-cpu-base.sh) when
-// the default CPU base is missing.
+// CPU run of a spec that names no base, or a base of the table, takes any
+// CPU base of the table that the host has (one made offline with
+// images/make-cpu-base.sh) when the default CPU base is missing.
 func (a *App) pickBase(ctx context.Context, e engine.Engine, img spec.Image, o submitOptions) (string, error) {
 	if o.base != "" {
 		return o.base, a.ensureBase(ctx, e, o.base)
@@ -372,7 +372,7 @@ func (a *App) pickBase(ctx context.Context, e engine.Engine, img spec.Image, o s
 	if err != nil {
 		return "", &ExitError{Code: ExitUsage, Err: err}
 	}
-	if o.cpu && img.Base == "" && img.Torch == "" && img.CUDA == "" {
+	if o.cpu && img.Torch == "" && img.CUDA == "" && (img.Base == "" || images.Named(img.Base)) {
 		if ok, err := e.ImageExists(ctx, base); err != nil || ok {
 			return base, err
 		}
