@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,6 +43,11 @@ func TestMain(m *testing.M) {
 }
 
 func mainE2E(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "e2e: -short: skipping the end-to-end suite")
+		return 0
+	}
 	ci := os.Getenv("CI") == "true"
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)

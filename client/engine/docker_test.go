@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"strings"
@@ -19,6 +20,9 @@ const testLabel = "dev.xrun.test"
 // except under CI=true where it fails.
 func daemon(t *testing.T) *Docker {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no Docker")
+	}
 	ep, err := ResolveHost(HostOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -267,8 +271,11 @@ func TestUnreachableDaemonIsOneSentence(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	code := m.Run()
-	cleanupTestObjects()
+	if !testing.Short() {
+		cleanupTestObjects()
+	}
 	os.Exit(code)
 }
 
