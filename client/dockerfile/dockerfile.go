@@ -83,7 +83,6 @@ func Generate(o Options) ([]byte, error) {
 	// WORKDIR creates the directory without needing a shell in the base.
 	fmt.Fprintf(&b, "WORKDIR %s\n", OutDir)
 	fmt.Fprintf(&b, "WORKDIR %s\n", ExperimentDir)
-	fmt.Fprintf(&b, "COPY %s/ %s/\n", buildctx.Root, ExperimentDir)
 	fmt.Fprintf(&b, "ENTRYPOINT [%q, \"--experiment\", %q, \"--out\", %q]\n", RunnerPath, ExperimentDir, OutDir)
 	if len(o.Labels) > 0 {
 		keys := make([]string, 0, len(o.Labels))
@@ -91,8 +90,9 @@ func Generate(o Options) ([]byte, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		// Labels come last: a label that changes on every build (a spec
-		// hash) must not invalidate the cache of the layers above.
+		// Labels go just above the code: the spec hash changes only when
+		// xrun.yaml (part of the code layer) changes, so a code edit keeps
+		// every step but the last cached.
 		b.WriteString("LABEL")
 		for i, k := range keys {
 			if i > 0 {
@@ -102,6 +102,8 @@ func Generate(o Options) ([]byte, error) {
 		}
 		b.WriteString("\n")
 	}
+	// The code is the last step: an edit rebuilds this layer alone.
+	fmt.Fprintf(&b, "COPY %s/ %s/\n", buildctx.Root, ExperimentDir)
 	return b.Bytes(), nil
 }
 

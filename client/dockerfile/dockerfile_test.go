@@ -57,14 +57,15 @@ func TestGenerateGolden(t *testing.T) {
 }
 
 // TestLayerOrder checks the property the layering exists for: everything a
-// code edit touches comes after everything that installs software.
+// code edit touches comes after everything that installs software, and the
+// code is the very last step, so an edit rebuilds that layer alone.
 func TestLayerOrder(t *testing.T) {
 	b, err := Generate(Options{Base: "b", Apt: []string{"git"}, Python: []string{"numpy"}, RunnerSrc: "r", Labels: map[string]string{"k": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	order := []string{"FROM b", "apt-get install", "pip install", "COPY r " + RunnerPath, "COPY exp/ /xrun/exp/", "ENTRYPOINT", "LABEL"}
+	order := []string{"FROM b", "apt-get install", "pip install", "COPY r " + RunnerPath, "ENTRYPOINT", "LABEL", "COPY exp/ /xrun/exp/"}
 	last := -1
 	for _, want := range order {
 		i := strings.Index(s, want)
@@ -72,6 +73,9 @@ func TestLayerOrder(t *testing.T) {
 			t.Fatalf("%q at %d, not after the previous step (%d):\n%s", want, i, last, s)
 		}
 		last = i
+	}
+	if !strings.HasSuffix(s, "COPY exp/ /xrun/exp/\n") {
+		t.Errorf("the code layer is not the last step:\n%s", s)
 	}
 	for _, banned := range []string{"<<", "--mount", "# syntax", "--chmod", "--link"} {
 		if strings.Contains(s, banned) {
