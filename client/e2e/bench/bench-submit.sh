@@ -53,9 +53,9 @@ ENV PYTHONUNBUFFERED=1
 COPY xrun-runner /usr/local/bin/xrun-runner
 WORKDIR /xrun/out
 WORKDIR /xrun/exp
-COPY exp/ /xrun/exp/
 ENTRYPOINT ["/usr/local/bin/xrun-runner", "--experiment", "/xrun/exp", "--out", "/xrun/out"]
 LABEL xrun.bench=1
+COPY exp/ /xrun/exp/
 DOCKERFILE
 
 edit="echo \"# edit \$(date +%s%N)\" >> $ctx/exp/vecadd.py"
