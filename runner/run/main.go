@@ -1,0 +1,61 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/xrun-dev/xrun/runner/version"
+)
+
+// Main is the runner's command line, shared by runner/cmd/xrun-runner and
+// the xrun binary acting as the runner:
+//
+//	xrun-runner --experiment DIR --out DIR [--mode gpu|cpu] [--python PATH] [--version]
+//
+// Unset flags come from the XRUN_* environment (docs/architecture.md).
+// Progress and the final table go to stderr. It returns the exit code
+// (ExitCode); ctx carries cancellation (SIGINT/SIGTERM in the callers).
+func Main(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	o := OptionsFromEnv()
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.ExperimentDir, "experiment", orString(o.ExperimentDir, DefaultExperimentDir), "experiment `dir`ectory (holds xrun.yaml) [$XRUN_EXPERIMENT]")
+	fs.StringVar(&o.OutDir, "out", orString(o.OutDir, DefaultOutDir), "output `dir`ectory for results.json and logs [$XRUN_OUT]")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "gpu or cpu (default: gpu when nvidia-smi finds a GPU) [$XRUN_MODE]")
+	fs.StringVar(&o.Python, "python", o.Python, "Python `interpreter` for the harness (default: the first python3 with numpy) [$XRUN_PYTHON]")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return ExitBadSpec
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q; the experiment is given with --experiment\n", name, fs.Args())
+		return ExitBadSpec
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.Get())
+		return 0
+	}
+	// A closed log pipe must not kill the run: writes then just fail.
+	signal.Ignore(syscall.SIGPIPE)
+	o.Log = stderr
+	r, err := Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	}
+	return ExitCode(r, err)
+}
+
+func orString(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
