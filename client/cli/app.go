@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/runner/version"
@@ -41,6 +42,9 @@ type App struct {
 	mu      sync.Mutex
 	engines map[HostSelection]engine.Engine
 	store   *jobs.Store
+	// onJob, when set, gets the job record as soon as submit creates it
+	// (fan-out learns each host's job this way).
+	onJob func(*jobs.Job)
 }
 
 // HostSelection is how the user picked a daemon: --host and --context.
@@ -81,15 +85,18 @@ func (a *App) Engine(ctx context.Context, sel HostSelection) (engine.Engine, err
 }
 
 func (a *App) connectDocker(ctx context.Context, sel HostSelection) (engine.Engine, error) {
-	ep, err := engine.ResolveHost(engine.HostOptions{Host: sel.Host, Context: sel.Context, Getenv: a.getenv})
+	// client/hosts resolves --host/--context like the docker CLI, adds
+	// named hosts from xrun's config, ssh options and TLS material, and
+	// pings with one-sentence errors naming the host.
+	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv})
 	if err != nil {
 		return nil, err
 	}
-	d, err := engine.Connect(ctx, ep)
+	c, err := hosts.Connect(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	return d, nil
+	return engine.FromClient(t.Ref(), c), nil
 }
 
 // jobEngine returns the engine of the host a job was submitted to.
@@ -208,6 +215,7 @@ Examples:
 			newCancelCommand(a),
 			newRmCommand(a),
 			newResultsCommand(a),
+			newCompareCommand(a),
 			newRunCommand(a),
 			newVersionCommand(a),
 		},
@@ -249,10 +257,15 @@ func (a *App) report(err error) int {
 // hostFlags are --host and --context, for commands that pick a daemon.
 func hostFlags(sel *HostSelection) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{
+		&cli.StringSliceFlag{
 			Name: "host", Aliases: []string{"H"}, EnvVars: []string{"XRUN_HOST"},
-			Usage:       "Docker daemon: unix:///path, tcp://host:2376 (TLS via DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) or ssh://user@host (default: DOCKER_HOST, then the docker context)",
-			Destination: &sel.Host,
+			Usage: "Docker daemon: unix:///path, tcp://host:2376 (TLS via DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), ssh://user@host, or a host named in $XDG_CONFIG_HOME/xrun/config.yaml (default: DOCKER_HOST, then the docker context); repeat it to fan out (submit) or list across hosts (ps)",
+			Action: func(_ *cli.Context, v []string) error {
+				if len(v) > 0 {
+					sel.Host = v[0]
+				}
+				return nil
+			},
 		},
 		&cli.StringFlag{
 			Name: "context", EnvVars: []string{"XRUN_CONTEXT"},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -199,26 +200,37 @@ func TestSubmitGPURequests(t *testing.T) {
 		want  engine.GPURequest
 		label string
 	}{
-		{args: nil, want: engine.GPURequest{Count: 1}, label: "1"},
-		{args: []string{"--gpus", "2"}, want: engine.GPURequest{Count: 2}, label: "2"},
+		{args: nil, want: engine.GPURequest{IDs: []string{"0"}}, label: "1"},
+		{args: []string{"--gpus", "2"}, want: engine.GPURequest{IDs: []string{"0", "1"}}, label: "2"},
 		{args: []string{"--gpus", "0,2"}, want: engine.GPURequest{IDs: []string{"0", "2"}}, label: "0,2"},
-		{args: []string{"--gpus", "all"}, want: engine.GPURequest{Count: -1}, label: "all"},
+		{args: []string{"--gpus", "all"}, want: engine.GPURequest{IDs: []string{"0", "1", "2", "3"}}, label: "all"},
 	}
 	for _, tt := range tests {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
 		ta.fake.behave = succeed(t)
+		// Requests are assigned GPUs of the host's inventory: here the
+		// test inventory of 4 (docs/hosts.md).
+		get := ta.Getenv
+		ta.Getenv = func(k string) string {
+			if k == gpus.FakeEnv {
+				return "4"
+			}
+			return get(k)
+		}
 		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, tt.args...), dir)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", tt.args, code, ta.err)
 		}
 		var c *fakeContainer
 		for _, fc := range ta.fake.containers {
-			c = fc
+			if fc.c.Labels[gpus.LabelReservation] == "" {
+				c = fc
+			}
 		}
 		if c.spec.GPUs == nil || c.spec.GPUs.Count != tt.want.Count || strings.Join(c.spec.GPUs.IDs, ",") != strings.Join(tt.want.IDs, ",") {
 			t.Errorf("%v: GPUs = %+v, want %+v", tt.args, c.spec.GPUs, tt.want)
 		}
-		if c.c.Labels[LabelGPUs] != tt.label || c.c.Labels[LabelMode] != "gpu" {
+		if c.c.Labels[LabelGPUs] != tt.label || c.c.Labels[gpus.LabelGPUIDs] != strings.Join(tt.want.IDs, ",") || c.c.Labels[LabelMode] != "gpu" {
 			t.Errorf("%v: labels %v", tt.args, c.c.Labels)
 		}
 	}

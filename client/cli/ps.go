@@ -15,8 +15,10 @@ import (
 
 type psOptions struct {
 	host HostSelection
-	all  bool
-	json bool
+	// hosts are every --host given: jobs are listed across them.
+	hosts []string
+	all   bool
+	json  bool
 }
 
 func newPsCommand(a *App) *cli.Command {
@@ -37,6 +39,10 @@ Examples:
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usageError("ps takes no arguments")
+			}
+			o.hosts = c.StringSlice("host")
+			if len(o.hosts) > 0 {
+				o.host.Host = o.hosts[0]
 			}
 			return runPs(c.Context, a, o)
 		},
@@ -65,8 +71,22 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		}
 		cancel()
 	}
-	// Jobs on the host that this store has no record of.
-	if e, err := a.Engine(ctx, o.host); err == nil {
+	// Jobs on the hosts that this store has no record of.
+	sels := []HostSelection{o.host}
+	if len(o.hosts) > 1 {
+		sels = nil
+		for _, h := range o.hosts {
+			sels = append(sels, HostSelection{Host: h})
+		}
+	}
+	for _, sel := range sels {
+		e, err := a.Engine(ctx, sel)
+		if err != nil {
+			if sel != (HostSelection{}) {
+				return err
+			}
+			continue
+		}
 		cs, err := e.List(ctx, map[string]string{LabelJob: ""}, o.all)
 		if err != nil {
 			return err
@@ -76,10 +96,9 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 			if known[id] || id == "gpu-probe" {
 				continue
 			}
+			known[id] = true
 			list = append(list, jobFromContainer(e, c))
 		}
-	} else if o.host != (HostSelection{}) {
-		return err
 	}
 	var shown []*jobs.Job
 	for _, j := range list {

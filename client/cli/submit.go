@@ -17,6 +17,7 @@ import (
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/dockerfile"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/runner/report"
@@ -37,6 +38,10 @@ type submitOptions struct {
 	json    bool
 	labels  []string
 	noCache bool
+	// hosts are every --host given: more than one fans out.
+	hosts []string
+	// queue waits for busy GPUs instead of failing.
+	queue bool
 }
 
 func newSubmitCommand(a *App) *cli.Command {
@@ -61,10 +66,12 @@ Examples:
   xrun submit --cpu experiments/039-gla-pingpong
   id=$(xrun submit -d --gpus 1 experiments/039-gla-pingpong) && xrun wait $id
   xrun submit --host ssh://me@gpu-box --gpus 0,2 --env HF_TOKEN experiments/039-gla-pingpong
+  xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
   xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
+			&cli.BoolFlag{Name: "queue", EnvVars: []string{"XRUN_QUEUE"}, Usage: "when the GPUs asked for are held by other jobs, wait for them instead of failing", Destination: &o.queue},
 			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.cpu},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, besides the spec's env:"},
 			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"XRUN_TIMEOUT"}, Usage: "stop the job after this long (default: resources.timeout)", Destination: &o.timeout},
@@ -80,6 +87,13 @@ Examples:
 			o.dir = c.Args().First()
 			o.env = c.StringSlice("env")
 			o.labels = c.StringSlice("label")
+			o.hosts = c.StringSlice("host")
+			if len(o.hosts) > 0 {
+				o.host.Host = o.hosts[0]
+			}
+			if len(o.hosts) > 1 {
+				return runSubmitFanout(c.Context, a, o, o.hosts)
+			}
 			return runSubmit(c.Context, a, o)
 		},
 	}
@@ -94,9 +108,11 @@ type prepared struct {
 	imageID  string
 	gpus     *engine.GPURequest
 	gpuLabel string
-	mode     string
-	timeout  time.Duration
-	labels   map[string]string
+	// gpuIDs are the GPU indices assigned on the host ("0,2").
+	gpuIDs  string
+	mode    string
+	timeout time.Duration
+	labels  map[string]string
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
@@ -131,6 +147,22 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if err := st.Create(j); err != nil {
 		return err
 	}
+	if a.onJob != nil {
+		a.onJob(j)
+	}
+	releaseGPUs, err := a.assignGPUs(ctx, p, j, o.host, o.queue)
+	if err != nil {
+		now := time.Now().UTC()
+		j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
+		st.Save(j)
+		return err
+	}
+	if p.gpuIDs != "" {
+		j.GPUs = p.gpuIDs
+	}
+	if !o.detach {
+		defer releaseGPUs()
+	}
 	j.ContainerName = "xrun-" + p.spec.Name + "-" + j.ID
 	labels := map[string]string{
 		LabelJob:           j.ID,
@@ -143,6 +175,9 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	}
 	if p.timeout > 0 {
 		labels[LabelTimeout] = p.timeout.String()
+	}
+	if p.gpuIDs != "" {
+		labels[gpus.LabelGPUIDs] = p.gpuIDs
 	}
 	for k, v := range p.labels {
 		labels[k] = v
@@ -176,6 +211,9 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		now := time.Now().UTC()
 		j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
 		st.Save(j)
+		if o.detach {
+			releaseGPUs()
+		}
 		return err
 	}
 	j.ContainerID = id
@@ -183,7 +221,11 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return err
 	}
 	if o.detach {
-		return a.startDetached(ctx, p, j, o)
+		if err := a.startDetached(ctx, p, j, o); err != nil {
+			releaseGPUs()
+			return err
+		}
+		return nil
 	}
 	return a.runAttached(ctx, p, j, o)
 }

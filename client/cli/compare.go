@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/compare"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+type compareOptions struct {
+	jobs     []string
+	json     bool
+	markdown bool
+}
+
+func newCompareCommand(a *App) *cli.Command {
+	var o compareOptions
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "line up the results of several jobs side by side (the same experiment on different hosts or GPUs)",
+		ArgsUsage: "JOB JOB...",
+		Description: `For every sweep point and implementation: each job's median time, its speedup
+over its own baseline, its TFLOPS, and the time ratio against the first job; and
+each job's host and GPU. Results are fetched from the hosts when the store has no
+copy yet.
+
+Examples:
+  xrun submit --host lab --host cloud experiments/039-gla-pingpong
+  xrun compare 3fa1 9b2e
+  xrun compare --markdown 3fa1 9b2e >> experiments/039-gla-pingpong/README.md`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the comparison as JSON", Destination: &o.json},
+			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables", Destination: &o.markdown},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return usageError("compare takes two or more job ids, got %d", c.NArg())
+			}
+			if o.json && o.markdown {
+				return usageError("give --json or --markdown, not both")
+			}
+			o.jobs = c.Args().Slice()
+			return runCompare(c.Context, a, o)
+		},
+	}
+}
+
+func runCompare(ctx context.Context, a *App, o compareOptions) error {
+	var in []compare.Input
+	for _, ref := range o.jobs {
+		j, r, err := a.jobResults(ctx, ref)
+		if err != nil {
+			return err
+		}
+		in = append(in, compare.Input{JobID: j.ID, Host: j.Host, Results: r})
+	}
+	rep, err := compare.Build(in)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.json:
+		return rep.JSON(a.Out)
+	case o.markdown:
+		return rep.Markdown(a.Out)
+	}
+	return rep.Text(a.Out)
+}
+
+// jobResults returns a job's results, fetching them from its host into
+// the store when the store has no copy yet.
+func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Results, error) {
+	j, err := a.resolveJob(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Has(j.ID, jobs.ResultsFile) {
+		if _, ok, err := a.refresh(ctx, j); err != nil {
+			return nil, nil, err
+		} else if ok && !st.Has(j.ID, jobs.ResultsFile) {
+			e, err := a.jobEngine(ctx, j)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := a.fetchResults(ctx, e, j); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
+	}
+	r, err := result.Decode(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read results of job %s: %w", j.ID, err)
+	}
+	return j, r, nil
+}

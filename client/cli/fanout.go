@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/xrun-dev/xrun/client/compare"
+	"github.com/xrun-dev/xrun/client/fanout"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+// runSubmitFanout submits the experiment to every host at once. Each
+// host's progress goes to stderr prefixed with its name; a host that fails
+// is reported for that host and the others go on. Attached, the results
+// of each host follow on stdout, then their comparison; detached, one
+// "JOB<TAB>HOST" line per host that started its job.
+func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []string) error {
+	seen := map[string]bool{}
+	for _, h := range hostList {
+		if seen[h] {
+			return usageError("--host %s is given twice: give each host once", h)
+		}
+		seen[h] = true
+	}
+	type outcome struct {
+		job *jobs.Job
+		out string
+	}
+	res := fanout.Run(ctx, hostList, a.Err, func(ctx context.Context, h string, w io.Writer) (outcome, error) {
+		var out bytes.Buffer
+		child := &App{Out: &out, Err: w, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot, Trace: a.Trace}
+		defer child.Close()
+		var got outcome
+		child.onJob = func(j *jobs.Job) { got.job = j }
+		oh := o
+		oh.host = HostSelection{Host: h}
+		err := runSubmit(ctx, child, oh)
+		got.out = out.String()
+		var ee *ExitError
+		if errors.As(err, &ee) && ee.Err == nil && got.job != nil {
+			// A job's own exit code carries no message; say what ended.
+			err = &ExitError{Code: ee.Code, Err: fmt.Errorf("job %s ended %s (exit %d)", got.job.ID, got.job.Status, ee.Code)}
+		}
+		return got, err
+	})
+
+	var started []*jobs.Job
+	for _, r := range res {
+		if r.Value.job != nil && r.Value.job.ContainerID != "" {
+			started = append(started, r.Value.job)
+		}
+	}
+	switch {
+	case o.json:
+		if started == nil {
+			started = []*jobs.Job{}
+		}
+		if err := writeJSON(a.Out, started); err != nil {
+			return err
+		}
+	case o.detach:
+		for _, r := range res {
+			if r.Err == nil && r.Value.job != nil {
+				fmt.Fprintf(a.Out, "%s\t%s\n", r.Value.job.ID, r.Host)
+			}
+		}
+	default:
+		for _, r := range res {
+			if r.Value.out == "" {
+				continue
+			}
+			fmt.Fprintf(a.Out, "== %s ==\n%s\n", r.Host, strings.TrimRight(r.Value.out, "\n"))
+		}
+		a.printFanoutComparison(ctx, started)
+	}
+
+	code := 0
+	var failed []string
+	for _, r := range res {
+		if r.Err == nil {
+			continue
+		}
+		c := ExitFailure
+		var ee *ExitError
+		if errors.As(r.Err, &ee) {
+			c = ee.Code
+		}
+		if code == 0 {
+			code = c
+		}
+		failed = append(failed, r.Host)
+	}
+	if code != 0 {
+		return &ExitError{Code: code, Err: fmt.Errorf("%d of %d hosts failed (%s): see their lines above", len(failed), len(res), strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
+// printFanoutComparison lines up the results of the jobs that have some.
+func (a *App) printFanoutComparison(ctx context.Context, js []*jobs.Job) {
+	var in []compare.Input
+	for _, j := range js {
+		if _, r, err := a.jobResults(ctx, j.ID); err == nil {
+			in = append(in, compare.Input{JobID: j.ID, Host: j.Host, Results: r})
+		}
+	}
+	if len(in) < 2 {
+		return
+	}
+	rep, err := compare.Build(in)
+	if err != nil {
+		return
+	}
+	fmt.Fprintln(a.Out, "== comparison ==")
+	rep.Text(a.Out)
+}
