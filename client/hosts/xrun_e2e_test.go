@@ -1,0 +1,283 @@
+package hosts_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// base is the CPU base the e2e suites build on (images/make-cpu-base.sh).
+const base = "xrun/cpu-base:bookworm"
+
+// remoteLabel marks what these tests leave on the local daemon, for cleanup.
+const remoteLabel = "dev.xrun.test=remote"
+
+// xrunEnv is the environment of the xrun binary under test.
+type xrunEnv struct {
+	bin  string
+	env  []string
+	repo string
+}
+
+type run struct {
+	code           int
+	stdout, stderr string
+}
+
+func (x *xrunEnv) run(t *testing.T, limit time.Duration, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, x.bin, args...)
+	cmd.Env = x.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := run{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("xrun %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("xrun %v ran past %v\nstderr:\n%s", args, limit, r.stderr)
+	}
+	return r
+}
+
+func (x *xrunEnv) submit(t *testing.T, flags ...string) run {
+	t.Helper()
+	args := append([]string{"submit", "--cpu", "--base", base, "--label", remoteLabel}, flags...)
+	return x.run(t, 4*time.Minute, append(args, filepath.Join(x.repo, "client", "hosts", "testdata", "remote-quick"))...)
+}
+
+func expectCode(t *testing.T, r run, code int, stderrHas ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range stderrHas {
+		if !strings.Contains(r.stderr, s) {
+			t.Fatalf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+var jobRunning = regexp.MustCompile(`job ([0-9a-f]{12}) running in container \S+ on (\S+)`)
+
+// jobIDs maps each host named in "job ID running ... on HOST" lines to its job.
+func jobIDs(stderr string) map[string]string {
+	ids := map[string]string{}
+	for _, m := range jobRunning.FindAllStringSubmatch(stderr, -1) {
+		ids[m[2]] = m[1]
+	}
+	return ids
+}
+
+// ensureBase makes the CPU base when it is missing, as the e2e suite does.
+func ensureBase(t *testing.T, repo string) {
+	t.Helper()
+	cli, err := client.New(client.WithHost(testhosts.LocalHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(context.Background(), base); err == nil {
+		return
+	}
+	if os.Geteuid() != 0 {
+		testhosts.Unavailable(t, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
+	}
+	out, err := exec.Command("bash", filepath.Join(repo, "images", "make-cpu-base.sh")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make %s: %v\n%s", base, err, out)
+	}
+}
+
+// TestXrunOnRemoteHosts drives the real xrun binary: the same experiment
+// over a unix socket, tcp with TLS and ssh; a wrong CA refused; fan-out
+// over two daemons and compare; ps across hosts; and fan-out with one
+// daemon stopped.
+func TestXrunOnRemoteHosts(t *testing.T) {
+	testhosts.RequireDocker(t)
+	_, file, _, _ := runtime.Caller(0)
+	repo := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	ensureBase(t, repo)
+	d := testhosts.StartDaemon(t)
+	s := testhosts.StartSSHD(t)
+	testhosts.CopyImage(t, base, testhosts.LocalHost, d.Socket)
+
+	tmp := t.TempDir()
+	x := &xrunEnv{bin: filepath.Join(tmp, "xrun"), repo: repo}
+	build := exec.Command("go", "build", "-trimpath", "-o", x.bin, "./client/cmd/xrun")
+	build.Dir = repo
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build xrun: %v\n%s", err, out)
+	}
+	cfg := fmt.Sprintf(`hosts:
+  second-tls:
+    host: %s
+    cert_path: %s
+  wrong-ca:
+    host: %s
+    cert_path: %s
+  lab:
+    host: %s
+    ssh_options: %s
+`, d.TCP, d.CertDir, d.TCP, d.WrongCADir, s.Host, flowList(s.Options))
+	if err := os.MkdirAll(filepath.Join(tmp, "config", "xrun"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "config", "xrun", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x.env = append(os.Environ(),
+		"XDG_DATA_HOME="+filepath.Join(tmp, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(tmp, "config"),
+		"XDG_CACHE_HOME="+filepath.Join(tmp, "cache"),
+		"DOCKER_CONFIG="+filepath.Join(tmp, "docker"),
+		"XRUN_HOST=", "XRUN_CONTEXT=", "DOCKER_HOST=", "DOCKER_CONTEXT=", "DOCKER_TLS_VERIFY=", "DOCKER_CERT_PATH=")
+	t.Cleanup(func() { cleanupLocal(t) })
+
+	// The same experiment over the three transports.
+	for _, tc := range []struct{ name, host string }{
+		{"unix socket", d.Socket},
+		{"tcp with TLS", "second-tls"},
+		{"ssh", "lab"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := x.submit(t, "--host", tc.host)
+			expectCode(t, r, 0, "on "+tc.host)
+			id := jobIDs(r.stderr)[tc.host]
+			if id == "" {
+				t.Fatalf("no job line for %s:\n%s", tc.host, r.stderr)
+			}
+			res := x.run(t, time.Minute, "results", "--json", id)
+			expectCode(t, res, 0)
+			doc, err := result.Decode([]byte(res.stdout))
+			if err != nil || !doc.Success || doc.JobID != id {
+				t.Fatalf("results of %s: %v\n%s", id, err, res.stdout)
+			}
+			// A later command reaches the job's host from its record.
+			expectCode(t, x.run(t, time.Minute, "status", id), 0)
+		})
+	}
+
+	t.Run("wrong CA", func(t *testing.T) {
+		r := x.submit(t, "--host", "wrong-ca")
+		if r.code == 0 || !strings.Contains(r.stderr, "TLS verification of Docker host wrong-ca") {
+			t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+		}
+	})
+
+	var ids map[string]string
+	t.Run("fan-out and compare", func(t *testing.T) {
+		r := x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls")
+		expectCode(t, r, 0, fmt.Sprintf("%-*s | ", len(testhosts.LocalHost), "second-tls"), testhosts.LocalHost+" | ")
+		t.Logf("xrun submit --host %s --host second-tls:\nstderr:\n%s\nstdout:\n%s", testhosts.LocalHost, r.stderr, r.stdout)
+		ids = jobIDs(r.stderr)
+		if ids[testhosts.LocalHost] == "" || ids["second-tls"] == "" {
+			t.Fatalf("job ids %v\n%s", ids, r.stderr)
+		}
+		c := x.run(t, time.Minute, "compare", ids[testhosts.LocalHost], ids["second-tls"])
+		expectCode(t, c, 0)
+		for _, want := range []string{"comparing remote-quick", ids["second-tls"] + "  second-tls", "N=1024", "N=4096", "loop"} {
+			if !strings.Contains(c.stdout, want) {
+				t.Fatalf("compare lacks %q:\n%s", want, c.stdout)
+			}
+		}
+		cj := x.run(t, time.Minute, "compare", "--json", ids[testhosts.LocalHost], ids["second-tls"])
+		expectCode(t, cj, 0)
+		var rep struct {
+			Jobs []struct{ Host string } `json:"jobs"`
+		}
+		if err := json.Unmarshal([]byte(cj.stdout), &rep); err != nil || len(rep.Jobs) != 2 || rep.Jobs[1].Host != "second-tls" {
+			t.Fatalf("compare --json: %v\n%s", err, cj.stdout)
+		}
+	})
+
+	t.Run("ps across hosts", func(t *testing.T) {
+		r := x.run(t, time.Minute, "ps", "--all", "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
+		expectCode(t, r, 0)
+		for _, id := range ids {
+			if !strings.Contains(r.stdout, id) {
+				t.Fatalf("ps lacks job %s:\n%s", id, r.stdout)
+			}
+		}
+	})
+
+	t.Run("fan-out with one host stopped", func(t *testing.T) {
+		d.Stop(t)
+		r := x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls")
+		if r.code == 0 {
+			t.Fatalf("exit 0 with a host down\nstderr:\n%s", r.stderr)
+		}
+		if !strings.Contains(r.stderr, fmt.Sprintf("%-*s | failed: cannot reach the Docker daemon at second-tls", len(testhosts.LocalHost), "second-tls")) {
+			t.Fatalf("the failure is not reported for its host:\n%s", r.stderr)
+		}
+		t.Logf("with second-tls stopped (exit %d):\n%s", r.code, r.stderr)
+		id := jobIDs(r.stderr)[testhosts.LocalHost]
+		if id == "" {
+			t.Fatalf("the local job did not run:\n%s", r.stderr)
+		}
+		st := x.run(t, time.Minute, "status", "--json", id)
+		expectCode(t, st, 0)
+		if !strings.Contains(st.stdout, `"succeeded"`) {
+			t.Fatalf("the local job did not complete:\n%s", st.stdout)
+		}
+	})
+}
+
+// flowList renders strings as a YAML flow sequence.
+func flowList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		b, _ := json.Marshal(s)
+		quoted[i] = string(b)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// cleanupLocal removes what the tests left on the local daemon (the ssh
+// transport reaches it too).
+func cleanupLocal(t *testing.T) {
+	cli, err := client.New(client.WithHost(testhosts.LocalHost))
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := client.Filters{}.Add("label", remoteLabel)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err == nil {
+		for _, c := range cs.Items {
+			cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		}
+	}
+	ims, err := cli.ImageList(ctx, client.ImageListOptions{Filters: f})
+	if err == nil {
+		for _, im := range ims.Items {
+			cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+		}
+	}
+}
