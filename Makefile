@@ -20,9 +20,11 @@ install: ## install a static xrun into $GOBIN
 cpu-base: ## make the CPU base image (Debian + python3 + numpy + torch) without a registry
 	./images/make-cpu-base.sh --torch --name $(CPU_BASE)
 
+# -p 1: the integration suites share one Docker daemon, and one suite
+# removing its images must never race another's build on shared layers.
 test: cpu-base ## the whole suite: vet, unit, integration against the real Docker daemon
 	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 75m ./...
+	CGO_ENABLED=0 $(GO) test -p 1 -count=1 -timeout 75m ./...
 
 test-unit: ## unit tests only (no Docker)
 	$(GO) test -short -count=1 ./...
@@ -30,6 +32,7 @@ test-unit: ## unit tests only (no Docker)
 fuzz: ## run each fuzz target for 30 s
 	$(GO) test ./runner/spec -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./runner/result -run XXX -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./runner/harness -run XXX -fuzz FuzzDecodeEvent -fuzztime 30s
 
 demo: build cpu-base ## the main job: submit the GLA experiment (GPU host: drop --cpu)
 	$(BIN)/xrun submit --cpu experiments/039-gla-pingpong

@@ -13,8 +13,14 @@ import (
 	"time"
 )
 
-// testLabel marks everything the tests make, so they clean up after themselves.
-const testLabel = "dev.xrun.test"
+// testLabel=testValue marks everything these tests make, so they clean up
+// after themselves, and only after themselves: other packages' suites
+// (client/e2e) use the same label with their own value, and may be building
+// on the same daemon at the same time.
+const (
+	testLabel = "dev.xrun.test"
+	testValue = "engine"
+)
 
 // daemon connects to the local daemon; without one the test is skipped,
 // except under CI=true where it fails.
@@ -51,7 +57,7 @@ func busyboxImage(t *testing.T, d *Docker) string {
 	df := "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n"
 	ctx := context.Background()
 	id, err := d.Build(ctx, tarOf(t, map[string][]byte{"Dockerfile": []byte(df), "busybox": bb}),
-		BuildOptions{Tag: tag, Labels: map[string]string{testLabel: "1"}}, nil)
+		BuildOptions{Tag: tag, Labels: map[string]string{testLabel: testValue}}, nil)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
@@ -85,7 +91,7 @@ func run(t *testing.T, d *Docker, s ContainerSpec) (string, WaitResult) {
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
-	s.Labels[testLabel] = "1"
+	s.Labels[testLabel] = testValue
 	id, err := d.Create(ctx, s)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +189,7 @@ func TestDockerBuildFailureNamesTheStep(t *testing.T) {
 	img := busyboxImage(t, d)
 	df := "FROM " + img + "\nRUN echo fetching things\nRUN echo last-words-before && exit 7\nRUN echo never\n"
 	_, err := d.Build(context.Background(), tarOf(t, map[string][]byte{"Dockerfile": []byte(df)}),
-		BuildOptions{Tag: "xrun-test/engine-fail:latest", Labels: map[string]string{testLabel: "1"}}, nil)
+		BuildOptions{Tag: "xrun-test/engine-fail:latest", Labels: map[string]string{testLabel: testValue}}, nil)
 	var be *BuildError
 	if !errors.As(err, &be) {
 		t.Fatalf("err = %v, want a BuildError", err)
@@ -211,7 +217,7 @@ func TestDockerOOMAndStop(t *testing.T) {
 	}
 
 	// A running container stops within the grace period.
-	id2, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{testLabel: "1"}})
+	id2, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{testLabel: testValue}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +248,7 @@ func TestDockerGPURequestWithoutRuntime(t *testing.T) {
 		t.Skip("this host has an NVIDIA runtime")
 	}
 	img := busyboxImage(t, d)
-	id, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"true"}, GPUs: &GPURequest{Count: 1}, Labels: map[string]string{testLabel: "1"}})
+	id, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"true"}, GPUs: &GPURequest{Count: 1}, Labels: map[string]string{testLabel: testValue}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,14 +298,14 @@ func cleanupTestObjects() {
 		return
 	}
 	defer d.Close()
-	cs, _ := d.List(ctx, map[string]string{testLabel: ""}, true)
+	cs, _ := d.List(ctx, map[string]string{testLabel: testValue}, true)
 	for _, c := range cs {
 		d.Remove(ctx, c.ID, true)
 	}
 	// Intermediate images of a failed build inherit the label too; remove
 	// children before parents by retrying.
 	for range 3 {
-		ims, _ := d.Images(ctx, map[string]string{testLabel: ""})
+		ims, _ := d.Images(ctx, map[string]string{testLabel: testValue})
 		for _, im := range ims {
 			d.RemoveImage(ctx, im.ID)
 		}
