@@ -11,7 +11,7 @@ $sudo apt-get update -qq
 # hyperfine: the submit benchmark.
 $sudo apt-get install -y -qq --no-install-recommends \
   debootstrap debian-archive-keyring python3 python3-numpy python3-torch \
-  busybox-static hyperfine openssl openssh-server openssh-client \
+  busybox-static hyperfine openssl openssh-server openssh-client iproute2 \
   ca-certificates make jq >/dev/null
 command -v go >/dev/null || { echo "setup: Go is not installed; get it from https://go.dev/dl/" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "setup: the Docker daemon is not reachable; start it (systemctl start docker) or set DOCKER_HOST" >&2; exit 1; }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -57,16 +58,17 @@ func mainE2E(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: skipping the suite (it fails under CI=true)")
 		return 0
 	}
-	ep, err := engine.ResolveHost(engine.HostOptions{})
+	target, err := hosts.Resolve(hosts.Options{})
 	if err != nil {
 		return fail("%v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	d, err := engine.Connect(ctx, ep)
+	cli, err := hosts.Connect(ctx, target)
 	cancel()
 	if err != nil {
 		return fail("%v", err)
 	}
+	d := engine.FromClient(target.Ref(), cli)
 	eng = d
 	defer d.Close()
 	_, file, _, _ := runtime.Caller(0)

@@ -3,19 +3,15 @@ package engine
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/cli/cli/connhelper"
-	"github.com/docker/go-connections/tlsconfig"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -24,66 +20,21 @@ import (
 
 // Docker is the Engine backed by the Docker Engine API.
 type Docker struct {
-	ep  Endpoint
-	cli *client.Client
+	host string
+	cli  *client.Client
 }
 
 var _ Engine = (*Docker)(nil)
 
-// Connect makes a client for ep and pings the daemon, so that an
-// unreachable daemon is reported once, clearly, before any other call.
-func Connect(ctx context.Context, ep Endpoint) (*Docker, error) {
-	d, err := New(ep)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Ping(ctx); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
-}
-
-// New makes a client for ep without contacting the daemon.
-func New(ep Endpoint) (*Docker, error) {
-	opts := []client.Opt{client.WithAPIVersionFromEnv()}
-	helper, err := connhelper.GetConnectionHelper(ep.Host)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", ep.Host, err)
-	}
-	switch {
-	case helper != nil:
-		// ssh://: the docker CLI's helper runs `ssh host docker system dial-stdio`.
-		opts = append(opts,
-			client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: helper.Dialer}}),
-			client.WithHost(helper.Host),
-			client.WithDialContext(helper.Dialer))
-	case ep.TLS != nil:
-		cfg, err := tlsconfig.Client(tlsconfig.Options{
-			CAFile:             ep.TLS.CAFile,
-			CertFile:           ep.TLS.CertFile,
-			KeyFile:            ep.TLS.KeyFile,
-			InsecureSkipVerify: !ep.TLS.Verify,
-			MinVersion:         tls.VersionTLS12,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("load TLS certificates for %s: %w (set DOCKER_CERT_PATH to the directory with ca.pem, cert.pem and key.pem)", ep.Host, err)
-		}
-		opts = append(opts,
-			client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, CheckRedirect: client.CheckRedirect}),
-			client.WithHost(ep.Host))
-	default:
-		opts = append(opts, client.WithHost(ep.Host))
-	}
-	cli, err := client.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", ep.Host, err)
-	}
-	return &Docker{ep: ep, cli: cli}, nil
+// FromClient wraps a client that client/hosts made (it owns host
+// selection, ssh and TLS); host is what Host reports and what a job records
+// to reach the daemon again.
+func FromClient(host string, cli *client.Client) *Docker {
+	return &Docker{host: host, cli: cli}
 }
 
 // Host returns the daemon address.
-func (d *Docker) Host() string { return d.ep.Host }
+func (d *Docker) Host() string { return d.host }
 
 // Close releases the client's connections.
 func (d *Docker) Close() error { return d.cli.Close() }
@@ -94,7 +45,7 @@ func (d *Docker) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if _, err := d.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return &UnreachableError{Host: d.ep.Host, Err: shortNetErr(err)}
+		return &UnreachableError{Host: d.host, Err: shortNetErr(err)}
 	}
 	return nil
 }
@@ -112,7 +63,7 @@ func shortNetErr(err error) error {
 func (d *Docker) Info(ctx context.Context) (Info, error) {
 	r, err := d.cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return Info{}, fmt.Errorf("read daemon info from %s: %w", d.ep.Host, err)
+		return Info{}, fmt.Errorf("read daemon info from %s: %w", d.host, err)
 	}
 	in := r.Info
 	info := Info{
@@ -203,7 +154,7 @@ func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
 func (d *Docker) Images(ctx context.Context, labels map[string]string) ([]Image, error) {
 	r, err := d.cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: labelFilters(labels)})
 	if err != nil {
-		return nil, fmt.Errorf("list images on %s: %w", d.ep.Host, err)
+		return nil, fmt.Errorf("list images on %s: %w", d.host, err)
 	}
 	out := make([]Image, 0, len(r.Items))
 	for _, im := range r.Items {
@@ -235,7 +186,7 @@ func (d *Docker) Build(ctx context.Context, tar io.Reader, opts BuildOptions, pr
 		Dockerfile:  "Dockerfile",
 	})
 	if err != nil {
-		return "", fmt.Errorf("build %s on %s: %w", opts.Tag, d.ep.Host, err)
+		return "", fmt.Errorf("build %s on %s: %w", opts.Tag, d.host, err)
 	}
 	defer r.Body.Close()
 	id, err := decodeStream(r.Body, progress)
@@ -479,7 +430,7 @@ func parseTime(s string) time.Time {
 func (d *Docker) List(ctx context.Context, labels map[string]string, all bool) ([]Container, error) {
 	r, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: all, Filters: labelFilters(labels)})
 	if err != nil {
-		return nil, fmt.Errorf("list containers on %s: %w", d.ep.Host, err)
+		return nil, fmt.Errorf("list containers on %s: %w", d.host, err)
 	}
 	out := make([]Container, 0, len(r.Items))
 	for _, c := range r.Items {

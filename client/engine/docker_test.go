@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/xrun-dev/xrun/client/hosts"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -22,6 +24,19 @@ const (
 	testValue = "engine"
 )
 
+// connectLocal reaches the daemon the environment names, the way xrun does.
+func connectLocal(ctx context.Context) (*Docker, error) {
+	target, err := hosts.Resolve(hosts.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cli, err := hosts.Connect(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return FromClient(target.Ref(), cli), nil
+}
+
 // daemon connects to the local daemon; without one the test is skipped,
 // except under CI=true where it fails.
 func daemon(t *testing.T) *Docker {
@@ -29,13 +44,9 @@ func daemon(t *testing.T) *Docker {
 	if testing.Short() {
 		t.Skip("-short: no Docker")
 	}
-	ep, err := ResolveHost(HostOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	d, err := Connect(ctx, ep)
+	d, err := connectLocal(ctx)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true and no Docker daemon: %v", err)
@@ -260,10 +271,11 @@ func TestDockerGPURequestWithoutRuntime(t *testing.T) {
 }
 
 func TestUnreachableDaemonIsOneSentence(t *testing.T) {
-	d, err := New(Endpoint{Host: "unix:///nonexistent/docker.sock"})
+	cli, err := hosts.NewClient(hosts.Target{Host: "unix:///nonexistent/docker.sock"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := FromClient("unix:///nonexistent/docker.sock", cli)
 	defer d.Close()
 	err = d.Ping(context.Background())
 	var ue *UnreachableError
@@ -287,13 +299,9 @@ func TestMain(m *testing.M) {
 
 // cleanupTestObjects removes every container and image the tests made.
 func cleanupTestObjects() {
-	ep, err := ResolveHost(HostOptions{})
-	if err != nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := Connect(ctx, ep)
+	d, err := connectLocal(ctx)
 	if err != nil {
 		return
 	}

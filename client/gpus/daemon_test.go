@@ -11,6 +11,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/testhosts"
 )
@@ -33,7 +34,7 @@ func TestConcurrentSubmits(t *testing.T) {
 
 	// The monitor checks, while jobs run, that no GPU index is on two
 	// running job containers.
-	mon, err := engine.New(engine.Endpoint{Host: d.Socket})
+	mon, err := dial(d.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestConcurrentSubmits(t *testing.T) {
 // the job, reserve a GPU, create and start the container labelled with
 // it, wait for it, free the GPU.
 func submit(ctx context.Context, host string, st *jobs.Store, inv gpus.Inventory, image string) (string, error) {
-	e, err := engine.New(engine.Endpoint{Host: host})
+	e, err := dial(host)
 	if err != nil {
 		return "", err
 	}
@@ -184,7 +185,7 @@ func submit(ctx context.Context, host string, st *jobs.Store, inv gpus.Inventory
 func TestDiscoverWithoutGPURuntime(t *testing.T) {
 	testhosts.RequireDocker(t)
 	image := testhosts.EnsureBusybox(t, testhosts.LocalHost)
-	e, err := engine.New(engine.Endpoint{Host: testhosts.LocalHost})
+	e, err := dial(testhosts.LocalHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,4 +205,13 @@ func TestDiscoverWithoutGPURuntime(t *testing.T) {
 		t.Fatalf("the error does not say what is missing: %v", err)
 	}
 	t.Log(err)
+}
+
+// dial makes an engine for a daemon address, the way xrun's hosts package does.
+func dial(host string) (*engine.Docker, error) {
+	cli, err := hosts.NewClient(hosts.Target{Host: host})
+	if err != nil {
+		return nil, err
+	}
+	return engine.FromClient(host, cli), nil
 }
