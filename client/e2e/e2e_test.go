@@ -481,8 +481,8 @@ func TestBadJobID(t *testing.T) {
 func TestRunLocalWithoutDocker(t *testing.T) {
 	out := t.TempDir()
 	r := xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixturePath("quick"))
-	if r.code == 4 && strings.Contains(r.stderr, "numpy") {
-		t.Skipf("no python3 with numpy on this machine: %s", r.stderr)
+	if r.code == 4 && strings.Contains(r.stderr, "numpy") && os.Getenv("CI") != "true" {
+		t.Skipf("no python3 with numpy on this machine (CI installs python3-numpy): %s", r.stderr)
 	}
 	expect(t, r, 0, "status: succeeded")
 	rs, err := result.ReadFile(filepath.Join(out, "results.json"))
