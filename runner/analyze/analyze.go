@@ -160,7 +160,8 @@ func CaseLabel(c result.Case) string {
 
 // Warnings lists what makes the figures in r less trustworthy: timings that
 // did not converge (per implementation and case), GPUs whose clocks were
-// held back during the run (from env before/after readings), and speedups
+// held back while an implementation was timed (from the readings taken
+// during its samples) or over the run (from env before/after), and speedups
 // over the baseline above ExcessiveSpeedup (from r.Comparisons, so call it
 // after filling those). Failed implementations are not warnings: their
 // status says so.
@@ -185,6 +186,25 @@ func Warnings(r *result.Results) []result.Warning {
 				msg += fmt.Sprintf(", target %.2g%%", 100*r.Methodology.TargetRSE)
 			}
 			out = append(out, result.Warning{Kind: WarnNotConverged, Implementation: name, Label: label, Message: msg})
+		}
+	}
+	maxSM := 0
+	for _, g := range r.Env.GPUs {
+		if g.Before != nil {
+			maxSM = max(maxSM, g.Before.MaxSMClockMHz)
+		}
+	}
+	for _, c := range r.Cases {
+		label := CaseLabel(c)
+		for _, name := range uniq(names) {
+			t := timing(c.Results[name])
+			if t == nil {
+				continue
+			}
+			if th, why := gpuinfo.ThrottledDuring(t.Clocks, maxSM); th {
+				out = append(out, result.Warning{Kind: WarnThrottled, Implementation: name, Label: label,
+					Message: fmt.Sprintf("%s at %s was timed with the GPU's clocks held back: %s; its time reflects the limited clock and can move between runs", name, label, why)})
+			}
 		}
 	}
 	for _, g := range r.Env.GPUs {

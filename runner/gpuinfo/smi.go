@@ -106,10 +106,20 @@ func noDevice(msg string) bool {
 
 var invalidFieldRE = regexp.MustCompile(`Field "([^"]+)" is not a valid field to query`)
 
+// columns are the field names a driver accepted (names) and the canonical
+// name of each (canon), in query order.
+type columns struct{ names, canon []string }
+
 // queryRows runs nvidia-smi for fields, replacing a field the driver does
 // not know by its next alternate, or dropping it, and retrying. Rows are
 // keyed by each field's canonical (first) name.
 func queryRows(ctx context.Context, smi smiFunc, fields []field) ([]map[string]string, error) {
+	rows, _, err := queryColumns(ctx, smi, fields)
+	return rows, err
+}
+
+// queryColumns is queryRows that also returns the columns the driver took.
+func queryColumns(ctx context.Context, smi smiFunc, fields []field) ([]map[string]string, columns, error) {
 	alt := make([]int, len(fields)) // which alternate of each field is in use; -1: dropped
 	for attempt := 0; attempt <= 2*len(fields); attempt++ {
 		var names, canon []string
@@ -121,15 +131,16 @@ func queryRows(ctx context.Context, smi smiFunc, fields []field) ([]map[string]s
 		}
 		out, err := smi(ctx, []string{"--query-gpu=" + strings.Join(names, ","), "--format=csv,noheader,nounits"})
 		if err == nil {
-			return ParseRows(canon, string(out))
+			rows, err := ParseRows(canon, string(out))
+			return rows, columns{names, canon}, err
 		}
 		var se *smiError
 		if !errors.As(err, &se) {
-			return nil, err
+			return nil, columns{}, err
 		}
 		m := invalidFieldRE.FindStringSubmatch(se.msg)
 		if m == nil {
-			return nil, err
+			return nil, columns{}, err
 		}
 		i := -1
 		for j, f := range fields {
@@ -140,7 +151,7 @@ func queryRows(ctx context.Context, smi smiFunc, fields []field) ([]map[string]s
 		}
 		if i <= 0 {
 			// The driver rejects a field we cannot do without (index).
-			return nil, err
+			return nil, columns{}, err
 		}
 		if alt[i]+1 < len(fields[i].names) {
 			alt[i]++
@@ -148,7 +159,7 @@ func queryRows(ctx context.Context, smi smiFunc, fields []field) ([]map[string]s
 			alt[i] = -1
 		}
 	}
-	return nil, fmt.Errorf("query nvidia-smi: gave up after dropping unsupported fields")
+	return nil, columns{}, fmt.Errorf("query nvidia-smi: gave up after dropping unsupported fields")
 }
 
 // ParseRows splits nvidia-smi's csv,noheader,nounits output into one map per

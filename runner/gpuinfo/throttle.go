@@ -65,13 +65,7 @@ func Throttled(before, after *result.GPUState) (bool, string) {
 	if after == nil {
 		return false, ""
 	}
-	var active []string
-	for _, r := range after.ClockEventReasons {
-		if !slices.Contains(benignReasons, r) {
-			active = append(active, r)
-		}
-	}
-	if len(active) > 0 {
+	if active := holdingBack(after.ClockEventReasons); len(active) > 0 {
 		return true, "clock event reasons active: " + strings.Join(active, ", ")
 	}
 	if before == nil || !underLoad(before) || !underLoad(after) || before.SMClockMHz <= 0 {
@@ -87,4 +81,38 @@ func Throttled(before, after *result.GPUState) (bool, string) {
 
 func underLoad(s *result.GPUState) bool {
 	return s.Utilization > 0 && !slices.Contains(s.ClockEventReasons, "gpu_idle")
+}
+
+// holdingBack returns the reasons that hold clocks back: all but the benign ones.
+func holdingBack(reasons []string) []string {
+	var out []string
+	for _, r := range reasons {
+		if !slices.Contains(benignReasons, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ThrottledDuring reports whether the readings taken while samples were
+// timed show clocks held back: a clock event reason other than gpu_idle and
+// applications_clocks_setting in any reading, or a median SM clock more than 10%
+// under maxSMClock (the GPU's maximum; 0 when unknown). reason says how
+// often and at what clocks, in words.
+func ThrottledDuring(c *result.Clocks, maxSMClock int) (bool, string) {
+	if c == nil || c.Readings == 0 {
+		return false, ""
+	}
+	clocks := fmt.Sprintf("SM clock median %d MHz, %d-%d MHz", c.SMClockMHz, c.MinSMClockMHz, c.MaxSMClockMHz)
+	if maxSMClock > 0 {
+		clocks += fmt.Sprintf(", maximum %d MHz", maxSMClock)
+	}
+	if c.ThrottledReadings > 0 {
+		return true, fmt.Sprintf("%s in %d of %d readings (%s)", strings.Join(c.ClockEventReasons, ", "),
+			c.ThrottledReadings, c.Readings, clocks)
+	}
+	if maxSMClock > 0 && float64(c.SMClockMHz) < 0.9*float64(maxSMClock) {
+		return true, "median SM clock more than 10% under its maximum (" + clocks + ")"
+	}
+	return false, ""
 }

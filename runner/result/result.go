@@ -110,6 +110,23 @@ type GPU struct {
 	PeakGBps          float64   `json:"peak_gbps,omitempty"`
 	Before            *GPUState `json:"before,omitempty"`
 	After             *GPUState `json:"after,omitempty"`
+	// During summarises the readings taken while anything was timed.
+	During *Clocks `json:"during,omitempty"`
+}
+
+// Clocks summarises the GPU readings (nvidia-smi, every 100 ms) taken while
+// samples were timed. Readings of an idle GPU are left out.
+type Clocks struct {
+	Readings      int     `json:"readings"`
+	SMClockMHz    int     `json:"sm_clock_mhz"` // median
+	MinSMClockMHz int     `json:"min_sm_clock_mhz"`
+	MaxSMClockMHz int     `json:"max_sm_clock_mhz"`
+	MaxPowerW     float64 `json:"max_power_w"`
+	// ClockEventReasons are the reasons seen in any reading that hold clocks
+	// back (all but gpu_idle and applications_clocks_setting), and
+	// ThrottledReadings how many readings had one.
+	ClockEventReasons []string `json:"clock_event_reasons"`
+	ThrottledReadings int      `json:"throttled_readings"`
 }
 
 // GPUState is one nvidia-smi reading.
@@ -217,6 +234,8 @@ type Timing struct {
 	TotalS     float64 `json:"total_s"`
 	Converged  bool    `json:"converged"`
 	StopReason string  `json:"stop_reason"`
+	// Clocks are the GPU's clocks while these samples were taken (GPU runs).
+	Clocks *Clocks `json:"clocks,omitempty"`
 }
 
 // Throughput is derived from the case's FLOP, byte and token models.

@@ -49,8 +49,11 @@ func full() *Results {
 			TemperatureC: 55, Utilization: 100, MemoryUsedBytes: 4 << 30, PersistenceMode: "Enabled",
 			ClockEventReasons: []string{"sw_power_cap"}}
 	}
+	clocks := &Clocks{Readings: 20, SMClockMHz: 1410, MinSMClockMHz: 1155, MaxSMClockMHz: 1980, MaxPowerW: 701.2,
+		ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 18}
 	timing := &Timing{MedianMS: 5.645, MeanMS: 5.66, MinMS: 5.6, MaxMS: 6.1, Q1MS: 5.63, Q3MS: 5.66, P20MS: 5.62,
-		P80MS: 5.67, StdevMS: 0.05, StderrRel: 0.0012, Samples: 400, Rounds: 3, TotalS: 2.3, Converged: true, StopReason: "converged"}
+		P80MS: 5.67, StdevMS: 0.05, StderrRel: 0.0012, Samples: 400, Rounds: 3, TotalS: 2.3, Converged: true, StopReason: "converged",
+		Clocks: clocks}
 	return &Results{
 		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
 		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",
@@ -59,7 +62,7 @@ func full() *Results {
 			Triton: "3.1.0", Numpy: "1.26.4", CUDARuntime: "12.4", Driver: "580.159.04", GitCommit: "deadbeef",
 			GPUs: []GPU{{Index: 1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1", ComputeCapability: "9.0",
 				SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, PeakTFLOPS: 989.5, PeakGBps: 3350,
-				Before: state(1980), After: state(1755)}},
+				Before: state(1980), After: state(1755), During: clocks}},
 			Extra: map[string]string{"nccl": "2.21"}},
 		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, WarmupMS: 100, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",

@@ -107,7 +107,8 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 		return nil, &InfraError{fmt.Errorf("open runner.log in %s (is the output directory writable?): %w", o.OutDir, err)}
 	}
 	defer logFile.Close()
-	rn := &runner{o: o, log: &syncWriter{w: io.MultiWriter(o.Log, logFile)}, path: filepath.Join(o.OutDir, result.FileName)}
+	rn := &runner{o: o, log: &syncWriter{w: io.MultiWriter(o.Log, logFile)}, path: filepath.Join(o.OutDir, result.FileName),
+		windows: map[windowKey][]gpuinfo.Window{}}
 	return rn.run(ctx)
 }
 
@@ -134,7 +135,17 @@ type runner struct {
 	impls      []*impl // reference first, then the spec's order
 	gotReady   bool
 	writeErred bool
-	mu         sync.Mutex // guards what concurrent worker starts share
+	// mon reads the GPU's clocks while samples are timed (GPU runs where
+	// nvidia-smi can stream); windows are when each implementation was timed
+	// in each case, keyed by case index and name.
+	mon     *gpuinfo.Monitor
+	windows map[windowKey][]gpuinfo.Window
+	mu      sync.Mutex // guards what concurrent worker starts share
+}
+
+type windowKey struct {
+	caseIdx int
+	name    string
 }
 
 // impl is one implementation (or the reference) and its worker.
@@ -190,6 +201,18 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		return rn.abort(err)
 	}
 	rn.setMethod()
+	if rn.gpu != nil {
+		if mon, err := gpuinfo.StartMonitor(ctx); err == nil {
+			rn.mon = mon
+			defer func() {
+				if rn.mon != nil { // the run stopped before finish
+					_ = rn.mon.Stop()
+				}
+			}()
+		} else {
+			rn.logf("clocks will be read only before and after the run: %v", err)
+		}
+	}
 	err = rn.prepare(ctx)
 	if rn.tmp != "" {
 		defer os.RemoveAll(rn.tmp)
@@ -803,12 +826,15 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			}
 			a.wall += time.Since(start)
 			a.rounds++
+			key := windowKey{kc.idx, im.name}
+			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
 			a.samples = append(a.samples, sm.SamplesMS...)
 			for _, v := range sm.SamplesMS {
 				a.measured += v / 1e3
 			}
 			t := stats.Summarize(a.samples)
 			t.Rounds, t.TotalS, t.StopReason = a.rounds, a.measured, "in_progress"
+			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
 				stop, conv, reason := rule.Check(a.samples, a.measured)
 				if !stop && a.wall >= wallCap {
@@ -830,6 +856,37 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			return nil
 		}
 	}
+}
+
+// clocks summarises the monitor's readings of the run's GPU while one
+// implementation was timed on one case; nil without a monitor or a reading.
+func (rn *runner) clocks(key windowKey) *result.Clocks {
+	if rn.mon == nil || rn.gpu == nil {
+		return nil
+	}
+	return rn.mon.Clocks(rn.gpu.Index, rn.windows[key])
+}
+
+// stopMonitor ends the clock readings and puts what they saw in the
+// results: per timing, and per GPU over every window.
+func (rn *runner) stopMonitor() {
+	if rn.mon == nil {
+		return
+	}
+	if err := rn.mon.Stop(); err != nil {
+		rn.logf("GPU clock monitor: %v", err)
+	}
+	all := []gpuinfo.Window{}
+	for key, ws := range rn.windows {
+		all = append(all, ws...)
+		if ir := rn.r.Cases[key.caseIdx].Results[key.name]; ir != nil && ir.Timing != nil {
+			ir.Timing.Clocks = rn.clocks(key)
+		}
+	}
+	for i := range rn.r.Env.GPUs {
+		rn.r.Env.GPUs[i].During = rn.mon.Clocks(rn.r.Env.GPUs[i].Index, all)
+	}
+	rn.mon = nil
 }
 
 func contains(list []*impl, im *impl) bool {
@@ -950,6 +1007,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		}
 		cancel()
 	}
+	rn.stopMonitor()
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit

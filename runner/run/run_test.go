@@ -17,6 +17,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -783,6 +784,68 @@ func TestGPUModeOnFakeGPU(t *testing.T) {
 	}
 	if tp := implOf(t, r, 0, "matmul").Throughput; tp == nil || tp.TFLOPS <= 0 || tp.PctPeakFlops <= 0 {
 		t.Errorf("matmul throughput %+v", tp)
+	}
+	// The clocks were read while each implementation was timed.
+	if tm := implOf(t, r, 0, "matmul").Timing; tm == nil || tm.Clocks == nil || tm.Clocks.Readings == 0 || tm.Clocks.SMClockMHz != 1980 {
+		t.Errorf("matmul timing clocks %+v", tm)
+	}
+	if g.During == nil || g.During.Readings == 0 || g.During.ThrottledReadings != 0 {
+		t.Errorf("gpu during %+v", g.During)
+	}
+	for _, w := range r.Warnings {
+		if w.Kind == analyze.WarnThrottled {
+			t.Errorf("warning on a GPU at full clock: %+v", w)
+		}
+	}
+}
+
+// A GPU held back by its power limit while an implementation is timed (the
+// stand-in nvidia-smi reports sw_power_cap at 1410 MHz) gets a throttled
+// warning naming the implementation and case, though the readings before
+// and after alone would not show it.
+func TestThrottledOnFakeGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	needTorch(t, py)
+	t.Setenv("PATH", mustAbs(t, "testdata/fakegpu/bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PYTHONPATH", mustAbs(t, "../harness/testdata/fakecuda"))
+	t.Setenv("FAKE_SMI_SM_CLOCK", "1410")
+	t.Setenv("FAKE_SMI_REASONS", "0x0000000000000004")
+	dir := copyFixture(t, "torch-mm", func(string) string {
+		return `name: throttled
+resources: {gpus: 1}
+benchmark:
+  inputs: mm:make_inputs
+  reference: mm:reference
+  time_reference: false
+  implementations:
+    matmul: mm:matmul
+  params: {dtype: float32}
+  sweep: {n: [16]}
+  method: {flush_bytes: 1m, min_time_s: 0.3, max_time_s: 1, warmup_ms: 1}
+`
+	})
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
+	if ro.err != nil || ro.code != ExitSucceeded {
+		t.Fatalf("err %v exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	tm := implOf(t, r, 0, "matmul").Timing
+	if tm == nil || tm.Clocks == nil || tm.Clocks.SMClockMHz != 1410 || tm.Clocks.ThrottledReadings == 0 {
+		t.Fatalf("timing %+v", tm)
+	}
+	var found bool
+	for _, w := range r.Warnings {
+		if w.Kind == analyze.WarnThrottled && w.Implementation == "matmul" && strings.Contains(w.Label, "n=16") &&
+			strings.Contains(w.Message, "sw_power_cap") && strings.Contains(w.Message, "1410 MHz") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no throttled warning for matmul at n=16: %+v", r.Warnings)
 	}
 }
 
