@@ -325,6 +325,9 @@ func (m *mdWriter) environment(r *result.Results) {
 		if s := clocks(g); s != "" {
 			m.printf("  - clocks: %s\n", s)
 		}
+		if s := during(g.During); s != "" {
+			m.printf("  - while timing: %s\n", s)
+		}
 	}
 	for _, kv := range [][2]string{
 		{"Driver", e.Driver}, {"CUDA runtime", e.CUDARuntime}, {"Python", e.Python}, {"torch", e.Torch},
@@ -385,6 +388,19 @@ func clocks(g result.GPU) string {
 	state("before", b)
 	state("after", a)
 	return strings.Join(parts, "; ")
+}
+
+// during describes the readings taken while samples were timed.
+func during(c *result.Clocks) string {
+	if c == nil || c.Readings == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("SM %d MHz median (%d-%d) over %d readings, up to %.0f W", c.SMClockMHz, c.MinSMClockMHz,
+		c.MaxSMClockMHz, c.Readings, c.MaxPowerW)
+	if c.ThrottledReadings > 0 {
+		s += fmt.Sprintf("; clocks held back in %d of them (%s)", c.ThrottledReadings, strings.Join(c.ClockEventReasons, ", "))
+	}
+	return s
 }
 
 func (m *mdWriter) methodology(r *result.Results) {
