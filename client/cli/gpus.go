@@ -33,7 +33,7 @@ func (a *App) assignGPUs(ctx context.Context, p *prepared, j *jobs.Job, sel Host
 		Engine: p.eng, Inventory: inv, Image: p.imageRef, Queue: queue,
 		Progress: func(line string) { fmt.Fprintln(a.Err, line) },
 	}
-	got, err := as.Acquire(ctx, j.ID, gpus.Request{Count: p.gpus.Count, IDs: p.gpus.IDs})
+	got, err := as.Acquire(ctx, j.ID, gpus.Request{Count: p.gpus.Count, IDs: p.gpus.IDs, Type: p.spec.Resources.GPUType})
 	if err != nil {
 		return nil, err
 	}

@@ -33,23 +33,37 @@ const (
 func ReservationName(index int) string { return "xrun-gpu-" + strconv.Itoa(index) }
 
 // Request is what a job asks for: Count GPUs (-1: all of them) or the
-// GPUs named in IDs (indices or UUIDs).
+// GPUs named in IDs (indices or UUIDs). Type, when set, is a substring the
+// GPU names must contain, ignoring case (resources.gpu_type: "H100").
 type Request struct {
 	Count int
 	IDs   []string
+	Type  string
 }
 
 // String renders the request for messages.
 func (r Request) String() string {
+	var s string
 	switch {
 	case len(r.IDs) > 0:
-		return "GPUs " + strings.Join(r.IDs, ",")
+		s = "GPUs " + strings.Join(r.IDs, ",")
 	case r.Count < 0:
-		return "all GPUs"
+		s = "all GPUs"
 	case r.Count == 1:
-		return "1 GPU"
+		s = "1 GPU"
+	default:
+		s = fmt.Sprintf("%d GPUs", r.Count)
 	}
-	return fmt.Sprintf("%d GPUs", r.Count)
+	if r.Type != "" {
+		s += " of type " + r.Type
+	}
+	return s
+}
+
+// OfType reports whether g's name contains typ, ignoring case; every GPU is
+// of the empty type.
+func OfType(g GPU, typ string) bool {
+	return strings.Contains(strings.ToLower(g.Name), strings.ToLower(typ))
 }
 
 // BusyError says the GPUs a job asked for are held by other jobs.
@@ -149,19 +163,33 @@ func (e *BusyError) waiting() string {
 
 // candidates returns the GPUs that may serve req and how many it needs.
 func (a *Assigner) candidates(req Request) ([]GPU, int, error) {
-	inv := a.Inventory.GPUs
+	all := a.Inventory.GPUs
 	host := a.Engine.Host()
-	if len(inv) == 0 {
+	if len(all) == 0 {
 		return nil, 0, fmt.Errorf("host %s has no GPUs: pass --cpu to run the CPU sweep", host)
+	}
+	var inv []GPU
+	for _, g := range all {
+		if OfType(g, req.Type) {
+			inv = append(inv, g)
+		}
+	}
+	if len(inv) == 0 {
+		return nil, 0, fmt.Errorf("host %s has no %s GPU (resources.gpu_type; it has %s): submit to a host that has one, or change gpu_type",
+			host, req.Type, names(all))
 	}
 	switch {
 	case len(req.IDs) > 0:
 		var out []GPU
 		seen := map[int]bool{}
 		for _, id := range req.IDs {
-			g, ok := find(inv, id)
+			g, ok := find(all, id)
 			if !ok {
-				return nil, 0, fmt.Errorf("host %s has no GPU %q (it has %s): pick ids from that list", host, id, describe(inv))
+				return nil, 0, fmt.Errorf("host %s has no GPU %q (it has %s): pick ids from that list", host, id, describe(all))
+			}
+			if !OfType(g, req.Type) {
+				return nil, 0, fmt.Errorf("GPU %s of host %s is a %s, not a %s (resources.gpu_type): pick one of %s",
+					id, host, g.Name, req.Type, describe(inv))
 			}
 			if !seen[g.Index] {
 				seen[g.Index] = true
@@ -171,6 +199,8 @@ func (a *Assigner) candidates(req Request) ([]GPU, int, error) {
 		return out, len(out), nil
 	case req.Count < 0:
 		return inv, len(inv), nil
+	case req.Count > len(inv) && req.Type != "":
+		return nil, 0, fmt.Errorf("host %s has %d %s GPUs, the job asks for %d: ask for fewer or pick a bigger host", host, len(inv), req.Type, req.Count)
 	case req.Count > len(inv):
 		return nil, 0, fmt.Errorf("host %s has %d GPUs, the job asks for %d: ask for fewer or pick a bigger host", host, len(inv), req.Count)
 	case req.Count == 0:
@@ -186,6 +216,23 @@ func find(inv []GPU, id string) (GPU, bool) {
 		}
 	}
 	return GPU{}, false
+}
+
+// names lists each distinct GPU name of inv with its count ("2x NVIDIA A10G").
+func names(inv []GPU) string {
+	count := map[string]int{}
+	var order []string
+	for _, g := range inv {
+		if count[g.Name] == 0 {
+			order = append(order, g.Name)
+		}
+		count[g.Name]++
+	}
+	var s []string
+	for _, n := range order {
+		s = append(s, fmt.Sprintf("%dx %s", count[n], n))
+	}
+	return strings.Join(s, ", ")
 }
 
 func describe(inv []GPU) string {

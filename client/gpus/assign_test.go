@@ -191,6 +191,53 @@ func TestAcquire(t *testing.T) {
 	}
 }
 
+// resources.gpu_type picks among a mixed host's GPUs by name.
+func TestAcquireType(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *fakeEngine)
+		req     Request
+		want    []int
+		wantErr string
+	}{
+		{name: "one", req: Request{Count: 1, Type: "h100"}, want: []int{1}},
+		{name: "all of the type", req: Request{Count: -1, Type: "H100"}, want: []int{1, 3}},
+		{name: "skips a busy one of the type", setup: func(f *fakeEngine) { f.reservation(1, "a", 0); f.job("a", "running", "1") }, req: Request{Count: 1, Type: "H100"}, want: []int{3}},
+		{name: "busy", setup: func(f *fakeEngine) { f.reservation(1, "a", 0); f.reservation(3, "b", 0) }, req: Request{Count: 1, Type: "H100"},
+			wantErr: "cannot give this job 1 GPU of type H100 now"},
+		{name: "more than the host has of the type", req: Request{Count: 3, Type: "H100"}, wantErr: "has 2 H100 GPUs, the job asks for 3"},
+		{name: "pinned, right type", req: Request{IDs: []string{"3"}, Type: "H100"}, want: []int{3}},
+		{name: "pinned, wrong type", req: Request{IDs: []string{"0"}, Type: "H100"}, wantErr: "GPU 0 of host fake://host is a NVIDIA A10G, not a H100 (resources.gpu_type): pick one of 1,3"},
+		{name: "no such type", req: Request{Count: 1, Type: "B200"}, wantErr: "has no B200 GPU (resources.gpu_type; it has 2x NVIDIA A10G, 2x NVIDIA H100 80GB HBM3)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			inv := Fake(f.Host(), 4)
+			for i := range inv.GPUs {
+				inv.GPUs[i].Name = map[bool]string{true: "NVIDIA H100 80GB HBM3", false: "NVIDIA A10G"}[i%2 == 1]
+			}
+			a := &Assigner{Engine: f, Inventory: inv, Image: "img", Grace: time.Minute}
+			got, err := a.Acquire(context.Background(), "me", tc.req)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error %q, got %v (%v)", tc.wantErr, err, indices(got))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(indices(got), tc.want) {
+				t.Fatalf("got %v, want %v", indices(got), tc.want)
+			}
+		})
+	}
+}
+
 func TestAcquireNoGPUs(t *testing.T) {
 	a := &Assigner{Engine: newFake(), Image: "img"}
 	if _, err := a.Acquire(context.Background(), "me", Request{Count: 1}); err == nil || !strings.Contains(err.Error(), "--cpu") {

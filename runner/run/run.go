@@ -261,6 +261,10 @@ func (rn *runner) pickMode(ctx context.Context) error {
 		if err == nil && len(gpus) > 0 {
 			r.Env.GPUs, r.Env.Driver = gpus, driver
 			rn.gpu = visibleGPU(r.Env.GPUs)
+			if t := s.Resources.GPUType; t != "" && !strings.Contains(strings.ToLower(rn.gpu.Name), strings.ToLower(t)) {
+				return &InfraError{fmt.Errorf("the spec asks for GPU type %q (resources.gpu_type) but GPU %d here is %s: run it on a machine with one, or change gpu_type",
+					t, rn.gpu.Index, rn.gpu.Name)}
+			}
 		} else {
 			if err == nil {
 				err = gpuinfo.ErrNoGPU

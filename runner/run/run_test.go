@@ -905,3 +905,30 @@ benchmark:
 		t.Errorf("the oom worker started %d times, want 1 (it survives)", n)
 	}
 }
+
+// resources.gpu_type is checked against the GPU the runner finds: a job on
+// the wrong machine stops before any work, as an infrastructure failure.
+func TestGPUTypeOnFakeGPU(t *testing.T) {
+	noGPU(t)
+	t.Setenv("PATH", mustAbs(t, "testdata/fakegpu/bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, tc := range []struct {
+		typ  string
+		want int
+	}{{"a100", ExitInfra}, {"h100", ExitSucceeded}} {
+		dir := copyFixture(t, "numpy-saxpy", func(s string) string {
+			return strings.Replace(s, "benchmark:", "resources: {gpus: 1, gpu_type: "+tc.typ+"}\nbenchmark:", 1)
+		})
+		ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Mode: "gpu", Python: "/nonexistent/python3"})
+		r := readResults(t, ro.out)
+		if tc.want == ExitInfra {
+			if ro.code != ExitInfra || !strings.Contains(r.Error, "asks for GPU type \"a100\" (resources.gpu_type) but GPU 0 here is NVIDIA H100 80GB HBM3") {
+				t.Errorf("gpu_type %s: exit %d, error %q", tc.typ, ro.code, r.Error)
+			}
+			continue
+		}
+		// The right type gets past the check (and then fails on the missing Python).
+		if strings.Contains(r.Error, "gpu_type") {
+			t.Errorf("gpu_type %s: %q", tc.typ, r.Error)
+		}
+	}
+}
