@@ -1,10 +1,14 @@
 """Lines up the runner's medians with do_bench and Nsight Compute.
 
-    python3 compare.py OUTDIR   # OUTDIR holds run1/results.json, run2/results.json,
-                                # dobench.json and ncu-<case>.csv
+    python3 compare.py OUTDIR
 
-Prints a markdown table: per case the runner's median of two runs, do_bench's
-median, ncu's median kernel duration, and the relative differences.
+OUTDIR (as validate.sh leaves it) holds run1/ and run2/ (two runner runs back
+to back), graph/ (a runner run with method.cuda_graph), dobench.json (three
+do_bench rounds per case), and ncu-all-<case>.csv / ncu-none-<case>.csv
+(Nsight Compute with --cache-control all and none). Prints a markdown table:
+per case the runner's median of each run, do_bench's median of its rounds and
+their spread, ncu's median kernel duration in both cache modes, the relative
+differences, and the SM clock while the runner timed.
 """
 
 import csv
@@ -17,15 +21,14 @@ import sys
 CASES = ["mm_small", "add_32m", "mm_large"]
 
 
-def runner_medians(path):
+def runner_timings(path):
     with open(path) as f:
         r = json.load(f)
     out = {}
     for c in r["cases"]:
-        res = c["results"].get("kernel", {})
-        t = res.get("timing")
+        t = c["results"].get("kernel", {}).get("timing")
         if t:
-            out[c["params"]["case"]] = (t["median_ms"], t["samples"], t["converged"], t["stderr_rel"])
+            out[c["params"]["case"]] = t
     return out
 
 
@@ -39,30 +42,46 @@ def ncu_median(path, reps=30):
     for row in rows:
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        name = row.get("Kernel Name", "")
-        if "fill" in name.lower():
+        if "fill" in row.get("Kernel Name", "").lower():
             continue
         value = float(row["Metric Value"].replace(",", ""))
         unit = row.get("Metric Unit", "nsecond")
-        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3}[unit]
+        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0,
+                 "second": 1e3, "s": 1e3}[unit]
         durations.append(value * scale)
     return statistics.median(durations[-reps:]), len(durations)
 
 
+def pct(a, b):
+    return f"{100 * (a - b) / b:+.1f}%"
+
+
 def main(outdir):
-    r1 = runner_medians(os.path.join(outdir, "run1", "results.json"))
-    r2 = runner_medians(os.path.join(outdir, "run2", "results.json"))
+    r1 = runner_timings(os.path.join(outdir, "run1", "results.json"))
+    r2 = runner_timings(os.path.join(outdir, "run2", "results.json"))
+    graph_path = os.path.join(outdir, "graph", "results.json")
+    rg = runner_timings(graph_path) if os.path.exists(graph_path) else {}
     with open(os.path.join(outdir, "dobench.json")) as f:
         db = json.load(f)
-    print("| case | runner run 1 (ms) | runner run 2 (ms) | run1 vs run2 | do_bench (ms) | runner vs do_bench | ncu (ms) | runner vs ncu | samples | converged |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | runner run 1 | run 2 | run 1 vs 2 | SM clock while timed (MHz) | do_bench (rounds spread) | runner vs do_bench "
+          "| ncu, L2 flushed by ncu | runner vs it | ncu, L2 as left by a zeroing flush | runner vs it | runner, CUDA graph |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in CASES:
-        a, n1, conv1, _ = r1[name]
-        b, _, conv2, _ = r2[name]
-        d = db[name]
-        k, _ = ncu_median(os.path.join(outdir, f"ncu-{name}.csv"))
+        a, b = r1[name]["median_ms"], r2[name]["median_ms"]
         mean = (a + b) / 2
-        print(f"| {name} | {a:.4f} | {b:.4f} | {100*(b-a)/a:+.2f}% | {d:.4f} | {100*(mean-d)/d:+.2f}% | {k:.4f} | {100*(mean-k)/k:+.2f}% | {n1} | {conv1 and conv2} |")
+        clocks = []
+        for t in (r1[name], r2[name]):
+            c = t.get("clocks")
+            if c:
+                held = f", held back in {c['throttled_readings']}/{c['readings']}" if c["throttled_readings"] else ""
+                clocks.append(f"{c['sm_clock_mhz']} ({c['min_sm_clock_mhz']}-{c['max_sm_clock_mhz']}{held})")
+        d = statistics.median(db[name])
+        spread = (max(db[name]) - min(db[name])) / d
+        na, _ = ncu_median(os.path.join(outdir, f"ncu-all-{name}.csv"))
+        nn, _ = ncu_median(os.path.join(outdir, f"ncu-none-{name}.csv"))
+        g = f"{rg[name]['median_ms']:.4f}" if name in rg else "-"
+        print(f"| {name} | {a:.4f} | {b:.4f} | {pct(b, a)} | {'; '.join(clocks) or '-'} | {d:.4f} ({100 * spread:.1f}%) "
+              f"| {pct(mean, d)} | {na:.4f} | {pct(mean, na)} | {nn:.4f} | {pct(mean, nn)} | {g} |")
 
 
 if __name__ == "__main__":

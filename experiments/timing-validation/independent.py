@@ -1,6 +1,6 @@
 """Times the validation cases with tools independent of xrun.
 
-    python3 independent.py dobench            # triton.testing.do_bench medians (ms), JSON on stdout
+    python3 independent.py dobench            # triton.testing.do_bench medians (ms), 3 rounds, JSON on stdout
     ncu --clock-control none --metrics gpu__time_duration.sum --csv \
         python3 independent.py ncu mm_small   # launches for Nsight Compute to time
 
@@ -25,15 +25,18 @@ def case_inputs(name):
     return cases.inputs({"case": name, "device": "cuda"}, seed=1)
 
 
-def dobench():
+def dobench(rounds=3):
+    """Each case `rounds` times, interleaved; medians in ms, per case a list."""
     import triton.testing
 
-    out = {}
-    for name in CASES:
-        a, b = case_inputs(name)
-        fn = lambda: kernel.kernel(a, b)  # noqa: E731
-        # warmup/rep are in milliseconds; do_bench flushes L2 between calls.
-        out[name] = triton.testing.do_bench(fn, warmup=200, rep=2000, return_mode="median")
+    out = {name: [] for name in CASES}
+    inputs = {name: case_inputs(name) for name in CASES}
+    for _ in range(rounds):
+        for name in CASES:
+            a, b = inputs[name]
+            fn = lambda: kernel.kernel(a, b)  # noqa: E731
+            # warmup/rep are in milliseconds; do_bench flushes L2 between calls.
+            out[name].append(triton.testing.do_bench(fn, warmup=200, rep=1000, return_mode="median"))
     print(json.dumps(out))
 
 
