@@ -26,6 +26,9 @@ const (
 	EnvPython        = "XRUN_PYTHON"
 	EnvExperiment    = "XRUN_EXPERIMENT"
 	EnvOut           = "XRUN_OUT"
+	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
+	// it times (they are still read before and after).
+	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
 )
 
 // Container paths the runner defaults to.
@@ -38,17 +41,18 @@ const (
 // (Run then logs nowhere but runner.log).
 func OptionsFromEnv() Options {
 	return Options{
-		ExperimentDir: os.Getenv(EnvExperiment),
-		OutDir:        os.Getenv(EnvOut),
-		Mode:          os.Getenv(EnvMode),
-		Python:        os.Getenv(EnvPython),
-		JobID:         os.Getenv(EnvJobID),
-		ClientVersion: os.Getenv(EnvClientVersion),
-		ImageRef:      os.Getenv(EnvImageRef),
-		ImageDigest:   os.Getenv(EnvImageDigest),
-		GitCommit:     os.Getenv(EnvGitCommit),
-		PostURL:       os.Getenv(EnvPostURL),
-		PostToken:     os.Getenv(EnvPostToken),
+		ExperimentDir:  os.Getenv(EnvExperiment),
+		OutDir:         os.Getenv(EnvOut),
+		Mode:           os.Getenv(EnvMode),
+		Python:         os.Getenv(EnvPython),
+		JobID:          os.Getenv(EnvJobID),
+		ClientVersion:  os.Getenv(EnvClientVersion),
+		ImageRef:       os.Getenv(EnvImageRef),
+		ImageDigest:    os.Getenv(EnvImageDigest),
+		GitCommit:      os.Getenv(EnvGitCommit),
+		PostURL:        os.Getenv(EnvPostURL),
+		PostToken:      os.Getenv(EnvPostToken),
+		NoClockMonitor: os.Getenv(EnvClockMonitor) == "off",
 	}
 }
 

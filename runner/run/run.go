@@ -49,6 +49,9 @@ type Options struct {
 	// PostURL, when set, receives results.json with PostToken as bearer.
 	PostURL, PostToken string
 
+	// NoClockMonitor leaves out the clock readings taken while timing.
+	NoClockMonitor bool
+
 	// Log receives progress and the final table (runner.log gets the same).
 	Log io.Writer
 }
@@ -201,7 +204,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		return rn.abort(err)
 	}
 	rn.setMethod()
-	if rn.gpu != nil {
+	if rn.gpu != nil && !o.NoClockMonitor {
 		if mon, err := gpuinfo.StartMonitor(ctx); err == nil {
 			rn.mon = mon
 			defer func() {

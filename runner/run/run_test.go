@@ -847,6 +847,18 @@ benchmark:
 	if !found {
 		t.Errorf("no throttled warning for matmul at n=16: %+v", r.Warnings)
 	}
+
+	// With the monitor off, only the readings before and after remain.
+	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, NoClockMonitor: true})
+	r = readResults(t, ro.out)
+	if tm := implOf(t, r, 0, "matmul").Timing; tm == nil || tm.Clocks != nil || r.Env.GPUs[0].During != nil {
+		t.Errorf("monitor off: timing %+v, during %+v", tm, r.Env.GPUs[0].During)
+	}
+	for _, w := range r.Warnings {
+		if w.Kind == analyze.WarnThrottled && w.Implementation != "" {
+			t.Errorf("monitor off: %+v", w)
+		}
+	}
 }
 
 func mustAbs(t *testing.T, p string) string {
