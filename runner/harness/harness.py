@@ -413,6 +413,8 @@ class Harness:
         self.graph = None
         self.sleep_cycles_per_ms = 0.0
         self.sleep_ms = 0.0
+        self.flush_out = None
+        self.spin_cycles = 0  # the longest spin a gap has called for so far
 
     # -- plumbing ---------------------------------------------------------
 
@@ -494,10 +496,15 @@ class Harness:
                 n = int(c.get("flush_bytes") or 0)
                 if n <= 0:
                     n = max(256 * MIB, 4 * l2)
-                # A byte buffer that each sample overwrites, evicting the
-                # kernel's inputs and outputs from L2 (triton's do_bench does
-                # the same with 256 MiB; 4 x L2 also covers future parts).
-                self.flush_buf = torch.empty(n, dtype=torch.int8, device="cuda")
+                # A buffer that each sample reads through, evicting the
+                # kernel's inputs and outputs from L2 (triton's do_bench
+                # zeroes 256 MiB; 4 x L2 also covers future parts). Reading
+                # rather than writing leaves clean lines behind: the dirty
+                # lines of a zeroing flush would be written back during the
+                # timed call and billed to it (5% of a 138 us memory-bound
+                # kernel on an H100, experiments/timing-validation).
+                self.flush_buf = torch.ones(n // 4, dtype=torch.int32, device="cuda")
+                self.flush_out = torch.zeros((), dtype=torch.int64, device="cuda")
                 self.flush_bytes = n
                 ev["flush_bytes"] = n
             self.calibrate_sleep()
@@ -633,12 +640,17 @@ class Harness:
         warmup_ms = float(c.get("warmup_ms") or 100.0)
         wcalls, wms, enqueue_ms = self.warmup(call, warmup_ms, first)
         self.warmed = True
+        discarded = 0
         if self.cuda:
-            samples = self.time_cuda(call, c, enqueue_ms)
+            samples, discarded = self.time_cuda(call, c, enqueue_ms)
         else:
             samples = self.time_cpu(call, c)
-        return {"event": "samples", "samples_ms": samples, "warmup_calls": wcalls, "warmup_ms": wms,
-                "timer": "cuda_events" if self.cuda else "perf_counter"}
+        ev = {"event": "samples", "samples_ms": samples, "warmup_calls": wcalls, "warmup_ms": wms,
+              "timer": "cuda_events" if self.cuda else "perf_counter"}
+        if self.cuda:
+            ev["discarded"] = discarded
+            ev["spin_ms"] = self.sleep_ms
+        return ev
 
     def capture(self, call):
         """Captures one call in a CUDA graph (kept in self.graph for replay)."""
@@ -693,16 +705,24 @@ class Harness:
         if best > 0:
             self.sleep_cycles_per_ms = cycles / best
 
+    def flush_l2(self):
+        """Reads the whole flush buffer (one reduction kernel)."""
+        torch.sum(self.flush_buf, 0, dtype=torch.int64, out=self.flush_out)
+
     def time_cuda(self, call, c, enqueue_ms):
         """CUDA-event samples.
 
-        Per sample: device sync, L2 flush, device sync, a short spin kernel
-        sized to cover the host's launch time, start event, the call, end
-        event, device sync. The syncs make work on side streams count and
-        keep the flush out of the timed region; the spin kernel keeps the GPU
-        busy while the host enqueues the call, so the start event is not
-        followed by an idle gap of Python dispatch time (the flush kernel
-        plays that role in triton's do_bench, which does not sync).
+        Per sample: device sync, L2 flush, device sync, a spin kernel, start
+        event, the call, end event, device sync. The syncs make work on side
+        streams count and keep the flush out of the timed region; the spin
+        kernel keeps the GPU busy while the host enqueues the call, so that
+        the start event is not followed by an idle gap of Python dispatch
+        time. The spin starts at 1.5 x the warm-up's median enqueue time +
+        20 us (at least 50 us). When the GPU has already passed the start
+        event by the time the call returns, the spin was too short: the
+        batch's samples so far are discarded (a short spin leaves gaps that
+        this check does not always see) and the spin doubles, up to 10 ms.
+        Returns the samples and how many were discarded.
         """
         flush = bool(c.get("flush", True)) and self.flush_buf is not None
         min_n = max(1, int(c.get("min_samples") or 1))
@@ -712,24 +732,33 @@ class Harness:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         sleep = getattr(torch.cuda, "_sleep", None)
-        cycles = 0
+        cycles = max_cycles = 0
         if sleep is not None and self.sleep_cycles_per_ms > 0:
             cover = min(max(1.5 * enqueue_ms + 0.02, 0.05), 1.0)
-            cycles = int(cover * self.sleep_cycles_per_ms)
+            cycles = max(int(cover * self.sleep_cycles_per_ms), self.spin_cycles)
+            max_cycles = int(10.0 * self.sleep_cycles_per_ms)
         samples = []
+        discarded = 0
         total = 0.0
         t0 = time.perf_counter()
         while True:
             torch.cuda.synchronize()
             if flush:
-                self.flush_buf.zero_()
+                self.flush_l2()
                 torch.cuda.synchronize()
             if cycles:
                 sleep(cycles)
             start.record()
             call()
+            early = cycles and cycles < max_cycles and start.query()
             end.record()
             torch.cuda.synchronize()
+            if early:
+                discarded += len(samples) + 1
+                samples, total = [], 0.0
+                cycles = self.spin_cycles = min(2 * cycles, max_cycles)
+                if (time.perf_counter() - t0) * 1e3 < wall:
+                    continue
             ms = start.elapsed_time(end)
             samples.append(ms)
             total += ms
@@ -738,7 +767,8 @@ class Harness:
                 break
             if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
                 break
-        return samples
+        self.sleep_ms = cycles / self.sleep_cycles_per_ms if self.sleep_cycles_per_ms > 0 else 0.0
+        return samples, discarded
 
     def time_cpu(self, call, c):
         min_n = max(1, int(c.get("min_samples") or 1))

@@ -149,6 +149,10 @@ type Samples struct {
 	WarmupCalls int       `json:"warmup_calls"`
 	WarmupMS    float64   `json:"warmup_ms"`
 	Timer       string    `json:"timer"`
+	// Discarded counts GPU samples thrown away because the spin kernel
+	// ended before the call was enqueued; SpinMS is the spin it settled on.
+	Discarded int     `json:"discarded,omitempty"`
+	SpinMS    float64 `json:"spin_ms,omitempty"`
 }
 
 // ErrorEvent is a failure the worker reports instead of an answer.

@@ -339,7 +339,8 @@ func TestHarnessGPUPathOnFakeCUDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	td := mustAbs(t, "testdata")
-	env := append(os.Environ(), "PYTHONPATH="+filepath.Join(td, "fakecuda")+":"+td, "PYTHONDONTWRITEBYTECODE=1")
+	env := append(os.Environ(), "PYTHONPATH="+filepath.Join(td, "fakecuda")+":"+td, "PYTHONDONTWRITEBYTECODE=1",
+		"FAKE_CUDA_EARLY_STARTS=2")
 	w, err := Start(Config{Name: "fake", Argv: []string{py, "-u", path}, Dir: td, Env: env, LogPath: filepath.Join(dir, "log")})
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +366,16 @@ func TestHarnessGPUPathOnFakeCUDA(t *testing.T) {
 	}
 	if s.Timer != "cuda_events" || len(s.SamplesMS) < 10 || s.WarmupCalls < 3 {
 		t.Errorf("samples %+v", s)
+	}
+	// The first two samples started early: each was discarded and doubled
+	// the spin, from at least its 50 us floor to at least 200 us.
+	if s.Discarded != 2 || s.SpinMS < 0.19 {
+		t.Errorf("discarded %d, spin %g ms; want 2 and >= 0.2 ms", s.Discarded, s.SpinMS)
+	}
+	// The longer spin stays for the next batch, which discards nothing.
+	s, err = w.Time(ctxT(t, 60*time.Second), Time{Params: p, Seed: 1, MinSamples: 10, BudgetMS: 5, WarmupMS: 5, Flush: true})
+	if err != nil || s.Discarded != 0 || s.SpinMS < 0.19 || len(s.SamplesMS) < 10 {
+		t.Errorf("second batch: %+v, %v", s, err)
 	}
 	for _, v := range s.SamplesMS {
 		if v <= 0 {

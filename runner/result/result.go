@@ -234,6 +234,10 @@ type Timing struct {
 	TotalS     float64 `json:"total_s"`
 	Converged  bool    `json:"converged"`
 	StopReason string  `json:"stop_reason"`
+	// Discarded counts samples thrown away because the GPU reached the
+	// start event before the host had enqueued the call (a gap would have
+	// been timed); the runner then lengthened the spin kernel and resampled.
+	Discarded int `json:"discarded,omitempty"`
 	// Clocks are the GPU's clocks while these samples were taken (GPU runs).
 	Clocks *Clocks `json:"clocks,omitempty"`
 }

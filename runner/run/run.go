@@ -769,6 +769,8 @@ type acc struct {
 	wall     time.Duration
 	rounds   int
 	done     bool
+	// discarded counts samples the worker threw away (Timing.Discarded).
+	discarded int
 }
 
 // time runs interleaved rounds: each round asks every unfinished
@@ -836,11 +838,12 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			key := windowKey{kc.idx, im.name}
 			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
 			a.samples = append(a.samples, sm.SamplesMS...)
+			a.discarded += sm.Discarded
 			for _, v := range sm.SamplesMS {
 				a.measured += v / 1e3
 			}
 			t := stats.Summarize(a.samples)
-			t.Rounds, t.TotalS, t.StopReason = a.rounds, a.measured, "in_progress"
+			t.Rounds, t.TotalS, t.StopReason, t.Discarded = a.rounds, a.measured, "in_progress", a.discarded
 			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
 				stop, conv, reason := rule.Check(a.samples, a.measured)
@@ -850,7 +853,11 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 				if stop {
 					a.done = true
 					t.Converged, t.StopReason = conv, reason
-					rn.logf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
+					msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
+					if a.discarded > 0 {
+						msg += fmt.Sprintf("; %d samples discarded and the spin kernel lengthened to %.3g ms: the host took longer to enqueue the call than the spin lasted", a.discarded, sm.SpinMS)
+					}
+					rn.logf("%s", msg)
 				}
 			}
 			rn.res(kc, im.name).Timing = &t
