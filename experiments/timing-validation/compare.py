@@ -3,7 +3,8 @@
     python3 compare.py OUTDIR
 
 OUTDIR (as validate.sh leaves it) holds run1/ and run2/ (two runner runs back
-to back), graph/ (a runner run with method.cuda_graph), dobench.json (three
+to back), graph/ (a runner run with method.cuda_graph), norest/ (one with
+method.rest_ratio 0: samples back to back), dobench.json (three
 do_bench rounds per case), and ncu-all-<case>.csv / ncu-none-<case>.csv
 (Nsight Compute with --cache-control all and none). Prints a markdown table:
 per case the runner's median of each run, do_bench's median of its rounds and
@@ -59,13 +60,16 @@ def pct(a, b):
 def main(outdir):
     r1 = runner_timings(os.path.join(outdir, "run1", "results.json"))
     r2 = runner_timings(os.path.join(outdir, "run2", "results.json"))
-    graph_path = os.path.join(outdir, "graph", "results.json")
-    rg = runner_timings(graph_path) if os.path.exists(graph_path) else {}
+    variants = {}
+    for v in ("graph", "norest"):
+        path = os.path.join(outdir, v, "results.json")
+        variants[v] = runner_timings(path) if os.path.exists(path) else {}
     with open(os.path.join(outdir, "dobench.json")) as f:
         db = json.load(f)
     print("| case | runner run 1 | run 2 | run 1 vs 2 | SM clock while timed (MHz) | do_bench (rounds spread) | runner vs do_bench "
-          "| ncu, L2 flushed by ncu | runner vs it | ncu, L2 as left by a zeroing flush | runner vs it | runner, CUDA graph |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ncu, L2 flushed by ncu | runner vs it | ncu, L2 as left by a zeroing flush | runner vs it | runner, CUDA graph "
+          "| runner, rest_ratio 0 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in CASES:
         a, b = r1[name]["median_ms"], r2[name]["median_ms"]
         mean = (a + b) / 2
@@ -79,9 +83,9 @@ def main(outdir):
         spread = (max(db[name]) - min(db[name])) / d
         na, _ = ncu_median(os.path.join(outdir, f"ncu-all-{name}.csv"))
         nn, _ = ncu_median(os.path.join(outdir, f"ncu-none-{name}.csv"))
-        g = f"{rg[name]['median_ms']:.4f}" if name in rg else "-"
+        g, nr = (f"{variants[v][name]['median_ms']:.4f}" if name in variants[v] else "-" for v in ("graph", "norest"))
         print(f"| {name} | {a:.4f} | {b:.4f} | {pct(b, a)} | {'; '.join(clocks) or '-'} | {d:.4f} ({100 * spread:.1f}%) "
-              f"| {pct(mean, d)} | {na:.4f} | {pct(mean, na)} | {nn:.4f} | {pct(mean, nn)} | {g} |")
+              f"| {pct(mean, d)} | {na:.4f} | {pct(mean, na)} | {nn:.4f} | {pct(mean, nn)} | {g} | {nr} |")
 
 
 if __name__ == "__main__":

@@ -16,10 +16,15 @@ for cc in all none; do
       python3 $e/independent.py ncu $c > "$out/ncu-$cc-$c.csv" 2> "$out/ncu-$cc-$c.err" || echo "ncu $cc $c: exit $?"
   done
 done
-# The same cases timed through a CUDA graph (method.cuda_graph).
-# (a sibling directory, so that the spec's relative include still holds).
-g=experiments/.timing-validation-graph
-mkdir -p "$g"
-sed 's#^criteria:#  method: {cuda_graph: true}\ncriteria:#' $e/xrun.yaml > "$g/xrun.yaml"
-bin/xrun-runner --experiment "$g" --out "$out/graph" > "$out/graph.log" 2>&1 || echo "graph: exit $?"
+# Variants of the spec's method, in sibling directories so that the
+# spec's relative include still holds: timed through a CUDA graph, and
+# back to back (no rest between samples).
+variant() {
+  local name=$1 method=$2 g=experiments/.timing-validation-$1
+  mkdir -p "$g"
+  sed "s#^criteria:#  method: {$method}\ncriteria:#" $e/xrun.yaml > "$g/xrun.yaml"
+  bin/xrun-runner --experiment "$g" --out "$out/$name" > "$out/$name.log" 2>&1 || echo "$name: exit $?"
+}
+variant graph "cuda_graph: true"
+variant norest "rest_ratio: 0"
 python3 $e/compare.py "$out" | tee "$out/table.md"

@@ -714,14 +714,20 @@ class Harness:
 
         Per sample: device sync, L2 flush, device sync, a spin kernel, start
         event, the call, end event, device sync. The syncs make work on side
-        streams count and keep the flush out of the timed region; the spin
+        streams count and keep the flush out of the timed region. The spin
         kernel keeps the GPU busy while the host enqueues the call, so that
         the start event is not followed by an idle gap of Python dispatch
-        time. The spin starts at 1.5 x the warm-up's median enqueue time +
-        20 us (at least 50 us). When the GPU has already passed the start
-        event by the time the call returns, the spin was too short: the
-        batch's samples so far are discarded (a short spin leaves gaps that
-        this check does not always see) and the spin doubles, up to 10 ms.
+        time, and lets the GPU rest between samples: it lasts at least
+        rest_ratio x the previous sample, so a power-limited kernel is not
+        timed at the clock its own previous call pushed down.
+
+        The covering spin starts at 1.5 x the warm-up's median enqueue time
+        + 20 us (at least 50 us). When the GPU has already passed the start
+        event by the time the call returns, the sample is discarded; when
+        that happens to more than 1% of the samples since the spin last
+        changed, the spin is too short: the batch's samples so far are
+        discarded too (a short spin leaves gaps this check does not always
+        see) and the spin doubles, up to 10 ms, for this and later batches.
         Returns the samples and how many were discarded.
         """
         flush = bool(c.get("flush", True)) and self.flush_buf is not None
@@ -729,17 +735,19 @@ class Harness:
         max_n = max(min_n, int(c.get("max_samples") or 1000000))
         budget = float(c.get("budget_ms") or 100.0)
         wall = float(c.get("wall_ms") or 4 * budget)
+        rest = max(0.0, float(c.get("rest_ratio") or 0.0))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         sleep = getattr(torch.cuda, "_sleep", None)
+        per_ms = self.sleep_cycles_per_ms
         cycles = max_cycles = 0
-        if sleep is not None and self.sleep_cycles_per_ms > 0:
+        if sleep is not None and per_ms > 0:
             cover = min(max(1.5 * enqueue_ms + 0.02, 0.05), 1.0)
-            cycles = max(int(cover * self.sleep_cycles_per_ms), self.spin_cycles)
-            max_cycles = int(10.0 * self.sleep_cycles_per_ms)
+            cycles = max(int(cover * per_ms), self.spin_cycles)
+            max_cycles = int(10.0 * per_ms)
         samples = []
-        discarded = 0
-        total = 0.0
+        discarded = taken = gaps = 0
+        total = prev = 0.0
         t0 = time.perf_counter()
         while True:
             torch.cuda.synchronize()
@@ -747,19 +755,25 @@ class Harness:
                 self.flush_l2()
                 torch.cuda.synchronize()
             if cycles:
-                sleep(cycles)
+                sleep(max(cycles, int(min(rest * prev, 1000.0) * per_ms)))
             start.record()
             call()
-            early = cycles and cycles < max_cycles and start.query()
+            early = cycles < max_cycles and start.query()
             end.record()
             torch.cuda.synchronize()
-            if early:
-                discarded += len(samples) + 1
-                samples, total = [], 0.0
-                cycles = self.spin_cycles = min(2 * cycles, max_cycles)
-                if (time.perf_counter() - t0) * 1e3 < wall:
-                    continue
             ms = start.elapsed_time(end)
+            taken += 1
+            if early:
+                gaps += 1
+                discarded += 1
+                if gaps * 100 > taken:
+                    discarded += len(samples)
+                    samples, total, taken, gaps = [], 0.0, 0, 0
+                    cycles = self.spin_cycles = min(2 * cycles, max_cycles)
+                if len(samples) >= min_n and (time.perf_counter() - t0) * 1e3 >= wall:
+                    break
+                continue
+            prev = ms
             samples.append(ms)
             total += ms
             n = len(samples)
@@ -767,7 +781,7 @@ class Harness:
                 break
             if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
                 break
-        self.sleep_ms = cycles / self.sleep_cycles_per_ms if self.sleep_cycles_per_ms > 0 else 0.0
+        self.sleep_ms = cycles / per_ms if per_ms > 0 else 0.0
         return samples, discarded
 
     def time_cpu(self, call, c):

@@ -141,6 +141,9 @@ type Time struct {
 	WallMS     float64 `json:"wall_ms,omitempty"`
 	WarmupMS   float64 `json:"warmup_ms"`
 	Flush      bool    `json:"flush"`
+	// RestRatio: the spin before each GPU sample lasts at least RestRatio
+	// x the previous sample.
+	RestRatio float64 `json:"rest_ratio"`
 }
 
 // Samples answers Time.

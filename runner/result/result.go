@@ -159,6 +159,9 @@ type Methodology struct {
 	ImplTimeoutS  float64 `json:"impl_timeout_s"`
 	FastThreshold float64 `json:"fast_threshold"`
 	CUDAGraph     bool    `json:"cuda_graph"`
+	// RestRatio: the GPU rested (spin kernel only) for at least this times
+	// the previous sample before each sample.
+	RestRatio float64 `json:"rest_ratio"`
 }
 
 // Case is one sweep point and the outcome of every implementation on it.

@@ -66,7 +66,7 @@ func full() *Results {
 			Extra: map[string]string{"nccl": "2.21"}},
 		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, WarmupMS: 100, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
-			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true},
+			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5},
 		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",
 		Cases: []Case{{Params: map[string]any{"T": 1024, "dtype": "bfloat16", "causal": true}, Label: "T=1024",
 			Flops: 8.6e9, Bytes: 1.2e8, Tokens: 4096,

@@ -336,6 +336,9 @@ func (rn *runner) setMethod() {
 		TargetRSE: rn.rule.TargetRSE, StoppingRule: rn.rule.String(), Rounds: rn.rounds, Trials: rn.trials,
 		ImplTimeoutS: rn.timeout.Seconds(), FastThreshold: threshold, CUDAGraph: m.CUDAGraph && !rn.cpu,
 	}
+	if !rn.cpu {
+		rn.r.Methodology.RestRatio = m.Rest()
+	}
 }
 
 // prepare finds the interpreter, writes the harness and decides which
@@ -822,6 +825,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 				sm, err = w.Time(octx, harness.Time{
 					Params: kc.pj, Seed: kc.seeds[0], MinSamples: min(perBatch, maxN), MaxSamples: maxN,
 					BudgetMS: batchS * 1e3, WallMS: 4 * batchS * 1e3, WarmupMS: rn.warmupMS, Flush: !rn.method.NoFlush && !rn.cpu,
+					RestRatio: rn.r.Methodology.RestRatio,
 				})
 				cancel()
 			}

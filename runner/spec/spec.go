@@ -191,6 +191,22 @@ type Method struct {
 	ImplTimeout   Duration `yaml:"impl_timeout"`
 	FastThreshold float64  `yaml:"fast_threshold"`
 	CUDAGraph     bool     `yaml:"cuda_graph"`
+	// RestRatio: before each GPU sample the GPU runs only a one-thread spin
+	// kernel for at least RestRatio x the previous sample (default
+	// DefaultRestRatio; 0 times back to back). A power-limited kernel is
+	// then not timed at the clock its own previous call pushed down.
+	RestRatio *float64 `yaml:"rest_ratio"`
+}
+
+// DefaultRestRatio is Method.RestRatio when the spec leaves it out.
+const DefaultRestRatio = 0.5
+
+// Rest returns the rest ratio in effect.
+func (m Method) Rest() float64 {
+	if m.RestRatio == nil {
+		return DefaultRestRatio
+	}
+	return *m.RestRatio
 }
 
 // Criterion is one success criterion. Exactly one of the kinds is set:

@@ -113,6 +113,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax", "name: [x\n", []string{"xrun.yaml:"}},
 		{"sweep without values", base + "  sweep: {T: []}\n", []string{"has no values"}},
 		{"min over max", base + "  method: {min_time_s: 5, max_time_s: 1}\n", []string{"min_time_s: is larger than max_time_s"}},
+		{"rest ratio", base + "  method: {rest_ratio: -1}\n", []string{"method.rest_ratio: must be between 0 and 10"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,5 +225,21 @@ func TestVaryingKeys(t *testing.T) {
 	one := s.Benchmark.Cases(true)
 	if VaryingKeys(one) != nil || one[0].Only(nil).Label() != one[0].Label() {
 		t.Errorf("a single case has no varying keys and keeps its full label")
+	}
+}
+
+func TestRestRatio(t *testing.T) {
+	base := "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n"
+	for _, tc := range []struct {
+		method string
+		want   float64
+	}{{"", DefaultRestRatio}, {"  method: {rest_ratio: 0}\n", 0}, {"  method: {rest_ratio: 2}\n", 2}} {
+		s, err := Parse("xrun.yaml", []byte(base+tc.method))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.method, err)
+		}
+		if got := s.Benchmark.Method.Rest(); got != tc.want {
+			t.Errorf("%q: Rest() = %g, want %g", tc.method, got, tc.want)
+		}
 	}
 }

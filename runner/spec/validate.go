@@ -157,6 +157,9 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 			bad("benchmark.method."+key, "must be >= 0")
 		}
 	}
+	if r := m.Rest(); r < 0 || r > 10 {
+		bad("benchmark.method.rest_ratio", "must be between 0 and 10")
+	}
 	if m.MaxTimeS > 0 && m.MinTimeS > m.MaxTimeS {
 		bad("benchmark.method.min_time_s", "is larger than max_time_s")
 	}

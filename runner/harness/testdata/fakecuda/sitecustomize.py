@@ -9,8 +9,11 @@ import torch
 
 # FAKE_CUDA_EARLY_STARTS=N: the first N Event.query() calls answer True, as
 # if the GPU had passed the event before the host enqueued what follows it
-# (the spin kernel was too short).
+# (the spin kernel was too short); FAKE_CUDA_EARLY_EVERY=M: so does every
+# M-th call after them (a host that stalls now and then).
 _early = [int(os.environ.get("FAKE_CUDA_EARLY_STARTS", "0"))]
+_every = int(os.environ.get("FAKE_CUDA_EARLY_EVERY", "0"))
+_queries = [0]
 
 
 class _Event:
@@ -30,7 +33,8 @@ class _Event:
         if _early[0] > 0:
             _early[0] -= 1
             return True
-        return False
+        _queries[0] += 1
+        return _every > 0 and _queries[0] % _every == 0
 
 
 class _Props:
