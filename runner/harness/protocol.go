@@ -143,7 +143,7 @@ type Time struct {
 	Flush      bool    `json:"flush"`
 	// RestRatio: the spin before each GPU sample lasts at least RestRatio
 	// x the previous sample.
-	RestRatio float64 `json:"rest_ratio"`
+	RestRatio float64 `json:"rest_ratio,omitempty"`
 }
 
 // Samples answers Time.
