@@ -641,10 +641,19 @@ class Harness:
         wcalls, wms, enqueue_ms = self.warmup(call, warmup_ms, first)
         self.warmed = True
         discarded = 0
-        if self.cuda:
-            samples, discarded = self.time_cuda(call, c, enqueue_ms)
-        else:
-            samples = self.time_cpu(call, c)
+        # No garbage collection while sampling (as timeit does): a collection
+        # stalls the host for up to milliseconds, which a GPU sample pays
+        # as an idle gap and a CPU sample as time.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            if self.cuda:
+                samples, discarded = self.time_cuda(call, c, enqueue_ms)
+            else:
+                samples = self.time_cpu(call, c)
+        finally:
+            if collecting:
+                gc.enable()
         ev = {"event": "samples", "samples_ms": samples, "warmup_calls": wcalls, "warmup_ms": wms,
               "timer": "cuda_events" if self.cuda else "perf_counter"}
         if self.cuda:
@@ -724,7 +733,7 @@ class Harness:
         The covering spin starts at 1.5 x the warm-up's median enqueue time
         + 20 us (at least 50 us). When the GPU has already passed the start
         event by the time the call returns, the sample is discarded; when
-        that happens to more than 1% of the samples since the spin last
+        that happens to more than 5% of the samples since the spin last
         changed, the spin is too short: the batch's samples so far are
         discarded too (a short spin leaves gaps this check does not always
         see) and the spin doubles, up to 10 ms, for this and later batches.
@@ -766,7 +775,7 @@ class Harness:
             if early:
                 gaps += 1
                 discarded += 1
-                if gaps * 100 > taken:
+                if gaps * 20 > taken:
                     discarded += len(samples)
                     samples, total, taken, gaps = [], 0.0, 0, 0
                     cycles = self.spin_cycles = min(2 * cycles, max_cycles)
