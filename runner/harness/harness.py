@@ -733,8 +733,8 @@ class Harness:
         The covering spin starts at 1.5 x the warm-up's median enqueue time
         + 20 us (at least 50 us). When the GPU has already passed the start
         event by the time the call returns, the sample is discarded; when
-        that happens to more than 5% of the samples since the spin last
-        changed, the spin is too short: the batch's samples so far are
+        that happens to 3 or more samples and more than 5% of the samples
+        since the spin last changed, the spin is too short: the batch's samples so far are
         discarded too (a short spin leaves gaps this check does not always
         see) and the spin doubles, up to 10 ms, for this and later batches.
         Returns the samples and how many were discarded.
@@ -775,7 +775,7 @@ class Harness:
             if early:
                 gaps += 1
                 discarded += 1
-                if gaps * 20 > taken:
+                if gaps >= 3 and gaps * 20 > taken:
                     discarded += len(samples)
                     samples, total, taken, gaps = [], 0.0, 0, 0
                     cycles = self.spin_cycles = min(2 * cycles, max_cycles)

@@ -340,7 +340,7 @@ func TestHarnessGPUPathOnFakeCUDA(t *testing.T) {
 	}
 	td := mustAbs(t, "testdata")
 	env := append(os.Environ(), "PYTHONPATH="+filepath.Join(td, "fakecuda")+":"+td, "PYTHONDONTWRITEBYTECODE=1",
-		"FAKE_CUDA_EARLY_STARTS=2", "FAKE_CUDA_EARLY_EVERY=150")
+		"FAKE_CUDA_EARLY_STARTS=6", "FAKE_CUDA_EARLY_EVERY=150")
 	w, err := Start(Config{Name: "fake", Argv: []string{py, "-u", path}, Dir: td, Env: env, LogPath: filepath.Join(dir, "log")})
 	if err != nil {
 		t.Fatal(err)
@@ -367,10 +367,10 @@ func TestHarnessGPUPathOnFakeCUDA(t *testing.T) {
 	if s.Timer != "cuda_events" || len(s.SamplesMS) < 10 || s.WarmupCalls < 3 {
 		t.Errorf("samples %+v", s)
 	}
-	// The first two samples started early: each was discarded and doubled
-	// the spin, from at least its 50 us floor to at least 200 us.
-	if s.Discarded != 2 || s.SpinMS < 0.19 {
-		t.Errorf("discarded %d, spin %g ms; want 2 and >= 0.2 ms", s.Discarded, s.SpinMS)
+	// The first six samples started early: every third one doubled the
+	// spin, from at least its 50 us floor to at least 200 us.
+	if s.Discarded != 6 || s.SpinMS < 0.19 {
+		t.Errorf("discarded %d, spin %g ms; want 6 and >= 0.2 ms", s.Discarded, s.SpinMS)
 	}
 	// The longer spin stays for the next batch. There one sample in 150
 	// starts early (a host that stalls now and then): those samples are
