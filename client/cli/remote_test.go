@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -164,6 +166,43 @@ func TestSubmitBusyGPUs(t *testing.T) {
 	code := ta.run(context.Background(), "submit", "-d", "--gpus", "1", dir)
 	if code != ExitFailure || !strings.Contains(ta.err.String(), "cannot give this job 1 GPU now (0 free; held: GPU 0 by job "+first+", GPU 1 by job "+first+"): wait for them with --queue") {
 		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+}
+
+// TestSubmitGPUType: resources.gpu_type reaches the GPU assignment; a host
+// without such a GPU is refused with what it has, before anything runs.
+func TestSubmitGPUType(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	path := filepath.Join(dir, "xrun.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const typ = "  # gpu_type: H100"
+	if !strings.Contains(string(b), typ) {
+		t.Fatalf("the scaffold has no %q line:\n%s", typ, b)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), typ, "  gpu_type: H100  ", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta.fake.behave = succeed(t)
+	get := ta.Getenv
+	ta.Getenv = func(k string) string {
+		if k == gpus.FakeEnv {
+			return "2"
+		}
+		if k == "XDG_CACHE_HOME" {
+			return ta.StoreRoot
+		}
+		return get(k)
+	}
+	code := ta.run(context.Background(), "submit", dir)
+	if code != ExitFailure || !strings.Contains(ta.err.String(), "has no H100 GPU (resources.gpu_type; it has 2x test GPU") {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.containers) != 0 {
+		t.Errorf("%d containers made for a job that cannot run", len(ta.fake.containers))
 	}
 }
 
