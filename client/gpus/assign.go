@@ -13,6 +13,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/spec"
 )
 
 // Labels of reservation containers and job containers.
@@ -60,11 +61,8 @@ func (r Request) String() string {
 	return s
 }
 
-// OfType reports whether g's name contains typ, ignoring case; every GPU is
-// of the empty type.
-func OfType(g GPU, typ string) bool {
-	return strings.Contains(strings.ToLower(g.Name), strings.ToLower(typ))
-}
+// ofType reports whether g is of type typ (resources.gpu_type).
+func ofType(g GPU, typ string) bool { return spec.IsGPUType(g.Name, typ) }
 
 // BusyError says the GPUs a job asked for are held by other jobs.
 type BusyError struct {
@@ -170,7 +168,7 @@ func (a *Assigner) candidates(req Request) ([]GPU, int, error) {
 	}
 	var inv []GPU
 	for _, g := range all {
-		if OfType(g, req.Type) {
+		if ofType(g, req.Type) {
 			inv = append(inv, g)
 		}
 	}
@@ -187,7 +185,7 @@ func (a *Assigner) candidates(req Request) ([]GPU, int, error) {
 			if !ok {
 				return nil, 0, fmt.Errorf("host %s has no GPU %q (it has %s): pick ids from that list", host, id, describe(all))
 			}
-			if !OfType(g, req.Type) {
+			if !ofType(g, req.Type) {
 				return nil, 0, fmt.Errorf("GPU %s of host %s is a %s, not a %s (resources.gpu_type): pick one of %s",
 					id, host, g.Name, req.Type, describe(inv))
 			}

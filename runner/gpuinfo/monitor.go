@@ -165,13 +165,15 @@ func (m *Monitor) Readings() []Reading {
 // Clocks summarises the readings of GPU index that fall in any of windows
 // (all of them when windows is nil); nil when none does.
 func (m *Monitor) Clocks(index int, windows []Window) *result.Clocks {
-	return SummarizeClocks(m.Readings(), index, windows)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return summarizeClocks(m.readings, index, windows)
 }
 
-// SummarizeClocks summarises the readings of GPU index inside windows (all
+// summarizeClocks summarises the readings of GPU index inside windows (all
 // of them when windows is nil), leaving out readings of an idle GPU; nil
 // when none is left.
-func SummarizeClocks(readings []Reading, index int, windows []Window) *result.Clocks {
+func summarizeClocks(readings []Reading, index int, windows []Window) *result.Clocks {
 	var clocks []int
 	c := &result.Clocks{ClockEventReasons: []string{}}
 	for _, rd := range readings {

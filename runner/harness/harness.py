@@ -734,9 +734,10 @@ class Harness:
         + 20 us (at least 50 us). When the GPU has already passed the start
         event by the time the call returns, the sample is discarded; when
         that happens to 3 or more samples and more than 5% of the samples
-        since the spin last changed, the spin is too short: the batch's samples so far are
-        discarded too (a short spin leaves gaps this check does not always
-        see) and the spin doubles, up to 10 ms, for this and later batches.
+        since the spin last changed, the spin is too short: the batch's
+        samples so far are discarded too (a short spin leaves gaps this
+        check does not always see) and the spin doubles, up to 10 ms, for
+        this and later batches.
         Returns the samples and how many were discarded.
         """
         flush = bool(c.get("flush", True)) and self.flush_buf is not None

@@ -264,7 +264,7 @@ func (rn *runner) pickMode(ctx context.Context) error {
 		if err == nil && len(gpus) > 0 {
 			r.Env.GPUs, r.Env.Driver = gpus, driver
 			rn.gpu = visibleGPU(r.Env.GPUs)
-			if t := s.Resources.GPUType; t != "" && !strings.Contains(strings.ToLower(rn.gpu.Name), strings.ToLower(t)) {
+			if t := s.Resources.GPUType; !spec.IsGPUType(rn.gpu.Name, t) {
 				return &InfraError{fmt.Errorf("the spec asks for GPU type %q (resources.gpu_type) but GPU %d here is %s: run it on a machine with one, or change gpu_type",
 					t, rn.gpu.Index, rn.gpu.Name)}
 			}
@@ -859,7 +859,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 					t.Converged, t.StopReason = conv, reason
 					msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
 					if a.discarded > 0 {
-						msg += fmt.Sprintf("; %d samples discarded and the spin kernel lengthened to %.3g ms: the host took longer to enqueue the call than the spin lasted", a.discarded, sm.SpinMS)
+						msg += fmt.Sprintf("; %d samples discarded (the host took longer to enqueue the call than the spin kernel lasted), spin now %.3g ms", a.discarded, sm.SpinMS)
 					}
 					rn.logf("%s", msg)
 				}

@@ -6,6 +6,7 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -54,6 +55,13 @@ type Resources struct {
 	Shm     ByteSize `yaml:"shm"`
 	Memory  ByteSize `yaml:"memory"`
 	Timeout Duration `yaml:"timeout"`
+}
+
+// IsGPUType reports whether a GPU called name is of type typ
+// (resources.gpu_type): name contains typ, ignoring case. Every GPU is of
+// the empty type.
+func IsGPUType(name, typ string) bool {
+	return strings.Contains(strings.ToLower(name), strings.ToLower(typ))
 }
 
 // GPUs is a GPU request: a count, a list of device ids, or all of them.
