@@ -42,6 +42,97 @@ np = None
 torch = None
 
 
+# The hold kernel: one thread that waits until the host writes a non-zero
+# word into pinned host memory (and at least min_ns have passed), or until
+# max_ns have passed. PTX, so that the driver compiles it for any GPU with no
+# compiler installed; %globaltimer is the GPU's nanosecond clock.
+HOLD_PTX = b"""
+.version 6.0
+.target sm_50
+.address_size 64
+
+.visible .entry xrun_hold(.param .u64 flag, .param .u64 min_ns, .param .u64 max_ns)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [flag];
+    ld.param.u64 %rd2, [min_ns];
+    ld.param.u64 %rd3, [max_ns];
+    mov.u64 %rd4, %globaltimer;
+WAIT:
+    mov.u64 %rd5, %globaltimer;
+    sub.u64 %rd6, %rd5, %rd4;
+    setp.ge.u64 %p1, %rd6, %rd3;
+    @%p1 bra DONE;
+    setp.lt.u64 %p2, %rd6, %rd2;
+    @%p2 bra WAIT;
+    ld.volatile.u32 %r1, [%rd1];
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra WAIT;
+DONE:
+    ret;
+}
+\0"""
+
+
+class Hold:
+    """Keeps a stream waiting until the host lets it go.
+
+    arm() sets the flag to 0 and launches the hold kernel; release() sets
+    it to 1. Between the two the host enqueues the start event, the call and
+    the end event, so the GPU reaches the start event only when everything
+    it times is already queued behind it, however long the host took: no
+    idle gap inside the timed region, and no spin length to guess (the
+    blocking kernel of nvbench). Uses the CUDA driver through ctypes, in the
+    context torch made current.
+    """
+
+    def __init__(self):
+        import ctypes
+        self.ct = ctypes
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.lib = lib
+        vp, u32 = ctypes.c_void_p, ctypes.c_uint
+        lib.cuLaunchKernel.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp,
+                                       ctypes.POINTER(vp), ctypes.POINTER(vp)]
+        self.check(lib.cuInit(0), "cuInit")
+        ctx = vp()
+        self.check(lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+        if not ctx.value:
+            raise RuntimeError("no current CUDA context")
+        self.module = vp()
+        self.check(lib.cuModuleLoadData(ctypes.byref(self.module), HOLD_PTX), "cuModuleLoadData")
+        self.fn = vp()
+        self.check(lib.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"xrun_hold"), "cuModuleGetFunction")
+        self.host = vp()
+        self.check(lib.cuMemHostAlloc(ctypes.byref(self.host), ctypes.c_size_t(64), u32(0x02)), "cuMemHostAlloc")
+        dptr = ctypes.c_uint64()
+        self.check(lib.cuMemHostGetDevicePointer_v2(ctypes.byref(dptr), self.host, u32(0)), "cuMemHostGetDevicePointer")
+        self.flag = ctypes.c_uint32.from_address(self.host.value)
+        self.args = (ctypes.c_uint64 * 3)(dptr.value, 0, 0)
+        size = ctypes.sizeof(ctypes.c_uint64)
+        self.params = (vp * 3)(*[ctypes.addressof(self.args) + i * size for i in range(3)])
+
+    def check(self, rc, what):
+        if rc != 0:
+            name = self.ct.c_char_p()
+            self.lib.cuGetErrorName(rc, self.ct.byref(name))
+            raise RuntimeError("%s: %s" % (what, (name.value or b"CUresult %d" % rc).decode()))
+
+    def arm(self, stream, min_ms, max_ms):
+        """Launches the hold on stream (a CUstream handle): it ends once
+        released and min_ms have passed, or after max_ms."""
+        self.flag.value = 0
+        self.args[1] = int(min_ms * 1e6)
+        self.args[2] = int(max_ms * 1e6)
+        self.check(self.lib.cuLaunchKernel(self.fn, 1, 1, 1, 1, 1, 1, 0, stream, self.params, None), "cuLaunchKernel")
+
+    def release(self):
+        self.flag.value = 1
+
+
 class StageError(Exception):
     """An exception raised by experiment code, tagged with where it happened."""
 
@@ -393,6 +484,48 @@ def split_inputs(x):
     return (x,), {}
 
 
+def flush_readers(buf):
+    """Ways to read every byte of buf (int32, a multiple of 8 bytes) in one
+    reduction kernel. How fast each one goes depends on torch's kernels:
+    summing int32 into int64 read an H100's 256 MiB at 0.5 TB/s, summing
+    the same bytes as float32 at memory speed."""
+    f32 = torch.zeros((), dtype=torch.float32, device=buf.device)
+    i32 = torch.zeros((), dtype=torch.int32, device=buf.device)
+    i64 = torch.zeros((), dtype=torch.int64, device=buf.device)
+    as_f32, as_i64 = buf.view(torch.float32), buf.view(torch.int64)
+    return [
+        lambda: torch.sum(as_f32, 0, out=f32),
+        lambda: torch.amax(buf, 0, out=i32),
+        lambda: torch.sum(as_i64, 0, out=i64),
+        lambda: torch.sum(buf, 0, dtype=torch.int64, out=i64),
+    ]
+
+
+def fastest(fs, reps=3):
+    """The callable among fs with the shortest GPU time (best of reps);
+    ones that raise are left out."""
+    best, pick = math.inf, None
+    a = torch.cuda.Event(enable_timing=True)
+    b = torch.cuda.Event(enable_timing=True)
+    for f in fs:
+        try:
+            f()
+            for _ in range(reps):
+                torch.cuda.synchronize()
+                a.record()
+                f()
+                b.record()
+                torch.cuda.synchronize()
+                t = a.elapsed_time(b)
+                if t < best:
+                    best, pick = t, f
+        except RuntimeError:
+            continue
+    if pick is None:
+        raise StageError("harness", RuntimeError("no way to read the L2 flush buffer worked"))
+    return pick
+
+
 class Harness:
     def __init__(self, events):
         self.events = events
@@ -413,8 +546,13 @@ class Harness:
         self.graph = None
         self.sleep_cycles_per_ms = 0.0
         self.sleep_ms = 0.0
-        self.flush_out = None
+        self.flush_l2 = None  # reads the whole flush buffer
         self.spin_cycles = 0  # the longest spin a gap has called for so far
+        self.spin_taken = 0  # samples and early starts since the spin last changed
+        self.spin_early = 0
+        self.hold = None  # Hold, or None and hold_note says why
+        self.hold_note = ""
+        self.hold_timeouts = 0
 
     # -- plumbing ---------------------------------------------------------
 
@@ -503,11 +641,16 @@ class Harness:
                 # lines of a zeroing flush would be written back during the
                 # timed call and billed to it (5% of a 138 us memory-bound
                 # kernel on an H100, experiments/timing-validation).
+                n -= n % 8
                 self.flush_buf = torch.ones(n // 4, dtype=torch.int32, device="cuda")
-                self.flush_out = torch.zeros((), dtype=torch.int64, device="cuda")
+                self.flush_l2 = fastest(flush_readers(self.flush_buf))
                 self.flush_bytes = n
                 ev["flush_bytes"] = n
             self.calibrate_sleep()
+            try:
+                self.hold = Hold()
+            except Exception as e:  # noqa: B902 - any failure: time with the spin kernel instead
+                self.hold_note = "hold kernel unavailable (%s)" % e
         return ev
 
     def op_models(self, c):
@@ -648,7 +791,7 @@ class Harness:
         gc.disable()
         try:
             if self.cuda:
-                samples, discarded = self.time_cuda(call, c, enqueue_ms)
+                samples, discarded, cover = self.time_cuda(call, c, enqueue_ms)
             else:
                 samples = self.time_cpu(call, c)
         finally:
@@ -658,7 +801,11 @@ class Harness:
               "timer": "cuda_events" if self.cuda else "perf_counter"}
         if self.cuda:
             ev["discarded"] = discarded
-            ev["spin_ms"] = self.sleep_ms
+            ev["cover"] = cover
+            if cover == "spin":
+                ev["spin_ms"] = self.sleep_ms
+            if self.hold_note:
+                ev["cover_note"] = self.hold_note
         return ev
 
     def capture(self, call):
@@ -714,31 +861,34 @@ class Harness:
         if best > 0:
             self.sleep_cycles_per_ms = cycles / best
 
-    def flush_l2(self):
-        """Reads the whole flush buffer (one reduction kernel)."""
-        torch.sum(self.flush_buf, 0, dtype=torch.int64, out=self.flush_out)
-
     def time_cuda(self, call, c, enqueue_ms):
         """CUDA-event samples.
 
-        Per sample: device sync, L2 flush, device sync, a spin kernel, start
-        event, the call, end event, device sync. The syncs make work on side
-        streams count and keep the flush out of the timed region. The spin
-        kernel keeps the GPU busy while the host enqueues the call, so that
-        the start event is not followed by an idle gap of Python dispatch
-        time, and lets the GPU rest between samples: it lasts at least
-        rest_ratio x the previous sample, so a power-limited kernel is not
-        timed at the clock its own previous call pushed down.
+        Per sample: device sync, L2 flush, a kernel that keeps the stream
+        waiting, start event, the call, end event, release, device sync. The
+        sync makes work on side streams count; stream order keeps the flush
+        out of the timed region. The waiting kernel keeps the GPU from
+        reaching the start event before the host has enqueued the call (or
+        the GPU would idle inside the timed region while Python dispatches
+        it), and lets the GPU rest: it lasts at least rest_ratio x the
+        previous sample, so a power-limited kernel is not timed at the clock
+        its own previous call pushed down.
 
-        The covering spin starts at 1.5 x the warm-up's median enqueue time
-        + 20 us (at least 50 us). When the GPU has already passed the start
-        event by the time the call returns, the sample is discarded; when
-        that happens to 3 or more samples and more than 5% of the samples
-        since the spin last changed, the spin is too short: the batch's
-        samples so far are discarded too (a short spin leaves gaps this
-        check does not always see) and the spin doubles, up to 10 ms, for
-        this and later batches.
-        Returns the samples and how many were discarded.
+        The waiting kernel is the hold kernel (Hold), released by the host
+        once the end event is enqueued. If the start event has completed
+        before the release, the hold timed out (the call waited for the GPU
+        itself, or filled the launch queue): the sample is discarded, and
+        after 3 time-outs the worker uses the spin kernel instead.
+
+        Without the hold, a device sync after the flush and a spin kernel (torch.cuda._sleep) of calibrated
+        length: 1.5 x the warm-up's median enqueue time + 20 us, at least
+        50 us. A sample whose start event had completed by the time the call
+        returned is discarded; when that happens to 5% or more of at least
+        100 samples since the spin last changed, the spin is too short: the
+        batch's samples so far are discarded too (a short spin leaves gaps
+        this check does not always see) and the spin doubles, up to 10 ms,
+        for this and later batches.
+        Returns the samples, how many were discarded and the cover used.
         """
         flush = bool(c.get("flush", True)) and self.flush_buf is not None
         min_n = max(1, int(c.get("min_samples") or 1))
@@ -748,41 +898,66 @@ class Harness:
         rest = max(0.0, float(c.get("rest_ratio") or 0.0))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        stream = torch.cuda.current_stream().cuda_stream
+        # A call that takes 20 ms to enqueue is slow Python, not a wait for
+        # the GPU; the cap bounds what 3 time-outs cost.
+        hold_max_ms = min(max(10.0 * enqueue_ms, 20.0), 500.0)
         sleep = getattr(torch.cuda, "_sleep", None)
         per_ms = self.sleep_cycles_per_ms
         cycles = max_cycles = 0
         if sleep is not None and per_ms > 0:
-            cover = min(max(1.5 * enqueue_ms + 0.02, 0.05), 1.0)
-            cycles = max(int(cover * per_ms), self.spin_cycles)
+            spin_ms = min(max(1.5 * enqueue_ms + 0.02, 0.05), 1.0)
+            cycles = max(int(spin_ms * per_ms), self.spin_cycles)
             max_cycles = int(10.0 * per_ms)
         samples = []
-        discarded = taken = gaps = 0
+        discarded = 0
         total = prev = 0.0
         t0 = time.perf_counter()
         while True:
             torch.cuda.synchronize()
+            hold = self.hold
             if flush:
                 self.flush_l2()
-                torch.cuda.synchronize()
-            if cycles:
-                sleep(max(cycles, int(min(rest * prev, 1000.0) * per_ms)))
-            start.record()
-            call()
-            early = cycles < max_cycles and start.query()
-            end.record()
+                if hold is None:
+                    torch.cuda.synchronize()
+            rest_ms = min(rest * prev, 1000.0)
+            if hold is not None:
+                hold.arm(stream, rest_ms, hold_max_ms)
+                start.record()
+                call()
+                end.record()
+                early = start.query()
+                hold.release()
+            else:
+                if cycles:
+                    sleep(max(cycles, int(rest_ms * per_ms)))
+                start.record()
+                call()
+                early = cycles < max_cycles and start.query()
+                end.record()
             torch.cuda.synchronize()
             ms = start.elapsed_time(end)
-            taken += 1
             if early:
-                gaps += 1
                 discarded += 1
-                if gaps >= 3 and gaps * 20 > taken:
-                    discarded += len(samples)
-                    samples, total, taken, gaps = [], 0.0, 0, 0
-                    cycles = self.spin_cycles = min(2 * cycles, max_cycles)
+                if hold is not None:
+                    self.hold_timeouts += 1
+                    if self.hold_timeouts >= 3:
+                        self.hold = None
+                        self.hold_note = ("the hold kernel timed out (%.0f ms) 3 times: the call waits for the GPU "
+                                          "or fills the launch queue" % hold_max_ms)
+                else:
+                    self.spin_taken += 1
+                    self.spin_early += 1
+                    if self.spin_early * 20 >= self.spin_taken >= 100:
+                        discarded += len(samples)
+                        samples, total = [], 0.0
+                        cycles = self.spin_cycles = min(2 * cycles, max_cycles)
+                        self.spin_taken = self.spin_early = 0
                 if len(samples) >= min_n and (time.perf_counter() - t0) * 1e3 >= wall:
                     break
                 continue
+            if hold is None:
+                self.spin_taken += 1
             prev = ms
             samples.append(ms)
             total += ms
@@ -791,8 +966,13 @@ class Harness:
                 break
             if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
                 break
-        self.sleep_ms = cycles / per_ms if per_ms > 0 else 0.0
-        return samples, discarded
+        if self.hold is not None:
+            self.sleep_ms, cover = 0.0, "hold"
+        elif cycles:
+            self.sleep_ms, cover = cycles / per_ms, "spin"
+        else:
+            self.sleep_ms, cover = 0.0, "none"
+        return samples, discarded, cover
 
     def time_cpu(self, call, c):
         min_n = max(1, int(c.get("min_samples") or 1))

@@ -141,7 +141,7 @@ type Time struct {
 	WallMS     float64 `json:"wall_ms,omitempty"`
 	WarmupMS   float64 `json:"warmup_ms"`
 	Flush      bool    `json:"flush"`
-	// RestRatio: the spin before each GPU sample lasts at least RestRatio
+	// RestRatio: the GPU waits before each sample for at least RestRatio
 	// x the previous sample.
 	RestRatio float64 `json:"rest_ratio,omitempty"`
 }
@@ -152,8 +152,13 @@ type Samples struct {
 	WarmupCalls int       `json:"warmup_calls"`
 	WarmupMS    float64   `json:"warmup_ms"`
 	Timer       string    `json:"timer"`
-	// Discarded counts GPU samples thrown away because the spin kernel
-	// ended before the call was enqueued; SpinMS is the spin it settled on.
+	// Cover is what kept the GPU from reaching the start event before the
+	// host had enqueued the call: "hold" (a kernel the host releases),
+	// "spin" (a kernel of calibrated length, SpinMS) or "none"; CoverNote
+	// says why it is not the hold. Discarded counts GPU samples thrown away
+	// because the GPU passed the start event too soon all the same.
+	Cover     string  `json:"cover,omitempty"`
+	CoverNote string  `json:"cover_note,omitempty"`
 	Discarded int     `json:"discarded,omitempty"`
 	SpinMS    float64 `json:"spin_ms,omitempty"`
 }

@@ -237,9 +237,14 @@ type Timing struct {
 	TotalS     float64 `json:"total_s"`
 	Converged  bool    `json:"converged"`
 	StopReason string  `json:"stop_reason"`
+	// Cover is what held the GPU back until the host had enqueued the call
+	// (GPU runs): "hold", a kernel the host releases once the call is
+	// enqueued; "spin", a kernel of calibrated length, where the hold was
+	// not available or timed out.
+	Cover string `json:"cover,omitempty"`
 	// Discarded counts samples thrown away because the GPU reached the
 	// start event before the host had enqueued the call (a gap would have
-	// been timed); the runner then lengthened the spin kernel and resampled.
+	// been timed) or the hold timed out.
 	Discarded int `json:"discarded,omitempty"`
 	// Clocks are the GPU's clocks while these samples were taken (GPU runs).
 	Clocks *Clocks `json:"clocks,omitempty"`

@@ -774,6 +774,29 @@ type acc struct {
 	done     bool
 	// discarded counts samples the worker threw away (Timing.Discarded).
 	discarded int
+	// cover and coverNote are the latest batch's (Timing.Cover).
+	cover, coverNote string
+	spinMS           float64
+}
+
+// coverSummary tells, for the log, how the GPU was held back before each
+// sample when that was not the hold kernel, and what was discarded.
+func (a *acc) coverSummary() string {
+	var s string
+	switch a.cover {
+	case "", "hold":
+	case "spin":
+		s = fmt.Sprintf("; timed behind a %.3g ms spin kernel", a.spinMS)
+	default:
+		s = "; timed with nothing holding the GPU back until the call was enqueued"
+	}
+	if a.coverNote != "" {
+		s += ": " + a.coverNote
+	}
+	if a.discarded > 0 {
+		s += fmt.Sprintf("; %d samples discarded (the GPU reached the start event before the call was enqueued)", a.discarded)
+	}
+	return s
 }
 
 // time runs interleaved rounds: each round asks every unfinished
@@ -843,11 +866,12 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
 			a.samples = append(a.samples, sm.SamplesMS...)
 			a.discarded += sm.Discarded
+			a.cover, a.coverNote, a.spinMS = sm.Cover, sm.CoverNote, sm.SpinMS
 			for _, v := range sm.SamplesMS {
 				a.measured += v / 1e3
 			}
 			t := stats.Summarize(a.samples)
-			t.Rounds, t.TotalS, t.StopReason, t.Discarded = a.rounds, a.measured, "in_progress", a.discarded
+			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, "in_progress", a.discarded, a.cover
 			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
 				stop, conv, reason := rule.Check(a.samples, a.measured)
@@ -858,9 +882,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 					a.done = true
 					t.Converged, t.StopReason = conv, reason
 					msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
-					if a.discarded > 0 {
-						msg += fmt.Sprintf("; %d samples discarded (the host took longer to enqueue the call than the spin kernel lasted), spin now %.3g ms", a.discarded, sm.SpinMS)
-					}
+					msg += a.coverSummary()
 					rn.logf("%s", msg)
 				}
 			}

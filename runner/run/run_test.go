@@ -789,6 +789,14 @@ func TestGPUModeOnFakeGPU(t *testing.T) {
 	if tm := implOf(t, r, 0, "matmul").Timing; tm == nil || tm.Clocks == nil || tm.Clocks.Readings == 0 || tm.Clocks.SMClockMHz != 1980 {
 		t.Errorf("matmul timing clocks %+v", tm)
 	}
+	// No CUDA driver to load the hold kernel: the spin kernel held the GPU
+	// back, and the log says so and why.
+	if tm := implOf(t, r, 0, "matmul").Timing; tm == nil || tm.Cover != "spin" {
+		t.Errorf("matmul timing cover %+v", tm)
+	}
+	if !strings.Contains(ro.log, "spin kernel: hold kernel unavailable (libcuda.so.1") {
+		t.Errorf("the log does not say why the spin kernel was used:\n%s", ro.log)
+	}
 	if g.During == nil || g.During.Readings == 0 || g.During.ThrottledReadings != 0 {
 		t.Errorf("gpu during %+v", g.During)
 	}

@@ -2,6 +2,7 @@
 GPU run the harness's GPU code path (events, flush, spin kernel, poisoning)
 for Python errors. Timings and memory are the host's; nothing here measures
 a GPU."""
+import ctypes
 import os
 import time
 
@@ -9,8 +10,9 @@ import torch
 
 # FAKE_CUDA_EARLY_STARTS=N: the first N Event.query() calls answer True, as
 # if the GPU had passed the event before the host enqueued what follows it
-# (the spin kernel was too short); FAKE_CUDA_EARLY_EVERY=M: so does every
-# M-th call after them (a host that stalls now and then).
+# (the spin kernel was too short, or the hold kernel timed out);
+# FAKE_CUDA_EARLY_EVERY=M: so does every M-th call after them (a host that
+# stalls now and then).
 _early = [int(os.environ.get("FAKE_CUDA_EARLY_STARTS", "0"))]
 _every = int(os.environ.get("FAKE_CUDA_EARLY_EVERY", "0"))
 _queries = [0]
@@ -65,3 +67,72 @@ torch.cuda.Event = _Event
 torch.cuda._sleep = lambda cycles: time.sleep(cycles / 2e9)  # a 2 GHz clock
 torch.cuda.mem_get_info = lambda device=None: (40 << 30, 80 << 30)
 torch.cuda.empty_cache = lambda: None
+
+
+class _Stream:
+    cuda_stream = 0
+
+
+class _Entry:
+    def __init__(self, f):
+        self.f = f
+
+    def __call__(self, *args):
+        return self.f(*args)
+
+
+class _Driver:
+    """The few libcuda entry points the hold kernel uses (FAKE_CUDA_DRIVER=1);
+    launches are counted, nothing runs."""
+
+    def __init__(self):
+        self.memory = []
+        self.launches = 0
+        self.cuLaunchKernel = _Entry(self._launch)  # takes argtypes, as a ctypes function does
+
+    @staticmethod
+    def _set(ref, value):
+        ref._obj.value = value
+        return 0
+
+    def cuInit(self, flags):
+        return 0
+
+    def cuCtxGetCurrent(self, ctx):
+        return self._set(ctx, 1)
+
+    def cuModuleLoadData(self, module, image):
+        return self._set(module, 2) if b".entry xrun_hold" in image else 218  # CUDA_ERROR_INVALID_PTX
+
+    def cuModuleGetFunction(self, fn, module, name):
+        return self._set(fn, 3)
+
+    def cuMemHostAlloc(self, p, size, flags):
+        buf = ctypes.create_string_buffer(size.value)
+        self.memory.append(buf)
+        return self._set(p, ctypes.addressof(buf))
+
+    def cuMemHostGetDevicePointer_v2(self, d, host, flags):
+        return self._set(d, host.value)
+
+    def _launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches += 1
+        return 0
+
+    def cuGetErrorName(self, rc, name):
+        return self._set(name, b"CUDA_ERROR_%d" % rc)
+
+
+_cdll = ctypes.CDLL
+
+
+def _fake_cdll(name, *args, **kwargs):
+    if name == "libcuda.so.1":
+        if os.environ.get("FAKE_CUDA_DRIVER") == "1":
+            return _Driver()
+        raise OSError("libcuda.so.1: cannot open shared object file: No such file or directory")
+    return _cdll(name, *args, **kwargs)
+
+
+ctypes.CDLL = _fake_cdll
+torch.cuda.current_stream = lambda device=None: _Stream()
