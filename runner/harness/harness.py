@@ -651,6 +651,7 @@ class Harness:
                 self.hold = Hold()
             except Exception as e:  # noqa: B902 - any failure: time with the spin kernel instead
                 self.hold_note = "hold kernel unavailable (%s)" % e
+            ev["timer_floor_ms"] = self.timer_floor()
         return ev
 
     def op_models(self, c):
@@ -841,6 +842,26 @@ class Harness:
                 break
         enq.sort()
         return n, el, enq[len(enq) // 2]
+
+    def timer_floor(self, n=21):
+        """The median of n empty timed regions (the two events around
+        nothing, held back as a sample is): the least a GPU sample reads."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        stream = torch.cuda.current_stream().cuda_stream
+        xs = []
+        for _ in range(n):
+            torch.cuda.synchronize()
+            if self.hold is not None:
+                self.hold.arm(stream, 0.0, 20.0)
+            start.record()
+            end.record()
+            if self.hold is not None:
+                self.hold.release()
+            torch.cuda.synchronize()
+            xs.append(start.elapsed_time(end))
+        xs.sort()
+        return max(0.0, xs[n // 2])
 
     def calibrate_sleep(self):
         """Measures how many cycles torch.cuda._sleep spins per millisecond."""

@@ -99,7 +99,9 @@ type Ready struct {
 	CUDA       string `json:"cuda,omitempty"`
 	Timer      string `json:"timer"` // "cuda_events" or "perf_counter"
 	FlushBytes int64  `json:"flush_bytes"`
-	Device     Device `json:"device"`
+	// TimerFloorMS is what an empty GPU sample reads (Methodology.TimerFloorMS).
+	TimerFloorMS float64 `json:"timer_floor_ms,omitempty"`
+	Device       Device  `json:"device"`
 }
 
 // ModelsCmd asks for the work models and metrics of one case.
@@ -252,6 +254,9 @@ func (ev *Event) check() error {
 		}
 		if ev.Ready.FlushBytes < 0 {
 			return errors.New("negative flush_bytes")
+		}
+		if ev.Ready.TimerFloorMS < 0 || math.IsNaN(ev.Ready.TimerFloorMS) || math.IsInf(ev.Ready.TimerFloorMS, 0) {
+			return errors.New("timer_floor_ms must be a finite number >= 0")
 		}
 	case ev.Models != nil:
 		if len(ev.Models.Metrics) == 0 {

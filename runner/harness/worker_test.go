@@ -351,7 +351,7 @@ func startFakeCUDA(t *testing.T, env ...string) *Worker {
 		t.Fatalf("init: %v\n%s", err, w.Tail())
 	}
 	want := Device{Kind: "cuda", Name: "Fake GPU", ComputeCapability: "9.0", SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, UUID: "GPU-00000000-fake"}
-	if ready.Device != want || ready.Timer != "cuda_events" || ready.FlushBytes != 1<<20 || ready.CUDA != "12.4" {
+	if ready.Device != want || ready.Timer != "cuda_events" || ready.FlushBytes != 1<<20 || ready.CUDA != "12.4" || ready.TimerFloorMS <= 0 {
 		t.Errorf("ready %+v", ready)
 	}
 	return w

@@ -418,7 +418,10 @@ func (m *mdWriter) methodology(r *result.Results) {
 		s = append(s, "Timed with "+me.Timer)
 	}
 	if me.FlushBytes > 0 {
-		s[0] += fmt.Sprintf("; the L2 cache was flushed by writing %d MiB before each sample, outside the timed region", me.FlushBytes>>20)
+		s[0] += fmt.Sprintf("; the L2 cache was flushed by reading %d MiB before each sample, outside the timed region", me.FlushBytes>>20)
+	}
+	if me.TimerFloorMS > 0 {
+		s[0] += fmt.Sprintf("; two events around nothing read %.3g µs, a fixed part of every GPU timing", me.TimerFloorMS*1e3)
 	}
 	if me.CUDAGraph {
 		s[0] += "; calls were captured in a CUDA graph"

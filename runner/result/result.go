@@ -145,8 +145,12 @@ type GPUState struct {
 
 // Methodology records how timings were taken.
 type Methodology struct {
-	Timer         string  `json:"timer"` // "cuda_events" or "perf_counter"
-	FlushBytes    int64   `json:"flush_bytes"`
+	Timer      string `json:"timer"` // "cuda_events" or "perf_counter"
+	FlushBytes int64  `json:"flush_bytes"`
+	// TimerFloorMS is the median of an empty timed region on the GPU (the
+	// two CUDA events around nothing): the least a GPU timing reads, and a
+	// fixed part of a few-microsecond kernel's time.
+	TimerFloorMS  float64 `json:"timer_floor_ms,omitempty"`
 	WarmupMS      float64 `json:"warmup_ms"`
 	MinSamples    int     `json:"min_samples"`
 	MaxSamples    int     `json:"max_samples"`

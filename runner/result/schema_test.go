@@ -64,7 +64,7 @@ func full() *Results {
 				SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, PeakTFLOPS: 989.5, PeakGBps: 3350,
 				Before: state(1980), After: state(1755), During: clocks}},
 			Extra: map[string]string{"nccl": "2.21"}},
-		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, WarmupMS: 100, MinSamples: 10,
+		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
 			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5},
 		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",

@@ -557,6 +557,7 @@ func (rn *runner) noteReady(rd *harness.Ready) {
 	env.Python, env.Numpy, env.Torch, env.Triton, env.CUDARuntime = rd.Python, rd.Numpy, rd.Torch, rd.Triton, rd.CUDA
 	rn.r.Methodology.Timer = rd.Timer
 	rn.r.Methodology.FlushBytes = rd.FlushBytes
+	rn.r.Methodology.TimerFloorMS = rd.TimerFloorMS
 	if rn.gpu == nil || rd.Device.Kind != "cuda" {
 		return
 	}

@@ -762,7 +762,7 @@ func TestGPUModeOnFakeGPU(t *testing.T) {
 		t.Fatalf("err %v exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
-	if r.Mode != "gpu" || r.Methodology.Timer != "cuda_events" || r.Methodology.FlushBytes != 1<<20 || r.Env.Driver != "550.54.15" || r.Env.CUDARuntime != "12.4" {
+	if r.Mode != "gpu" || r.Methodology.Timer != "cuda_events" || r.Methodology.FlushBytes != 1<<20 || r.Methodology.TimerFloorMS <= 0 || r.Env.Driver != "550.54.15" || r.Env.CUDARuntime != "12.4" {
 		t.Errorf("mode %s methodology %+v driver %q cuda %q", r.Mode, r.Methodology, r.Env.Driver, r.Env.CUDARuntime)
 	}
 	if len(r.Env.GPUs) != 1 {
