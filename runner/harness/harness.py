@@ -553,6 +553,7 @@ class Harness:
         self.hold = None  # Hold, or None and hold_note says why
         self.hold_note = ""
         self.hold_timeouts = 0
+        self.uncovered = False  # the call waits for the GPU: nothing can run ahead of it
 
     # -- plumbing ---------------------------------------------------------
 
@@ -899,10 +900,12 @@ class Harness:
         once the end event is enqueued. If the start event has completed
         before the release, the hold timed out (the call waited for the GPU
         itself, or filled the launch queue): the sample is discarded, and
-        after 3 time-outs the worker uses the spin kernel instead.
+        after 3 time-outs the worker stops holding the GPU back for this
+        implementation ("none"): a call that waits for the GPU cannot be
+        run ahead of, so its samples include the host's time to enqueue it.
 
-        Without the hold, a device sync after the flush and a spin kernel (torch.cuda._sleep) of calibrated
-        length: 1.5 x the warm-up's median enqueue time + 20 us, at least
+        Where the hold cannot be loaded, a device sync after the flush and a
+        spin kernel (torch.cuda._sleep) of calibrated length: 1.5 x the warm-up's median enqueue time + 20 us, at least
         50 us. A sample whose start event had completed by the time the call
         returned is discarded; when that happens to 5% or more of at least
         100 samples since the spin last changed, the spin is too short: the
@@ -928,7 +931,7 @@ class Harness:
         cycles = max_cycles = 0
         if sleep is not None and per_ms > 0:
             spin_ms = min(max(1.5 * enqueue_ms + 0.02, 0.05), 1.0)
-            cycles = max(int(spin_ms * per_ms), self.spin_cycles)
+            cycles = 0 if self.uncovered else max(int(spin_ms * per_ms), self.spin_cycles)
             max_cycles = int(10.0 * per_ms)
         samples = []
         discarded = 0
@@ -950,11 +953,12 @@ class Harness:
                 early = start.query()
                 hold.release()
             else:
-                if cycles:
-                    sleep(max(cycles, int(rest_ms * per_ms)))
+                wait = max(cycles, int(rest_ms * per_ms))
+                if wait:
+                    sleep(wait)
                 start.record()
                 call()
-                early = cycles < max_cycles and start.query()
+                early = 0 < cycles < max_cycles and start.query()
                 end.record()
             torch.cuda.synchronize()
             ms = start.elapsed_time(end)
@@ -963,9 +967,10 @@ class Harness:
                 if hold is not None:
                     self.hold_timeouts += 1
                     if self.hold_timeouts >= 3:
-                        self.hold = None
+                        self.hold, self.uncovered, cycles = None, True, 0
                         self.hold_note = ("the hold kernel timed out (%.0f ms) 3 times: the call waits for the GPU "
-                                          "or fills the launch queue" % hold_max_ms)
+                                          "(or fills the launch queue), so its samples include the host's time "
+                                          "to enqueue it" % hold_max_ms)
                 else:
                     self.spin_taken += 1
                     self.spin_early += 1
@@ -977,7 +982,7 @@ class Harness:
                 if len(samples) >= min_n and (time.perf_counter() - t0) * 1e3 >= wall:
                     break
                 continue
-            if hold is None:
+            if hold is None and cycles:
                 self.spin_taken += 1
             prev = ms
             samples.append(ms)
@@ -989,7 +994,7 @@ class Harness:
                 break
         if self.hold is not None:
             self.sleep_ms, cover = 0.0, "hold"
-        elif cycles:
+        elif cycles and not self.uncovered:
             self.sleep_ms, cover = cycles / per_ms, "spin"
         else:
             self.sleep_ms, cover = 0.0, "none"

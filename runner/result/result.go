@@ -243,8 +243,9 @@ type Timing struct {
 	StopReason string  `json:"stop_reason"`
 	// Cover is what held the GPU back until the host had enqueued the call
 	// (GPU runs): "hold", a kernel the host releases once the call is
-	// enqueued; "spin", a kernel of calibrated length, where the hold was
-	// not available or timed out.
+	// enqueued; "spin", a kernel of calibrated length, where the hold
+	// could not be loaded; "none" for a call that waits for the GPU itself
+	// (the hold timed out), whose samples include the host's time.
 	Cover string `json:"cover,omitempty"`
 	// Discarded counts samples thrown away because the GPU reached the
 	// start event before the host had enqueued the call (a gap would have

@@ -795,7 +795,7 @@ func (a *acc) coverSummary() string {
 		s += ": " + a.coverNote
 	}
 	if a.discarded > 0 {
-		s += fmt.Sprintf("; %d samples discarded (the GPU reached the start event before the call was enqueued)", a.discarded)
+		s += fmt.Sprintf("; %d samples discarded (the GPU reached the start event before the call was enqueued, or the hold kernel timed out)", a.discarded)
 	}
 	return s
 }
