@@ -25,6 +25,9 @@ variant() {
   sed "s#^criteria:#  method: {$method}\ncriteria:#" $e/xrun.yaml > "$g/xrun.yaml"
   bin/xrun-runner --experiment "$g" --out "$out/$name" > "$out/$name.log" 2>&1 || echo "$name: exit $?"
 }
+# A call that waits for the GPU: the hold times out, the worker times it
+# with nothing held back (host-sync/).
+bin/xrun-runner --experiment $e/host-sync --out "$out/host-sync" > "$out/host-sync.log" 2>&1 || echo "host-sync: exit $?"
 variant graph "cuda_graph: true"
 variant norest "rest_ratio: 0"
 python3 $e/compare.py "$out" | tee "$out/table.md"
