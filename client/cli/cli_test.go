@@ -211,13 +211,7 @@ func TestSubmitGPURequests(t *testing.T) {
 		ta.fake.behave = succeed(t)
 		// Requests are assigned GPUs of the host's inventory: here the
 		// test inventory of 4 (docs/hosts.md).
-		get := ta.Getenv
-		ta.Getenv = func(k string) string {
-			if k == gpus.FakeEnv {
-				return "4"
-			}
-			return get(k)
-		}
+		ta.setenv(map[string]string{gpus.FakeEnv: "4"})
 		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, tt.args...), dir)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", tt.args, code, ta.err)
 		}

@@ -313,6 +313,18 @@ type testApp struct {
 	out, err *bytes.Buffer
 }
 
+// setenv makes the app see env's values for those keys, and the
+// environment it had for the others.
+func (ta *testApp) setenv(env map[string]string) {
+	get := ta.Getenv
+	ta.Getenv = func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return get(k)
+	}
+}
+
 func newTestApp(t *testing.T) *testApp {
 	t.Helper()
 	f := newFake()

@@ -146,16 +146,7 @@ func TestSubmitBusyGPUs(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
-	get := ta.Getenv
-	ta.Getenv = func(k string) string {
-		if k == gpus.FakeEnv {
-			return "2"
-		}
-		if k == "XDG_CACHE_HOME" {
-			return ta.StoreRoot
-		}
-		return get(k)
-	}
+	ta.setenv(map[string]string{gpus.FakeEnv: "2", "XDG_CACHE_HOME": ta.StoreRoot})
 	ta.Connect = func(context.Context, HostSelection) (engine.Engine, error) {
 		return &uniqueNames{fakeEngine: ta.fake}, nil
 	}
@@ -187,16 +178,7 @@ func TestSubmitGPUType(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta.fake.behave = succeed(t)
-	get := ta.Getenv
-	ta.Getenv = func(k string) string {
-		if k == gpus.FakeEnv {
-			return "2"
-		}
-		if k == "XDG_CACHE_HOME" {
-			return ta.StoreRoot
-		}
-		return get(k)
-	}
+	ta.setenv(map[string]string{gpus.FakeEnv: "2", "XDG_CACHE_HOME": ta.StoreRoot})
 	code := ta.run(context.Background(), "submit", dir)
 	if code != ExitFailure || !strings.Contains(ta.err.String(), "has no H100 GPU (resources.gpu_type; it has 2x test GPU") {
 		t.Fatalf("exit %d: %s", code, ta.err)
