@@ -846,7 +846,8 @@ class Harness:
 
     def timer_floor(self, n=21):
         """The median of n empty timed regions (the two events around
-        nothing, held back as a sample is): the least a GPU sample reads."""
+        nothing, behind the hold kernel where there is one): the least a GPU
+        sample reads."""
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         stream = torch.cuda.current_stream().cuda_stream
@@ -905,8 +906,8 @@ class Harness:
         run ahead of, so its samples include the host's time to enqueue it.
 
         Where the hold cannot be loaded, a device sync after the flush and a
-        spin kernel (torch.cuda._sleep) of calibrated length: 1.5 x the warm-up's median enqueue time + 20 us, at least
-        50 us. A sample whose start event had completed by the time the call
+        spin kernel (torch.cuda._sleep) of calibrated length: 1.5 x the
+        warm-up's median enqueue time + 20 us, at least 50 us. A sample whose start event had completed by the time the call
         returned is discarded; when that happens to 5% or more of at least
         100 samples since the spin last changed, the spin is too short: the
         batch's samples so far are discarded too (a short spin leaves gaps
