@@ -32,6 +32,8 @@ const (
 	LabelImage         = "dev.xrun.image"
 	LabelMode          = "dev.xrun.mode"
 	LabelTimeout       = "dev.xrun.timeout"
+	// LabelBaseID (on job images) is the id of the base image they were built on.
+	LabelBaseID = "dev.xrun.base-id"
 )
 
 // OutPath is the runner's output directory inside the container.

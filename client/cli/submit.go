@@ -295,6 +295,14 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 			return nil, err
 		}
 	}
+	// The base's id is a label of the job image, so that a base remade
+	// under the same tag changes the content hash and the image is rebuilt.
+	baseID := ""
+	if base != "scratch" {
+		if baseID, err = p.eng.ImageID(ctx, base); err != nil {
+			return nil, fmt.Errorf("inspect base image %s: %w", base, err)
+		}
+	}
 	done = a.step("runner")
 	runner, err := a.RunnerFor(ctx, p.info.OS, p.info.Arch, func(format string, args ...any) {
 		fmt.Fprintf(a.Err, format+"\n", args...)
@@ -309,7 +317,7 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		Python:     s.Image.Python,
 		RunnerSrc:  "xrun-runner",
 		Experiment: s.Name,
-		Labels:     imageLabels(s, p.labels),
+		Labels:     imageLabels(s, baseID, p.labels),
 	})
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: err}
@@ -353,11 +361,14 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 // imageLabels are the image's labels. User labels go into the Dockerfile
 // with xrun's own rather than as build labels: the classic builder would
 // add them as one more step after the code layer, rebuilt on every edit.
-func imageLabels(s *spec.Spec, user map[string]string) map[string]string {
+func imageLabels(s *spec.Spec, baseID string, user map[string]string) map[string]string {
 	labels := map[string]string{
 		LabelExperiment:    s.Name,
 		LabelSpecHash:      s.Hash,
 		LabelClientVersion: version.Version,
+	}
+	if baseID != "" {
+		labels[LabelBaseID] = baseID
 	}
 	for k, v := range user {
 		labels[k] = v
@@ -382,8 +393,8 @@ func probeGPU(ctx context.Context, e engine.Engine, base string, gpus *engine.GP
 		defer cancel()
 		e.Remove(rctx, id, true)
 	}()
-	if err := e.Start(ctx, id); errors.Is(err, engine.ErrNoGPURuntime) {
-		return fmt.Errorf("host %s: %w", e.Host(), engine.ErrNoGPURuntime)
+	if err := e.Start(ctx, id); errors.Is(err, engine.ErrNoGPURuntime) || errors.Is(err, engine.ErrIncompleteGPURuntime) {
+		return fmt.Errorf("host %s: %w", e.Host(), err)
 	}
 	// Any other failure (no "true" in a scratch base, no GPU free) is the
 	// job's to report.

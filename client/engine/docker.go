@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -22,6 +23,9 @@ import (
 type Docker struct {
 	host string
 	cli  *client.Client
+
+	gpuRuntimeOnce sync.Once
+	gpuRuntime     string
 }
 
 var _ Engine = (*Docker)(nil)
@@ -67,13 +71,14 @@ func (d *Docker) Info(ctx context.Context) (Info, error) {
 	}
 	in := r.Info
 	info := Info{
-		OS:            in.OSType,
-		Arch:          goArch(in.Architecture),
-		ServerVersion: in.ServerVersion,
-		APIVersion:    d.cli.ClientVersion(),
-		Name:          in.Name,
-		CPUs:          in.NCPU,
-		MemoryBytes:   in.MemTotal,
+		OS:             in.OSType,
+		Arch:           goArch(in.Architecture),
+		ServerVersion:  in.ServerVersion,
+		APIVersion:     d.cli.ClientVersion(),
+		Name:           in.Name,
+		CPUs:           in.NCPU,
+		MemoryBytes:    in.MemTotal,
+		DefaultRuntime: in.DefaultRuntime,
 	}
 	for name := range in.Runtimes {
 		info.Runtimes = append(info.Runtimes, name)
@@ -88,6 +93,36 @@ func (d *Docker) Info(ctx context.Context) (Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// runtimeForGPUs is the runtime GPU containers get: "nvidia" when the
+// daemon registers it but runs containers with another by default. A GPU
+// device request alone reaches the NVIDIA runtime hook under runc, which
+// works only with the legacy toolkit (nvidia-container-cli); the nvidia
+// runtime serves both that and CDI mode, where the hook is unused.
+func (d *Docker) runtimeForGPUs(ctx context.Context) string {
+	d.gpuRuntimeOnce.Do(func() {
+		info, err := d.Info(ctx)
+		if err != nil {
+			return // Create reports the daemon's own error
+		}
+		d.gpuRuntime = GPURuntime(info)
+	})
+	return d.gpuRuntime
+}
+
+// GPURuntime is the runtime to name for GPU containers on a daemon with
+// info: "nvidia" when registered and not the default, else "" (the default).
+func GPURuntime(info Info) string {
+	if info.DefaultRuntime == "nvidia" {
+		return ""
+	}
+	for _, r := range info.Runtimes {
+		if r == "nvidia" {
+			return "nvidia"
+		}
+	}
+	return ""
 }
 
 // goArch maps the daemon's uname -m spelling to GOARCH.
@@ -299,6 +334,7 @@ func (d *Docker) Create(ctx context.Context, s ContainerSpec) (string, error) {
 			req.Count = s.GPUs.Count
 		}
 		hc.DeviceRequests = []container.DeviceRequest{req}
+		hc.Runtime = d.runtimeForGPUs(ctx)
 	}
 	r, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: s.Name})
 	if err != nil {

@@ -70,6 +70,8 @@ type Info struct {
 	// daemon discovered CDI GPU devices, i.e. GPU device requests can work.
 	NvidiaRuntime bool
 	Runtimes      []string
+	// DefaultRuntime is the runtime containers get unless they name one.
+	DefaultRuntime string
 }
 
 // Image is an image on the host.

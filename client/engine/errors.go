@@ -13,6 +13,10 @@ var ErrNotFound = errors.New("not found")
 // daemon has no NVIDIA container runtime.
 var ErrNoGPURuntime = errors.New("this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu")
 
+// ErrIncompleteGPURuntime is returned when the host's NVIDIA container
+// toolkit is only partly installed.
+var ErrIncompleteGPURuntime = errors.New("this host's NVIDIA container toolkit is incomplete")
+
 // UnreachableError says the daemon did not answer.
 type UnreachableError struct {
 	Host string
@@ -56,6 +60,10 @@ func translate(err error) error {
 	switch {
 	case strings.Contains(msg, "could not select device driver"):
 		return fmt.Errorf("%w (%s)", ErrNoGPURuntime, firstLine(msg))
+	case strings.Contains(msg, "nvidia-container-cli") && strings.Contains(msg, "not found"):
+		// The runtime hook is installed, but neither the legacy toolkit's
+		// CLI nor an nvidia runtime (CDI mode) is there to serve it.
+		return fmt.Errorf("%w: its NVIDIA runtime hook is installed but nvidia-container-cli is missing; install libnvidia-container-tools, or register the toolkit's CDI-mode runtime as \"nvidia\" (docs/gpu-host.md)", ErrIncompleteGPURuntime)
 	case isNotFound(err):
 		return fmt.Errorf("%s: %w", firstLine(msg), ErrNotFound)
 	}

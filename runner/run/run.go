@@ -138,6 +138,8 @@ type runner struct {
 	impls      []*impl // reference first, then the spec's order
 	gotReady   bool
 	writeErred bool
+	// timingStarted is set once the first timed batch is asked for.
+	timingStarted bool
 	// mon reads the GPU's clocks while samples are timed (GPU runs where
 	// nvidia-smi can stream); windows are when each implementation was timed
 	// in each case, keyed by case index and name.
@@ -826,6 +828,11 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 	accs := map[string]*acc{}
 	for _, im := range order {
 		accs[im.name] = &acc{}
+	}
+	if !rn.timingStarted {
+		// The time from a submit to this line is what a job costs before it measures.
+		rn.timingStarted = true
+		rn.logf("timing: first batch (%s)", order[0].name)
 	}
 	for round := 1; ; round++ {
 		active := 0
