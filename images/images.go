@@ -17,6 +17,10 @@ import (
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
+// LabelCUDA is the label a base image carries with the CUDA version inside
+// ("13.0"); images without it are read by their CUDA_VERSION variable.
+const LabelCUDA = "dev.xrun.cuda"
+
 //go:embed compat.json
 var compatJSON []byte
 
@@ -71,6 +75,16 @@ type Table struct {
 	Bases map[string]string `json:"bases"`
 	// Images are the rows, most preferred first.
 	Images []Image `json:"images"`
+	// Drivers are the oldest NVIDIA drivers (Linux) that run each CUDA
+	// major release, from NVIDIA's minor version compatibility table: a
+	// driver runs every CUDA major whose minimum it meets (and older ones).
+	Drivers []Driver `json:"drivers"`
+}
+
+// Driver is one row of the driver table.
+type Driver struct {
+	CUDAMajor int    `json:"cuda_major"`
+	MinDriver string `json:"min_driver"`
 }
 
 var table = mustLoad(compatJSON)
@@ -104,6 +118,11 @@ func Load(b []byte) (*Table, error) {
 	for name, ref := range t.Bases {
 		if !refs[ref] {
 			return nil, fmt.Errorf("image compatibility table: base %s names %s, which has no row", name, ref)
+		}
+	}
+	for _, d := range t.Drivers {
+		if d.CUDAMajor <= 0 || parseVersion(d.MinDriver) == nil {
+			return nil, fmt.Errorf("image compatibility table: driver row %+v needs a CUDA major and a driver version", d)
 		}
 	}
 	for _, name := range []string{t.Default, t.DefaultCPU} {
@@ -256,4 +275,80 @@ func (t *Table) options() string {
 		rows[i] = im.String()
 	}
 	return strings.Join(rows, "; ") + "; named bases: " + t.baseNames()
+}
+
+// CheckDriver says whether a host's NVIDIA driver (nvidia-smi's
+// driver_version, "580.159.04") runs code built with CUDA cuda ("13.0",
+// "12.8.1"); the error says what to do. An unknown version on either side
+// is not refused: the runtime then has the last word.
+func CheckDriver(cuda, driver string) error { return table.CheckDriver(cuda, driver) }
+
+// CheckDriver is the package function over t.
+func (t *Table) CheckDriver(cuda, driver string) error {
+	c, d := parseVersion(cudaVersion(cuda)), parseVersion(driver)
+	if c == nil || d == nil || len(t.Drivers) == 0 {
+		return nil
+	}
+	newest := 0 // the newest CUDA major the driver runs
+	for _, row := range t.Drivers {
+		if compareVersions(d, parseVersion(row.MinDriver)) >= 0 && row.CUDAMajor > newest {
+			newest = row.CUDAMajor
+		}
+	}
+	if c[0] <= newest {
+		return nil
+	}
+	need := "a newer driver than any this table knows"
+	for _, row := range t.Drivers {
+		if row.CUDAMajor == c[0] {
+			need = "driver " + row.MinDriver + " or newer"
+		}
+	}
+	if newest == 0 {
+		return fmt.Errorf("the image is built for CUDA %s, which needs %s; the host's NVIDIA driver %s is older than any CUDA this table knows: update the driver", cuda, need, driver)
+	}
+	return fmt.Errorf("the image is built for CUDA %s, which needs %s; the host's NVIDIA driver %s runs CUDA %d and older: update the driver there, or build on a CUDA %d base (image.base: cuda%d-torch, or image.cuda)", cuda, need, driver, newest, newest, newest)
+}
+
+// parseVersion reads "580.159.04" or "13.0" as numbers; nil if it is not one.
+func parseVersion(s string) []int {
+	s = strings.TrimSpace(strings.TrimPrefix(s, "v"))
+	if s == "" {
+		return nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ".") {
+		n := 0
+		if part == "" {
+			return nil
+		}
+		for _, r := range part {
+			if r < '0' || r > '9' {
+				return nil
+			}
+			n = n*10 + int(r-'0')
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// compareVersions orders two parsed versions; missing components count as 0.
+func compareVersions(a, b []int) int {
+	for i := 0; i < max(len(a), len(b)); i++ {
+		var x, y int
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
 }

@@ -158,3 +158,39 @@ func TestHowToMake(t *testing.T) {
 		t.Error("Lookup(busybox) found a row")
 	}
 }
+
+func TestCheckDriver(t *testing.T) {
+	tests := []struct {
+		cuda, driver string
+		want         string // a part of the error; "" for none
+	}{
+		{"13.0", "580.159.04", ""},
+		{"13.0.88", "580.65.06", ""},
+		{"12.8", "580.159.04", ""}, // backward compatibility
+		{"12.8.1", "525.60.13", ""},
+		{"11.8", "470.57.02", ""},
+		{"13.0", "575.51.03", "needs driver 580.65.06 or newer; the host's NVIDIA driver 575.51.03 runs CUDA 12 and older"},
+		{"14.0", "580.159.04", "needs a newer driver than any this table knows; the host's NVIDIA driver 580.159.04 runs CUDA 13 and older"},
+		{"12.4", "418.67", "older than any CUDA this table knows"},
+		{"cu130", "570.86.10", "built for CUDA cu130"},
+		{"", "580.159.04", ""}, // unknown image CUDA: not refused
+		{"13.0", "", ""},       // unknown driver: not refused
+		{"13.0", "580.x", ""},  // unreadable driver: not refused
+	}
+	for _, tt := range tests {
+		err := CheckDriver(tt.cuda, tt.driver)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckDriver(%q, %q) = %v, want nil", tt.cuda, tt.driver, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("CheckDriver(%q, %q) = %v, want it to say %q", tt.cuda, tt.driver, err, tt.want)
+		}
+	}
+}
+
+func TestLoadRejectsBadDriverRows(t *testing.T) {
+	bad := `{"default": "c", "default_cpu": "c", "bases": {"c": "x/c"}, "images": [{"ref": "x/c", "python": "3", "script": "s"}], "drivers": [{"cuda_major": 13, "min_driver": "five-eighty"}]}`
+	if _, err := Load([]byte(bad)); err == nil || !strings.Contains(err.Error(), "driver row") {
+		t.Errorf("Load = %v, want a driver row error", err)
+	}
+}

@@ -204,6 +204,7 @@ func TestSubmitGPURequests(t *testing.T) {
 		{args: []string{"--gpus", "2"}, want: engine.GPURequest{IDs: []string{"0", "1"}}, label: "2"},
 		{args: []string{"--gpus", "0,2"}, want: engine.GPURequest{IDs: []string{"0", "2"}}, label: "0,2"},
 		{args: []string{"--gpus", "all"}, want: engine.GPURequest{IDs: []string{"0", "1", "2", "3"}}, label: "all"},
+		{args: []string{"--gpus", "device=3"}, want: engine.GPURequest{IDs: []string{"3"}}, label: "3"},
 	}
 	for _, tt := range tests {
 		ta := newTestApp(t)
@@ -241,6 +242,17 @@ func TestSubmitErrors(t *testing.T) {
 		}
 		if len(ta.fake.builds) != 0 || len(ta.fake.containers) != 0 {
 			t.Error("built or left a container before failing")
+		}
+	})
+	t.Run("--gpus 0", func(t *testing.T) {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		code := ta.run(context.Background(), "submit", "--gpus", "0", dir)
+		if code != ExitUsage || !strings.Contains(ta.err.String(), "--gpus 0 asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0") {
+			t.Errorf("exit %d: %s", code, ta.err)
+		}
+		if len(ta.fake.containers) != 0 {
+			t.Error("made a container for a refused request")
 		}
 	})
 	t.Run("base missing offline", func(t *testing.T) {
@@ -495,5 +507,28 @@ func TestRunnerMainFlags(t *testing.T) {
 	code := RunnerMain(context.Background(), []string{"xrun-runner", "--experiment", dir, "--out", t.TempDir()}, &out, &errb)
 	if code != 3 || !strings.Contains(errb.String(), "bogus") {
 		t.Errorf("bad spec: exit %d, %s", code, errb.String())
+	}
+}
+
+func TestFailureSentence(t *testing.T) {
+	r := &result.Results{Implementations: []string{"fast", "big"}, Cases: []result.Case{
+		{Label: "n=1", Results: map[string]*result.ImplResult{"reference": {Status: "ok"}, "fast": {Status: "ok"}, "big": {Status: "skipped"}}},
+		{Label: "n=2", Results: map[string]*result.ImplResult{"reference": {Status: "ok"}, "fast": {Status: "crashed", Error: "the worker died during check (signal 11, segmentation fault)"},
+			"big": {Status: "oom", Error: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB.\nTraceback..."}}},
+	}}
+	got := failureSentence(r)
+	want := "implementation fast crashed at n=2: the worker died during check (signal 11, segmentation fault); 1 more failed"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	r.Cases[1].Results["fast"].Status = "ok"
+	got = failureSentence(r)
+	want = "implementation big ran out of GPU memory at n=2 (torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB.): make the case smaller or run it on a GPU with more memory"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	r.Cases[1].Results["big"].Status = "ok"
+	if got := failureSentence(r); got != "" {
+		t.Errorf("no failure: got %q", got)
 	}
 }

@@ -24,6 +24,7 @@ type fakeEngine struct {
 	mu         sync.Mutex
 	info       engine.Info
 	images     map[string]string
+	imageEnv   map[string][]string // by reference
 	builds     []map[string][]byte
 	containers map[string]*fakeContainer
 	pullErr    error
@@ -67,6 +68,16 @@ func (f *fakeEngine) Kill(ctx context.Context, id, signal string) error { return
 func (f *fakeEngine) ImageExists(ctx context.Context, ref string) (bool, error) {
 	_, err := f.ImageID(ctx, ref)
 	return err == nil, nil
+}
+
+func (f *fakeEngine) ImageConfig(ctx context.Context, ref string) (engine.ImageConfig, error) {
+	id, err := f.ImageID(ctx, ref)
+	if err != nil {
+		return engine.ImageConfig{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return engine.ImageConfig{ID: id, Env: f.imageEnv[ref]}, nil
 }
 
 func (f *fakeEngine) ImageID(_ context.Context, ref string) (string, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/images"
 )
 
 // assignGPUs gives job j GPUs of its host that no running xrun job holds
@@ -27,6 +28,9 @@ func (a *App) assignGPUs(ctx context.Context, p *prepared, j *jobs.Job, sel Host
 	}
 	inv, err := gpus.Lookup(ctx, p.eng, p.imageRef, fake, gpus.DefaultCache(a.Getenv), a.Getenv)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDriver(ctx, p.eng, p.imageRef, inv); err != nil {
 		return nil, err
 	}
 	as := &gpus.Assigner{
@@ -49,4 +53,22 @@ func (a *App) assignGPUs(ctx context.Context, p *prepared, j *jobs.Job, sel Host
 			fmt.Fprintf(a.Err, "warning: %v (the next submit reclaims them)\n", err)
 		}
 	}, nil
+}
+
+// checkDriver refuses, before anything runs, a job image built for a CUDA
+// that the host's NVIDIA driver cannot run (the image's dev.xrun.cuda
+// label, else the CUDA_VERSION that NVIDIA's CUDA images set).
+func checkDriver(ctx context.Context, e engine.Engine, ref string, inv gpus.Inventory) error {
+	cfg, err := e.ImageConfig(ctx, ref)
+	if err != nil {
+		return err
+	}
+	cuda := cfg.Labels[images.LabelCUDA]
+	if cuda == "" {
+		cuda = cfg.Getenv("CUDA_VERSION")
+	}
+	if err := images.CheckDriver(cuda, inv.Driver()); err != nil {
+		return fmt.Errorf("host %s cannot run %s: %w", e.Host(), ref, err)
+	}
+	return nil
 }

@@ -181,6 +181,8 @@ func (a *App) finalize(ctx context.Context, e engine.Engine, j *jobs.Job, c engi
 			}
 			if r.Error != "" {
 				j.Error = r.Error
+			} else if j.Status == result.StatusFailed {
+				j.Error = failureSentence(r)
 			}
 		}
 	}

@@ -66,11 +66,12 @@ Examples:
   xrun submit --cpu experiments/039-gla-pingpong
   id=$(xrun submit -d --gpus 1 experiments/039-gla-pingpong) && xrun wait $id
   xrun submit --host ssh://me@gpu-box --gpus 0,2 --env HF_TOKEN experiments/039-gla-pingpong
+  xrun submit --gpus device=1 experiments/039-gla-pingpong                 # GPU 1 only
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
   xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
-			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
+			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
 			&cli.BoolFlag{Name: "queue", EnvVars: []string{"XRUN_QUEUE"}, Usage: "when the GPUs asked for are held by other jobs, wait for them instead of failing", Destination: &o.queue},
 			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.cpu},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, besides the spec's env:"},
@@ -250,6 +251,9 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		if o.gpus != "" {
 			if g, err = spec.ParseGPUs(o.gpus); err != nil {
 				return nil, usageError("--gpus %q: %v", o.gpus, err)
+			}
+			if g.None() {
+				return nil, usageError("--gpus %s asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0", o.gpus)
 			}
 		}
 		if g.None() {

@@ -163,6 +163,22 @@ func (d *Docker) ImageID(ctx context.Context, ref string) (string, error) {
 	return r.ID, nil
 }
 
+// ImageConfig returns the id, labels and environment of ref.
+func (d *Docker) ImageConfig(ctx context.Context, ref string) (ImageConfig, error) {
+	r, err := d.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if isNotFound(err) {
+			return ImageConfig{}, fmt.Errorf("image %s: %w", ref, ErrNotFound)
+		}
+		return ImageConfig{}, fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	c := ImageConfig{ID: r.ID}
+	if r.Config != nil {
+		c.Labels, c.Env = r.Config.Labels, r.Config.Env
+	}
+	return c, nil
+}
+
 // Pull fetches ref from its registry.
 func (d *Docker) Pull(ctx context.Context, ref string, progress func(string)) error {
 	r, err := d.cli.ImagePull(ctx, ref, client.ImagePullOptions{})

@@ -6,6 +6,7 @@ package engine
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,8 @@ type Engine interface {
 	ImageExists(ctx context.Context, ref string) (bool, error)
 	// ImageID returns the image id of ref on the host.
 	ImageID(ctx context.Context, ref string) (string, error)
+	// ImageConfig returns the id, labels and environment of ref.
+	ImageConfig(ctx context.Context, ref string) (ImageConfig, error)
 	// Pull fetches ref from its registry.
 	Pull(ctx context.Context, ref string, progress func(line string)) error
 	// RemoveImage deletes ref from the host.
@@ -72,6 +75,23 @@ type Info struct {
 	Runtimes      []string
 	// DefaultRuntime is the runtime containers get unless they name one.
 	DefaultRuntime string
+}
+
+// ImageConfig is what an image says of itself.
+type ImageConfig struct {
+	ID     string
+	Labels map[string]string
+	Env    []string // NAME=value
+}
+
+// Getenv returns the value of the image's environment variable name.
+func (c ImageConfig) Getenv(name string) string {
+	for _, kv := range c.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // Image is an image on the host.

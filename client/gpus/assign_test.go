@@ -332,7 +332,10 @@ func TestParseNvidiaSMI(t *testing.T) {
 		wantErr string
 	}{
 		{in: "0, GPU-aaa, NVIDIA H100 80GB HBM3\n1, GPU-bbb, NVIDIA H100 80GB HBM3\n",
-			want: []GPU{{0, "GPU-aaa", "NVIDIA H100 80GB HBM3"}, {1, "GPU-bbb", "NVIDIA H100 80GB HBM3"}}},
+			want: []GPU{{0, "GPU-aaa", "NVIDIA H100 80GB HBM3", ""}, {1, "GPU-bbb", "NVIDIA H100 80GB HBM3", ""}}},
+		{in: "0, GPU-aaa, NVIDIA H100 80GB HBM3, 580.159.04\n",
+			want: []GPU{{0, "GPU-aaa", "NVIDIA H100 80GB HBM3", "580.159.04"}}},
+		{in: "0, GPU-aaa\n", wantErr: "want index, uuid, name and driver version"},
 		{in: "", wantErr: "found no GPUs"},
 		{in: "x, GPU-a, A100\n", wantErr: "not a number"},
 		{in: "No devices were found\n", wantErr: "read nvidia-smi output"},
@@ -365,7 +368,7 @@ func TestLookupFakeAndCache(t *testing.T) {
 	}
 	// A cached inventory is used without asking the host (the fake
 	// engine would panic on Start).
-	real := Inventory{Host: f.Host(), GPUs: []GPU{{0, "GPU-a", "NVIDIA H100"}}, LearnedAt: time.Now()}
+	real := Inventory{Host: f.Host(), GPUs: []GPU{{0, "GPU-a", "NVIDIA H100", "580.159.04"}}, LearnedAt: time.Now()}
 	if err := c.Put(real); err != nil {
 		t.Fatal(err)
 	}

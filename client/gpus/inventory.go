@@ -43,6 +43,8 @@ type GPU struct {
 	Index int    `json:"index"`
 	UUID  string `json:"uuid"`
 	Name  string `json:"name"`
+	// Driver is the NVIDIA driver's version ("580.159.04"), when known.
+	Driver string `json:"driver,omitempty"`
 }
 
 // Inventory is what GPUs a host has.
@@ -52,6 +54,17 @@ type Inventory struct {
 	LearnedAt time.Time `json:"learned_at"`
 	// Fake marks a test inventory (XRUN_FAKE_GPUS or a configured gpus: N).
 	Fake bool `json:"fake,omitempty"`
+}
+
+// Driver is the host's NVIDIA driver version, "" when unknown (a test
+// inventory, or one cached by an older xrun).
+func (inv Inventory) Driver() string {
+	for _, g := range inv.GPUs {
+		if g.Driver != "" {
+			return g.Driver
+		}
+	}
+	return ""
 }
 
 // FakeEnv is the environment variable that sets a test inventory of N GPUs
@@ -69,12 +82,13 @@ func Fake(host string, n int) Inventory {
 
 // Discover asks the host for its GPUs: a container from image (any image
 // with a C library; the NVIDIA runtime brings nvidia-smi) runs
-// `nvidia-smi --query-gpu=index,uuid,name` with every GPU, and is removed.
+// `nvidia-smi --query-gpu=index,uuid,name,driver_version` with every GPU,
+// and is removed.
 func Discover(ctx context.Context, e engine.Engine, image string) ([]GPU, error) {
 	id, err := e.Create(ctx, engine.ContainerSpec{
 		Image:      image,
 		Entrypoint: []string{"nvidia-smi"},
-		Cmd:        []string{"--query-gpu=index,uuid,name", "--format=csv,noheader"},
+		Cmd:        []string{"--query-gpu=index,uuid,name,driver_version", "--format=csv,noheader"},
 		GPUs:       &engine.GPURequest{Count: -1},
 		// utility is the capability that mounts nvidia-smi into the container.
 		Env:             []string{"NVIDIA_DRIVER_CAPABILITIES=utility"},
@@ -109,23 +123,30 @@ func Discover(ctx context.Context, e engine.Engine, image string) ([]GPU, error)
 	return gpus, nil
 }
 
-// ParseNvidiaSMI reads `nvidia-smi --query-gpu=index,uuid,name
+// ParseNvidiaSMI reads `nvidia-smi --query-gpu=index,uuid,name[,driver_version]
 // --format=csv,noheader` output.
 func ParseNvidiaSMI(s string) ([]GPU, error) {
 	r := csv.NewReader(strings.NewReader(strings.TrimSpace(s)))
 	r.TrimLeadingSpace = true
-	r.FieldsPerRecord = 3
+	r.FieldsPerRecord = -1
 	recs, err := r.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("read nvidia-smi output %q: %w", firstLine(s), err)
 	}
 	var gpus []GPU
 	for _, rec := range recs {
+		if len(rec) != 3 && len(rec) != 4 {
+			return nil, fmt.Errorf("read nvidia-smi output %q: want index, uuid, name and driver version", firstLine(s))
+		}
 		idx, err := strconv.Atoi(strings.TrimSpace(rec[0]))
 		if err != nil {
 			return nil, fmt.Errorf("read nvidia-smi output: GPU index %q is not a number", rec[0])
 		}
-		gpus = append(gpus, GPU{Index: idx, UUID: strings.TrimSpace(rec[1]), Name: strings.TrimSpace(rec[2])})
+		g := GPU{Index: idx, UUID: strings.TrimSpace(rec[1]), Name: strings.TrimSpace(rec[2])}
+		if len(rec) == 4 {
+			g.Driver = strings.TrimSpace(rec[3])
+		}
+		gpus = append(gpus, g)
 	}
 	if len(gpus) == 0 {
 		return nil, fmt.Errorf("nvidia-smi found no GPUs")

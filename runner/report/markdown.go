@@ -331,7 +331,7 @@ func (m *mdWriter) environment(r *result.Results) {
 	}
 	for _, kv := range [][2]string{
 		{"Driver", e.Driver}, {"CUDA runtime", e.CUDARuntime}, {"Python", e.Python}, {"torch", e.Torch},
-		{"triton", e.Triton}, {"numpy", e.Numpy}, {"CPU", e.CPU}, {"Host", hostLine(e)},
+		{"triton", e.Triton}, {"numpy", e.Numpy}, {"CPU", e.CPU}, {"Host", hostLine(e)}, {"Container", containerLine(e.Container)},
 		{"Image", imageLine(r.Image)}, {"Runner", r.RunnerVersion}, {"Client", r.ClientVersion}, {"Git commit", e.GitCommit},
 	} {
 		if kv[1] != "" {
@@ -339,6 +339,34 @@ func (m *mdWriter) environment(r *result.Results) {
 		}
 	}
 	m.printf("\n")
+}
+
+// containerLine says what the runner saw of its container, "" outside one.
+func containerLine(c *result.Container) string {
+	if c == nil {
+		return ""
+	}
+	parts := []string{c.ID}
+	limit := func(name string, v int64) {
+		if v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.3g GiB", name, float64(v)/(1<<30)))
+		}
+	}
+	limit("memory limit", c.MemoryLimitBytes)
+	if c.CPULimit > 0 {
+		parts = append(parts, fmt.Sprintf("CPU limit %.3g", c.CPULimit))
+	}
+	if c.PidsLimit > 0 {
+		parts = append(parts, fmt.Sprintf("pids limit %d", c.PidsLimit))
+	}
+	if c.CPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d CPUs", c.CPUs))
+	}
+	limit("shm", c.ShmBytes)
+	if c.VisibleDevices != "" {
+		parts = append(parts, "NVIDIA_VISIBLE_DEVICES="+c.VisibleDevices)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func hostLine(e result.Env) string {

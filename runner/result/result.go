@@ -82,19 +82,38 @@ type Image struct {
 
 // Env records where the job ran.
 type Env struct {
-	Host        string            `json:"host"`
-	OS          string            `json:"os"`
-	Arch        string            `json:"arch"`
-	CPU         string            `json:"cpu,omitempty"`
-	Python      string            `json:"python,omitempty"`
-	Torch       string            `json:"torch,omitempty"`
-	Triton      string            `json:"triton,omitempty"`
-	Numpy       string            `json:"numpy,omitempty"`
-	CUDARuntime string            `json:"cuda_runtime,omitempty"`
-	Driver      string            `json:"driver,omitempty"`
-	GitCommit   string            `json:"git_commit,omitempty"`
-	GPUs        []GPU             `json:"gpus"`
-	Extra       map[string]string `json:"extra,omitempty"`
+	Host        string `json:"host"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPU         string `json:"cpu,omitempty"`
+	Python      string `json:"python,omitempty"`
+	Torch       string `json:"torch,omitempty"`
+	Triton      string `json:"triton,omitempty"`
+	Numpy       string `json:"numpy,omitempty"`
+	CUDARuntime string `json:"cuda_runtime,omitempty"`
+	Driver      string `json:"driver,omitempty"`
+	GitCommit   string `json:"git_commit,omitempty"`
+	GPUs        []GPU  `json:"gpus"`
+	// Container is set when the runner ran inside a container.
+	Container *Container        `json:"container,omitempty"`
+	Extra     map[string]string `json:"extra,omitempty"`
+}
+
+// Container is what the runner saw of the container it ran in: the limits
+// that can bear on a timing, and the GPUs the runtime made visible.
+type Container struct {
+	// ID is the host name the engine gave the container (Docker: its short id).
+	ID string `json:"id,omitempty"`
+	// MemoryLimitBytes, CPULimit and PidsLimit are the cgroup limits (0: none).
+	MemoryLimitBytes int64   `json:"memory_limit_bytes,omitempty"`
+	CPULimit         float64 `json:"cpu_limit,omitempty"`
+	PidsLimit        int64   `json:"pids_limit,omitempty"`
+	// CPUs is how many CPUs the runner may run on.
+	CPUs int `json:"cpus,omitempty"`
+	// ShmBytes is the size of /dev/shm.
+	ShmBytes int64 `json:"shm_bytes,omitempty"`
+	// VisibleDevices is NVIDIA_VISIBLE_DEVICES as the runtime saw it.
+	VisibleDevices string `json:"visible_devices,omitempty"`
 }
 
 // GPU describes one device and its state before and after the run.

@@ -61,6 +61,7 @@ func OptionsFromEnv() Options {
 func hostEnv(ctx context.Context, o Options) result.Env {
 	env := result.Env{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), GPUs: []result.GPU{}}
 	env.Host, _ = os.Hostname()
+	env.Container = containerFacts("/")
 	env.GitCommit = o.GitCommit
 	if env.GitCommit == "" {
 		env.GitCommit = gitCommit(ctx, o.ExperimentDir)

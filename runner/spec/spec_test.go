@@ -142,6 +142,8 @@ func TestParseGPUs(t *testing.T) {
 	}{
 		{"", "0", false}, {"none", "0", false}, {"2", "2", false}, {"all", "all", false},
 		{"0,2", "0,2", false}, {"GPU-abc", "GPU-abc", false}, {"-1", "", true}, {"0,,1", "", true}, {"x", "", true},
+		{"device=0", "0", false}, {"device=1,3", "1,3", false}, {`device="0,1"`, "0,1", false},
+		{"device=GPU-abc", "GPU-abc", false}, {"device=", "", true}, {"device=0,", "", true},
 	}
 	for _, tc := range tests {
 		g, err := ParseGPUs(tc.in)

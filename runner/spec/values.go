@@ -316,9 +316,18 @@ func (g *GPUs) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // ParseGPUs parses a GPU request as written on the command line or in the
-// spec: a count ("2"), "all", "none"/"0", or device ids ("0,2" or UUIDs).
+// spec: a count ("2"), "all", "none"/"0", or device ids ("0,2", UUIDs, or
+// docker's spelling "device=0" / "device=0,2", the one way to name a single
+// index).
 func ParseGPUs(s string) (GPUs, error) {
 	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "device="); ok {
+		ids, err := splitIDs(s, strings.Trim(rest, `"'`))
+		if err != nil {
+			return GPUs{}, err
+		}
+		return GPUs{IDs: ids}, nil
+	}
 	switch s {
 	case "", "0", "none":
 		return GPUs{}, nil
@@ -331,18 +340,27 @@ func ParseGPUs(s string) (GPUs, error) {
 		}
 		return GPUs{Count: n}, nil
 	}
+	ids, err := splitIDs(s, s)
+	if err != nil {
+		return GPUs{}, err
+	}
+	if len(ids) == 1 && !strings.HasPrefix(ids[0], "GPU-") {
+		return GPUs{}, fmt.Errorf("gpus %q: write a count (2), all, or device ids (0,2, device=0 or GPU-<uuid>)", s)
+	}
+	return GPUs{IDs: ids}, nil
+}
+
+// splitIDs splits a comma-separated list of device ids.
+func splitIDs(whole, list string) ([]string, error) {
 	var ids []string
-	for _, id := range strings.Split(s, ",") {
+	for _, id := range strings.Split(list, ",") {
 		id = strings.TrimSpace(id)
 		if id == "" {
-			return GPUs{}, fmt.Errorf("gpus %q: empty device id; write a count (2), all, or ids (0,2)", s)
+			return nil, fmt.Errorf("gpus %q: empty device id; write a count (2), all, or ids (0,2 or device=0)", whole)
 		}
 		ids = append(ids, id)
 	}
-	if len(ids) == 1 && !strings.HasPrefix(ids[0], "GPU-") {
-		return GPUs{}, fmt.Errorf("gpus %q: write a count (2), all, or device ids (0,2 or GPU-<uuid>)", s)
-	}
-	return GPUs{IDs: ids}, nil
+	return ids, nil
 }
 
 // UnmarshalYAML reads a Go duration ("30m", "1h30m", "90s").

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// failureSentence says in one sentence why a job whose runner exited with
+// "an implementation failed" failed: the first implementation that did not
+// run through, where, and what to do about it; "" when none did.
+func failureSentence(r *result.Results) string {
+	var first, where string
+	var ir *result.ImplResult
+	n := 0
+	for _, c := range r.Cases {
+		for _, name := range append([]string{"reference"}, r.Implementations...) {
+			x := c.Results[name]
+			if x == nil || x.Status == result.ImplOK || x.Status == result.ImplSkipped || x.Status == result.ImplNotRun {
+				continue
+			}
+			if n == 0 {
+				first, where, ir = name, c.Label, x
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	msg := firstLine(ir.Error)
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	var s string
+	switch ir.Status {
+	case result.ImplOOM:
+		mem := "memory"
+		if strings.Contains(msg, "CUDA") || strings.Contains(msg, "GPU") {
+			mem = "GPU memory"
+		}
+		s = fmt.Sprintf("implementation %s ran out of %s at %s (%s): make the case smaller or run it on a GPU with more memory", first, mem, where, msg)
+	case result.ImplWrong:
+		s = fmt.Sprintf("implementation %s gave wrong results at %s (%s)", first, where, msg)
+	case result.ImplTimeout:
+		s = fmt.Sprintf("implementation %s ran past its time limit at %s (%s)", first, where, msg)
+	default:
+		s = fmt.Sprintf("implementation %s %s at %s: %s", first, statusWord(ir.Status), where, msg)
+	}
+	if n > 1 {
+		s += fmt.Sprintf("; %d more failed", n-1)
+	}
+	return s
+}
+
+func statusWord(status string) string {
+	switch status {
+	case result.ImplCrashed:
+		return "crashed"
+	case result.ImplError:
+		return "failed"
+	}
+	return status
+}
