@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/xrun-dev/xrun/runner/version.Version=$(VERSION)
 CPU_BASE  ?= xrun/cpu-torch:bookworm
 
-.PHONY: help build install test test-unit cpu-base demo fuzz lint
+.PHONY: help build install test test-unit cpu-base demo fuzz lint gpu-host-bundle
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -36,3 +36,9 @@ fuzz: ## run each fuzz target for 30 s
 
 demo: build cpu-base ## the main job: submit the GLA experiment (GPU host: drop --cpu)
 	$(BIN)/xrun submit --cpu experiments/039-gla-pingpong
+
+gpu-host-bundle: ## .gpu-host/: Docker + NVIDIA toolkit bundle, xrun and the GPU suite, for a GPU box without Docker (docs/gpu-host.md)
+	./scripts/gpu-host/bundle.sh .gpu-host
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o .gpu-host/xrun ./client/cmd/xrun
+	CGO_ENABLED=0 $(GO) test -c -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
+	xz -T0 -f .gpu-host/xrun .gpu-host/gpu-e2e.test

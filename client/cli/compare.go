@@ -24,23 +24,26 @@ func newCompareCommand(a *App) *cli.Command {
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "line up the results of several jobs side by side (the same experiment on different hosts or GPUs)",
-		ArgsUsage: "JOB JOB...",
+		ArgsUsage: "JOB|RESULTS JOB|RESULTS...",
 		Description: `For every sweep point and implementation: each job's median time, its speedup
 over its own baseline, its TFLOPS, and the time ratio against the first job; and
 each job's host and GPU. Results are fetched from the hosts when the store has no
-copy yet.
+copy yet. A path to a results.json (or to a directory holding one) stands for
+the run that wrote it: results committed with an experiment, or a run of the
+runner without xrun.
 
 Examples:
   xrun submit --host lab --host cloud experiments/039-gla-pingpong
   xrun compare 3fa1 9b2e
-  xrun compare --markdown 3fa1 9b2e >> experiments/039-gla-pingpong/README.md`,
+  xrun compare --markdown 3fa1 9b2e >> experiments/039-gla-pingpong/README.md
+  xrun compare experiments/039-gla-pingpong/results/2026-11-22-h100 3fa1`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the comparison as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables", Destination: &o.markdown},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 2 {
-				return usageError("compare takes two or more job ids, got %d", c.NArg())
+				return usageError("compare takes two or more job ids or results.json paths, got %d", c.NArg())
 			}
 			if o.json && o.markdown {
 				return usageError("give --json or --markdown, not both")
@@ -54,6 +57,14 @@ Examples:
 func runCompare(ctx context.Context, a *App, o compareOptions) error {
 	var in []compare.Input
 	for _, ref := range o.jobs {
+		if path, ok := resultsFile(ref); ok {
+			r, err := result.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			in = append(in, compare.Input{JobID: ref, Host: r.Env.Host, Results: r})
+			continue
+		}
 		j, r, err := a.jobResults(ctx, ref)
 		if err != nil {
 			return err
@@ -71,6 +82,23 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 		return rep.Markdown(a.Out)
 	}
 	return rep.Text(a.Out)
+}
+
+// resultsFile reports whether ref names a results.json, or a directory
+// holding one, rather than a job: results kept with an experiment, or of a
+// run without xrun submit.
+func resultsFile(ref string) (string, bool) {
+	fi, err := os.Stat(ref)
+	if err != nil {
+		return "", false
+	}
+	if fi.IsDir() {
+		ref = filepath.Join(ref, result.FileName)
+		if _, err := os.Stat(ref); err != nil {
+			return "", false
+		}
+	}
+	return ref, true
 }
 
 // jobResults returns a job's results, fetching them from its host into

@@ -112,7 +112,8 @@ type Container struct {
 	CPUs int `json:"cpus,omitempty"`
 	// ShmBytes is the size of /dev/shm.
 	ShmBytes int64 `json:"shm_bytes,omitempty"`
-	// VisibleDevices is NVIDIA_VISIBLE_DEVICES as the runtime saw it.
+	// VisibleDevices is NVIDIA_VISIBLE_DEVICES as the runtime left it
+	// (a CDI-mode runtime sets "void" once it has injected the devices).
 	VisibleDevices string `json:"visible_devices,omitempty"`
 }
 
