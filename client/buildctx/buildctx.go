@@ -92,8 +92,9 @@ type root struct {
 // include "../../kernels/gla". The ignore files themselves and DefaultIgnore
 // are excluded. Symlinks are kept as links when their target stays inside the
 // tree they were found in and refused otherwise. Include paths that do not
-// exist, that contain the experiment directory, or that collide on basename
-// are refused. An include already inside the experiment directory is not
+// exist, that resolve outside the experiment's git repository (outside the
+// experiment directory's parent when it is in none), that contain the
+// experiment directory, or that collide on basename are refused. An include already inside the experiment directory is not
 // copied again.
 //
 // The hash is SHA-256 over each entry's Dst, kind (directory, symlink and
@@ -183,6 +184,7 @@ func includeRoots(dir string, s *spec.Spec, pm *patternmatcher.PatternMatcher) (
 	}
 	var roots []root
 	seen := map[string]string{}
+	top, topWhat := includeBoundary(dir)
 	for _, inc := range s.Include {
 		if inc == "" {
 			return nil, fmt.Errorf("include: an empty path is not allowed; remove it from %s", spec.FileName)
@@ -197,6 +199,9 @@ func includeRoots(dir string, s *spec.Spec, pm *patternmatcher.PatternMatcher) (
 		}
 		if err != nil {
 			return nil, fmt.Errorf("include %q: %w", inc, err)
+		}
+		if !within(top, real) {
+			return nil, fmt.Errorf("include %q resolves to %s, outside %s; an include must stay inside it, so copy what the experiment needs there", inc, real, topWhat)
 		}
 		if within(dir, real) {
 			// Already in the context; the runner finds it at <exp>/<path>.
@@ -222,6 +227,27 @@ func includeRoots(dir string, s *spec.Spec, pm *patternmatcher.PatternMatcher) (
 		roots = append(roots, root{src: real, dst: Root + "/" + base, rel: base, what: fmt.Sprintf("the include %q (%s)", inc, real)})
 	}
 	return roots, nil
+}
+
+// includeBoundary returns the directory every include must resolve inside,
+// and how to name it: the top of the git repository holding dir (the nearest
+// ancestor with a .git entry, a directory or, in a worktree or submodule, a
+// file), else dir's parent. Without it an experiment received from someone
+// else could package any directory of the submitting host
+// ("../../../../home/me/.ssh") into an image sent to a shared daemon.
+func includeBoundary(dir string) (string, string) {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, "the experiment's git repository " + d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	parent := filepath.Dir(dir)
+	return parent, fmt.Sprintf("%s, the experiment directory's parent (the experiment is in no git repository, so only its siblings may be included)", parent)
 }
 
 // within reports whether path is dir or lies below it (both clean and absolute).

@@ -472,3 +472,58 @@ func BenchmarkCollect(b *testing.B) {
 		}
 	}
 }
+
+func TestIncludeBoundary(t *testing.T) {
+	ws := t.TempDir()
+	tree{
+		"repo/.git/HEAD":               "ref: refs/heads/main\n",
+		"repo/experiments/e/xrun.yaml": "name: e\n",
+		"repo/kernels/gla/k.py":        "k",
+		"repo/kernels/out":             "->../../outside",
+		"outside/secret":               "s",
+		"plain/exp/xrun.yaml":          "name: p\n",
+		"plain/kernels/k.py":           "k",
+		"wt/.git":                      "gitdir: /elsewhere\n",
+		"wt/experiments/e/xrun.yaml":   "name: w\n",
+		"wt/kernels/k.py":              "k",
+	}.make(t, ws)
+	gitExp := filepath.Join(ws, "repo", "experiments", "e")
+	tests := []struct {
+		name    string
+		exp     string
+		include string
+		want    string // a file the context must have
+		wantErr string
+	}{
+		{"sibling tree in the repository", gitExp, "../../kernels/gla", "exp/gla/k.py", ""},
+		{"relative escape from the repository", gitExp, "../../../outside",
+			"", `include "../../../outside" resolves to ` + filepath.Join(ws, "outside") + ", outside the experiment's git repository " + filepath.Join(ws, "repo")},
+		{"deep relative escape", gitExp, "../../../../../../../../../../../etc",
+			"", `include "../../../../../../../../../../../etc" resolves to /etc, outside the experiment's git repository`},
+		{"symlink in the repository leading out", gitExp, "../../kernels/out",
+			"", "resolves to " + filepath.Join(ws, "outside") + ", outside the experiment's git repository"},
+		{"absolute path outside", gitExp, filepath.Join(ws, "outside"), "", "outside the experiment's git repository"},
+		{"sibling without git", filepath.Join(ws, "plain", "exp"), "../kernels", "exp/kernels/k.py", ""},
+		{"escape without git", filepath.Join(ws, "plain", "exp"), "../../outside",
+			"", "outside " + filepath.Join(ws, "plain") + ", the experiment directory's parent (the experiment is in no git repository"},
+		{"worktree (.git is a file)", filepath.Join(ws, "wt", "experiments", "e"), "../../kernels", "exp/kernels/k.py", ""},
+		{"escape from a worktree", filepath.Join(ws, "wt", "experiments", "e"), "../../../outside", "", "outside the experiment's git repository " + filepath.Join(ws, "wt")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Collect(tc.exp, &spec.Spec{Include: []string{tc.include}}, nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dsts(c); !slices.Contains(got, tc.want) {
+				t.Errorf("files %q lack %s", got, tc.want)
+			}
+		})
+	}
+}
