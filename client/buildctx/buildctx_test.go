@@ -315,7 +315,7 @@ func TestProgress(t *testing.T) {
 	}
 	dir := setup(t, tr)
 	var calls [][2]int64
-	c, err := Collect(dir, nil, func(files int, bytes int64) { calls = append(calls, [2]int64{int64(files), bytes}) })
+	c, err := Collect(dir, nil, &Reporter{Progress: func(files int, bytes int64) { calls = append(calls, [2]int64{int64(files), bytes}) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,6 +523,62 @@ func TestIncludeBoundary(t *testing.T) {
 			}
 			if got := dsts(c); !slices.Contains(got, tc.want) {
 				t.Errorf("files %q lack %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLargeFileWarning(t *testing.T) {
+	// sparse makes a file of size bytes without writing them.
+	sparse := func(t *testing.T, p string, size int64) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		tree    tree
+		big     string // made LargeFileBytes + extra bytes long
+		extra   int64
+		include []string
+		want    string // "" for no warning; %s is the workspace
+	}{
+		{name: "large file in the experiment", big: "exp/data/big.bin",
+			want: `%s/exp/data/big.bin is 100MiB and goes into the image; if the experiment does not need it, add the line "data/big.bin" to %s/exp/.xrunignore`},
+		{name: "just under the threshold", big: "exp/data/big.bin", extra: -1},
+		{name: "ignored by .xrunignore", tree: tree{"exp/.xrunignore": "data\n"}, big: "exp/data/big.bin"},
+		{name: "the .dockerignore in use is named", tree: tree{"exp/.dockerignore": "*.tmp\n"}, big: "exp/big.bin",
+			want: `%s/exp/big.bin is 100MiB and goes into the image; if the experiment does not need it, add the line "big.bin" to %s/exp/.dockerignore`},
+		{name: "large file in an include", big: "kernels/k/weights.pt", include: []string{"../kernels/k"},
+			want: `%s/kernels/k/weights.pt is 100MiB and goes into the image; if the experiment does not need it, add the line "k/weights.pt" to %s/exp/.xrunignore`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tree{"exp/xrun.yaml": "name: x\n", "exp/small.py": "s", "kernels/k/k.py": "k"}
+			for k, v := range tc.tree {
+				tr[k] = v
+			}
+			dir := setup(t, tr)
+			ws := filepath.Dir(dir)
+			sparse(t, filepath.Join(ws, tc.big), LargeFileBytes+tc.extra)
+			var warnings []string
+			_, err := Collect(dir, &spec.Spec{Include: tc.include}, &Reporter{Warn: func(msg string) { warnings = append(warnings, msg) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{strings.ReplaceAll(tc.want, "%s", ws)}
+			}
+			if !slices.Equal(warnings, want) {
+				t.Errorf("warnings:\n got %q\nwant %q", warnings, want)
 			}
 		})
 	}
