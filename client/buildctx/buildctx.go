@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
@@ -45,6 +46,23 @@ var DefaultIgnore = []string{
 	"results",
 	"**/__pycache__",
 	"**/*.pyc",
+}
+
+// LargeFileBytes is the size from which Collect warns about a file: one this
+// big is rarely meant to be in an image, and every build sends it to the
+// daemon again and every host stores it once more.
+const LargeFileBytes = 100 << 20
+
+// Reporter hears from Collect while it works, on the calling goroutine. A
+// nil field is not called.
+type Reporter struct {
+	// Progress is called at most ten times a second while files are
+	// hashed, and once at the end, with the files and bytes hashed so far.
+	Progress func(files int, bytes int64)
+	// Warn is called, before hashing, with a one-line warning for each file
+	// of LargeFileBytes or more that goes into the context (in Dst order),
+	// saying how to leave it out.
+	Warn func(msg string)
 }
 
 // File is one entry of the build context: a regular file, a directory or a
@@ -92,18 +110,18 @@ type root struct {
 // include "../../kernels/gla". The ignore files themselves and DefaultIgnore
 // are excluded. Symlinks are kept as links when their target stays inside the
 // tree they were found in and refused otherwise. Include paths that do not
-// exist, that contain the experiment directory, or that collide on basename
-// are refused. An include already inside the experiment directory is not
+// exist, that resolve outside the experiment's git repository (outside the
+// experiment directory's parent when it is in none), that contain the
+// experiment directory, or that collide on basename are refused. An include already inside the experiment directory is not
 // copied again.
 //
 // The hash is SHA-256 over each entry's Dst, kind (directory, symlink and
 // its target, file with or without an executable bit), size and content
 // hash, in Dst order: the same files give the same hash on any machine,
 // whatever the mtimes, owners or walk order. File contents are streamed,
-// never held in memory. progress, when not nil, is called from the calling
-// goroutine at most ten times a second, and once at the end, with the files
-// and bytes hashed so far.
-func Collect(dir string, s *spec.Spec, progress func(files int, bytes int64)) (*Context, error) {
+// never held in memory. r, when not nil, hears of progress and of files of
+// LargeFileBytes or more.
+func Collect(dir string, s *spec.Spec, r *Reporter) (*Context, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("resolve experiment directory %q: %w", dir, err)
@@ -118,7 +136,7 @@ func Collect(dir string, s *spec.Spec, progress func(files int, bytes int64)) (*
 		return nil, fmt.Errorf("experiment path %q is not a directory; pass the directory holding %s", dir, spec.FileName)
 	}
 
-	pm, err := readIgnore(real)
+	pm, ignoreFile, err := readIgnore(real)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +158,11 @@ func Collect(dir string, s *spec.Spec, progress func(files int, bytes int64)) (*
 			return nil, fmt.Errorf("two files map to %s (%s and %s); rename one of them", c.Files[i].Dst, c.Files[i-1].Src, c.Files[i].Src)
 		}
 	}
-	if err := c.hashFiles(progress); err != nil {
+	if r == nil {
+		r = &Reporter{}
+	}
+	c.warnLarge(r, ignoreFile)
+	if err := c.hashFiles(r.Progress); err != nil {
 		return nil, err
 	}
 	c.Hash = c.contentHash()
@@ -148,32 +170,34 @@ func Collect(dir string, s *spec.Spec, progress func(files int, bytes int64)) (*
 }
 
 // readIgnore reads the first ignore file that exists in dir and returns a
-// matcher of DefaultIgnore followed by its patterns.
-func readIgnore(dir string) (*patternmatcher.PatternMatcher, error) {
+// matcher of DefaultIgnore followed by its patterns, and the file's path
+// ("" when there is none).
+func readIgnore(dir string) (*patternmatcher.PatternMatcher, string, error) {
 	patterns := append([]string(nil), DefaultIgnore...)
-	name := "defaults"
+	name, used := "defaults", ""
 	for _, n := range IgnoreFiles {
 		f, err := os.Open(filepath.Join(dir, n))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("open ignore file: %w", err)
+			return nil, "", fmt.Errorf("open ignore file: %w", err)
 		}
 		ps, err := ignorefile.ReadAll(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w; fix the file", filepath.Join(dir, n), err)
+			return nil, "", fmt.Errorf("read %s: %w; fix the file", filepath.Join(dir, n), err)
 		}
 		patterns = append(patterns, ps...)
 		name = filepath.Join(dir, n)
+		used = name
 		break
 	}
 	pm, err := patternmatcher.New(patterns)
 	if err != nil {
-		return nil, fmt.Errorf("parse ignore patterns of %s: %w; fix the pattern", name, err)
+		return nil, "", fmt.Errorf("parse ignore patterns of %s: %w; fix the pattern", name, err)
 	}
-	return pm, nil
+	return pm, used, nil
 }
 
 // includeRoots resolves and checks the spec's includes.
@@ -183,6 +207,7 @@ func includeRoots(dir string, s *spec.Spec, pm *patternmatcher.PatternMatcher) (
 	}
 	var roots []root
 	seen := map[string]string{}
+	top, topWhat := includeBoundary(dir)
 	for _, inc := range s.Include {
 		if inc == "" {
 			return nil, fmt.Errorf("include: an empty path is not allowed; remove it from %s", spec.FileName)
@@ -197,6 +222,9 @@ func includeRoots(dir string, s *spec.Spec, pm *patternmatcher.PatternMatcher) (
 		}
 		if err != nil {
 			return nil, fmt.Errorf("include %q: %w", inc, err)
+		}
+		if !within(top, real) {
+			return nil, fmt.Errorf("include %q resolves to %s, outside %s; an include must stay inside it, so copy what the experiment needs there", inc, real, topWhat)
 		}
 		if within(dir, real) {
 			// Already in the context; the runner finds it at <exp>/<path>.
@@ -222,6 +250,27 @@ func includeRoots(dir string, s *spec.Spec, pm *patternmatcher.PatternMatcher) (
 		roots = append(roots, root{src: real, dst: Root + "/" + base, rel: base, what: fmt.Sprintf("the include %q (%s)", inc, real)})
 	}
 	return roots, nil
+}
+
+// includeBoundary returns the directory every include must resolve inside,
+// and how to name it: the top of the git repository holding dir (the nearest
+// ancestor with a .git entry, a directory or, in a worktree or submodule, a
+// file), else dir's parent. Without it an experiment received from someone
+// else could package any directory of the submitting host
+// ("../../../../home/me/.ssh") into an image sent to a shared daemon.
+func includeBoundary(dir string) (string, string) {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, "the experiment's git repository " + d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	parent := filepath.Dir(dir)
+	return parent, fmt.Sprintf("%s, the experiment directory's parent (the experiment is in no git repository, so only its siblings may be included)", parent)
 }
 
 // within reports whether path is dir or lies below it (both clean and absolute).
@@ -316,6 +365,24 @@ func checkLink(r root, p string) (string, error) {
 		return "", fmt.Errorf("resolve symlink %s -> %s: %w", p, target, err)
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// warnLarge tells r of each file of LargeFileBytes or more, and of the
+// ignore pattern that would leave it out.
+func (c *Context) warnLarge(r *Reporter, ignoreFile string) {
+	if r.Warn == nil {
+		return
+	}
+	if ignoreFile == "" {
+		ignoreFile = filepath.Join(c.Dir, IgnoreFiles[0])
+	}
+	for _, f := range c.Files {
+		if f.Mode.IsRegular() && f.Size >= LargeFileBytes {
+			pattern := strings.TrimPrefix(f.Dst, Root+"/")
+			r.Warn(fmt.Sprintf("%s is %s and goes into the image; if the experiment does not need it, add the line %q to %s",
+				f.Src, units.BytesSize(float64(f.Size)), pattern, ignoreFile))
+		}
+	}
 }
 
 // hashFiles fills in the content hash of every regular file, a few at a

@@ -315,7 +315,7 @@ func TestProgress(t *testing.T) {
 	}
 	dir := setup(t, tr)
 	var calls [][2]int64
-	c, err := Collect(dir, nil, func(files int, bytes int64) { calls = append(calls, [2]int64{int64(files), bytes}) })
+	c, err := Collect(dir, nil, &Reporter{Progress: func(files int, bytes int64) { calls = append(calls, [2]int64{int64(files), bytes}) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,5 +470,116 @@ func BenchmarkCollect(b *testing.B) {
 		if err := c.WriteTar(io.Discard); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestIncludeBoundary(t *testing.T) {
+	ws := t.TempDir()
+	tree{
+		"repo/.git/HEAD":               "ref: refs/heads/main\n",
+		"repo/experiments/e/xrun.yaml": "name: e\n",
+		"repo/kernels/gla/k.py":        "k",
+		"repo/kernels/out":             "->../../outside",
+		"outside/secret":               "s",
+		"plain/exp/xrun.yaml":          "name: p\n",
+		"plain/kernels/k.py":           "k",
+		"wt/.git":                      "gitdir: /elsewhere\n",
+		"wt/experiments/e/xrun.yaml":   "name: w\n",
+		"wt/kernels/k.py":              "k",
+	}.make(t, ws)
+	gitExp := filepath.Join(ws, "repo", "experiments", "e")
+	tests := []struct {
+		name    string
+		exp     string
+		include string
+		want    string // a file the context must have
+		wantErr string
+	}{
+		{"sibling tree in the repository", gitExp, "../../kernels/gla", "exp/gla/k.py", ""},
+		{"relative escape from the repository", gitExp, "../../../outside",
+			"", `include "../../../outside" resolves to ` + filepath.Join(ws, "outside") + ", outside the experiment's git repository " + filepath.Join(ws, "repo")},
+		{"deep relative escape", gitExp, "../../../../../../../../../../../etc",
+			"", `include "../../../../../../../../../../../etc" resolves to /etc, outside the experiment's git repository`},
+		{"symlink in the repository leading out", gitExp, "../../kernels/out",
+			"", "resolves to " + filepath.Join(ws, "outside") + ", outside the experiment's git repository"},
+		{"absolute path outside", gitExp, filepath.Join(ws, "outside"), "", "outside the experiment's git repository"},
+		{"sibling without git", filepath.Join(ws, "plain", "exp"), "../kernels", "exp/kernels/k.py", ""},
+		{"escape without git", filepath.Join(ws, "plain", "exp"), "../../outside",
+			"", "outside " + filepath.Join(ws, "plain") + ", the experiment directory's parent (the experiment is in no git repository"},
+		{"worktree (.git is a file)", filepath.Join(ws, "wt", "experiments", "e"), "../../kernels", "exp/kernels/k.py", ""},
+		{"escape from a worktree", filepath.Join(ws, "wt", "experiments", "e"), "../../../outside", "", "outside the experiment's git repository " + filepath.Join(ws, "wt")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Collect(tc.exp, &spec.Spec{Include: []string{tc.include}}, nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dsts(c); !slices.Contains(got, tc.want) {
+				t.Errorf("files %q lack %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLargeFileWarning(t *testing.T) {
+	// sparse makes a file of size bytes without writing them.
+	sparse := func(t *testing.T, p string, size int64) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		tree    tree
+		big     string // made LargeFileBytes + extra bytes long
+		extra   int64
+		include []string
+		want    string // "" for no warning; %s is the workspace
+	}{
+		{name: "large file in the experiment", big: "exp/data/big.bin",
+			want: `%s/exp/data/big.bin is 100MiB and goes into the image; if the experiment does not need it, add the line "data/big.bin" to %s/exp/.xrunignore`},
+		{name: "just under the threshold", big: "exp/data/big.bin", extra: -1},
+		{name: "ignored by .xrunignore", tree: tree{"exp/.xrunignore": "data\n"}, big: "exp/data/big.bin"},
+		{name: "the .dockerignore in use is named", tree: tree{"exp/.dockerignore": "*.tmp\n"}, big: "exp/big.bin",
+			want: `%s/exp/big.bin is 100MiB and goes into the image; if the experiment does not need it, add the line "big.bin" to %s/exp/.dockerignore`},
+		{name: "large file in an include", big: "kernels/k/weights.pt", include: []string{"../kernels/k"},
+			want: `%s/kernels/k/weights.pt is 100MiB and goes into the image; if the experiment does not need it, add the line "k/weights.pt" to %s/exp/.xrunignore`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tree{"exp/xrun.yaml": "name: x\n", "exp/small.py": "s", "kernels/k/k.py": "k"}
+			for k, v := range tc.tree {
+				tr[k] = v
+			}
+			dir := setup(t, tr)
+			ws := filepath.Dir(dir)
+			sparse(t, filepath.Join(ws, tc.big), LargeFileBytes+tc.extra)
+			var warnings []string
+			_, err := Collect(dir, &spec.Spec{Include: tc.include}, &Reporter{Warn: func(msg string) { warnings = append(warnings, msg) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{strings.ReplaceAll(tc.want, "%s", ws)}
+			}
+			if !slices.Equal(warnings, want) {
+				t.Errorf("warnings:\n got %q\nwant %q", warnings, want)
+			}
+		})
 	}
 }

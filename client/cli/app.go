@@ -20,6 +20,7 @@ import (
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
+	"github.com/xrun-dev/xrun/client/termsafe"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -56,9 +57,11 @@ type HostSelection struct {
 }
 
 // NewApp returns an App writing to out and errw, reading the process
-// environment and talking to real daemons.
+// environment and talking to real daemons. Where out or errw is a terminal,
+// what is written to it loses its control sequences (termsafe): much of it
+// (logs, error strings from results) is the experiment's own output.
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	return &App{Out: out, Err: errw, Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+	return &App{Out: termsafe.Wrap(out), Err: termsafe.Wrap(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Engine returns the (cached) engine for sel, connecting and pinging it

@@ -405,15 +405,19 @@ func probeGPU(ctx context.Context, e engine.Engine, base string, gpus *engine.GP
 	return nil
 }
 
-// contextProgress reports the hashing of large contexts on stderr.
-func (a *App) contextProgress() func(files int, bytes int64) {
+// contextProgress reports the hashing of large contexts, and the large
+// files going into them, on stderr.
+func (a *App) contextProgress() *buildctx.Reporter {
 	var last time.Time
-	return func(files int, bytes int64) {
-		if bytes < 64<<20 || time.Since(last) < time.Second {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(a.Err, "reading build context: %d files, %s\n", files, units.HumanSize(float64(bytes)))
+	return &buildctx.Reporter{
+		Progress: func(files int, bytes int64) {
+			if bytes < 64<<20 || time.Since(last) < time.Second {
+				return
+			}
+			last = time.Now()
+			fmt.Fprintf(a.Err, "reading build context: %d files, %s\n", files, units.HumanSize(float64(bytes)))
+		},
+		Warn: func(msg string) { fmt.Fprintf(a.Err, "warning: %s\n", msg) },
 	}
 }
 

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -39,6 +40,17 @@ func WriteScript(dir string) (string, error) {
 
 // TailBytes is how much of a worker's stdout and stderr is kept for errors.
 const TailBytes = 4096
+
+// LogHeadBytes and LogTailBytes bound a worker's log file: it keeps the
+// first LogHeadBytes of the worker's stdout and stderr as they come and,
+// once the worker has ended, the last LogTailBytes after a line saying how
+// many bytes were dropped between them. A kernel printing in a loop (171 MB
+// in a second has been seen) would otherwise fill the output directory, and
+// every job store it is copied into.
+const (
+	LogHeadBytes = 1 << 20
+	LogTailBytes = 1 << 20
+)
 
 // maxLine bounds one event line (a batch of samples is the longest).
 const maxLine = 64 << 20
@@ -401,11 +413,15 @@ func (w *Worker) Close(grace time.Duration) {
 	}()
 }
 
-// tailWriter writes to the worker's log file and keeps the last TailBytes.
+// tailWriter writes the head of the output to the worker's log file, holds
+// the end of the rest until Close (see LogHeadBytes), and keeps the last
+// TailBytes for errors.
 type tailWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	f      *os.File
+	logged int64 // bytes written to w
+	rest   ring  // what came after the first LogHeadBytes
 	tail   []byte
 	closed bool
 	last   time.Time // of the latest write
@@ -416,7 +432,10 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	t.last = time.Now()
 	if !t.closed {
-		_, _ = t.w.Write(p) // a full disk must not stop the worker
+		head := p[:min(int64(len(p)), max(LogHeadBytes-t.logged, 0))]
+		_, _ = t.w.Write(head) // a full disk must not stop the worker
+		t.logged += int64(len(head))
+		t.rest.write(p[len(head):])
 	}
 	t.tail = append(t.tail, p...)
 	if len(t.tail) > TailBytes {
@@ -462,8 +481,52 @@ func (t *tailWriter) settle(quiet, limit time.Duration) {
 func (t *tailWriter) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.closed {
-		t.closed = true
-		t.f.Close()
+	if t.closed {
+		return
 	}
+	t.closed = true
+	kept := t.rest.bytes()
+	if dropped := t.rest.total - int64(len(kept)); dropped > 0 {
+		// Start the kept end at a line when one is near.
+		if i := bytes.IndexByte(kept, '\n'); i >= 0 && i < 4096 {
+			kept, dropped = kept[i+1:], dropped+int64(i+1)
+		}
+		fmt.Fprintf(t.w, "\n[xrun: %d bytes of output dropped here; a worker's log keeps its first %d and last %d bytes]\n",
+			dropped, LogHeadBytes, LogTailBytes)
+	}
+	_, _ = t.w.Write(kept)
+	t.f.Close()
+}
+
+// ring keeps the last LogTailBytes written to it.
+type ring struct {
+	buf   []byte // allocated on the first write
+	pos   int    // where the next byte goes
+	total int64  // bytes ever written
+}
+
+func (r *ring) write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	if r.buf == nil {
+		r.buf = make([]byte, LogTailBytes)
+	}
+	r.total += int64(len(p))
+	if len(p) >= len(r.buf) {
+		copy(r.buf, p[len(p)-len(r.buf):])
+		r.pos = 0
+		return
+	}
+	n := copy(r.buf[r.pos:], p)
+	copy(r.buf, p[n:])
+	r.pos = (r.pos + len(p)) % len(r.buf)
+}
+
+// bytes returns what the ring holds, oldest first.
+func (r *ring) bytes() []byte {
+	if r.total < int64(len(r.buf)) {
+		return r.buf[:r.pos]
+	}
+	return append(append([]byte(nil), r.buf[r.pos:]...), r.buf[:r.pos]...)
 }

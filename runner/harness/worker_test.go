@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,6 +320,90 @@ func TestTailWriter(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(f.Name()); int64(len(b)) != int64(all.Len()) {
 		t.Errorf("the log has %d bytes, want %d", len(b), all.Len())
+	}
+}
+
+func TestWorkerLogIsCapped(t *testing.T) {
+	line := func(i int) string { return fmt.Sprintf("line %08d\n", i) } // 14 bytes
+	tests := []struct {
+		name    string
+		lines   int
+		chunk   int // lines per write
+		dropped bool
+	}{
+		{"under the head", 1000, 7, false},
+		{"head and part of the tail", (LogHeadBytes + LogTailBytes/2) / 14, 100, false},
+		{"over head and tail, small writes", 3 * (LogHeadBytes + LogTailBytes) / 14, 3, true},
+		{"over head and tail, writes larger than the tail", 3 * (LogHeadBytes + LogTailBytes) / 14, LogTailBytes/14 + 5, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw := &tailWriter{w: f, f: f}
+			var all, chunk strings.Builder
+			for i := 0; i < tc.lines; i++ {
+				chunk.WriteString(line(i))
+				if (i+1)%tc.chunk == 0 || i == tc.lines-1 {
+					all.WriteString(chunk.String())
+					tw.Write([]byte(chunk.String()))
+					chunk.Reset()
+				}
+			}
+			tw.Close()
+			b, err := os.ReadFile(f.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := string(b), all.String()
+			if !tc.dropped {
+				if got != want {
+					t.Errorf("log of %d bytes is %d bytes, want all of it", len(want), len(got))
+				}
+				return
+			}
+			head, rest, ok := strings.Cut(got, "\n[xrun: ")
+			marker, kept, ok2 := strings.Cut(rest, "]\n")
+			if !ok || !ok2 {
+				t.Fatalf("no drop marker in a log of %d bytes", len(got))
+			}
+			if head != want[:LogHeadBytes] {
+				t.Errorf("the log does not start with the first %d bytes of the output", LogHeadBytes)
+			}
+			if !strings.HasSuffix(want, kept) || len(kept) > LogTailBytes || len(kept) < LogTailBytes-14 || !strings.HasPrefix(kept, "line ") {
+				t.Errorf("the log does not end with the output's last lines (%d bytes kept)", len(kept))
+			}
+			dropped := len(want) - len(head) - len(kept)
+			if wantMarker := fmt.Sprintf("%d bytes of output dropped here; a worker's log keeps its first %d and last %d bytes", dropped, LogHeadBytes, LogTailBytes); marker != wantMarker {
+				t.Errorf("marker %q, want %q", marker, wantMarker)
+			}
+			if tail := tw.Tail(); !strings.HasSuffix(want, tail) || len(tail) < TailBytes-200 {
+				t.Errorf("the error tail is not the end of the output")
+			}
+		})
+	}
+}
+
+// A worker printing in a loop leaves a bounded log, its last line in it.
+func TestWorkerLogCapOfAProcess(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	w, err := Start(Config{Name: "loud", Argv: []string{"sh", "-c", "yes 'kernel output' | head -n 4000000; echo last line >&2"}, Dir: dir, LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close(30 * time.Second)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > LogHeadBytes+LogTailBytes+200 {
+		t.Errorf("log is %d bytes, want at most %d", len(b), LogHeadBytes+LogTailBytes+200)
+	}
+	if !strings.HasSuffix(string(b), "kernel output\nlast line\n") || !strings.Contains(string(b), " bytes of output dropped here") {
+		t.Errorf("log does not say what was dropped, or lacks its end: ...%q", b[max(len(b)-100, 0):])
 	}
 }
 

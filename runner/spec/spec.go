@@ -109,9 +109,10 @@ type Benchmark struct {
 	// Params are fixed parameters passed to every case.
 	Params Params `yaml:"params"`
 	// Sweep is the GPU sweep: the cases are the cartesian product of its
-	// axes, in the order written, merged over Params.
+	// axes, in the order written, merged over Params; at most MaxCases.
 	Sweep Sweep `yaml:"sweep"`
-	// CPUSweep is the sweep used on a host without a GPU.
+	// CPUSweep is the sweep used on a host without a GPU (also at most
+	// MaxCases).
 	CPUSweep Sweep `yaml:"cpu_sweep"`
 	// CPUParams override Params on a host without a GPU.
 	CPUParams Params `yaml:"cpu_params"`

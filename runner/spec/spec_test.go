@@ -2,6 +2,8 @@ package spec
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +115,14 @@ func TestParseErrors(t *testing.T) {
 		{"syntax", "name: [x\n", []string{"xrun.yaml:"}},
 		{"sweep without values", base + "  sweep: {T: []}\n", []string{"has no values"}},
 		{"min over max", base + "  method: {min_time_s: 5, max_time_s: 1}\n", []string{"min_time_s: is larger than max_time_s"}},
+		{"sweep over the case cap", base + "  sweep: " + bigSweep(7, 30) + "\n",
+			[]string{"xrun.yaml:6: benchmark.sweep: expands to 21870000000 cases (a(30) x b(30) x c(30) x d(30) x e(30) x f(30) x g(30)); a run may have at most 10000"}},
+		{"cpu sweep over the case cap", base + "  cpu_sweep: " + bigSweep(3, 30) + "\n",
+			[]string{"xrun.yaml:6: benchmark.cpu_sweep: expands to 27000 cases"}},
+		{"sweep groups add up past the cap", base + "  sweep:\n    - " + bigSweep(2, 80) + "\n    - " + bigSweep(2, 80) + "\n",
+			[]string{"benchmark.sweep: expands to 12800 cases (a(80) x b(80) + a(80) x b(80))"}},
+		{"sweep count past MaxInt", base + "  sweep: " + bigSweep(20, 10) + "\n",
+			[]string{"benchmark.sweep: expands to more than 9223372036854775807 cases"}},
 		{"rest ratio", base + "  method: {rest_ratio: -1}\n", []string{"method.rest_ratio: must be between 0 and 10"}},
 	}
 	for _, tc := range tests {
@@ -129,6 +139,48 @@ func TestParseErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// bigSweep writes a sweep of keys axes a, b, c... of values values each.
+func bigSweep(keys, values int) string {
+	vals := make([]string, values)
+	for i := range vals {
+		vals[i] = strconv.Itoa(i + 1)
+	}
+	axes := make([]string, keys)
+	for i := range axes {
+		axes[i] = fmt.Sprintf("%c: [%s]", 'a'+i, strings.Join(vals, ", "))
+	}
+	return "{" + strings.Join(axes, ", ") + "}"
+}
+
+func TestSweepCount(t *testing.T) {
+	tests := []struct {
+		name  string
+		sweep string
+		want  int
+	}{
+		{"none", "", 1},
+		{"one axis", "  sweep: {T: [1, 2, 3]}\n", 3},
+		{"product", "  sweep: {T: [1, 2, 3], B: [1, 2]}\n", 6},
+		{"groups add", "  sweep:\n    - {T: [1, 2], B: [1, 2]}\n    - {T: [4]}\n", 5},
+		{"at the cap", "  sweep: " + bigSweep(2, 100) + "\n", MaxCases},
+	}
+	base := "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n"
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("xrun.yaml", []byte(base+tc.sweep))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Benchmark.Sweep.Count(); got != tc.want {
+				t.Errorf("Count() = %d, want %d", got, tc.want)
+			}
+			if got := len(s.Benchmark.Cases(false)); got != tc.want {
+				t.Errorf("len(Cases) = %d, want %d", got, tc.want)
 			}
 		})
 	}

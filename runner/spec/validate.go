@@ -2,8 +2,10 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -17,6 +19,14 @@ var (
 // Requirements an implementation may list, besides sm_NN. "cpu" marks a
 // check that runs on CPU runs only (a slow step-by-step version, say).
 var knownRequires = []string{"gpu", "cuda", "triton", "torch", "cpu"}
+
+// MaxCases is the most cases a sweep (GPU or CPU) may expand to. The runner
+// holds every case and its results in memory and writes them all to
+// results.json after each implementation, so a sweep of many long axes (7
+// axes of 30 values are 2.2e10 cases) would exhaust the host's memory
+// before the first kernel ran; 10000 is far beyond any real experiment
+// (those in experiments/ have fewer than ten) and still cheap to hold.
+const MaxCases = 10000
 
 // ForValues are the allowed values of a criterion's "for".
 var ForValues = []string{"all", "any", "median"}
@@ -42,6 +52,7 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 		}
 	}
 	errs = append(errs, validateBenchmark(&s.Benchmark, bad)...)
+	checkSweeps(&s.Benchmark, bad)
 	impls := map[string]bool{"reference": true}
 	for _, im := range s.Benchmark.Implementations {
 		impls[im.Name] = true
@@ -167,6 +178,23 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 		bad("benchmark.method.min_samples", "is larger than max_samples")
 	}
 	return nil
+}
+
+// checkSweeps refuses sweeps of more than MaxCases cases, counting them
+// without expanding them (command benchmarks are swept too).
+func checkSweeps(b *Benchmark, bad func(key, format string, args ...any)) {
+	for _, sw := range []struct {
+		key   string
+		sweep Sweep
+	}{{"benchmark.sweep", b.Sweep}, {"benchmark.cpu_sweep", b.CPUSweep}} {
+		if n := sw.sweep.Count(); n > MaxCases {
+			count := strconv.Itoa(n)
+			if n == math.MaxInt {
+				count = "more than " + count
+			}
+			bad(sw.key, "expands to %s cases (%s); a run may have at most %d: sweep fewer values, or split the sweep into several experiments", count, sw.sweep.shape(), MaxCases)
+		}
+	}
 }
 
 func checkTolerance(key string, t *Tolerance, bad func(key, format string, args ...any)) {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,6 +216,51 @@ func (s Sweep) Cases(base Params) []Params {
 		all = append(all, cases...)
 	}
 	return all
+}
+
+// Count returns how many cases Cases makes, without making them. A count
+// past math.MaxInt is returned as math.MaxInt.
+func (s Sweep) Count() int {
+	if len(s) == 0 {
+		return 1
+	}
+	total := 0
+	for _, axes := range s {
+		n := 1
+		for _, ax := range axes {
+			n = satMul(n, len(ax.Values))
+		}
+		total = satAdd(total, n)
+	}
+	return total
+}
+
+// shape renders the sweep's size as "T(30) x B(4) + T(2)".
+func (s Sweep) shape() string {
+	groups := make([]string, len(s))
+	for i, axes := range s {
+		dims := make([]string, len(axes))
+		for j, ax := range axes {
+			dims[j] = fmt.Sprintf("%s(%d)", ax.Key, len(ax.Values))
+		}
+		groups[i] = strings.Join(dims, " x ")
+	}
+	return strings.Join(groups, " + ")
+}
+
+// satMul and satAdd are a*b and a+b for counts >= 0, held at math.MaxInt.
+func satMul(a, b int) int {
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // Keys returns the axis names of every group, first appearance first.
