@@ -183,6 +183,21 @@ const (
 	ExitInterrupted = 130 // interrupted by Ctrl-C
 )
 
+type abortKey struct{}
+
+// WithAbort returns ctx carrying abort, closed on a second Ctrl-C: a
+// command that is cleaning up after the first one then drops the graceful
+// steps for the fast ones that leave nothing behind.
+func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
+	return context.WithValue(ctx, abortKey{}, abort)
+}
+
+// abortOf is ctx's abort channel (nil, never closed, when there is none).
+func abortOf(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(abortKey{}).(<-chan struct{})
+	return ch
+}
+
 // Command returns the xrun command tree.
 func (a *App) Command() *cli.App {
 	return &cli.App{

@@ -617,14 +617,31 @@ func (a *App) runAttached(ctx context.Context, p *prepared, j *jobs.Job, o submi
 var errTimeout = errors.New("job timeout")
 
 // interrupt stops and removes the container of an attached job on Ctrl-C.
+// The record says cancelled first; a second Ctrl-C (abortOf) cuts the
+// graceful stop and the copy of the results short, and the container is
+// killed and removed all the same.
 func (a *App) interrupt(ctx context.Context, e engine.Engine, j *jobs.Job) error {
 	st, _ := a.Store()
-	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing container %s (Ctrl-C again to exit at once)\n", j.ContainerName)
+	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing container %s (Ctrl-C again to skip the graceful stop)\n", j.ContainerName)
 	j.Status = result.StatusCancelled
 	st.Save(j)
-	e.Stop(ctx, j.ContainerID, 2*time.Second)
-	if c, err := e.Inspect(ctx, j.ContainerID); err == nil {
-		a.finalize(ctx, e, j, c)
+	graceful, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-abortOf(ctx):
+			cancel()
+		case <-graceful.Done():
+		}
+	}()
+	e.Stop(graceful, j.ContainerID, 2*time.Second)
+	if c, err := e.Inspect(graceful, j.ContainerID); err == nil {
+		a.finalize(graceful, e, j, c)
+	}
+	if graceful.Err() != nil && j.Finished == nil {
+		now := time.Now().UTC()
+		j.Finished = &now
+		st.Save(j)
 	}
 	if err := e.Remove(ctx, j.ContainerID, true); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted, but removing its container failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}

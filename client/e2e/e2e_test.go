@@ -368,6 +368,19 @@ func TestCancelRunningJob(t *testing.T) {
 }
 
 func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
+	interruptAttached(t, 0)
+}
+
+// A second Ctrl-C right after the first skips the graceful stop, but the
+// container still goes and the record still says cancelled.
+func TestTwiceInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
+	interruptAttached(t, 20*time.Millisecond)
+}
+
+// interruptAttached runs the slow fixture attached and sends it SIGINT once
+// it runs, and again after second when that is not zero; xrun must exit
+// 130 having removed the container and recorded the job cancelled.
+func interruptAttached(t *testing.T, second time.Duration) {
 	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
 	cmd.Env = env()
 	var errb syncBuffer
@@ -396,6 +409,12 @@ func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 	time.Sleep(time.Second) // let the runner start its workers
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
+	}
+	if second > 0 {
+		time.Sleep(second)
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
