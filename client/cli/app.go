@@ -175,12 +175,16 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// Exit codes of xrun itself (a job's own code is passed through).
+// Exit codes of xrun. A job's status gives the runner's code for it
+// (jobOutcome).
 const (
-	ExitFailure     = 1   // xrun could not do what was asked
-	ExitUsage       = 3   // bad arguments or spec, as the runner's 3
-	ExitTimeout     = 124 // the job ran past its timeout, as timeout(1)
-	ExitInterrupted = 130 // interrupted by Ctrl-C
+	ExitFailure        = 1   // xrun could not do what was asked
+	ExitCriteriaFailed = 1   // the job ran, but its criteria failed
+	ExitFailed         = 2   // the job failed: an implementation failed or crashed, or it ran out of memory
+	ExitUsage          = 3   // bad arguments, spec or job id, as the runner's 3
+	ExitInfra          = 4   // infrastructure: no daemon, a failed build, an unreadable store, as the runner's 4
+	ExitTimeout        = 124 // the job ran past its timeout, as timeout(1)
+	ExitInterrupted    = 130 // cancelled, or interrupted by Ctrl-C
 )
 
 type abortKey struct{}

@@ -125,8 +125,13 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 // jobFromContainer describes a job from its container alone.
 func jobFromContainer(e engine.Engine, c engine.Container) *jobs.Job {
 	status := c.State
-	if c.State == "exited" || c.State == "dead" {
-		status = "exited"
+	switch c.State {
+	case "created":
+		status = jobs.StatusCreated
+	case "exited", "dead":
+		// Without its results.json (not copied for a listing) the exit
+		// decides, in the same words as a recorded job's.
+		status = jobs.FinalStatus(jobs.Outcome{ExitCode: c.ExitCode, OOMKilled: c.OOMKilled})
 	}
 	return &jobs.Job{
 		ID: c.Labels[LabelJob], Host: e.Host(), ContainerID: c.ID, ContainerName: c.Name,

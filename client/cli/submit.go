@@ -623,7 +623,7 @@ var errTimeout = errors.New("job timeout")
 func (a *App) interrupt(ctx context.Context, e engine.Engine, j *jobs.Job) error {
 	st, _ := a.Store()
 	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing container %s (Ctrl-C again to skip the graceful stop)\n", j.ContainerName)
-	j.Status = result.StatusCancelled
+	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
 	st.Save(j)
 	graceful, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -440,6 +440,25 @@ func interruptAttached(t *testing.T, second time.Duration) {
 func TestAttachedTimeout(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "--timeout", "4s")
 	expect(t, r, 124, "timed out after 4s", "raise resources.timeout")
+	agree(t, r, result.StatusTimeout, 124)
+}
+
+// agree checks that the record and the store's results.json of the job
+// that r ran say status, and that xrun results exits with code.
+func agree(t *testing.T, r res, want string, code int) {
+	t.Helper()
+	m := jobLine.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no job id in stderr:\n%s", r.stderr)
+	}
+	if s := jobStatus(t, m[1]); s.Status != want {
+		t.Errorf("record says %s, want %s", s.Status, want)
+	}
+	js := xrun(t, time.Minute, "results", "--json", m[1])
+	expect(t, js, code)
+	if rs, err := result.Decode([]byte(js.stdout)); err != nil || rs.Status != want {
+		t.Errorf("results.json says %v, want %s (%v)", rs, want, err)
+	}
 }
 
 func TestFailingImplementationExitsNonZero(t *testing.T) {
@@ -462,7 +481,9 @@ func TestOOMKilledJob(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("an OOM job succeeded:\n%s", r.stderr)
 	}
-	expect(t, r, r.code, "container was OOM-killed (memory limit 96MiB)", "raise resources.memory")
+	// One worker was killed: the runner recorded it and went on.
+	expect(t, r, 2, "container was OOM-killed (memory limit 96MiB)", "raise resources.memory")
+	agree(t, r, result.StatusFailed, 2)
 }
 
 func TestFailingBuildShowsTheStep(t *testing.T) {

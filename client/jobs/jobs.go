@@ -26,15 +26,6 @@ const (
 	OutDir = "out"
 )
 
-// Job statuses beyond the runner's (result.Status*).
-const (
-	StatusCreated = "created"
-	StatusRunning = "running"
-	StatusUnknown = "unknown"
-	StatusOOM     = "oom_killed"
-	StatusRemoved = "removed"
-)
-
 // Job is one submitted job as the client recorded it.
 type Job struct {
 	ID            string     `json:"id"`
@@ -53,7 +44,13 @@ type Job struct {
 	Finished      *time.Time `json:"finished,omitempty"`
 	Status        string     `json:"status"`
 	ExitCode      *int       `json:"exit_code,omitempty"`
-	Error         string     `json:"error,omitempty"`
+	// OOMKilled is set when the kernel's OOM killer ended a process of
+	// the job's container; Status says how the job ended all the same.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// StoppedBy is result.StatusCancelled or result.StatusTimeout when a
+	// client stopped the job, recorded before the stop (FinalStatus).
+	StoppedBy string `json:"stopped_by,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Store is a directory of job records.
