@@ -176,9 +176,9 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // Exit codes of xrun. A job's status gives the runner's code for it
-// (jobOutcome).
+// (jobOutcome); xrun's own failures take the runner's codes for the same
+// kind of failure, so that 1 only ever means the criteria failed.
 const (
-	ExitFailure        = 1   // xrun could not do what was asked
 	ExitCriteriaFailed = 1   // the job ran, but its criteria failed
 	ExitFailed         = 2   // the job failed: an implementation failed or crashed, or it ran out of memory
 	ExitUsage          = 3   // bad arguments, spec or job id, as the runner's 3
@@ -204,7 +204,7 @@ func abortOf(ctx context.Context) <-chan struct{} {
 
 // Command returns the xrun command tree.
 func (a *App) Command() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "xrun",
 		Usage:   "package GPU-kernel experiments into container images and run them on your own Docker hosts",
 		Version: version.Version,
@@ -238,7 +238,17 @@ Examples:
 			newRunCommand(a),
 			newVersionCommand(a),
 		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError("%v (see xrun --help)", err)
+		},
 	}
+	for _, c := range app.Commands {
+		name := c.Name
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usageError("%v (see xrun %s --help)", err, name)
+		}
+	}
+	return app
 }
 
 // Main runs xrun with args (os.Args) and returns the process exit code.
@@ -270,7 +280,7 @@ func (a *App) report(err error) int {
 		return ce.ExitCode()
 	}
 	fmt.Fprintf(a.Err, "xrun: %v\n", err)
-	return ExitFailure
+	return ExitInfra
 }
 
 // hostFlags are --host and --context, for commands that pick a daemon.

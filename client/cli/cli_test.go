@@ -313,7 +313,7 @@ func TestSubmitErrors(t *testing.T) {
 		dir := experiment(t, ta)
 		ta.fake.info.NvidiaRuntime = false
 		code := ta.run(context.Background(), "submit", dir)
-		if code != ExitFailure || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
+		if code != ExitInfra || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
 		if len(ta.fake.builds) != 0 || len(ta.fake.containers) != 0 {
@@ -326,7 +326,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.pullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "xrun/cpu-base:bookworm", dir)
 		msg := ta.err.String()
-		if code != ExitFailure || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and no registry is reachable") || !strings.Contains(msg, "make-cpu-base.sh") {
+		if code != ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and no registry is reachable") || !strings.Contains(msg, "make-cpu-base.sh") {
 			t.Errorf("exit %d: %s", code, msg)
 		}
 	})
@@ -465,7 +465,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if code := ta.run(ctx, "rm", id); code != 0 {
 		t.Fatal(ta.err)
 	}
-	if code := ta.run(ctx, "status", id); code != ExitFailure || !strings.Contains(ta.err.String(), "there are no jobs yet") {
+	if code := ta.run(ctx, "status", id); code != ExitUsage || !strings.Contains(ta.err.String(), "there are no jobs yet") {
 		t.Errorf("status after rm: exit %d, %s", code, ta.err)
 	}
 }
@@ -491,7 +491,7 @@ func TestBadJobID(t *testing.T) {
 	ta.run(context.Background(), "submit", "-d", "--cpu", dir)
 	for _, cmd := range []string{"logs", "status", "wait", "cancel", "rm", "results"} {
 		code := ta.run(context.Background(), cmd, "zzzz")
-		if code != ExitFailure || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
+		if code != ExitUsage || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
 			t.Errorf("%s zzzz: exit %d, %s", cmd, code, ta.err)
 		}
 	}
@@ -549,5 +549,40 @@ func TestRunnerMainFlags(t *testing.T) {
 	code := RunnerMain(context.Background(), []string{"xrun-runner", "--experiment", dir, "--out", t.TempDir()}, &out, &errb)
 	if code != 3 || !strings.Contains(errb.String(), "bogus") {
 		t.Errorf("bad spec: exit %d, %s", code, errb.String())
+	}
+}
+
+// Exit code 1 is the criteria's alone: xrun's own failures take the
+// runner's codes for bad usage (3) and infrastructure (4).
+func TestExitCodesOfXrunItself(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	down := func(context.Context, HostSelection) (engine.Engine, error) {
+		return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		down   bool
+		code   int
+		errHas string
+	}{
+		{"unknown flag", []string{"ps", "--bogus"}, false, ExitUsage, "flag provided but not defined: -bogus (see xrun ps --help)"},
+		{"unknown global flag", []string{"--bogus"}, false, ExitUsage, "(see xrun --help)"},
+		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
+		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},
+		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta.Connect = func(context.Context, HostSelection) (engine.Engine, error) { return ta.fake, nil }
+			if tt.down {
+				ta.Connect = down
+			}
+			code := ta.run(context.Background(), tt.args...)
+			if code != tt.code || !strings.Contains(ta.err.String(), tt.errHas) {
+				t.Errorf("xrun %v: exit %d, want %d; stderr %q lacks %q", tt.args, code, tt.code, ta.err, tt.errHas)
+			}
+		})
 	}
 }

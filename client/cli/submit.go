@@ -55,9 +55,18 @@ content hash is already on the host), and runs the runner in a container.
 
 Attached (the default), it streams the job's logs to stderr, copies /xrun/out
 back into the job store, prints the results table on stdout and exits with the
-runner's exit code: 0 succeeded, 1 criteria failed, 2 an implementation failed,
-3 bad spec, 4 infrastructure, 124 timed out, 130 cancelled. Ctrl-C stops and
-removes the container; a second Ctrl-C exits at once.
+job's status. Ctrl-C stops the container gracefully and removes it; a second
+Ctrl-C kills and removes it at once; a third exits without waiting.
+
+Exit codes (the runner's, with xrun's own failures in the same places):
+  0    succeeded
+  1    the criteria failed (and nothing else)
+  2    an implementation failed, crashed or ran out of memory
+  3    bad arguments, spec or job id
+  4    infrastructure: no daemon, no GPU runtime, a failed build or pull,
+       an unreadable job store, the runner's own infrastructure errors
+  124  timed out
+  130  cancelled, or interrupted by Ctrl-C
 
 With --detach it prints the job id alone on stdout and returns; follow the job
 with xrun logs -f, wait, status, results, cancel and rm.
