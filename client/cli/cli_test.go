@@ -586,3 +586,60 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		})
 	}
 }
+
+// A truncated record is listed by ps as unreadable, naming the file;
+// other commands say so, and rm -f removes it and the job's container.
+func TestTruncatedRecord(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
+		t.Fatal(ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	st, _ := ta.Store()
+	path := filepath.Join(st.Dir(id), jobs.RecordFile)
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, data[:len(data)/2], 0o644)
+
+	if code := ta.run(ctx, "ps"); code != 0 || !strings.Contains(ta.out.String(), id) || !strings.Contains(ta.out.String(), jobs.StatusUnreadable) || !strings.Contains(ta.err.String(), path) {
+		t.Errorf("ps: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "status", id); code != ExitInfra || !strings.Contains(ta.err.String(), path) {
+		t.Errorf("status: exit %d, %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "xrun rm -f "+id) {
+		t.Errorf("rm without -f: exit %d, %s", code, ta.err)
+	}
+	if cs, _ := ta.fake.List(ctx, map[string]string{LabelJob: id}, true); len(cs) != 1 {
+		t.Fatalf("the job has %d containers before rm -f", len(cs))
+	}
+	if code := ta.run(ctx, "rm", "-f", id); code != 0 || strings.TrimSpace(ta.out.String()) != id {
+		t.Fatalf("rm -f: exit %d, %s", code, ta.err)
+	}
+	if _, err := os.Stat(st.Dir(id)); !os.IsNotExist(err) {
+		t.Errorf("the job's directory is still there: %v", err)
+	}
+	if cs, _ := ta.fake.List(ctx, map[string]string{LabelJob: id}, true); len(cs) != 0 {
+		t.Errorf("rm -f left the job's container: %+v", cs)
+	}
+}
+
+// ps with a host that cannot be reached fails with that sentence rather
+// than listing nothing.
+func TestPsUnreachableDaemon(t *testing.T) {
+	for _, args := range [][]string{{"ps"}, {"ps", "--all", "--json"}, {"ps", "--host", "lab", "--host", "down"}} {
+		ta := newTestApp(t)
+		ta.Connect = func(_ context.Context, sel HostSelection) (engine.Engine, error) {
+			if sel.Host == "lab" {
+				return ta.fake, nil
+			}
+			return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
+		}
+		code := ta.run(context.Background(), args...)
+		if code != ExitInfra || ta.out.Len() != 0 || ta.err.String() != "xrun: cannot reach the Docker daemon at unix:///nowhere.sock: connection refused\n" {
+			t.Errorf("xrun %v: exit %d, stdout %q, stderr %q", args, code, ta.out, ta.err)
+		}
+	}
+}

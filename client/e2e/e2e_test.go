@@ -511,6 +511,53 @@ func TestUnreachableDaemon(t *testing.T) {
 	}
 }
 
+// ps fails when the daemon, chosen by --host or by DOCKER_HOST, cannot
+// be reached, instead of listing nothing.
+func TestPsUnreachableDaemon(t *testing.T) {
+	for _, args := range [][]string{{"ps"}, {"ps", "--all", "--json"}, {"ps", "--host", "unix:///nonexistent/docker.sock"}} {
+		cmd := exec.Command(xrunBin, args...)
+		cmd.Env = append(env(), "DOCKER_HOST=unix:///nonexistent/docker.sock")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		r := res{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+		expect(t, r, 4, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
+		if r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("xrun %v: stdout %q, stderr:\n%s", args, r.stdout, r.stderr)
+		}
+	}
+}
+
+// A record cut short is listed by ps, naming the file, and rm -f removes
+// it and the job's container.
+func TestTruncatedRecordRemovedByRmForce(t *testing.T) {
+	r := submit(t, 5*time.Minute, "slow", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	waitRunning(t, id)
+	path := filepath.Join(dataDir, "xrun", "jobs", id, "job.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps := xrun(t, time.Minute, "ps")
+	expect(t, ps, 0, path)
+	if !regexp.MustCompile(id + `\s.*unreadable`).MatchString(ps.stdout) {
+		t.Errorf("ps does not list %s as unreadable:\n%s", id, ps.stdout)
+	}
+	expect(t, xrun(t, time.Minute, "rm", id), 4, "xrun rm -f "+id)
+	expect(t, xrun(t, time.Minute, "rm", "-f", id), 0)
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("rm -f left the job's directory: %v", err)
+	}
+	if cs := jobContainers(t, id); len(cs) != 0 {
+		t.Errorf("rm -f left %d containers", len(cs))
+	}
+}
+
 func TestBadJobID(t *testing.T) {
 	for _, cmd := range []string{"logs", "status", "wait", "results", "cancel"} {
 		r := xrun(t, time.Minute, cmd, "0000deadbeef")
