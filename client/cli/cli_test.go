@@ -643,3 +643,23 @@ func TestPsUnreachableDaemon(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C between the container's creation and its start cancels the job;
+// it did not fail.
+func TestAttachedInterruptedBeforeStart(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := ta.run(ctx, "submit", "--cpu", dir); code != ExitInterrupted || !strings.Contains(ta.err.String(), "interrupted before it started") {
+		t.Errorf("exit %d: %s", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 || list[0].Status != result.StatusCancelled {
+		t.Errorf("record: %+v", list)
+	}
+	if cs, _ := ta.fake.List(context.Background(), nil, true); len(cs) != 0 {
+		t.Errorf("containers left: %+v", cs)
+	}
+}

@@ -570,6 +570,9 @@ func (a *App) discard(e engine.Engine, j *jobs.Job, cause error) {
 	if st, err := a.Store(); err == nil {
 		now := time.Now().UTC()
 		j.Status, j.Error, j.Finished = result.StatusFailed, cause.Error(), &now
+		if j.StoppedBy != "" {
+			j.Status = j.StoppedBy
+		}
 		st.Save(j)
 	}
 }
@@ -588,6 +591,11 @@ func (a *App) runAttached(ctx context.Context, p *prepared, j *jobs.Job, o submi
 	// Wait before Start, as docker run does: an exit can never be missed.
 	waitC := p.eng.Wait(runCtx, j.ContainerID, true)
 	if err := p.eng.Start(runCtx, j.ContainerID); err != nil {
+		if ctx.Err() != nil { // Ctrl-C before the start: cancelled, not failed
+			j.StoppedBy = result.StatusCancelled
+			a.discard(p.eng, j, errors.New("interrupted before it started"))
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted before it started", j.ID)}
+		}
 		a.discard(p.eng, j, err)
 		return err
 	}
