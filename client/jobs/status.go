@@ -46,26 +46,27 @@ type Outcome struct {
 // FinalStatus decides a finished job's status; submit, wait, status,
 // results and ps all take it from here.
 //
-// A verdict the runner reached by itself stands: it evaluated the run and
-// wrote succeeded, failed, criteria_failed or timeout (its own deadline),
-// whatever else happened to the container afterwards, an OOM kill of one
-// worker included (that worker's implementation is already recorded as
-// failed). Otherwise whoever stopped the job says why: a runner sent
-// SIGTERM writes cancelled even when the client stopped it for its
-// timeout. Last comes the container's exit code, for a runner that died
-// before it wrote a verdict: killed for memory, crashed, or stopped by
-// someone else.
+// A verdict that needs every implementation to have run to the end
+// (succeeded, criteria_failed) stands: the runner reached it before any
+// stop could matter. Otherwise whoever stopped the job says why: a runner
+// sent SIGTERM writes cancelled even when the client stopped it for its
+// timeout, and one stopped while it set up may write failed. Then the
+// runner's own failed or timeout (its deadline), an OOM kill of one worker
+// included (that worker's implementation is recorded as failed). Last
+// comes the container's exit code, for a runner that died before it wrote
+// a verdict: killed for memory, crashed, or stopped by someone else.
 func FinalStatus(o Outcome) string {
 	switch o.Results {
-	case result.StatusSucceeded, result.StatusFailed, result.StatusCriteriaFailed, result.StatusTimeout:
+	case result.StatusSucceeded, result.StatusCriteriaFailed:
 		return o.Results
 	}
 	switch o.StoppedBy {
 	case result.StatusCancelled, result.StatusTimeout:
 		return o.StoppedBy
 	}
-	if o.Results == result.StatusCancelled {
-		return result.StatusCancelled
+	switch o.Results {
+	case result.StatusFailed, result.StatusTimeout, result.StatusCancelled:
+		return o.Results
 	}
 	switch {
 	case o.OOMKilled:
