@@ -178,17 +178,36 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// Exit codes of xrun itself (a job's own code is passed through).
+// Exit codes of xrun. A job's status gives the runner's code for it
+// (jobOutcome); xrun's own failures take the runner's codes for the same
+// kind of failure, so that 1 only ever means the criteria failed.
 const (
-	ExitFailure     = 1   // xrun could not do what was asked
-	ExitUsage       = 3   // bad arguments or spec, as the runner's 3
-	ExitTimeout     = 124 // the job ran past its timeout, as timeout(1)
-	ExitInterrupted = 130 // interrupted by Ctrl-C
+	ExitCriteriaFailed = 1   // the job ran, but its criteria failed
+	ExitFailed         = 2   // the job failed: an implementation failed or crashed, or it ran out of memory
+	ExitUsage          = 3   // bad arguments, spec or job id, as the runner's 3
+	ExitInfra          = 4   // infrastructure: no daemon, a failed build, an unreadable store, as the runner's 4
+	ExitTimeout        = 124 // the job ran past its timeout, as timeout(1)
+	ExitInterrupted    = 130 // cancelled, or interrupted by Ctrl-C
 )
+
+type abortKey struct{}
+
+// WithAbort returns ctx carrying abort, closed on a second Ctrl-C: a
+// command that is cleaning up after the first one then drops the graceful
+// steps for the fast ones that leave nothing behind.
+func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
+	return context.WithValue(ctx, abortKey{}, abort)
+}
+
+// abortOf is ctx's abort channel (nil, never closed, when there is none).
+func abortOf(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(abortKey{}).(<-chan struct{})
+	return ch
+}
 
 // Command returns the xrun command tree.
 func (a *App) Command() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "xrun",
 		Usage:   "package GPU-kernel experiments into container images and run them on your own Docker hosts",
 		Version: version.Version,
@@ -222,7 +241,17 @@ Examples:
 			newRunCommand(a),
 			newVersionCommand(a),
 		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError("%v (see xrun --help)", err)
+		},
 	}
+	for _, c := range app.Commands {
+		name := c.Name
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usageError("%v (see xrun %s --help)", err, name)
+		}
+	}
+	return app
 }
 
 // Main runs xrun with args (os.Args) and returns the process exit code.
@@ -254,7 +283,7 @@ func (a *App) report(err error) int {
 		return ce.ExitCode()
 	}
 	fmt.Fprintf(a.Err, "xrun: %v\n", err)
-	return ExitFailure
+	return ExitInfra
 }
 
 // hostFlags are --host and --context, for commands that pick a daemon.

@@ -57,7 +57,7 @@ func runCancel(ctx context.Context, a *App, o cancelOptions) error {
 	if err != nil {
 		return err
 	}
-	j.Status = result.StatusCancelled
+	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
 	if err := st.Save(j); err != nil {
 		return err
 	}

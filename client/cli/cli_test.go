@@ -161,7 +161,10 @@ func TestSubmitExitCodes(t *testing.T) {
 		{name: "criteria failed", run: fakeRun{exit: 1, files: map[string]string{"results.json": ""}}, code: 1, status: result.StatusCriteriaFailed, errHas: "criteria failed"},
 		{name: "implementation failed", run: fakeRun{exit: 2}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2"},
 		{name: "bad spec in container", run: fakeRun{exit: 3}, code: 3, status: result.StatusFailed},
-		{name: "oom", run: fakeRun{exit: 137, oom: true}, code: 137, status: jobs.StatusOOM, errHas: "container was OOM-killed (memory limit 64MiB)", memLimit: true},
+		{name: "runner OOM-killed", run: fakeRun{exit: 137, oom: true}, code: 2, status: result.StatusFailed, errHas: "container was OOM-killed (memory limit 64MiB); raise resources.memory", memLimit: true},
+		{name: "one worker OOM-killed", run: fakeRun{exit: 2, oom: true, files: map[string]string{"results.json": ""}}, code: 2, status: result.StatusFailed, errHas: "container was OOM-killed (memory limit 64MiB); raise resources.memory", memLimit: true},
+		{name: "killed", run: fakeRun{exit: 137}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 137"},
+		{name: "infrastructure in container", run: fakeRun{exit: 4}, code: 4, status: result.StatusFailed},
 		{name: "cancelled inside", run: fakeRun{exit: 130}, code: 130, status: result.StatusCancelled},
 	}
 	for _, tt := range tests {
@@ -189,6 +192,80 @@ func TestSubmitExitCodes(t *testing.T) {
 			list, _ := st.List()
 			if list[0].Status != tt.status {
 				t.Errorf("status %q, want %q", list[0].Status, tt.status)
+			}
+			if list[0].OOMKilled != tt.run.oom {
+				t.Errorf("oom_killed %v, want %v", list[0].OOMKilled, tt.run.oom)
+			}
+		})
+	}
+}
+
+// The record, the store's results.json, wait and results agree on how a
+// job ended, whoever stopped it.
+func TestStatusAgreesWithResults(t *testing.T) {
+	partial := func(t *testing.T, status string) string {
+		r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: "my-kernel", Status: status,
+			CreatedAt: time.Unix(0, 0).UTC(), Criteria: []result.Criterion{{Name: "correct", Passed: true}}}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	tests := []struct {
+		name string
+		// results is what the runner wrote when it was stopped: cancelled
+		// on SIGTERM, running when it was killed first.
+		results string
+		stop    func(ta *testApp, id string) int
+		status  string
+		code    int
+		errHas  string
+	}{
+		{"timeout", result.StatusCancelled, func(ta *testApp, id string) int { return ta.run(context.Background(), "wait", id) },
+			result.StatusTimeout, ExitTimeout, "timed out after 200ms"},
+		{"cancel", result.StatusRunning, func(ta *testApp, id string) int { return ta.run(context.Background(), "cancel", id) },
+			result.StatusCancelled, ExitInterrupted, "was cancelled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta := newTestApp(t)
+			dir := experiment(t, ta)
+			res := partial(t, tt.results)
+			ta.fake.behave = func(engine.ContainerSpec) fakeRun {
+				return fakeRun{hang: true, files: map[string]string{"results.json": res}}
+			}
+			ctx := context.Background()
+			if code := ta.run(ctx, "submit", "-d", "--cpu", "--timeout", "200ms", dir); code != 0 {
+				t.Fatal(ta.err)
+			}
+			id := strings.TrimSpace(ta.out.String())
+			if tt.name == "timeout" {
+				time.Sleep(300 * time.Millisecond)
+			}
+			tt.stop(ta, id)
+			if code := ta.run(ctx, "status", "--json", id); code != 0 {
+				t.Fatal(ta.err)
+			}
+			var rec jobs.Job
+			json.Unmarshal(ta.out.Bytes(), &rec)
+			if rec.Status != tt.status {
+				t.Errorf("record says %s, want %s", rec.Status, tt.status)
+			}
+			code := ta.run(ctx, "results", "--json", id)
+			if code != tt.code || !strings.Contains(ta.err.String(), tt.errHas) {
+				t.Errorf("results --json: exit %d, want %d; stderr %q lacks %q", code, tt.code, ta.err, tt.errHas)
+			}
+			r, err := result.Decode(ta.out.Bytes())
+			if err != nil || r.Status != tt.status || r.Success {
+				t.Errorf("results.json says %s (success %v), want %s: %v", r.Status, r.Success, tt.status, err)
+			}
+			code = ta.run(ctx, "results", id)
+			if head, _, _ := strings.Cut(ta.out.String(), "\n"); code != tt.code || !strings.Contains(head, tt.status) {
+				t.Errorf("results: exit %d, want %d:\n%s", code, tt.code, ta.out)
+			}
+			if code := ta.run(ctx, "wait", id); code != tt.code || strings.TrimSpace(ta.out.String()) != tt.status {
+				t.Errorf("wait: exit %d, %q", code, ta.out)
 			}
 		})
 	}
@@ -237,7 +314,7 @@ func TestSubmitErrors(t *testing.T) {
 		dir := experiment(t, ta)
 		ta.fake.info.NvidiaRuntime = false
 		code := ta.run(context.Background(), "submit", dir)
-		if code != ExitFailure || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
+		if code != ExitInfra || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
 		if len(ta.fake.builds) != 0 || len(ta.fake.containers) != 0 {
@@ -261,7 +338,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.pullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "xrun/cpu-base:bookworm", dir)
 		msg := ta.err.String()
-		if code != ExitFailure || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and no registry is reachable") || !strings.Contains(msg, "make-cpu-base.sh") {
+		if code != ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and no registry is reachable") || !strings.Contains(msg, "make-cpu-base.sh") {
 			t.Errorf("exit %d: %s", code, msg)
 		}
 	})
@@ -335,8 +412,9 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	dir := experiment(t, ta)
 	ctx := context.Background()
 	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
+		// A running runner's results.json says running until it ends.
 		return fakeRun{hang: true, logs: "line1\nline2\nline3\n", files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
+			"results.json": resultsJSON(t, "my-kernel", result.StatusRunning)}}
 	}
 	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
@@ -380,8 +458,8 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if code := ta.run(ctx, "wait", id); code != ExitInterrupted || strings.TrimSpace(ta.out.String()) != "cancelled" {
 		t.Errorf("wait: exit %d, %q", code, ta.out)
 	}
-	if code := ta.run(ctx, "results", "--json", id); code != 0 {
-		t.Fatal(ta.err)
+	if code := ta.run(ctx, "results", "--json", id); code != ExitInterrupted {
+		t.Fatalf("results of a cancelled job: exit %d: %s", code, ta.err)
 	}
 	if _, err := result.Decode(ta.out.Bytes()); err != nil {
 		t.Errorf("results --json: %v: %s", err, ta.out)
@@ -393,13 +471,13 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if code := ta.run(ctx, "logs", "--tail", "1", id); code != 0 || ta.out.String() != "line3\n" {
 		t.Errorf("logs from the store: exit %d, %q, %s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "results", "--markdown", id); code != 0 || ta.out.Len() == 0 {
+	if code := ta.run(ctx, "results", "--markdown", id); code != ExitInterrupted || ta.out.Len() == 0 {
 		t.Errorf("results from the store: exit %d, %s", code, ta.err)
 	}
 	if code := ta.run(ctx, "rm", id); code != 0 {
 		t.Fatal(ta.err)
 	}
-	if code := ta.run(ctx, "status", id); code != ExitFailure || !strings.Contains(ta.err.String(), "there are no jobs yet") {
+	if code := ta.run(ctx, "status", id); code != ExitUsage || !strings.Contains(ta.err.String(), "there are no jobs yet") {
 		t.Errorf("status after rm: exit %d, %s", code, ta.err)
 	}
 }
@@ -425,32 +503,8 @@ func TestBadJobID(t *testing.T) {
 	ta.run(context.Background(), "submit", "-d", "--cpu", dir)
 	for _, cmd := range []string{"logs", "status", "wait", "cancel", "rm", "results"} {
 		code := ta.run(context.Background(), cmd, "zzzz")
-		if code != ExitFailure || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
+		if code != ExitUsage || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
 			t.Errorf("%s zzzz: exit %d, %s", cmd, code, ta.err)
-		}
-	}
-}
-
-func TestStatusFromExit(t *testing.T) {
-	tests := []struct {
-		code int
-		oom  bool
-		want string
-	}{
-		{0, false, result.StatusSucceeded},
-		{1, false, result.StatusCriteriaFailed},
-		{2, false, result.StatusFailed},
-		{3, false, result.StatusFailed},
-		{4, false, result.StatusFailed},
-		{130, false, result.StatusCancelled},
-		{143, false, result.StatusCancelled},
-		{137, true, jobs.StatusOOM},
-		{0, true, jobs.StatusOOM},
-		{139, false, result.StatusFailed},
-	}
-	for _, tt := range tests {
-		if got := statusFromExit(tt.code, tt.oom); got != tt.want {
-			t.Errorf("statusFromExit(%d, %v) = %s, want %s", tt.code, tt.oom, got, tt.want)
 		}
 	}
 }
@@ -530,5 +584,117 @@ func TestFailureSentence(t *testing.T) {
 	r.Cases[1].Results["big"].Status = "ok"
 	if got := failureSentence(r); got != "" {
 		t.Errorf("no failure: got %q", got)
+	}
+}
+
+// Exit code 1 is the criteria's alone: xrun's own failures take the
+// runner's codes for bad usage (3) and infrastructure (4).
+func TestExitCodesOfXrunItself(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	down := func(context.Context, HostSelection) (engine.Engine, error) {
+		return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		down   bool
+		code   int
+		errHas string
+	}{
+		{"unknown flag", []string{"ps", "--bogus"}, false, ExitUsage, "flag provided but not defined: -bogus (see xrun ps --help)"},
+		{"unknown global flag", []string{"--bogus"}, false, ExitUsage, "(see xrun --help)"},
+		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
+		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},
+		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta.Connect = func(context.Context, HostSelection) (engine.Engine, error) { return ta.fake, nil }
+			if tt.down {
+				ta.Connect = down
+			}
+			code := ta.run(context.Background(), tt.args...)
+			if code != tt.code || !strings.Contains(ta.err.String(), tt.errHas) {
+				t.Errorf("xrun %v: exit %d, want %d; stderr %q lacks %q", tt.args, code, tt.code, ta.err, tt.errHas)
+			}
+		})
+	}
+}
+
+// A truncated record is listed by ps as unreadable, naming the file;
+// other commands say so, and rm -f removes it and the job's container.
+func TestTruncatedRecord(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
+		t.Fatal(ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	st, _ := ta.Store()
+	path := filepath.Join(st.Dir(id), jobs.RecordFile)
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, data[:len(data)/2], 0o644)
+
+	if code := ta.run(ctx, "ps"); code != 0 || !strings.Contains(ta.out.String(), id) || !strings.Contains(ta.out.String(), jobs.StatusUnreadable) || !strings.Contains(ta.err.String(), path) {
+		t.Errorf("ps: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "status", id); code != ExitInfra || !strings.Contains(ta.err.String(), path) {
+		t.Errorf("status: exit %d, %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "xrun rm -f "+id) {
+		t.Errorf("rm without -f: exit %d, %s", code, ta.err)
+	}
+	if cs, _ := ta.fake.List(ctx, map[string]string{LabelJob: id}, true); len(cs) != 1 {
+		t.Fatalf("the job has %d containers before rm -f", len(cs))
+	}
+	if code := ta.run(ctx, "rm", "-f", id); code != 0 || strings.TrimSpace(ta.out.String()) != id {
+		t.Fatalf("rm -f: exit %d, %s", code, ta.err)
+	}
+	if _, err := os.Stat(st.Dir(id)); !os.IsNotExist(err) {
+		t.Errorf("the job's directory is still there: %v", err)
+	}
+	if cs, _ := ta.fake.List(ctx, map[string]string{LabelJob: id}, true); len(cs) != 0 {
+		t.Errorf("rm -f left the job's container: %+v", cs)
+	}
+}
+
+// ps with a host that cannot be reached fails with that sentence rather
+// than listing nothing.
+func TestPsUnreachableDaemon(t *testing.T) {
+	for _, args := range [][]string{{"ps"}, {"ps", "--all", "--json"}, {"ps", "--host", "lab", "--host", "down"}} {
+		ta := newTestApp(t)
+		ta.Connect = func(_ context.Context, sel HostSelection) (engine.Engine, error) {
+			if sel.Host == "lab" {
+				return ta.fake, nil
+			}
+			return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
+		}
+		code := ta.run(context.Background(), args...)
+		if code != ExitInfra || ta.out.Len() != 0 || ta.err.String() != "xrun: cannot reach the Docker daemon at unix:///nowhere.sock: connection refused\n" {
+			t.Errorf("xrun %v: exit %d, stdout %q, stderr %q", args, code, ta.out, ta.err)
+		}
+	}
+}
+
+// Ctrl-C between the container's creation and its start cancels the job;
+// it did not fail.
+func TestAttachedInterruptedBeforeStart(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := ta.run(ctx, "submit", "--cpu", dir); code != ExitInterrupted || !strings.Contains(ta.err.String(), "interrupted before it started") {
+		t.Errorf("exit %d: %s", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 || list[0].Status != result.StatusCancelled {
+		t.Errorf("record: %+v", list)
+	}
+	if cs, _ := ta.fake.List(context.Background(), nil, true); len(cs) != 0 {
+		t.Errorf("containers left: %+v", cs)
 	}
 }

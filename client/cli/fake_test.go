@@ -156,7 +156,10 @@ func (f *fakeEngine) get(id string) (*fakeContainer, error) {
 	return c, nil
 }
 
-func (f *fakeEngine) Start(_ context.Context, id string) error {
+func (f *fakeEngine) Start(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, err := f.get(id)

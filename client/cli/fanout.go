@@ -84,7 +84,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		if r.Err == nil {
 			continue
 		}
-		c := ExitFailure
+		c := ExitInfra
 		var ee *ExitError
 		if errors.As(r.Err, &ee) {
 			c = ee.Code

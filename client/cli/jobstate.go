@@ -44,30 +44,7 @@ const OutPath = "/xrun/out"
 const stopGrace = 10 * time.Second
 
 // finalStatus reports whether a job status will not change any more.
-func finalStatus(s string) bool {
-	switch s {
-	case result.StatusSucceeded, result.StatusFailed, result.StatusCriteriaFailed,
-		result.StatusCancelled, result.StatusTimeout, jobs.StatusOOM:
-		return true
-	}
-	return false
-}
-
-// statusFromExit maps the runner's exit code (docs/architecture.md) to a
-// job status; an OOM kill wins over the code the kill produced.
-func statusFromExit(code int, oom bool) string {
-	switch {
-	case oom:
-		return jobs.StatusOOM
-	case code == 0:
-		return result.StatusSucceeded
-	case code == 1:
-		return result.StatusCriteriaFailed
-	case code == 130 || code == 143: // SIGINT, SIGTERM: the runner wrote cancelled results
-		return result.StatusCancelled
-	}
-	return result.StatusFailed
-}
+func finalStatus(s string) bool { return jobs.Final(s) }
 
 // refresh brings j up to date from its container: status and exit code,
 // the recorded timeout enforced, and once the container has exited its
@@ -139,7 +116,7 @@ func (a *App) expire(ctx context.Context, e engine.Engine, j *jobs.Job) error {
 	if err != nil {
 		return err
 	}
-	j.Status = result.StatusTimeout
+	j.Status, j.StoppedBy = result.StatusTimeout, result.StatusTimeout
 	j.Error = fmt.Sprintf("ran past its timeout of %s", j.Timeout)
 	if err := st.Save(j); err != nil {
 		return err
@@ -167,27 +144,40 @@ func (a *App) finalize(ctx context.Context, e engine.Engine, j *jobs.Job, c engi
 		j.Finished = &t
 	}
 	fetchErr := a.fetchOutputs(ctx, e, j)
+	out := jobs.Outcome{ExitCode: code, OOMKilled: c.OOMKilled, StoppedBy: j.StoppedBy}
+	resPath := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	r, err := result.ReadFile(resPath)
+	if err == nil {
+		out.Results = r.Status
+	} else {
+		r = nil
+	}
+	j.Status = jobs.FinalStatus(out)
+	j.OOMKilled = c.OOMKilled
 	switch {
-	case j.Status == result.StatusTimeout || j.Status == result.StatusCancelled:
-		// set by the client that stopped it: keep
 	case c.OOMKilled:
-		j.Status = jobs.StatusOOM
 		j.Error = oomMessage(c.MemoryBytes)
-	default:
-		j.Status = statusFromExit(code, false)
-		if r, err := result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile)); err == nil {
-			if r.Status != "" && r.Status != result.StatusRunning && code != 0 {
-				j.Status = r.Status
-			}
-			if r.Error != "" {
-				j.Error = r.Error
-			} else if j.Status == result.StatusFailed {
-				j.Error = failureSentence(r)
-			}
-		}
+	case j.StoppedBy != "" && j.Status == j.StoppedBy:
+		// the stopper's reason (expire, cancel) stays
+	case r != nil && r.Error != "":
+		j.Error = r.Error
+	case r != nil && j.Status == result.StatusFailed:
+		j.Error = failureSentence(r)
 	}
 	if err := st.Save(j); err != nil {
 		return err
+	}
+	if r != nil && r.Status != j.Status {
+		// The store's results.json says what the record says (a runner
+		// stopped for its timeout wrote cancelled, one that died wrote
+		// running); out/ keeps the runner's own copy.
+		r.Status, r.Success = j.Status, j.Status == result.StatusSucceeded
+		if r.Error == "" {
+			r.Error = j.Error
+		}
+		if err := result.WriteFile(resPath, r); err != nil {
+			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
+		}
 	}
 	return fetchErr
 }
@@ -300,25 +290,29 @@ func extractTar(r io.Reader, dir string) error {
 }
 
 // jobOutcome turns a finished job into nil (succeeded) or the error that
-// says what happened, carrying the exit code xrun exits with.
+// says what happened, carrying the exit code xrun exits with: the
+// runner's code for the status (docs/architecture.md).
 func jobOutcome(j *jobs.Job) error {
-	code := ExitFailure
-	if j.ExitCode != nil && *j.ExitCode != 0 {
-		code = *j.ExitCode
-	}
 	switch j.Status {
 	case result.StatusSucceeded:
 		return nil
 	case result.StatusCriteriaFailed:
-		return &ExitError{Code: 1, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
+		return &ExitError{Code: ExitCriteriaFailed, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
 	case result.StatusTimeout:
 		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("job %s timed out after %s: raise resources.timeout in xrun.yaml or pass --timeout", j.ID, j.Timeout)}
-	case jobs.StatusOOM:
-		return &ExitError{Code: code, Err: fmt.Errorf("job %s: %s; raise resources.memory in xrun.yaml", j.ID, j.Error)}
 	case result.StatusCancelled:
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s was cancelled", j.ID)}
-	case jobs.StatusRemoved:
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("job %s: %s", j.ID, j.Error)}
+	case result.StatusFailed:
+	default: // removed, or a record that never got a container
+		msg := fmt.Sprintf("job %s is %s", j.ID, j.Status)
+		if j.Error != "" {
+			msg = fmt.Sprintf("job %s: %s", j.ID, firstLine(j.Error))
+		}
+		return &ExitError{Code: ExitInfra, Err: errors.New(msg)}
+	}
+	code := ExitFailed
+	if j.ExitCode != nil && (*j.ExitCode == ExitUsage || *j.ExitCode == ExitInfra) {
+		code = *j.ExitCode // the runner's bad spec or infrastructure
 	}
 	msg := fmt.Sprintf("job %s failed", j.ID)
 	if j.ExitCode != nil {
@@ -326,6 +320,9 @@ func jobOutcome(j *jobs.Job) error {
 	}
 	if j.Error != "" {
 		msg += ": " + firstLine(j.Error)
+	}
+	if j.OOMKilled {
+		msg += "; raise resources.memory in xrun.yaml"
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("%s (see `xrun logs %s`)", msg, j.ID)}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -36,8 +37,13 @@ func (a *App) resolveJob(ref string) (*jobs.Job, error) {
 		return nil, err
 	}
 	j, err := st.Resolve(ref)
-	if err != nil {
-		return nil, &ExitError{Code: ExitFailure, Err: err}
+	var nf *jobs.NotFoundError
+	var amb *jobs.AmbiguousError
+	switch {
+	case errors.As(err, &nf) || errors.As(err, &amb):
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	case err != nil:
+		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
 	return j, nil
 }

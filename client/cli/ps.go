@@ -27,7 +27,9 @@ func newPsCommand(a *App) *cli.Command {
 		Name:  "ps",
 		Usage: "list jobs: the running ones, or all with --all",
 		Description: `Jobs come from the job store and from the xrun containers on the host (a job
-submitted from another machine shows up too). State is read from the host.
+submitted from another machine shows up too). State is read from the host; a
+host that cannot be reached is an error (exit 4), not an empty list. A record
+that cannot be read is listed as unreadable, naming its file (xrun rm -f removes it).
 
 Examples:
   xrun ps
@@ -54,6 +56,23 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	if err != nil {
 		return err
 	}
+	// Every host asked about must answer: a listing without one would
+	// read as "no jobs there".
+	sels := []HostSelection{o.host}
+	if len(o.hosts) > 1 {
+		sels = nil
+		for _, h := range o.hosts {
+			sels = append(sels, HostSelection{Host: h})
+		}
+	}
+	var engines []engine.Engine
+	for _, sel := range sels {
+		e, err := a.Engine(ctx, sel)
+		if err != nil {
+			return err
+		}
+		engines = append(engines, e)
+	}
 	list, err := st.List()
 	if err != nil {
 		return err
@@ -61,6 +80,10 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	known := map[string]bool{}
 	for _, j := range list {
 		known[j.ID] = true
+		if j.Status == jobs.StatusUnreadable {
+			fmt.Fprintf(a.Err, "warning: %s\n", j.Error)
+			continue
+		}
 		if finalStatus(j.Status) && j.Finished != nil {
 			continue
 		}
@@ -72,21 +95,7 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		cancel()
 	}
 	// Jobs on the hosts that this store has no record of.
-	sels := []HostSelection{o.host}
-	if len(o.hosts) > 1 {
-		sels = nil
-		for _, h := range o.hosts {
-			sels = append(sels, HostSelection{Host: h})
-		}
-	}
-	for _, sel := range sels {
-		e, err := a.Engine(ctx, sel)
-		if err != nil {
-			if sel != (HostSelection{}) {
-				return err
-			}
-			continue
-		}
+	for _, e := range engines {
 		cs, err := e.List(ctx, map[string]string{LabelJob: ""}, o.all)
 		if err != nil {
 			return err
@@ -125,8 +134,13 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 // jobFromContainer describes a job from its container alone.
 func jobFromContainer(e engine.Engine, c engine.Container) *jobs.Job {
 	status := c.State
-	if c.State == "exited" || c.State == "dead" {
-		status = "exited"
+	switch c.State {
+	case "created":
+		status = jobs.StatusCreated
+	case "exited", "dead":
+		// Without its results.json (not copied for a listing) the exit
+		// decides, in the same words as a recorded job's.
+		status = jobs.FinalStatus(jobs.Outcome{ExitCode: c.ExitCode, OOMKilled: c.OOMKilled})
 	}
 	return &jobs.Job{
 		ID: c.Labels[LabelJob], Host: e.Host(), ContainerID: c.ID, ContainerName: c.Name,

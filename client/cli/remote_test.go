@@ -155,7 +155,7 @@ func TestSubmitBusyGPUs(t *testing.T) {
 	}
 	first := strings.TrimSpace(ta.out.String())
 	code := ta.run(context.Background(), "submit", "-d", "--gpus", "1", dir)
-	if code != ExitFailure || !strings.Contains(ta.err.String(), "cannot give this job 1 GPU now (0 free; held: GPU 0 by job "+first+", GPU 1 by job "+first+"): wait for them with --queue") {
+	if code != ExitInfra || !strings.Contains(ta.err.String(), "cannot give this job 1 GPU now (0 free; held: GPU 0 by job "+first+", GPU 1 by job "+first+"): wait for them with --queue") {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
 }
@@ -180,7 +180,7 @@ func TestSubmitGPUType(t *testing.T) {
 	ta.fake.behave = succeed(t)
 	ta.setenv(map[string]string{gpus.FakeEnv: "2", "XDG_CACHE_HOME": ta.StoreRoot})
 	code := ta.run(context.Background(), "submit", dir)
-	if code != ExitFailure || !strings.Contains(ta.err.String(), "has no H100 GPU (resources.gpu_type; it has 2x test GPU") {
+	if code != ExitInfra || !strings.Contains(ta.err.String(), "has no H100 GPU (resources.gpu_type; it has 2x test GPU") {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
 	if len(ta.fake.containers) != 0 {
@@ -213,7 +213,7 @@ func TestSubmitFanOut(t *testing.T) {
 		return nil, errors.New("cannot reach the Docker daemon at " + sel.Host + " (connection refused)")
 	}
 	code := ta.run(context.Background(), "submit", "--cpu", "--host", "lab", "--host", "down", dir)
-	if code != ExitFailure {
+	if code != ExitInfra {
 		t.Fatalf("exit %d with a host down: %s", code, ta.err)
 	}
 	for _, want := range []string{"down | failed: cannot reach the Docker daemon at down (connection refused)", "lab  | job ", "xrun: 1 of 2 hosts failed (down)"} {

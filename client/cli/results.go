@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -22,7 +23,9 @@ func newResultsCommand(a *App) *cli.Command {
 		Usage:     "print a job's results: a table, results.json, or the markdown tables of an experiment report",
 		ArgsUsage: "JOB",
 		Description: `Fetches results.json from the container when the store has no copy yet (a
-running job gives its partial results).
+running job gives its partial results). Exits like xrun wait: 0 when the job
+succeeded, else its status's code (1 criteria failed, 2 failed, 124 timed out,
+130 cancelled), after printing the results it has.
 
 Examples:
   xrun results 3fa1
@@ -69,7 +72,12 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 			}
 		}
 		if !st.Has(j.ID, jobs.ResultsFile) {
-			return fmt.Errorf("job %s (%s) has no results yet: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)
+			err := fmt.Errorf("job %s (%s) has no results: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)
+			var ee *ExitError
+			if errors.As(jobOutcome(j), &ee) && finalStatus(j.Status) {
+				return &ExitError{Code: ee.Code, Err: err}
+			}
+			return err
 		}
 	}
 	format := "text"
@@ -79,5 +87,14 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 	case o.markdown:
 		format = "markdown"
 	}
-	return a.printStoredResults(j, format)
+	if err := a.printStoredResults(j, format); err != nil {
+		return err
+	}
+	// The table alone can read as a pass (criteria met by the cases that
+	// ran): a job that did not succeed says so and exits with its code.
+	if !finalStatus(j.Status) {
+		fmt.Fprintf(a.Err, "job %s is %s: these results are partial\n", j.ID, j.Status)
+		return nil
+	}
+	return jobOutcome(j)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
 )
 
 type rmOptions struct {
@@ -51,6 +52,15 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 	var errs []error
 	for _, ref := range o.jobs {
 		j, err := a.resolveJob(ref)
+		var re *jobs.RecordError
+		if errors.As(err, &re) && o.force && !o.keep {
+			if err := a.removeUnreadable(ctx, st, re); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			fmt.Fprintln(a.Out, re.ID)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -84,4 +94,22 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 		fmt.Fprintln(a.Out, j.ID)
 	}
 	return errors.Join(errs...)
+}
+
+// removeUnreadable removes a job whose record cannot be read. The job's
+// host was in that record, so its containers are looked for, by the job
+// label, on the default host alone.
+func (a *App) removeUnreadable(ctx context.Context, st *jobs.Store, re *jobs.RecordError) error {
+	if e, err := a.Engine(ctx, HostSelection{}); err != nil {
+		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
+	} else if cs, err := e.List(ctx, map[string]string{LabelJob: re.ID}, true); err != nil {
+		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
+	} else {
+		for _, c := range cs {
+			if err := e.Remove(ctx, c.ID, true); err != nil && !errors.Is(err, engine.ErrNotFound) {
+				return fmt.Errorf("remove container %s of job %s: %w", c.Name, re.ID, err)
+			}
+		}
+	}
+	return st.Remove(re.ID)
 }

@@ -55,9 +55,18 @@ content hash is already on the host), and runs the runner in a container.
 
 Attached (the default), it streams the job's logs to stderr, copies /xrun/out
 back into the job store, prints the results table on stdout and exits with the
-runner's exit code: 0 succeeded, 1 criteria failed, 2 an implementation failed,
-3 bad spec, 4 infrastructure, 124 timed out, 130 cancelled. Ctrl-C stops and
-removes the container; a second Ctrl-C exits at once.
+job's status. Ctrl-C stops the container gracefully and removes it; a second
+Ctrl-C kills and removes it at once; a third exits without waiting.
+
+Exit codes (the runner's, with xrun's own failures in the same places):
+  0    succeeded
+  1    the criteria failed (and nothing else)
+  2    an implementation failed, crashed or ran out of memory
+  3    bad arguments, spec or job id
+  4    infrastructure: no daemon, no GPU runtime, a failed build or pull,
+       an unreadable job store, the runner's own infrastructure errors
+  124  timed out
+  130  cancelled, or interrupted by Ctrl-C
 
 With --detach it prints the job id alone on stdout and returns; follow the job
 with xrun logs -f, wait, status, results, cancel and rm.
@@ -569,6 +578,9 @@ func (a *App) discard(e engine.Engine, j *jobs.Job, cause error) {
 	if st, err := a.Store(); err == nil {
 		now := time.Now().UTC()
 		j.Status, j.Error, j.Finished = result.StatusFailed, cause.Error(), &now
+		if j.StoppedBy != "" {
+			j.Status = j.StoppedBy
+		}
 		st.Save(j)
 	}
 }
@@ -587,6 +599,11 @@ func (a *App) runAttached(ctx context.Context, p *prepared, j *jobs.Job, o submi
 	// Wait before Start, as docker run does: an exit can never be missed.
 	waitC := p.eng.Wait(runCtx, j.ContainerID, true)
 	if err := p.eng.Start(runCtx, j.ContainerID); err != nil {
+		if ctx.Err() != nil { // Ctrl-C before the start: cancelled, not failed
+			j.StoppedBy = result.StatusCancelled
+			a.discard(p.eng, j, errors.New("interrupted before it started"))
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted before it started", j.ID)}
+		}
 		a.discard(p.eng, j, err)
 		return err
 	}
@@ -625,14 +642,31 @@ func (a *App) runAttached(ctx context.Context, p *prepared, j *jobs.Job, o submi
 var errTimeout = errors.New("job timeout")
 
 // interrupt stops and removes the container of an attached job on Ctrl-C.
+// The record says cancelled first; a second Ctrl-C (abortOf) cuts the
+// graceful stop and the copy of the results short, and the container is
+// killed and removed all the same.
 func (a *App) interrupt(ctx context.Context, e engine.Engine, j *jobs.Job) error {
 	st, _ := a.Store()
-	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing container %s (Ctrl-C again to exit at once)\n", j.ContainerName)
-	j.Status = result.StatusCancelled
+	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing container %s (Ctrl-C again to skip the graceful stop)\n", j.ContainerName)
+	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
 	st.Save(j)
-	e.Stop(ctx, j.ContainerID, 2*time.Second)
-	if c, err := e.Inspect(ctx, j.ContainerID); err == nil {
-		a.finalize(ctx, e, j, c)
+	graceful, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-abortOf(ctx):
+			cancel()
+		case <-graceful.Done():
+		}
+	}()
+	e.Stop(graceful, j.ContainerID, 2*time.Second)
+	if c, err := e.Inspect(graceful, j.ContainerID); err == nil {
+		a.finalize(graceful, e, j, c)
+	}
+	if graceful.Err() != nil && j.Finished == nil {
+		now := time.Now().UTC()
+		j.Finished = &now
+		st.Save(j)
 	}
 	if err := e.Remove(ctx, j.ContainerID, true); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted, but removing its container failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}

@@ -23,7 +23,8 @@ func newWaitCommand(a *App) *cli.Command {
 		Usage:     "wait for a job to end, enforce its timeout, fetch its results, and exit with its code",
 		ArgsUsage: "JOB",
 		Description: `Exits like an attached submit: 0 succeeded, 1 criteria failed, 2 an
-implementation failed, 124 timed out, 130 cancelled.
+implementation failed, 3 bad job id, 4 infrastructure, 124 timed out, 130
+cancelled (see xrun submit --help).
 
 Examples:
   id=$(xrun submit -d experiments/039-gla-pingpong) && xrun wait $id && xrun results $id`,

@@ -348,7 +348,7 @@ func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {
 		t.Errorf("rm left %d containers", len(cs))
 	}
 	bad := xrun(t, time.Minute, "status", id)
-	expect(t, bad, 1, "no job \""+id+"\"")
+	expect(t, bad, 3, "no job \""+id+"\"")
 }
 
 func TestCancelRunningJob(t *testing.T) {
@@ -368,6 +368,19 @@ func TestCancelRunningJob(t *testing.T) {
 }
 
 func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
+	interruptAttached(t, 0)
+}
+
+// A second Ctrl-C right after the first skips the graceful stop, but the
+// container still goes and the record still says cancelled.
+func TestTwiceInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
+	interruptAttached(t, 20*time.Millisecond)
+}
+
+// interruptAttached runs the slow fixture attached and sends it SIGINT once
+// it runs, and again after second when that is not zero; xrun must exit
+// 130 having removed the container and recorded the job cancelled.
+func interruptAttached(t *testing.T, second time.Duration) {
 	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
 	cmd.Env = env()
 	var errb syncBuffer
@@ -397,6 +410,12 @@ func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
+	if second > 0 {
+		time.Sleep(second)
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -421,6 +440,25 @@ func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 func TestAttachedTimeout(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "--timeout", "4s")
 	expect(t, r, 124, "timed out after 4s", "raise resources.timeout")
+	agree(t, r, result.StatusTimeout, 124)
+}
+
+// agree checks that the record and the store's results.json of the job
+// that r ran say status, and that xrun results exits with code.
+func agree(t *testing.T, r res, want string, code int) {
+	t.Helper()
+	m := jobLine.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no job id in stderr:\n%s", r.stderr)
+	}
+	if s := jobStatus(t, m[1]); s.Status != want {
+		t.Errorf("record says %s, want %s", s.Status, want)
+	}
+	js := xrun(t, time.Minute, "results", "--json", m[1])
+	expect(t, js, code)
+	if rs, err := result.Decode([]byte(js.stdout)); err != nil || rs.Status != want {
+		t.Errorf("results.json says %v, want %s (%v)", rs, want, err)
+	}
 }
 
 func TestFailingImplementationExitsNonZero(t *testing.T) {
@@ -443,12 +481,14 @@ func TestOOMKilledJob(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("an OOM job succeeded:\n%s", r.stderr)
 	}
-	expect(t, r, r.code, "container was OOM-killed (memory limit 96MiB)", "raise resources.memory")
+	// One worker was killed: the runner recorded it and went on.
+	expect(t, r, 2, "container was OOM-killed (memory limit 96MiB)", "raise resources.memory")
+	agree(t, r, result.StatusFailed, 2)
 }
 
 func TestFailingBuildShowsTheStep(t *testing.T) {
 	r := submit(t, 5*time.Minute, "badbuild")
-	expect(t, r, 1, "image build failed at \"Step 2/", "RUN python3 -m pip --version", "the base image has no pip")
+	expect(t, r, 4, "image build failed at \"Step 2/", "RUN python3 -m pip --version", "the base image has no pip")
 }
 
 func TestNoGPURuntime(t *testing.T) {
@@ -460,21 +500,68 @@ func TestNoGPURuntime(t *testing.T) {
 		t.Skip("this host has an NVIDIA runtime")
 	}
 	r := xrun(t, 2*time.Minute, "submit", "--base", Base, "--label", testLabel+"=e2e", fixturePath("quick"))
-	expect(t, r, 1, "this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu")
+	expect(t, r, 4, "this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu")
 }
 
 func TestUnreachableDaemon(t *testing.T) {
 	r := xrun(t, time.Minute, "submit", "--cpu", "--host", "unix:///nonexistent/docker.sock", fixturePath("quick"))
-	expect(t, r, 1, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
+	expect(t, r, 4, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
 	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
 		t.Errorf("the error is %d lines:\n%s", n+1, r.stderr)
+	}
+}
+
+// ps fails when the daemon, chosen by --host or by DOCKER_HOST, cannot
+// be reached, instead of listing nothing.
+func TestPsUnreachableDaemon(t *testing.T) {
+	for _, args := range [][]string{{"ps"}, {"ps", "--all", "--json"}, {"ps", "--host", "unix:///nonexistent/docker.sock"}} {
+		cmd := exec.Command(xrunBin, args...)
+		cmd.Env = append(env(), "DOCKER_HOST=unix:///nonexistent/docker.sock")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		r := res{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+		expect(t, r, 4, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
+		if r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("xrun %v: stdout %q, stderr:\n%s", args, r.stdout, r.stderr)
+		}
+	}
+}
+
+// A record cut short is listed by ps, naming the file, and rm -f removes
+// it and the job's container.
+func TestTruncatedRecordRemovedByRmForce(t *testing.T) {
+	r := submit(t, 5*time.Minute, "slow", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	waitRunning(t, id)
+	path := filepath.Join(dataDir, "xrun", "jobs", id, "job.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps := xrun(t, time.Minute, "ps")
+	expect(t, ps, 0, path)
+	if !regexp.MustCompile(id + `\s.*unreadable`).MatchString(ps.stdout) {
+		t.Errorf("ps does not list %s as unreadable:\n%s", id, ps.stdout)
+	}
+	expect(t, xrun(t, time.Minute, "rm", id), 4, "xrun rm -f "+id)
+	expect(t, xrun(t, time.Minute, "rm", "-f", id), 0)
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("rm -f left the job's directory: %v", err)
+	}
+	if cs := jobContainers(t, id); len(cs) != 0 {
+		t.Errorf("rm -f left %d containers", len(cs))
 	}
 }
 
 func TestBadJobID(t *testing.T) {
 	for _, cmd := range []string{"logs", "status", "wait", "results", "cancel"} {
 		r := xrun(t, time.Minute, cmd, "0000deadbeef")
-		expect(t, r, 1, `no job "0000deadbeef"`)
+		expect(t, r, 3, `no job "0000deadbeef"`)
 	}
 }
 

@@ -26,15 +26,6 @@ const (
 	OutDir = "out"
 )
 
-// Job statuses beyond the runner's (result.Status*).
-const (
-	StatusCreated = "created"
-	StatusRunning = "running"
-	StatusUnknown = "unknown"
-	StatusOOM     = "oom_killed"
-	StatusRemoved = "removed"
-)
-
 // Job is one submitted job as the client recorded it.
 type Job struct {
 	ID            string     `json:"id"`
@@ -53,7 +44,13 @@ type Job struct {
 	Finished      *time.Time `json:"finished,omitempty"`
 	Status        string     `json:"status"`
 	ExitCode      *int       `json:"exit_code,omitempty"`
-	Error         string     `json:"error,omitempty"`
+	// OOMKilled is set when the kernel's OOM killer ended a process of
+	// the job's container; Status says how the job ended all the same.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// StoppedBy is result.StatusCancelled or result.StatusTimeout when a
+	// client stopped the job, recorded before the stop (FinalStatus).
+	StoppedBy string `json:"stopped_by,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Store is a directory of job records.
@@ -159,18 +156,20 @@ func (s *Store) Has(id, name string) bool {
 	return err == nil
 }
 
-// Load reads the record of the job with exactly this id.
+// Load reads the record of the job with exactly this id. A record that
+// exists but cannot be read or decoded is a *RecordError.
 func (s *Store) Load(id string) (*Job, error) {
-	data, err := os.ReadFile(filepath.Join(s.Dir(id), RecordFile))
+	path := filepath.Join(s.Dir(id), RecordFile)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &NotFoundError{Ref: id}
 		}
-		return nil, fmt.Errorf("read job %s: %w", id, err)
+		return nil, &RecordError{ID: id, Path: path, Err: err}
 	}
 	var j Job
 	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("read job %s: %w", id, err)
+		return nil, &RecordError{ID: id, Path: path, Err: err}
 	}
 	return &j, nil
 }
@@ -226,7 +225,10 @@ func (s *Store) ids() ([]string, error) {
 	return ids, nil
 }
 
-// List returns every job, newest first.
+// List returns every job, newest first. A record that cannot be read is
+// listed as a job with StatusUnreadable and the *RecordError's text as its
+// Error, so that it is seen and can be removed; records are replaced
+// atomically, so it is never one being written.
 func (s *Store) List() ([]*Job, error) {
 	ids, err := s.ids()
 	if err != nil {
@@ -235,8 +237,15 @@ func (s *Store) List() ([]*Job, error) {
 	out := make([]*Job, 0, len(ids))
 	for _, id := range ids {
 		j, err := s.Load(id)
-		if err != nil {
-			continue // a record being written by another process
+		var re *RecordError
+		switch {
+		case errors.As(err, &re):
+			j = &Job{ID: id, Status: StatusUnreadable, Error: re.Error()}
+			if fi, err := os.Stat(re.Path); err == nil {
+				j.Created = fi.ModTime().UTC()
+			}
+		case err != nil:
+			continue // removed since it was listed
 		}
 		out = append(out, j)
 	}
@@ -272,6 +281,20 @@ func (e *NotFoundError) Error() string {
 		return msg + ": list the jobs with `xrun ps --all`"
 	}
 }
+
+// RecordError is a job record that exists but cannot be read: cut short
+// by a full disk, say, or edited by hand.
+type RecordError struct {
+	ID   string
+	Path string
+	Err  error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("job %s: record %s is unreadable (%v): `xrun rm -f %s` removes it", e.ID, e.Path, e.Err, e.ID)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
 
 // AmbiguousError is a prefix that matches several jobs.
 type AmbiguousError struct {

@@ -157,3 +157,41 @@ func TestDefaultRootHonoursXDG(t *testing.T) {
 		t.Errorf("root = %s", r)
 	}
 }
+
+// A record cut short is listed as unreadable, naming its file, and
+// resolving it says the same.
+func TestTruncatedRecord(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	good, bad := &Job{Experiment: "e", Status: StatusRunning}, &Job{Experiment: "e", Status: StatusRunning}
+	for _, j := range []*Job{good, bad} {
+		if err := s.Create(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(s.Dir(bad.ID), RecordFile)
+	data, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List()
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %d jobs, %v", len(list), err)
+	}
+	for _, j := range list {
+		switch j.ID {
+		case good.ID:
+			if j.Status != StatusRunning {
+				t.Errorf("the good record: %+v", j)
+			}
+		case bad.ID:
+			if j.Status != StatusUnreadable || !strings.Contains(j.Error, path) || !strings.Contains(j.Error, "xrun rm -f "+bad.ID) {
+				t.Errorf("the cut record: %+v", j)
+			}
+		}
+	}
+	_, err = s.Resolve(bad.ID[:6])
+	var re *RecordError
+	if !errors.As(err, &re) || re.Path != path {
+		t.Errorf("Resolve = %v, want a RecordError for %s", err, path)
+	}
+}

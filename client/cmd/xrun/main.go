@@ -9,9 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/xrun-dev/xrun/client/cli"
 )
+
+// abortGrace is how long a second Ctrl-C waits for the command's fast
+// cleanup (kill and remove the job's container, record it cancelled)
+// before xrun exits regardless.
+const abortGrace = 15 * time.Second
 
 func main() {
 	if cli.IsRunner(os.Args) {
@@ -21,14 +27,23 @@ func main() {
 		os.Exit(code)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
+	abort := make(chan struct{})
+	ctx = cli.WithAbort(ctx, abort)
+	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
 		cancel() // the command stops its job and cleans up
 		<-sigs
-		fmt.Fprintln(os.Stderr, "xrun: interrupted twice: exiting at once")
-		os.Exit(130)
+		// Exiting here would leave the container running: the command
+		// kills and removes it instead of stopping it gracefully.
+		fmt.Fprintln(os.Stderr, "xrun: interrupted twice: removing the job's container and exiting (Ctrl-C again to exit at once)")
+		close(abort)
+		select {
+		case <-sigs:
+		case <-time.After(abortGrace):
+		}
+		os.Exit(cli.ExitInterrupted)
 	}()
 	os.Exit(cli.Main(ctx, os.Args, os.Stdout, os.Stderr, os.Getenv))
 }

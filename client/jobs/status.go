@@ -1,0 +1,84 @@
+package jobs
+
+import "github.com/xrun-dev/xrun/runner/result"
+
+// Job statuses. A finished job ends in one of the runner's statuses
+// (result.StatusSucceeded, StatusFailed, StatusCriteriaFailed,
+// StatusCancelled, StatusTimeout), the same word its results.json in the
+// store says; the ones below are the client's alone and never final
+// except StatusRemoved.
+const (
+	StatusCreated = "created"
+	StatusRunning = "running"
+	// StatusUnknown is a job whose host could not be asked.
+	StatusUnknown = "unknown"
+	// StatusRemoved is a job whose container went before its results
+	// were fetched.
+	StatusRemoved = "removed"
+	// StatusUnreadable is a job whose record cannot be read (List).
+	StatusUnreadable = "unreadable"
+)
+
+// Final reports whether a job status will not change any more.
+func Final(status string) bool {
+	switch status {
+	case result.StatusSucceeded, result.StatusFailed, result.StatusCriteriaFailed,
+		result.StatusCancelled, result.StatusTimeout, StatusRemoved:
+		return true
+	}
+	return false
+}
+
+// Outcome is what is known of a job once its container has exited.
+type Outcome struct {
+	// ExitCode is the container's exit code.
+	ExitCode int
+	// OOMKilled is the daemon's flag: the kernel's OOM killer ended a
+	// process of the container (the runner, or only one of its workers).
+	OOMKilled bool
+	// StoppedBy is result.StatusCancelled or result.StatusTimeout when a
+	// client stopped the job (Job.StoppedBy), else empty.
+	StoppedBy string
+	// Results is the status in results.json, empty when there is none.
+	Results string
+}
+
+// FinalStatus decides a finished job's status; submit, wait, status,
+// results and ps all take it from here.
+//
+// A verdict that needs every implementation to have run to the end
+// (succeeded, criteria_failed) stands: the runner reached it before any
+// stop could matter. Otherwise whoever stopped the job says why: a runner
+// sent SIGTERM writes cancelled even when the client stopped it for its
+// timeout, and one stopped while it set up may write failed. Then the
+// runner's own failed or timeout (its deadline), an OOM kill of one worker
+// included (that worker's implementation is recorded as failed). Last
+// comes the container's exit code, for a runner that died before it wrote
+// a verdict: killed for memory, crashed, or stopped by someone else.
+func FinalStatus(o Outcome) string {
+	switch o.Results {
+	case result.StatusSucceeded, result.StatusCriteriaFailed:
+		return o.Results
+	}
+	switch o.StoppedBy {
+	case result.StatusCancelled, result.StatusTimeout:
+		return o.StoppedBy
+	}
+	switch o.Results {
+	case result.StatusFailed, result.StatusTimeout, result.StatusCancelled:
+		return o.Results
+	}
+	switch {
+	case o.OOMKilled:
+		return result.StatusFailed
+	case o.ExitCode == 0:
+		return result.StatusSucceeded
+	case o.ExitCode == 1:
+		return result.StatusCriteriaFailed
+	case o.ExitCode == 124:
+		return result.StatusTimeout
+	case o.ExitCode == 130 || o.ExitCode == 143: // SIGINT, SIGTERM
+		return result.StatusCancelled
+	}
+	return result.StatusFailed
+}
