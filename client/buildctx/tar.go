@@ -29,6 +29,8 @@ type Extra struct {
 	Mode fs.FileMode
 	Data []byte
 	Src  string
+	// Dir makes an empty directory instead of a file.
+	Dir bool
 }
 
 // entry is one tar entry before writing.
@@ -85,6 +87,10 @@ func (c *Context) entries(extras []Extra) ([]entry, error) {
 		mode := int64(x.Mode.Perm())
 		if mode == 0 {
 			mode = 0o644
+		}
+		if x.Dir {
+			entries = append(entries, entry{name: name, kind: 'd', mode: 0o755, extra: true})
+			continue
 		}
 		e := entry{name: name, kind: 'f', mode: mode, data: x.Data, src: x.Src, extra: true}
 		if x.Data == nil {
@@ -195,6 +201,10 @@ func (c *Context) HashWith(extras ...Extra) (string, error) {
 	sorted := append([]Extra(nil), extras...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, x := range sorted {
+		if x.Dir {
+			fmt.Fprintf(h, "%s\x00dir\n", x.Name)
+			continue
+		}
 		sum := sha256.New()
 		if x.Data != nil {
 			sum.Write(x.Data)

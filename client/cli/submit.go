@@ -42,7 +42,20 @@ type submitOptions struct {
 	hosts []string
 	// queue waits for busy GPUs instead of failing.
 	queue bool
+	// root runs the job as root with the default capabilities.
+	root bool
+	// network is "default" or "none".
+	network string
 }
+
+// DefaultPidsLimit caps a job's processes and threads: far above what a
+// benchmark with a compiler pool uses, far below what takes a host down.
+const DefaultPidsLimit = 8192
+
+// defaultMemory is a job's memory limit when resources.memory sets none:
+// three quarters of the host's, so that a runaway job is killed before the
+// host (and every other job on it) runs out.
+func defaultMemory(hostBytes int64) int64 { return hostBytes / 4 * 3 }
 
 func newSubmitCommand(a *App) *cli.Command {
 	var o submitOptions
@@ -77,7 +90,12 @@ Examples:
   xrun submit --host ssh://me@gpu-box --gpus 0,2 --env HF_TOKEN experiments/039-gla-pingpong
   xrun submit --gpus device=1 experiments/039-gla-pingpong                 # GPU 1 only
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
-  xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel`,
+  xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel
+
+Jobs run as uid 65532 without capabilities (--root to run as root), with
+at most 8192 processes and threads, and a memory limit of resources.memory,
+else three quarters of the host's memory. --env values are kept in the
+container's configuration on the host until xrun rm removes it.`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
@@ -89,12 +107,17 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "print the job record (attached: after it ends) as JSON on stdout", Destination: &o.json},
 			&cli.StringSliceFlag{Name: "label", Usage: "add label KEY=VALUE to the job's image and container"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
+			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
+			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("submit takes one experiment directory, got %d arguments (see xrun submit --help)", c.NArg())
 			}
 			o.dir = c.Args().First()
+			if o.network != "default" && o.network != "none" {
+				return usageError("--network %q: give default or none", o.network)
+			}
 			o.env = c.StringSlice("env")
 			o.labels = c.StringSlice("label")
 			o.hosts = c.StringSlice("host")
@@ -210,6 +233,18 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		GPUs:        p.gpus,
 		ShmBytes:    int64(p.spec.Resources.Shm),
 		MemoryBytes: int64(p.spec.Resources.Memory),
+		PidsLimit:   DefaultPidsLimit,
+		// The job's code runs unprivileged unless asked otherwise; what it
+		// writes goes to /xrun/{out,home,tmp}, owned by the job user.
+		User:            dockerfile.JobUser,
+		Unprivileged:    true,
+		NetworkDisabled: o.network == "none",
+	}
+	if o.root {
+		cs.User, cs.Unprivileged = "", false
+	}
+	if cs.MemoryBytes == 0 {
+		cs.MemoryBytes = defaultMemory(p.info.MemoryBytes)
 	}
 	if cs.ShmBytes == 0 {
 		cs.ShmBytes = 1 << 30 // PyTorch DataLoader workers and NCCL need more than Docker's 64 MiB
@@ -339,6 +374,7 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		{Name: "Dockerfile", Mode: 0o644, Data: df},
 		{Name: "xrun-runner", Mode: 0o755, Src: runner},
 	}
+	extras = append(extras, dockerfile.Dirs()...)
 	done = a.step("hash")
 	hash, err := bctx.HashWith(extras...)
 	if err != nil {

@@ -88,7 +88,8 @@ func TestClassicBuild(t *testing.T) {
 			t.Fatal(err)
 		}
 		var tarball bytes.Buffer
-		if err := c.WriteTar(&tarball, buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner}); err != nil {
+		extras := append(Dirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
+		if err := c.WriteTar(&tarball, extras...); err != nil {
 			t.Fatal(err)
 		}
 		return docker(t, tarball.Bytes(), []string{"DOCKER_BUILDKIT=0"}, "build", "-t", tag, "-")

@@ -24,6 +24,16 @@ const (
 	RunnerPath    = "/usr/local/bin/xrun-runner"
 	ExperimentDir = "/xrun/exp"
 	OutDir        = "/xrun/out"
+	// HomeDir and TmpDir are the job's HOME and TMPDIR: caches (Triton,
+	// torch extensions) and scratch, writable by JobUser.
+	HomeDir = "/xrun/home"
+	TmpDir  = "/xrun/tmp"
+	// JobUser is the user jobs run as unless submitted with --root: no
+	// name needed, so it works on any base, scratch included.
+	JobUser = "65532:65532"
+	// SkelDir is the build-context directory holding the empty out, home
+	// and tmp directories, copied to /xrun owned by JobUser.
+	SkelDir = "xrun-dirs"
 )
 
 // Options describe the image.
@@ -78,10 +88,12 @@ func Generate(o Options) ([]byte, error) {
 		b.WriteString(" && PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \\\n")
 		fmt.Fprintf(&b, "    python3 -m pip install --no-cache-dir %s\n", strings.Join(quoted, " "))
 	}
-	b.WriteString("ENV PYTHONUNBUFFERED=1\n")
+	fmt.Fprintf(&b, "ENV PYTHONUNBUFFERED=1 HOME=%s TMPDIR=%s\n", HomeDir, TmpDir)
 	fmt.Fprintf(&b, "COPY %s %s\n", o.RunnerSrc, RunnerPath)
+	// COPY --chown makes the job's writable directories without needing a
+	// shell (or a user database) in the base.
+	fmt.Fprintf(&b, "COPY --chown=%s %s/ /xrun/\n", JobUser, SkelDir)
 	// WORKDIR creates the directory without needing a shell in the base.
-	fmt.Fprintf(&b, "WORKDIR %s\n", OutDir)
 	fmt.Fprintf(&b, "WORKDIR %s\n", ExperimentDir)
 	fmt.Fprintf(&b, "ENTRYPOINT [%q, \"--experiment\", %q, \"--out\", %q]\n", RunnerPath, ExperimentDir, OutDir)
 	if len(o.Labels) > 0 {
@@ -105,6 +117,16 @@ func Generate(o Options) ([]byte, error) {
 	// The code is the last step: an edit rebuilds this layer alone.
 	fmt.Fprintf(&b, "COPY %s/ %s/\n", buildctx.Root, ExperimentDir)
 	return b.Bytes(), nil
+}
+
+// Dirs are the build-context entries the generated Dockerfile copies to
+// /xrun: the empty out, home and tmp directories of SkelDir.
+func Dirs() []buildctx.Extra {
+	var x []buildctx.Extra
+	for _, d := range []string{"out", "home", "tmp"} {
+		x = append(x, buildctx.Extra{Name: SkelDir + "/" + d, Dir: true})
+	}
+	return x
 }
 
 func (o Options) check() error {

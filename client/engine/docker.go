@@ -336,8 +336,16 @@ func (d *Docker) Create(ctx context.Context, s ContainerSpec) (string, error) {
 		WorkingDir:      s.WorkingDir,
 		StopSignal:      s.StopSignal,
 		NetworkDisabled: s.NetworkDisabled,
+		User:            s.User,
 	}
 	hc := &container.HostConfig{ShmSize: s.ShmBytes}
+	if s.PidsLimit > 0 {
+		hc.PidsLimit = &s.PidsLimit
+	}
+	if s.Unprivileged {
+		hc.CapDrop = []string{"ALL"}
+		hc.SecurityOpt = []string{"no-new-privileges"}
+	}
 	hc.Memory = s.MemoryBytes
 	if s.MemoryBytes > 0 {
 		hc.MemorySwap = s.MemoryBytes // no swap beyond the limit, so OOM is OOM

@@ -131,6 +131,12 @@ type ContainerSpec struct {
 	StopSignal string
 	// NetworkDisabled runs the container without a network.
 	NetworkDisabled bool
+	// User runs the process as this uid:gid instead of the image's user.
+	User string
+	// PidsLimit caps the processes and threads of the container (0: none).
+	PidsLimit int64
+	// Unprivileged drops every capability and sets no-new-privileges.
+	Unprivileged bool
 }
 
 // WaitResult is how a container stopped.
