@@ -52,7 +52,9 @@ type Options struct {
 	// NoClockMonitor leaves out the clock readings taken while timing.
 	NoClockMonitor bool
 
-	// Log receives progress and the final table (runner.log gets the same).
+	// Log receives progress (runner.log gets the same). The final table
+	// goes to runner.log only: the caller prints it where it belongs
+	// (Main on stderr, xrun on stdout), so it is never printed twice.
 	Log io.Writer
 }
 
@@ -110,8 +112,9 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 		return nil, &InfraError{fmt.Errorf("open runner.log in %s (is the output directory writable?): %w", o.OutDir, err)}
 	}
 	defer logFile.Close()
-	rn := &runner{o: o, log: &syncWriter{w: io.MultiWriter(o.Log, logFile)}, path: filepath.Join(o.OutDir, result.FileName),
-		windows: map[windowKey][]gpuinfo.Window{}}
+	mu := new(sync.Mutex)
+	rn := &runner{o: o, log: &syncWriter{mu: mu, w: io.MultiWriter(o.Log, logFile)}, logFile: &syncWriter{mu: mu, w: logFile},
+		path: filepath.Join(o.OutDir, result.FileName), windows: map[windowKey][]gpuinfo.Window{}}
 	return rn.run(ctx)
 }
 
@@ -122,6 +125,7 @@ type runner struct {
 	// varying are the parameters that differ between cases: they label them.
 	varying []string
 	log     io.Writer
+	logFile io.Writer // runner.log alone
 	path    string
 
 	cpu        bool
@@ -1074,7 +1078,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	now := time.Now().UTC()
 	r.FinishedAt = &now
 	rn.write()
-	if err := report.Text(rn.log, r); err != nil {
+	if err := report.Text(rn.logFile, r); err != nil {
 		rn.logf("render the results table: %v", err)
 	}
 	var md bytes.Buffer
@@ -1149,9 +1153,10 @@ func orInt(v, def int) int {
 	return def
 }
 
-// syncWriter serialises writes from the runner and its workers' goroutines.
+// syncWriter serialises writes from the runner and its workers' goroutines;
+// the writers to runner.log share one mutex.
 type syncWriter struct {
-	mu sync.Mutex
+	mu *sync.Mutex
 	w  io.Writer
 }
 
