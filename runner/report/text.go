@@ -126,10 +126,14 @@ func notConverged(r *result.Results) bool {
 }
 
 // failures lists one line per implementation and case whose status is not ok,
-// with its reason.
+// with its reason, and under it the last lines of the traceback (or of the
+// worker's stderr): results.json keeps all of it, but the terminal is where
+// a failure is first seen. A tail repeated by the same implementation (an
+// import error fails every case alike) is shown once.
 func failures(r *result.Results) []string {
 	var out []string
 	cols := columns(r)
+	shown := map[string]bool{}
 	for i, c := range r.Cases {
 		for _, n := range implNames(r) {
 			ir := c.Results[n]
@@ -144,7 +148,44 @@ func failures(r *result.Results) []string {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s %s %s: %s", cols[i], n, ir.Status, why))
+			tail := lastLines(afterFirstLine(ir.Error), tailLines)
+			if tail == nil {
+				tail = lastLines(ir.StderrTail, tailLines)
+			}
+			if key := n + "\x00" + strings.Join(tail, "\n"); len(tail) > 0 && !shown[key] {
+				shown[key] = true
+				for _, l := range tail {
+					out = append(out, "  | "+l)
+				}
+			}
 		}
+	}
+	return out
+}
+
+// tailLines is how much of a traceback the table shows: a Python
+// traceback's last frame, its source line and the exception.
+const tailLines = 6
+
+func afterFirstLine(s string) string {
+	_, rest, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return rest
+}
+
+// lastLines returns the last n non-blank lines of s, each cut to 200
+// bytes, or nil.
+func lastLines(s string, n int) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if l = strings.TrimRight(l, " \t\r"); l != "" {
+			if len(l) > 200 {
+				l = l[:197] + "..."
+			}
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
 	}
 	return out
 }
