@@ -246,3 +246,24 @@ RuntimeError: this kernel is broken on purpose`
 		t.Errorf("table lacks the traceback tail:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// The table shows the rate nearer its peak: GB/s for a memory-bound
+// kernel, whose TFLOPS would read 0.00.
+func TestFmtBound(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		t    result.Throughput
+		want string
+	}{
+		{"memory bound", result.Throughput{TFLOPS: 0.0031, GBps: 2680, PctPeakFlops: 0.0003, PctPeakBW: 80}, "2680.0 GB/s 80%"},
+		{"compute bound", result.Throughput{TFLOPS: 612.4, GBps: 310, PctPeakFlops: 61.9, PctPeakBW: 9.3}, "612.40 TFLOPS 62%"},
+		{"no bytes model", result.Throughput{TFLOPS: 1.52, PctPeakFlops: 2.3}, "1.52 TFLOPS 2.3%"},
+		{"no peaks, tiny flops", result.Throughput{TFLOPS: 0.001, GBps: 12.5}, "12.5 GB/s"},
+		{"no peaks", result.Throughput{TFLOPS: 0.8, GBps: 12.5}, "0.80 TFLOPS"},
+		{"no model", result.Throughput{TokensPerS: 1e6}, "-"},
+	} {
+		if got := fmtBound(&c.t); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -12,8 +12,9 @@ import (
 
 // Text writes a compact terminal table of r: one row per case and
 // implementation with its status, median, q1-q3, speedup and verdict over
-// the baseline, TFLOPS and max abs error; then one line per criterion and
-// the warnings.
+// the baseline, throughput against the bound that applies (TFLOPS or GB/s,
+// with the share of the GPU's peak) and max abs error; then one line per
+// criterion and the warnings.
 func Text(w io.Writer, r *result.Results) error {
 	ew := &errWriter{w: w}
 	head := []string{r.Experiment}
@@ -33,7 +34,7 @@ func Text(w io.Writer, r *result.Results) error {
 	fmt.Fprintln(ew)
 	if len(r.Cases) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CASE\tIMPL\tSTATUS\tMEDIAN ms\tQ1-Q3 ms\tSPEEDUP\tTFLOPS\tMAX ERR")
+		fmt.Fprintln(tw, "CASE\tIMPL\tSTATUS\tMEDIAN ms\tQ1-Q3 ms\tSPEEDUP\tTHROUGHPUT\tMAX ERR")
 		cols := columns(r)
 		for i, c := range r.Cases {
 			for _, n := range implNames(r) {
@@ -41,7 +42,7 @@ func Text(w io.Writer, r *result.Results) error {
 				if ir == nil {
 					continue
 				}
-				med, iqr, speed, tflops, maxErr := "-", "-", "-", "-", "-"
+				med, iqr, speed, through, maxErr := "-", "-", "-", "-", "-"
 				if t := timing(ir); t != nil {
 					med = fmtMS(t.MedianMS)
 					iqr = fmtMS(t.Q1MS) + "-" + fmtMS(t.Q3MS)
@@ -54,13 +55,13 @@ func Text(w io.Writer, r *result.Results) error {
 				} else if n == r.Baseline && timing(ir) != nil {
 					speed = "baseline"
 				}
-				if ir.Throughput != nil && ir.Throughput.TFLOPS > 0 {
-					tflops = strconv.FormatFloat(ir.Throughput.TFLOPS, 'f', 2, 64)
+				if ir.Throughput != nil {
+					through = fmtBound(ir.Throughput)
 				}
 				if ir.Correctness != nil {
 					maxErr = fmtErr(ir.Correctness.MaxAbsError)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cols[i], n, ir.Status, med, iqr, speed, tflops, maxErr)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cols[i], n, ir.Status, med, iqr, speed, through, maxErr)
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -112,6 +113,29 @@ func Text(w io.Writer, r *result.Results) error {
 		return fmt.Errorf("write results table: %w", ew.err)
 	}
 	return nil
+}
+
+// fmtBound shows the throughput against the bound that applies: of the
+// compute and memory rates, the one nearer its peak (a memory-bound
+// kernel's TFLOPS would read 0.00 while its GB/s say it is at 80%). With no
+// peaks known (a CPU run, a GPU missing from the table) it is TFLOPS unless
+// they round to zero; "-" with no work model.
+func fmtBound(t *result.Throughput) string {
+	flops := strconv.FormatFloat(t.TFLOPS, 'f', 2, 64) + " TFLOPS"
+	bw := strconv.FormatFloat(t.GBps, 'f', 1, 64) + " GB/s"
+	switch {
+	case t.PctPeakFlops > 0 && t.PctPeakFlops >= t.PctPeakBW:
+		return flops + " " + fmtPct(t.PctPeakFlops)
+	case t.PctPeakBW > 0:
+		return bw + " " + fmtPct(t.PctPeakBW)
+	case t.TFLOPS >= 0.005:
+		return flops
+	case t.GBps > 0:
+		return bw
+	case t.TFLOPS > 0:
+		return flops
+	}
+	return "-"
 }
 
 func notConverged(r *result.Results) bool {
