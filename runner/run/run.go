@@ -380,6 +380,9 @@ func (rn *runner) prepare(ctx context.Context) error {
 		rn.argv = []string{py, "-u", script}
 		rn.r.Env.Extra = map[string]string{"python_executable": py}
 		rn.logf("python: %s", py)
+		if err := rn.checkRefs(ctx, py); err != nil {
+			return err
+		}
 	}
 	// The reference needs a worker of its own only to be timed: every
 	// implementation's worker computes it in-process for the checks.
@@ -395,6 +398,46 @@ func (rn *runner) prepare(ctx context.Context) error {
 		rn.impls = append(rn.impls, x)
 	}
 	return nil
+}
+
+// checkRefs finds every module:function the spec names before any worker
+// starts: a misspelt name or a syntax error is a bad spec (exit 3) found
+// in a second, not an error repeated by every case after the GPU work.
+func (rn *runner) checkRefs(ctx context.Context, py string) error {
+	b := &rn.s.Benchmark
+	var refs []harness.Ref
+	add := func(key, ref string) {
+		if ref != "" {
+			refs = append(refs, harness.Ref{Key: key, Ref: ref})
+		}
+	}
+	add("benchmark.inputs", b.Inputs)
+	add("benchmark.reference", b.Reference)
+	for _, im := range b.Implementations {
+		key := "benchmark.implementations." + im.Name
+		if _, ok := rn.s.Lines[key+".fn"]; ok {
+			key += ".fn"
+		}
+		add(key, im.Fn)
+	}
+	add("benchmark.flops", b.Flops)
+	add("benchmark.bytes", b.Bytes)
+	add("benchmark.tokens", b.Tokens)
+	add("benchmark.metrics", b.Metrics)
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, rn.env, refs)
+	if err != nil {
+		// The check is a shortcut: the workers still report what it missed.
+		rn.logf("%v", err)
+		return nil
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = fmt.Sprintf("%s: %s: %s%s", rn.s.At(p.Key), p.Ref, p.Where(), p.Message)
+	}
+	return &SpecError{errors.New(strings.Join(msgs, "\n"))}
 }
 
 var smRE = regexp.MustCompile(`^sm_([0-9]{2,3})(a?)$`)
