@@ -218,6 +218,7 @@ Examples:
 			newCompareCommand(a),
 			newRunCommand(a),
 			newVersionCommand(a),
+			newCompletionCommand(a),
 		},
 	}
 }
