@@ -219,6 +219,7 @@ Examples:
 			newRunCommand(a),
 			newVersionCommand(a),
 			newCompletionCommand(a),
+			newPruneCommand(a),
 		},
 	}
 }
