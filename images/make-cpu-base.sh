@@ -2,12 +2,12 @@
 # Makes a CPU base image on a host that cannot reach a container registry:
 # a Debian root filesystem from debootstrap (python3, numpy, and with --torch
 # Debian's PyTorch), loaded with `docker import`. Needs root and a Debian
-# mirror. Takes 1-3 min, or 3-12 min with --torch, mostly downloading.
+# mirror. Takes 1-3 min, or 2-12 min with --torch, mostly downloading.
 set -euo pipefail
 
 usage() {
 	cat <<EOF
-usage: sudo $0 [--torch] [--name NAME] [--mirror URL] [--suite SUITE] [--force]
+usage: $0 [--torch] [--name NAME] [--mirror URL] [--suite SUITE] [--force]
 
   --torch        also install python3-torch (default name xrun/cpu-torch:bookworm)
   --name NAME    image name (default xrun/cpu-base:bookworm)
@@ -42,9 +42,15 @@ if [ -z "$name" ]; then
 fi
 say() { echo "make-cpu-base.sh: $*" >&2; }
 
+# debootstrap creates device nodes and runs a chroot: a user with sudo gets
+# the script rerun under it (make demo is run as either).
 if [ "$(id -u)" != 0 ]; then
-	say "needs root (debootstrap creates device nodes and runs a chroot); run it with sudo"
-	exit 1
+	if ! command -v sudo >/dev/null; then
+		say "needs root (debootstrap creates device nodes and runs a chroot): run it as root"
+		exit 1
+	fi
+	say "needs root (debootstrap creates device nodes and runs a chroot): rerunning with sudo"
+	exec sudo --preserve-env=DOCKER_HOST,DOCKER_CONTEXT,DOCKER_CONFIG,TMPDIR "$0" "$@"
 fi
 if ! command -v docker >/dev/null; then
 	say "no docker command; install the Docker CLI"
@@ -82,7 +88,7 @@ trap cleanup EXIT
 
 packages="python3,python3-numpy"
 took="1-3 minutes"
-if [ "$torch" = 1 ]; then packages="$packages,python3-torch" took="3-12 minutes"; fi
+if [ "$torch" = 1 ]; then packages="$packages,python3-torch" took="2-12 minutes"; fi
 say "debootstrap $suite ($packages) from $mirror: usually $took, mostly downloading"
 
 # progress turns debootstrap's one line per package into a line per stage
