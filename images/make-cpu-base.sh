@@ -2,12 +2,12 @@
 # Makes a CPU base image on a host that cannot reach a container registry:
 # a Debian root filesystem from debootstrap (python3, numpy, and with --torch
 # Debian's PyTorch), loaded with `docker import`. Needs root and a Debian
-# mirror. Takes 1-3 min, or 3-12 min with --torch, mostly downloading.
+# mirror. Takes 1-3 min, or 2-12 min with --torch, mostly downloading.
 set -euo pipefail
 
 usage() {
 	cat <<EOF
-usage: sudo $0 [--torch] [--name NAME] [--mirror URL] [--suite SUITE] [--force]
+usage: $0 [--torch] [--name NAME] [--mirror URL] [--suite SUITE] [--force]
 
   --torch        also install python3-torch (default name xrun/cpu-torch:bookworm)
   --name NAME    image name (default xrun/cpu-base:bookworm)
@@ -42,9 +42,15 @@ if [ -z "$name" ]; then
 fi
 say() { echo "make-cpu-base.sh: $*" >&2; }
 
+# debootstrap creates device nodes and runs a chroot: a user with sudo gets
+# the script rerun under it (make demo is run as either).
 if [ "$(id -u)" != 0 ]; then
-	say "needs root (debootstrap creates device nodes and runs a chroot); run it with sudo"
-	exit 1
+	if ! command -v sudo >/dev/null; then
+		say "needs root (debootstrap creates device nodes and runs a chroot): run it as root"
+		exit 1
+	fi
+	say "needs root (debootstrap creates device nodes and runs a chroot): rerunning with sudo"
+	exec sudo --preserve-env=DOCKER_HOST,DOCKER_CONTEXT,DOCKER_CONFIG,TMPDIR "$0" "$@"
 fi
 if ! command -v docker >/dev/null; then
 	say "no docker command; install the Docker CLI"
@@ -81,9 +87,41 @@ cleanup() {
 trap cleanup EXIT
 
 packages="python3,python3-numpy"
-if [ "$torch" = 1 ]; then packages="$packages,python3-torch"; fi
-say "debootstrap $suite ($packages) from $mirror"
-if ! debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$work/debootstrap.log" 2>&1; then
+took="1-3 minutes"
+if [ "$torch" = 1 ]; then packages="$packages,python3-torch" took="2-12 minutes"; fi
+say "debootstrap $suite ($packages) from $mirror: usually $took, mostly downloading"
+
+# progress turns debootstrap's one line per package into a line per stage
+# and one every 25 packages, with the time so far: a torch base fetches
+# several hundred packages and would otherwise be minutes of silence.
+progress() {
+	local stage="" n=0 verb
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >>"$work/debootstrap.log"
+		# Validating follows each Retrieving: counting it would flip
+		# between two stages on every package.
+		case "$line" in
+		"I: Retrieving "* | "I: Extracting "* | "I: Unpacking "* | "I: Configuring "*) ;;
+		*) continue ;;
+		esac
+		verb="${line#I: }"
+		verb="${verb%% *}"
+		if [ "$verb" != "$stage" ]; then
+			[ -n "$stage" ] && say "$(elapsed) ${stage,,}: $n done"
+			stage="$verb" n=0
+			say "$(elapsed) ${stage,,} packages"
+		fi
+		n=$((n + 1))
+		if [ $((n % 25)) = 0 ]; then say "$(elapsed) ${stage,,}: $n so far"; fi
+	done
+	[ -n "$stage" ] && say "$(elapsed) ${stage,,}: $n done"
+	return 0
+}
+elapsed() { printf '[%d:%02d]' $((SECONDS / 60)) $((SECONDS % 60)); }
+
+: >"$work/debootstrap.log"
+SECONDS=0
+if ! debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" 2>&1 | progress; then
 	tail -n 20 "$work/debootstrap.log" >&2
 	[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 20 "$root/debootstrap/debootstrap.log" >&2
 	say "debootstrap failed (log above); check --mirror and the network"
@@ -94,7 +132,7 @@ fi
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
 	"$root"/var/log/* "$root"/tmp/* "$root"/root/.cache
 
-say "importing as $name"
+say "$(elapsed) debootstrap done; importing as $name"
 tar --numeric-owner -C "$root" -c . | docker import \
 	--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 	--change 'ENV LANG=C.UTF-8' \
@@ -102,4 +140,4 @@ tar --numeric-owner -C "$root" -c . | docker import \
 	- "$name" >/dev/null
 docker run --rm "$name" python3 -c 'import numpy' ||
 	{ say "the imported image cannot import numpy"; exit 1; }
-say "made $name"
+say "$(elapsed) made $name"

@@ -2,7 +2,16 @@
 # Installs what building and testing xrun needs on a Debian/Ubuntu machine
 # (Go and the Docker Engine are expected to be there already).
 set -euo pipefail
-if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+# Root runs apt-get itself (a container or CI image often has no sudo); a
+# user needs sudo.
+if [ "$(id -u)" -eq 0 ]; then
+	sudo=""
+elif command -v sudo >/dev/null; then
+	sudo="sudo"
+else
+	echo "setup: installing packages needs root: run this as root, or install sudo" >&2
+	exit 1
+fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 # debootstrap: makes the CPU base images without a registry.

@@ -240,6 +240,8 @@ Examples:
 			newCompareCommand(a),
 			newRunCommand(a),
 			newVersionCommand(a),
+			newCompletionCommand(a),
+			newPruneCommand(a),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError("%v (see xrun --help)", err)

@@ -26,6 +26,7 @@ SIGKILL after 10 s. The container stays until xrun rm.
 
 Examples:
   xrun cancel 3fa1`,
+		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("cancel takes one job id, got %d arguments", c.NArg())

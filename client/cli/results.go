@@ -35,6 +35,7 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "print results.json as it is", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables with ✅/❌ criteria", Destination: &o.markdown},
 		},
+		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("results takes one job id, got %d arguments", c.NArg())

@@ -45,6 +45,7 @@ func newStatusCommand(a *App) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the job record and container state as JSON", Destination: &o.json},
 		},
+		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("status takes one job id, got %d arguments", c.NArg())

@@ -474,6 +474,21 @@ func TestFailingImplementationExitsNonZero(t *testing.T) {
 	if !strings.Contains(r.stdout, "broken") {
 		t.Errorf("the results table is not on stdout:\n%s", r.stdout)
 	}
+	// The table once (the runner's copy stays in runner.log), with the
+	// traceback's tail under it, here and from xrun results.
+	head := regexp.MustCompile(`CASE +IMPL +STATUS`)
+	if n := len(head.FindAllString(r.stdout+r.stderr, -1)); n != 1 {
+		t.Errorf("the table is printed %d times:\nstdout:\n%s\nstderr:\n%s", n, r.stdout, r.stderr)
+	}
+	const frame = `raise RuntimeError("this kernel is broken on purpose")`
+	if !strings.Contains(r.stdout, frame) {
+		t.Errorf("no traceback under the table:\n%s", r.stdout)
+	}
+	res := xrun(t, time.Minute, "results", m[1])
+	expect(t, res, 0)
+	if !strings.Contains(res.stdout, frame) || !strings.Contains(res.stdout, "broken.py\", line") {
+		t.Errorf("xrun results shows no traceback:\n%s", res.stdout)
+	}
 }
 
 func TestOOMKilledJob(t *testing.T) {

@@ -209,7 +209,7 @@ func (d *Docker) Images(ctx context.Context, labels map[string]string) ([]Image,
 	}
 	out := make([]Image, 0, len(r.Items))
 	for _, im := range r.Items {
-		out = append(out, Image{ID: im.ID, Tags: im.RepoTags})
+		out = append(out, Image{ID: im.ID, Tags: im.RepoTags, Created: time.Unix(im.Created, 0), Size: im.Size, Labels: im.Labels, Parent: im.ParentID})
 	}
 	return out, nil
 }

@@ -98,6 +98,14 @@ func (c ImageConfig) Getenv(name string) string {
 type Image struct {
 	ID   string
 	Tags []string
+	// Created is when the image was built; Size is its size in bytes,
+	// layers shared with other images included.
+	Created time.Time
+	Size    int64
+	Labels  map[string]string
+	// Parent is the image this one was built on by the classic builder
+	// (its intermediate build steps are images too), or "".
+	Parent string
 }
 
 // BuildOptions are the parameters of one image build.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,5 +207,63 @@ func TestWriteErrors(t *testing.T) {
 	}
 	if err := Text(failWriter{}, seed001(t)); err == nil {
 		t.Error("Text to a failing writer returned no error")
+	}
+}
+
+// A Python exception's last lines are shown under the table, once per
+// implementation when every case fails alike.
+func TestTextShowsTracebackTail(t *testing.T) {
+	tb := `Traceback (most recent call last):
+  File "/xrun/runner/harness.py", line 410, in _call
+    out = fn(*inputs)
+  File "/xrun/exp/broken.py", line 15, in broken
+    y = helper(x)
+  File "/xrun/exp/broken.py", line 11, in helper
+    raise RuntimeError("this kernel is broken on purpose")
+RuntimeError: this kernel is broken on purpose`
+	r := &result.Results{Experiment: "e", Status: result.StatusFailed, SweepKeys: []string{"N"}, Implementations: []string{"broken"}}
+	for _, n := range []int{8, 16} {
+		r.Cases = append(r.Cases, result.Case{Params: map[string]any{"N": n}, Results: map[string]*result.ImplResult{
+			"broken": {Status: result.ImplError, Error: "fn raised RuntimeError: this kernel is broken on purpose\n" + tb},
+		}})
+	}
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := `not ok:
+  N=8 broken error: fn raised RuntimeError: this kernel is broken on purpose
+    |     out = fn(*inputs)
+    |   File "/xrun/exp/broken.py", line 15, in broken
+    |     y = helper(x)
+    |   File "/xrun/exp/broken.py", line 11, in helper
+    |     raise RuntimeError("this kernel is broken on purpose")
+    | RuntimeError: this kernel is broken on purpose
+  N=16 broken error: fn raised RuntimeError: this kernel is broken on purpose
+`
+	if !strings.Contains(out, want) {
+		t.Errorf("table lacks the traceback tail:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// The table shows the rate nearer its peak: GB/s for a memory-bound
+// kernel, whose TFLOPS would read 0.00.
+func TestFmtBound(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		t    result.Throughput
+		want string
+	}{
+		{"memory bound", result.Throughput{TFLOPS: 0.0031, GBps: 2680, PctPeakFlops: 0.0003, PctPeakBW: 80}, "2680.0 GB/s 80%"},
+		{"compute bound", result.Throughput{TFLOPS: 612.4, GBps: 310, PctPeakFlops: 61.9, PctPeakBW: 9.3}, "612.40 TFLOPS 62%"},
+		{"no bytes model", result.Throughput{TFLOPS: 1.52, PctPeakFlops: 2.3}, "1.52 TFLOPS 2.3%"},
+		{"no peaks, tiny flops", result.Throughput{TFLOPS: 0.001, GBps: 12.5}, "12.5 GB/s"},
+		{"no peaks", result.Throughput{TFLOPS: 0.8, GBps: 12.5}, "0.80 TFLOPS"},
+		{"no model", result.Throughput{TokensPerS: 1e6}, "-"},
+	} {
+		if got := fmtBound(&c.t); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

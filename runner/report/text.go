@@ -12,8 +12,9 @@ import (
 
 // Text writes a compact terminal table of r: one row per case and
 // implementation with its status, median, q1-q3, speedup and verdict over
-// the baseline, TFLOPS and max abs error; then one line per criterion and
-// the warnings.
+// the baseline, throughput against the bound that applies (TFLOPS or GB/s,
+// with the share of the GPU's peak) and max abs error; then one line per
+// criterion and the warnings.
 func Text(w io.Writer, r *result.Results) error {
 	ew := &errWriter{w: w}
 	head := []string{r.Experiment}
@@ -33,7 +34,7 @@ func Text(w io.Writer, r *result.Results) error {
 	fmt.Fprintln(ew)
 	if len(r.Cases) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CASE\tIMPL\tSTATUS\tMEDIAN ms\tQ1-Q3 ms\tSPEEDUP\tTFLOPS\tMAX ERR")
+		fmt.Fprintln(tw, "CASE\tIMPL\tSTATUS\tMEDIAN ms\tQ1-Q3 ms\tSPEEDUP\tTHROUGHPUT\tMAX ERR")
 		cols := columns(r)
 		for i, c := range r.Cases {
 			for _, n := range implNames(r) {
@@ -41,7 +42,7 @@ func Text(w io.Writer, r *result.Results) error {
 				if ir == nil {
 					continue
 				}
-				med, iqr, speed, tflops, maxErr := "-", "-", "-", "-", "-"
+				med, iqr, speed, through, maxErr := "-", "-", "-", "-", "-"
 				if t := timing(ir); t != nil {
 					med = fmtMS(t.MedianMS)
 					iqr = fmtMS(t.Q1MS) + "-" + fmtMS(t.Q3MS)
@@ -54,13 +55,13 @@ func Text(w io.Writer, r *result.Results) error {
 				} else if n == r.Baseline && timing(ir) != nil {
 					speed = "baseline"
 				}
-				if ir.Throughput != nil && ir.Throughput.TFLOPS > 0 {
-					tflops = strconv.FormatFloat(ir.Throughput.TFLOPS, 'f', 2, 64)
+				if ir.Throughput != nil {
+					through = fmtBound(ir.Throughput)
 				}
 				if ir.Correctness != nil {
 					maxErr = fmtErr(ir.Correctness.MaxAbsError)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cols[i], n, ir.Status, med, iqr, speed, tflops, maxErr)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cols[i], n, ir.Status, med, iqr, speed, through, maxErr)
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -114,6 +115,29 @@ func Text(w io.Writer, r *result.Results) error {
 	return nil
 }
 
+// fmtBound shows the throughput against the bound that applies: of the
+// compute and memory rates, the one nearer its peak (a memory-bound
+// kernel's TFLOPS would read 0.00 while its GB/s say it is at 80%). With no
+// peaks known (a CPU run, a GPU missing from the table) it is TFLOPS unless
+// they round to zero; "-" with no work model.
+func fmtBound(t *result.Throughput) string {
+	flops := strconv.FormatFloat(t.TFLOPS, 'f', 2, 64) + " TFLOPS"
+	bw := strconv.FormatFloat(t.GBps, 'f', 1, 64) + " GB/s"
+	switch {
+	case t.PctPeakFlops > 0 && t.PctPeakFlops >= t.PctPeakBW:
+		return flops + " " + fmtPct(t.PctPeakFlops)
+	case t.PctPeakBW > 0:
+		return bw + " " + fmtPct(t.PctPeakBW)
+	case t.TFLOPS >= 0.005:
+		return flops
+	case t.GBps > 0:
+		return bw
+	case t.TFLOPS > 0:
+		return flops
+	}
+	return "-"
+}
+
 func notConverged(r *result.Results) bool {
 	for _, c := range r.Cases {
 		for _, ir := range c.Results {
@@ -126,10 +150,14 @@ func notConverged(r *result.Results) bool {
 }
 
 // failures lists one line per implementation and case whose status is not ok,
-// with its reason.
+// with its reason, and under it the last lines of the traceback (or of the
+// worker's stderr): results.json keeps all of it, but the terminal is where
+// a failure is first seen. A tail repeated by the same implementation (an
+// import error fails every case alike) is shown once.
 func failures(r *result.Results) []string {
 	var out []string
 	cols := columns(r)
+	shown := map[string]bool{}
 	for i, c := range r.Cases {
 		for _, n := range implNames(r) {
 			ir := c.Results[n]
@@ -144,7 +172,44 @@ func failures(r *result.Results) []string {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s %s %s: %s", cols[i], n, ir.Status, why))
+			tail := lastLines(afterFirstLine(ir.Error), tailLines)
+			if tail == nil {
+				tail = lastLines(ir.StderrTail, tailLines)
+			}
+			if key := n + "\x00" + strings.Join(tail, "\n"); len(tail) > 0 && !shown[key] {
+				shown[key] = true
+				for _, l := range tail {
+					out = append(out, "  | "+l)
+				}
+			}
 		}
+	}
+	return out
+}
+
+// tailLines is how much of a traceback the table shows: a Python
+// traceback's last frame, its source line and the exception.
+const tailLines = 6
+
+func afterFirstLine(s string) string {
+	_, rest, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return rest
+}
+
+// lastLines returns the last n non-blank lines of s, each cut to 200
+// bytes, or nil.
+func lastLines(s string, n int) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if l = strings.TrimRight(l, " \t\r"); l != "" {
+			if len(l) > 200 {
+				l = l[:197] + "..."
+			}
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -18,8 +19,11 @@ import (
 //	xrun-runner --experiment DIR --out DIR [--mode gpu|cpu] [--python PATH] [--no-clock-monitor] [--version]
 //
 // Unset flags come from the XRUN_* environment (docs/architecture.md).
-// Progress and the final table go to stderr. It returns the exit code
-// (ExitCode); ctx carries cancellation (SIGINT/SIGTERM in the callers).
+// Progress goes to stderr, and the final table too unless XRUN_JOB_ID is
+// set: that is a container of xrun submit, whose client prints the table
+// from results.json after streaming the log, so printing it here would
+// show it twice. It returns the exit code (ExitCode); ctx carries
+// cancellation (SIGINT/SIGTERM in the callers).
 func Main(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	o := OptionsFromEnv()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -48,6 +52,13 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	signal.Ignore(syscall.SIGPIPE)
 	o.Log = stderr
 	r, err := Run(ctx, o)
+	// Run returns an error with results only when they stopped before any
+	// case (no table to show) or on cancellation (a partial table).
+	if r != nil && (err == nil || errors.Is(err, context.Canceled)) && o.JobID == "" {
+		if terr := report.Text(stderr, r); terr != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, terr)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	}

@@ -52,7 +52,9 @@ type Options struct {
 	// NoClockMonitor leaves out the clock readings taken while timing.
 	NoClockMonitor bool
 
-	// Log receives progress and the final table (runner.log gets the same).
+	// Log receives progress (runner.log gets the same). The final table
+	// goes to runner.log only: the caller prints it where it belongs
+	// (Main on stderr, xrun on stdout), so it is never printed twice.
 	Log io.Writer
 }
 
@@ -110,8 +112,9 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 		return nil, &InfraError{fmt.Errorf("open runner.log in %s (is the output directory writable?): %w", o.OutDir, err)}
 	}
 	defer logFile.Close()
-	rn := &runner{o: o, log: &syncWriter{w: io.MultiWriter(o.Log, logFile)}, path: filepath.Join(o.OutDir, result.FileName),
-		windows: map[windowKey][]gpuinfo.Window{}}
+	mu := new(sync.Mutex)
+	rn := &runner{o: o, log: &syncWriter{mu: mu, w: io.MultiWriter(o.Log, logFile)}, logFile: &syncWriter{mu: mu, w: logFile},
+		path: filepath.Join(o.OutDir, result.FileName), windows: map[windowKey][]gpuinfo.Window{}}
 	return rn.run(ctx)
 }
 
@@ -122,6 +125,7 @@ type runner struct {
 	// varying are the parameters that differ between cases: they label them.
 	varying []string
 	log     io.Writer
+	logFile io.Writer // runner.log alone
 	path    string
 
 	cpu        bool
@@ -376,6 +380,9 @@ func (rn *runner) prepare(ctx context.Context) error {
 		rn.argv = []string{py, "-u", script}
 		rn.r.Env.Extra = map[string]string{"python_executable": py}
 		rn.logf("python: %s", py)
+		if err := rn.checkRefs(ctx, py); err != nil {
+			return err
+		}
 	}
 	// The reference needs a worker of its own only to be timed: every
 	// implementation's worker computes it in-process for the checks.
@@ -391,6 +398,46 @@ func (rn *runner) prepare(ctx context.Context) error {
 		rn.impls = append(rn.impls, x)
 	}
 	return nil
+}
+
+// checkRefs finds every module:function the spec names before any worker
+// starts: a misspelt name or a syntax error is a bad spec (exit 3) found
+// in a second, not an error repeated by every case after the GPU work.
+func (rn *runner) checkRefs(ctx context.Context, py string) error {
+	b := &rn.s.Benchmark
+	var refs []harness.Ref
+	add := func(key, ref string) {
+		if ref != "" {
+			refs = append(refs, harness.Ref{Key: key, Ref: ref})
+		}
+	}
+	add("benchmark.inputs", b.Inputs)
+	add("benchmark.reference", b.Reference)
+	for _, im := range b.Implementations {
+		key := "benchmark.implementations." + im.Name
+		if _, ok := rn.s.Lines[key+".fn"]; ok {
+			key += ".fn"
+		}
+		add(key, im.Fn)
+	}
+	add("benchmark.flops", b.Flops)
+	add("benchmark.bytes", b.Bytes)
+	add("benchmark.tokens", b.Tokens)
+	add("benchmark.metrics", b.Metrics)
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, rn.env, refs)
+	if err != nil {
+		// The check is a shortcut: the workers still report what it missed.
+		rn.logf("%v", err)
+		return nil
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = fmt.Sprintf("%s: %s: %s%s", rn.s.At(p.Key), p.Ref, p.Where(), p.Message)
+	}
+	return &SpecError{errors.New(strings.Join(msgs, "\n"))}
 }
 
 var smRE = regexp.MustCompile(`^sm_([0-9]{2,3})(a?)$`)
@@ -1074,7 +1121,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	now := time.Now().UTC()
 	r.FinishedAt = &now
 	rn.write()
-	if err := report.Text(rn.log, r); err != nil {
+	if err := report.Text(rn.logFile, r); err != nil {
 		rn.logf("render the results table: %v", err)
 	}
 	var md bytes.Buffer
@@ -1149,9 +1196,10 @@ func orInt(v, def int) int {
 	return def
 }
 
-// syncWriter serialises writes from the runner and its workers' goroutines.
+// syncWriter serialises writes from the runner and its workers' goroutines;
+// the writers to runner.log share one mutex.
 type syncWriter struct {
-	mu sync.Mutex
+	mu *sync.Mutex
 	w  io.Writer
 }
 

@@ -91,6 +91,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 		}
 		return nil, Errors{yamlError(file, "", err)}
 	}
+	s.Lines = lines
 	for i := range s.Criteria {
 		s.Criteria[i].Line = lines[fmt.Sprintf("criteria[%d]", i)]
 	}

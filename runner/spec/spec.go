@@ -6,6 +6,8 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,6 +30,19 @@ type Spec struct {
 	Path string `yaml:"-"`
 	// Hash is the SHA-256 of the spec file's bytes (not part of the YAML).
 	Hash string `yaml:"-"`
+	// Lines maps each key's dotted path ("benchmark.implementations.fast")
+	// to its line, for problems the runner finds after parsing.
+	Lines map[string]int `yaml:"-"`
+}
+
+// At locates key for a message: "xrun.yaml:12: key" (the file's base name,
+// and no line when the key is not in the file).
+func (s *Spec) At(key string) string {
+	loc := filepath.Base(s.Path)
+	if n := s.Lines[key]; n > 0 {
+		loc += ":" + strconv.Itoa(n)
+	}
+	return loc + ": " + key
 }
 
 // Image says what the experiment's container image is built from.

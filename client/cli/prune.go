@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/engine"
+)
+
+type pruneOptions struct {
+	host      HostSelection
+	dryRun    bool
+	olderThan time.Duration
+	labels    map[string]string
+}
+
+func newPruneCommand(a *App) *cli.Command {
+	var o pruneOptions
+	return &cli.Command{
+		Name:  "prune",
+		Usage: "remove xrun's job images that no container uses",
+		Description: `Every submit of an edited experiment builds a new image, and the old one stays
+on the host. prune removes the job images (labelled dev.xrun.experiment) that no
+container on the host uses, running or stopped, built more than --older-than ago
+(the default leaves the hour's builds to submits still on their way to starting a
+container). Base images are never removed. xrun rm a job first to free its image.
+
+Examples:
+  xrun prune --dry-run
+  xrun prune --older-than 0 --host ssh://me@gpu-box
+  xrun prune --label team=kernels`,
+		Flags: append(hostFlags(&o.host),
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
+			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
+			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usageError("prune takes no arguments")
+			}
+			if o.olderThan < 0 {
+				return usageError("--older-than %s: give a duration >= 0", o.olderThan)
+			}
+			o.labels = map[string]string{}
+			for _, l := range c.StringSlice("label") {
+				k, v, _ := strings.Cut(l, "=")
+				if k == "" {
+					return usageError("--label %q: give KEY=VALUE or KEY", l)
+				}
+				o.labels[k] = v
+			}
+			return runPrune(c.Context, a, o)
+		},
+	}
+}
+
+func runPrune(ctx context.Context, a *App, o pruneOptions) error {
+	e, err := a.Engine(ctx, o.host)
+	if err != nil {
+		return err
+	}
+	filter := map[string]string{LabelExperiment: ""}
+	for k, v := range o.labels {
+		filter[k] = v
+	}
+	ims, err := e.Images(ctx, filter)
+	if err != nil {
+		return err
+	}
+	// Any container counts, not only xrun's: an image someone runs by
+	// hand is in use too.
+	cs, err := e.List(ctx, nil, true)
+	if err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for _, c := range cs {
+		used[c.ImageID] = true
+	}
+	// The classic builder leaves each build step as an image: those go
+	// with the image built on them (RemoveImage prunes untagged parents).
+	parents := map[string]bool{}
+	for _, im := range ims {
+		parents[im.Parent] = true
+	}
+	cutoff := time.Now().Add(-o.olderThan)
+	var remove []engine.Image
+	inUse, young := 0, 0
+	for _, im := range ims {
+		switch {
+		case parents[im.ID] && len(tags(im)) == 0:
+		case used[im.ID]:
+			inUse++
+		case im.Created.After(cutoff):
+			young++
+		default:
+			remove = append(remove, im)
+		}
+	}
+	sort.SliceStable(remove, func(i, j int) bool { return remove[i].Created.Before(remove[j].Created) })
+	var freed int64
+	removed := 0
+	var errs []error
+	for _, im := range remove {
+		name := strings.Join(tags(im), ", ")
+		if name == "" {
+			name = "untagged " + shortID(im.ID)
+		}
+		if o.dryRun {
+			fmt.Fprintf(a.Out, "would remove %s (%s, %s, built %s)\n", name, im.Labels[LabelExperiment], fmtBytes(im.Size), ago(im.Created, time.Now()))
+			removed++
+			freed += im.Size
+			continue
+		}
+		err := e.RemoveImage(ctx, im.ID)
+		switch {
+		case err == nil:
+			fmt.Fprintf(a.Out, "removed %s (%s)\n", name, im.Labels[LabelExperiment])
+			removed++
+			freed += im.Size
+		case errors.Is(err, engine.ErrNotFound):
+			// Gone since it was listed.
+		default:
+			errs = append(errs, err)
+		}
+	}
+	verb := "removed"
+	if o.dryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(a.Err, "%s %d images (up to %s; layers shared with kept images stay); kept %d in use by containers and %d built in the last %s\n",
+		verb, removed, fmtBytes(freed), inUse, young, o.olderThan)
+	return errors.Join(errs...)
+}
+
+// tags are an image's real tags ("<none>:<none>" is none).
+func tags(im engine.Image) []string {
+	var out []string
+	for _, t := range im.Tags {
+		if t != "<none>:<none>" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// fmtBytes renders a size as docker does: "1.2GB", "85.3MB".
+func fmtBytes(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "kB", "MB", "GB"} {
+		if f < 1000 {
+			return fmt.Sprintf("%.3g%s", f, u)
+		}
+		f /= 1000
+	}
+	return fmt.Sprintf("%.3gTB", f)
+}

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+)
+
+// prune removes xrun images no container uses, and only those: the one a
+// job's container still holds stays until xrun rm.
+func TestPrune(t *testing.T) {
+	mark := "xrun-prune-test=" + randomHex(t)
+	r := submit(t, 5*time.Minute, "quick", "-d", "--label", mark)
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+	image := func() []string {
+		k, v, _ := strings.Cut(mark, "=")
+		ims, err := eng.Images(context.Background(), map[string]string{k: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tags []string
+		for _, im := range ims {
+			tags = append(tags, im.Tags...)
+		}
+		return tags
+	}
+	if len(image()) == 0 {
+		t.Fatal("the job's image carries no test label")
+	}
+
+	held := xrun(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	expect(t, held, 0, "removed 0 images", "kept 1 in use by containers")
+	if len(image()) == 0 {
+		t.Fatal("prune removed an image a container uses")
+	}
+
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	young := xrun(t, time.Minute, "prune", "--dry-run", "--label", mark)
+	expect(t, young, 0, "would remove 0 images", "1 built in the last 1h0m0s")
+	dry := xrun(t, time.Minute, "prune", "--dry-run", "--older-than", "0", "--label", mark)
+	expect(t, dry, 0, "would remove 1 images")
+	if !strings.Contains(dry.stdout, "would remove ") || !strings.Contains(dry.stdout, "e2e-quick") {
+		t.Errorf("dry run lists:\n%s", dry.stdout)
+	}
+	if len(image()) == 0 {
+		t.Fatal("--dry-run removed the image")
+	}
+	p := xrun(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	expect(t, p, 0, "removed 1 images")
+	if tags := image(); len(tags) != 0 {
+		t.Errorf("after prune: %v", tags)
+	}
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}

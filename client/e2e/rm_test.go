@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// xrunIn runs the binary like xrun, with XDG_DATA_HOME=data: another
+// machine's (or user's) job store.
+func xrunIn(t *testing.T, data string, limit time.Duration, args ...string) res {
+	t.Helper()
+	saved := dataDir
+	dataDir = data
+	defer func() { dataDir = saved }()
+	return xrun(t, limit, args...)
+}
+
+// Every row ps shows can be given to rm, including a job whose container
+// ps found on the host but whose record is in another store.
+func TestRmJobListedByPsWithoutRecord(t *testing.T) {
+	r := submit(t, 5*time.Minute, "quick", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+
+	other := t.TempDir()
+	ps := xrunIn(t, other, time.Minute, "ps", "--all")
+	expect(t, ps, 0)
+	if !strings.Contains(ps.stdout, id) {
+		t.Fatalf("ps --all from another store lacks %s:\n%s", id, ps.stdout)
+	}
+	rm := xrunIn(t, other, time.Minute, "rm", id[:8])
+	expect(t, rm, 0)
+	if strings.TrimSpace(rm.stdout) != id {
+		t.Errorf("rm printed %q, want %s", rm.stdout, id)
+	}
+	if cs := jobContainers(t, id); len(cs) != 0 {
+		t.Errorf("rm left %d containers", len(cs))
+	}
+	expect(t, xrunIn(t, other, time.Minute, "rm", "0000deadbeef"), 1, `no job "0000deadbeef"`)
+	// The submitting store still has its record, results included.
+	expect(t, xrun(t, time.Minute, "results", id), 0)
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+}

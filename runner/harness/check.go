@@ -1,0 +1,82 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed check.py
+var checkScript []byte
+
+// Ref is one "module:function" of a spec and the spec key that names it.
+type Ref struct {
+	Key string `json:"key"`
+	Ref string `json:"ref"`
+}
+
+// Problem is a Ref that cannot work: its module is missing, does not
+// parse, or lacks the function. File and Line locate a syntax error (or
+// the module that lacks the function).
+type Problem struct {
+	Key     string `json:"key"`
+	Ref     string `json:"ref"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
+}
+
+// Where is "file:line: " (or "file: ") locating the problem, or "".
+func (p Problem) Where() string {
+	if p.File == "" {
+		return ""
+	}
+	if p.Line > 0 {
+		return p.File + ":" + strconv.Itoa(p.Line) + ": "
+	}
+	return p.File + ": "
+}
+
+// CheckRefs finds every ref's module and function with python, run in dir
+// with env (PYTHONPATH as the workers get it), without importing anything:
+// no experiment code runs and no GPU is touched. It returns the problems
+// found; the error is for a check that could not run.
+func CheckRefs(ctx context.Context, python, dir string, env []string, refs []Ref) ([]Problem, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	tmp, err := os.MkdirTemp("", "xrun-check-")
+	if err != nil {
+		return nil, fmt.Errorf("check imports: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	script := filepath.Join(tmp, "check.py")
+	if err := os.WriteFile(script, checkScript, 0o644); err != nil {
+		return nil, fmt.Errorf("check imports: %w", err)
+	}
+	arg, err := json.Marshal(refs)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, python, script, string(arg))
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("check imports: %v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var ps []Problem
+	if err := json.Unmarshal(out.Bytes(), &ps); err != nil {
+		return nil, fmt.Errorf("check imports: read its answer: %w", err)
+	}
+	return ps, nil
+}

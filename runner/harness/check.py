@@ -1,0 +1,150 @@
+"""Finds the experiment's "module:function" references without running them.
+
+The runner calls this before any worker starts: a misspelt module or
+function, or a syntax error, would otherwise surface only after the image
+was built and every case had tried to import it. Nothing is imported: the
+modules are located on sys.path (PYTHONPATH holds the experiment and its
+includes) and parsed, so GPU-only code (triton, CUDA extensions built at
+import) is checked on any machine, in milliseconds.
+
+    python3 check.py '[{"key": "benchmark.inputs", "ref": "gla.inputs:make_inputs"}, ...]'
+
+prints a JSON list of problems, each {key, ref, file, line, message}.
+"""
+
+import ast
+import json
+import os
+import sys
+from importlib.machinery import PathFinder
+
+
+class Problem(Exception):
+    def __init__(self, message, file="", line=0):
+        super().__init__(message)
+        self.message, self.file, self.line = message, file, line
+
+
+def locate(modname):
+    """Returns the spec of modname, found package by package without
+    executing any __init__.py (whose syntax is checked on the way)."""
+    path = None
+    spec = None
+    parts = modname.split(".")
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
+        spec = PathFinder.find_spec(name, path)
+        if spec is None:
+            if i == 0 and name in sys.builtin_module_names:
+                return None
+            where = "the experiment, its includes and the installed packages" if i == 0 else parts[i - 1]
+            raise Problem("module %s not found (looked in %s)" % (name, where))
+        if i < len(parts) - 1:
+            if spec.submodule_search_locations is None:
+                raise Problem("%s is a module, not a package: %s cannot be in it" % (name, modname), spec.origin or "")
+            if spec.origin and spec.origin.endswith(".py"):
+                parse(spec.origin)
+            path = spec.submodule_search_locations
+    return spec
+
+
+parsed = {}
+
+
+def parse(file):
+    if file not in parsed:
+        try:
+            with open(file, "rb") as f:
+                src = f.read()
+            parsed[file] = ast.parse(src, filename=file)
+        except SyntaxError as e:
+            raise Problem("%s: %s" % (type(e).__name__, e.msg), e.filename or file, e.lineno or 0)
+        except (OSError, ValueError) as e:
+            raise Problem("cannot read %s: %s" % (file, e), file)
+    return parsed[file]
+
+
+def defined(tree):
+    """Top-level names a module defines, and whether it may define others
+    in ways a parse cannot see (star imports, module __getattr__,
+    globals())."""
+    names, dynamic = set(), False
+
+    def targets(t):
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+        elif isinstance(t, ast.Starred):
+            targets(t.value)
+
+    def walk(body):
+        nonlocal dynamic
+        for st in body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(st.name)
+                if st.name == "__getattr__":
+                    dynamic = True
+            elif isinstance(st, ast.Assign):
+                for t in st.targets:
+                    targets(t)
+            elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+                targets(st.target)
+            elif isinstance(st, ast.Import):
+                for a in st.names:
+                    names.add(a.asname or a.name.split(".")[0])
+            elif isinstance(st, ast.ImportFrom):
+                for a in st.names:
+                    if a.name == "*":
+                        dynamic = True
+                    names.add(a.asname or a.name)
+            elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)):
+                if isinstance(st, (ast.For, ast.AsyncFor)):
+                    targets(st.target)
+                walk(st.body)
+                walk(getattr(st, "orelse", []))
+            elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+                walk(st.body)
+                for h in st.handlers:
+                    walk(h.body)
+                walk(st.orelse)
+                walk(st.finalbody)
+            elif isinstance(st, ast.Expr):
+                for n in ast.walk(st):
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("globals", "setattr", "exec"):
+                        dynamic = True
+    walk(tree.body)
+    return names, dynamic
+
+
+def check(ref):
+    mod, sep, attr = ref.partition(":")
+    if not sep or not mod or not attr:
+        raise Problem("%r is not module:function" % ref)
+    spec = locate(mod)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return  # a builtin, compiled or namespace module: nothing to parse
+    tree = parse(spec.origin)
+    name = attr.split(".")[0]
+    names, dynamic = defined(tree)
+    if name in names or dynamic:
+        return
+    funcs = sorted(n for n in names if not n.startswith("_"))
+    have = ", ".join(funcs[:12]) + (", ..." if len(funcs) > 12 else "") if funcs else "nothing"
+    raise Problem("module %s has no %s (it defines %s)" % (mod, name, have), spec.origin)
+
+
+def main():
+    problems = []
+    for t in json.loads(sys.argv[1]):
+        try:
+            check(t["ref"])
+        except Problem as p:
+            problems.append({"key": t["key"], "ref": t["ref"], "file": os.path.relpath(p.file) if p.file else "",
+                             "line": p.line, "message": p.message})
+    json.dump(problems, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
