@@ -93,7 +93,8 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 			t.Fatal(err)
 		}
 		var tarball bytes.Buffer
-		if err := c.WriteTar(&tarball, buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner}); err != nil {
+		extras := append(dockerfile.Dirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
+		if err := c.WriteTar(&tarball, extras...); err != nil {
 			t.Fatal(err)
 		}
 		tag := "xrun-test/base:" + hex.EncodeToString(id[:]) + strings.Join(o.Apt, "")

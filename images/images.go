@@ -51,7 +51,7 @@ func (im Image) HowToMake() string {
 	if im.Dockerfile != "" {
 		return fmt.Sprintf("docker build -t %s images/%s", im.Ref, im.Dockerfile)
 	}
-	return "sudo images/" + im.Script
+	return "images/" + im.Script
 }
 
 func (im Image) String() string {

@@ -147,7 +147,7 @@ func TestTableMatchesFiles(t *testing.T) {
 
 func TestHowToMake(t *testing.T) {
 	im, ok := Lookup("xrun/cpu-torch:bookworm")
-	if !ok || im.HowToMake() != "sudo images/make-cpu-base.sh --torch" {
+	if !ok || im.HowToMake() != "images/make-cpu-base.sh --torch" {
 		t.Errorf("cpu-torch: %v %q", ok, im.HowToMake())
 	}
 	im, ok = Lookup("xrun/cuda12-torch2.11:py3.12")

@@ -516,7 +516,7 @@ func (a *App) ensureBase(ctx context.Context, e engine.Engine, base string) erro
 		if row, ok := images.Lookup(base); ok {
 			how = "build it on that host with `" + row.HowToMake() + "`"
 		}
-		return fmt.Errorf("base image %s is not on host %s and no registry is reachable (%s): %s, or make a CPU base with `sudo images/make-cpu-base.sh` and submit with --cpu", base, e.Host(), firstLine(err.Error()), how)
+		return fmt.Errorf("base image %s is not on host %s and no registry is reachable (%s): %s, or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu", base, e.Host(), firstLine(err.Error()), how)
 	}
 	return nil
 }
