@@ -242,6 +242,10 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	}
 	if o.root {
 		cs.User, cs.Unprivileged = "", false
+	} else {
+		// The job user has no entry in the image's /etc/passwd; getpass
+		// (torch.compile's cache, for one) reads these before asking it.
+		cs.Env = append(cs.Env, "USER=xrun", "LOGNAME=xrun")
 	}
 	if cs.MemoryBytes == 0 {
 		cs.MemoryBytes = defaultMemory(p.info.MemoryBytes)
