@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -696,5 +697,35 @@ func TestAttachedInterruptedBeforeStart(t *testing.T) {
 	}
 	if cs, _ := ta.fake.List(context.Background(), nil, true); len(cs) != 0 {
 		t.Errorf("containers left: %+v", cs)
+	}
+}
+
+func TestSubmitRunsUnprivileged(t *testing.T) {
+	for _, root := range []bool{false, true} {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		ta.fake.info.MemoryBytes = 64 << 30
+		ta.fake.behave = succeed(t)
+		args := []string{"submit", "--cpu", "--network", "none"}
+		if root {
+			args = append(args, "--root")
+		}
+		if code := ta.run(context.Background(), append(args, dir)...); code != 0 {
+			t.Fatalf("root %v: exit %d: %s", root, code, ta.err)
+		}
+		var s engine.ContainerSpec
+		for _, c := range ta.fake.containers {
+			s = c.spec
+		}
+		if s.PidsLimit != DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
+			t.Errorf("root %v: pids %d, memory %d, network disabled %v", root, s.PidsLimit, s.MemoryBytes, s.NetworkDisabled)
+		}
+		if unpriv := s.User == "65532:65532" && s.Unprivileged && slices.Contains(s.Env, "USER=xrun"); unpriv == root {
+			t.Errorf("root %v: user %q, unprivileged %v, env %v", root, s.User, s.Unprivileged, s.Env)
+		}
+	}
+	ta := newTestApp(t)
+	if code := ta.run(context.Background(), "submit", "--network", "host", experiment(t, ta)); code != ExitUsage || !strings.Contains(ta.err.String(), "give default or none") {
+		t.Errorf("--network host: exit %d: %s", code, ta.err)
 	}
 }

@@ -301,6 +301,28 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	if cs := jobContainers(t, m[1]); len(cs) != 1 || cs[0].State != "exited" {
 		t.Errorf("containers of the job: %+v", cs)
 	}
+	// The job ran unprivileged, with limits, and recorded them.
+	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rs.Env.Container; c == nil || c.PidsLimit != 8192 || c.MemoryLimitBytes <= 0 || c.ShmBytes != 1<<30 {
+		t.Errorf("env.container %+v: want pids 8192, a memory limit and 1 GiB of shm", c)
+	}
+	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+m[1])
+	if strings.TrimSpace(status) != "65532:65532 [ALL] [no-new-privileges]" {
+		t.Errorf("container user, capabilities, security options: %q", status)
+	}
+}
+
+// dockerCLI runs the docker CLI against the local daemon.
+func dockerCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {

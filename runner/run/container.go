@@ -34,6 +34,9 @@ func containerFacts(root string) *result.Container {
 		}
 	}
 	c.PidsLimit = readLimit(filepath.Join(cg, "pids.max"))
+	if c.PidsLimit == 0 {
+		c.PidsLimit = readLimit(filepath.Join(cg, "pids/pids.max")) // cgroup v1
+	}
 	if b, err := os.ReadFile(filepath.Join(cg, "cpu.max")); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 && f[0] != "max" {
 			quota, e1 := strconv.ParseFloat(f[0], 64)

@@ -37,4 +37,10 @@ func TestContainerFacts(t *testing.T) {
 	if c.MemoryLimitBytes != 0 || c.PidsLimit != 0 || c.CPULimit != 0 {
 		t.Errorf("no limits: got %+v", c)
 	}
+	// cgroup v1 spells them in controller folders.
+	write("sys/fs/cgroup/memory/memory.limit_in_bytes", "1073741824\n")
+	write("sys/fs/cgroup/pids/pids.max", "8192\n")
+	if c = containerFacts(root); c.MemoryLimitBytes != 1<<30 || c.PidsLimit != 8192 {
+		t.Errorf("cgroup v1: got %+v", c)
+	}
 }
