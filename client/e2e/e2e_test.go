@@ -506,8 +506,9 @@ func TestFailingImplementationExitsNonZero(t *testing.T) {
 	if !strings.Contains(r.stdout, frame) {
 		t.Errorf("no traceback under the table:\n%s", r.stdout)
 	}
+	// xrun results of a failed job shows it and exits with the job's code.
 	res := xrun(t, time.Minute, "results", m[1])
-	expect(t, res, 0)
+	expect(t, res, 2)
 	if !strings.Contains(res.stdout, frame) || !strings.Contains(res.stdout, "broken.py\", line") {
 		t.Errorf("xrun results shows no traceback:\n%s", res.stdout)
 	}

@@ -38,7 +38,7 @@ func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	if cs := jobContainers(t, id); len(cs) != 0 {
 		t.Errorf("rm left %d containers", len(cs))
 	}
-	expect(t, xrunIn(t, other, time.Minute, "rm", "0000deadbeef"), 1, `no job "0000deadbeef"`)
+	expect(t, xrunIn(t, other, time.Minute, "rm", "0000deadbeef"), 3, `no job "0000deadbeef"`)
 	// The submitting store still has its record, results included.
 	expect(t, xrun(t, time.Minute, "results", id), 0)
 	expect(t, xrun(t, time.Minute, "rm", id), 0)
