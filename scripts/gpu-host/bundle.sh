@@ -7,7 +7,7 @@
 #   - the NVIDIA Container Toolkit's Go commands (nvidia-ctk, the CDI-mode
 #     runtime, the CDI hook, the runtime hook), built from the Go module proxy
 #     at a pinned release.
-# xrun itself travels as bin/xrun (`make build`).
+# `make gpu-host-bundle` adds a static xrun and the GPU suite's test binary.
 # Output: .gpu-host/bundle.tar.xz (git-ignored), small enough to travel.
 # Needs Debian or Ubuntu's apt (for `apt-get download`), Go and gcc (cgo: the
 # toolkit loads NVML at run time).

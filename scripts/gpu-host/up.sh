@@ -105,4 +105,4 @@ if ! start_dockerd; then
     die "dockerd did not start (log: $prefix/dockerd.log)"
   fi
 fi
-say "dockerd answers on unix://$sock after $(elapsed) s ($(grep -o 'storage-driver=[a-z0-9]*' "$prefix/dockerd.log" | head -1))"
+say "dockerd answers on unix://$sock after $(elapsed) s"
