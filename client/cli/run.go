@@ -73,7 +73,6 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		Mode:          mode,
 		Python:        o.python,
 		ClientVersion: version.Version,
-		GitCommit:     gitCommit(o.dir),
 		Log:           a.Err,
 	})
 	if r != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/run"
 	"github.com/xrun-dev/xrun/runner/spec"
 	"github.com/xrun-dev/xrun/runner/version"
 )
@@ -222,8 +222,11 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		"XRUN_IMAGE_DIGEST="+p.imageID,
 		"XRUN_MODE="+p.mode,
 	)
-	if commit := gitCommit(o.dir); commit != "" {
-		env = append(env, "XRUN_GIT_COMMIT="+commit)
+	if commit, dirty := run.Git(ctx, o.dir, p.spec.Include...); commit != "" {
+		env = append(env, run.EnvGitCommit+"="+commit)
+		if dirty {
+			env = append(env, run.EnvGitDirty+"=1")
+		}
 	}
 	cs := engine.ContainerSpec{
 		Name:        j.ContainerName,
@@ -579,15 +582,6 @@ func parseLabels(flags []string) (map[string]string, error) {
 		labels[k] = v
 	}
 	return labels, nil
-}
-
-// gitCommit is the commit of the experiment's checkout, when it is one.
-func gitCommit(dir string) string {
-	out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // startDetached starts the job and prints its id.

@@ -332,7 +332,7 @@ func (m *mdWriter) environment(r *result.Results) {
 	for _, kv := range [][2]string{
 		{"Driver", e.Driver}, {"CUDA runtime", e.CUDARuntime}, {"Python", e.Python}, {"torch", e.Torch},
 		{"triton", e.Triton}, {"numpy", e.Numpy}, {"CPU", e.CPU}, {"Host", hostLine(e)}, {"Container", containerLine(e.Container)},
-		{"Image", imageLine(r.Image)}, {"Runner", r.RunnerVersion}, {"Client", r.ClientVersion}, {"Git commit", e.GitCommit},
+		{"Image", imageLine(r.Image)}, {"Runner", r.RunnerVersion}, {"Client", r.ClientVersion}, {"Git commit", gitLine(e)},
 	} {
 		if kv[1] != "" {
 			m.printf("- **%s**: %s\n", kv[0], kv[1])
@@ -367,6 +367,13 @@ func containerLine(c *result.Container) string {
 		parts = append(parts, "NVIDIA_VISIBLE_DEVICES="+c.VisibleDevices)
 	}
 	return strings.Join(parts, ", ")
+}
+
+func gitLine(e result.Env) string {
+	if e.GitCommit != "" && e.GitDirty {
+		return e.GitCommit + " (with changes not in it)"
+	}
+	return e.GitCommit
 }
 
 func hostLine(e result.Env) string {

@@ -93,7 +93,9 @@ type Env struct {
 	CUDARuntime string `json:"cuda_runtime,omitempty"`
 	Driver      string `json:"driver,omitempty"`
 	GitCommit   string `json:"git_commit,omitempty"`
-	GPUs        []GPU  `json:"gpus"`
+	// GitDirty says the experiment's files differed from GitCommit.
+	GitDirty bool  `json:"git_dirty,omitempty"`
+	GPUs     []GPU `json:"gpus"`
 	// Container is set when the runner ran inside a container.
 	Container *Container        `json:"container,omitempty"`
 	Extra     map[string]string `json:"extra,omitempty"`

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -20,12 +21,14 @@ const (
 	EnvImageRef      = "XRUN_IMAGE_REF"
 	EnvImageDigest   = "XRUN_IMAGE_DIGEST"
 	EnvGitCommit     = "XRUN_GIT_COMMIT"
-	EnvMode          = "XRUN_MODE"
-	EnvPostURL       = "XRUN_POST_URL"
-	EnvPostToken     = "XRUN_POST_TOKEN"
-	EnvPython        = "XRUN_PYTHON"
-	EnvExperiment    = "XRUN_EXPERIMENT"
-	EnvOut           = "XRUN_OUT"
+	// EnvGitDirty=1 says the experiment's files differ from XRUN_GIT_COMMIT.
+	EnvGitDirty   = "XRUN_GIT_DIRTY"
+	EnvMode       = "XRUN_MODE"
+	EnvPostURL    = "XRUN_POST_URL"
+	EnvPostToken  = "XRUN_POST_TOKEN"
+	EnvPython     = "XRUN_PYTHON"
+	EnvExperiment = "XRUN_EXPERIMENT"
+	EnvOut        = "XRUN_OUT"
 	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
 	// it times (they are still read before and after).
 	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
@@ -50,6 +53,7 @@ func OptionsFromEnv() Options {
 		ImageRef:       os.Getenv(EnvImageRef),
 		ImageDigest:    os.Getenv(EnvImageDigest),
 		GitCommit:      os.Getenv(EnvGitCommit),
+		GitDirty:       os.Getenv(EnvGitDirty) == "1",
 		PostURL:        os.Getenv(EnvPostURL),
 		PostToken:      os.Getenv(EnvPostToken),
 		NoClockMonitor: os.Getenv(EnvClockMonitor) == "off",
@@ -58,13 +62,14 @@ func OptionsFromEnv() Options {
 
 // hostEnv records what the runner knows about the machine before any worker
 // starts; Python and package versions come later from the first worker.
-func hostEnv(ctx context.Context, o Options) result.Env {
+// includes are the spec's, for the git state of a run outside a container.
+func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 	env := result.Env{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), GPUs: []result.GPU{}}
 	env.Host, _ = os.Hostname()
 	env.Container = containerFacts("/")
-	env.GitCommit = o.GitCommit
+	env.GitCommit, env.GitDirty = o.GitCommit, o.GitDirty
 	if env.GitCommit == "" {
-		env.GitCommit = gitCommit(ctx, o.ExperimentDir)
+		env.GitCommit, env.GitDirty = Git(ctx, o.ExperimentDir, includes...)
 	}
 	return env
 }
@@ -86,17 +91,21 @@ func cpuModel() string {
 	return ""
 }
 
-// gitCommit returns HEAD of the repository dir is in, or "" when it is in
-// none or git is missing.
-func gitCommit(ctx context.Context, dir string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// Git returns HEAD of the repository dir is in ("" when it is in none or
+// git is missing) and whether the experiment's files differ from it: dir
+// and the includes (relative to dir) have uncommitted changes or untracked
+// files. A copy of a checkout whose .git is older than its files (a tree
+// sent to another machine) reads dirty, as it should.
+func Git(ctx context.Context, dir string, includes ...string) (commit string, dirty bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD")
-	out, err := cmd.Output()
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
 	if err != nil {
-		return ""
+		return "", false
 	}
-	return strings.TrimSpace(string(out))
+	args := append([]string{"-C", dir, "status", "--porcelain", "--", "."}, includes...)
+	status, err := exec.CommandContext(ctx, "git", args...).Output()
+	return strings.TrimSpace(string(out)), err != nil || len(bytes.TrimSpace(status)) > 0
 }
 
 // pythonPath is the PYTHONPATH of the workers: the experiment directory and

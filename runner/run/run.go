@@ -46,6 +46,8 @@ type Options struct {
 	Python string
 
 	JobID, ClientVersion, ImageRef, ImageDigest, GitCommit string
+	// GitDirty says the experiment's files differ from GitCommit.
+	GitDirty bool
 	// PostURL, when set, receives results.json with PostToken as bearer.
 	PostURL, PostToken string
 
@@ -205,7 +207,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		ctx, cancel = context.WithTimeout(parent, t)
 		defer cancel()
 	}
-	r.Env = hostEnv(ctx, o)
+	r.Env = hostEnv(ctx, o, s.Include)
 	if err := rn.pickMode(ctx); err != nil {
 		return rn.abort(err)
 	}
