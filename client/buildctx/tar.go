@@ -53,12 +53,36 @@ type entry struct {
 // written for every entry. A file whose content changed since Collect is an
 // error.
 func (c *Context) WriteTar(w io.Writer, extras ...Extra) error {
+	return c.write(w, extras, func(entry) bool { return true })
+}
+
+// WriteCode writes the "exp/" directory and its entries alone, as WriteTar
+// does: the experiment's code, to copy into a container made from an image
+// that has everything else.
+func (c *Context) WriteCode(w io.Writer) error {
+	return c.write(w, nil, func(e entry) bool { return e.name == Root || strings.HasPrefix(e.name, Root+"/") })
+}
+
+// WriteExtras writes a build context of the extras alone (no code), as
+// WriteTar does.
+func WriteExtras(w io.Writer, extras ...Extra) error {
+	return (&Context{}).write(w, extras, func(e entry) bool { return e.name != Root })
+}
+
+// HashExtras is HashWith of a context with no code: the key of an image
+// built from WriteExtras.
+func HashExtras(extras ...Extra) (string, error) { return (&Context{}).HashWith(extras...) }
+
+func (c *Context) write(w io.Writer, extras []Extra, keep func(entry) bool) error {
 	entries, err := c.entries(extras)
 	if err != nil {
 		return err
 	}
 	tw := tar.NewWriter(w)
 	for _, e := range entries {
+		if !keep(e) {
+			continue
+		}
 		if err := writeEntry(tw, e); err != nil {
 			return err
 		}

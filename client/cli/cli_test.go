@@ -68,10 +68,13 @@ func TestSubmitAttachedCPU(t *testing.T) {
 		t.Fatalf("%d builds, want 1", len(ta.fake.builds))
 	}
 	b := ta.fake.builds[0]
-	for _, name := range []string{"Dockerfile", "xrun-runner", "exp/xrun.yaml", "exp/matmul.py"} {
+	for _, name := range []string{"Dockerfile", "xrun-runner"} {
 		if _, ok := b[name]; !ok {
 			t.Errorf("build context lacks %s", name)
 		}
+	}
+	if _, ok := b["exp/matmul.py"]; ok {
+		t.Error("the code went into the image; it is copied into the container")
 	}
 	if bytes.Contains(b["Dockerfile"], []byte("s3cr3t")) {
 		t.Error("an env value was baked into the image")
@@ -105,6 +108,10 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if spec.GPUs != nil {
 		t.Error("a --cpu job asked for GPUs")
 	}
+	copied := strings.Join(ta.fake.containers[j.ContainerID].copied, " ")
+	if !strings.Contains(copied, "/xrun/exp/matmul.py") || !strings.Contains(copied, "/xrun/exp/xrun.yaml") {
+		t.Errorf("code copied into the container: %s", copied)
+	}
 	for k, v := range map[string]string{LabelJob: j.ID, LabelExperiment: "my-kernel", LabelMode: "cpu", LabelGPUs: "0", LabelImage: j.ImageRef, LabelTimeout: "15m0s", "team": "kernels"} {
 		if c.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, c.Labels[k], v)
@@ -137,15 +144,28 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if len(ta.fake.builds) != 1 || !strings.Contains(ta.err.String(), "build skipped") {
 		t.Errorf("resubmit built again (%d builds): %s", len(ta.fake.builds), ta.err)
 	}
-	// A code edit: a new image tag.
-	if err := os.WriteFile(filepath.Join(dir, "matmul.py"), append(b["exp/matmul.py"], "\n# edit\n"...), 0o644); err != nil {
+	// A code edit: no build, the new code in the new container.
+	code, err := os.ReadFile(filepath.Join(dir, "matmul.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "matmul.py"), append(code, "\n# edit\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code := ta.run(ctx, "submit", "--cpu", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("edited resubmit: exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.builds) != 2 {
-		t.Errorf("an edit did not rebuild")
+	if len(ta.fake.builds) != 1 {
+		t.Errorf("a code edit built an image (%d builds)", len(ta.fake.builds))
+	}
+	list, _ = st.List()
+	hashes := map[string]bool{}
+	for _, j := range list {
+		c, _ := ta.fake.Inspect(ctx, j.ContainerID)
+		hashes[c.Labels[LabelCodeHash]] = true
+	}
+	if len(list) != 3 || len(hashes) != 2 {
+		t.Errorf("%d jobs with %d code hashes; want 3 jobs, 2 hashes", len(list), len(hashes))
 	}
 }
 

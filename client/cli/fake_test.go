@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -46,6 +47,8 @@ type fakeContainer struct {
 	spec engine.ContainerSpec
 	run  fakeRun
 	done chan struct{}
+	// copied are the paths CopyTo put into it.
+	copied []string
 }
 
 func newFake() *fakeEngine {
@@ -253,6 +256,30 @@ func (f *fakeEngine) Remove(_ context.Context, id string, force bool) error {
 		f.exit(c, 137)
 	}
 	delete(f.containers, id)
+	return nil
+}
+
+// CopyTo records the names of the files copied into a container.
+func (f *fakeEngine) CopyTo(_ context.Context, id, dir string, r io.Reader) error {
+	var names []string
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		names = append(names, path.Join(dir, h.Name))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	c.copied = append(c.copied, names...)
 	return nil
 }
 

@@ -32,6 +32,9 @@ const (
 	LabelImage         = "dev.xrun.image"
 	LabelMode          = "dev.xrun.mode"
 	LabelTimeout       = "dev.xrun.timeout"
+	// LabelCodeHash (on job containers) is the content hash of the
+	// experiment's code copied into it.
+	LabelCodeHash = "dev.xrun.code-hash"
 	// LabelBaseID (on job images) is the id of the base image they were built on.
 	LabelBaseID = "dev.xrun.base-id"
 )

@@ -139,6 +139,9 @@ type prepared struct {
 	info     engine.Info
 	imageRef string
 	imageID  string
+	// code is the experiment's code, copied into the job's container
+	// before it starts (the image holds everything else).
+	code     *buildctx.Context
 	gpus     *engine.GPURequest
 	gpuLabel string
 	// gpuIDs are the GPU indices assigned on the host ("0,2").
@@ -205,6 +208,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		LabelClientVersion: version.Version,
 		LabelImage:         p.imageRef,
 		LabelMode:          p.mode,
+		LabelCodeHash:      p.code.Hash,
 	}
 	if p.timeout > 0 {
 		labels[LabelTimeout] = p.timeout.String()
@@ -220,6 +224,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		"XRUN_CLIENT_VERSION="+version.Version,
 		"XRUN_IMAGE_REF="+p.imageRef,
 		"XRUN_IMAGE_DIGEST="+p.imageID,
+		run.EnvCodeHash+"="+p.code.Hash,
 		"XRUN_MODE="+p.mode,
 	)
 	if commit, dirty := run.Git(ctx, o.dir, p.spec.Include...); commit != "" {
@@ -270,6 +275,13 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	}
 	j.ContainerID = id
 	if err := st.Save(j); err != nil {
+		return err
+	}
+	if err := a.copyCode(ctx, p, id); err != nil {
+		a.discard(p.eng, j, err)
+		if o.detach {
+			releaseGPUs()
+		}
 		return err
 	}
 	if o.detach {
@@ -383,7 +395,9 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 	}
 	extras = append(extras, dockerfile.Dirs()...)
 	done = a.step("hash")
-	hash, err := bctx.HashWith(extras...)
+	p.code = bctx
+	// The image holds all but the code, so a code edit reuses it.
+	hash, err := buildctx.HashExtras(extras...)
 	if err != nil {
 		return nil, err
 	}
@@ -398,9 +412,9 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 	} else if !errors.Is(err, engine.ErrNotFound) {
 		return nil, err
 	}
-	fmt.Fprintf(a.Err, "building %s on %s (%d files, %s)\n", p.imageRef, p.eng.Host(), len(bctx.Files), units.HumanSize(float64(bctx.Bytes)))
+	fmt.Fprintf(a.Err, "building %s on %s\n", p.imageRef, p.eng.Host())
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(bctx.WriteTar(pw, extras...)) }()
+	go func() { pw.CloseWithError(buildctx.WriteExtras(pw, extras...)) }()
 	p.imageID, err = p.eng.Build(ctx, pr, engine.BuildOptions{Tag: p.imageRef, NoCache: o.noCache}, func(line string) {
 		fmt.Fprintln(a.Err, line)
 	})
@@ -412,6 +426,22 @@ func (a *App) prepare(ctx context.Context, o submitOptions) (*prepared, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// copyCode puts the experiment's code at /xrun/exp of the created job
+// container, as a hosted service mounts it: a code edit costs a copy, not an
+// image build.
+func (a *App) copyCode(ctx context.Context, p *prepared, id string) error {
+	done := a.step("copy-code")
+	defer done()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(p.code.WriteCode(pw)) }()
+	err := p.eng.CopyTo(ctx, id, "/xrun", pr)
+	pr.Close()
+	if err != nil {
+		return fmt.Errorf("copy the experiment's code (%d files, %s) into the job's container: %w", len(p.code.Files), units.HumanSize(float64(p.code.Bytes)), err)
+	}
+	return nil
 }
 
 // imageLabels are the image's labels. User labels go into the Dockerfile

@@ -102,9 +102,8 @@ func Generate(o Options) ([]byte, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		// Labels go just above the code: the spec hash changes only when
-		// xrun.yaml (part of the code layer) changes, so a code edit keeps
-		// every step but the last cached.
+		// Labels go last: the spec hash changes when xrun.yaml does, and
+		// then only this metadata step is redone.
 		b.WriteString("LABEL")
 		for i, k := range keys {
 			if i > 0 {
@@ -114,8 +113,8 @@ func Generate(o Options) ([]byte, error) {
 		}
 		b.WriteString("\n")
 	}
-	// The code is the last step: an edit rebuilds this layer alone.
-	fmt.Fprintf(&b, "COPY %s/ %s/\n", buildctx.Root, ExperimentDir)
+	// The code is not in the image: xrun copies it into each job's
+	// container, so a code edit needs no build.
 	return b.Bytes(), nil
 }
 

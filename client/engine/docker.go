@@ -442,6 +442,14 @@ func (d *Docker) Remove(ctx context.Context, id string, force bool) error {
 	return nil
 }
 
+// CopyTo unpacks tar into dir of the container.
+func (d *Docker) CopyTo(ctx context.Context, id, dir string, tar io.Reader) error {
+	if _, err := d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: dir, Content: tar}); err != nil {
+		return fmt.Errorf("copy into %s of container %s: %w", dir, short(id), translate(err))
+	}
+	return nil
+}
+
 // CopyFrom returns a tar of path in the container (running or stopped).
 func (d *Docker) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
 	r, err := d.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path})

@@ -50,6 +50,9 @@ type Engine interface {
 	Kill(ctx context.Context, id, signal string) error
 	// Remove deletes a container, stopping it first when force is true.
 	Remove(ctx context.Context, id string, force bool) error
+	// CopyTo unpacks a tar stream into directory dir of a created (or
+	// running) container.
+	CopyTo(ctx context.Context, id, dir string, tar io.Reader) error
 	// CopyFrom returns a tar stream of path inside the container.
 	CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error)
 	// Inspect returns the container's state; a missing container is ErrNotFound.

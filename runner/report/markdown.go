@@ -385,13 +385,19 @@ func hostLine(e result.Env) string {
 }
 
 func imageLine(im result.Image) string {
+	var s string
 	switch {
 	case im.Ref != "" && im.Digest != "":
-		return im.Ref + " (" + im.Digest + ")"
+		s = im.Ref + " (" + im.Digest + ")"
 	case im.Ref != "":
-		return im.Ref
+		s = im.Ref
+	default:
+		s = im.Digest
 	}
-	return im.Digest
+	if im.CodeHash != "" {
+		s += ", code " + im.CodeHash[:min(12, len(im.CodeHash))]
+	}
+	return s
 }
 
 // clocks describes a GPU's readings before and after the run.

@@ -78,6 +78,9 @@ type Results struct {
 type Image struct {
 	Ref    string `json:"ref,omitempty"`
 	Digest string `json:"digest,omitempty"`
+	// CodeHash is the content hash of the experiment's code, which xrun
+	// copies into the job's container beside the image.
+	CodeHash string `json:"code_hash,omitempty"`
 }
 
 // Env records where the job ran.

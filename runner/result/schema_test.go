@@ -57,7 +57,7 @@ func full() *Results {
 	return &Results{
 		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
 		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",
-		SpecHash: "ab12", Image: Image{Ref: "xrun/gla:abc", Digest: "sha256:00ff"},
+		SpecHash: "ab12", Image: Image{Ref: "xrun/gla:abc", Digest: "sha256:00ff", CodeHash: "9c1e"},
 		Env: Env{Host: "gpu-1", OS: "linux", Arch: "amd64", CPU: "Xeon", Python: "3.11.2", Torch: "2.5.1",
 			Triton: "3.1.0", Numpy: "1.26.4", CUDARuntime: "12.4", Driver: "580.159.04", GitCommit: "deadbeef", GitDirty: true,
 			GPUs: []GPU{{Index: 1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1", ComputeCapability: "9.0",

@@ -20,7 +20,10 @@ const (
 	EnvClientVersion = "XRUN_CLIENT_VERSION"
 	EnvImageRef      = "XRUN_IMAGE_REF"
 	EnvImageDigest   = "XRUN_IMAGE_DIGEST"
-	EnvGitCommit     = "XRUN_GIT_COMMIT"
+	// EnvCodeHash is the content hash of the code xrun copied into the
+	// container beside the image.
+	EnvCodeHash  = "XRUN_CODE_HASH"
+	EnvGitCommit = "XRUN_GIT_COMMIT"
 	// EnvGitDirty=1 says the experiment's files differ from XRUN_GIT_COMMIT.
 	EnvGitDirty   = "XRUN_GIT_DIRTY"
 	EnvMode       = "XRUN_MODE"
@@ -52,6 +55,7 @@ func OptionsFromEnv() Options {
 		ClientVersion:  os.Getenv(EnvClientVersion),
 		ImageRef:       os.Getenv(EnvImageRef),
 		ImageDigest:    os.Getenv(EnvImageDigest),
+		CodeHash:       os.Getenv(EnvCodeHash),
 		GitCommit:      os.Getenv(EnvGitCommit),
 		GitDirty:       os.Getenv(EnvGitDirty) == "1",
 		PostURL:        os.Getenv(EnvPostURL),

@@ -48,6 +48,9 @@ type Options struct {
 	JobID, ClientVersion, ImageRef, ImageDigest, GitCommit string
 	// GitDirty says the experiment's files differ from GitCommit.
 	GitDirty bool
+	// CodeHash identifies the experiment's code when it was copied into
+	// the container beside the image.
+	CodeHash string
 	// PostURL, when set, receives results.json with PostToken as bearer.
 	PostURL, PostToken string
 
@@ -180,7 +183,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 	o := rn.o
 	rn.r = &result.Results{
 		SchemaVersion: result.SchemaVersion, JobID: o.JobID, CreatedAt: time.Now().UTC(), Status: result.StatusRunning,
-		ClientVersion: o.ClientVersion, RunnerVersion: version.Get(), Image: result.Image{Ref: o.ImageRef, Digest: o.ImageDigest},
+		ClientVersion: o.ClientVersion, RunnerVersion: version.Get(), Image: result.Image{Ref: o.ImageRef, Digest: o.ImageDigest, CodeHash: o.CodeHash},
 		Cases: []result.Case{}, Comparisons: []result.Comparison{}, Criteria: []result.Criterion{}, Warnings: []result.Warning{},
 		SweepKeys: []string{}, Implementations: []string{}, Mode: "cpu",
 	}
