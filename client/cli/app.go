@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"os"
 	"path/filepath"
@@ -182,12 +183,12 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // (jobOutcome); xrun's own failures take the runner's codes for the same
 // kind of failure, so that 1 only ever means the criteria failed.
 const (
-	ExitCriteriaFailed = 1   // the job ran, but its criteria failed
-	ExitFailed         = 2   // the job failed: an implementation failed or crashed, or it ran out of memory
-	ExitUsage          = 3   // bad arguments, spec or job id, as the runner's 3
-	ExitInfra          = 4   // infrastructure: no daemon, a failed build, an unreadable store, as the runner's 4
-	ExitTimeout        = 124 // the job ran past its timeout, as timeout(1)
-	ExitInterrupted    = 130 // cancelled, or interrupted by Ctrl-C
+	ExitCriteriaFailed = contract.ExitCriteriaFailed // the job ran, but its criteria failed
+	ExitFailed         = contract.ExitFailed         // the job failed: an implementation failed or crashed, or it ran out of memory
+	ExitUsage          = contract.ExitBadSpec        // bad arguments, spec or job id
+	ExitInfra          = contract.ExitInfra          // infrastructure: no daemon, a failed build, an unreadable store
+	ExitTimeout        = 124                         // the job ran past its timeout, as timeout(1)
+	ExitInterrupted    = contract.ExitCancelled      // cancelled, or interrupted by Ctrl-C
 )
 
 type abortKey struct{}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,7 +113,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if !strings.Contains(copied, "/xrun/exp/matmul.py") || !strings.Contains(copied, "/xrun/exp/xrun.yaml") {
 		t.Errorf("code copied into the container: %s", copied)
 	}
-	for k, v := range map[string]string{LabelJob: j.ID, LabelExperiment: "my-kernel", LabelMode: "cpu", LabelGPUs: "0", LabelImage: j.ImageRef, LabelTimeout: "15m0s", "team": "kernels"} {
+	for k, v := range map[string]string{contract.LabelJob: j.ID, contract.LabelExperiment: "my-kernel", contract.LabelMode: "cpu", contract.LabelGPUs: "0", contract.LabelImage: j.ImageRef, contract.LabelTimeout: "15m0s", "team": "kernels"} {
 		if c.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, c.Labels[k], v)
 		}
@@ -162,7 +163,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	hashes := map[string]bool{}
 	for _, j := range list {
 		c, _ := ta.fake.Inspect(ctx, j.ContainerID)
-		hashes[c.Labels[LabelCodeHash]] = true
+		hashes[c.Labels[contract.LabelCodeHash]] = true
 	}
 	if len(list) != 3 || len(hashes) != 2 {
 		t.Errorf("%d jobs with %d code hashes; want 3 jobs, 2 hashes", len(list), len(hashes))
@@ -323,7 +324,7 @@ func TestSubmitGPURequests(t *testing.T) {
 		if c.spec.GPUs == nil || c.spec.GPUs.Count != tt.want.Count || strings.Join(c.spec.GPUs.IDs, ",") != strings.Join(tt.want.IDs, ",") {
 			t.Errorf("%v: GPUs = %+v, want %+v", tt.args, c.spec.GPUs, tt.want)
 		}
-		if c.c.Labels[LabelGPUs] != tt.label || c.c.Labels[gpus.LabelGPUIDs] != strings.Join(tt.want.IDs, ",") || c.c.Labels[LabelMode] != "gpu" {
+		if c.c.Labels[contract.LabelGPUs] != tt.label || c.c.Labels[gpus.LabelGPUIDs] != strings.Join(tt.want.IDs, ",") || c.c.Labels[contract.LabelMode] != "gpu" {
 			t.Errorf("%v: labels %v", tt.args, c.c.Labels)
 		}
 	}
@@ -668,7 +669,7 @@ func TestTruncatedRecord(t *testing.T) {
 	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "xrun rm -f "+id) {
 		t.Errorf("rm without -f: exit %d, %s", code, ta.err)
 	}
-	if cs, _ := ta.fake.List(ctx, map[string]string{LabelJob: id}, true); len(cs) != 1 {
+	if cs, _ := ta.fake.List(ctx, map[string]string{contract.LabelJob: id}, true); len(cs) != 1 {
 		t.Fatalf("the job has %d containers before rm -f", len(cs))
 	}
 	if code := ta.run(ctx, "rm", "-f", id); code != 0 || strings.TrimSpace(ta.out.String()) != id {
@@ -677,7 +678,7 @@ func TestTruncatedRecord(t *testing.T) {
 	if _, err := os.Stat(st.Dir(id)); !os.IsNotExist(err) {
 		t.Errorf("the job's directory is still there: %v", err)
 	}
-	if cs, _ := ta.fake.List(ctx, map[string]string{LabelJob: id}, true); len(cs) != 0 {
+	if cs, _ := ta.fake.List(ctx, map[string]string{contract.LabelJob: id}, true); len(cs) != 0 {
 		t.Errorf("rm -f left the job's container: %+v", cs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"os"
 	"path"
@@ -19,28 +20,6 @@ import (
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/result"
 )
-
-// Container labels. The job label finds a job's container on any host;
-// the timeout label lets `xrun wait` and `xrun status` enforce the timeout
-// of a detached job after the submitting client has gone.
-const (
-	LabelJob           = "dev.xrun.job"
-	LabelExperiment    = "dev.xrun.experiment"
-	LabelSpecHash      = "dev.xrun.spec-hash"
-	LabelGPUs          = "dev.xrun.gpus"
-	LabelClientVersion = "dev.xrun.client-version"
-	LabelImage         = "dev.xrun.image"
-	LabelMode          = "dev.xrun.mode"
-	LabelTimeout       = "dev.xrun.timeout"
-	// LabelCodeHash (on job containers) is the content hash of the
-	// experiment's code copied into it.
-	LabelCodeHash = "dev.xrun.code-hash"
-	// LabelBaseID (on job images) is the id of the base image they were built on.
-	LabelBaseID = "dev.xrun.base-id"
-)
-
-// OutPath is the runner's output directory inside the container.
-const OutPath = "/xrun/out"
 
 // stopGrace is how long the runner gets to write cancelled results after
 // SIGTERM before the daemon kills it.
@@ -102,7 +81,7 @@ func (a *App) refresh(ctx context.Context, j *jobs.Job) (c engine.Container, ok 
 
 // timeoutDeadline is when a started job must stop, from its label.
 func timeoutDeadline(j *jobs.Job, c engine.Container) (time.Time, bool) {
-	s := c.Labels[LabelTimeout]
+	s := c.Labels[contract.LabelTimeout]
 	if s == "" {
 		s = j.Timeout
 	}
@@ -216,7 +195,7 @@ func (a *App) fetchResults(ctx context.Context, e engine.Engine, j *jobs.Job) er
 	if err != nil {
 		return err
 	}
-	rc, err := e.CopyFrom(ctx, j.ContainerID, OutPath)
+	rc, err := e.CopyFrom(ctx, j.ContainerID, contract.OutDir)
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) {
 			return nil // the runner never wrote anything
@@ -226,7 +205,7 @@ func (a *App) fetchResults(ctx context.Context, e engine.Engine, j *jobs.Job) er
 	defer rc.Close()
 	dir := filepath.Join(st.Dir(j.ID), jobs.OutDir)
 	if err := extractTar(rc, dir); err != nil {
-		return fmt.Errorf("copy %s of job %s: %w", OutPath, j.ID, err)
+		return fmt.Errorf("copy %s of job %s: %w", contract.OutDir, j.ID, err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
 	if errors.Is(err, os.ErrNotExist) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"sort"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 	if err != nil {
 		return err
 	}
-	filter := map[string]string{LabelExperiment: ""}
+	filter := map[string]string{contract.LabelExperiment: ""}
 	for k, v := range o.labels {
 		filter[k] = v
 	}
@@ -113,7 +114,7 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 			name = "untagged " + shortID(im.ID)
 		}
 		if o.dryRun {
-			fmt.Fprintf(a.Out, "would remove %s (%s, %s, built %s)\n", name, im.Labels[LabelExperiment], fmtBytes(im.Size), ago(im.Created, time.Now()))
+			fmt.Fprintf(a.Out, "would remove %s (%s, %s, built %s)\n", name, im.Labels[contract.LabelExperiment], fmtBytes(im.Size), ago(im.Created, time.Now()))
 			removed++
 			freed += im.Size
 			continue
@@ -121,7 +122,7 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 		err := e.RemoveImage(ctx, im.ID)
 		switch {
 		case err == nil:
-			fmt.Fprintf(a.Out, "removed %s (%s)\n", name, im.Labels[LabelExperiment])
+			fmt.Fprintf(a.Out, "removed %s (%s)\n", name, im.Labels[contract.LabelExperiment])
 			removed++
 			freed += im.Size
 		case errors.Is(err, engine.ErrNotFound):

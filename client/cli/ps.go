@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -96,12 +97,12 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	}
 	// Jobs on the hosts that this store has no record of.
 	for _, e := range engines {
-		cs, err := e.List(ctx, map[string]string{LabelJob: ""}, o.all)
+		cs, err := e.List(ctx, map[string]string{contract.LabelJob: ""}, o.all)
 		if err != nil {
 			return err
 		}
 		for _, c := range cs {
-			id := c.Labels[LabelJob]
+			id := c.Labels[contract.LabelJob]
 			if known[id] || id == "gpu-probe" {
 				continue
 			}
@@ -143,9 +144,9 @@ func jobFromContainer(e engine.Engine, c engine.Container) *jobs.Job {
 		status = jobs.FinalStatus(jobs.Outcome{ExitCode: c.ExitCode, OOMKilled: c.OOMKilled})
 	}
 	return &jobs.Job{
-		ID: c.Labels[LabelJob], Host: e.Host(), ContainerID: c.ID, ContainerName: c.Name,
-		Experiment: c.Labels[LabelExperiment], ImageRef: c.Labels[LabelImage], ImageID: c.ImageID,
-		SpecHash: c.Labels[LabelSpecHash], GPUs: c.Labels[LabelGPUs], Mode: c.Labels[LabelMode],
-		Timeout: c.Labels[LabelTimeout], Created: c.Created, Status: status,
+		ID: c.Labels[contract.LabelJob], Host: e.Host(), ContainerID: c.ID, ContainerName: c.Name,
+		Experiment: c.Labels[contract.LabelExperiment], ImageRef: c.Labels[contract.LabelImage], ImageID: c.ImageID,
+		SpecHash: c.Labels[contract.LabelSpecHash], GPUs: c.Labels[contract.LabelGPUs], Mode: c.Labels[contract.LabelMode],
+		Timeout: c.Labels[contract.LabelTimeout], Created: c.Created, Status: status,
 	}
 }

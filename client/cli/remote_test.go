@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,13 +67,13 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 		for _, c := range f.containers {
 			if c.c.State == "running" {
 				for _, g := range strings.Split(c.c.Labels[gpus.LabelGPUIDs], ",") {
-					held[g] = c.c.Labels[LabelJob]
+					held[g] = c.c.Labels[contract.LabelJob]
 				}
 			}
 		}
 		for _, g := range strings.Split(s.Labels[gpus.LabelGPUIDs], ",") {
 			if other, ok := held[g]; ok || g == "" {
-				overlaps = append(overlaps, fmt.Sprintf("job %s started on GPU %q held by %s", s.Labels[LabelJob], g, other))
+				overlaps = append(overlaps, fmt.Sprintf("job %s started on GPU %q held by %s", s.Labels[contract.LabelJob], g, other))
 			}
 		}
 		go func() {

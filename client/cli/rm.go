@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -124,7 +125,7 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 func (a *App) removeUnreadable(ctx context.Context, st *jobs.Store, re *jobs.RecordError) error {
 	if e, err := a.Engine(ctx, HostSelection{}); err != nil {
 		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
-	} else if cs, err := e.List(ctx, map[string]string{LabelJob: re.ID}, true); err != nil {
+	} else if cs, err := e.List(ctx, map[string]string{contract.LabelJob: re.ID}, true); err != nil {
 		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
 	} else {
 		for _, c := range cs {
@@ -146,14 +147,14 @@ func (a *App) rmUnrecorded(ctx context.Context, o rmOptions, ref string) (string
 	if err != nil {
 		return "", err
 	}
-	cs, err := e.List(ctx, map[string]string{LabelJob: ""}, true)
+	cs, err := e.List(ctx, map[string]string{contract.LabelJob: ""}, true)
 	if err != nil {
 		return "", err
 	}
 	var match []engine.Container
 	ids := map[string]bool{}
 	for _, c := range cs {
-		id := c.Labels[LabelJob]
+		id := c.Labels[contract.LabelJob]
 		if id != "gpu-probe" && ref != "" && strings.HasPrefix(id, ref) {
 			match = append(match, c)
 			ids[id] = true
@@ -167,11 +168,11 @@ func (a *App) rmUnrecorded(ctx context.Context, o rmOptions, ref string) (string
 	}
 	for _, c := range match {
 		if !c.Finished() && !o.force {
-			return "", fmt.Errorf("job %s is %s on %s: cancel it first, or pass --force", c.Labels[LabelJob], c.State, e.Host())
+			return "", fmt.Errorf("job %s is %s on %s: cancel it first, or pass --force", c.Labels[contract.LabelJob], c.State, e.Host())
 		}
 		if err := e.Remove(ctx, c.ID, o.force); err != nil && !errors.Is(err, engine.ErrNotFound) {
 			return "", err
 		}
 	}
-	return match[0].Labels[LabelJob], nil
+	return match[0].Labels[contract.LabelJob], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"os"
 	"path/filepath"
@@ -201,17 +202,17 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	}
 	j.ContainerName = "xrun-" + p.spec.Name + "-" + j.ID
 	labels := map[string]string{
-		LabelJob:           j.ID,
-		LabelExperiment:    p.spec.Name,
-		LabelSpecHash:      p.spec.Hash,
-		LabelGPUs:          p.gpuLabel,
-		LabelClientVersion: version.Version,
-		LabelImage:         p.imageRef,
-		LabelMode:          p.mode,
-		LabelCodeHash:      p.code.Hash,
+		contract.LabelJob:           j.ID,
+		contract.LabelExperiment:    p.spec.Name,
+		contract.LabelSpecHash:      p.spec.Hash,
+		contract.LabelGPUs:          p.gpuLabel,
+		contract.LabelClientVersion: version.Version,
+		contract.LabelImage:         p.imageRef,
+		contract.LabelMode:          p.mode,
+		contract.LabelCodeHash:      p.code.Hash,
 	}
 	if p.timeout > 0 {
-		labels[LabelTimeout] = p.timeout.String()
+		labels[contract.LabelTimeout] = p.timeout.String()
 	}
 	if p.gpuIDs != "" {
 		labels[gpus.LabelGPUIDs] = p.gpuIDs
@@ -220,17 +221,17 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		labels[k] = v
 	}
 	env = append(env,
-		"XRUN_JOB_ID="+j.ID,
-		"XRUN_CLIENT_VERSION="+version.Version,
-		"XRUN_IMAGE_REF="+p.imageRef,
-		"XRUN_IMAGE_DIGEST="+p.imageID,
-		run.EnvCodeHash+"="+p.code.Hash,
-		"XRUN_MODE="+p.mode,
+		contract.EnvJobID+"="+j.ID,
+		contract.EnvClientVersion+"="+version.Version,
+		contract.EnvImageRef+"="+p.imageRef,
+		contract.EnvImageDigest+"="+p.imageID,
+		contract.EnvCodeHash+"="+p.code.Hash,
+		contract.EnvMode+"="+p.mode,
 	)
 	if commit, dirty := run.Git(ctx, o.dir, p.spec.Include...); commit != "" {
-		env = append(env, run.EnvGitCommit+"="+commit)
+		env = append(env, contract.EnvGitCommit+"="+commit)
 		if dirty {
-			env = append(env, run.EnvGitDirty+"=1")
+			env = append(env, contract.EnvGitDirty+"=1")
 		}
 	}
 	cs := engine.ContainerSpec{
@@ -244,7 +245,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		PidsLimit:   DefaultPidsLimit,
 		// The job's code runs unprivileged unless asked otherwise; what it
 		// writes goes to /xrun/{out,home,tmp}, owned by the job user.
-		User:            dockerfile.JobUser,
+		User:            contract.JobUser,
 		Unprivileged:    true,
 		NetworkDisabled: o.network == "none",
 	}
@@ -449,12 +450,12 @@ func (a *App) copyCode(ctx context.Context, p *prepared, id string) error {
 // add them as one more step after the code layer, rebuilt on every edit.
 func imageLabels(s *spec.Spec, baseID string, user map[string]string) map[string]string {
 	labels := map[string]string{
-		LabelExperiment:    s.Name,
-		LabelSpecHash:      s.Hash,
-		LabelClientVersion: version.Version,
+		contract.LabelExperiment:    s.Name,
+		contract.LabelSpecHash:      s.Hash,
+		contract.LabelClientVersion: version.Version,
 	}
 	if baseID != "" {
-		labels[LabelBaseID] = baseID
+		labels[contract.LabelBaseID] = baseID
 	}
 	for k, v := range user {
 		labels[k] = v
@@ -469,7 +470,7 @@ func imageLabels(s *spec.Spec, baseID string, user map[string]string) map[string
 func probeGPU(ctx context.Context, e engine.Engine, base string, gpus *engine.GPURequest) error {
 	id, err := e.Create(ctx, engine.ContainerSpec{
 		Image: base, Entrypoint: []string{"true"}, GPUs: gpus,
-		Labels: map[string]string{LabelJob: "gpu-probe"}, NetworkDisabled: true,
+		Labels: map[string]string{contract.LabelJob: "gpu-probe"}, NetworkDisabled: true,
 	})
 	if err != nil {
 		return err
@@ -583,7 +584,7 @@ func (a *App) jobEnv(s *spec.Spec, flags []string) ([]string, error) {
 		}
 		env = append(env, name+"="+value)
 	}
-	for _, name := range []string{"XRUN_POST_URL", "XRUN_POST_TOKEN"} {
+	for _, name := range []string{contract.EnvPostURL, contract.EnvPostToken} {
 		if v, ok := lookupEnv(a.Getenv, name); ok {
 			env = append(env, name+"="+v)
 		}

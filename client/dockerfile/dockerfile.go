@@ -17,24 +17,13 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
-// Paths inside the image (see docs/architecture.md, "Container").
-const (
-	RunnerPath    = "/usr/local/bin/xrun-runner"
-	ExperimentDir = "/xrun/exp"
-	OutDir        = "/xrun/out"
-	// HomeDir and TmpDir are the job's HOME and TMPDIR: caches (Triton,
-	// torch extensions) and scratch, writable by JobUser.
-	HomeDir = "/xrun/home"
-	TmpDir  = "/xrun/tmp"
-	// JobUser is the user jobs run as unless submitted with --root: no
-	// name needed, so it works on any base, scratch included.
-	JobUser = "65532:65532"
-	// SkelDir is the build-context directory holding the empty out, home
-	// and tmp directories, copied to /xrun owned by JobUser.
-	SkelDir = "xrun-dirs"
-)
+// SkelDir is the build-context directory holding the empty out, home and
+// tmp directories, copied to /xrun owned by the job user. The paths in the
+// image are the container contract's (runner/contract).
+const SkelDir = "xrun-dirs"
 
 // Options describe the image.
 type Options struct {
@@ -88,14 +77,14 @@ func Generate(o Options) ([]byte, error) {
 		b.WriteString(" && PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \\\n")
 		fmt.Fprintf(&b, "    python3 -m pip install --no-cache-dir %s\n", strings.Join(quoted, " "))
 	}
-	fmt.Fprintf(&b, "ENV PYTHONUNBUFFERED=1 HOME=%s TMPDIR=%s\n", HomeDir, TmpDir)
-	fmt.Fprintf(&b, "COPY %s %s\n", o.RunnerSrc, RunnerPath)
+	fmt.Fprintf(&b, "ENV PYTHONUNBUFFERED=1 HOME=%s TMPDIR=%s\n", contract.HomeDir, contract.TmpDir)
+	fmt.Fprintf(&b, "COPY %s %s\n", o.RunnerSrc, contract.RunnerPath)
 	// COPY --chown makes the job's writable directories without needing a
 	// shell (or a user database) in the base.
-	fmt.Fprintf(&b, "COPY --chown=%s %s/ /xrun/\n", JobUser, SkelDir)
+	fmt.Fprintf(&b, "COPY --chown=%s %s/ /xrun/\n", contract.JobUser, SkelDir)
 	// WORKDIR creates the directory without needing a shell in the base.
-	fmt.Fprintf(&b, "WORKDIR %s\n", ExperimentDir)
-	fmt.Fprintf(&b, "ENTRYPOINT [%q, \"--experiment\", %q, \"--out\", %q]\n", RunnerPath, ExperimentDir, OutDir)
+	fmt.Fprintf(&b, "WORKDIR %s\n", contract.ExperimentDir)
+	fmt.Fprintf(&b, "ENTRYPOINT [%q, \"--experiment\", %q, \"--out\", %q]\n", contract.RunnerPath, contract.ExperimentDir, contract.OutDir)
 	if len(o.Labels) > 0 {
 		keys := make([]string, 0, len(o.Labels))
 		for k := range o.Labels {

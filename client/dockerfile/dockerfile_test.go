@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"bytes"
 	"flag"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,7 @@ func TestLayerOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	order := []string{"FROM b", "apt-get install", "pip install", "COPY r " + RunnerPath, "ENTRYPOINT", "LABEL"}
+	order := []string{"FROM b", "apt-get install", "pip install", "COPY r " + contract.RunnerPath, "ENTRYPOINT", "LABEL"}
 	last := -1
 	for _, want := range order {
 		i := strings.Index(s, want)

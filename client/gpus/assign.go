@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -26,8 +27,6 @@ const (
 	LabelGPUIDs = "dev.xrun.gpu-ids"
 	// LabelInventory marks the short-lived nvidia-smi container.
 	LabelInventory = "dev.xrun.gpu-inventory"
-	// labelJob is the job id label of job containers (architecture.md).
-	labelJob = "dev.xrun.job"
 )
 
 // ReservationName is the container name that reserves GPU index on a host.
@@ -287,7 +286,7 @@ func (a *Assigner) labelHeld(ctx context.Context, jobID string) (map[int]string,
 	}
 	held := map[int]string{}
 	for _, c := range cs {
-		j := c.Labels[labelJob]
+		j := c.Labels[contract.LabelJob]
 		if j == jobID || c.Finished() {
 			continue
 		}
@@ -364,7 +363,7 @@ func (a *Assigner) stale(ctx context.Context, res engine.Container) (bool, error
 	if holder == "" {
 		return true, nil
 	}
-	cs, err := a.Engine.List(ctx, map[string]string{labelJob: holder}, true)
+	cs, err := a.Engine.List(ctx, map[string]string{contract.LabelJob: holder}, true)
 	if err != nil {
 		return false, fmt.Errorf("look up job %s on host %s: %w", holder, a.Engine.Host(), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"reflect"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ next:
 
 // job adds a job container in state with the given GPU label.
 func (f *fakeEngine) job(id, state, gpuIDs string) {
-	labels := map[string]string{labelJob: id}
+	labels := map[string]string{contract.LabelJob: id}
 	if gpuIDs != "" {
 		labels[LabelGPUIDs] = gpuIDs
 	}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ benchmark:
 	}
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Mode: "cpu"})
 	var se *SpecError
-	if !errors.As(ro.err, &se) || ro.code != ExitBadSpec {
+	if !errors.As(ro.err, &se) || ro.code != contract.ExitBadSpec {
 		t.Fatalf("err %v, exit %d; want a bad spec", ro.err, ro.code)
 	}
 	for _, want := range []string{

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,53 +15,24 @@ import (
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
-// Environment variables the runner reads (docs/architecture.md, Container).
-const (
-	EnvJobID         = "XRUN_JOB_ID"
-	EnvClientVersion = "XRUN_CLIENT_VERSION"
-	EnvImageRef      = "XRUN_IMAGE_REF"
-	EnvImageDigest   = "XRUN_IMAGE_DIGEST"
-	// EnvCodeHash is the content hash of the code xrun copied into the
-	// container beside the image.
-	EnvCodeHash  = "XRUN_CODE_HASH"
-	EnvGitCommit = "XRUN_GIT_COMMIT"
-	// EnvGitDirty=1 says the experiment's files differ from XRUN_GIT_COMMIT.
-	EnvGitDirty   = "XRUN_GIT_DIRTY"
-	EnvMode       = "XRUN_MODE"
-	EnvPostURL    = "XRUN_POST_URL"
-	EnvPostToken  = "XRUN_POST_TOKEN"
-	EnvPython     = "XRUN_PYTHON"
-	EnvExperiment = "XRUN_EXPERIMENT"
-	EnvOut        = "XRUN_OUT"
-	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
-	// it times (they are still read before and after).
-	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
-)
-
-// Container paths the runner defaults to.
-const (
-	DefaultExperimentDir = "/xrun/exp"
-	DefaultOutDir        = "/xrun/out"
-)
-
 // OptionsFromEnv reads the XRUN_* variables into Options. Log is left nil
 // (Run then logs nowhere but runner.log).
 func OptionsFromEnv() Options {
 	return Options{
-		ExperimentDir:  os.Getenv(EnvExperiment),
-		OutDir:         os.Getenv(EnvOut),
-		Mode:           os.Getenv(EnvMode),
-		Python:         os.Getenv(EnvPython),
-		JobID:          os.Getenv(EnvJobID),
-		ClientVersion:  os.Getenv(EnvClientVersion),
-		ImageRef:       os.Getenv(EnvImageRef),
-		ImageDigest:    os.Getenv(EnvImageDigest),
-		CodeHash:       os.Getenv(EnvCodeHash),
-		GitCommit:      os.Getenv(EnvGitCommit),
-		GitDirty:       os.Getenv(EnvGitDirty) == "1",
-		PostURL:        os.Getenv(EnvPostURL),
-		PostToken:      os.Getenv(EnvPostToken),
-		NoClockMonitor: os.Getenv(EnvClockMonitor) == "off",
+		ExperimentDir:  os.Getenv(contract.EnvExperiment),
+		OutDir:         os.Getenv(contract.EnvOut),
+		Mode:           os.Getenv(contract.EnvMode),
+		Python:         os.Getenv(contract.EnvPython),
+		JobID:          os.Getenv(contract.EnvJobID),
+		ClientVersion:  os.Getenv(contract.EnvClientVersion),
+		ImageRef:       os.Getenv(contract.EnvImageRef),
+		ImageDigest:    os.Getenv(contract.EnvImageDigest),
+		CodeHash:       os.Getenv(contract.EnvCodeHash),
+		GitCommit:      os.Getenv(contract.EnvGitCommit),
+		GitDirty:       os.Getenv(contract.EnvGitDirty) == "1",
+		PostURL:        os.Getenv(contract.EnvPostURL),
+		PostToken:      os.Getenv(contract.EnvPostToken),
+		NoClockMonitor: os.Getenv(contract.EnvClockMonitor) == "off",
 	}
 }
 
@@ -148,7 +120,7 @@ func workerEnv(expDir string, includes []string, device string) []string {
 		case "PYTHONPATH":
 			existing = v
 			continue
-		case "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "XRUN_DEVICE", "XRUN_POST_TOKEN":
+		case "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "XRUN_DEVICE", contract.EnvPostToken:
 			continue // set below, or not for experiment code to see
 		}
 		env = append(env, kv)

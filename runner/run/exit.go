@@ -3,18 +3,9 @@ package run
 import (
 	"context"
 	"errors"
+	"github.com/xrun-dev/xrun/runner/contract"
 
 	"github.com/xrun-dev/xrun/runner/result"
-)
-
-// Exit codes of the runner (docs/architecture.md).
-const (
-	ExitSucceeded      = 0   // every implementation ran, was correct, and the criteria passed
-	ExitCriteriaFailed = 1   // criteria failed; everything ran and was correct
-	ExitFailed         = 2   // an implementation failed (error, wrong result, crash, timeout, OOM), or the job timed out
-	ExitBadSpec        = 3   // bad spec or bad arguments
-	ExitInfra          = 4   // infrastructure: no Python, output not writable, harness failed to start
-	ExitCancelled      = 130 // SIGINT/SIGTERM
 )
 
 // SpecError is a bad spec or bad arguments (exit code 3).
@@ -37,26 +28,26 @@ func ExitCode(r *result.Results, err error) int {
 	var ie *InfraError
 	switch {
 	case errors.As(err, &se):
-		return ExitBadSpec
+		return contract.ExitBadSpec
 	case errors.As(err, &ie):
-		return ExitInfra
+		return contract.ExitInfra
 	case errors.Is(err, context.Canceled):
-		return ExitCancelled
+		return contract.ExitCancelled
 	case err != nil && r == nil:
-		return ExitInfra
+		return contract.ExitInfra
 	}
 	if r == nil {
-		return ExitInfra
+		return contract.ExitInfra
 	}
 	switch r.Status {
 	case result.StatusSucceeded:
-		return ExitSucceeded
+		return contract.ExitSucceeded
 	case result.StatusCriteriaFailed:
-		return ExitCriteriaFailed
+		return contract.ExitCriteriaFailed
 	case result.StatusCancelled:
-		return ExitCancelled
+		return contract.ExitCancelled
 	case result.StatusFailed, result.StatusTimeout:
-		return ExitFailed
+		return contract.ExitFailed
 	}
-	return ExitInfra // still "running": the runner stopped before it finished
+	return contract.ExitInfra // still "running": the runner stopped before it finished
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"os/signal"
 	"syscall"
@@ -28,8 +29,8 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	o := OptionsFromEnv()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.ExperimentDir, "experiment", orString(o.ExperimentDir, DefaultExperimentDir), "experiment `dir`ectory (holds xrun.yaml) [$XRUN_EXPERIMENT]")
-	fs.StringVar(&o.OutDir, "out", orString(o.OutDir, DefaultOutDir), "output `dir`ectory for results.json and logs [$XRUN_OUT]")
+	fs.StringVar(&o.ExperimentDir, "experiment", orString(o.ExperimentDir, contract.ExperimentDir), "experiment `dir`ectory (holds xrun.yaml) [$XRUN_EXPERIMENT]")
+	fs.StringVar(&o.OutDir, "out", orString(o.OutDir, contract.OutDir), "output `dir`ectory for results.json and logs [$XRUN_OUT]")
 	fs.StringVar(&o.Mode, "mode", o.Mode, "gpu or cpu (default: gpu when nvidia-smi finds a GPU) [$XRUN_MODE]")
 	fs.StringVar(&o.Python, "python", o.Python, "Python `interpreter` for the harness (default: the first python3 with numpy) [$XRUN_PYTHON]")
 	fs.BoolVar(&o.NoClockMonitor, "no-clock-monitor", o.NoClockMonitor, "do not read the GPU's clocks every 100 ms while timing (only before and after) [$XRUN_CLOCK_MONITOR=off]")
@@ -38,11 +39,11 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return ExitBadSpec
+		return contract.ExitBadSpec
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q; the experiment is given with --experiment\n", name, fs.Args())
-		return ExitBadSpec
+		return contract.ExitBadSpec
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, version.Get())

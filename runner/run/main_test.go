@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,12 +25,12 @@ func TestMainPrintsTheTableOnce(t *testing.T) {
 		want  int
 	}{{"", 1}, {"0123456789ab", 0}} {
 		t.Run("job="+tc.jobID, func(t *testing.T) {
-			t.Setenv(EnvJobID, tc.jobID)
+			t.Setenv(contract.EnvJobID, tc.jobID)
 			out := t.TempDir()
 			var stdout, stderr bytes.Buffer
 			code := Main(context.Background(), "xrun-runner",
 				[]string{"--experiment", "testdata/numpy-saxpy", "--out", out, "--python", py, "--mode", "cpu"}, &stdout, &stderr)
-			if code != ExitSucceeded {
+			if code != contract.ExitSucceeded {
 				t.Fatalf("exit %d\n%s", code, stderr.String())
 			}
 			head := regexp.MustCompile(`CASE +IMPL +STATUS`)

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"os"
 	"os/exec"
@@ -91,10 +92,10 @@ const referenceName = "reference"
 // failures of implementations are in the results, not in the error.
 func Run(ctx context.Context, o Options) (*result.Results, error) {
 	if o.ExperimentDir == "" {
-		o.ExperimentDir = DefaultExperimentDir
+		o.ExperimentDir = contract.ExperimentDir
 	}
 	if o.OutDir == "" {
-		o.OutDir = DefaultOutDir
+		o.OutDir = contract.OutDir
 	}
 	if o.Log == nil {
 		o.Log = io.Discard

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -143,8 +144,8 @@ func TestFailuresAreIsolated(t *testing.T) {
 	if ro.err != nil {
 		t.Fatal(ro.err)
 	}
-	if ro.code != ExitFailed {
-		t.Errorf("exit code %d, want %d", ro.code, ExitFailed)
+	if ro.code != contract.ExitFailed {
+		t.Errorf("exit code %d, want %d", ro.code, contract.ExitFailed)
 	}
 	r := readResults(t, ro.out)
 	if r.Status != result.StatusFailed || r.Success || r.Mode != "cpu" || r.JobID != "j-1" || r.FinishedAt == nil {
@@ -236,7 +237,7 @@ func TestNumpyExperimentSucceeds(t *testing.T) {
 	noGPU(t)
 	py := python(t)
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/numpy-saxpy", Python: py, GitCommit: "abc123"})
-	if ro.err != nil || ro.code != ExitSucceeded {
+	if ro.err != nil || ro.code != contract.ExitSucceeded {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -270,7 +271,7 @@ func TestTorchCPUExperiment(t *testing.T) {
 	py := python(t)
 	needTorch(t, py)
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/torch-mm", Python: py})
-	if ro.err != nil || ro.code != ExitFailed {
+	if ro.err != nil || ro.code != contract.ExitFailed {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -304,7 +305,7 @@ func TestTorchCPUExperiment(t *testing.T) {
 func TestCommandBenchmark(t *testing.T) {
 	noGPU(t)
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command"})
-	if ro.err != nil || ro.code != ExitSucceeded {
+	if ro.err != nil || ro.code != contract.ExitSucceeded {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -349,7 +350,7 @@ func TestCriteriaFailed(t *testing.T) {
 	noGPU(t)
 	dir := copyFixture(t, "command", func(s string) string { return strings.Replace(s, "at_least: 1.5", "at_least: 3", 1) })
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
-	if ro.err != nil || ro.code != ExitCriteriaFailed {
+	if ro.err != nil || ro.code != contract.ExitCriteriaFailed {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -371,7 +372,7 @@ func TestPostsResults(t *testing.T) {
 	}))
 	defer srv.Close()
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command", PostURL: srv.URL, PostToken: "s3cret", JobID: "j-post"})
-	if ro.code != ExitSucceeded {
+	if ro.code != contract.ExitSucceeded {
 		t.Fatalf("exit %d: %v", ro.code, ro.err)
 	}
 	mu.Lock()
@@ -396,7 +397,7 @@ func TestPostFailureKeepsResults(t *testing.T) {
 	}))
 	defer srv.Close()
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command", PostURL: srv.URL})
-	if ro.code != ExitSucceeded || !strings.Contains(ro.log, "post results:") {
+	if ro.code != contract.ExitSucceeded || !strings.Contains(ro.log, "post results:") {
 		t.Fatalf("exit %d, log lacks the post failure", ro.code)
 	}
 	readResults(t, ro.out)
@@ -409,7 +410,7 @@ func TestBadSpec(t *testing.T) {
 	}
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
 	var se *SpecError
-	if !errors.As(ro.err, &se) || ro.code != ExitBadSpec || !strings.Contains(ro.err.Error(), "bogus") {
+	if !errors.As(ro.err, &se) || ro.code != contract.ExitBadSpec || !strings.Contains(ro.err.Error(), "bogus") {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -426,13 +427,13 @@ func TestSpecWantsGPUButNoneFound(t *testing.T) {
 	dir := copyFixture(t, "command", func(s string) string { return s + "resources: {gpus: 1}\n" })
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
 	var ie *InfraError
-	if !errors.As(ro.err, &ie) || ro.code != ExitInfra || !strings.Contains(ro.err.Error(), "XRUN_MODE=cpu") {
+	if !errors.As(ro.err, &ie) || ro.code != contract.ExitInfra || !strings.Contains(ro.err.Error(), "XRUN_MODE=cpu") {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	readResults(t, ro.out)
 	// Asking for the CPU on purpose runs it.
 	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir, Mode: "cpu"})
-	if ro.code != ExitSucceeded {
+	if ro.code != contract.ExitSucceeded {
 		t.Fatalf("mode cpu: exit %d, %v", ro.code, ro.err)
 	}
 	ro = runFixture(t, context.Background(), Options{ExperimentDir: "testdata/command", Mode: "gpu"})
@@ -448,7 +449,7 @@ func TestOutputNotWritable(t *testing.T) {
 	}
 	_, err := Run(context.Background(), Options{ExperimentDir: "testdata/command", OutDir: filepath.Join(f, "out")})
 	var ie *InfraError
-	if !errors.As(err, &ie) || ExitCode(nil, err) != ExitInfra {
+	if !errors.As(err, &ie) || ExitCode(nil, err) != contract.ExitInfra {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -478,7 +479,7 @@ func TestCancel(t *testing.T) {
 	}()
 	start := time.Now()
 	ro := runFixture(t, ctx, Options{ExperimentDir: dir, OutDir: out, Python: py})
-	if !errors.Is(ro.err, context.Canceled) || ro.code != ExitCancelled {
+	if !errors.Is(ro.err, context.Canceled) || ro.code != contract.ExitCancelled {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	if d := time.Since(start); d > 60*time.Second {
@@ -504,7 +505,7 @@ func TestSetup(t *testing.T) {
 		return strings.Replace(s, "benchmark:\n", "benchmark:\n  setup: echo built > built.txt && echo setup-output\n", 1)
 	})
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
-	if ro.code != ExitSucceeded || !strings.Contains(ro.log, "setup-output") {
+	if ro.code != contract.ExitSucceeded || !strings.Contains(ro.log, "setup-output") {
 		t.Fatalf("exit %d, log lacks the setup output", ro.code)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "built.txt")); err != nil || string(b) != "built\n" {
@@ -515,7 +516,7 @@ func TestSetup(t *testing.T) {
 	})
 	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir})
 	r := readResults(t, ro.out)
-	if ro.code != ExitFailed || r.Status != result.StatusFailed || !strings.Contains(r.Error, "setup") {
+	if ro.code != contract.ExitFailed || r.Status != result.StatusFailed || !strings.Contains(r.Error, "setup") {
 		t.Errorf("exit %d status %s error %q", ro.code, r.Status, r.Error)
 	}
 }
@@ -607,11 +608,11 @@ func TestSkipReason(t *testing.T) {
 }
 
 func TestOptionsFromEnv(t *testing.T) {
-	t.Setenv(EnvJobID, "j-9")
-	t.Setenv(EnvMode, "cpu")
-	t.Setenv(EnvPostURL, "http://x")
-	t.Setenv(EnvPostToken, "tok")
-	t.Setenv(EnvGitCommit, "c0ffee")
+	t.Setenv(contract.EnvJobID, "j-9")
+	t.Setenv(contract.EnvMode, "cpu")
+	t.Setenv(contract.EnvPostURL, "http://x")
+	t.Setenv(contract.EnvPostToken, "tok")
+	t.Setenv(contract.EnvGitCommit, "c0ffee")
 	o := OptionsFromEnv()
 	if o.JobID != "j-9" || o.Mode != "cpu" || o.PostURL != "http://x" || o.PostToken != "tok" || o.GitCommit != "c0ffee" {
 		t.Errorf("%+v", o)
@@ -619,7 +620,7 @@ func TestOptionsFromEnv(t *testing.T) {
 }
 
 func TestWorkerEnvHidesToken(t *testing.T) {
-	t.Setenv(EnvPostToken, "secret")
+	t.Setenv(contract.EnvPostToken, "secret")
 	t.Setenv("PYTHONPATH", "/old")
 	env := workerEnv("/exp", nil, "cpu")
 	joined := strings.Join(env, "\n")
@@ -655,7 +656,7 @@ benchmark:
 `
 	})
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
-	if ro.code != ExitFailed {
+	if ro.code != contract.ExitFailed {
 		t.Fatalf("exit %d: %v", ro.code, ro.err)
 	}
 	r := readResults(t, ro.out)
@@ -702,7 +703,7 @@ done
 	}
 	start := time.Now()
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
-	if ro.err != nil || ro.code != ExitFailed {
+	if ro.err != nil || ro.code != contract.ExitFailed {
 		t.Fatalf("err %v exit %d", ro.err, ro.code)
 	}
 	if d := time.Since(start); d > 20*time.Second {
@@ -758,7 +759,7 @@ func TestGPUModeOnFakeGPU(t *testing.T) {
 		return strings.Replace(s, "method: {", "method: {flush_bytes: 1m, ", 1)
 	})
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
-	if ro.err != nil || ro.code != ExitFailed {
+	if ro.err != nil || ro.code != contract.ExitFailed {
 		t.Fatalf("err %v exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -837,7 +838,7 @@ benchmark:
 `
 	})
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
-	if ro.err != nil || ro.code != ExitSucceeded {
+	if ro.err != nil || ro.code != contract.ExitSucceeded {
 		t.Fatalf("err %v exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -906,7 +907,7 @@ benchmark:
 `
 	})
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
-	if ro.code != ExitFailed {
+	if ro.code != contract.ExitFailed {
 		t.Fatalf("err %v exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -934,14 +935,14 @@ func TestGPUTypeOnFakeGPU(t *testing.T) {
 	for _, tc := range []struct {
 		typ  string
 		want int
-	}{{"a100", ExitInfra}, {"h100", ExitSucceeded}} {
+	}{{"a100", contract.ExitInfra}, {"h100", contract.ExitSucceeded}} {
 		dir := copyFixture(t, "numpy-saxpy", func(s string) string {
 			return strings.Replace(s, "benchmark:", "resources: {gpus: 1, gpu_type: "+tc.typ+"}\nbenchmark:", 1)
 		})
 		ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Mode: "gpu", Python: "/nonexistent/python3"})
 		r := readResults(t, ro.out)
-		if tc.want == ExitInfra {
-			if ro.code != ExitInfra || !strings.Contains(r.Error, "asks for GPU type \"a100\" (resources.gpu_type) but GPU 0 here is NVIDIA H100 80GB HBM3") {
+		if tc.want == contract.ExitInfra {
+			if ro.code != contract.ExitInfra || !strings.Contains(r.Error, "asks for GPU type \"a100\" (resources.gpu_type) but GPU 0 here is NVIDIA H100 80GB HBM3") {
 				t.Errorf("gpu_type %s: exit %d, error %q", tc.typ, ro.code, r.Error)
 			}
 			continue

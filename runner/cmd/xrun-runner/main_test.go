@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/run"
 )
 
 // buildRunner builds the binary as releases do: static, version stamped.
@@ -54,7 +54,7 @@ func TestBinary(t *testing.T) {
 	t.Run("bad flag", func(t *testing.T) {
 		err := exec.Command(bin, "--nope").Run()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != run.ExitBadSpec {
+		if !errors.As(err, &ee) || ee.ExitCode() != contract.ExitBadSpec {
 			t.Errorf("exit: %v", err)
 		}
 	})
@@ -106,7 +106,7 @@ func TestBinary(t *testing.T) {
 		}
 		err := cmd.Wait()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != run.ExitCancelled {
+		if !errors.As(err, &ee) || ee.ExitCode() != contract.ExitCancelled {
 			t.Errorf("exit: %v\n%s", err, stderr.String())
 		}
 		r, err := result.ReadFile(filepath.Join(out, result.FileName))

@@ -1,0 +1,78 @@
+// Package contract is the one definition of what xrun's client and the
+// runner in a job's container agree on: the paths in the container, the
+// user a job runs as, the environment the client sets, the runner's exit
+// codes and the labels that mark a job's containers and images.
+package contract
+
+// Paths in a job's container.
+const (
+	// ExperimentDir holds the experiment's code (its includes inside),
+	// copied in by the client before the container starts.
+	ExperimentDir = "/xrun/exp"
+	// OutDir is where the runner writes results.json, results.md,
+	// runner.log and logs/; the client copies it out after the job.
+	OutDir = "/xrun/out"
+	// HomeDir and TmpDir are the job's HOME and TMPDIR (Triton and torch
+	// caches, scratch), writable by JobUser.
+	HomeDir = "/xrun/home"
+	TmpDir  = "/xrun/tmp"
+	// RunnerPath is the runner binary, the image's entrypoint.
+	RunnerPath = "/usr/local/bin/xrun-runner"
+)
+
+// JobUser is the uid:gid a job runs as unless submitted with --root: no
+// name needed, so it works on any base, scratch included.
+const JobUser = "65532:65532"
+
+// Environment the client sets for the runner (all optional for it).
+const (
+	EnvJobID         = "XRUN_JOB_ID"
+	EnvClientVersion = "XRUN_CLIENT_VERSION"
+	EnvImageRef      = "XRUN_IMAGE_REF"
+	EnvImageDigest   = "XRUN_IMAGE_DIGEST"
+	// EnvCodeHash is the content hash of the code the client copied into
+	// the container beside the image.
+	EnvCodeHash  = "XRUN_CODE_HASH"
+	EnvGitCommit = "XRUN_GIT_COMMIT"
+	// EnvGitDirty=1 says the experiment's files differ from XRUN_GIT_COMMIT.
+	EnvGitDirty   = "XRUN_GIT_DIRTY"
+	EnvMode       = "XRUN_MODE"
+	EnvPostURL    = "XRUN_POST_URL"
+	EnvPostToken  = "XRUN_POST_TOKEN"
+	EnvPython     = "XRUN_PYTHON"
+	EnvExperiment = "XRUN_EXPERIMENT"
+	EnvOut        = "XRUN_OUT"
+	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
+	// it times (they are still read before and after).
+	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
+)
+
+// Exit codes of the runner (docs/architecture.md); the client exits with
+// the same codes for the same outcomes.
+const (
+	ExitSucceeded      = 0   // every implementation ran, was correct, and the criteria passed
+	ExitCriteriaFailed = 1   // criteria failed; everything ran and was correct
+	ExitFailed         = 2   // an implementation failed (error, wrong result, crash, timeout, OOM), or the job timed out
+	ExitBadSpec        = 3   // bad spec or bad arguments
+	ExitInfra          = 4   // infrastructure: no Python, output not writable, harness failed to start
+	ExitCancelled      = 130 // SIGINT/SIGTERM
+)
+
+// Labels on job containers and images. The job label finds a job's
+// container on any host; the timeout label lets any client enforce the
+// timeout of a detached job.
+const (
+	LabelJob           = "dev.xrun.job"
+	LabelExperiment    = "dev.xrun.experiment"
+	LabelSpecHash      = "dev.xrun.spec-hash"
+	LabelGPUs          = "dev.xrun.gpus"
+	LabelClientVersion = "dev.xrun.client-version"
+	LabelImage         = "dev.xrun.image"
+	LabelMode          = "dev.xrun.mode"
+	LabelTimeout       = "dev.xrun.timeout"
+	// LabelCodeHash (on job containers) is the content hash of the
+	// experiment's code copied into it.
+	LabelCodeHash = "dev.xrun.code-hash"
+	// LabelBaseID (on job images) is the id of the base image they were built on.
+	LabelBaseID = "dev.xrun.base-id"
+)
