@@ -113,19 +113,27 @@ func (f *fakeEngine) Images(context.Context, map[string]string) ([]engine.Image,
 	return nil, nil
 }
 
-func (f *fakeEngine) Build(_ context.Context, r io.Reader, o engine.BuildOptions, progress func(string)) (string, error) {
+// readTar returns the entries of a tar stream by name.
+func readTar(r io.Reader) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return files, nil
 		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		data, _ := io.ReadAll(tr)
 		files[h.Name] = data
+	}
+}
+
+func (f *fakeEngine) Build(_ context.Context, r io.Reader, o engine.BuildOptions, progress func(string)) (string, error) {
+	files, err := readTar(r)
+	if err != nil {
+		return "", err
 	}
 	progress("Step 1/1 : FROM fake")
 	f.mu.Lock()
@@ -261,17 +269,13 @@ func (f *fakeEngine) Remove(_ context.Context, id string, force bool) error {
 
 // CopyTo records the names of the files copied into a container.
 func (f *fakeEngine) CopyTo(_ context.Context, id, dir string, r io.Reader) error {
+	files, err := readTar(r)
+	if err != nil {
+		return err
+	}
 	var names []string
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		names = append(names, path.Join(dir, h.Name))
+	for name := range files {
+		names = append(names, path.Join(dir, name))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
