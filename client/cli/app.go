@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,11 +102,6 @@ func (a *App) connectDocker(ctx context.Context, sel HostSelection) (engine.Engi
 	return engine.FromClient(t.Ref(), c), nil
 }
 
-// jobEngine returns the engine of the host a job was submitted to.
-func (a *App) jobEngine(ctx context.Context, j *jobs.Job) (engine.Engine, error) {
-	return a.Engine(ctx, HostSelection{Host: j.Host})
-}
-
 // Store returns the job store, opening it on first use.
 func (a *App) Store() (*jobs.Store, error) {
 	a.mu.Lock()
@@ -162,34 +156,6 @@ func (a *App) Close() {
 	}
 	a.engines = nil
 }
-
-// ExitError carries the process exit code for an error; a job's own exit
-// code is mirrored this way. An empty Err prints nothing.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return ""
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// Exit codes of xrun. A job's status gives the runner's code for it
-// (jobOutcome); xrun's own failures take the runner's codes for the same
-// kind of failure, so that 1 only ever means the criteria failed.
-const (
-	ExitCriteriaFailed = contract.ExitCriteriaFailed // the job ran, but its criteria failed
-	ExitFailed         = contract.ExitFailed         // the job failed: an implementation failed or crashed, or it ran out of memory
-	ExitUsage          = contract.ExitBadSpec        // bad arguments, spec or job id
-	ExitInfra          = contract.ExitInfra          // infrastructure: no daemon, a failed build, an unreadable store
-	ExitTimeout        = 124                         // the job ran past its timeout, as timeout(1)
-	ExitInterrupted    = contract.ExitCancelled      // cancelled, or interrupted by Ctrl-C
-)
 
 type abortKey struct{}
 

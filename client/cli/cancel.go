@@ -2,12 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/lifecycle"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -42,33 +41,28 @@ func runCancel(ctx context.Context, a *App, o cancelOptions) error {
 	if err != nil {
 		return err
 	}
-	c, ok, err := a.refresh(ctx, j)
-	if err != nil {
-		return err
-	}
-	if !ok || c.Finished() {
-		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
-		return nil
-	}
-	e, err := a.jobEngine(ctx, j)
-	if err != nil {
-		return err
-	}
 	st, err := a.Store()
 	if err != nil {
 		return err
 	}
-	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
-	if err := st.Save(j); err != nil {
+	if j.ContainerID == "" {
+		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
+		return nil
+	}
+	b, err := a.jobBackend(ctx, j)
+	if err != nil {
 		return err
 	}
-	if err := e.Stop(ctx, j.ContainerID, stopGrace); err != nil && !errors.Is(err, engine.ErrNotFound) {
-		return fmt.Errorf("cancel job %s: %w", j.ID, err)
+	ended, err := lifecycle.Cancel(ctx, b, st, j)
+	if ended {
+		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
+		return err
 	}
-	if c, err = e.Inspect(ctx, j.ContainerID); err == nil {
-		if err := a.finalize(ctx, e, j, c); err != nil {
-			fmt.Fprintf(a.Err, "warning: %v\n", err)
+	if err != nil {
+		if j.StoppedBy != result.StatusCancelled {
+			return err
 		}
+		fmt.Fprintf(a.Err, "warning: %v\n", err)
 	}
 	fmt.Fprintf(a.Err, "cancelled job %s\n", j.ID)
 	return nil

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/contract"
+
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -424,7 +425,7 @@ func TestSubmitInterruptRemovesContainer(t *testing.T) {
 	if len(ta.fake.containers) != 0 {
 		t.Errorf("%d containers left", len(ta.fake.containers))
 	}
-	if !strings.Contains(ta.err.String(), "stopped and removed container") {
+	if !strings.Contains(ta.err.String(), "stopped and removed xrun-my-kernel-") {
 		t.Errorf("stderr: %s", ta.err)
 	}
 }
@@ -531,21 +532,6 @@ func TestBadJobID(t *testing.T) {
 	}
 }
 
-func TestExtractTarRefusesEscapes(t *testing.T) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "out/../../evil", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
-	tw.Write([]byte("x"))
-	tw.Close()
-	dir := t.TempDir()
-	if err := extractTar(&buf, filepath.Join(dir, "out")); err == nil {
-		t.Error("an entry leaving the directory was written")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "evil")); err == nil {
-		t.Error("evil file exists")
-	}
-}
-
 func TestTailLines(t *testing.T) {
 	in := []byte("a\nb\nc\n")
 	for tail, want := range map[string]string{"all": "a\nb\nc\n", "2": "b\nc\n", "0": "", "9": "a\nb\nc\n"} {
@@ -583,29 +569,6 @@ func TestRunnerMainFlags(t *testing.T) {
 	code := RunnerMain(context.Background(), []string{"xrun-runner", "--experiment", dir, "--out", t.TempDir()}, &out, &errb)
 	if code != 3 || !strings.Contains(errb.String(), "bogus") {
 		t.Errorf("bad spec: exit %d, %s", code, errb.String())
-	}
-}
-
-func TestFailureSentence(t *testing.T) {
-	r := &result.Results{Implementations: []string{"fast", "big"}, Cases: []result.Case{
-		{Label: "n=1", Results: map[string]*result.ImplResult{"reference": {Status: "ok"}, "fast": {Status: "ok"}, "big": {Status: "skipped"}}},
-		{Label: "n=2", Results: map[string]*result.ImplResult{"reference": {Status: "ok"}, "fast": {Status: "crashed", Error: "the worker died during check (signal 11, segmentation fault)"},
-			"big": {Status: "oom", Error: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB.\nTraceback..."}}},
-	}}
-	got := failureSentence(r)
-	want := "implementation fast crashed at n=2: the worker died during check (signal 11, segmentation fault); 1 more failed"
-	if got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-	r.Cases[1].Results["fast"].Status = "ok"
-	got = failureSentence(r)
-	want = "implementation big ran out of GPU memory at n=2 (torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB.): make the case smaller or run it on a GPU with more memory"
-	if got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-	r.Cases[1].Results["big"].Status = "ok"
-	if got := failureSentence(r); got != "" {
-		t.Errorf("no failure: got %q", got)
 	}
 }
 
@@ -738,7 +701,7 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 		for _, c := range ta.fake.containers {
 			s = c.spec
 		}
-		if s.PidsLimit != DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
+		if s.PidsLimit != submit.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
 			t.Errorf("root %v: pids %d, memory %d, network disabled %v", root, s.PidsLimit, s.MemoryBytes, s.NetworkDisabled)
 		}
 		if unpriv := s.User == "65532:65532" && s.Unprivileged && slices.Contains(s.Env, "USER=xrun"); unpriv == root {

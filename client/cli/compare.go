@@ -112,18 +112,8 @@ func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Re
 	if err != nil {
 		return nil, nil, err
 	}
-	if !st.Has(j.ID, jobs.ResultsFile) {
-		if _, ok, err := a.refresh(ctx, j); err != nil {
-			return nil, nil, err
-		} else if ok && !st.Has(j.ID, jobs.ResultsFile) {
-			e, err := a.jobEngine(ctx, j)
-			if err != nil {
-				return nil, nil, err
-			}
-			if err := a.fetchResults(ctx, e, j); err != nil {
-				return nil, nil, err
-			}
-		}
+	if err := a.ensureResults(ctx, j); err != nil {
+		return nil, nil, err
 	}
 	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
 	if err != nil {

@@ -6,18 +6,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/images"
 )
 
 // assignGPUs gives job j GPUs of its host that no running xrun job holds
 // (waiting for them with queue), points the job's device request at them,
 // and returns the function that frees them. CPU jobs get nothing to free.
-func (a *App) assignGPUs(ctx context.Context, p *prepared, j *jobs.Job, sel HostSelection, queue bool) (release func(), err error) {
-	if p.gpus == nil {
+func (a *App) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engine, j *jobs.Job, sel HostSelection, queue bool) (release func(), err error) {
+	if p.GPUs == nil {
 		return func() {}, nil
 	}
 	// A configured test inventory (gpus: N on a named host) is honoured
@@ -26,30 +28,30 @@ func (a *App) assignGPUs(ctx context.Context, p *prepared, j *jobs.Job, sel Host
 	if t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv}); err == nil {
 		fake = t.FakeGPUs
 	}
-	inv, err := gpus.Lookup(ctx, p.eng, p.imageRef, fake, gpus.DefaultCache(a.Getenv), a.Getenv)
+	inv, err := gpus.Lookup(ctx, e, p.ImageRef, fake, gpus.DefaultCache(a.Getenv), a.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDriver(ctx, p.eng, p.imageRef, inv); err != nil {
+	if err := checkDriver(ctx, e, p.ImageRef, inv); err != nil {
 		return nil, err
 	}
 	as := &gpus.Assigner{
-		Engine: p.eng, Inventory: inv, Image: p.imageRef, Queue: queue,
+		Engine: e, Inventory: inv, Image: p.ImageRef, Queue: queue,
 		Progress: func(line string) { fmt.Fprintln(a.Err, line) },
 	}
-	got, err := as.Acquire(ctx, j.ID, gpus.Request{Count: p.gpus.Count, IDs: p.gpus.IDs, Type: p.spec.Resources.GPUType})
+	got, err := as.Acquire(ctx, j.ID, gpus.Request{Count: p.GPUs.Count, IDs: p.GPUs.IDs, Type: p.Spec.Resources.GPUType})
 	if err != nil {
 		return nil, err
 	}
 	// The device request names the assigned indices, as nvidia-smi
 	// numbered them on this host when the inventory was taken.
-	p.gpuIDs = gpus.Indices(got)
-	p.gpus = &engine.GPURequest{IDs: strings.Split(p.gpuIDs, ",")}
-	fmt.Fprintf(a.Err, "job %s gets GPU %s (%s) on %s\n", j.ID, p.gpuIDs, got[0].Name, p.eng.Host())
+	p.GPUIDs = gpus.Indices(got)
+	p.GPUs = &backend.GPUs{IDs: strings.Split(p.GPUIDs, ",")}
+	fmt.Fprintf(a.Err, "job %s gets GPU %s (%s) on %s\n", j.ID, p.GPUIDs, got[0].Name, e.Host())
 	return func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := gpus.Release(rctx, p.eng, j.ID); err != nil {
+		if err := gpus.Release(rctx, e, j.ID); err != nil {
 			fmt.Fprintf(a.Err, "warning: %v (the next submit reclaims them)\n", err)
 		}
 	}, nil

@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
@@ -62,9 +62,9 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 	if err != nil {
 		return err
 	}
-	e, err := a.jobEngine(ctx, j)
+	b, err := a.jobBackend(ctx, j)
 	if err == nil {
-		err = e.Logs(ctx, j.ContainerID, engine.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, a.Out, a.Err)
+		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, a.Out, a.Err)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
@@ -72,7 +72,7 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 	// The container (or its host) is gone: the copy in the store is all there is.
 	data, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
 	if rerr != nil {
-		if errors.Is(err, engine.ErrNotFound) {
+		if errors.Is(err, backend.ErrNotFound) {
 			return fmt.Errorf("job %s: its container is gone and no logs were saved before it was removed", j.ID)
 		}
 		return err

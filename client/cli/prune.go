@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/contract"
 
 	"github.com/urfave/cli/v2"
 

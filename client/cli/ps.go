@@ -3,14 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
@@ -66,13 +65,13 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 			sels = append(sels, HostSelection{Host: h})
 		}
 	}
-	var engines []engine.Engine
+	var backends []backend.Backend
 	for _, sel := range sels {
-		e, err := a.Engine(ctx, sel)
+		b, err := a.selectedBackend(ctx, sel)
 		if err != nil {
 			return err
 		}
-		engines = append(engines, e)
+		backends = append(backends, b)
 	}
 	list, err := st.List()
 	if err != nil {
@@ -96,18 +95,17 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		cancel()
 	}
 	// Jobs on the hosts that this store has no record of.
-	for _, e := range engines {
-		cs, err := e.List(ctx, map[string]string{contract.LabelJob: ""}, o.all)
+	for _, b := range backends {
+		listed, err := b.List(ctx, o.all)
 		if err != nil {
 			return err
 		}
-		for _, c := range cs {
-			id := c.Labels[contract.LabelJob]
-			if known[id] || id == "gpu-probe" {
+		for _, l := range listed {
+			if known[l.Job.ID] {
 				continue
 			}
-			known[id] = true
-			list = append(list, jobFromContainer(e, c))
+			known[l.Job.ID] = true
+			list = append(list, unrecorded(l))
 		}
 	}
 	var shown []*jobs.Job
@@ -132,21 +130,19 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	return tw.Flush()
 }
 
-// jobFromContainer describes a job from its container alone.
-func jobFromContainer(e engine.Engine, c engine.Container) *jobs.Job {
-	status := c.State
-	switch c.State {
-	case "created":
-		status = jobs.StatusCreated
-	case "exited", "dead":
+// unrecorded is the record of a job that the store does not have, from
+// what its backend says of it.
+func unrecorded(l backend.Listed) *jobs.Job {
+	j := l.Job
+	switch l.State.Phase {
+	case backend.Pending:
+		j.Status = jobs.StatusCreated
+	case backend.Running:
+		j.Status = jobs.StatusRunning
+	case backend.Exited:
 		// Without its results.json (not copied for a listing) the exit
 		// decides, in the same words as a recorded job's.
-		status = jobs.FinalStatus(jobs.Outcome{ExitCode: c.ExitCode, OOMKilled: c.OOMKilled})
+		j.Status = jobs.FinalStatus(jobs.Outcome{ExitCode: l.State.ExitCode, OOMKilled: l.State.OOMKilled})
 	}
-	return &jobs.Job{
-		ID: c.Labels[contract.LabelJob], Host: e.Host(), ContainerID: c.ID, ContainerName: c.Name,
-		Experiment: c.Labels[contract.LabelExperiment], ImageRef: c.Labels[contract.LabelImage], ImageID: c.ImageID,
-		SpecHash: c.Labels[contract.LabelSpecHash], GPUs: c.Labels[contract.LabelGPUs], Mode: c.Labels[contract.LabelMode],
-		Timeout: c.Labels[contract.LabelTimeout], Created: c.Created, Status: status,
-	}
+	return &j
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/contract"
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"

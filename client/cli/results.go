@@ -59,18 +59,8 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 		return err
 	}
 	if !st.Has(j.ID, jobs.ResultsFile) {
-		_, ok, err := a.refresh(ctx, j)
-		if err != nil {
+		if err := a.ensureResults(ctx, j); err != nil {
 			return err
-		}
-		if ok && !st.Has(j.ID, jobs.ResultsFile) {
-			e, err := a.jobEngine(ctx, j)
-			if err != nil {
-				return err
-			}
-			if err := a.fetchResults(ctx, e, j); err != nil {
-				return err
-			}
 		}
 		if !st.Has(j.ID, jobs.ResultsFile) {
 			err := fmt.Errorf("job %s (%s) has no results: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)

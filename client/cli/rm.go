@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
@@ -88,22 +87,22 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 			errs = append(errs, err)
 			continue
 		}
-		c, ok, err := a.refresh(ctx, j)
-		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+		s, ok, err := a.refresh(ctx, j)
+		if err != nil && !errors.Is(err, backend.ErrNotFound) {
 			errs = append(errs, err)
 			continue
 		}
 		if ok {
-			if !c.Finished() && !o.force {
-				errs = append(errs, fmt.Errorf("job %s is %s: cancel it first, or pass --force", j.ID, c.State))
+			if !s.Finished() && !o.force {
+				errs = append(errs, fmt.Errorf("job %s is %s: cancel it first, or pass --force", j.ID, j.Status))
 				continue
 			}
-			e, err := a.jobEngine(ctx, j)
+			b, err := a.jobBackend(ctx, j)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			if err := e.Remove(ctx, j.ContainerID, o.force); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			if err := b.Remove(ctx, j, o.force); err != nil && !errors.Is(err, backend.ErrNotFound) {
 				errs = append(errs, err)
 				continue
 			}
@@ -123,16 +122,16 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 // host was in that record, so its containers are looked for, by the job
 // label, on the default host alone.
 func (a *App) removeUnreadable(ctx context.Context, st *jobs.Store, re *jobs.RecordError) error {
-	if e, err := a.Engine(ctx, HostSelection{}); err != nil {
-		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
-	} else if cs, err := e.List(ctx, map[string]string{contract.LabelJob: re.ID}, true); err != nil {
-		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
-	} else {
-		for _, c := range cs {
-			if err := e.Remove(ctx, c.ID, true); err != nil && !errors.Is(err, engine.ErrNotFound) {
-				return fmt.Errorf("remove container %s of job %s: %w", c.Name, re.ID, err)
-			}
+	b, err := a.selectedBackend(ctx, HostSelection{})
+	if err == nil {
+		_, err = removeListed(ctx, b, re.ID, true, func(id string) bool { return id == re.ID })
+		if err != nil && !errors.Is(err, errNoContainer) {
+			return fmt.Errorf("remove the container of job %s: %w", re.ID, err)
 		}
+		err = nil
+	}
+	if err != nil {
+		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
 	}
 	return st.Remove(re.ID)
 }
@@ -143,36 +142,41 @@ var errNoContainer = errors.New("no container")
 // but the store has no record of; ref is its id or a prefix of it. It
 // returns the job id, or errNoContainer when no container matches.
 func (a *App) rmUnrecorded(ctx context.Context, o rmOptions, ref string) (string, error) {
-	e, err := a.Engine(ctx, o.host)
+	b, err := a.selectedBackend(ctx, o.host)
 	if err != nil {
 		return "", err
 	}
-	cs, err := e.List(ctx, map[string]string{contract.LabelJob: ""}, true)
+	return removeListed(ctx, b, ref, o.force, func(id string) bool { return ref != "" && strings.HasPrefix(id, ref) })
+}
+
+// removeListed removes the jobs on b whose id match selects, all of one
+// job; running ones only with force.
+func removeListed(ctx context.Context, b backend.Backend, ref string, force bool, match func(id string) bool) (string, error) {
+	list, err := b.List(ctx, true)
 	if err != nil {
 		return "", err
 	}
-	var match []engine.Container
+	var hits []backend.Listed
 	ids := map[string]bool{}
-	for _, c := range cs {
-		id := c.Labels[contract.LabelJob]
-		if id != "gpu-probe" && ref != "" && strings.HasPrefix(id, ref) {
-			match = append(match, c)
-			ids[id] = true
+	for _, l := range list {
+		if match(l.Job.ID) {
+			hits = append(hits, l)
+			ids[l.Job.ID] = true
 		}
 	}
 	switch {
-	case len(match) == 0:
+	case len(hits) == 0:
 		return "", errNoContainer
 	case len(ids) > 1:
-		return "", &ExitError{Code: ExitUsage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), e.Host())}
+		return "", &ExitError{Code: ExitUsage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), b.Where())}
 	}
-	for _, c := range match {
-		if !c.Finished() && !o.force {
-			return "", fmt.Errorf("job %s is %s on %s: cancel it first, or pass --force", c.Labels[contract.LabelJob], c.State, e.Host())
+	for _, l := range hits {
+		if !l.State.Finished() && !force {
+			return "", fmt.Errorf("job %s is %s on %s: cancel it first, or pass --force", l.Job.ID, l.State.Detail, b.Where())
 		}
-		if err := e.Remove(ctx, c.ID, o.force); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		if err := b.Remove(ctx, &l.Job, force); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return "", err
 		}
 	}
-	return match[0].Labels[contract.LabelJob], nil
+	return hits[0].Job.ID, nil
 }

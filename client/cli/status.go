@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
@@ -27,6 +27,7 @@ type jobStatus struct {
 
 type containerState struct {
 	State      string     `json:"state"`
+	Message    string     `json:"message,omitempty"`
 	ExitCode   int        `json:"exit_code"`
 	OOMKilled  bool       `json:"oom_killed"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
@@ -101,6 +102,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	}
 	if s.Container != nil {
 		row("container state", s.Container.State)
+		row("because", s.Container.Message)
 	} else if finalStatus(j.Status) {
 		row("container state", "not checked (the job is finished and its results are in the store)")
 	}
@@ -108,14 +110,14 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	return tw.Flush()
 }
 
-func stateOf(c engine.Container) *containerState {
-	s := &containerState{State: c.State, ExitCode: c.ExitCode, OOMKilled: c.OOMKilled}
-	if !c.StartedAt.IsZero() {
-		t := c.StartedAt
+func stateOf(b backend.State) *containerState {
+	s := &containerState{State: b.Detail, Message: b.Message, ExitCode: b.ExitCode, OOMKilled: b.OOMKilled}
+	if !b.StartedAt.IsZero() {
+		t := b.StartedAt
 		s.StartedAt = &t
 	}
-	if !c.FinishedAt.IsZero() {
-		t := c.FinishedAt
+	if !b.FinishedAt.IsZero() {
+		t := b.FinishedAt
 		s.FinishedAt = &t
 	}
 	return s

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -47,35 +45,20 @@ func runWait(ctx context.Context, a *App, o waitOptions) error {
 	if err != nil {
 		return err
 	}
-	c, ok, err := a.refresh(ctx, j)
+	s, ok, err := a.refresh(ctx, j)
 	if err != nil {
 		return err
 	}
-	if ok && !c.Finished() {
-		e, err := a.jobEngine(ctx, j)
+	if ok && !s.Finished() {
+		b, err := a.jobBackend(ctx, j)
 		if err != nil {
 			return err
 		}
-		waitCtx := ctx
-		if deadline, has := timeoutDeadline(j, c); has {
-			var cancel context.CancelFunc
-			waitCtx, cancel = context.WithDeadlineCause(ctx, deadline, errTimeout)
-			defer cancel()
+		st, err := a.Store()
+		if err != nil {
+			return err
 		}
-		res := <-e.Wait(waitCtx, j.ContainerID, false)
-		switch {
-		case ctx.Err() != nil:
-			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("stopped waiting; job %s goes on (xrun cancel %s stops it)", j.ID, j.ID)}
-		case errors.Is(context.Cause(waitCtx), errTimeout):
-			fmt.Fprintf(a.Err, "job %s ran past its timeout of %s: stopping it\n", j.ID, j.Timeout)
-			if err := a.expire(ctx, e, j); err != nil {
-				return err
-			}
-			<-e.Wait(ctx, j.ContainerID, false)
-		case res.Err != nil && !errors.Is(res.Err, engine.ErrNotFound):
-			return res.Err
-		}
-		if _, _, err := a.refresh(ctx, j); err != nil {
+		if err := a.waitJob(ctx, b, st, j, s); err != nil {
 			return err
 		}
 	}

@@ -45,6 +45,10 @@ const (
 	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
 	// it times (they are still read before and after).
 	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
+	// EnvOutToLog=1 makes the runner write its output directory into its
+	// log at the end (runner/outlog), for backends that keep a finished
+	// job's log but not its files.
+	EnvOutToLog = "XRUN_OUT_TO_LOG"
 )
 
 // Exit codes of the runner (docs/architecture.md); the client exits with

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/xrun-dev/xrun/runner/outlog"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/version"
 )
@@ -62,6 +64,13 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	}
+	if o.OutToLog {
+		if _, serr := os.Stat(o.OutDir); serr == nil {
+			if werr := outlog.Write(stdout, o.OutDir); werr != nil {
+				fmt.Fprintf(stderr, "%s: write the output directory into the log: %v\n", name, werr)
+			}
+		}
 	}
 	return ExitCode(r, err)
 }

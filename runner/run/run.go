@@ -57,6 +57,9 @@ type Options struct {
 
 	// NoClockMonitor leaves out the clock readings taken while timing.
 	NoClockMonitor bool
+	// OutToLog writes OutDir into the log (stdout) at the end, for a
+	// backend that keeps the log but not the files (runner/outlog).
+	OutToLog bool
 
 	// Log receives progress (runner.log gets the same). The final table
 	// goes to runner.log only: the caller prints it where it belongs

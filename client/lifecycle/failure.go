@@ -1,4 +1,4 @@
-package cli
+package lifecycle
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
-// failureSentence says in one sentence why a job whose runner exited with
+// FailureSentence says in one sentence why a job whose runner exited with
 // "an implementation failed" failed: the first implementation that did not
 // run through, where, and what to do about it; "" when none did.
-func failureSentence(r *result.Results) string {
+func FailureSentence(r *result.Results) string {
 	var first, where string
 	var ir *result.ImplResult
 	n := 0
@@ -62,4 +62,9 @@ func statusWord(status string) string {
 		return "failed"
 	}
 	return status
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }

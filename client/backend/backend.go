@@ -1,0 +1,139 @@
+// Package backend is the contract between xrun's job lifecycle and the
+// places jobs run: a Docker host (client/backend/dockerhost) or a
+// Kubernetes cluster (client/backend/kube). A backend makes, starts,
+// watches, stops and removes one job's container and hands back its logs
+// and the runner's output directory; what a job's status means, when its
+// results are fetched and what is recorded is client/lifecycle's alone.
+package backend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+// ErrNotFound is returned (wrapped) when the backend no longer has the job.
+var ErrNotFound = errors.New("not found")
+
+// Backend is a place jobs run. Each method takes the job's record, whose
+// Host, ContainerID and ContainerName the backend set in Create.
+type Backend interface {
+	// Where names the Docker host or cluster as job records do (jobs.Job.Host).
+	Where() string
+	// Create makes the job from spec without starting it, with the job's
+	// code in it, and records its handle in j (ContainerID, ContainerName).
+	Create(ctx context.Context, j *jobs.Job, spec Spec) error
+	// Start starts a created job.
+	Start(ctx context.Context, j *jobs.Job) error
+	// State reads the job's state; ErrNotFound when the backend no longer has it.
+	State(ctx context.Context, j *jobs.Job) (State, error)
+	// Wait blocks until the job's runner has exited (or ctx ends) and
+	// returns the state then.
+	Wait(ctx context.Context, j *jobs.Job) (State, error)
+	// Logs writes the job's output until it is done (with Follow, until
+	// the job ends or ctx does).
+	Logs(ctx context.Context, j *jobs.Job, opts LogOptions, stdout, stderr io.Writer) error
+	// CopyOut returns a tar of the runner's output directory whose entries
+	// are named out/...; ErrNotFound when the runner wrote none.
+	CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error)
+	// Stop asks the runner to stop (SIGTERM: it writes cancelled results)
+	// and kills it after grace.
+	Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error
+	// Remove deletes everything the job left on the backend; force stops
+	// a running job first.
+	Remove(ctx context.Context, j *jobs.Job, force bool) error
+	// List returns the xrun jobs the backend has (finished ones too when
+	// all is set), described from the backend alone: jobs submitted from
+	// other machines show up this way.
+	List(ctx context.Context, all bool) ([]Listed, error)
+}
+
+// Spec is everything a job is created with.
+type Spec struct {
+	// Name names the container or Kubernetes Job ("xrun-<experiment>-<id>").
+	Name string
+	// Image is the job image (everything but the code).
+	Image string
+	// Code is the experiment's code, put at contract.ExperimentDir.
+	Code   *buildctx.Context
+	Env    []string // NAME=value
+	Labels map[string]string
+	// GPUs is nil for a CPU job.
+	GPUs *GPUs
+	// GPUType is resources.gpu_type: a GPU name the node must have.
+	GPUType     string
+	ShmBytes    int64
+	MemoryBytes int64
+	PidsLimit   int64
+	// Root runs the runner as root with the default capabilities instead
+	// of as contract.JobUser without any.
+	Root bool
+	// NoNetwork runs the job without a network.
+	NoNetwork bool
+	// Timeout is the job's timeout (0: none).
+	Timeout time.Duration
+}
+
+// GPUs asks for GPUs: a count, device ids, or all (Count -1).
+type GPUs struct {
+	Count int
+	IDs   []string
+}
+
+// Phase is where a job is in its life.
+type Phase string
+
+const (
+	// Pending: created and not running yet (not started, or waiting for
+	// a node, an image pull or a GPU).
+	Pending Phase = "pending"
+	Running Phase = "running"
+	// Exited: the runner's process ended (ExitCode says how).
+	Exited Phase = "exited"
+)
+
+// State is a job's state as its backend reports it.
+type State struct {
+	Phase Phase
+	// Detail is the backend's own word for the state ("created",
+	// "restarting", "ImagePullBackOff"), and Message why, when it says.
+	Detail  string
+	Message string
+	// ExitCode and OOMKilled describe an exited job.
+	ExitCode  int
+	OOMKilled bool
+	StartedAt time.Time
+	// FinishedAt is when an exited job ended.
+	FinishedAt time.Time
+	// MemoryBytes is the job's memory limit (0: none).
+	MemoryBytes int64
+	// Timeout is the timeout the job was created with, as recorded on the
+	// backend (so that any client enforces it), or "".
+	Timeout string
+	// Enforced is true when the backend itself stops the job at its
+	// timeout (a Kubernetes Job's deadline); a client stops it otherwise.
+	Enforced bool
+	// TimedOut is true when the backend stopped the job for its timeout.
+	TimedOut bool
+}
+
+// Finished reports whether the runner has exited.
+func (s State) Finished() bool { return s.Phase == Exited }
+
+// Listed is a job as a backend's List describes it: the record it would
+// have, and its state.
+type Listed struct {
+	Job   jobs.Job
+	State State
+}
+
+// LogOptions select which logs to read.
+type LogOptions struct {
+	Follow     bool
+	Tail       string // "all" (or "") or a number of lines
+	Timestamps bool
+}

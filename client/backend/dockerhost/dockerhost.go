@@ -1,0 +1,182 @@
+// Package dockerhost runs jobs as containers on a Docker host: the
+// backend.Backend of client/engine. The code goes into the created
+// container with a copy, so that a code edit costs no image build.
+package dockerhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// Backend is a Docker host.
+type Backend struct {
+	Engine engine.Engine
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns the backend of engine e.
+func New(e engine.Engine) *Backend { return &Backend{Engine: e} }
+
+// ProbeLabel is the job label of the throwaway containers that probe a
+// host's GPU support; they are nobody's job.
+const ProbeLabel = "gpu-probe"
+
+func (b *Backend) Where() string { return b.Engine.Host() }
+
+// ContainerSpec is the container a job spec becomes.
+func ContainerSpec(s backend.Spec) engine.ContainerSpec {
+	cs := engine.ContainerSpec{
+		Name:        s.Name,
+		Image:       s.Image,
+		Env:         s.Env,
+		Labels:      s.Labels,
+		ShmBytes:    s.ShmBytes,
+		MemoryBytes: s.MemoryBytes,
+		PidsLimit:   s.PidsLimit,
+		// The job's code runs unprivileged unless asked otherwise; what it
+		// writes goes to /xrun/{out,home,tmp}, owned by the job user.
+		User:            contract.JobUser,
+		Unprivileged:    true,
+		NetworkDisabled: s.NoNetwork,
+	}
+	if s.Root {
+		cs.User, cs.Unprivileged = "", false
+	}
+	if s.GPUs != nil {
+		cs.GPUs = &engine.GPURequest{Count: s.GPUs.Count, IDs: s.GPUs.IDs}
+	}
+	return cs
+}
+
+// Create makes the container and copies the code into it; a container
+// whose copy failed is removed again.
+func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+	j.ContainerName = s.Name
+	id, err := b.Engine.Create(ctx, ContainerSpec(s))
+	if err != nil {
+		return err
+	}
+	j.ContainerID = id
+	if s.Code == nil {
+		return nil
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(s.Code.WriteCode(pw)) }()
+	err = b.Engine.CopyTo(ctx, id, "/xrun", pr)
+	pr.Close()
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		b.Engine.Remove(rctx, id, true)
+		return fmt.Errorf("copy the experiment's code (%d files, %s) into the job's container: %w", len(s.Code.Files), units.HumanSize(float64(s.Code.Bytes)), err)
+	}
+	return nil
+}
+
+func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
+	return notFound(b.Engine.Start(ctx, j.ContainerID))
+}
+
+func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error) {
+	c, err := b.Engine.Inspect(ctx, j.ContainerID)
+	if err != nil {
+		return backend.State{}, notFound(err)
+	}
+	return StateOf(c), nil
+}
+
+// Wait waits for a started (or exited) container to stop.
+func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) {
+	res := <-b.Engine.Wait(ctx, j.ContainerID, false)
+	if res.Err != nil {
+		if ctx.Err() != nil {
+			return backend.State{}, ctx.Err()
+		}
+		return backend.State{}, notFound(res.Err)
+	}
+	return b.State(ctx, j)
+}
+
+func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, stdout, stderr io.Writer) error {
+	tail := o.Tail
+	if tail == "" {
+		tail = "all"
+	}
+	return notFound(b.Engine.Logs(ctx, j.ContainerID, engine.LogOptions{Follow: o.Follow, Tail: tail, Timestamps: o.Timestamps}, stdout, stderr))
+}
+
+func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error) {
+	rc, err := b.Engine.CopyFrom(ctx, j.ContainerID, contract.OutDir)
+	return rc, notFound(err)
+}
+
+func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error {
+	return notFound(b.Engine.Stop(ctx, j.ContainerID, grace))
+}
+
+func (b *Backend) Remove(ctx context.Context, j *jobs.Job, force bool) error {
+	return notFound(b.Engine.Remove(ctx, j.ContainerID, force))
+}
+
+// List returns the job containers on the host.
+func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) {
+	cs, err := b.Engine.List(ctx, map[string]string{contract.LabelJob: ""}, all)
+	if err != nil {
+		return nil, err
+	}
+	var out []backend.Listed
+	for _, c := range cs {
+		if c.Labels[contract.LabelJob] == ProbeLabel {
+			continue
+		}
+		out = append(out, backend.Listed{Job: b.jobOf(c), State: StateOf(c)})
+	}
+	return out, nil
+}
+
+// jobOf describes a job from its container's labels.
+func (b *Backend) jobOf(c engine.Container) jobs.Job {
+	l := c.Labels
+	return jobs.Job{
+		ID: l[contract.LabelJob], Host: b.Where(), ContainerID: c.ID, ContainerName: c.Name,
+		Experiment: l[contract.LabelExperiment], ImageRef: l[contract.LabelImage], ImageID: c.ImageID,
+		SpecHash: l[contract.LabelSpecHash], GPUs: l[contract.LabelGPUs], Mode: l[contract.LabelMode],
+		Timeout: l[contract.LabelTimeout], Created: c.Created,
+	}
+}
+
+// StateOf is a container's state in the backend's words.
+func StateOf(c engine.Container) backend.State {
+	s := backend.State{
+		Phase: backend.Running, Detail: c.State, Message: c.Error,
+		ExitCode: c.ExitCode, OOMKilled: c.OOMKilled,
+		StartedAt: c.StartedAt, FinishedAt: c.FinishedAt,
+		MemoryBytes: c.MemoryBytes, Timeout: c.Labels[contract.LabelTimeout],
+	}
+	switch {
+	case c.Finished():
+		s.Phase = backend.Exited
+	case c.State == "created":
+		s.Phase = backend.Pending
+	}
+	return s
+}
+
+// notFound turns the engine's not-found into the backend's.
+func notFound(err error) error {
+	if err != nil && errors.Is(err, engine.ErrNotFound) && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("%w (%w)", err, backend.ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,44 @@
+// Package exit is xrun's exit codes and the error that carries one: the
+// runner's codes for the runner's outcomes (runner/contract), and xrun's own
+// failures in the same places, so that 1 only ever means the criteria failed.
+package exit
+
+import (
+	"fmt"
+
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// Exit codes of xrun.
+const (
+	CriteriaFailed = contract.ExitCriteriaFailed // the job ran, but its criteria failed
+	Failed         = contract.ExitFailed         // the job failed: an implementation failed or crashed, or it ran out of memory
+	Usage          = contract.ExitBadSpec        // bad arguments, spec or job id
+	Infra          = contract.ExitInfra          // infrastructure: no daemon, a failed build, an unreadable store
+	Timeout        = 124                         // the job ran past its timeout, as timeout(1)
+	Interrupted    = contract.ExitCancelled      // cancelled, or interrupted by Ctrl-C
+)
+
+// Error carries the process exit code for an error; a job's own exit code
+// is mirrored this way. An empty Err prints nothing.
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Usagef is a bad command line, spec or job id: exit code 3.
+func Usagef(format string, args ...any) error {
+	return &Error{Code: Usage, Err: fmt.Errorf(format, args...)}
+}
+
+// BadInput marks err (a spec or context that cannot be used) as exit code 3.
+func BadInput(err error) error { return &Error{Code: Usage, Err: err} }

@@ -1,0 +1,452 @@
+// Package submit turns an experiment directory into a job that a backend
+// can run: it loads and checks the spec, collects the code, builds the job
+// image on a Docker engine (skipped when one with the same content hash is
+// there) and assembles the job's spec (labels, environment, limits). The
+// image holds everything but the code, which goes into the job beside it,
+// so a code edit costs no build.
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/dockerfile"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/images"
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/run"
+	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/runner/version"
+)
+
+// DefaultPidsLimit caps a job's processes and threads: far above what a
+// benchmark with a compiler pool uses, far below what takes a host down.
+const DefaultPidsLimit = 8192
+
+// DefaultShmBytes is a job's /dev/shm unless resources.shm says: PyTorch
+// DataLoader workers and NCCL need more than Docker's 64 MiB.
+const DefaultShmBytes = 1 << 30
+
+// DefaultMemory is a job's memory limit when resources.memory sets none:
+// three quarters of the host's, so that a runaway job is killed before the
+// host (and every other job on it) runs out.
+func DefaultMemory(hostBytes int64) int64 { return hostBytes / 4 * 3 }
+
+// Options are what the user asked of a submit.
+type Options struct {
+	Dir string
+	// GPUs is --gpus ("" for the spec's); CPU runs without GPUs.
+	GPUs string
+	CPU  bool
+	// Timeout overrides resources.timeout when set.
+	Timeout time.Duration
+	// Base overrides the base image image.base resolves to.
+	Base    string
+	NoCache bool
+	// Labels are the user's labels for the image and the job.
+	Labels map[string]string
+}
+
+// Prepared is an experiment ready to run as a job: its spec, its GPU
+// request and, once Build ran, its image and code.
+type Prepared struct {
+	Spec *spec.Spec
+	// Info is the builder's daemon.
+	Info     engine.Info
+	ImageRef string
+	ImageID  string
+	// Code is the experiment's code, which goes into the job beside the image.
+	Code *buildctx.Context
+	// GPUs is nil for a CPU job; GPULabel says what was asked ("1", "all", "0" for CPU).
+	GPUs     *backend.GPUs
+	GPULabel string
+	// GPUIDs are the GPU indices a Docker host assigned ("0,2"), or "".
+	GPUIDs  string
+	Mode    string // gpu or cpu
+	Timeout time.Duration
+	Labels  map[string]string
+}
+
+// Load reads and checks the spec and the GPU request: everything that
+// needs no host.
+func Load(o Options) (*Prepared, error) {
+	s, err := spec.Load(o.Dir)
+	if err != nil {
+		return nil, exit.BadInput(err)
+	}
+	p := &Prepared{Spec: s, Timeout: s.Resources.Timeout.Duration, Mode: "gpu", Labels: o.Labels}
+	if o.Timeout > 0 {
+		p.Timeout = o.Timeout
+	}
+	if o.CPU {
+		p.Mode, p.GPULabel = "cpu", "0"
+		return p, nil
+	}
+	g := s.Resources.GPUs
+	if o.GPUs != "" {
+		if g, err = spec.ParseGPUs(o.GPUs); err != nil {
+			return nil, exit.Usagef("--gpus %q: %v", o.GPUs, err)
+		}
+		if g.None() {
+			return nil, exit.Usagef("--gpus %s asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0", o.GPUs)
+		}
+	}
+	if g.None() {
+		g.Count = 1
+	}
+	p.GPULabel = g.String()
+	switch {
+	case g.All:
+		p.GPUs = &backend.GPUs{Count: -1}
+	case len(g.IDs) > 0:
+		p.GPUs = &backend.GPUs{IDs: g.IDs}
+	default:
+		p.GPUs = &backend.GPUs{Count: g.Count}
+	}
+	return p, nil
+}
+
+// Builder builds job images on a Docker engine.
+type Builder struct {
+	Engine engine.Engine
+	// Log gets progress and warnings, a line at a time.
+	Log io.Writer
+	// RunnerFor returns the runner binary for a platform (runnerbin.For).
+	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
+	// Step, when set, is called at the start of each step and the
+	// function it returns at its end (tracing).
+	Step func(name string) func()
+	// ProbeGPUs checks, before the build, that the engine's host can run
+	// GPU containers when its daemon does not say (it runs the job).
+	ProbeGPUs bool
+}
+
+func (b *Builder) step(name string) func() {
+	if b.Step == nil {
+		return func() {}
+	}
+	return b.Step(name)
+}
+
+func (b *Builder) logf(format string, args ...any) { fmt.Fprintf(b.Log, format+"\n", args...) }
+
+// Build collects the code and builds (or finds) the job image of p.
+func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
+	var err error
+	done := b.step("info")
+	if p.Info, err = b.Engine.Info(ctx); err != nil {
+		return err
+	}
+	done()
+	done = b.step("context")
+	if p.Code, err = buildctx.Collect(o.Dir, p.Spec, b.contextProgress()); err != nil {
+		return exit.BadInput(err)
+	}
+	done()
+	done = b.step("base")
+	base, err := b.pickBase(ctx, p.Spec.Image, o)
+	if err != nil {
+		return err
+	}
+	done()
+	if b.ProbeGPUs && p.GPUs != nil && !p.Info.NvidiaRuntime {
+		if err := ProbeGPU(ctx, b.Engine, base, p.GPUs); err != nil {
+			return err
+		}
+	}
+	// The base's id is a label of the job image, so that a base remade
+	// under the same tag changes the content hash and the image is rebuilt.
+	baseID := ""
+	if base != "scratch" {
+		if baseID, err = b.Engine.ImageID(ctx, base); err != nil {
+			return fmt.Errorf("inspect base image %s: %w", base, err)
+		}
+	}
+	done = b.step("runner")
+	runner, err := b.RunnerFor(ctx, p.Info.OS, p.Info.Arch, b.logf)
+	if err != nil {
+		return fmt.Errorf("get the runner for %s/%s: %w", p.Info.OS, p.Info.Arch, err)
+	}
+	done()
+	df, err := dockerfile.Generate(dockerfile.Options{
+		Base:       base,
+		Apt:        p.Spec.Image.Apt,
+		Python:     p.Spec.Image.Python,
+		RunnerSrc:  "xrun-runner",
+		Experiment: p.Spec.Name,
+		Labels:     imageLabels(p.Spec, baseID, p.Labels),
+	})
+	if err != nil {
+		return exit.BadInput(err)
+	}
+	extras := []buildctx.Extra{
+		{Name: "Dockerfile", Mode: 0o644, Data: df},
+		{Name: "xrun-runner", Mode: 0o755, Src: runner},
+	}
+	extras = append(extras, dockerfile.Dirs()...)
+	done = b.step("hash")
+	// The image holds all but the code, so a code edit reuses it.
+	hash, err := buildctx.HashExtras(extras...)
+	if err != nil {
+		return err
+	}
+	done()
+	p.ImageRef = "xrun/" + p.Spec.Name + ":" + hash[:12]
+	done = b.step("image-exists")
+	p.ImageID, err = b.Engine.ImageID(ctx, p.ImageRef)
+	done()
+	if err == nil {
+		b.logf("image %s is on %s: build skipped", p.ImageRef, b.Engine.Host())
+		return nil
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	b.logf("building %s on %s", p.ImageRef, b.Engine.Host())
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(buildctx.WriteExtras(pw, extras...)) }()
+	p.ImageID, err = b.Engine.Build(ctx, pr, engine.BuildOptions{Tag: p.ImageRef, NoCache: o.NoCache}, func(line string) {
+		fmt.Fprintln(b.Log, line)
+	})
+	pr.Close()
+	if err != nil {
+		if ctx.Err() != nil {
+			return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted during the image build")}
+		}
+		return err
+	}
+	return nil
+}
+
+// imageLabels are the image's labels. User labels go into the Dockerfile
+// with xrun's own rather than as build labels: the classic builder would
+// add them as one more step, rebuilt on every change.
+func imageLabels(s *spec.Spec, baseID string, user map[string]string) map[string]string {
+	labels := map[string]string{
+		contract.LabelExperiment:    s.Name,
+		contract.LabelSpecHash:      s.Hash,
+		contract.LabelClientVersion: version.Version,
+	}
+	if baseID != "" {
+		labels[contract.LabelBaseID] = baseID
+	}
+	for k, v := range user {
+		labels[k] = v
+	}
+	return labels
+}
+
+// contextProgress reports the hashing of large contexts, and the large
+// files going into them.
+func (b *Builder) contextProgress() *buildctx.Reporter {
+	var last time.Time
+	return &buildctx.Reporter{
+		Progress: func(files int, bytes int64) {
+			if bytes < 64<<20 || time.Since(last) < time.Second {
+				return
+			}
+			last = time.Now()
+			b.logf("reading build context: %d files, %s", files, units.HumanSize(float64(bytes)))
+		},
+		Warn: func(msg string) { b.logf("warning: %s", msg) },
+	}
+}
+
+// pickBase resolves the base image and makes sure it is on the host. A
+// CPU run of a spec that names no base, or a base of the table, takes any
+// CPU base of the table that the host has (one made offline with
+// images/make-cpu-base.sh) when the default CPU base is missing.
+func (b *Builder) pickBase(ctx context.Context, img spec.Image, o Options) (string, error) {
+	if o.Base != "" {
+		return o.Base, b.ensureBase(ctx, o.Base)
+	}
+	base, err := images.Resolve(img, o.CPU)
+	if err != nil {
+		return "", exit.BadInput(err)
+	}
+	if o.CPU && img.Torch == "" && img.CUDA == "" && (img.Base == "" || images.Named(img.Base)) {
+		if ok, err := b.Engine.ImageExists(ctx, base); err != nil || ok {
+			return base, err
+		}
+		for _, row := range images.Default().Images {
+			if !row.CPU() || row.Ref == base {
+				continue
+			}
+			if ok, _ := b.Engine.ImageExists(ctx, row.Ref); ok {
+				b.logf("default CPU base %s is not on %s: using %s", base, b.Engine.Host(), row.Ref)
+				return row.Ref, nil
+			}
+		}
+	}
+	return base, b.ensureBase(ctx, base)
+}
+
+// ensureBase makes sure the base image is on the host, pulling it once;
+// an offline host gets a sentence saying how to make the image instead.
+func (b *Builder) ensureBase(ctx context.Context, base string) error {
+	if base == "scratch" {
+		return nil
+	}
+	ok, err := b.Engine.ImageExists(ctx, base)
+	if err != nil || ok {
+		return err
+	}
+	b.logf("base image %s is not on %s: pulling it", base, b.Engine.Host())
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := b.Engine.Pull(pctx, base, func(line string) { fmt.Fprintln(b.Log, line) }); err != nil {
+		if ctx.Err() != nil {
+			return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted while pulling the base image")}
+		}
+		how := "build it on that host from images/ (see images/README.md)"
+		if row, ok := images.Lookup(base); ok {
+			how = "build it on that host with `" + row.HowToMake() + "`"
+		}
+		return fmt.Errorf("base image %s is not on host %s and no registry is reachable (%s): %s, or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu", base, b.Engine.Host(), firstLine(err.Error()), how)
+	}
+	return nil
+}
+
+// ProbeGPU starts a throwaway container of base with the job's GPU
+// request. A daemon can serve GPU requests without a registered "nvidia"
+// runtime (the nvidia-container-runtime-hook on its PATH is enough), so
+// Info alone cannot say no; the start can, before a long build.
+func ProbeGPU(ctx context.Context, e engine.Engine, base string, gpus *backend.GPUs) error {
+	id, err := e.Create(ctx, engine.ContainerSpec{
+		Image: base, Entrypoint: []string{"true"}, GPUs: &engine.GPURequest{Count: gpus.Count, IDs: gpus.IDs},
+		Labels: map[string]string{contract.LabelJob: "gpu-probe"}, NetworkDisabled: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		e.Remove(rctx, id, true)
+	}()
+	if err := e.Start(ctx, id); errors.Is(err, engine.ErrNoGPURuntime) || errors.Is(err, engine.ErrIncompleteGPURuntime) {
+		return fmt.Errorf("host %s: %w", e.Host(), err)
+	}
+	// Any other failure (no "true" in a scratch base, no GPU free) is the
+	// job's to report.
+	return nil
+}
+
+// JobOptions are the run-time choices of a submit.
+type JobOptions struct {
+	// Env is the job's environment from the spec's env: and --env.
+	Env []string
+	// Root runs the job as root with the default capabilities.
+	Root bool
+	// NoNetwork runs the job without a network.
+	NoNetwork bool
+}
+
+// JobSpec is the spec job j is created with: the image and code of p, the
+// job's labels and environment, and its limits.
+func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOptions) backend.Spec {
+	labels := map[string]string{
+		contract.LabelJob:           j.ID,
+		contract.LabelExperiment:    p.Spec.Name,
+		contract.LabelSpecHash:      p.Spec.Hash,
+		contract.LabelGPUs:          p.GPULabel,
+		contract.LabelClientVersion: version.Version,
+		contract.LabelImage:         p.ImageRef,
+		contract.LabelMode:          p.Mode,
+		contract.LabelCodeHash:      p.Code.Hash,
+	}
+	if p.Timeout > 0 {
+		labels[contract.LabelTimeout] = p.Timeout.String()
+	}
+	if p.GPUIDs != "" {
+		labels[gpus.LabelGPUIDs] = p.GPUIDs
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	env := append([]string(nil), o.Env...)
+	env = append(env,
+		contract.EnvJobID+"="+j.ID,
+		contract.EnvClientVersion+"="+version.Version,
+		contract.EnvImageRef+"="+p.ImageRef,
+		contract.EnvImageDigest+"="+p.ImageID,
+		contract.EnvCodeHash+"="+p.Code.Hash,
+		contract.EnvMode+"="+p.Mode,
+	)
+	if commit, dirty := run.Git(ctx, dir, p.Spec.Include...); commit != "" {
+		env = append(env, contract.EnvGitCommit+"="+commit)
+		if dirty {
+			env = append(env, contract.EnvGitDirty+"=1")
+		}
+	}
+	if !o.Root {
+		// The job user has no entry in the image's /etc/passwd; getpass
+		// (torch.compile's cache, for one) reads these before asking it.
+		env = append(env, "USER=xrun", "LOGNAME=xrun")
+	}
+	s := backend.Spec{
+		Name:        JobName(p.Spec.Name, j.ID),
+		Image:       p.ImageRef,
+		Code:        p.Code,
+		Env:         env,
+		Labels:      labels,
+		GPUs:        p.GPUs,
+		GPUType:     p.Spec.Resources.GPUType,
+		ShmBytes:    int64(p.Spec.Resources.Shm),
+		MemoryBytes: int64(p.Spec.Resources.Memory),
+		PidsLimit:   DefaultPidsLimit,
+		Root:        o.Root,
+		NoNetwork:   o.NoNetwork,
+		Timeout:     p.Timeout,
+	}
+	if s.MemoryBytes == 0 && p.Info.MemoryBytes > 0 {
+		s.MemoryBytes = DefaultMemory(p.Info.MemoryBytes)
+	}
+	if s.ShmBytes == 0 {
+		s.ShmBytes = DefaultShmBytes
+	}
+	return s
+}
+
+// JobName is the name of job id's container (or Kubernetes Job).
+func JobName(experiment, id string) string { return "xrun-" + experiment + "-" + id }
+
+// NewJob is the record of a job about to be created from p on where.
+func NewJob(p *Prepared, where, dir string) *jobs.Job {
+	j := &jobs.Job{
+		Host:       where,
+		Experiment: p.Spec.Name,
+		ImageRef:   p.ImageRef,
+		ImageID:    p.ImageID,
+		SpecHash:   p.Spec.Hash,
+		GPUs:       p.GPULabel,
+		Mode:       p.Mode,
+		Status:     jobs.StatusCreated,
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		j.ExperimentDir = abs
+	}
+	if p.Timeout > 0 {
+		j.Timeout = p.Timeout.String()
+	}
+	return j
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
