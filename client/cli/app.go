@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -42,6 +43,7 @@ type App struct {
 
 	mu      sync.Mutex
 	engines map[HostSelection]engine.Engine
+	kubes   map[kube.Selection]*kube.Backend
 	store   *jobs.Store
 	// onJob, when set, gets the job record as soon as submit creates it
 	// (fan-out learns each host's job this way).
@@ -54,6 +56,15 @@ type App struct {
 type HostSelection struct {
 	Host    string
 	Context string
+	// K8s picks the Kubernetes cluster Kube instead of a Docker host;
+	// --context then names a context of the kubeconfig.
+	K8s  bool
+	Kube kube.Selection
+}
+
+// docker is the Docker part of sel (the engine cache's key).
+func (sel HostSelection) docker() HostSelection {
+	return HostSelection{Host: sel.Host, Context: sel.Context}
 }
 
 // NewApp returns an App writing to out and errw, reading the process
@@ -67,6 +78,7 @@ func NewApp(out, errw io.Writer, getenv func(string) string) *App {
 // Engine returns the (cached) engine for sel, connecting and pinging it
 // on first use.
 func (a *App) Engine(ctx context.Context, sel HostSelection) (engine.Engine, error) {
+	sel = sel.docker()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e, ok := a.engines[sel]; ok {
@@ -270,9 +282,19 @@ func hostFlags(sel *HostSelection) []cli.Flag {
 		},
 		&cli.StringFlag{
 			Name: "context", EnvVars: []string{"XRUN_CONTEXT"},
-			Usage:       "docker context to use (default: DOCKER_CONTEXT, then the current context)",
+			Usage:       "docker context to use (default: DOCKER_CONTEXT, then the current context); with --k8s, a context of the kubeconfig",
 			Destination: &sel.Context,
 		},
+		&cli.BoolFlag{Name: "k8s", EnvVars: []string{"XRUN_K8S"}, Usage: "a Kubernetes cluster (the kubeconfig's current context, or --context) instead of a Docker host; see docs/kubernetes.md", Destination: &sel.K8s},
+		&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"XRUN_KUBECONFIG"}, Usage: "with --k8s: the kubeconfig file (default: KUBECONFIG, then ~/.kube/config)", Destination: &sel.Kube.Kubeconfig},
+		&cli.StringFlag{Name: "namespace", EnvVars: []string{"XRUN_NAMESPACE"}, Usage: "with --k8s: the namespace (default: the context's, else default)", Destination: &sel.Kube.Namespace},
+	}
+}
+
+// kubeSelection moves --context to the cluster's side when --k8s is given.
+func (sel *HostSelection) kubeSelection() {
+	if sel.K8s {
+		sel.Kube.Context, sel.Context = sel.Context, ""
 	}
 }
 

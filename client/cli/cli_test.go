@@ -425,7 +425,7 @@ func TestSubmitInterruptRemovesContainer(t *testing.T) {
 	if len(ta.fake.containers) != 0 {
 		t.Errorf("%d containers left", len(ta.fake.containers))
 	}
-	if !strings.Contains(ta.err.String(), "stopped and removed xrun-my-kernel-") {
+	if !strings.Contains(ta.err.String(), "stopped and removed container xrun-my-kernel-") {
 		t.Errorf("stderr: %s", ta.err)
 	}
 }

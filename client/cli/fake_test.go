@@ -92,6 +92,13 @@ func (f *fakeEngine) ImageID(_ context.Context, ref string) (string, error) {
 	return "", fmt.Errorf("image %s: %w", ref, engine.ErrNotFound)
 }
 
+func (f *fakeEngine) Push(ctx context.Context, ref string, _ func(string)) error {
+	if _, err := f.ImageID(ctx, ref); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (f *fakeEngine) Pull(_ context.Context, ref string, _ func(string)) error {
 	if f.pullErr != nil {
 		return f.pullErr

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
+	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/lifecycle"
@@ -21,6 +22,9 @@ func finalStatus(s string) bool { return jobs.Final(s) }
 // jobBackend returns the backend of the Docker host or cluster that job j
 // was submitted to.
 func (a *App) jobBackend(ctx context.Context, j *jobs.Job) (backend.Backend, error) {
+	if kube.IsRef(j.Host) {
+		return a.kubeBackend(ctx, kube.ParseRef(j.Host))
+	}
 	e, err := a.Engine(ctx, HostSelection{Host: j.Host})
 	if err != nil {
 		return nil, err
@@ -31,6 +35,9 @@ func (a *App) jobBackend(ctx context.Context, j *jobs.Job) (backend.Backend, err
 // selectedBackend returns the backend the user picked with --host or
 // --context (commands that look beyond the job store: ps, rm).
 func (a *App) selectedBackend(ctx context.Context, sel HostSelection) (backend.Backend, error) {
+	if sel.K8s {
+		return a.kubeBackend(ctx, sel.Kube)
+	}
 	e, err := a.Engine(ctx, sel)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,9 @@ Examples:
 			if c.NArg() != 0 {
 				return usageError("prune takes no arguments")
 			}
+			if o.host.K8s {
+				return usageError("prune removes job images from Docker hosts; a cluster's registry keeps its own (docs/kubernetes.md)")
+			}
 			if o.olderThan < 0 {
 				return usageError("--older-than %s: give a duration >= 0", o.olderThan)
 			}

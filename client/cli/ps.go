@@ -42,6 +42,7 @@ Examples:
 			if c.NArg() != 0 {
 				return usageError("ps takes no arguments")
 			}
+			o.host.kubeSelection()
 			o.hosts = c.StringSlice("host")
 			if len(o.hosts) > 0 {
 				o.host.Host = o.hosts[0]

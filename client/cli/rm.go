@@ -47,6 +47,7 @@ Examples:
 			if c.NArg() == 0 {
 				return usageError("rm takes one or more job ids")
 			}
+			o.host.kubeSelection()
 			o.jobs = c.Args().Slice()
 			return runRm(c.Context, a, o)
 		},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
+	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/lifecycle"
 	"github.com/xrun-dev/xrun/client/submit"
@@ -43,6 +44,9 @@ type submitOptions struct {
 	root bool
 	// network is "default" or "none".
 	network string
+	// registry is where a cluster's job image goes (--k8s).
+	registry   string
+	pullSecret string
 }
 
 func newSubmitCommand(a *App) *cli.Command {
@@ -97,6 +101,8 @@ container's configuration on the host until xrun rm removes it.`,
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
+			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Destination: &o.registry},
+			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.pullSecret},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -111,6 +117,12 @@ container's configuration on the host until xrun rm removes it.`,
 			o.hosts = c.StringSlice("host")
 			if len(o.hosts) > 0 {
 				o.host.Host = o.hosts[0]
+			}
+			o.host.kubeSelection()
+			if o.host.K8s {
+				if len(o.hosts) > 1 {
+					return usageError("--k8s runs on one cluster: give at most one --host (the Docker host that builds the image)")
+				}
 			}
 			if len(o.hosts) > 1 {
 				return runSubmitFanout(c.Context, a, o, o.hosts)
@@ -136,13 +148,28 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return err
 	}
 	done()
+	if o.host.K8s && o.network != "default" {
+		return usageError("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", o.network)
+	}
+	if o.host.K8s && p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
+		return usageError("--gpus %s does not apply with --k8s: the scheduler picks the GPUs; give a count", p.GPULabel)
+	}
 	done = a.step("connect")
-	e, err := a.Engine(ctx, o.host)
+	// A cluster's job image is built on the Docker host (--host, default
+	// the local one) and pushed to the cluster's registry.
+	builderSel := o.host
+	var kb *kube.Backend
+	if o.host.K8s {
+		if kb, err = a.kubeBackend(ctx, o.host.Kube); err != nil {
+			return err
+		}
+	}
+	e, err := a.Engine(ctx, builderSel)
 	if err != nil {
 		return err
 	}
 	done()
-	builder := &submit.Builder{Engine: e, Log: a.Err, RunnerFor: a.RunnerFor, Step: a.step, ProbeGPUs: true}
+	builder := &submit.Builder{Engine: e, Log: a.Err, RunnerFor: a.RunnerFor, Step: a.step, ProbeGPUs: !o.host.K8s}
 	if err := builder.Build(ctx, p, so); err != nil {
 		return err
 	}
@@ -154,7 +181,12 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if err != nil {
 		return err
 	}
-	b := dockerhost.New(e)
+	var b backend.Backend = dockerhost.New(e)
+	jo := submit.JobOptions{Env: env, Root: o.root, NoNetwork: o.network == "none", HostMemory: p.Info.MemoryBytes}
+	if kb != nil {
+		kb.Builder, kb.Registry, kb.PullSecret = e, o.registry, o.pullSecret
+		b, jo.HostMemory = kb, 0
+	}
 	j := submit.NewJob(p, b.Where(), o.dir)
 	if err := st.Create(j); err != nil {
 		return err
@@ -162,12 +194,14 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if a.onJob != nil {
 		a.onJob(j)
 	}
-	releaseGPUs, err := a.assignGPUs(ctx, p, e, j, o.host, o.queue)
-	if err != nil {
-		now := time.Now().UTC()
-		j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
-		st.Save(j)
-		return err
+	releaseGPUs := func() {}
+	if kb == nil {
+		if releaseGPUs, err = a.assignGPUs(ctx, p, e, j, o.host, o.queue); err != nil {
+			now := time.Now().UTC()
+			j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
+			st.Save(j)
+			return err
+		}
 	}
 	if p.GPUIDs != "" {
 		j.GPUs = p.GPUIDs
@@ -175,7 +209,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if !o.detach {
 		defer releaseGPUs()
 	}
-	js := p.JobSpec(ctx, j, o.dir, submit.JobOptions{Env: env, Root: o.root, NoNetwork: o.network == "none"})
+	js := p.JobSpec(ctx, j, o.dir, jo)
 	if err := a.create(ctx, b, j, js); err != nil {
 		if o.detach {
 			releaseGPUs()
@@ -325,7 +359,7 @@ func (a *App) runAttached(ctx context.Context, b backend.Backend, j *jobs.Job, t
 	}
 	j.Status = jobs.StatusRunning
 	st.Save(j)
-	fmt.Fprintf(a.Err, "job %s running in %s on %s\n", j.ID, j.ContainerName, b.Where())
+	fmt.Fprintf(a.Err, "job %s running in %s on %s\n", j.ID, handle(b, j), b.Where())
 	logsCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
 	logsDone := make(chan struct{})
@@ -354,7 +388,7 @@ func (a *App) runAttached(ctx context.Context, b backend.Backend, j *jobs.Job, t
 // killed and removed all the same.
 func (a *App) interrupt(ctx context.Context, b backend.Backend, j *jobs.Job) error {
 	st, _ := a.Store()
-	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing %s (Ctrl-C again to skip the graceful stop)\n", j.ContainerName)
+	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing %s (Ctrl-C again to skip the graceful stop)\n", handle(b, j))
 	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
 	st.Save(j)
 	graceful, cancel := context.WithCancel(ctx)
@@ -378,7 +412,7 @@ func (a *App) interrupt(ctx context.Context, b backend.Backend, j *jobs.Job) err
 	if err := b.Remove(ctx, j, true); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted, but removing it failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}
 	}
-	fmt.Fprintf(a.Err, "stopped and removed %s of job %s\n", j.ContainerName, j.ID)
+	fmt.Fprintf(a.Err, "stopped and removed %s of job %s\n", handle(b, j), j.ID)
 	return &ExitError{Code: ExitInterrupted}
 }
 
@@ -434,4 +468,13 @@ func (a *App) printStoredResults(j *jobs.Job, format string) error {
 		return report.Markdown(a.Out, r)
 	}
 	return report.Text(a.Out, r)
+}
+
+// handle names what runs job j on b: "container NAME" on a Docker host,
+// "Job NAME" on a cluster.
+func handle(b backend.Backend, j *jobs.Job) string {
+	if kube.IsRef(b.Where()) {
+		return "Job " + j.ContainerName
+	}
+	return "container " + j.ContainerName
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/cli/cli/config"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -191,6 +193,45 @@ func (d *Docker) Pull(ctx context.Context, ref string, progress func(string)) er
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return nil
+}
+
+// Push uploads ref to its registry.
+func (d *Docker) Push(ctx context.Context, ref string, progress func(string)) error {
+	auth, err := registryAuth(ref)
+	if err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	r, err := d.cli.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: auth})
+	if err != nil {
+		return fmt.Errorf("push %s: %w", ref, translate(err))
+	}
+	defer r.Close()
+	if _, err := decodeStream(r, progress); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	return nil
+}
+
+// registryAuth is the X-Registry-Auth value for ref's registry: the
+// credentials `docker login` stored, or none.
+func registryAuth(ref string) (string, error) {
+	host, _, _ := strings.Cut(ref, "/")
+	cf, err := config.Load(config.Dir())
+	if err != nil {
+		return "", fmt.Errorf("read the docker CLI's credentials: %w", err)
+	}
+	ac, err := cf.GetAuthConfig(host)
+	if err != nil {
+		return "", fmt.Errorf("credentials for %s: %w", host, err)
+	}
+	data, err := json.Marshal(map[string]string{
+		"username": ac.Username, "password": ac.Password, "serveraddress": host,
+		"identitytoken": ac.IdentityToken, "registrytoken": ac.RegistryToken,
+	})
+	if err != nil {
+		return "", err
+	}
+	return base64.URLEncoding.EncodeToString(data), nil
 }
 
 // RemoveImage deletes ref from the host.

@@ -26,6 +26,9 @@ type Engine interface {
 	ImageConfig(ctx context.Context, ref string) (ImageConfig, error)
 	// Pull fetches ref from its registry.
 	Pull(ctx context.Context, ref string, progress func(line string)) error
+	// Push uploads ref to its registry with the credentials the docker
+	// CLI keeps for it (~/.docker/config.json), if any.
+	Push(ctx context.Context, ref string, progress func(line string)) error
 	// RemoveImage deletes ref from the host.
 	RemoveImage(ctx context.Context, ref string) error
 	// Images lists the images carrying every label in labels (a value of

@@ -350,6 +350,9 @@ type JobOptions struct {
 	Root bool
 	// NoNetwork runs the job without a network.
 	NoNetwork bool
+	// HostMemory is the memory of the host the job runs on, for the
+	// default limit (0: unknown, no default: a cluster's own defaults apply).
+	HostMemory int64
 }
 
 // JobSpec is the spec job j is created with: the image and code of p, the
@@ -409,8 +412,8 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		NoNetwork:   o.NoNetwork,
 		Timeout:     p.Timeout,
 	}
-	if s.MemoryBytes == 0 && p.Info.MemoryBytes > 0 {
-		s.MemoryBytes = DefaultMemory(p.Info.MemoryBytes)
+	if s.MemoryBytes == 0 && o.HostMemory > 0 {
+		s.MemoryBytes = DefaultMemory(o.HostMemory)
 	}
 	if s.ShmBytes == 0 {
 		s.ShmBytes = DefaultShmBytes

@@ -1,0 +1,158 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+func TestJobName(t *testing.T) {
+	for _, name := range []string{
+		"xrun-e2e-quick-0123456789ab",
+		"xrun-My_Kernel.v2-0123456789ab",
+		"xrun-" + strings.Repeat("very-long-experiment-name-", 4) + "0123456789ab",
+	} {
+		got := JobName(name)
+		if errs := validation.IsDNS1123Label(got); len(errs) > 0 || len(got) > 52 {
+			t.Errorf("JobName(%q) = %q: %v", name, got, errs)
+		}
+		if !strings.HasSuffix(got, "0123456789ab") {
+			t.Errorf("JobName(%q) = %q lost the job id", name, got)
+		}
+	}
+}
+
+func testSpec() backend.Spec {
+	return backend.Spec{
+		Name: "xrun-quick-0123456789ab", Image: "xrun/quick:abcdef012345",
+		Code: &buildctx.Context{Hash: "c0dec0dec0dec0de"},
+		Env:  []string{"A=1", contract.EnvImageRef + "=xrun/quick:abcdef012345"},
+		Labels: map[string]string{
+			contract.LabelJob: "0123456789ab", contract.LabelExperiment: "quick",
+			contract.LabelImage: "xrun/quick:abcdef012345", contract.LabelTimeout: "5m0s",
+		},
+		GPUs: &backend.GPUs{Count: 2}, ShmBytes: 1 << 30, MemoryBytes: 8 << 30, Timeout: 5 * time.Minute,
+	}
+}
+
+func TestJobObject(t *testing.T) {
+	s := testSpec()
+	ref := CodeImage("registry.lab:5000/", s)
+	if ref != "registry.lab:5000/xrun/quick:abcdef012345-c0dec0dec0de" {
+		t.Errorf("CodeImage = %q", ref)
+	}
+	job := JobObject(s, ref, "0123456789ab", "regcred", nil)
+	if !*job.Spec.Suspend || *job.Spec.BackoffLimit != 0 {
+		t.Error("the Job must be created suspended and never retried")
+	}
+	rules := job.Spec.PodFailurePolicy.Rules
+	if len(rules) != 1 || rules[0].Action != batchv1.PodFailurePolicyActionIgnore || rules[0].OnPodConditions[0].Type != corev1.DisruptionTarget {
+		t.Errorf("pod failure policy: %+v", rules)
+	}
+	for k, v := range job.Labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("label %s=%q: %v", k, v, errs)
+		}
+	}
+	if job.Annotations[contract.LabelImage] != ref || job.Annotations[contract.LabelTimeout] != "5m0s" {
+		t.Errorf("annotations: %v", job.Annotations)
+	}
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Image != ref || c.Resources.Limits.Name(GPUResource, "0").Value() != 2 || c.Resources.Limits.Memory().Value() != 8<<30 {
+		t.Errorf("container: %s %v", c.Image, c.Resources.Limits)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env[contract.EnvOutToLog] != "1" || env[contract.EnvImageRef] != ref || env["A"] != "1" {
+		t.Errorf("env: %v", env)
+	}
+	if *pod.SecurityContext.RunAsUser != 65532 || !*pod.SecurityContext.RunAsNonRoot || *c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
+		t.Error("the runner must run as the job user without capabilities")
+	}
+	if *pod.ActiveDeadlineSeconds != int64((5*time.Minute+DeadlineSlack).Seconds()) {
+		t.Errorf("deadline %d", *pod.ActiveDeadlineSeconds)
+	}
+	if pod.ImagePullSecrets[0].Name != "regcred" || pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("pod: %+v", pod)
+	}
+	s.Root = true
+	if root := JobObject(s, ref, "0123456789ab", "", nil).Spec.Template.Spec; root.SecurityContext.RunAsUser != nil || root.Containers[0].SecurityContext != nil {
+		t.Error("--root must leave the user and capabilities to the image")
+	}
+}
+
+func TestSupported(t *testing.T) {
+	s := testSpec()
+	s.GPUs = &backend.GPUs{IDs: []string{"0"}}
+	if Supported(s) == nil {
+		t.Error("device ids accepted")
+	}
+	s.GPUs, s.NoNetwork = nil, true
+	if Supported(s) == nil {
+		t.Error("--network none accepted")
+	}
+}
+
+func pod(name string, created time.Time, phase corev1.PodPhase, cs *corev1.ContainerStatus, conds ...corev1.PodCondition) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
+	p.Status.Phase, p.Status.Conditions = phase, conds
+	if cs != nil {
+		cs.Name = ContainerName
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{*cs}
+	}
+	return p
+}
+
+func TestStateOf(t *testing.T) {
+	now := time.Now()
+	job := JobObject(testSpec(), "r/x:1", "0123456789ab", "", nil)
+	if s := StateOf(job, nil); s.Phase != backend.Pending || s.Detail != "created" {
+		t.Errorf("suspended: %+v", s)
+	}
+	no := false
+	job.Spec.Suspend = &no
+	unsched := pod("p1", now, corev1.PodPending, nil, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."})
+	if s := StateOf(job, []corev1.Pod{unsched}); s.Phase != backend.Pending || s.Detail != "unschedulable" || !strings.Contains(s.Message, "Insufficient nvidia.com/gpu") {
+		t.Errorf("unschedulable: %+v", s)
+	}
+	pulling := pod("p1", now, corev1.PodPending, &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}}})
+	if s := StateOf(job, []corev1.Pod{pulling}); s.Phase != backend.Pending || s.Detail != "ImagePullBackOff" {
+		t.Errorf("pulling: %+v", s)
+	}
+	oom := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}})
+	if s := StateOf(job, []corev1.Pod{oom}); s.Phase != backend.Exited || !s.OOMKilled || s.ExitCode != 137 || s.MemoryBytes != 8<<30 {
+		t.Errorf("oom: %+v", s)
+	}
+	// An evicted pod and its replacement: the newest decides, and until
+	// the replacement runs, the job is being replaced, not failed.
+	evicted := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}},
+		corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+	if s := StateOf(job, []corev1.Pod{evicted}); s.Phase != backend.Pending || s.Detail != "replacing" {
+		t.Errorf("evicted: %+v", s)
+	}
+	running := pod("p2", now.Add(time.Second), corev1.PodRunning, &corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}})
+	if s := StateOf(job, []corev1.Pod{running, evicted}); s.Phase != backend.Running {
+		t.Errorf("replacement running: %+v", s)
+	}
+	deadline := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 130}}})
+	deadline.Status.Reason = "DeadlineExceeded"
+	if s := StateOf(job, []corev1.Pod{deadline}); s.Phase != backend.Exited || !s.TimedOut || s.ExitCode != 130 {
+		t.Errorf("deadline: %+v", s)
+	}
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", Message: "quota exceeded"}}
+	if s := StateOf(job, nil); s.Phase != backend.Exited || s.ExitCode != contract.ExitInfra || s.Message != "quota exceeded" {
+		t.Errorf("failed without a pod: %+v", s)
+	}
+}
