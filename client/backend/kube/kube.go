@@ -236,7 +236,9 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 			code = &buildctx.Context{}
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(code.WriteTar(pw, buildctx.Extra{Name: "Dockerfile", Mode: 0o644, Data: df})) }()
+		go func() {
+			pw.CloseWithError(code.WriteTar(pw, buildctx.Extra{Name: "Dockerfile", Mode: 0o644, Data: df}))
+		}()
 		_, err := b.Builder.Build(ctx, pr, engine.BuildOptions{Tag: ref}, func(string) {})
 		pr.Close()
 		if err != nil {

@@ -81,7 +81,7 @@ func TestJobObject(t *testing.T) {
 	if *pod.SecurityContext.RunAsUser != 65532 || !*pod.SecurityContext.RunAsNonRoot || *c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
 		t.Error("the runner must run as the job user without capabilities")
 	}
-	if *pod.ActiveDeadlineSeconds != int64((5*time.Minute+DeadlineSlack).Seconds()) {
+	if *pod.ActiveDeadlineSeconds != int64((5*time.Minute + DeadlineSlack).Seconds()) {
 		t.Errorf("deadline %d", *pod.ActiveDeadlineSeconds)
 	}
 	if pod.ImagePullSecrets[0].Name != "regcred" || pod.RestartPolicy != corev1.RestartPolicyNever {
