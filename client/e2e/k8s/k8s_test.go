@@ -1,0 +1,449 @@
+// Package k8s drives the real xrun binary against a real single-node
+// Kubernetes cluster that the suite starts on this machine
+// (scripts/k8s-cluster: etcd, kube-apiserver, controller manager,
+// scheduler, kubelet with containerd, and a registry on localhost:5000),
+// with job images built on this machine's Docker daemon and pushed there.
+// XRUN_K8S_STATE=DIR uses a cluster already started with up.sh DIR and
+// leaves it running. Without Docker, root or the cluster the suite is
+// skipped, except under CI=true where that is a failure.
+package k8s
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/outlog"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Base is the CPU base the jobs build on (images/make-cpu-base.sh).
+const Base = "xrun/cpu-base:bookworm"
+
+var (
+	xrunBin    string
+	dataDir    string
+	repo       string
+	kubeconfig string
+	registry   string
+	kc         kubernetes.Interface
+	eng        engine.Engine
+)
+
+func TestMain(m *testing.M) { os.Exit(mainK8s(m)) }
+
+func mainK8s(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "k8s: -short: skipping the Kubernetes suite")
+		return 0
+	}
+	ci := os.Getenv("CI") == "true"
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "k8s: "+format+"\n", args...)
+		if ci {
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "k8s: skipping the suite (it fails under CI=true)")
+		return 0
+	}
+	_, file, _, _ := runtime.Caller(0)
+	repo = filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	target, err := hosts.Resolve(hosts.Options{})
+	if err != nil {
+		return fail("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	dc, err := hosts.Connect(ctx, target)
+	cancel()
+	if err != nil {
+		return fail("%v", err)
+	}
+	eng = engine.FromClient(target.Ref(), dc)
+	defer eng.Close()
+	if os.Geteuid() != 0 {
+		return fail("the test cluster's kubelet and containerd need root")
+	}
+	if code := ensureBase(ci); code >= 0 {
+		return code
+	}
+
+	state := os.Getenv("XRUN_K8S_STATE")
+	if state == "" {
+		tmp, err := os.MkdirTemp("", "xrun-k8s-")
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer os.RemoveAll(tmp)
+		state = filepath.Join(tmp, "cluster")
+		if err := script("build.sh"); err != nil {
+			return fail("build the cluster's binaries: %v", err)
+		}
+		if err := script("up.sh", state); err != nil {
+			script("down.sh", state)
+			return fail("start the cluster: %v", err)
+		}
+		defer script("down.sh", state)
+	}
+	env, err := readEnv(filepath.Join(state, "env"))
+	if err != nil {
+		return fail("%v", err)
+	}
+	kubeconfig, registry = env["KUBECONFIG"], env["XRUN_K8S_REGISTRY"]
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if kc, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fail("%v", err)
+	}
+
+	tmp, err := os.MkdirTemp("", "xrun-k8s-e2e-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(tmp)
+	xrunBin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
+	build := exec.Command("go", "build", "-trimpath", "-o", xrunBin, "./client/cmd/xrun")
+	build.Dir = repo
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "k8s: build xrun: %v\n%s", err, out)
+		return 1
+	}
+	defer cleanup()
+	return m.Run()
+}
+
+// script runs scripts/k8s-cluster/NAME with its output on stderr.
+func script(name string, args ...string) error {
+	cmd := exec.Command("bash", append([]string{filepath.Join(repo, "scripts", "k8s-cluster", name)}, args...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// readEnv reads the KEY=VALUE lines that up.sh writes.
+func readEnv(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") {
+			env[k] = strings.Trim(v, `"'`)
+		}
+	}
+	if env["KUBECONFIG"] == "" || env["XRUN_K8S_REGISTRY"] == "" {
+		return nil, fmt.Errorf("%s names no KUBECONFIG or XRUN_K8S_REGISTRY", path)
+	}
+	return env, nil
+}
+
+// ensureBase makes the CPU base once when it is missing; it returns an
+// exit code when the suite cannot run, else -1.
+func ensureBase(ci bool) int {
+	if ok, err := eng.ImageExists(context.Background(), Base); err != nil || ok {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "k8s: %v\n", err)
+			return 1
+		}
+		return -1
+	}
+	fmt.Fprintf(os.Stderr, "k8s: making %s with images/make-cpu-base.sh\n", Base)
+	cmd := exec.Command("bash", filepath.Join(repo, "images", "make-cpu-base.sh"))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "k8s: make %s: %v\n", Base, err)
+		return 1
+	}
+	return -1
+}
+
+// cleanup deletes the suite's Jobs and the code images it built here.
+func cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	kc.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{LabelSelector: contract.LabelJob})
+	ims, _ := eng.Images(ctx, map[string]string{"dev.xrun.test": "k8s"})
+	for _, im := range ims {
+		for _, tag := range im.Tags {
+			eng.RemoveImage(ctx, tag)
+		}
+	}
+}
+
+type res struct {
+	code           int
+	stdout, stderr string
+}
+
+func xrun(t *testing.T, limit time.Duration, args ...string) res {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, xrunBin, args...)
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dataDir, "KUBECONFIG="+kubeconfig,
+		"XRUN_K8S_REGISTRY="+registry, "XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_K8S=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := res{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("xrun %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("xrun %v ran past %v\nstderr:\n%s", args, limit, r.stderr)
+	}
+	return r
+}
+
+func expect(t *testing.T, r res, code int, stderrHas ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range stderrHas {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+// submit submits fixture (in client/e2e/testdata, or here) to the cluster
+// as a CPU job on the CPU base.
+func submit(t *testing.T, limit time.Duration, fixture string, flags ...string) res {
+	t.Helper()
+	dir := filepath.Join(repo, "client", "e2e", "testdata", fixture)
+	if _, err := os.Stat(dir); err != nil {
+		dir = filepath.Join(repo, "client", "e2e", "k8s", "testdata", fixture)
+	}
+	if filepath.IsAbs(fixture) {
+		dir = fixture
+	}
+	args := append([]string{"submit", "--k8s", "--base", Base, "--label", "dev.xrun.test=k8s"}, flags...)
+	return xrun(t, limit, append(args, dir)...)
+}
+
+var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in Job (\S+) on k8s://`)
+
+type status struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	Host      string `json:"host"`
+	ExitCode  *int   `json:"exit_code"`
+	Error     string `json:"error"`
+	Container *struct {
+		State   string `json:"state"`
+		Message string `json:"message"`
+	} `json:"container"`
+	StoreDir string `json:"store_dir"`
+}
+
+func jobStatus(t *testing.T, id string) status {
+	t.Helper()
+	r := xrun(t, time.Minute, "status", "--json", id)
+	expect(t, r, 0)
+	var s status
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	return s
+}
+
+// until polls cond every second until it holds or limit passes.
+func until(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func jobGone(t *testing.T, name string) bool {
+	_, err := kc.BatchV1().Jobs("default").Get(context.Background(), name, metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
+}
+
+// An attached submit builds the image, pushes it with the code on top,
+// runs the Job to the end, prints the table and fetches results.json
+// through the log; logs, ps, results and rm then work on the job.
+func TestAttachedRun(t *testing.T) {
+	r := submit(t, 10*time.Minute, "quick", "--cpu")
+	expect(t, r, 0, "pushing "+registry+"/xrun/e2e-quick:")
+	m := jobLine.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no job line:\n%s", r.stderr)
+	}
+	id, name := m[1], m[2]
+	if !strings.Contains(r.stdout, "loop") {
+		t.Errorf("no results table on stdout:\n%s", r.stdout)
+	}
+	s := jobStatus(t, id)
+	if s.Status != result.StatusSucceeded || !strings.HasPrefix(s.Host, "k8s://") {
+		t.Fatalf("status %+v", s)
+	}
+	var res result.Results
+	data, err := os.ReadFile(filepath.Join(s.StoreDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil || res.Status != result.StatusSucceeded || res.Env.Container == nil {
+		t.Fatalf("results.json: %v %+v", err, res.Status)
+	}
+	for _, f := range []string{"out/results.md", "out/runner.log", "logs.txt"} {
+		if _, err := os.Stat(filepath.Join(s.StoreDir, f)); err != nil {
+			t.Errorf("store: %v", err)
+		}
+	}
+	logs := xrun(t, time.Minute, "logs", id)
+	expect(t, logs, 0)
+	if strings.Contains(logs.stdout, outlog.Prefix) || !strings.Contains(logs.stdout+logs.stderr, "e2e-quick") {
+		t.Errorf("logs (frame lines must not show):\n%s", logs.stdout)
+	}
+	ps := xrun(t, time.Minute, "ps", "--all", "--k8s")
+	expect(t, ps, 0)
+	if !strings.Contains(ps.stdout, id) {
+		t.Errorf("ps --all --k8s lacks %s:\n%s", id, ps.stdout)
+	}
+	expect(t, xrun(t, time.Minute, "results", id), 0)
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	until(t, time.Minute, "Job deleted", func() bool { return jobGone(t, name) })
+}
+
+// Cancelling a running job stops its runner with SIGTERM through the
+// pod's deadline: the runner writes cancelled results, which come back.
+func TestDetachedCancel(t *testing.T) {
+	r := submit(t, 5*time.Minute, "slow", "--cpu", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	until(t, 3*time.Minute, "job running", func() bool { return jobStatus(t, id).Status == "running" })
+	time.Sleep(3 * time.Second) // the runner is making the inputs
+	expect(t, xrun(t, 2*time.Minute, "cancel", id), 0, "cancelled job "+id)
+	s := jobStatus(t, id)
+	if s.Status != result.StatusCancelled {
+		t.Fatalf("status after cancel: %+v", s)
+	}
+	data, err := os.ReadFile(filepath.Join(s.StoreDir, "results.json"))
+	if err != nil {
+		t.Fatalf("a cancelled job's partial results: %v", err)
+	}
+	var res result.Results
+	if err := json.Unmarshal(data, &res); err != nil || res.Status != result.StatusCancelled {
+		t.Errorf("results.json status %q: %v", res.Status, err)
+	}
+	w := xrun(t, time.Minute, "wait", id)
+	expect(t, w, contract.ExitCancelled)
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+}
+
+// A job past its timeout is stopped and recorded as timed out (124).
+func TestTimeout(t *testing.T) {
+	r := submit(t, 5*time.Minute, "slow", "--cpu", "--timeout", "20s")
+	expect(t, r, 124, "ran past its timeout of 20s")
+	id := jobLine.FindStringSubmatch(r.stderr)[1]
+	if s := jobStatus(t, id); s.Status != result.StatusTimeout {
+		t.Errorf("status %+v", s)
+	}
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+}
+
+// A GPU job on a cluster without GPUs waits, and says why; a gpu_type no
+// node has is refused before anything is made.
+func TestGPUScheduling(t *testing.T) {
+	r := submit(t, 5*time.Minute, "quick", "--gpus", "1", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	until(t, 2*time.Minute, "unschedulable", func() bool {
+		s := jobStatus(t, id)
+		return s.Container != nil && strings.Contains(s.Container.Message, "nvidia.com/gpu")
+	})
+	if s := jobStatus(t, id); s.Status != "created" || s.Container.State != "unschedulable" {
+		t.Errorf("status %+v %+v", s, s.Container)
+	}
+	expect(t, xrun(t, 2*time.Minute, "cancel", id), 0)
+	if s := jobStatus(t, id); s.Status != result.StatusCancelled {
+		t.Errorf("status after cancel: %+v", s)
+	}
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+
+	dir := t.TempDir()
+	for _, f := range []string{"xrun.yaml", "vecadd.py"} {
+		data, _ := os.ReadFile(filepath.Join(repo, "client", "e2e", "testdata", "quick", f))
+		if f == "xrun.yaml" {
+			data = bytes.Replace(data, []byte("resources: {timeout: 5m}"), []byte("resources: {timeout: 5m, gpu_type: H100}"), 1)
+		}
+		os.WriteFile(filepath.Join(dir, f), data, 0o644)
+	}
+	r = submit(t, 5*time.Minute, dir, "--gpus", "1")
+	expect(t, r, contract.ExitInfra, `gpu_type "H100": no node of the cluster has that GPU`)
+	expect(t, xrun(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitBadSpec, "does not apply with --k8s")
+}
+
+// An evicted pod is replaced by the Job controller and the job still
+// ends with all its results.
+func TestEvictedPodIsReplaced(t *testing.T) {
+	r := submit(t, 5*time.Minute, "steady", "--cpu", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	until(t, 3*time.Minute, "job running", func() bool { return jobStatus(t, id).Status == "running" })
+	ctx := context.Background()
+	pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods: %v %d", err, len(pods.Items))
+	}
+	first := pods.Items[0].Name
+	if err := kc.PolicyV1().Evictions("default").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default"}}); err != nil {
+		t.Fatalf("evict %s: %v", first, err)
+	}
+	w := xrun(t, 5*time.Minute, "wait", id)
+	expect(t, w, 0)
+	pods, _ = kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	if len(names) < 2 {
+		t.Errorf("the evicted pod was not replaced: pods %v", names)
+	}
+	s := jobStatus(t, id)
+	if s.Status != result.StatusSucceeded {
+		t.Errorf("status %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(s.StoreDir, "results.json")); err != nil {
+		t.Errorf("results after eviction: %v", err)
+	}
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+}
