@@ -53,7 +53,7 @@ func newSubmitCommand(a *App) *cli.Command {
 	var o submitOptions
 	return &cli.Command{
 		Name:      "submit",
-		Usage:     "build an experiment's image and run it as a job on a Docker host",
+		Usage:     "build an experiment's image and run it as a job on a Docker host or a Kubernetes cluster",
 		ArgsUsage: "DIR",
 		Description: `Validates DIR/xrun.yaml, builds the image (skipped when an image with the same
 content hash is already on the host), and runs the runner in a container.
@@ -83,6 +83,14 @@ Examples:
   xrun submit --gpus device=1 experiments/039-gla-pingpong                 # GPU 1 only
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
   xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel
+  xrun submit --k8s --context lab --registry registry.lab:5000 --gpus 2 experiments/039-gla-pingpong
+
+With --k8s the job runs as a Kubernetes Job on the cluster of the kubeconfig
+(--context picks a context, --namespace a namespace): the image is built on the
+Docker host (--host, default the local one), the code added as one layer, and
+pushed to --registry, which the cluster pulls from. GPUs are nvidia.com/gpu
+limits and gpu_type a node affinity; the cluster's scheduler places the job.
+See docs/kubernetes.md.
 
 Jobs run as uid 65532 without capabilities (--root to run as root), with
 at most 8192 processes and threads, and a memory limit of resources.memory,
