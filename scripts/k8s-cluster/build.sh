@@ -29,6 +29,11 @@ debs=(runc containernetworking-plugins iptables conntrack socat ethtool iproute2
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# One build.sh at a time per cache: two test packages may start clusters at once.
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+
 # --- 1. Debian packages -------------------------------------------------------
 missing=()
 for p in "${debs[@]}"; do
@@ -36,7 +41,6 @@ for p in "${debs[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "apt: installing ${missing[*]}"
-  mkdir -p "$cache"
   apt_log="$cache/apt.log"
   if ! { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
          as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -56,6 +60,7 @@ complete=1
 [ -f "$bin/.complete" ] || complete=0
 for b in "${bins[@]}"; do [ -x "$bin/$b" ] || complete=0; done
 if [ "$complete" = 1 ]; then
+  touch "$dir"   # most recently used, for the pruning below
   say "cache hit: $bin"
   echo "$bin"
   exit 0
@@ -65,7 +70,8 @@ fi
 command -v go >/dev/null || die "go not found in PATH"
 mkdir -p "$dir"
 export GOCACHE="${XRUN_K8S_GOCACHE:-$cache/go-build}"
-export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+# go.mod and go.sum are complete: a build must never rewrite them.
+export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 # Everything up to and including v1.37.2 is fixed by go.mod; the versions the
 # binaries report are stamped here so kubectl/kubelet/apiserver agree.
 kver=v1.37.2
@@ -99,14 +105,15 @@ say "go build (one invocation, GOCACHE=$GOCACHE): ${bins[*]}"
 # The etcd server main is the module root, so go names its binary "server".
 mv "$out/server" "$out/etcd"
 for b in "${bins[@]}"; do [ -x "$out/$b" ] || die "go build did not produce $b"; done
-"$out/kube-apiserver" --version >&2
-"$out/etcd" --version | head -1 >&2
-"$out/containerd" --version >&2
+for b in kube-apiserver etcd containerd; do
+  v="$("$out/$b" --version)" || die "$b --version failed"
+  say "built ${v%%$'\n'*}"
+done
 printf '%s\n' "${bins[@]}" > "$out/.complete"
 rm -rf "$bin"; mv "$out" "$bin"
-# Bin dirs of other keys are stale (another go.mod, go.sum or build.sh).
-for d in "$cache"/*/bin; do
-  [ "$d" = "$bin" ] || [ ! -f "$d/.complete" ] || { say "removing stale ${d%/bin}"; rm -rf "${d%/bin}"; }
-done
+# Other keys come from another go.mod, go.sum or build.sh (another branch or
+# checkout may still use one): keep the most recently used, remove the rest.
+ls -1dt "$cache"/[0-9a-f]*[0-9a-f] 2>/dev/null | grep -E '/[0-9a-f]{16}$' | grep -vxF "$dir" | tail -n +2 |
+  while read -r d; do say "removing stale $d"; rm -rf "$d"; done
 say "done: $(du -sh "$bin" | cut -f1) in $bin"
 echo "$bin"
