@@ -17,10 +17,10 @@ RUN="$(cat "$S/rundir" 2>/dev/null || true)"
 BRIDGE=xrunk8s0
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-ours() { # pid -> 0 when its command line names STATE_DIR (or the run dir)
+ours() { # pid -> 0 when its command line names a path in STATE_DIR (or the run dir)
   local args
   args="$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline")" || return 1
-  case "$args" in *"$S"*) return 0 ;; esac
+  case "$args" in *"$S/"*) return 0 ;; esac
   [ -n "$RUN" ] && case "$args" in *"$RUN"*) return 0 ;; esac
   return 1
 }

@@ -5,8 +5,9 @@
 #      pushed to the cluster's registry (localhost:5000);
 #   2. a batch/v1 Job from that image, as uid 65532 with a memory limit, runs
 #      `echo hello` to completion, and kubectl logs shows hello, the uid and
-#      the limit seen from inside the container;
-#   3. a pod asking for an extended resource the node lacks (nvidia.com/gpu)
+#      the limit seen from inside the container, and the pod has eth0 and an IP;
+#   3. the service-account token controller fills a token Secret;
+#   4. a pod asking for an extended resource the node lacks (nvidia.com/gpu)
 #      stays Pending with PodScheduled=False/Unschedulable and a
 #      FailedScheduling event.
 set -euo pipefail
@@ -87,7 +88,23 @@ pod_ip="$(k -n $ns get pods -l job-name=$job -o jsonpath='{.items[0].status.podI
 [ -n "$pod_ip" ] || die "job's pod has no IP"
 say "job/$job: Complete, logs say hello as uid 65532 under a ${limit_mi}Mi limit, pod IP $pod_ip"
 
-# --- 3. an unschedulable pod -----------------------------------------------------------
+# --- 3. the service-account token controller fills a token Secret -----------------
+k -n $ns delete secret xrun-smoke-token --ignore-not-found >/dev/null
+k -n $ns apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Secret
+metadata:
+  name: xrun-smoke-token
+  annotations:
+    kubernetes.io/service-account.name: default
+type: kubernetes.io/service-account-token
+EOF
+k -n $ns wait --for=jsonpath='{.data.token}' secret/xrun-smoke-token --timeout=30s >/dev/null ||
+  die "the token controller did not fill secret/xrun-smoke-token"
+k -n $ns delete secret xrun-smoke-token >/dev/null
+say "secret/xrun-smoke-token: filled by the service-account token controller"
+
+# --- 4. an unschedulable pod -----------------------------------------------------------
 k -n $ns apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod

@@ -38,9 +38,9 @@ RUN="/run/xrun-k8s/$(printf %s "$S" | sha256sum | cut -c1-8)"
 PAUSE_IMAGE="localhost:$REG_PORT/xrun/pause:1"
 
 # --- refuse a second start --------------------------------------------------
-alive() { # pidfile -> 0 when its process runs and is ours (its args name STATE_DIR)
+alive() { # pidfile -> 0 when its process runs and is ours (its args name a path in STATE_DIR)
   local pid; pid="$(cat "$1" 2>/dev/null)" || return 1
-  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$S"
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$S/"
 }
 for f in "$S"/pids/*.pid; do
   [ -e "$f" ] || continue
@@ -54,7 +54,7 @@ done
 
 # --- binaries -----------------------------------------------------------------
 if [ -n "${XRUN_K8S_BIN:-}" ]; then BIN="$XRUN_K8S_BIN"
-else BIN="$("$here/build.sh" | tail -1)"; fi
+else BIN="$("$here/build.sh" | tail -1)" || die "build.sh failed"; fi
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl containerd containerd-shim-runc-v2 registry pause; do
   [ -x "$BIN/$b" ] || die "$BIN/$b missing: run build.sh"
 done
