@@ -20,6 +20,11 @@ func containerFacts(root string) *result.Container {
 			in = true
 		}
 	}
+	// A Kubernetes pod's runtime (containerd, CRI-O) leaves no marker
+	// file; its cgroup path names the pod.
+	if b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup")); err == nil && strings.Contains(string(b), "kubepods") {
+		in = true
+	}
 	if !in {
 		return nil
 	}

@@ -23,6 +23,12 @@ func TestContainerFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A Kubernetes pod: no marker file, a cgroup path that names the pod.
+	write("proc/self/cgroup", "4:memory:/kubepods/burstable/pod1234/abcd\n")
+	if c := containerFacts(root); c == nil {
+		t.Error("a pod's cgroup path is not taken for a container")
+	}
+	os.Remove(filepath.Join(root, "proc/self/cgroup"))
 	write(".dockerenv", "")
 	write("sys/fs/cgroup/memory.max", "17179869184\n")
 	write("sys/fs/cgroup/pids.max", "4096\n")

@@ -139,6 +139,9 @@ func Connect(ctx context.Context, sel Selection) (*Backend, error) {
 	}
 	cfg.UserAgent = "xrun"
 	cfg.Timeout = 30 * time.Second
+	// A command polls a job's state once a second, and follows its log
+	// beside that: client-go's default of 5 requests a second is too few.
+	cfg.QPS, cfg.Burst = 50, 100
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
@@ -565,6 +568,14 @@ func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) 
 	defer t.Stop()
 	for {
 		s, err := b.State(ctx, j)
+		if err != nil && ctx.Err() == nil {
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < b.poll() {
+				// The client's rate limiter refuses a request that would
+				// end past the deadline: that is the deadline, not an error.
+				<-ctx.Done()
+				return s, ctx.Err()
+			}
+		}
 		if err != nil || s.Finished() {
 			return s, err
 		}

@@ -330,7 +330,7 @@ func TestAttachedRun(t *testing.T) {
 	}
 	logs := xrun(t, time.Minute, "logs", id)
 	expect(t, logs, 0)
-	if strings.Contains(logs.stdout, outlog.Prefix) || !strings.Contains(logs.stdout+logs.stderr, "e2e-quick") {
+	if strings.Contains(logs.stdout, outlog.Prefix) || !strings.Contains(logs.stdout, "status: succeeded") {
 		t.Errorf("logs (frame lines must not show):\n%s", logs.stdout)
 	}
 	ps := xrun(t, time.Minute, "ps", "--all", "--k8s")
@@ -430,13 +430,18 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 	}
 	w := xrun(t, 5*time.Minute, "wait", id)
 	expect(t, w, 0)
+	// The eviction deleted the first pod; the Job controller made another.
 	pods, _ = kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
 	var names []string
 	for _, p := range pods.Items {
 		names = append(names, p.Name)
 	}
-	if len(names) < 2 {
-		t.Errorf("the evicted pod was not replaced: pods %v", names)
+	if len(names) != 1 || names[0] == first {
+		t.Errorf("the evicted pod %s was not replaced: pods %v", first, names)
+	}
+	// The log is the replacement's, which ran to the end.
+	if logs := xrun(t, time.Minute, "logs", id); !strings.Contains(logs.stdout, "status: succeeded") {
+		t.Errorf("logs of the replacement:\n%s", logs.stdout)
 	}
 	s := jobStatus(t, id)
 	if s.Status != result.StatusSucceeded {
