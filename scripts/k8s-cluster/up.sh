@@ -106,10 +106,12 @@ start() { # name cmd... : detached, own session, log in logs/NAME.log, pid in pi
   echo $! >"$S/pids/$name.pid"
   started+=("$name")
 }
-check_alive() {
-  local c
+check_alive() { # our children: alive while /proc has them and they are no zombie
+  local c pid st
   for c in "${started[@]}"; do
-    alive "$S/pids/$c.pid" || fail "$c" "exited during start-up"
+    pid="$(cat "$S/pids/$c.pid")"
+    st="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+    [ -n "$st" ] && [ "$st" != Z ] || fail "$c" "exited during start-up"
   done
 }
 deadline=$((SECONDS + TIMEOUT))
