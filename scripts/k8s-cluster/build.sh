@@ -113,7 +113,11 @@ printf '%s\n' "${bins[@]}" > "$out/.complete"
 rm -rf "$bin"; mv "$out" "$bin"
 # Other keys come from another go.mod, go.sum or build.sh (another branch or
 # checkout may still use one): keep the most recently used, remove the rest.
-ls -1dt "$cache"/[0-9a-f]*[0-9a-f] 2>/dev/null | grep -E '/[0-9a-f]{16}$' | grep -vxF "$dir" | tail -n +2 |
-  while read -r d; do say "removing stale $d"; rm -rf "$d"; done
+keep=1
+for d in $(ls -1dt "$cache"/* 2>/dev/null); do
+  [ -d "$d" ] && [[ "${d##*/}" =~ ^[0-9a-f]{16}$ ]] && [ "$d" != "$dir" ] || continue
+  if [ $keep -gt 0 ]; then keep=$((keep - 1)); continue; fi
+  say "removing stale $d"; rm -rf "$d"
+done
 say "done: $(du -sh "$bin" | cut -f1) in $bin"
 echo "$bin"

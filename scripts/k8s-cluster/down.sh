@@ -84,6 +84,17 @@ for pass in 1 2 3 4 5; do
   say "unmounted ${#mnts[@]} mount(s) (pass $pass)"
 done
 
+# What follows is host-wide (the bridge, /kubepods, iptables, sysctls, fixed
+# paths). up.sh records the host in STATE_DIR/host only once it has passed its
+# checks (no cluster running, ports free), so a state dir whose up was refused,
+# e.g. because another cluster is running, never touches that other cluster.
+if [ ! -f "$S/host/sysctl" ]; then
+  [ -n "$RUN" ] && [ -d "$RUN" ] && { rm -rf "$RUN"; rmdir /run/xrun-k8s 2>/dev/null; }
+  rm -f "$S/env"
+  say "down: $S (its up never claimed the host: host-wide state left alone)"
+  exit 0
+fi
+
 # The CNI bridge and any veth still on it.
 if ip link show "$BRIDGE" >/dev/null 2>&1; then
   for v in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do

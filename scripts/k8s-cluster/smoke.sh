@@ -80,10 +80,10 @@ if ! k -n $ns wait --for=condition=Complete job/$job --timeout=120s >/dev/null; 
 fi
 logs="$(k -n $ns logs job/$job)"
 printf '%s\n' "$logs" | sed 's/^/  | /' >&2
-printf '%s\n' "$logs" | grep -qx hello || die "job logs do not say hello"
-printf '%s\n' "$logs" | grep -qx uid=65532 || die "job did not run as uid 65532"
-printf '%s\n' "$logs" | grep -qx "memlimit=$((limit_mi * 1024 * 1024))" || die "job's memory limit is not ${limit_mi}Mi"
-printf '%s\n' "$logs" | grep -q '^net=.*eth0' || die "job's pod has no eth0 (CNI)"
+grep -x hello <<<"$logs" >/dev/null || die "job logs do not say hello"
+grep -x uid=65532 <<<"$logs" >/dev/null || die "job did not run as uid 65532"
+grep -x "memlimit=$((limit_mi * 1024 * 1024))" <<<"$logs" >/dev/null || die "job's memory limit is not ${limit_mi}Mi"
+grep '^net=.*eth0' <<<"$logs" >/dev/null || die "job's pod has no eth0 (CNI)"
 pod_ip="$(k -n $ns get pods -l job-name=$job -o jsonpath='{.items[0].status.podIP}')"
 [ -n "$pod_ip" ] || die "job's pod has no IP"
 say "job/$job: Complete, logs say hello as uid 65532 under a ${limit_mi}Mi limit, pod IP $pod_ip"

@@ -65,8 +65,8 @@ export PATH="$BIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 NODE_IP="${XRUN_K8S_NODE_IP:-}"
 if [ -z "$NODE_IP" ]; then
-  dev="$(ip -4 route show default | awk '{for(i=1;i<NF;i++) if($i=="dev"){print $(i+1); exit}}')"
-  [ -n "$dev" ] && NODE_IP="$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}')"
+  dev="$(ip -4 route show default | awk '!d{for(i=1;i<NF;i++) if($i=="dev"){d=$(i+1); print d}}')"
+  [ -n "$dev" ] && NODE_IP="$(ip -4 -o addr show dev "$dev" scope global | awk 'NR==1{split($4,a,"/"); print a[1]}')"
 fi
 [ -n "$NODE_IP" ] || die "no node IP: no IPv4 on the default route's device; set XRUN_K8S_NODE_IP (the kubelet refuses loopback)"
 
@@ -106,10 +106,12 @@ start() { # name cmd... : detached, own session, log in logs/NAME.log, pid in pi
   echo $! >"$S/pids/$name.pid"
   started+=("$name")
 }
-check_alive() {
-  local c
+check_alive() { # our children: alive while /proc has them and they are no zombie
+  local c pid st
   for c in "${started[@]}"; do
-    alive "$S/pids/$c.pid" || fail "$c" "exited during start-up"
+    pid="$(cat "$S/pids/$c.pid")"
+    st="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+    [ -n "$st" ] && [ "$st" != Z ] || fail "$c" "exited during start-up"
   done
 }
 deadline=$((SECONDS + TIMEOUT))
