@@ -28,6 +28,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -451,4 +452,68 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 		t.Errorf("results after eviction: %v", err)
 	}
 	expect(t, xrun(t, time.Minute, "rm", id), 0)
+}
+
+// A GPU job whose gpu_type a node has lands on that node with the GPU
+// limit: the node is made to advertise one GPU (capacity and the GPU
+// feature discovery label) for the test, as NVIDIA's device plugin would.
+func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
+	ctx := context.Background()
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes: %v", err)
+	}
+	node := nodes.Items[0].Name
+	patch := func(typ types.PatchType, sub string, body string) {
+		t.Helper()
+		var subs []string
+		if sub != "" {
+			subs = []string{sub}
+		}
+		if _, err := kc.CoreV1().Nodes().Patch(ctx, node, typ, []byte(body), metav1.PatchOptions{}, subs...); err != nil {
+			t.Fatalf("patch node: %v", err)
+		}
+	}
+	patch(types.JSONPatchType, "status", `[{"op":"add","path":"/status/capacity/nvidia.com~1gpu","value":"1"}]`)
+	patch(types.MergePatchType, "", `{"metadata":{"labels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3"}}}`)
+	t.Cleanup(func() {
+		kc.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/capacity/nvidia.com~1gpu"}]`), metav1.PatchOptions{}, "status")
+		kc.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"labels":{"nvidia.com/gpu.product":null}}}`), metav1.PatchOptions{})
+	})
+	dir := t.TempDir()
+	for _, f := range []string{"xrun.yaml", "slow.py"} {
+		data, _ := os.ReadFile(filepath.Join(repo, "client", "e2e", "testdata", "slow", f))
+		if f == "xrun.yaml" {
+			data = bytes.Replace(data, []byte("resources: {timeout: 10m}"), []byte("resources: {timeout: 10m, gpu_type: H100}"), 1)
+		}
+		os.WriteFile(filepath.Join(dir, f), data, 0o644)
+	}
+	r := submit(t, 5*time.Minute, dir, "--gpus", "1", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+	var scheduled bool
+	until(t, 2*time.Minute, "pod scheduled", func() bool {
+		pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+		if err != nil || len(pods.Items) == 0 {
+			return false
+		}
+		p := pods.Items[0]
+		if p.Spec.NodeName == "" {
+			return false
+		}
+		scheduled = p.Spec.NodeName == node
+		aff := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
+		if aff.Key != "nvidia.com/gpu.product" || len(aff.Values) != 1 || aff.Values[0] != "NVIDIA-H100-80GB-HBM3" {
+			t.Errorf("affinity %+v", aff)
+		}
+		if q := p.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; q.Value() != 1 {
+			t.Errorf("gpu limit %v", q.String())
+		}
+		return true
+	})
+	if !scheduled {
+		t.Errorf("the job was not scheduled on %s", node)
+	}
+	xrun(t, 2*time.Minute, "cancel", id)
+	expect(t, xrun(t, time.Minute, "rm", "--force", id), 0)
 }
