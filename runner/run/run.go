@@ -74,8 +74,12 @@ const (
 	// DefaultCPUMaxTimeS caps the timing of one implementation on one case
 	// on a CPU run (the GPU cap is stats.DefaultRule's).
 	DefaultCPUMaxTimeS = 2.0
-	// minBatchS is the least measured time one batch asks for.
+	// minBatchS is the least wall time one batch of samples asks for.
 	minBatchS = 0.1
+	// laterWarmupShare is the part of warmup_ms a batch warms up for after
+	// the first of its implementation on a case: the code is compiled and
+	// the GPU busy with the other implementations' batches by then.
+	laterWarmupShare = 0.2
 	// ReasonMaxWallTime is the stop reason when an implementation used
 	// wallCapFactor x max_time_s of wall time (flushes, syncs and warm-ups
 	// included) without meeting the rule.
@@ -350,6 +354,10 @@ func (rn *runner) setMethod() {
 	}
 	if !rn.cpu {
 		rn.r.Methodology.RestRatio = m.Rest()
+		rn.r.Methodology.ClockRule = clockRule
+		if !m.KernelClockOn() {
+			rn.r.Methodology.KernelClockNote = "not asked for (method.kernel_clock: false)"
+		}
 	}
 }
 
@@ -540,7 +548,7 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 	init := harness.Init{
 		Impl: im.name, Fn: im.spec.Fn, Reference: b.Reference, Inputs: b.Inputs, Metrics: b.Metrics,
 		Device: "cuda", Flush: !rn.method.NoFlush, FlushBytes: int64(rn.method.FlushBytes),
-		CUDAGraph: rn.method.CUDAGraph,
+		CUDAGraph: rn.method.CUDAGraph, KernelClock: rn.method.KernelClockOn(),
 	}
 	if im.isRef {
 		init.Fn = b.Reference
@@ -548,7 +556,7 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 		init.ImplParams = harness.EncodeParams(im.spec.Params)
 	}
 	if rn.cpu {
-		init.Device, init.Flush, init.CUDAGraph = "cpu", false, false
+		init.Device, init.Flush, init.CUDAGraph, init.KernelClock = "cpu", false, false, false
 	}
 	models := map[string]string{}
 	for k, v := range map[string]string{"flops": b.Flops, "bytes": b.Bytes, "tokens": b.Tokens} {
@@ -604,6 +612,15 @@ func (rn *runner) startAll(ctx context.Context, kc *kcase) {
 func (rn *runner) noteReady(rd *harness.Ready) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
+	// Every implementation's kernel clock adds the same launch cost: the
+	// first worker's.
+	m := &rn.r.Methodology
+	switch {
+	case rd.KernelClock != "" && m.KernelClock == "":
+		m.KernelClock, m.LaunchMS = rd.KernelClock, rd.LaunchMS
+	case rd.KernelClock == "" && rd.KernelClockNote != "" && m.KernelClockNote == "":
+		m.KernelClockNote = rd.KernelClockNote
+	}
 	if rn.gotReady {
 		return
 	}
@@ -877,11 +894,18 @@ func tolerance(im spec.Implementation, b *spec.Benchmark) *result.Tolerance {
 
 // acc pools one implementation's samples on one case over the rounds.
 type acc struct {
-	samples  []float64
-	measured float64 // seconds of measured time
+	samples  []float64 // on the CUDA events (or the host's clock)
+	measured float64   // seconds of measured time
 	wall     time.Duration
+	sampled  float64 // seconds spent sampling (warm-ups excluded)
 	rounds   int
 	done     bool
+	// kernel and busy are the CUPTI spans and kernel time of the same
+	// samples (Samples.KernelMS, BusyMS), while every batch has them;
+	// kernelNote says why a batch did not, kernels counts kernels a call.
+	kernel, busy []float64
+	kernelNote   string
+	kernels      []int
 	// discarded counts samples the worker threw away (Timing.Discarded).
 	discarded int
 	// cover and coverNote are the latest batch's (Timing.Cover).
@@ -929,7 +953,9 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 		return nil
 	}
 	rule := rn.rule
-	batchS := max(rule.MinTimeS/3, minBatchS)
+	// A batch takes at least its share of the minimum sampling time, in
+	// wall time, or the samples' own time for a long kernel.
+	batchS := max(rule.MinTimeS/float64(rn.rounds), minBatchS)
 	perBatch := max(1, (rule.MinSamples+rn.rounds-1)/rn.rounds)
 	wallCap := time.Duration(wallCapFactor * rule.MaxTimeS * float64(time.Second))
 	accs := map[string]*acc{}
@@ -958,11 +984,15 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			w, err := rn.worker(ctx, im)
 			var sm *harness.Samples
 			start := time.Now()
+			warmup := rn.warmupMS
+			if a.rounds > 0 {
+				warmup *= laterWarmupShare
+			}
 			if err == nil {
 				octx, cancel := context.WithTimeout(ctx, rn.timeout)
 				sm, err = w.Time(octx, harness.Time{
 					Params: kc.pj, Seed: kc.seeds[0], MinSamples: min(perBatch, maxN), MaxSamples: maxN,
-					BudgetMS: batchS * 1e3, WallMS: 4 * batchS * 1e3, WarmupMS: rn.warmupMS, Flush: !rn.method.NoFlush && !rn.cpu,
+					BudgetMS: batchS * 1e3, WallMS: batchS * 1e3, WarmupMS: warmup, Flush: !rn.method.NoFlush && !rn.cpu,
 					RestRatio: rn.r.Methodology.RestRatio,
 				})
 				cancel()
@@ -975,21 +1005,17 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 				}
 				continue
 			}
-			a.wall += time.Since(start)
+			took := time.Since(start)
+			a.wall += took
 			a.rounds++
 			key := windowKey{kc.idx, im.name}
 			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
-			a.samples = append(a.samples, sm.SamplesMS...)
-			a.discarded += sm.Discarded
-			a.cover, a.coverNote, a.spinMS = sm.Cover, sm.CoverNote, sm.SpinMS
-			for _, v := range sm.SamplesMS {
-				a.measured += v / 1e3
-			}
-			t := stats.Summarize(a.samples)
+			a.add(sm, took)
+			t := a.timing(rn.cpu, rn.r.Methodology.LaunchMS)
 			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, "in_progress", a.discarded, a.cover
 			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
-				stop, conv, reason := rule.Check(a.samples, a.measured)
+				stop, conv, reason := rule.Check(a.headline(rn.r.Methodology.LaunchMS), a.measured, a.sampled)
 				if !stop && a.wall >= wallCap {
 					stop, reason = true, ReasonMaxWallTime
 				}
@@ -997,7 +1023,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 					a.done = true
 					t.Converged, t.StopReason = conv, reason
 					msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
-					msg += a.coverSummary()
+					msg += a.clockSummary(t) + a.coverSummary()
 					rn.logf("%s", msg)
 				}
 			}
