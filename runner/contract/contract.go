@@ -45,6 +45,14 @@ const (
 	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
 	// it times (they are still read before and after).
 	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
+	// EnvProfile asks the runner for Nsight Compute reports after the
+	// timed cases: "ncu" for every implementation and case, or
+	// "ncu:impl=a,b;case=0,2;set=full;clock=base" (each key optional;
+	// runner/profile documents them). The reports go to OutDir/profile/.
+	// Profiling needs ncu in the image, and GPU performance counters the
+	// job may read (ERR_NVGPUCTRPERM otherwise: the host lets only
+	// administrators profile, and the job needs root with CAP_SYS_ADMIN).
+	EnvProfile = "XRUN_PROFILE"
 )
 
 // Exit codes of the runner (docs/architecture.md); the client exits with

@@ -33,6 +33,7 @@ func OptionsFromEnv() Options {
 		PostURL:        os.Getenv(contract.EnvPostURL),
 		PostToken:      os.Getenv(contract.EnvPostToken),
 		NoClockMonitor: os.Getenv(contract.EnvClockMonitor) == "off",
+		Profile:        os.Getenv(contract.EnvProfile),
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/post"
+	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -57,6 +58,9 @@ type Options struct {
 
 	// NoClockMonitor leaves out the clock readings taken while timing.
 	NoClockMonitor bool
+	// Profile asks for Nsight Compute reports after the timed cases
+	// (XRUN_PROFILE; the syntax of profile.Parse). "" asks for none.
+	Profile string
 
 	// Log receives progress (runner.log gets the same). The final table
 	// goes to runner.log only: the caller prints it where it belongs
@@ -159,7 +163,11 @@ type runner struct {
 	// in each case, keyed by case index and name.
 	mon     *gpuinfo.Monitor
 	windows map[windowKey][]gpuinfo.Window
-	mu      sync.Mutex // guards what concurrent worker starts share
+	mu      sync.Mutex // guards what concurrent worker starts and checks share
+	// prof is the Nsight Compute request (nil: none) and profImpls the
+	// implementations it chose, in spec order.
+	prof      *profile.Request
+	profImpls []string
 }
 
 type windowKey struct {
@@ -220,6 +228,9 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		return rn.abort(err)
 	}
 	rn.setMethod()
+	if err := rn.setProfile(); err != nil {
+		return rn.abort(&SpecError{err})
+	}
 	if rn.gpu != nil && !o.NoClockMonitor {
 		if mon, err := gpuinfo.StartMonitor(ctx); err == nil {
 			rn.mon = mon
@@ -255,6 +266,9 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		}
 	}
 	rn.closeWorkers()
+	if runErr == nil && rn.prof != nil && ctx.Err() == nil {
+		rn.profileAll(ctx)
+	}
 	return rn.finish(parent, ctx, runErr)
 }
 
@@ -1192,7 +1206,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
-	r.Warnings = analyze.Warnings(r)
+	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
 	if r.Status == result.StatusRunning {
 		switch {
 		case rn.anyFailed():
