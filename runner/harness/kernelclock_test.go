@@ -47,6 +47,17 @@ assert h.call_windows([(1, "xrun_mark", 0, 10), (2, "k", 20, 30)]) == []
 g = h.launch_gaps([(1, "xrun_touch", 0, 800), (2, "xrun_touch", 1900, 2700), (3, "other", 2800, 2900),
                    (4, "xrun_touch", 3800, 4600)])
 assert g == [0.0011, 0.0011], g
+
+# The launch cost's estimate is the interquartile mean: two clusters of
+# gaps do not make it jump from one to the other as a median does.
+assert abs(h.iq_mean([0.96] * 9 + [1.25] * 8) - h.iq_mean([0.96] * 8 + [1.25] * 9)) < 0.05
+assert h.iq_mean([1.0, 2.0, 3.0, 100.0]) == 2.5, h.iq_mean([1.0, 2.0, 3.0, 100.0])
+assert h.iq_mean([7.0]) == 7.0
+
+# A touch sequence after the last sample (a hold with no mark) adds no call.
+recs = [(1, "xrun_hold", 0, 10), (2, "k", 20, 30), (3, "xrun_mark", 40, 50),
+        (4, "xrun_hold", 60, 70), (5, "xrun_touch", 80, 90), (6, "xrun_touch", 100, 110)]
+assert h.call_windows(recs) == [(1e-05, 1e-05, 1)], h.call_windows(recs)
 print("ok")
 `
 	out, err := exec.Command(py, "-c", prog, dir).CombinedOutput()

@@ -192,6 +192,10 @@ type Samples struct {
 	BusyMS     []float64 `json:"busy_ms,omitempty"`
 	Kernels    int       `json:"kernels,omitempty"`
 	KernelNote string    `json:"kernel_note,omitempty"`
+	// LaunchGapsMS are the gaps between back-to-back one-thread kernels
+	// the worker launched after the batch's samples: the launch cost the
+	// kernel clock adds (Methodology.LaunchMS), measured again each batch.
+	LaunchGapsMS []float64 `json:"launch_gaps_ms,omitempty"`
 }
 
 // ProfileCmd asks a worker started under Nsight Compute for one profiled
@@ -323,7 +327,7 @@ func (ev *Event) check() error {
 		}
 	case ev.Samples != nil:
 		sm := ev.Samples
-		for _, xs := range [][]float64{sm.SamplesMS, sm.KernelMS, sm.BusyMS} {
+		for _, xs := range [][]float64{sm.SamplesMS, sm.KernelMS, sm.BusyMS, sm.LaunchGapsMS} {
 			for _, v := range xs {
 				if v < 0 || math.IsInf(v, 0) {
 					return fmt.Errorf("sample %g ms is not a duration", v)

@@ -200,9 +200,10 @@ type Methodology struct {
 	KernelClock     string `json:"kernel_clock,omitempty"`
 	KernelClockNote string `json:"kernel_clock_note,omitempty"`
 	// LaunchMS is the GPU's cost of one kernel launch, which CUPTI's kernel
-	// records leave out: the median gap between back-to-back one-thread
-	// kernels, measured with CUPTI by the first worker. A timing on the
-	// kernel clock is the CUPTI span of the call plus LaunchMS.
+	// records leave out and Nsight Compute's gpu__time_duration counts: the
+	// interquartile mean of the gaps between back-to-back one-thread
+	// kernels, measured with CUPTI after every batch of the run. A timing
+	// on the kernel clock is the CUPTI span of the call plus LaunchMS.
 	LaunchMS float64 `json:"launch_ms,omitempty"`
 	// ClockRule says which clock a timing's headline figures come from.
 	ClockRule string `json:"clock_rule,omitempty"`
@@ -353,6 +354,9 @@ type KernelSummary struct {
 	// Kernels is the median number of kernels (memory copies and sets
 	// included) a call ran.
 	Kernels int `json:"kernels"`
+	// LaunchMS is the launch cost the timing's headline adds to these
+	// spans: Methodology.LaunchMS once the run has finished.
+	LaunchMS float64 `json:"launch_ms"`
 }
 
 // Profile is one Nsight Compute report.

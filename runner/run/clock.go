@@ -81,7 +81,7 @@ func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
 		ev := clockSummary(a.samples)
 		t.Events = &ev
 		k := result.KernelSummary{ClockSummary: clockSummary(a.kernel), BusyMedianMS: stats.Summarize(a.busy).MedianMS,
-			Kernels: medianInt(a.kernels)}
+			Kernels: medianInt(a.kernels), LaunchMS: launchMS}
 		t.Kernel = &k
 	default:
 		t.Clock = result.ClockEvents
@@ -95,6 +95,75 @@ func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
 		}
 	}
 	return t
+}
+
+// minGaps is how many launch gaps the run needs before their mean replaces
+// the first worker's own measure.
+const minGaps = 16
+
+// launch is the launch cost the kernel clock adds: the interquartile mean
+// of every gap the batches measured so far, else the first worker's.
+func (rn *runner) launch() float64 {
+	if len(rn.gaps) < minGaps {
+		return rn.r.Methodology.LaunchMS
+	}
+	return iqMean(rn.gaps)
+}
+
+// settleLaunch gives every timing on the kernel clock the launch cost of
+// the whole run (each was summarised with the estimate of its time), so
+// that all of them add the same, and records it.
+func (rn *runner) settleLaunch() {
+	if len(rn.gaps) < minGaps {
+		return
+	}
+	launch := rn.launch()
+	rn.r.Methodology.LaunchMS = launch
+	for i := range rn.r.Cases {
+		changed := false
+		for _, ir := range rn.r.Cases[i].Results {
+			changed = shiftLaunch(ir.Timing, launch) || changed
+		}
+		if changed {
+			dtype, _ := rn.r.Cases[i].Params["dtype"].(string)
+			rn.throughputAt(i, dtype)
+		}
+	}
+}
+
+// shiftLaunch moves a kernel-clock timing's figures to a launch cost of
+// launch ms; it reports whether anything moved.
+func shiftLaunch(t *result.Timing, launch float64) bool {
+	if t == nil || t.Clock != result.ClockKernel || t.Kernel == nil || t.Kernel.LaunchMS == launch {
+		return false
+	}
+	d := launch - t.Kernel.LaunchMS
+	se := t.StderrRel * t.MedianMS
+	for _, p := range []*float64{&t.MedianMS, &t.MeanMS, &t.MinMS, &t.MaxMS, &t.Q1MS, &t.Q3MS, &t.P20MS, &t.P80MS} {
+		*p += d
+	}
+	if t.MedianMS > 0 {
+		t.StderrRel = se / t.MedianMS
+	}
+	t.Kernel.LaunchMS = launch
+	return true
+}
+
+// iqMean is the mean of the middle half of xs: the gaps cluster around
+// several values, and a median jumps from one cluster to the next.
+func iqMean(xs []float64) float64 {
+	x := slices.Clone(xs)
+	slices.Sort(x)
+	q := len(x) / 4
+	mid := x[q : len(x)-q]
+	if len(mid) == 0 {
+		mid = x
+	}
+	sum := 0.0
+	for _, v := range mid {
+		sum += v
+	}
+	return sum / float64(len(mid))
 }
 
 // clockSummary is one clock's reading of samples.

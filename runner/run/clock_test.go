@@ -82,3 +82,38 @@ func TestTimingOldWorkerAndCPU(t *testing.T) {
 		t.Errorf("cpu timing %+v", tm)
 	}
 }
+
+// At the end of a run every kernel-clock timing adds the run's launch cost:
+// its figures move by the difference, its spread does not.
+func TestSettleLaunch(t *testing.T) {
+	a := &acc{}
+	a.add(batch([]float64{0.0078, 0.0079, 0.0080}, []float64{0.0054, 0.0055, 0.0056}), time.Second)
+	early := a.timing(false, 0.0012)
+	ev := &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{MedianMS: 0.05, Clock: result.ClockEvents}}
+	late := early
+	late.Kernel = &result.KernelSummary{}
+	*late.Kernel = *early.Kernel
+	rn := &runner{r: &result.Results{Cases: []result.Case{{Params: map[string]any{"dtype": "float32"}, Bytes: 1e6,
+		Results: map[string]*result.ImplResult{"a": {Status: result.ImplOK, Timing: &early}, "b": ev}}}}}
+	for i := 0; i < 40; i++ {
+		rn.gaps = append(rn.gaps, 0.00098)
+	}
+	rn.gaps = append(rn.gaps, 0.0013, 0.0013, 0.0086) // a few outliers the interquartile mean leaves out
+	rn.settleLaunch()
+	got := rn.r.Cases[0].Results["a"].Timing
+	if !near(rn.r.Methodology.LaunchMS, 0.00098) || !near(got.Kernel.LaunchMS, 0.00098) {
+		t.Fatalf("launch %v / %v, want 0.00098", rn.r.Methodology.LaunchMS, got.Kernel.LaunchMS)
+	}
+	if !near(got.MedianMS, 0.0055+0.00098) || !near(got.Q3MS-got.Q1MS, late.Q3MS-late.Q1MS) || !near(got.Kernel.MedianMS, 0.0055) {
+		t.Errorf("settled timing %+v", got)
+	}
+	if got.StderrRel*got.MedianMS-early.StderrRel*(0.0055+0.0012) > 1e-15 {
+		t.Errorf("the standard error moved: %v", got.StderrRel)
+	}
+	if rn.r.Cases[0].Results["b"].Timing.MedianMS != 0.05 {
+		t.Error("an event timing moved")
+	}
+	if tp := rn.r.Cases[0].Results["a"].Throughput; tp == nil || !near(tp.GBps, 1e6/(got.MedianMS/1e3)/1e9) {
+		t.Errorf("throughput not recomputed: %+v", tp)
+	}
+}

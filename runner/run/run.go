@@ -168,6 +168,8 @@ type runner struct {
 	// implementations it chose, in spec order.
 	prof      *profile.Request
 	profImpls []string
+	// gaps are the launch gaps every batch measured (Samples.LaunchGapsMS).
+	gaps []float64
 }
 
 type windowKey struct {
@@ -1025,11 +1027,13 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			key := windowKey{kc.idx, im.name}
 			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
 			a.add(sm, took)
-			t := a.timing(rn.cpu, rn.r.Methodology.LaunchMS)
+			rn.gaps = append(rn.gaps, sm.LaunchGapsMS...)
+			launch := rn.launch()
+			t := a.timing(rn.cpu, launch)
 			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, "in_progress", a.discarded, a.cover
 			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
-				stop, conv, reason := rule.Check(a.headline(rn.r.Methodology.LaunchMS), a.measured, a.sampled)
+				stop, conv, reason := rule.Check(a.headline(launch), a.measured, a.sampled)
 				if !stop && a.wall >= wallCap {
 					stop, reason = true, ReasonMaxWallTime
 				}
@@ -1093,8 +1097,10 @@ func contains(list []*impl, im *impl) bool {
 	return false
 }
 
-func (rn *runner) throughput(kc *kcase) {
-	c := &rn.r.Cases[kc.idx]
+func (rn *runner) throughput(kc *kcase) { rn.throughputAt(kc.idx, kc.dtype) }
+
+func (rn *runner) throughputAt(idx int, dtype string) {
+	c := &rn.r.Cases[idx]
 	caseModel := result.Model{Flops: c.Flops, Bytes: c.Bytes, Tokens: c.Tokens}
 	for _, ir := range c.Results {
 		if ir.Timing == nil {
@@ -1104,7 +1110,7 @@ func (rn *runner) throughput(kc *kcase) {
 		if ir.Model != nil {
 			m = *ir.Model
 		}
-		ir.Throughput = analyze.Throughput(m, *ir.Timing, rn.gpu, kc.dtype)
+		ir.Throughput = analyze.Throughput(m, *ir.Timing, rn.gpu, dtype)
 	}
 }
 
@@ -1203,6 +1209,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		cancel()
 	}
 	rn.stopMonitor()
+	rn.settleLaunch()
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
