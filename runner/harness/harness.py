@@ -1152,13 +1152,10 @@ class Harness:
         this check does not always see) and the spin doubles, up to 10 ms,
         for this and later batches.
 
-        With the kernel clock (the hold only), CUPTI records the first
-        kernel_share of the batch's wall time, the mark kernel following
-        each end event: each of those samples also gets the span of its
-        call's kernels ("kernel_ms", "busy_ms" and "kernels" in the returned
-        dict, for the first len(kernel_ms) samples, and "launch_gaps_ms"; or
-        "kernel_note" saying why the batch has none). The rest of the batch
-        is sampled with CUPTI off.
+        With the kernel clock (the hold only), the mark kernel follows the
+        end event, and CUPTI records the batch: each sample also gets the
+        span of its call's kernels ("kernel_ms", "busy_ms" and "kernels" in
+        the returned dict, or "kernel_note" saying why the batch has none).
         Returns the samples, how many were discarded, the cover used and
         that dict.
         """
@@ -1186,9 +1183,7 @@ class Harness:
         total = prev = 0.0
         kc = self.kclock if self.hold is not None else None
         kept = []  # per sample taken behind the hold and mark: whether it was kept
-        kernel = {}
-        recording = kc is not None
-        if recording:
+        if kc is not None:
             kc.start()
         t0 = time.perf_counter()
         try:
@@ -1205,7 +1200,7 @@ class Harness:
                     start.record()
                     call()
                     end.record()
-                    if recording:
+                    if kc is not None:
                         hold.mark(stream)
                     early = start.query()
                     hold.release()
@@ -1219,7 +1214,7 @@ class Harness:
                     end.record()
                 torch.cuda.synchronize()
                 ms = start.elapsed_time(end)
-                if hold is not None and recording:
+                if hold is not None and kc is not None:
                     kept.append(not early)
                 if early:
                     discarded += 1
@@ -1249,22 +1244,18 @@ class Harness:
                 n = len(samples)
                 if n >= max_n:
                     break
-                elapsed = (time.perf_counter() - t0) * 1e3
-                if n >= min_n and (total >= budget or elapsed >= wall):
+                if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
                     break
-                if recording and elapsed >= self.kernel_share * wall:
-                    kernel = self.end_recording(kc, kept, n)
-                    recording = False
-                    # Reading the records left the GPU idle for a while:
-                    # warm it up again (>= 3 calls and 10 ms) before the
-                    # samples the headline comes from.
-                    tw, nw = time.perf_counter(), 0
-                    while nw < 3 or (time.perf_counter() - tw) * 1e3 < 10.0:
-                        call()
-                        nw += 1
-                    torch.cuda.synchronize()
-            if recording:
-                kernel = self.end_recording(kc, kept, len(samples))
+            kernel = {}
+            if kc is not None:
+                if self.hold is not None:
+                    # The launch cost, measured again with the GPU in the
+                    # state its samples left it.
+                    self.touch_gaps()
+                records = kc.stop()
+                kernel = self.kernel_samples(records, kept, len(samples))
+                if "kernel_ms" in kernel:
+                    kernel["launch_gaps_ms"] = launch_gaps(records)
         finally:
             if kc is not None:
                 kc.abandon()
@@ -1277,23 +1268,6 @@ class Harness:
         else:
             self.sleep_ms, cover = 0.0, "none"
         return samples, discarded, cover, kernel
-
-    # The part of a batch's wall time sampled with CUPTI recording: CUPTI
-    # slows some calls (torch's softmax over 32768 x 4096 floats by 4.4% on
-    # an H100), so the rest of the batch is sampled without it.
-    kernel_share = 1.0 / 3.0
-
-    def end_recording(self, kc, kept, n):
-        """Ends the kernel clock's part of a batch after n samples: the
-        launch gaps (with the GPU in the state its samples left it), then
-        the records of the n calls."""
-        if self.hold is not None:
-            self.touch_gaps()
-        records = kc.stop()
-        kernel = self.kernel_samples(records, kept, n)
-        if "kernel_ms" in kernel:
-            kernel["launch_gaps_ms"] = launch_gaps(records)
-        return kernel
 
     def kernel_samples(self, records, kept, n):
         """The kernel clock's reading of a batch: per kept sample, the span

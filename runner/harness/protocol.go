@@ -183,12 +183,11 @@ type Samples struct {
 	// from workers that do not say: the runner then counts the batch's
 	// wall time less WarmupMS).
 	SamplingMS float64 `json:"sampling_ms,omitempty"`
-	// KernelMS is, for the first len(KernelMS) samples (those taken with
-	// CUPTI recording, the first third of the batch's wall time), the span
-	// of the call's kernels in CUPTI's records (first start to last end,
-	// launch excluded) and BusyMS the sum of their durations; Kernels is the
-	// median number of kernels a call ran. All absent when the batch has no
-	// kernel clock: KernelNote says why.
+	// KernelMS is, per sample, the span of the call's kernels in CUPTI's
+	// records (first start to last end, launch excluded) and BusyMS the sum
+	// of their durations; Kernels is the median number of kernels a call
+	// ran. All absent when the batch has no kernel clock: KernelNote says
+	// why.
 	KernelMS   []float64 `json:"kernel_ms,omitempty"`
 	BusyMS     []float64 `json:"busy_ms,omitempty"`
 	Kernels    int       `json:"kernels,omitempty"`
@@ -335,7 +334,7 @@ func (ev *Event) check() error {
 				}
 			}
 		}
-		if sm.KernelMS != nil && (len(sm.KernelMS) > len(sm.SamplesMS) || len(sm.BusyMS) != len(sm.KernelMS)) {
+		if sm.KernelMS != nil && (len(sm.KernelMS) != len(sm.SamplesMS) || len(sm.BusyMS) != len(sm.KernelMS)) {
 			return fmt.Errorf("%d kernel_ms and %d busy_ms for %d samples", len(sm.KernelMS), len(sm.BusyMS), len(sm.SamplesMS))
 		}
 		if sm.SamplingMS < 0 || math.IsInf(sm.SamplingMS, 0) || sm.Kernels < 0 {

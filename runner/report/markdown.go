@@ -469,11 +469,9 @@ func (m *mdWriter) methodology(r *result.Results) {
 	}
 	switch {
 	case me.KernelClock != "":
-		s[0] += fmt.Sprintf("; CUPTI's kernel records were read for the first third of every batch: a timing on the kernel "+
-			"clock is the events of the other samples less the event pair's own cost (the events less the span from "+
-			"the call's first kernel start to its last kernel end, on the samples CUPTI recorded) plus one launch "+
-			"(%.3g µs), as Nsight Compute's gpu__time_duration counts a kernel; results.json keeps the events' and "+
-			"CUPTI's readings beside it", me.LaunchMS*1e3)
+		s[0] += fmt.Sprintf("; CUPTI's kernel records were read beside the events: a timing on the kernel clock is the span "+
+			"from a call's first kernel start to its last kernel end plus one launch (%.3g µs), as Nsight Compute's "+
+			"gpu__time_duration counts a kernel, and results.json keeps the events' reading beside it", me.LaunchMS*1e3)
 	case me.KernelClockNote != "":
 		s[0] += "; no kernel clock (" + me.KernelClockNote + ")"
 	}

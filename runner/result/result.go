@@ -300,9 +300,9 @@ type Timing struct {
 	Clock string `json:"clock,omitempty"`
 	// ClockNote says why a GPU timing is not on the kernel clock.
 	ClockNote string `json:"clock_note,omitempty"`
-	// When the figures above come from the kernel clock, Events
-	// summarises the same samples on the CUDA event pair, and Kernel the
-	// CUPTI spans of the samples it recorded.
+	// Events summarises the same samples on the CUDA event pair, and
+	// Kernel on the CUPTI kernel records (without the launch), when the
+	// figures above come from the kernel clock.
 	Events *ClockSummary  `json:"events,omitempty"`
 	Kernel *KernelSummary `json:"kernel,omitempty"`
 }
@@ -322,13 +322,10 @@ func (t *Timing) ClockOf(mode string) string {
 
 // Clocks a timing can be read from.
 const (
-	// ClockKernel: the CUDA events less the event pair's own cost, plus one
-	// launch (Methodology.LaunchMS): what Nsight Compute's
-	// gpu__time_duration counts. The event pair's cost is measured with
-	// CUPTI on the first third of every batch (the events less the span
-	// from the call's first kernel start to its last kernel end in CUPTI's
-	// records); the headline samples are the rest, taken with CUPTI off,
-	// which slows some calls while it records.
+	// ClockKernel: the span from the first kernel's start to the last
+	// kernel's end of each call in CUPTI's records, plus one launch
+	// (Methodology.LaunchMS): what Nsight Compute's gpu__time_duration
+	// counts, without the event pair's own cost.
 	ClockKernel = "kernel"
 	// ClockEvents: two CUDA events around the call.
 	ClockEvents = "events"
@@ -357,16 +354,9 @@ type KernelSummary struct {
 	// Kernels is the median number of kernels (memory copies and sets
 	// included) a call ran.
 	Kernels int `json:"kernels"`
-	// LaunchMS is the launch cost the timing's headline adds:
-	// Methodology.LaunchMS once the run has finished.
+	// LaunchMS is the launch cost the timing's headline adds to these
+	// spans: Methodology.LaunchMS once the run has finished.
 	LaunchMS float64 `json:"launch_ms"`
-	// EventCostMS is the event pair's own cost, which the headline takes
-	// off the events: the median of the events less the span over the
-	// samples CUPTI recorded.
-	EventCostMS float64 `json:"event_cost_ms"`
-	// EventsWithCUPTIMS is the events' median over the samples CUPTI
-	// recorded: above Timing.Events' median, CUPTI slowed the call.
-	EventsWithCUPTIMS float64 `json:"events_with_cupti_ms"`
 }
 
 // Profile is one Nsight Compute report.

@@ -56,7 +56,7 @@ func full() *Results {
 		Cover: "hold", Discarded: 12, Clocks: clocks, Clock: ClockKernel, ClockNote: "the events read 2.4 us more",
 		Events: &ClockSummary{MedianMS: 5.647, MinMS: 5.602, Q1MS: 5.632, Q3MS: 5.662, StderrRel: 0.0013, Samples: 400},
 		Kernel: &KernelSummary{ClockSummary: ClockSummary{MedianMS: 5.644, MinMS: 5.599, Q1MS: 5.629, Q3MS: 5.659, StderrRel: 0.0012, Samples: 400},
-			BusyMedianMS: 5.62, Kernels: 2, LaunchMS: 0.00098, EventCostMS: 0.0024, EventsWithCUPTIMS: 5.66}}
+			BusyMedianMS: 5.62, Kernels: 2, LaunchMS: 0.00098}}
 	return &Results{
 		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
 		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",

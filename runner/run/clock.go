@@ -11,15 +11,13 @@ import (
 )
 
 // clockRule is Methodology.ClockRule on GPU runs.
-const clockRule = "the kernel clock (the events of the samples taken without CUPTI, less the event pair's own cost " +
-	"measured on the samples CUPTI recorded, plus launch_ms) where every batch of the implementation on the case " +
-	"has CUPTI's readings and the GPU was held back by the hold kernel; the CUDA events otherwise " +
-	"(timing.clock_note says why). Comparisons and criteria use one clock for both sides: the events where the " +
-	"two sides' clocks differ"
+const clockRule = "the kernel clock (the CUPTI span of each call plus launch_ms) where every sample of the " +
+	"implementation on the case has one and the GPU was held back by the hold kernel; the CUDA events " +
+	"otherwise (timing.clock_note says why). Comparisons and criteria use one clock for both sides: the " +
+	"events where the two sides' clocks differ"
 
-// add pools one batch: the event samples, their split into those taken
-// with and without CUPTI recording while every batch has the kernel clock,
-// and the time spent.
+// add pools one batch: the event samples, their kernel-clock readings while
+// every batch has them, and the time spent.
 func (a *acc) add(sm *harness.Samples, took time.Duration) {
 	a.samples = append(a.samples, sm.SamplesMS...)
 	a.discarded += sm.Discarded
@@ -33,13 +31,10 @@ func (a *acc) add(sm *harness.Samples, took time.Duration) {
 	default: // a worker that does not say: the batch less its warm-up
 		a.sampled += max(took.Seconds()-sm.WarmupMS/1e3, 0)
 	}
-	k := len(sm.KernelMS)
 	switch {
 	case a.kernelNote != "":
 		// a batch without the kernel clock: the events decide from then on
-	case k > 0 && k <= len(sm.SamplesMS) && len(sm.BusyMS) == k:
-		a.evOn = append(a.evOn, sm.SamplesMS[:k]...)
-		a.evOff = append(a.evOff, sm.SamplesMS[k:]...)
+	case len(sm.KernelMS) == len(sm.SamplesMS) && len(sm.KernelMS) > 0:
 		a.kernel = append(a.kernel, sm.KernelMS...)
 		a.busy = append(a.busy, sm.BusyMS...)
 		a.kernels = append(a.kernels, sm.Kernels)
@@ -49,44 +44,27 @@ func (a *acc) add(sm *harness.Samples, took time.Duration) {
 		if a.kernelNote == "" {
 			a.kernelNote = "the worker gave no kernel clock"
 		}
-		a.evOn, a.evOff, a.kernel, a.busy, a.kernels = nil, nil, nil, nil, nil
+		a.kernel, a.busy, a.kernels = nil, nil, nil
 	}
 }
 
-// onKernel says whether a's headline is on the kernel clock: every batch
-// has CUPTI's readings, and the GPU was held back until the whole call was
+// onKernel says whether a's headline is on the kernel clock: every sample
+// has a CUPTI reading, and the GPU was held back until the whole call was
 // enqueued (with nothing holding it back, the host's time to enqueue the
 // call is part of what it costs, and only the events see it).
 func (a *acc) onKernel() bool {
-	return a.kernelNote == "" && len(a.kernel) > 0 && a.cover == "hold"
+	return a.kernelNote == "" && len(a.kernel) > 0 && len(a.kernel) == len(a.samples) && a.cover == "hold"
 }
 
-// eventCost is the event pair's own cost: the median of the events less
-// the CUPTI span over the samples CUPTI recorded.
-func (a *acc) eventCost() float64 {
-	d := make([]float64, len(a.kernel))
-	for i := range a.kernel {
-		d[i] = a.evOn[i] - a.kernel[i]
-	}
-	return stats.Summarize(d).MedianMS
-}
-
-// headline returns the samples the figures and the stopping rule use. On
-// the kernel clock: the events of the samples taken without CUPTI (it
-// slows some calls while it records) less the event pair's own cost, plus
-// launchMS; the CUPTI spans plus launchMS while there are none. Else the
-// events.
+// headline returns the samples the figures and the stopping rule use: the
+// kernel clock's (CUPTI spans plus launchMS) or the events'.
 func (a *acc) headline(launchMS float64) []float64 {
 	if !a.onKernel() {
 		return a.samples
 	}
-	src, shift := a.evOff, launchMS-a.eventCost()
-	if len(src) == 0 {
-		src, shift = a.kernel, launchMS
-	}
-	out := make([]float64, len(src))
-	for i, v := range src {
-		out[i] = max(v+shift, 0)
+	out := make([]float64, len(a.kernel))
+	for i, v := range a.kernel {
+		out[i] = v + launchMS
 	}
 	return out
 }
@@ -100,15 +78,10 @@ func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
 		t.Clock = result.ClockPerfCounter
 	case a.onKernel():
 		t.Clock = result.ClockKernel
-		ev := a.evOff
-		if len(ev) == 0 {
-			ev = a.evOn
-		}
-		evs := clockSummary(ev)
-		t.Events = &evs
+		ev := clockSummary(a.samples)
+		t.Events = &ev
 		k := result.KernelSummary{ClockSummary: clockSummary(a.kernel), BusyMedianMS: stats.Summarize(a.busy).MedianMS,
-			Kernels: medianInt(a.kernels), LaunchMS: launchMS, EventCostMS: a.eventCost(),
-			EventsWithCUPTIMS: stats.Summarize(a.evOn).MedianMS}
+			Kernels: medianInt(a.kernels), LaunchMS: launchMS}
 		t.Kernel = &k
 	default:
 		t.Clock = result.ClockEvents

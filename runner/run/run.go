@@ -916,12 +916,9 @@ type acc struct {
 	sampled  float64 // seconds spent sampling (warm-ups excluded)
 	rounds   int
 	done     bool
-	// While every batch has the kernel clock: evOn are the event samples
-	// taken with CUPTI recording and kernel and busy their CUPTI spans and
-	// kernel time (Samples.KernelMS, BusyMS); evOff the event samples taken
-	// without it. kernelNote says why a batch had no kernel clock, kernels
-	// counts kernels a call.
-	evOn, evOff  []float64
+	// kernel and busy are the CUPTI spans and kernel time of the same
+	// samples (Samples.KernelMS, BusyMS), while every batch has them;
+	// kernelNote says why a batch did not, kernels counts kernels a call.
 	kernel, busy []float64
 	kernelNote   string
 	kernels      []int
