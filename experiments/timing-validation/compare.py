@@ -1,17 +1,20 @@
-"""Lines up the runner's medians with do_bench and Nsight Compute.
+"""Lines up the runner's clocks with Nsight Compute and do_bench.
 
     python3 compare.py OUTDIR
 
 OUTDIR (as validate.sh leaves it) holds run1/ and run2/ (two runner runs back
 to back), graph/ (a runner run with method.cuda_graph), norest/ (one with
-method.rest_ratio 0: samples back to back), dobench.json (three
-do_bench rounds per case), and ncu-all-<case>.csv / ncu-none-<case>.csv
-(Nsight Compute with --cache-control all and none). Prints a markdown table:
-per case the runner's median of each run, do_bench's median of its rounds and
-their spread, ncu's median kernel duration in both cache modes, the relative
-differences, and the SM clock while the runner timed.
+method.rest_ratio 0: samples back to back), dobench.json (three do_bench
+rounds per case), and ncu-all.csv / ncu-none.csv (Nsight Compute with
+--cache-control all, and with --cache-control none after the runner's read
+flush: the L2 as the runner leaves it). Prints two markdown tables: per case
+the runner's headline median (and its clock) in both runs, its two clocks
+(the CUDA events; the CUPTI span, to which the kernel clock adds
+methodology.launch_ms), ncu's median gpu__time_duration in both cache modes
+and the differences; then do_bench and the method variants.
 """
 
+import collections
 import csv
 import io
 import json
@@ -19,10 +22,10 @@ import os
 import statistics
 import sys
 
-CASES = ["mm_small", "add_32m", "mm_large"]
+CASES = ["add_768k", "softmax_2048x1024", "mm_small", "softmax_8192x2048", "add_32m", "mm_large"]
 
 
-def runner_timings(path):
+def runner(path):
     with open(path) as f:
         r = json.load(f)
     out = {}
@@ -30,62 +33,92 @@ def runner_timings(path):
         t = c["results"].get("kernel", {}).get("timing")
         if t:
             out[c["params"]["case"]] = t
-    return out
+    return out, r["methodology"]
 
 
-def ncu_median(path, reps=30):
-    """Median gpu__time_duration.sum (ms) of the last `reps` non-fill kernels."""
+def ncu_medians(path, reps=10):
+    """Median gpu__time_duration (ms) of the last `reps` launches per NVTX range k_<case>."""
     with open(path) as f:
         text = f.read()
-    start = text.find('"ID"')
-    rows = list(csv.DictReader(io.StringIO(text[start:])))
-    durations = []
+    rows = list(csv.DictReader(io.StringIO(text[text.find('"ID"'):])))
+    by = collections.defaultdict(list)
     for row in rows:
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        if "fill" in row.get("Kernel Name", "").lower():
-            continue
-        value = float(row["Metric Value"].replace(",", ""))
-        unit = row.get("Metric Unit", "nsecond")
-        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0,
-                 "second": 1e3, "s": 1e3}[unit]
-        durations.append(value * scale)
-    return statistics.median(durations[-reps:]), len(durations)
+        tag = ""
+        for k, v in row.items():
+            if k and "Push/Pop" in k and "k_" in (v or ""):
+                tag = v[v.find("k_") + 2:].split(":")[0].strip()
+        if not tag:
+            continue  # the flush
+        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0}[row.get("Metric Unit", "nsecond")]
+        by[tag].append(float(row["Metric Value"].replace(",", "")) * scale)
+    return {k: statistics.median(v[-reps:]) for k, v in by.items()}
 
 
 def pct(a, b):
     return f"{100 * (a - b) / b:+.1f}%"
 
 
+def us(ms):
+    return f"{ms * 1e3:.2f}" if ms < 1 else f"{ms * 1e3:.0f}"
+
+
 def main(outdir):
-    r1 = runner_timings(os.path.join(outdir, "run1", "results.json"))
-    r2 = runner_timings(os.path.join(outdir, "run2", "results.json"))
+    r1, m1 = runner(os.path.join(outdir, "run1", "results.json"))
+    r2, _ = runner(os.path.join(outdir, "run2", "results.json"))
     variants = {}
     for v in ("graph", "norest"):
         path = os.path.join(outdir, v, "results.json")
-        variants[v] = runner_timings(path) if os.path.exists(path) else {}
-    with open(os.path.join(outdir, "dobench.json")) as f:
-        db = json.load(f)
-    print("| case | runner run 1 | run 2 | run 1 vs 2 | SM clock while timed (MHz) | do_bench (rounds spread) | runner vs do_bench "
-          "| ncu, L2 flushed by ncu | runner vs it | ncu, L2 as left by a zeroing flush | runner vs it | runner, CUDA graph "
-          "| runner, rest_ratio 0 |")
+        variants[v] = runner(path)[0] if os.path.exists(path) else {}
+    na = ncu_medians(os.path.join(outdir, "ncu-all.csv"))
+    nn = ncu_medians(os.path.join(outdir, "ncu-none.csv"))
+    launch = m1.get("launch_ms", 0.0)
+    print(f"launch_ms {launch * 1e3:.3f} us; timer floor (events around nothing) {m1.get('timer_floor_ms', 0) * 1e3:.2f} us\n")
+    print("| case | runner run 1 (µs) | run 2 | 1 vs 2 | clock | events (run 1) | CUPTI span | ncu, L2 as the runner leaves it "
+          "| runner vs it | events vs it | CUPTI vs it | ncu, caches flushed by ncu | runner vs it |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in CASES:
-        a, b = r1[name]["median_ms"], r2[name]["median_ms"]
+        if name not in r1 or name not in r2:
+            continue
+        t1, t2 = r1[name], r2[name]
+        a, b = t1["median_ms"], t2["median_ms"]
         mean = (a + b) / 2
-        clocks = []
-        for t in (r1[name], r2[name]):
-            c = t.get("clocks")
-            if c:
-                held = f", held back in {c['throttled_readings']}/{c['readings']}" if c["throttled_readings"] else ""
-                clocks.append(f"{c['sm_clock_mhz']} ({c['min_sm_clock_mhz']}-{c['max_sm_clock_mhz']}{held})")
-        d = statistics.median(db[name])
-        spread = (max(db[name]) - min(db[name])) / d
-        na, _ = ncu_median(os.path.join(outdir, f"ncu-all-{name}.csv"))
-        nn, _ = ncu_median(os.path.join(outdir, f"ncu-none-{name}.csv"))
-        g, nr = (f"{variants[v][name]['median_ms']:.4f}" if name in variants[v] else "-" for v in ("graph", "norest"))
-        print(f"| {name} | {a:.4f} | {b:.4f} | {pct(b, a)} | {'; '.join(clocks) or '-'} | {d:.4f} ({100 * spread:.1f}%) "
-              f"| {pct(mean, d)} | {na:.4f} | {pct(mean, na)} | {nn:.4f} | {pct(mean, nn)} | {g} | {nr} |")
+        ev = (t1.get("events") or t1)["median_ms"] if t1.get("clock") == "kernel" else t1["median_ms"]
+        k = t1.get("kernel", {}).get("median_ms")
+        row = [name, us(a), us(b), pct(b, a), t1.get("clock", "events"), us(ev), us(k) if k else "-"]
+        if name in nn:
+            row += [us(nn[name]), pct(mean, nn[name]), pct(ev, nn[name]), pct(k, nn[name]) if k else "-"]
+        else:
+            row += ["-"] * 4
+        row += [us(na[name]), pct(mean, na[name])] if name in na else ["-", "-"]
+        print("| " + " | ".join(row) + " |")
+    print()
+    db = {}
+    path = os.path.join(outdir, "dobench.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            db = json.load(f)
+    print("| case | do_bench (spread of 3 rounds) | runner vs do_bench | runner, CUDA graph | runner, rest_ratio 0 "
+          "| SM clock while timed (MHz), run 1 | samples run 1 / run 2 |")
+    print("|---|---|---|---|---|---|---|")
+    for name in CASES:
+        if name not in r1 or name not in r2:
+            continue
+        mean = (r1[name]["median_ms"] + r2[name]["median_ms"]) / 2
+        d = "-"
+        vs = "-"
+        if db.get(name):
+            dm = statistics.median(db[name])
+            d = f"{us(dm)} ({100 * (max(db[name]) - min(db[name])) / dm:.1f}%)"
+            vs = pct(mean, dm)
+        g, nr = (us(variants[v][name]["median_ms"]) if name in variants[v] else "-" for v in ("graph", "norest"))
+        c = r1[name].get("clocks")
+        clock = "-"
+        if c:
+            held = f", held back in {c['throttled_readings']}/{c['readings']}" if c["throttled_readings"] else ""
+            clock = f"{c['sm_clock_mhz']} ({c['min_sm_clock_mhz']}-{c['max_sm_clock_mhz']}{held})"
+        print(f"| {name} | {d} | {vs} | {g} | {nr} | {clock} | {r1[name]['samples']} / {r2[name]['samples']} |")
 
 
 if __name__ == "__main__":

@@ -1,28 +1,35 @@
 """Times the validation cases with tools independent of xrun.
 
-    python3 independent.py dobench            # triton.testing.do_bench medians (ms), 3 rounds, JSON on stdout
-    ncu --clock-control none --metrics gpu__time_duration.sum --csv \
-        python3 independent.py ncu mm_small   # launches for Nsight Compute to time
+    python3 independent.py dobench              # triton.testing.do_bench medians (ms), 3 rounds, JSON on stdout
+    ncu --clock-control none --cache-control all --nvtx --metrics gpu__time_duration.sum --csv \\
+        python3 independent.py ncu read         # launches for Nsight Compute to time
 
 Both use the same inputs and kernel functions as the xrun experiment
-(kernels/timing), with an L2 flush before each timed call.
+(validation.py). For ncu, every case runs 20 times (mm_large 10), each
+launch inside an NVTX range named k_<case>, after an L2 flush: "read"
+reads a 256 MiB buffer, as the runner does (with --cache-control none, ncu
+then sees the L2 in the runner's state), "zero" zeroes it, as do_bench
+does.
 """
 
 import json
 import os
 import sys
+import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "..", "kernels"))
 
-from timing import cases, kernel  # noqa: E402
+import validation  # noqa: E402
 
-CASES = ["mm_small", "add_32m", "mm_large"]
+CASES = ["add_768k", "softmax_2048x1024", "mm_small", "softmax_8192x2048", "add_32m", "mm_large"]
 
 
 def case_inputs(name):
-    return cases.inputs({"case": name, "device": "cuda"}, seed=1)
+    return validation.inputs({"case": name, "device": "cuda"}, seed=1)
 
 
 def dobench(rounds=3):
@@ -33,25 +40,33 @@ def dobench(rounds=3):
     inputs = {name: case_inputs(name) for name in CASES}
     for _ in range(rounds):
         for name in CASES:
-            a, b = inputs[name]
-            fn = lambda: kernel.kernel(a, b)  # noqa: E731
+            args = inputs[name]
+            fn = lambda: validation.kernel(*args)  # noqa: E731
             # warmup/rep are in milliseconds; do_bench flushes L2 between calls.
             out[name].append(triton.testing.do_bench(fn, warmup=200, rep=1000, return_mode="median"))
     print(json.dumps(out))
 
 
-def ncu(name, reps=30):
-    """Warm up, then `reps` flushed launches of one case; ncu keeps the last `reps`."""
-    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    a, b = case_inputs(name)
-    for _ in range(5):
-        kernel.kernel(a, b)
-    torch.cuda.synchronize()
-    for _ in range(reps):
-        flush.zero_()
+def ncu(flush_kind):
+    """Warm up, then flushed launches of every case, each in an NVTX range."""
+    buf = torch.ones(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    total = torch.zeros((), dtype=torch.float32, device="cuda")
+    flush = {"read": lambda: torch.sum(buf.view(torch.float32), 0, out=total), "zero": buf.zero_}[flush_kind]
+    for name in CASES:
+        args = case_inputs(name)
+        for _ in range(3):
+            validation.kernel(*args)
         torch.cuda.synchronize()
-        kernel.kernel(a, b)
-        torch.cuda.synchronize()
+        for _ in range(10 if name == "mm_large" else 20):
+            flush()
+            torch.cuda.synchronize()
+            if name == "mm_large":
+                time.sleep(0.003)  # a rest, as the runner's hold gives a power-limited kernel
+            torch.cuda.nvtx.range_push("k_" + name)
+            validation.kernel(*args)
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+        del args
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@ out=$1
 e=experiments/timing-validation
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv > "$out/nvidia-smi.csv"
-bin/xrun-runner --experiment $e --out "$out/run1" > "$out/run1.log" 2>&1 || echo "run1: exit $?"
-bin/xrun-runner --experiment $e --out "$out/run2" > "$out/run2.log" 2>&1 || echo "run2: exit $?"
+for run in run1 run2; do
+  s=$(date +%s%N)
+  bin/xrun-runner --experiment $e --out "$out/$run" > "$out/$run.log" 2>&1 || echo "$run: exit $?"
+  echo "$run: $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$out/wall.txt"
+done
 python3 $e/independent.py dobench > "$out/dobench.json"
+# ncu in both cache modes, after the runner's read flush: --cache-control
+# none sees the L2 as the runner leaves it, all flushes and invalidates
+# every cache first (ncu's default).
 for cc in all none; do
-  for c in mm_small add_32m mm_large; do
-    ncu --clock-control none --cache-control $cc --metrics gpu__time_duration.sum --csv \
-      python3 $e/independent.py ncu $c > "$out/ncu-$cc-$c.csv" 2> "$out/ncu-$cc-$c.err" || echo "ncu $cc $c: exit $?"
-  done
+  ncu --clock-control none --cache-control $cc --nvtx --metrics gpu__time_duration.sum --csv \
+    python3 $e/independent.py ncu read > "$out/ncu-$cc.csv" 2> "$out/ncu-$cc.err" || echo "ncu $cc: exit $?"
 done
 # Variants of the spec's method, in sibling directories so that the
 # spec's relative include still holds: timed through a CUDA graph, and
@@ -22,6 +26,7 @@ done
 variant() {
   local name=$1 method=$2 g=experiments/.timing-validation-$1
   mkdir -p "$g"
+  cp -r $e/validation.py $e/softmax "$g/"
   sed "s#^criteria:#  method: {$method}\ncriteria:#" $e/xrun.yaml > "$g/xrun.yaml"
   bin/xrun-runner --experiment "$g" --out "$out/$name" > "$out/$name.log" 2>&1 || echo "$name: exit $?"
 }

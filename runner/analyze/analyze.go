@@ -123,13 +123,35 @@ func Comparisons(r *result.Results, threshold float64) []result.Comparison {
 			if cand == nil {
 				continue
 			}
-			s, v := Verdict(*cand, *base, threshold)
+			ct, bt := OneClock(*cand, *base)
+			s, v := Verdict(ct, bt, threshold)
 			out = append(out, result.Comparison{
 				A: name, B: r.Baseline, Params: c.Params, Label: CaseLabel(c), Speedup: s, Verdict: v,
 			})
 		}
 	}
 	return out
+}
+
+// OneClock returns a and b on the same clock, so that a speedup never
+// divides one clock's reading by another's: as they are when their clocks
+// agree, else each on its CUDA events (a kernel-clock timing carries the
+// events' reading of the same samples). A timing without the events'
+// reading is kept as it is.
+func OneClock(a, b result.Timing) (result.Timing, result.Timing) {
+	if a.Clock == b.Clock {
+		return a, b
+	}
+	return onEvents(a), onEvents(b)
+}
+
+func onEvents(t result.Timing) result.Timing {
+	if t.Clock != result.ClockKernel || t.Events == nil {
+		return t
+	}
+	e := t.Events
+	return result.Timing{MedianMS: e.MedianMS, MinMS: e.MinMS, Q1MS: e.Q1MS, Q3MS: e.Q3MS, StderrRel: e.StderrRel,
+		Samples: e.Samples, Clock: result.ClockEvents}
 }
 
 // timing returns an implementation's timing when it has one worth using.

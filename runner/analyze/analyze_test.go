@@ -279,3 +279,34 @@ func TestCriteriaSkippedImplementations(t *testing.T) {
 		t.Errorf("a failed implementation must fail its criteria")
 	}
 }
+
+// A speedup never divides one clock's reading by another's: where the two
+// sides are on different clocks, both are compared on their events.
+func TestComparisonsOneClock(t *testing.T) {
+	kernel := func(k, ev float64) *result.ImplResult {
+		return &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{
+			MedianMS: k, Q1MS: k * 0.99, Q3MS: k * 1.01, Samples: 100, Clock: result.ClockKernel,
+			Events: &result.ClockSummary{MedianMS: ev, Q1MS: ev * 0.99, Q3MS: ev * 1.01, Samples: 100}}}
+	}
+	events := func(ev float64) *result.ImplResult {
+		return &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{
+			MedianMS: ev, Q1MS: ev * 0.99, Q3MS: ev * 1.01, Samples: 100, Clock: result.ClockEvents}}
+	}
+	r := &result.Results{Implementations: []string{"base", "both", "mixed"}, Baseline: "base",
+		Cases: []result.Case{{Label: "n=1", Results: map[string]*result.ImplResult{
+			"base": kernel(0.0054, 0.0078), "both": kernel(0.0027, 0.0051), "mixed": events(0.0051)}}}}
+	got := Comparisons(r, 1.02)
+	if len(got) != 2 {
+		t.Fatalf("Comparisons = %+v", got)
+	}
+	if want := 0.0054 / 0.0027; math.Abs(got[0].Speedup-want) > 1e-12 {
+		t.Errorf("both on the kernel clock: speedup %v, want %v", got[0].Speedup, want)
+	}
+	if want := 0.0078 / 0.0051; math.Abs(got[1].Speedup-want) > 1e-12 {
+		t.Errorf("kernel against events: speedup %v, want the events' %v", got[1].Speedup, want)
+	}
+	crit, _ := Criteria(&spec.Spec{Criteria: []spec.Criterion{{Speedup: "mixed", Over: "base", AtLeast: 1.5, For: "all"}}}, r)
+	if len(crit) != 1 || math.Abs(crit[0].Value-0.0078/0.0051) > 1e-12 {
+		t.Errorf("speedup criterion on mixed clocks = %+v", crit)
+	}
+}

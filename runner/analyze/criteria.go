@@ -251,7 +251,8 @@ func speedupPoints(impl, over string, r *result.Results) []point {
 		case tb == nil:
 			p.missing, p.skipped = notRun(over, b), isSkipped(b)
 		default:
-			p.value = tb.MedianMS / ta.MedianMS
+			ca, cb := OneClock(*ta, *tb)
+			p.value = cb.MedianMS / ca.MedianMS
 		}
 		pts = append(pts, p)
 	}

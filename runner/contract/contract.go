@@ -49,6 +49,14 @@ const (
 	// log at the end (runner/outlog), for backends that keep a finished
 	// job's log but not its files.
 	EnvOutToLog = "XRUN_OUT_TO_LOG"
+	// EnvProfile asks the runner for Nsight Compute reports after the
+	// timed cases: "ncu" for every implementation and case, or
+	// "ncu:impl=a,b;case=0,2;set=full;clock=base" (each key optional;
+	// runner/profile documents them). The reports go to OutDir/profile/.
+	// Profiling needs ncu in the image, and GPU performance counters the
+	// job may read (ERR_NVGPUCTRPERM otherwise: the host lets only
+	// administrators profile, and the job needs root with CAP_SYS_ADMIN).
+	EnvProfile = "XRUN_PROFILE"
 )
 
 // Exit codes of the runner (docs/architecture.md); the client exits with

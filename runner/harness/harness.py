@@ -45,7 +45,11 @@ torch = None
 # The hold kernel: one thread that waits until the host writes a non-zero
 # word into pinned host memory (and at least min_ns have passed), or until
 # max_ns have passed. PTX, so that the driver compiles it for any GPU with no
-# compiler installed; %globaltimer is the GPU's nanosecond clock.
+# compiler installed; %globaltimer is the GPU's nanosecond clock. Beside it,
+# the mark kernel, which does nothing: launched after the end event, it
+# closes a call's window in the kernel clock's records; and the touch
+# kernel, which writes one word: back to back, its launches measure the
+# GPU's cost of one launch.
 HOLD_PTX = b"""
 .version 6.0
 .target sm_50
@@ -74,7 +78,25 @@ WAIT:
 DONE:
     ret;
 }
+
+.visible .entry xrun_mark()
+{
+    ret;
+}
+
+.visible .entry xrun_touch(.param .u64 word)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+
+    ld.param.u64 %rd1, [word];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
 \0"""
+HOLD_NAME, MARK_NAME, TOUCH_NAME = "xrun_hold", "xrun_mark", "xrun_touch"
 
 
 class Hold:
@@ -104,8 +126,9 @@ class Hold:
             raise RuntimeError("no current CUDA context")
         self.module = vp()
         self.check(lib.cuModuleLoadData(ctypes.byref(self.module), HOLD_PTX), "cuModuleLoadData")
-        self.fn = vp()
-        self.check(lib.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"xrun_hold"), "cuModuleGetFunction")
+        self.fn, self.mark_fn, self.touch_fn = vp(), vp(), vp()
+        for fn, name in ((self.fn, HOLD_NAME), (self.mark_fn, MARK_NAME), (self.touch_fn, TOUCH_NAME)):
+            self.check(lib.cuModuleGetFunction(ctypes.byref(fn), self.module, name.encode()), "cuModuleGetFunction")
         self.host = vp()
         self.check(lib.cuMemHostAlloc(ctypes.byref(self.host), ctypes.c_size_t(64), u32(0x02)), "cuMemHostAlloc")
         dptr = ctypes.c_uint64()
@@ -114,6 +137,8 @@ class Hold:
         self.args = (ctypes.c_uint64 * 3)(dptr.value, 0, 0)
         size = ctypes.sizeof(ctypes.c_uint64)
         self.params = (vp * 3)(*[ctypes.addressof(self.args) + i * size for i in range(3)])
+        self.word = ctypes.c_uint64(0)
+        self.touch_params = (vp * 1)(ctypes.addressof(self.word))
 
     def check(self, rc, what):
         if rc != 0:
@@ -131,6 +156,115 @@ class Hold:
 
     def release(self):
         self.flag.value = 1
+
+    def mark(self, stream):
+        """Launches the mark kernel (it does nothing) on stream."""
+        self.check(self.lib.cuLaunchKernel(self.mark_fn, 1, 1, 1, 1, 1, 1, 0, stream, None, None), "cuLaunchKernel")
+
+    def touch(self, stream, address):
+        """Launches the touch kernel on stream: it writes 1 to the device word at address."""
+        self.word.value = address
+        self.check(self.lib.cuLaunchKernel(self.touch_fn, 1, 1, 1, 1, 1, 1, 0, stream, self.touch_params, None),
+                   "cuLaunchKernel")
+
+
+class KernelClock:
+    """The GPU's own record of the kernels it ran: CUPTI's kernel, memory
+    copy and memory set records, read through torch's profiler (kineto).
+
+    Beside the event pair, a second clock for the same samples. Two CUDA
+    events around a call also count the GPU's processing of the events and
+    the launch between them and the kernel (about 2.3 us on an H100, 15% or
+    more of a kernel of a few microseconds); CUPTI's records time each
+    kernel from its start to its end with a 32 ns resolution. A call's
+    window is the records launched between the hold kernel and the mark
+    kernel that follows its end event (by CUPTI's correlation ids, which
+    number the launches in the order they were made, on any stream).
+
+    start() and stop() bracket a batch of samples; stop() returns the GPU
+    records as (correlation id, name, start ns, end ns), sorted by
+    correlation id.
+    """
+
+    def __init__(self):
+        from torch.autograd import profiler as ap
+        from torch._C._autograd import DeviceType
+        self.ap = ap
+        try:
+            prof = ap.profile(use_device="cuda")
+        except TypeError:  # torch before use_device
+            prof = ap.profile(use_cuda=True)
+        self.config = prof.config()
+        self.activities = {torch.autograd.ProfilerActivity.CUDA}
+        self.cuda = DeviceType.CUDA
+        self.on = False
+
+    def start(self):
+        # Each batch prepares again: enabling a profiler that was disabled
+        # without it crashes (torch 2.11).
+        self.ap._prepare_profiler(self.config, self.activities)
+        self.ap._enable_profiler(self.config, self.activities)
+        self.on = True
+
+    def stop(self):
+        self.on = False
+        res = self.ap._disable_profiler()
+        cuda = self.cuda
+        out = [(e.correlation_id(), e.name(), e.start_ns(), e.end_ns()) for e in res.events() if e.device_type() == cuda]
+        out.sort()
+        return out
+
+    def abandon(self):
+        """Stops a batch that failed, ignoring its records."""
+        if self.on:
+            self.on = False
+            try:
+                self.ap._disable_profiler()
+            except Exception:  # noqa: B902 - nothing to save
+                pass
+
+
+def call_windows(records):
+    """Splits GPU records (sorted by correlation id) into calls: the records
+    launched after each hold kernel and before the mark kernel that follows
+    it. Per call, (span ms, busy ms, records) where span runs from the first
+    record's start to the last one's end and busy sums their durations, or
+    None for a call that ran nothing on the GPU. Records outside a window
+    (the L2 flush, launches made while no sample was being taken) are left
+    out; so is a hold without a mark (a sample cut short)."""
+    out = []
+    cur = None
+    for _, name, start, end in records:
+        if name == HOLD_NAME:
+            cur = []
+        elif name == MARK_NAME:
+            if cur is None:
+                continue
+            if cur:
+                out.append(((max(e for _, e in cur) - min(s for s, _ in cur)) / 1e6,
+                            sum(e - s for s, e in cur) / 1e6, len(cur)))
+            else:
+                out.append(None)
+            cur = None
+        elif cur is not None:
+            cur.append((start, end))
+    return out
+
+
+def iq_mean(xs):
+    """The mean of the middle half of xs (the interquartile mean)."""
+    xs = sorted(xs)
+    q = len(xs) // 4
+    mid = xs[q:len(xs) - q] or xs
+    return sum(mid) / len(mid)
+
+
+def launch_gaps(records):
+    """Gaps (ms) between consecutive touch kernels in GPU records: the
+    front end's cost of one launch, which CUPTI's kernel records (unlike
+    Nsight Compute's gpu__time_duration) leave out of every kernel."""
+    touches = sorted((s, e) for _, name, s, e in records if name == TOUCH_NAME)
+    return [(touches[i + 1][0] - touches[i][1]) / 1e6 for i in range(len(touches) - 1)]
 
 
 class StageError(Exception):
@@ -454,9 +588,24 @@ def torch_error_figures(out, ref, atol, rtol):
             int((d > atol + rtol * ar).sum().item()))
 
 
+def device_sums(t):
+    """Two sums over a GPU tensor's bytes read as 64-bit words (wrapping):
+    of the words and of their squares. They stand for the bytes in digest:
+    equal for equal bytes, and for different outputs equal with a chance
+    of about 2^-128. Computed where the tensor is: hashing a 512 MiB output
+    on the host took a second of each seed's check."""
+    b = as_bytes(t)
+    pad = (-b.numel()) % 8
+    if pad:
+        b = torch.cat([b, b.new_zeros(pad)])
+    w = b.view(torch.int64)
+    return [int(w.sum().item()), int((w * w).sum().item())]
+
+
 def digest(leaves):
-    """A hash of the outputs' exact bytes (tensors are hashed as raw bytes,
-    so a GPU output is copied to the host once at its own width)."""
+    """A hash of the outputs' exact bytes (host tensors and arrays as raw
+    bytes; GPU tensors through device_sums, so that nothing large travels
+    to the host)."""
     h = hashlib.sha256()
     for path, x in leaves:
         h.update(path.encode())
@@ -466,7 +615,9 @@ def digest(leaves):
             continue
         if is_tensor(x):
             h.update(repr(tuple(x.shape)).encode())
-            if x.numel():
+            if x.numel() and x.is_cuda:
+                h.update(repr(device_sums(x)).encode())
+            elif x.numel():
                 h.update(as_bytes(x).cpu().numpy().tobytes())
             continue
         a = np.ascontiguousarray(to_float64(x))
@@ -554,6 +705,9 @@ class Harness:
         self.hold_note = ""
         self.hold_timeouts = 0
         self.uncovered = False  # the call waits for the GPU: nothing can run ahead of it
+        self.kclock = None  # KernelClock, or None and kclock_note says why
+        self.kclock_note = ""
+        self.launch_ms = 0.0
 
     # -- plumbing ---------------------------------------------------------
 
@@ -604,6 +758,9 @@ class Harness:
         self.impl = c.get("impl") or ""
         self.impl_params = dict(c.get("impl_params") or {})
         self.cuda_graph = bool(c.get("cuda_graph")) and self.cuda
+        # A worker that Nsight Compute profiles only runs calls: no flush
+        # buffer, no hold, and no CUPTI of its own (ncu is using it).
+        profiling = bool(c.get("profile"))
         self.inputs = resolve(c.get("inputs"), "inputs")
         self.reference = resolve(c.get("reference"), "reference")
         self.fn = resolve(c.get("fn"), "fn")
@@ -631,7 +788,7 @@ class Harness:
                             "compute_capability": "%d.%d" % (props.major, props.minor),
                             "sm_count": int(props.multi_processor_count), "l2_bytes": l2,
                             "memory_bytes": int(props.total_memory), "uuid": uuid}
-            if c.get("flush", True):
+            if c.get("flush", True) and not profiling:
                 n = int(c.get("flush_bytes") or 0)
                 if n <= 0:
                     n = max(256 * MIB, 4 * l2)
@@ -647,13 +804,66 @@ class Harness:
                 self.flush_l2 = fastest(flush_readers(self.flush_buf))
                 self.flush_bytes = n
                 ev["flush_bytes"] = n
+            if profiling:
+                return ev
             self.calibrate_sleep()
             try:
                 self.hold = Hold()
             except Exception as e:  # noqa: B902 - any failure: time with the spin kernel instead
                 self.hold_note = "hold kernel unavailable (%s)" % e
             ev["timer_floor_ms"] = self.timer_floor()
+            if not c.get("kernel_clock"):
+                self.kclock_note = "not asked for (method.kernel_clock: false)"
+            elif self.hold is None:
+                self.kclock_note = "needs the hold kernel: " + self.hold_note
+            else:
+                self.start_kernel_clock()
+            if self.kclock is not None:
+                ev["kernel_clock"] = "cupti"
+                ev["launch_ms"] = self.launch_ms
+            else:
+                ev["kernel_clock_note"] = self.kclock_note
         return ev
+
+    def start_kernel_clock(self):
+        """Sets up the kernel clock and a first measure of the launch cost
+        it leaves out (3 x touch_launches): the interquartile mean of the
+        gaps (the gaps cluster around several values, 0.86 to 1.3 us on an
+        H100, and a median jumps between clusters). Every batch measures it
+        again (touch_gaps). Where torch's profiler cannot give nanosecond
+        kernel records, or finds no touch kernel, the kernel clock stays off
+        and kclock_note says why."""
+        self.touch_word = torch.zeros(2, dtype=torch.int32, device="cuda")
+        kc = None
+        try:
+            kc = KernelClock()
+            gaps = []
+            for _ in range(3):
+                torch.cuda.synchronize()
+                kc.start()
+                self.touch_gaps()
+                gaps += launch_gaps(kc.stop())
+            if len(gaps) < 2 * self.touch_launches:
+                raise RuntimeError("CUPTI recorded %d of %d launch gaps" % (len(gaps), 3 * (self.touch_launches - 1)))
+            self.launch_ms = iq_mean(gaps)
+            self.kclock = kc
+        except Exception as e:  # noqa: B902 - any failure: the events alone
+            if kc is not None:
+                kc.abandon()
+            self.kclock_note = "CUPTI through torch's profiler is unavailable (%s: %s)" % (type(e).__name__, e)
+
+    touch_launches = 33
+
+    def touch_gaps(self):
+        """Queues touch_launches touch kernels behind the hold, so that they
+        run back to back, and waits for them; the kernel clock's records
+        then hold their gaps (launch_gaps)."""
+        stream = torch.cuda.current_stream().cuda_stream
+        self.hold.arm(stream, 0.0, 20.0)
+        for _ in range(self.touch_launches):
+            self.hold.touch(stream, self.touch_word.data_ptr())
+        self.hold.release()
+        torch.cuda.synchronize()
 
     def op_models(self, c):
         params = self.params(c)
@@ -791,16 +1001,20 @@ class Harness:
         # as an idle gap and a CPU sample as time.
         collecting = gc.isenabled()
         gc.disable()
+        kernel = {}
+        t0 = time.perf_counter()
         try:
             if self.cuda:
-                samples, discarded, cover = self.time_cuda(call, c, enqueue_ms)
+                samples, discarded, cover, kernel = self.time_cuda(call, c, enqueue_ms)
             else:
                 samples = self.time_cpu(call, c)
         finally:
             if collecting:
                 gc.enable()
         ev = {"event": "samples", "samples_ms": samples, "warmup_calls": wcalls, "warmup_ms": wms,
-              "timer": "cuda_events" if self.cuda else "perf_counter"}
+              "timer": "cuda_events" if self.cuda else "perf_counter",
+              "sampling_ms": (time.perf_counter() - t0) * 1e3}
+        ev.update(kernel)
         if self.cuda:
             ev["discarded"] = discarded
             ev["cover"] = cover
@@ -809,6 +1023,30 @@ class Harness:
             if self.hold_note:
                 ev["cover_note"] = self.hold_note
         return ev
+
+    def op_profile(self, c):
+        """One call for Nsight Compute: the worker runs under ncu with
+        profiling off from the start. An untimed call first (compilation,
+        autotuning, lazy initialisation stay out of the report), then one
+        call between cudaProfilerStart and cudaProfilerStop, inside an NVTX
+        range named "xrun <case label>"."""
+        if not self.cuda:
+            raise StageError("harness", RuntimeError("profiling needs a CUDA device"))
+        params = self.params(c)
+        args, kwargs = self.make_inputs(params, int(c.get("seed") or 0))
+        fn, extra = self.fn, self.impl_params
+        self.call(fn, args, kwargs, "fn", extra)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("xrun " + str(c.get("label") or ""))
+        torch.cuda.profiler.start()
+        try:
+            self.call(fn, args, kwargs, "fn", extra)
+            torch.cuda.synchronize()
+        finally:
+            torch.cuda.profiler.stop()
+            torch.cuda.nvtx.range_pop()
+        del args, kwargs
+        return {"event": "profiled"}
 
     def capture(self, call):
         """Captures one call in a CUDA graph (kept in self.graph for replay)."""
@@ -913,7 +1151,13 @@ class Harness:
         batch's samples so far are discarded too (a short spin leaves gaps
         this check does not always see) and the spin doubles, up to 10 ms,
         for this and later batches.
-        Returns the samples, how many were discarded and the cover used.
+
+        With the kernel clock (the hold only), the mark kernel follows the
+        end event, and CUPTI records the batch: each sample also gets the
+        span of its call's kernels ("kernel_ms", "busy_ms" and "kernels" in
+        the returned dict, or "kernel_note" saying why the batch has none).
+        Returns the samples, how many were discarded, the cover used and
+        that dict.
         """
         flush = bool(c.get("flush", True)) and self.flush_buf is not None
         min_n = max(1, int(c.get("min_samples") or 1))
@@ -937,69 +1181,111 @@ class Harness:
         samples = []
         discarded = 0
         total = prev = 0.0
+        kc = self.kclock if self.hold is not None else None
+        kept = []  # per sample taken behind the hold and mark: whether it was kept
+        if kc is not None:
+            kc.start()
         t0 = time.perf_counter()
-        while True:
-            torch.cuda.synchronize()
-            hold = self.hold
-            if flush:
-                self.flush_l2()
-                if hold is None:
-                    torch.cuda.synchronize()
-            rest_ms = min(rest * prev, 1000.0)
-            if hold is not None:
-                hold.arm(stream, rest_ms, hold_max_ms)
-                start.record()
-                call()
-                end.record()
-                early = start.query()
-                hold.release()
-            else:
-                wait = max(cycles, int(rest_ms * per_ms))
-                if wait:
-                    sleep(wait)
-                start.record()
-                call()
-                early = 0 < cycles < max_cycles and start.query()
-                end.record()
-            torch.cuda.synchronize()
-            ms = start.elapsed_time(end)
-            if early:
-                discarded += 1
+        try:
+            while True:
+                torch.cuda.synchronize()
+                hold = self.hold
+                if flush:
+                    self.flush_l2()
+                    if hold is None:
+                        torch.cuda.synchronize()
+                rest_ms = min(rest * prev, 1000.0)
                 if hold is not None:
-                    self.hold_timeouts += 1
-                    if self.hold_timeouts >= 3:
-                        self.hold, self.uncovered, cycles = None, True, 0
-                        self.hold_note = ("the hold kernel timed out (%.0f ms) 3 times: the call waits for the GPU "
-                                          "(or fills the launch queue), so its samples include the host's time "
-                                          "to enqueue it" % hold_max_ms)
+                    hold.arm(stream, rest_ms, hold_max_ms)
+                    start.record()
+                    call()
+                    end.record()
+                    if kc is not None:
+                        hold.mark(stream)
+                    early = start.query()
+                    hold.release()
                 else:
+                    wait = max(cycles, int(rest_ms * per_ms))
+                    if wait:
+                        sleep(wait)
+                    start.record()
+                    call()
+                    early = 0 < cycles < max_cycles and start.query()
+                    end.record()
+                torch.cuda.synchronize()
+                ms = start.elapsed_time(end)
+                if hold is not None and kc is not None:
+                    kept.append(not early)
+                if early:
+                    discarded += 1
+                    if hold is not None:
+                        self.hold_timeouts += 1
+                        if self.hold_timeouts >= 3:
+                            self.hold, self.uncovered, cycles = None, True, 0
+                            self.hold_note = ("the hold kernel timed out (%.0f ms) 3 times: the call waits for the GPU "
+                                              "(or fills the launch queue), so its samples include the host's time "
+                                              "to enqueue it" % hold_max_ms)
+                    else:
+                        self.spin_taken += 1
+                        self.spin_early += 1
+                        if self.spin_early * 20 >= self.spin_taken >= 100:
+                            discarded += len(samples)
+                            samples, total = [], 0.0
+                            cycles = self.spin_cycles = min(2 * cycles, max_cycles)
+                            self.spin_taken = self.spin_early = 0
+                    if len(samples) >= min_n and (time.perf_counter() - t0) * 1e3 >= wall:
+                        break
+                    continue
+                if hold is None and cycles:
                     self.spin_taken += 1
-                    self.spin_early += 1
-                    if self.spin_early * 20 >= self.spin_taken >= 100:
-                        discarded += len(samples)
-                        samples, total = [], 0.0
-                        cycles = self.spin_cycles = min(2 * cycles, max_cycles)
-                        self.spin_taken = self.spin_early = 0
-                if len(samples) >= min_n and (time.perf_counter() - t0) * 1e3 >= wall:
+                prev = ms
+                samples.append(ms)
+                total += ms
+                n = len(samples)
+                if n >= max_n:
                     break
-                continue
-            if hold is None and cycles:
-                self.spin_taken += 1
-            prev = ms
-            samples.append(ms)
-            total += ms
-            n = len(samples)
-            if n >= max_n:
-                break
-            if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
-                break
+                if n >= min_n and (total >= budget or (time.perf_counter() - t0) * 1e3 >= wall):
+                    break
+            kernel = {}
+            if kc is not None:
+                if self.hold is not None:
+                    # The launch cost, measured again with the GPU in the
+                    # state its samples left it.
+                    self.touch_gaps()
+                records = kc.stop()
+                kernel = self.kernel_samples(records, kept, len(samples))
+                if "kernel_ms" in kernel:
+                    kernel["launch_gaps_ms"] = launch_gaps(records)
+        finally:
+            if kc is not None:
+                kc.abandon()
+        if kc is None:
+            kernel = {"kernel_note": self.kclock_note or ("the GPU was not held back by the hold kernel: " + self.hold_note)}
         if self.hold is not None:
             self.sleep_ms, cover = 0.0, "hold"
         elif cycles and not self.uncovered:
             self.sleep_ms, cover = cycles / per_ms, "spin"
         else:
             self.sleep_ms, cover = 0.0, "none"
-        return samples, discarded, cover
+        return samples, discarded, cover, kernel
+
+    def kernel_samples(self, records, kept, n):
+        """The kernel clock's reading of a batch: per kept sample, the span
+        of its call's GPU records, their summed durations and their count;
+        or a note saying why the batch has none (the events alone then)."""
+        if self.hold is None:
+            return {"kernel_note": "the hold kernel timed out during the batch: " + self.hold_note}
+        wins = call_windows(records)
+        if len(wins) != len(kept):
+            return {"kernel_note": "CUPTI recorded %d of the batch's %d calls" % (len(wins), len(kept))}
+        wins = [w for w, k in zip(wins, kept) if k]
+        if len(wins) != n:
+            return {"kernel_note": "%d kernel readings for %d samples" % (len(wins), n)}
+        if any(w is None for w in wins):
+            return {"kernel_note": "a call ran no kernel, copy or memory set on the GPU"}
+        counts = sorted(w[2] for w in wins)
+        return {"kernel_ms": [w[0] for w in wins], "busy_ms": [w[1] for w in wins],
+                "kernels": counts[len(counts) // 2] if counts else 0}
 
     def time_cpu(self, call, c):
         min_n = max(1, int(c.get("min_samples") or 1))
@@ -1064,7 +1350,7 @@ def after_error(ev):
             pass
 
 
-OPS = ("init", "models", "check", "time")
+OPS = ("init", "models", "check", "time", "profile")
 
 
 def main():

@@ -27,7 +27,9 @@ const (
 	OpModels = "models"
 	OpCheck  = "check"
 	OpTime   = "time"
-	OpExit   = "exit"
+	// OpProfile runs one call for Nsight Compute (PROTOCOL.md).
+	OpProfile = "profile"
+	OpExit    = "exit"
 )
 
 // Events a worker sends.
@@ -36,6 +38,7 @@ const (
 	EventModels      = "models"
 	EventCorrectness = "correctness"
 	EventSamples     = "samples"
+	EventProfiled    = "profiled"
 	EventError       = "error"
 	EventLog         = "log"
 )
@@ -74,6 +77,12 @@ type Init struct {
 	ImplParams json.RawMessage `json:"impl_params,omitempty"`
 	// CUDAGraph times replays of a CUDA graph of one call.
 	CUDAGraph bool `json:"cuda_graph,omitempty"`
+	// KernelClock asks a GPU worker for the kernel clock beside the events
+	// (CUPTI through torch's profiler).
+	KernelClock bool `json:"kernel_clock,omitempty"`
+	// Profile starts a worker that only runs calls for Nsight Compute: no
+	// flush buffer, hold kernel or kernel clock.
+	Profile bool `json:"profile,omitempty"`
 }
 
 // Device is the device a worker runs on, as it sees it.
@@ -102,6 +111,13 @@ type Ready struct {
 	// TimerFloorMS is what an empty GPU sample reads (Methodology.TimerFloorMS).
 	TimerFloorMS float64 `json:"timer_floor_ms,omitempty"`
 	Device       Device  `json:"device"`
+	// KernelClock is "cupti" when the worker reads the kernel clock;
+	// otherwise KernelClockNote says why not. LaunchMS is the cost of one
+	// launch that the kernel clock adds to each call's CUPTI span
+	// (Methodology.LaunchMS).
+	KernelClock     string  `json:"kernel_clock,omitempty"`
+	KernelClockNote string  `json:"kernel_clock_note,omitempty"`
+	LaunchMS        float64 `json:"launch_ms,omitempty"`
 }
 
 // ModelsCmd asks for the work models and metrics of one case.
@@ -163,6 +179,31 @@ type Samples struct {
 	CoverNote string  `json:"cover_note,omitempty"`
 	Discarded int     `json:"discarded,omitempty"`
 	SpinMS    float64 `json:"spin_ms,omitempty"`
+	// SamplingMS is the wall time the batch took, warm-up excluded (0
+	// from workers that do not say: the runner then counts the batch's
+	// wall time less WarmupMS).
+	SamplingMS float64 `json:"sampling_ms,omitempty"`
+	// KernelMS is, per sample, the span of the call's kernels in CUPTI's
+	// records (first start to last end, launch excluded) and BusyMS the sum
+	// of their durations; Kernels is the median number of kernels a call
+	// ran. All absent when the batch has no kernel clock: KernelNote says
+	// why.
+	KernelMS   []float64 `json:"kernel_ms,omitempty"`
+	BusyMS     []float64 `json:"busy_ms,omitempty"`
+	Kernels    int       `json:"kernels,omitempty"`
+	KernelNote string    `json:"kernel_note,omitempty"`
+	// LaunchGapsMS are the gaps between back-to-back one-thread kernels
+	// the worker launched after the batch's samples: the launch cost the
+	// kernel clock adds (Methodology.LaunchMS), measured again each batch.
+	LaunchGapsMS []float64 `json:"launch_gaps_ms,omitempty"`
+}
+
+// ProfileCmd asks a worker started under Nsight Compute for one profiled
+// call of a case; Label names the NVTX range around it.
+type ProfileCmd struct {
+	Params json.RawMessage `json:"params"`
+	Seed   int64           `json:"seed"`
+	Label  string          `json:"label"`
 }
 
 // ErrorEvent is a failure the worker reports instead of an answer.
@@ -190,6 +231,7 @@ type Event struct {
 	Models      *Models
 	Correctness *result.Correctness
 	Samples     *Samples
+	Profiled    bool
 	Error       *ErrorEvent
 	Log         *Log
 }
@@ -226,6 +268,9 @@ func DecodeEvent(line []byte) (*Event, error) {
 	case EventSamples:
 		ev.Samples = &Samples{}
 		payload = ev.Samples
+	case EventProfiled:
+		ev.Profiled = true
+		return ev, nil
 	case EventError:
 		ev.Error = &ErrorEvent{}
 		payload = ev.Error
@@ -258,6 +303,9 @@ func (ev *Event) check() error {
 		if ev.Ready.TimerFloorMS < 0 || math.IsNaN(ev.Ready.TimerFloorMS) || math.IsInf(ev.Ready.TimerFloorMS, 0) {
 			return errors.New("timer_floor_ms must be a finite number >= 0")
 		}
+		if ev.Ready.LaunchMS < 0 || math.IsInf(ev.Ready.LaunchMS, 0) {
+			return errors.New("launch_ms must be a finite number >= 0")
+		}
 	case ev.Models != nil:
 		if len(ev.Models.Metrics) == 0 {
 			ev.Models.Metrics = nil
@@ -278,10 +326,19 @@ func (ev *Event) check() error {
 			return fmt.Errorf("trials %d but %d seeds", c.Trials, len(c.Seeds))
 		}
 	case ev.Samples != nil:
-		for _, v := range ev.Samples.SamplesMS {
-			if v < 0 || math.IsInf(v, 0) {
-				return fmt.Errorf("sample %g ms is not a duration", v)
+		sm := ev.Samples
+		for _, xs := range [][]float64{sm.SamplesMS, sm.KernelMS, sm.BusyMS, sm.LaunchGapsMS} {
+			for _, v := range xs {
+				if v < 0 || math.IsInf(v, 0) {
+					return fmt.Errorf("sample %g ms is not a duration", v)
+				}
 			}
+		}
+		if sm.KernelMS != nil && (len(sm.KernelMS) != len(sm.SamplesMS) || len(sm.BusyMS) != len(sm.KernelMS)) {
+			return fmt.Errorf("%d kernel_ms and %d busy_ms for %d samples", len(sm.KernelMS), len(sm.BusyMS), len(sm.SamplesMS))
+		}
+		if sm.SamplingMS < 0 || math.IsInf(sm.SamplingMS, 0) || sm.Kernels < 0 {
+			return errors.New("sampling_ms and kernels must be finite and >= 0")
 		}
 	case ev.Error != nil:
 		switch ev.Error.Kind {

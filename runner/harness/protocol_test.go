@@ -34,6 +34,14 @@ func TestDecodeEvent(t *testing.T) {
 		{line: `{"id":1}`, wantErr: `no "event" field`},
 		{line: `not json`, wantErr: "decode event"},
 		{line: `{"event":"samples","samples_ms":[1e999]}`, wantErr: "decode"},
+		{line: `{"event":"samples","id":4,"samples_ms":[0.0079,0.0078],"kernel_ms":[0.0054,0.0055],"busy_ms":[0.0054,0.0055],"kernels":1,"sampling_ms":0.3}`, kind: EventSamples, id: 4},
+		{line: `{"event":"samples","id":4,"samples_ms":[0.0079,0.0078],"kernel_note":"a call ran no kernel"}`, kind: EventSamples, id: 4},
+		{line: `{"event":"samples","id":4,"samples_ms":[0.0079,0.0078],"kernel_ms":[0.0054],"busy_ms":[0.0054]}`, wantErr: "1 kernel_ms and 1 busy_ms for 2 samples"},
+		{line: `{"event":"samples","id":4,"samples_ms":[0.0079],"kernel_ms":[0.0054],"busy_ms":[]}`, wantErr: "busy_ms"},
+		{line: `{"event":"samples","id":4,"samples_ms":[0.0079],"kernel_ms":[-0.0054],"busy_ms":[0.0054]}`, wantErr: "not a duration"},
+		{line: `{"event":"samples","id":4,"samples_ms":[0.0079],"sampling_ms":-1}`, wantErr: "sampling_ms"},
+		{line: `{"event":"ready","id":1,"protocol":1,"timer":"cuda_events","kernel_clock":"cupti","launch_ms":-0.001}`, wantErr: "launch_ms"},
+		{line: `{"event":"profiled","id":8}`, kind: EventProfiled, id: 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -51,7 +59,7 @@ func TestDecodeEvent(t *testing.T) {
 				t.Errorf("got %s/%d, want %s/%d", ev.Kind, ev.ID, tt.kind, tt.id)
 			}
 			set := 0
-			for _, p := range []bool{ev.Ready != nil, ev.Models != nil, ev.Correctness != nil, ev.Samples != nil, ev.Error != nil, ev.Log != nil} {
+			for _, p := range []bool{ev.Ready != nil, ev.Models != nil, ev.Correctness != nil, ev.Samples != nil, ev.Error != nil, ev.Log != nil, ev.Profiled} {
 				if p {
 					set++
 				}

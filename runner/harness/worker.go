@@ -265,6 +265,13 @@ func (w *Worker) Time(ctx context.Context, c Time) (*Samples, error) {
 	return ev.Samples, nil
 }
 
+// Profile runs one call of a case for Nsight Compute (OpProfile): the
+// worker must run under ncu, and Init must have set Profile.
+func (w *Worker) Profile(ctx context.Context, c ProfileCmd) error {
+	_, err := w.call(ctx, OpProfile, c, EventProfiled)
+	return err
+}
+
 // call sends one command and waits for its answer. When ctx ends first the
 // worker is killed: a deadline is a timeout Error, a cancellation returns
 // ctx's error.

@@ -467,6 +467,14 @@ func (m *mdWriter) methodology(r *result.Results) {
 	if me.CUDAGraph {
 		s[0] += "; calls were captured in a CUDA graph"
 	}
+	switch {
+	case me.KernelClock != "":
+		s[0] += fmt.Sprintf("; CUPTI's kernel records were read beside the events: a timing on the kernel clock is the span "+
+			"from a call's first kernel start to its last kernel end plus one launch (%.3g µs), as Nsight Compute's "+
+			"gpu__time_duration counts a kernel, and results.json keeps the events' reading beside it", me.LaunchMS*1e3)
+	case me.KernelClockNote != "":
+		s[0] += "; no kernel clock (" + me.KernelClockNote + ")"
+	}
 	if me.WarmupMS > 0 {
 		s = append(s, fmt.Sprintf("each implementation warmed up for %g ms after its untimed first call", me.WarmupMS))
 	}

@@ -50,7 +50,8 @@ func seed001(t *testing.T) *result.Results {
 					ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 131}}}},
 		Methodology: result.Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: rule.MinSamples,
 			MaxSamples: rule.MaxSamples, MinTimeS: rule.MinTimeS, MaxTimeS: rule.MaxTimeS, TargetRSE: rule.TargetRSE,
-			StoppingRule: rule.String(), Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02},
+			StoppingRule: rule.String(), Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02,
+			KernelClock: "cupti", LaunchMS: 0.00108},
 		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",
 	}
 	medians := map[int][3]float64{1024: {31.2, 5.645, 20.628}, 2048: {62.9, 10.640, 41.390}, 4096: {127.4, 20.878, 82.433}}

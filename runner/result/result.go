@@ -71,7 +71,10 @@ type Results struct {
 	Criteria        []Criterion  `json:"criteria"`
 	Success         bool         `json:"success"`
 	Warnings        []Warning    `json:"warnings"`
-	Error           string       `json:"error,omitempty"`
+	// Profiles are the Nsight Compute reports asked for with XRUN_PROFILE
+	// (or --profile): one per implementation, in the output directory.
+	Profiles []Profile `json:"profiles,omitempty"`
+	Error    string    `json:"error,omitempty"`
 }
 
 // Image identifies the container image the job ran in.
@@ -191,6 +194,19 @@ type Methodology struct {
 	// RestRatio: the GPU rested (spin kernel only) for at least this times
 	// the previous sample before each sample.
 	RestRatio float64 `json:"rest_ratio"`
+	// KernelClock is the second GPU clock read beside the events: "cupti"
+	// (CUPTI's kernel records through torch's profiler), or "" when the
+	// workers could not read it (KernelClockNote says why).
+	KernelClock     string `json:"kernel_clock,omitempty"`
+	KernelClockNote string `json:"kernel_clock_note,omitempty"`
+	// LaunchMS is the GPU's cost of one kernel launch, which CUPTI's kernel
+	// records leave out and Nsight Compute's gpu__time_duration counts: the
+	// interquartile mean of the gaps between back-to-back one-thread
+	// kernels, measured with CUPTI after every batch of the run. A timing
+	// on the kernel clock is the CUPTI span of the call plus LaunchMS.
+	LaunchMS float64 `json:"launch_ms,omitempty"`
+	// ClockRule says which clock a timing's headline figures come from.
+	ClockRule string `json:"clock_rule,omitempty"`
 }
 
 // Case is one sweep point and the outcome of every implementation on it.
@@ -278,7 +294,93 @@ type Timing struct {
 	Discarded int `json:"discarded,omitempty"`
 	// Clocks are the GPU's clocks while these samples were taken (GPU runs).
 	Clocks *Clocks `json:"clocks,omitempty"`
+	// Clock is the clock the figures above come from: ClockKernel,
+	// ClockEvents or ClockPerfCounter. Files written before it existed
+	// leave it out; their GPU timings are on ClockEvents.
+	Clock string `json:"clock,omitempty"`
+	// ClockNote says why a GPU timing is not on the kernel clock.
+	ClockNote string `json:"clock_note,omitempty"`
+	// Events summarises the same samples on the CUDA event pair, and
+	// Kernel on the CUPTI kernel records (without the launch), when the
+	// figures above come from the kernel clock.
+	Events *ClockSummary  `json:"events,omitempty"`
+	Kernel *KernelSummary `json:"kernel,omitempty"`
 }
+
+// ClockOf returns the clock t's figures come from in a run of mode ("gpu"
+// or "cpu"), also for files written before Timing.Clock existed.
+func (t *Timing) ClockOf(mode string) string {
+	switch {
+	case t.Clock != "":
+		return t.Clock
+	case mode == "cpu":
+		return ClockPerfCounter
+	default:
+		return ClockEvents
+	}
+}
+
+// Clocks a timing can be read from.
+const (
+	// ClockKernel: the span from the first kernel's start to the last
+	// kernel's end of each call in CUPTI's records, plus one launch
+	// (Methodology.LaunchMS): what Nsight Compute's gpu__time_duration
+	// counts, without the event pair's own cost.
+	ClockKernel = "kernel"
+	// ClockEvents: two CUDA events around the call.
+	ClockEvents = "events"
+	// ClockPerfCounter: the host's clock around the call (CPU runs).
+	ClockPerfCounter = "perf_counter"
+)
+
+// ClockSummary is one clock's reading of a timing's samples, in ms.
+type ClockSummary struct {
+	MedianMS  float64 `json:"median_ms"`
+	MinMS     float64 `json:"min_ms"`
+	Q1MS      float64 `json:"q1_ms"`
+	Q3MS      float64 `json:"q3_ms"`
+	StderrRel float64 `json:"stderr_rel"`
+	Samples   int     `json:"samples"`
+}
+
+// KernelSummary is the CUPTI reading of a timing's samples: the span from
+// the first kernel's start to the last kernel's end of each call, without
+// the launch.
+type KernelSummary struct {
+	ClockSummary
+	// BusyMedianMS is the median of the summed durations of each call's
+	// kernels (the span less the gaps between them).
+	BusyMedianMS float64 `json:"busy_median_ms"`
+	// Kernels is the median number of kernels (memory copies and sets
+	// included) a call ran.
+	Kernels int `json:"kernels"`
+	// LaunchMS is the launch cost the timing's headline adds to these
+	// spans: Methodology.LaunchMS once the run has finished.
+	LaunchMS float64 `json:"launch_ms"`
+}
+
+// Profile is one Nsight Compute report.
+type Profile struct {
+	Implementation string `json:"implementation"`
+	// Cases are the labels of the cases profiled (one call each, inside an
+	// NVTX range named "xrun <label>").
+	Cases []string `json:"cases"`
+	// Report and Summary are paths relative to the output directory: the
+	// .ncu-rep file and its details page as text.
+	Report  string `json:"report,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	// Kernels is how many kernel launches were profiled.
+	Kernels int `json:"kernels"`
+	// Status is ProfileOK or ProfileFailed; Error says what went wrong.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Profile statuses.
+const (
+	ProfileOK     = "ok"
+	ProfileFailed = "failed"
+)
 
 // Throughput is derived from the case's FLOP, byte and token models.
 type Throughput struct {

@@ -53,7 +53,10 @@ func full() *Results {
 		ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 18}
 	timing := &Timing{MedianMS: 5.645, MeanMS: 5.66, MinMS: 5.6, MaxMS: 6.1, Q1MS: 5.63, Q3MS: 5.66, P20MS: 5.62,
 		P80MS: 5.67, StdevMS: 0.05, StderrRel: 0.0012, Samples: 400, Rounds: 3, TotalS: 2.3, Converged: true, StopReason: "converged",
-		Cover: "hold", Discarded: 12, Clocks: clocks}
+		Cover: "hold", Discarded: 12, Clocks: clocks, Clock: ClockKernel, ClockNote: "the events read 2.4 us more",
+		Events: &ClockSummary{MedianMS: 5.647, MinMS: 5.602, Q1MS: 5.632, Q3MS: 5.662, StderrRel: 0.0013, Samples: 400},
+		Kernel: &KernelSummary{ClockSummary: ClockSummary{MedianMS: 5.644, MinMS: 5.599, Q1MS: 5.629, Q3MS: 5.659, StderrRel: 0.0012, Samples: 400},
+			BusyMedianMS: 5.62, Kernels: 2, LaunchMS: 0.00098}}
 	return &Results{
 		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
 		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",
@@ -67,7 +70,8 @@ func full() *Results {
 			Extra:     map[string]string{"nccl": "2.21"}},
 		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
-			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5},
+			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5,
+			KernelClock: "cupti", KernelClockNote: "unavailable in one worker", LaunchMS: 0.0011, ClockRule: "the kernel clock where every sample has it"},
 		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",
 		Cases: []Case{{Params: map[string]any{"T": 1024, "dtype": "bfloat16", "causal": true}, Label: "T=1024",
 			Flops: 8.6e9, Bytes: 1.2e8, Tokens: 4096,
@@ -88,7 +92,9 @@ func full() *Results {
 			Threshold: 1.2, Passed: true, Skipped: true, Detail: "fails at T=1024"}},
 		Success:  true,
 		Warnings: []Warning{{Kind: "throttled", Implementation: "pipelined", Label: "T=1024", Message: "GPU 0 was throttled"}},
-		Error:    "criteria failed",
+		Profiles: []Profile{{Implementation: "pipelined", Cases: []string{"T=1024"}, Report: "profile/pipelined.ncu-rep",
+			Summary: "profile/pipelined.txt", Kernels: 3, Status: ProfileFailed, Error: "ERR_NVGPUCTRPERM"}},
+		Error: "criteria failed",
 	}
 }
 
@@ -227,6 +233,33 @@ func TestSchemaRejects(t *testing.T) {
 				t.Errorf("schema accepted a document with %s", c.name)
 			}
 		})
+	}
+}
+
+// A file written before the kernel clock existed (no timing.clock, no
+// events or kernel summaries, no profiles) still reads, and its timings
+// are on the events.
+func TestDecodeBeforeKernelClock(t *testing.T) {
+	old := `{"schema_version": 1, "status": "succeeded", "mode": "gpu", "runner_version": "v0.1.0",
+		"methodology": {"timer": "cuda_events", "min_time_s": 0.5},
+		"cases": [{"params": {"T": 1}, "label": "T=1", "results": {"a": {"status": "ok",
+			"timing": {"median_ms": 0.0149, "q1_ms": 0.0147, "q3_ms": 0.0151, "samples": 77000, "cover": "hold"}}}}]}`
+	r, err := Decode([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := r.Cases[0].Results["a"].Timing
+	if tm.Clock != "" || tm.Events != nil || tm.Kernel != nil || r.Profiles != nil || tm.MedianMS != 0.0149 {
+		t.Errorf("old timing decoded as %+v, profiles %v", tm, r.Profiles)
+	}
+	if got := tm.ClockOf(r.Mode); got != ClockEvents {
+		t.Errorf("ClockOf an old GPU timing = %q, want %q", got, ClockEvents)
+	}
+	if got := (&Timing{}).ClockOf("cpu"); got != ClockPerfCounter {
+		t.Errorf("ClockOf an old CPU timing = %q, want %q", got, ClockPerfCounter)
+	}
+	if got := (&Timing{Clock: ClockKernel}).ClockOf("gpu"); got != ClockKernel {
+		t.Errorf("ClockOf a kernel timing = %q", got)
 	}
 }
 

@@ -34,6 +34,7 @@ func OptionsFromEnv() Options {
 		PostToken:      os.Getenv(contract.EnvPostToken),
 		NoClockMonitor: os.Getenv(contract.EnvClockMonitor) == "off",
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
+		Profile:        os.Getenv(contract.EnvProfile),
 	}
 }
 

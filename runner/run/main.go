@@ -19,7 +19,7 @@ import (
 // Main is the runner's command line, shared by runner/cmd/xrun-runner and
 // the xrun binary acting as the runner:
 //
-//	xrun-runner --experiment DIR --out DIR [--mode gpu|cpu] [--python PATH] [--no-clock-monitor] [--version]
+//	xrun-runner --experiment DIR --out DIR [--mode gpu|cpu] [--python PATH] [--no-clock-monitor] [--profile SPEC] [--version]
 //
 // Unset flags come from the XRUN_* environment (docs/architecture.md).
 // Progress goes to stderr, and the final table too unless XRUN_JOB_ID is
@@ -36,6 +36,7 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	fs.StringVar(&o.Mode, "mode", o.Mode, "gpu or cpu (default: gpu when nvidia-smi finds a GPU) [$XRUN_MODE]")
 	fs.StringVar(&o.Python, "python", o.Python, "Python `interpreter` for the harness (default: the first python3 with numpy) [$XRUN_PYTHON]")
 	fs.BoolVar(&o.NoClockMonitor, "no-clock-monitor", o.NoClockMonitor, "do not read the GPU's clocks every 100 ms while timing (only before and after) [$XRUN_CLOCK_MONITOR=off]")
+	fs.StringVar(&o.Profile, "profile", o.Profile, "after timing, write Nsight Compute reports to OUT/profile/: `ncu`, or ncu:impl=a,b;case=0,2;set=full;clock=base [$XRUN_PROFILE]")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

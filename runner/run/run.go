@@ -29,6 +29,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/post"
+	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -60,6 +61,9 @@ type Options struct {
 	// OutToLog writes OutDir into the log (stdout) at the end, for a
 	// backend that keeps the log but not the files (runner/outlog).
 	OutToLog bool
+	// Profile asks for Nsight Compute reports after the timed cases
+	// (XRUN_PROFILE; the syntax of profile.Parse). "" asks for none.
+	Profile string
 
 	// Log receives progress (runner.log gets the same). The final table
 	// goes to runner.log only: the caller prints it where it belongs
@@ -77,8 +81,12 @@ const (
 	// DefaultCPUMaxTimeS caps the timing of one implementation on one case
 	// on a CPU run (the GPU cap is stats.DefaultRule's).
 	DefaultCPUMaxTimeS = 2.0
-	// minBatchS is the least measured time one batch asks for.
+	// minBatchS is the least wall time one batch of samples asks for.
 	minBatchS = 0.1
+	// laterWarmupShare is the part of warmup_ms a batch warms up for after
+	// the first of its implementation on a case: the code is compiled and
+	// the GPU busy with the other implementations' batches by then.
+	laterWarmupShare = 0.2
 	// ReasonMaxWallTime is the stop reason when an implementation used
 	// wallCapFactor x max_time_s of wall time (flushes, syncs and warm-ups
 	// included) without meeting the rule.
@@ -158,7 +166,13 @@ type runner struct {
 	// in each case, keyed by case index and name.
 	mon     *gpuinfo.Monitor
 	windows map[windowKey][]gpuinfo.Window
-	mu      sync.Mutex // guards what concurrent worker starts share
+	mu      sync.Mutex // guards what concurrent worker starts and checks share
+	// prof is the Nsight Compute request (nil: none) and profImpls the
+	// implementations it chose, in spec order.
+	prof      *profile.Request
+	profImpls []string
+	// gaps are the launch gaps every batch measured (Samples.LaunchGapsMS).
+	gaps []float64
 }
 
 type windowKey struct {
@@ -219,6 +233,9 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		return rn.abort(err)
 	}
 	rn.setMethod()
+	if err := rn.setProfile(); err != nil {
+		return rn.abort(&SpecError{err})
+	}
 	if rn.gpu != nil && !o.NoClockMonitor {
 		if mon, err := gpuinfo.StartMonitor(ctx); err == nil {
 			rn.mon = mon
@@ -254,6 +271,9 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		}
 	}
 	rn.closeWorkers()
+	if runErr == nil && rn.prof != nil && ctx.Err() == nil {
+		rn.profileAll(ctx)
+	}
 	return rn.finish(parent, ctx, runErr)
 }
 
@@ -353,6 +373,10 @@ func (rn *runner) setMethod() {
 	}
 	if !rn.cpu {
 		rn.r.Methodology.RestRatio = m.Rest()
+		rn.r.Methodology.ClockRule = clockRule
+		if !m.KernelClockOn() {
+			rn.r.Methodology.KernelClockNote = "not asked for (method.kernel_clock: false)"
+		}
 	}
 }
 
@@ -543,7 +567,7 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 	init := harness.Init{
 		Impl: im.name, Fn: im.spec.Fn, Reference: b.Reference, Inputs: b.Inputs, Metrics: b.Metrics,
 		Device: "cuda", Flush: !rn.method.NoFlush, FlushBytes: int64(rn.method.FlushBytes),
-		CUDAGraph: rn.method.CUDAGraph,
+		CUDAGraph: rn.method.CUDAGraph, KernelClock: rn.method.KernelClockOn(),
 	}
 	if im.isRef {
 		init.Fn = b.Reference
@@ -551,7 +575,7 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 		init.ImplParams = harness.EncodeParams(im.spec.Params)
 	}
 	if rn.cpu {
-		init.Device, init.Flush, init.CUDAGraph = "cpu", false, false
+		init.Device, init.Flush, init.CUDAGraph, init.KernelClock = "cpu", false, false, false
 	}
 	models := map[string]string{}
 	for k, v := range map[string]string{"flops": b.Flops, "bytes": b.Bytes, "tokens": b.Tokens} {
@@ -607,6 +631,15 @@ func (rn *runner) startAll(ctx context.Context, kc *kcase) {
 func (rn *runner) noteReady(rd *harness.Ready) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
+	// Every implementation's kernel clock adds the same launch cost: the
+	// first worker's.
+	m := &rn.r.Methodology
+	switch {
+	case rd.KernelClock != "" && m.KernelClock == "":
+		m.KernelClock, m.LaunchMS = rd.KernelClock, rd.LaunchMS
+	case rd.KernelClock == "" && rd.KernelClockNote != "" && m.KernelClockNote == "":
+		m.KernelClockNote = rd.KernelClockNote
+	}
 	if rn.gotReady {
 		return
 	}
@@ -771,46 +804,100 @@ func (rn *runner) models(ctx context.Context, kc *kcase) error {
 
 func (rn *runner) check(ctx context.Context, kc *kcase) error {
 	b := &rn.s.Benchmark
+	var jobs []*checkJob
 	for _, im := range rn.impls {
 		if !rn.live(kc, im) {
 			continue
 		}
-		ir := rn.res(kc, im.name)
-		if im.isRef {
-			ir.Status = result.ImplOK
+		if im.isRef || b.Reference == "" {
+			// The reference is right by definition; a command benchmark
+			// without a reference checks nothing.
+			rn.res(kc, im.name).Status = result.ImplOK
 			continue
 		}
-		if b.Reference == "" {
-			ir.Status = result.ImplOK // a command benchmark without a reference checks nothing
+		jobs = append(jobs, &checkJob{im: im})
+	}
+	// Every worker checks at the same time: the checks are independent,
+	// and on large inputs each spends seconds making inputs and hashing
+	// outputs on the host (a third of a 3 x 3 softmax run's wall time when
+	// they took turns). Each outcome is recorded as it comes; one that ran
+	// out of memory beside the others is checked again alone.
+	var wg sync.WaitGroup
+	var stop error
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rn.checkOne(ctx, kc, j)
+			var he *harness.Error
+			if len(jobs) > 1 && ctx.Err() == nil && errors.As(j.err, &he) && he.Kind == harness.KindOOM {
+				j.again = true
+				return
+			}
+			rn.mu.Lock()
+			defer rn.mu.Unlock()
+			if err := rn.applyCheck(ctx, kc, j); err != nil {
+				stop = err
+			}
+		}()
+	}
+	wg.Wait()
+	if stop != nil {
+		return stop
+	}
+	for _, j := range jobs {
+		if !j.again {
 			continue
 		}
-		tol := tolerance(im.spec, b)
-		w, err := rn.worker(ctx, im)
-		if err == nil {
-			var corr *result.Correctness
-			octx, cancel := context.WithTimeout(ctx, rn.timeout)
-			corr, err = w.Check(octx, harness.Check{Params: kc.pj, Seeds: kc.seeds, Tolerance: tol})
-			cancel()
-			if err == nil {
-				ir.Correctness = corr
-				ir.Status = result.ImplOK
-				if !corr.Passed {
-					ir.Status = result.ImplWrong
-					ir.Error = "wrong result: " + corr.Reason
-					rn.logf("%s: WRONG: %s", im.name, corr.Reason)
-				} else {
-					rn.logf("%s: correct (max abs error %.3g, max rel error %.3g)", im.name, corr.MaxAbsError, corr.MaxRelError)
-				}
-			}
+		rn.logf("%s: out of memory while checking beside the other implementations: checking it alone", j.im.name)
+		rn.checkOne(ctx, kc, j)
+		if err := rn.applyCheck(ctx, kc, j); err != nil {
+			return err
 		}
-		if err != nil {
-			if stop := rn.fail(ctx, kc, im, "check", err); stop != nil {
-				return stop
-			}
-		}
-		rn.write()
 	}
 	return nil
+}
+
+// applyCheck records a finished check in the results. It returns a non-nil
+// error when the whole run must stop (rn.fail).
+func (rn *runner) applyCheck(ctx context.Context, kc *kcase, j *checkJob) error {
+	if j.err != nil {
+		return rn.fail(ctx, kc, j.im, "check", j.err)
+	}
+	ir := rn.res(kc, j.im.name)
+	ir.Correctness = j.corr
+	ir.Status = result.ImplOK
+	if !j.corr.Passed {
+		ir.Status = result.ImplWrong
+		ir.Error = "wrong result: " + j.corr.Reason
+		rn.logf("%s: WRONG: %s", j.im.name, j.corr.Reason)
+	} else {
+		rn.logf("%s: correct (max abs error %.3g, max rel error %.3g)", j.im.name, j.corr.MaxAbsError, j.corr.MaxRelError)
+	}
+	rn.write()
+	return nil
+}
+
+// checkJob is one implementation's correctness check on a case.
+type checkJob struct {
+	im   *impl
+	corr *result.Correctness
+	err  error
+	// again: it ran out of memory beside the others; check it alone.
+	again bool
+}
+
+// checkOne runs j's check in its worker. It touches nothing but j and the
+// worker, so that checks can run concurrently.
+func (rn *runner) checkOne(ctx context.Context, kc *kcase, j *checkJob) {
+	j.corr, j.err = nil, nil
+	w, err := rn.worker(ctx, j.im)
+	if err == nil {
+		octx, cancel := context.WithTimeout(ctx, rn.timeout)
+		j.corr, err = w.Check(octx, harness.Check{Params: kc.pj, Seeds: kc.seeds, Tolerance: tolerance(j.im.spec, &rn.s.Benchmark)})
+		cancel()
+	}
+	j.err = err
 }
 
 // tolerance is the implementation's tolerance, else the benchmark's, else
@@ -826,11 +913,18 @@ func tolerance(im spec.Implementation, b *spec.Benchmark) *result.Tolerance {
 
 // acc pools one implementation's samples on one case over the rounds.
 type acc struct {
-	samples  []float64
-	measured float64 // seconds of measured time
+	samples  []float64 // on the CUDA events (or the host's clock)
+	measured float64   // seconds of measured time
 	wall     time.Duration
+	sampled  float64 // seconds spent sampling (warm-ups excluded)
 	rounds   int
 	done     bool
+	// kernel and busy are the CUPTI spans and kernel time of the same
+	// samples (Samples.KernelMS, BusyMS), while every batch has them;
+	// kernelNote says why a batch did not, kernels counts kernels a call.
+	kernel, busy []float64
+	kernelNote   string
+	kernels      []int
 	// discarded counts samples the worker threw away (Timing.Discarded).
 	discarded int
 	// cover and coverNote are the latest batch's (Timing.Cover).
@@ -878,7 +972,9 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 		return nil
 	}
 	rule := rn.rule
-	batchS := max(rule.MinTimeS/3, minBatchS)
+	// A batch takes at least its share of the minimum sampling time, in
+	// wall time, or the samples' own time for a long kernel.
+	batchS := max(rule.MinTimeS/float64(rn.rounds), minBatchS)
 	perBatch := max(1, (rule.MinSamples+rn.rounds-1)/rn.rounds)
 	wallCap := time.Duration(wallCapFactor * rule.MaxTimeS * float64(time.Second))
 	accs := map[string]*acc{}
@@ -907,11 +1003,15 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			w, err := rn.worker(ctx, im)
 			var sm *harness.Samples
 			start := time.Now()
+			warmup := rn.warmupMS
+			if a.rounds > 0 {
+				warmup *= laterWarmupShare
+			}
 			if err == nil {
 				octx, cancel := context.WithTimeout(ctx, rn.timeout)
 				sm, err = w.Time(octx, harness.Time{
 					Params: kc.pj, Seed: kc.seeds[0], MinSamples: min(perBatch, maxN), MaxSamples: maxN,
-					BudgetMS: batchS * 1e3, WallMS: 4 * batchS * 1e3, WarmupMS: rn.warmupMS, Flush: !rn.method.NoFlush && !rn.cpu,
+					BudgetMS: batchS * 1e3, WallMS: batchS * 1e3, WarmupMS: warmup, Flush: !rn.method.NoFlush && !rn.cpu,
 					RestRatio: rn.r.Methodology.RestRatio,
 				})
 				cancel()
@@ -924,21 +1024,19 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 				}
 				continue
 			}
-			a.wall += time.Since(start)
+			took := time.Since(start)
+			a.wall += took
 			a.rounds++
 			key := windowKey{kc.idx, im.name}
 			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
-			a.samples = append(a.samples, sm.SamplesMS...)
-			a.discarded += sm.Discarded
-			a.cover, a.coverNote, a.spinMS = sm.Cover, sm.CoverNote, sm.SpinMS
-			for _, v := range sm.SamplesMS {
-				a.measured += v / 1e3
-			}
-			t := stats.Summarize(a.samples)
+			a.add(sm, took)
+			rn.gaps = append(rn.gaps, sm.LaunchGapsMS...)
+			launch := rn.launch()
+			t := a.timing(rn.cpu, launch)
 			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, "in_progress", a.discarded, a.cover
 			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
-				stop, conv, reason := rule.Check(a.samples, a.measured)
+				stop, conv, reason := rule.Check(a.headline(launch), a.measured, a.sampled)
 				if !stop && a.wall >= wallCap {
 					stop, reason = true, ReasonMaxWallTime
 				}
@@ -946,7 +1044,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 					a.done = true
 					t.Converged, t.StopReason = conv, reason
 					msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
-					msg += a.coverSummary()
+					msg += a.clockSummary(t) + a.coverSummary()
 					rn.logf("%s", msg)
 				}
 			}
@@ -1002,8 +1100,10 @@ func contains(list []*impl, im *impl) bool {
 	return false
 }
 
-func (rn *runner) throughput(kc *kcase) {
-	c := &rn.r.Cases[kc.idx]
+func (rn *runner) throughput(kc *kcase) { rn.throughputAt(kc.idx, kc.dtype) }
+
+func (rn *runner) throughputAt(idx int, dtype string) {
+	c := &rn.r.Cases[idx]
 	caseModel := result.Model{Flops: c.Flops, Bytes: c.Bytes, Tokens: c.Tokens}
 	for _, ir := range c.Results {
 		if ir.Timing == nil {
@@ -1013,7 +1113,7 @@ func (rn *runner) throughput(kc *kcase) {
 		if ir.Model != nil {
 			m = *ir.Model
 		}
-		ir.Throughput = analyze.Throughput(m, *ir.Timing, rn.gpu, kc.dtype)
+		ir.Throughput = analyze.Throughput(m, *ir.Timing, rn.gpu, dtype)
 	}
 }
 
@@ -1112,10 +1212,11 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		cancel()
 	}
 	rn.stopMonitor()
+	rn.settleLaunch()
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
-	r.Warnings = analyze.Warnings(r)
+	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
 	if r.Status == result.StatusRunning {
 		switch {
 		case rn.anyFailed():

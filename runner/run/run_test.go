@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -951,5 +952,80 @@ func TestGPUTypeOnFakeGPU(t *testing.T) {
 		if strings.Contains(r.Error, "gpu_type") {
 			t.Errorf("gpu_type %s: %q", tc.typ, r.Error)
 		}
+	}
+}
+
+// XRUN_PROFILE end to end on the fake GPU with a stand-in ncu: after the
+// timed cases the chosen implementation runs once per chosen case under
+// ncu, inside cudaProfilerStart/Stop and an NVTX range named after the
+// case; the report and its details page land in OUT/profile and in
+// results.json. Where ncu may not read the counters (ERR_NVGPUCTRPERM) the
+// run says what to do about it, and still succeeds or fails on its own.
+func TestProfileOnFakeGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	needTorch(t, py)
+	t.Setenv("PATH", mustAbs(t, "testdata/fakegpu/bin")+string(os.PathListSeparator)+mustAbs(t, "testdata/fakencu")+
+		string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PYTHONPATH", mustAbs(t, "../harness/testdata/fakecuda"))
+	markers := filepath.Join(t.TempDir(), "markers")
+	t.Setenv("FAKE_CUDA_PROFILER_LOG", markers)
+	dir := copyFixture(t, "torch-mm", func(s string) string {
+		return strings.Replace(s, "sweep: {n: [4096]}", "sweep: {n: [16, 32]}", 1)
+	})
+
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Profile: "ncu:impl=matmul,transposed;case=1"})
+	if ro.err != nil {
+		t.Fatal(ro.err)
+	}
+	r := readResults(t, ro.out)
+	if len(r.Profiles) != 2 {
+		t.Fatalf("profiles %+v", r.Profiles)
+	}
+	for i, name := range []string{"matmul", "transposed"} {
+		p := r.Profiles[i]
+		if p.Implementation != name || p.Status != result.ProfileOK || p.Error != "" || p.Kernels != 2 ||
+			p.Report != "profile/"+name+".ncu-rep" || p.Summary != "profile/"+name+".txt" || !reflect.DeepEqual(p.Cases, []string{"n=32"}) {
+			t.Errorf("profile %d: %+v", i, p)
+		}
+		for _, f := range []string{p.Report, p.Summary} {
+			if _, err := os.Stat(filepath.Join(ro.out, f)); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	}
+	argv, _ := os.ReadFile(filepath.Join(ro.out, "profile", "matmul.ncu.log.argv"))
+	if !strings.Contains(string(argv), "harness.py") {
+		t.Errorf("ncu ran %q, not the harness", argv)
+	}
+	b, _ := os.ReadFile(markers)
+	if got := strings.Count(string(b), "push xrun n=32\nstart\nstop\npop\n"); got != 2 || strings.Contains(string(b), "n=16") {
+		t.Errorf("profiler markers (one profiled call per implementation, case n=32 only):\n%s", b)
+	}
+
+	// Not permitted: a failed profile with the fix, a warning, the same outcome.
+	t.Setenv("FAKE_NCU_PERM", "1")
+	ro2 := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Profile: "ncu:impl=matmul;case=0"})
+	r2 := readResults(t, ro2.out)
+	if len(r2.Profiles) != 1 || r2.Profiles[0].Status != result.ProfileFailed ||
+		!strings.Contains(r2.Profiles[0].Error, "ERR_NVGPUCTRPERM") || !strings.Contains(r2.Profiles[0].Error, "NVreg_RestrictProfilingToAdminUsers=0") {
+		t.Errorf("profiles %+v", r2.Profiles)
+	}
+	warned := false
+	for _, w := range r2.Warnings {
+		warned = warned || (w.Kind == "profile_failed" && w.Implementation == "matmul")
+	}
+	if !warned || ro2.code != ro.code || r2.Status != r.Status {
+		t.Errorf("warnings %+v; exit %d and status %s, want %d and %s as without profiling", r2.Warnings, ro2.code, r2.Status, ro.code, r.Status)
+	}
+
+	// A request the run cannot honour stops it before anything is timed.
+	ro3 := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Profile: "ncu:impl=matmull"})
+	var se *SpecError
+	if !errors.As(ro3.err, &se) || ro3.code != contract.ExitBadSpec || !strings.Contains(ro3.err.Error(), `no implementation "matmull"`) {
+		t.Errorf("bad request: err %v exit %d", ro3.err, ro3.code)
 	}
 }

@@ -202,9 +202,12 @@ type Tolerance struct {
 // Method overrides the measurement defaults (see package method in the
 // runner for the defaults and their reasons). Zero values mean "default".
 type Method struct {
-	WarmupMS      float64  `yaml:"warmup_ms"`
-	MinSamples    int      `yaml:"min_samples"`
-	MaxSamples    int      `yaml:"max_samples"`
+	WarmupMS   float64 `yaml:"warmup_ms"`
+	MinSamples int     `yaml:"min_samples"`
+	MaxSamples int     `yaml:"max_samples"`
+	// MinTimeS is the least wall time spent taking an implementation's
+	// samples on a case (warm-ups excluded); MaxTimeS caps the samples'
+	// own sum.
 	MinTimeS      float64  `yaml:"min_time_s"`
 	MaxTimeS      float64  `yaml:"max_time_s"`
 	TargetRSE     float64  `yaml:"target_rse"`
@@ -220,7 +223,15 @@ type Method struct {
 	// DefaultRestRatio; 0 times back to back). A power-limited kernel is
 	// then not timed at the clock its own previous call pushed down.
 	RestRatio *float64 `yaml:"rest_ratio"`
+	// KernelClock: read CUPTI's kernel records beside the CUDA events and
+	// take the headline figures from them where every sample has one
+	// (default true; false for the events alone, for example when the
+	// experiment runs torch's profiler itself).
+	KernelClock *bool `yaml:"kernel_clock"`
 }
+
+// KernelClockOn says whether the kernel clock is asked for.
+func (m Method) KernelClockOn() bool { return m.KernelClock == nil || *m.KernelClock }
 
 // DefaultRestRatio is Method.RestRatio when the spec leaves it out.
 const DefaultRestRatio = 0.5

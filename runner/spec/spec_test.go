@@ -297,3 +297,19 @@ func TestRestRatio(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelClockOn(t *testing.T) {
+	base := "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n"
+	for _, tc := range []struct {
+		method string
+		want   bool
+	}{{"", true}, {"  method: {kernel_clock: true}\n", true}, {"  method: {kernel_clock: false}\n", false}} {
+		s, err := Parse("xrun.yaml", []byte(base+tc.method))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.method, err)
+		}
+		if got := s.Benchmark.Method.KernelClockOn(); got != tc.want {
+			t.Errorf("%q: KernelClockOn() = %v, want %v", tc.method, got, tc.want)
+		}
+	}
+}

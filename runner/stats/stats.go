@@ -156,10 +156,18 @@ func sorted(samples []float64) []float64 {
 	return x
 }
 
-// Rule is the stopping rule: take at least MinSamples samples and MinTimeS
-// seconds of measured time, then stop as soon as the relative standard error
-// of the median is <= TargetRSE; give up (converged=false) at MaxSamples
-// samples or MaxTimeS seconds of measured time, whichever comes first.
+// Rule is the stopping rule: take at least MinSamples samples over at least
+// MinTimeS seconds of sampling, then stop as soon as the relative standard
+// error of the median is <= TargetRSE; give up (converged=false) at
+// MaxSamples samples or MaxTimeS seconds of measured time, whichever comes
+// first.
+//
+// MinTimeS counts the wall time spent taking the samples (flushes, holds and
+// rests included, warm-ups not), not the samples' own sum: its purpose is to
+// spread the samples over time, past the clock and temperature drifts of a
+// fraction of a second. Counted as measured time it asked a 6.7 us kernel
+// for 75,000 samples and 11 s of wall time when a few thousand settle its
+// median as well (docs/performance.md).
 type Rule struct {
 	MinSamples, MaxSamples int
 	MinTimeS, MaxTimeS     float64
@@ -174,7 +182,7 @@ const (
 )
 
 // DefaultRule is the rule used unless the spec says otherwise: at least 10
-// samples and 0.5 s, a 0.5% target, and caps of 100000 samples and 15 s per
+// samples and 0.5 s of sampling, a 0.5% target, and caps of 100000 samples and 15 s per
 // implementation per case (a slow kernel still gets a decision in bounded
 // time, a fast one is not stopped by the sample cap before the time cap).
 func DefaultRule() Rule {
@@ -206,16 +214,16 @@ func RuleFrom(m spec.Method) Rule {
 	return r
 }
 
-// Check says whether to stop after samples (ms) taking measuredS seconds of
-// measured time. reason is "converged", "max_time", "max_samples" or "" (go
+// Check says whether to stop after samples (ms) whose own sum is measuredS
+// seconds, taken over sampledS seconds of wall time. reason is "converged", "max_time", "max_samples" or "" (go
 // on). Convergence wins over a cap reached at the same time. At least two
 // samples and a positive median are needed to converge. Once the minimums
 // are met one call costs time linear in the number of samples (a copy and a
 // selection, no sort: about 3 ms for 100000 samples), so callers check once
 // per batch of samples rather than after each one.
-func (r Rule) Check(samples []float64, measuredS float64) (stop, converged bool, reason string) {
+func (r Rule) Check(samples []float64, measuredS, sampledS float64) (stop, converged bool, reason string) {
 	n := len(samples)
-	if n >= max(r.MinSamples, 2) && measuredS >= r.MinTimeS {
+	if n >= max(r.MinSamples, 2) && sampledS >= r.MinTimeS {
 		se, med := medianAndSE(samples)
 		if med > 0 && se/med <= r.TargetRSE {
 			return true, true, ReasonConverged
@@ -232,8 +240,8 @@ func (r Rule) Check(samples []float64, measuredS float64) (stop, converged bool,
 
 // String is the rule in words, for results.methodology.stopping_rule.
 func (r Rule) String() string {
-	return fmt.Sprintf("at least %d samples and %s s of measured time; then stop when the standard error of the median "+
-		"(distribution-free, from order statistics) is <= %s%% of the median; give up (converged=false) at %s s or %d samples",
+	return fmt.Sprintf("at least %d samples over %s s of sampling (wall time, warm-ups excluded); then stop when the standard error of the median "+
+		"(distribution-free, from order statistics) is <= %s%% of the median; give up (converged=false) at %s s of measured time or %d samples",
 		r.MinSamples, fmtNum(r.MinTimeS), fmtNum(r.TargetRSE*100), fmtNum(r.MaxTimeS), r.MaxSamples)
 }
 

@@ -140,26 +140,30 @@ func noisy(n int, rel float64) []float64 {
 func TestRuleCheck(t *testing.T) {
 	r := DefaultRule()
 	for _, c := range []struct {
-		name      string
-		samples   []float64
-		measuredS float64
-		stop, ok  bool
-		reason    string
+		name                string
+		samples             []float64
+		measuredS, sampledS float64
+		stop, ok            bool
+		reason              string
 	}{
-		{"no samples", nil, 0, false, false, ""},
-		{"tight but too few samples", constant(9, 1), 1, false, false, ""},
-		{"tight but too little time", constant(50, 1), 0.4, false, false, ""},
-		{"tight after minimums", constant(10, 1), 0.5, true, true, ReasonConverged},
-		{"noisy, time left", noisy(100, 0.5), 2, false, false, ""},
-		{"noisy at time cap", noisy(100, 0.5), 15, true, false, ReasonMaxTime},
-		{"noisy at sample cap", noisy(100000, 5), 14, true, false, ReasonMaxSamples},
-		{"converged at the cap wins", constant(100, 1), 20, true, true, ReasonConverged},
-		{"cap before minimums", constant(5, 1), 15, true, false, ReasonMaxTime},
-		{"zero median never converges", constant(20, 0), 1, false, false, ""},
-		{"slightly noisy converges", noisy(2000, 0.05), 1, true, true, ReasonConverged},
+		{"no samples", nil, 0, 0, false, false, ""},
+		{"tight but too few samples", constant(9, 1), 1, 2, false, false, ""},
+		{"tight but too little time", constant(50, 1), 0.4, 0.4, false, false, ""},
+		{"tight after minimums", constant(10, 1), 0.5, 0.6, true, true, ReasonConverged},
+		// A 6.7 us kernel: 3000 samples are 0.02 s of its own time but took
+		// 0.6 s to take; the minimum is on the latter.
+		{"short kernel, sampled long enough", noisy(3000, 0.01), 0.02, 0.6, true, true, ReasonConverged},
+		{"short kernel, sampled too briefly", noisy(3000, 0.01), 0.02, 0.3, false, false, ""},
+		{"noisy, time left", noisy(100, 0.5), 2, 3, false, false, ""},
+		{"noisy at time cap", noisy(100, 0.5), 15, 20, true, false, ReasonMaxTime},
+		{"noisy at sample cap", noisy(100000, 5), 14, 20, true, false, ReasonMaxSamples},
+		{"converged at the cap wins", constant(100, 1), 20, 30, true, true, ReasonConverged},
+		{"cap before minimums", constant(5, 1), 15, 20, true, false, ReasonMaxTime},
+		{"zero median never converges", constant(20, 0), 1, 2, false, false, ""},
+		{"slightly noisy converges", noisy(2000, 0.05), 1, 2, true, true, ReasonConverged},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			stop, ok, reason := r.Check(c.samples, c.measuredS)
+			stop, ok, reason := r.Check(c.samples, c.measuredS, c.sampledS)
 			if stop != c.stop || ok != c.ok || reason != c.reason {
 				t.Errorf("Check = (%v, %v, %q), want (%v, %v, %q)", stop, ok, reason, c.stop, c.ok, c.reason)
 			}
@@ -189,7 +193,7 @@ func TestRuleFrom(t *testing.T) {
 
 func TestRuleString(t *testing.T) {
 	s := DefaultRule().String()
-	for _, part := range []string{"10 samples", "0.5 s", "0.5%", "15 s", "100000 samples", "median"} {
+	for _, part := range []string{"10 samples", "0.5 s of sampling", "0.5%", "15 s of measured time", "100000 samples", "median"} {
 		if !strings.Contains(s, part) {
 			t.Errorf("String() = %q, missing %q", s, part)
 		}
@@ -228,6 +232,6 @@ func BenchmarkCheck100k(b *testing.B) {
 	x := noisy(100000, 0.5)
 	r := DefaultRule()
 	for b.Loop() {
-		r.Check(x, 5)
+		r.Check(x, 5, 7)
 	}
 }

@@ -136,3 +136,18 @@ def _fake_cdll(name, *args, **kwargs):
 
 ctypes.CDLL = _fake_cdll
 torch.cuda.current_stream = lambda device=None: _Stream()
+
+
+# Nsight Compute's markers: NVTX ranges and cudaProfilerStart/Stop. Under
+# the fake they only count, in FAKE_CUDA_PROFILER_LOG when it is set.
+def _note(what):
+    path = os.environ.get("FAKE_CUDA_PROFILER_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(what + "\n")
+
+
+torch.cuda.nvtx.range_push = lambda msg: _note("push " + msg)
+torch.cuda.nvtx.range_pop = lambda: _note("pop")
+torch.cuda.profiler.start = lambda: _note("start")
+torch.cuda.profiler.stop = lambda: _note("stop")

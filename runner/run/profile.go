@@ -1,0 +1,214 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/profile"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// profileWait is how long ncu gets to write its report once the worker is
+// told to exit: it replays every kernel it profiled before it returns.
+const profileWait = 2 * time.Minute
+
+// setProfile reads Options.Profile and checks it against the spec and the
+// run's cases; a request the run cannot honour is a spec error, before
+// anything is timed.
+func (rn *runner) setProfile() error {
+	req, err := profile.Parse(rn.o.Profile)
+	if err != nil || req == nil {
+		return err
+	}
+	impls, err := req.Check(rn.s.Benchmark.Implementations.Names(), len(rn.s.Benchmark.Cases(rn.cpu)))
+	if err != nil {
+		return err
+	}
+	if len(impls) > 0 && impls[0] == referenceName && rn.s.Benchmark.Reference == "" {
+		return fmt.Errorf("profile %s: the spec names no reference", req)
+	}
+	rn.prof, rn.profImpls = req, impls
+	return nil
+}
+
+// profileAll writes one Nsight Compute report per chosen implementation,
+// each with one call of every chosen case it ran correctly or wrongly on,
+// and records them (result.Profile). A failure is recorded, logged and
+// warned about; it never fails the run.
+func (rn *runner) profileAll(ctx context.Context) {
+	rn.logf("profile (%s): %s", rn.prof, strings.Join(rn.profImpls, ", "))
+	ncu, findErr := profile.Find()
+	for _, name := range rn.profImpls {
+		im := rn.profileImpl(name)
+		p := result.Profile{Implementation: name, Cases: []string{}, Status: result.ProfileFailed}
+		var idx []int
+		for i := range rn.r.Cases {
+			if !rn.prof.WantsCase(i) {
+				continue
+			}
+			if ir := rn.r.Cases[i].Results[name]; name != referenceName && (ir == nil || (ir.Status != result.ImplOK && ir.Status != result.ImplWrong)) {
+				continue // skipped, failed or not run here: no call to profile
+			}
+			idx = append(idx, i)
+			p.Cases = append(p.Cases, rn.r.Cases[i].Label)
+		}
+		switch {
+		case rn.cpu:
+			p.Error = "profiling needs a GPU; this run is on the CPU"
+		case len(rn.s.Benchmark.Command) > 0:
+			p.Error = "profiling runs implementations in the Python harness; a command benchmark is not profiled"
+		case findErr != nil:
+			p.Error = findErr.Error()
+		case im == nil || im.skip != "":
+			p.Error = "not run here"
+		case len(idx) == 0:
+			p.Error = "no case to profile: it ran on none of the chosen cases"
+		default:
+			rn.profileOne(ctx, ncu, im, idx, &p)
+		}
+		if p.Status != result.ProfileOK {
+			rn.logf("profile %s: %s", name, p.Error)
+		} else {
+			rn.logf("profile %s: %d kernels in %s (%s)", name, p.Kernels, p.Report, p.Summary)
+		}
+		rn.r.Profiles = append(rn.r.Profiles, p)
+		rn.write()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// profileImpl returns the implementation called name, or a reference
+// implementation when the reference is asked for.
+func (rn *runner) profileImpl(name string) *impl {
+	for _, im := range rn.impls {
+		if im.name == name {
+			return im
+		}
+	}
+	if name == referenceName {
+		return &impl{name: referenceName, isRef: true}
+	}
+	return nil
+}
+
+// profileOne runs im's worker under ncu for the cases idx and fills p.
+func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []int, p *result.Profile) {
+	f := profile.FilesFor(im.name)
+	out, err := filepath.Abs(rn.o.OutDir)
+	if err == nil {
+		err = os.MkdirAll(filepath.Join(out, profile.Dir), 0o755)
+	}
+	if err != nil {
+		p.Error = fmt.Sprintf("create %s: %v", profile.Dir, err)
+		return
+	}
+	report := filepath.Join(out, f.Report)
+	_ = os.Remove(report)
+	b := &rn.s.Benchmark
+	w, err := harness.Start(harness.Config{
+		Name: im.name, Argv: rn.prof.Argv(ncu, out, f, rn.argv), Dir: rn.o.ExperimentDir, Env: rn.env,
+		LogPath: filepath.Join(rn.o.OutDir, "logs", safeName(im.name)+".profile.log"), Logf: rn.logf,
+	})
+	if err != nil {
+		p.Error = err.Error()
+		return
+	}
+	init := harness.Init{Impl: im.name, Fn: im.spec.Fn, Reference: b.Reference, Inputs: b.Inputs, Device: "cuda", Profile: true}
+	if im.isRef {
+		init.Fn = b.Reference
+	} else if len(im.spec.Params) > 0 {
+		init.ImplParams = harness.EncodeParams(im.spec.Params)
+	}
+	octx, cancel := context.WithTimeout(ctx, max(rn.timeout, minInitTimeout))
+	_, err = w.Init(octx, init)
+	cancel()
+	for _, i := range idx {
+		if err != nil {
+			break
+		}
+		c := rn.r.Cases[i]
+		var ps spec.Params
+		ps, err = caseParams(rn.s, rn.cpu, i)
+		if err != nil {
+			break
+		}
+		octx, cancel := context.WithTimeout(ctx, rn.timeout)
+		err = w.Profile(octx, harness.ProfileCmd{Params: harness.EncodeParams(ps), Seed: 1, Label: c.Label})
+		cancel()
+	}
+	// ncu writes the report once the worker has exited.
+	w.Close(profileWait)
+	log, _ := os.ReadFile(filepath.Join(out, f.Log))
+	why := profile.Explain(string(log))
+	switch {
+	case err != nil && why != "":
+		p.Error = why
+	case err != nil:
+		var he *harness.Error
+		if errors.As(err, &he) && he.Tail != "" {
+			p.Error = fmt.Sprintf("%v\n%s", err, lastBytes(he.Tail, 2000))
+		} else {
+			p.Error = err.Error()
+		}
+	case why != "":
+		p.Error = why
+	}
+	if _, serr := os.Stat(report); serr != nil {
+		if p.Error == "" {
+			p.Error = "ncu wrote no report (its messages are in " + f.Log + ")"
+		}
+		return
+	}
+	p.Report, p.Status = f.Report, result.ProfileOK
+	if p.Error != "" {
+		p.Status = result.ProfileFailed
+	}
+	sctx, cancel := context.WithTimeout(ctx, rn.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(sctx, profile.SummaryArgv(ncu, report)[0], profile.SummaryArgv(ncu, report)[1:]...)
+	details, serr := cmd.Output()
+	if serr != nil {
+		rn.logf("profile %s: summary: %v", im.name, serr)
+		return
+	}
+	if werr := os.WriteFile(filepath.Join(out, f.Summary), details, 0o644); werr == nil {
+		p.Summary = f.Summary
+	}
+	p.Kernels = profile.CountKernels(string(details))
+}
+
+// caseParams returns the parameters of case i, in spec order.
+func caseParams(s *spec.Spec, cpu bool, i int) (spec.Params, error) {
+	cases := s.Benchmark.Cases(cpu)
+	if i < 0 || i >= len(cases) {
+		return nil, fmt.Errorf("no case %d", i)
+	}
+	return cases[i], nil
+}
+
+// profileWarnings are the run's warnings about reports it could not make.
+func profileWarnings(ps []result.Profile) []result.Warning {
+	var out []result.Warning
+	for _, p := range ps {
+		if p.Status != result.ProfileOK {
+			out = append(out, result.Warning{Kind: "profile_failed", Implementation: p.Implementation,
+				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, firstLine(p.Error))})
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
