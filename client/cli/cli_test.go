@@ -713,3 +713,33 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 		t.Errorf("--network host: exit %d: %s", code, ta.err)
 	}
 }
+
+// --profile reaches the runner as XRUN_PROFILE; a request the runner would
+// refuse is refused before anything is built.
+func TestSubmitProfile(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.behave = succeed(t)
+	ta.setenv(map[string]string{gpus.FakeEnv: "1"})
+	if code := ta.run(context.Background(), "submit", "-d", "--profile", "ncu:impl=fast;case=0", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	found := false
+	for _, fc := range ta.fake.containers {
+		for _, kv := range fc.spec.Env {
+			found = found || kv == contract.EnvProfile+"=ncu:impl=fast;case=0"
+		}
+	}
+	if !found {
+		t.Error("the job's environment lacks XRUN_PROFILE")
+	}
+	builds := len(ta.fake.builds)
+	for _, args := range [][]string{{"--profile", "nsys"}, {"--profile", "ncu", "--cpu"}} {
+		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, args...), dir)...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
+		}
+	}
+	if len(ta.fake.builds) != builds {
+		t.Error("a refused --profile still built an image")
+	}
+}

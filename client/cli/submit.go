@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/profile"
 
 	"github.com/urfave/cli/v2"
 
@@ -44,6 +45,8 @@ type submitOptions struct {
 	root bool
 	// network is "default" or "none".
 	network string
+	// profile asks the runner for Nsight Compute reports (runner/profile).
+	profile string
 	// registry is where a cluster's job image goes (--k8s).
 	registry   string
 	pullSecret string
@@ -109,6 +112,7 @@ container's configuration on the host until xrun rm removes it.`,
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
+			&cli.StringFlag{Name: "profile", Usage: "after timing, profile with Nsight Compute: ncu (every implementation and case) or ncu:impl=a,b;case=0,2;set=full; the reports come back in the job's out/profile/ (runner/profile/README.md)", Destination: &o.profile},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Destination: &o.registry},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.pullSecret},
 		),
@@ -150,6 +154,14 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return err
 	}
 	so := o.submitOptions(labels)
+	if o.profile != "" {
+		if _, err := profile.Parse(o.profile); err != nil {
+			return usageError("--profile %q: %v", o.profile, err)
+		}
+		if o.cpu {
+			return usageError("--profile profiles GPU kernels: leave out --cpu")
+		}
+	}
 	done := a.step("spec")
 	p, err := submit.Load(so)
 	if err != nil {
@@ -184,6 +196,9 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	env, err := a.jobEnv(p.Spec, o.env)
 	if err != nil {
 		return err
+	}
+	if o.profile != "" {
+		env = append(env, contract.EnvProfile+"="+o.profile)
 	}
 	st, err := a.Store()
 	if err != nil {
