@@ -246,7 +246,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		}
 		return nil
 	}
-	return a.runAttached(ctx, b, j, p.Timeout, o)
+	return a.runAttached(ctx, b, j, o)
 }
 
 // create makes the job on its backend and records it; a job that could
@@ -366,7 +366,7 @@ func (a *App) discard(b backend.Backend, j *jobs.Job, cause error) {
 // runAttached starts the job, streams its logs, waits for it, copies its
 // results back and prints them. Cancelling ctx (Ctrl-C) stops and removes
 // the job.
-func (a *App) runAttached(ctx context.Context, b backend.Backend, j *jobs.Job, timeout time.Duration, o submitOptions) error {
+func (a *App) runAttached(ctx context.Context, b backend.Backend, j *jobs.Job, o submitOptions) error {
 	st, err := a.Store()
 	if err != nil {
 		return err

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/docker/go-units"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/dockerfile"
 	"github.com/xrun-dev/xrun/client/engine"
@@ -324,7 +326,7 @@ func (b *Builder) ensureBase(ctx context.Context, base string) error {
 func ProbeGPU(ctx context.Context, e engine.Engine, base string, gpus *backend.GPUs) error {
 	id, err := e.Create(ctx, engine.ContainerSpec{
 		Image: base, Entrypoint: []string{"true"}, GPUs: &engine.GPURequest{Count: gpus.Count, IDs: gpus.IDs},
-		Labels: map[string]string{contract.LabelJob: "gpu-probe"}, NetworkDisabled: true,
+		Labels: map[string]string{contract.LabelJob: dockerhost.ProbeLabel}, NetworkDisabled: true,
 	})
 	if err != nil {
 		return err
@@ -446,10 +448,6 @@ func NewJob(p *Prepared, where, dir string) *jobs.Job {
 }
 
 func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
-		}
-	}
+	s, _, _ = strings.Cut(s, "\n")
 	return s
 }

@@ -303,7 +303,10 @@ func (b *Backend) gpuAffinity(ctx context.Context, gpuType string) (*corev1.Affi
 	}}, nil
 }
 
-var invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
+var (
+	invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
+	validLabel  = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+)
 
 // JobName is a valid Job name (DNS label) for name, keeping its end (the
 // job id) when it has to be shortened.
@@ -317,7 +320,7 @@ func JobName(name string) string {
 
 // labelValue is v if it is a valid label value, else "".
 func labelValue(v string) string {
-	if len(v) > 63 || !regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`).MatchString(v) {
+	if len(v) > 63 || !validLabel.MatchString(v) {
 		return ""
 	}
 	return v
