@@ -3,9 +3,9 @@
 # registry: this machine's own root file system with its Python environment
 # (torch, Triton, nvcc), less what the NVIDIA runtime injects at run time (the
 # driver's files, as the CDI spec lists them) and what no experiment uses
-# (profilers, other frameworks), imported as one layer. It is tagged as the
-# base that `image: {base: cuda-torch}` resolves to, so experiments run
-# unchanged. images/README.md says how it differs from the Dockerfile-built
+# (profilers other than Nsight Compute, other frameworks), imported as one
+# layer. It is tagged as the base that `image: {base: cuda-torch}` resolves
+# to, so experiments run unchanged. images/README.md says how it differs from the Dockerfile-built
 # base. Run after scripts/gpu-host/up.sh, as root.
 #   scripts/gpu-host/make-base.sh [REF]
 # XRUN_BASE_KEEP=1 keeps the frameworks this leaves out (jax, cupy, ...).
@@ -34,6 +34,19 @@ case "$ref" in
   *) say "warning: $ref names other versions than this machine has (torch $torch, python $pyver)";;
 esac
 
+# Nsight Compute's folder: where the ncu on PATH (often a wrapper script
+# in the toolkit's bin) really lives.
+ncu_home=
+if ncu=$(command -v ncu); then
+  real=$(readlink -f "$ncu")
+  for cand in "$(dirname "$real")" "$cuda_home"/nsight-compute* /opt/nvidia/nsight-compute/*; do
+    if [ -x "$cand/ncu" ] && [ -d "$cand/target" ]; then ncu_home=$(readlink -f "$cand"); break; fi
+  done
+  say "Nsight Compute: $ncu -> ${ncu_home:-its folder not found: --profile will not work in this base}"
+else
+  say "no ncu on PATH: the base has no Nsight Compute, and --profile will not work in it"
+fi
+
 excl=$(mktemp)
 skel=$(mktemp -d)
 trap 'rm -rf "$excl" "$skel"' EXIT
@@ -56,9 +69,11 @@ chmod 700 "$skel/root"
     done
   done
   if [ -d /usr/local/nvidia ]; then echo ./usr/local/nvidia; fi
-  # Profilers and debuggers: large, and not what a job runs.
-  echo ./opt/nvidia
-  for d in "$cuda_home"/nsight* "$cuda_home"/extras/CUPTI/samples "$cuda_home"/libnvvp; do echo ".$d"; done
+  # Profilers and debuggers: large, and not what a job runs; Nsight
+  # Compute (ncu) alone stays, for `xrun submit --profile`.
+  for d in /opt/nvidia/* "$cuda_home"/nsight* "$cuda_home"/extras/CUPTI/samples "$cuda_home"/libnvvp; do
+    if [ -e "$d" ] && { [ -z "$ncu_home" ] || [ "${ncu_home#"$d"}" = "$ncu_home" ]; }; then echo ".$d"; fi
+  done
   if [ -z "${XRUN_BASE_KEEP:-}" ]; then
     sp=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     for p in jax jaxlib jax_plugins jax_cuda13_plugin jax_cuda13_pjrt cupy cupy_backends cupyx \
