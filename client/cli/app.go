@@ -239,7 +239,8 @@ Examples:
 func Main(ctx context.Context, args []string, out, errw io.Writer, getenv func(string) string) int {
 	a := NewApp(out, errw, getenv)
 	defer a.Close()
-	err := a.Command().RunContext(ctx, args)
+	app := a.Command()
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	return a.report(err)
 }
 

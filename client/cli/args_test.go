@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestFlagsFirst(t *testing.T) {
+	app := NewApp(io.Discard, io.Discard, func(string) string { return "" }).Command()
+	for _, tc := range []struct{ in, want string }{
+		{"xrun results 3fa1 --markdown", "xrun results --markdown 3fa1"},
+		{"xrun logs 3fa1 -f", "xrun logs -f 3fa1"},
+		// a flag with a value keeps it, in either spelling
+		{"xrun submit exp --gpus 2 --detach", "xrun submit --gpus 2 --detach exp"},
+		{"xrun submit exp --gpus=2 -e FOO", "xrun submit --gpus=2 -e FOO exp"},
+		{"xrun submit --timeout 5m exp", "xrun submit --timeout 5m exp"},
+		// "--" ends the flags
+		{"xrun rm a -- -b --force", "xrun rm a -- -b --force"},
+		{"xrun rm a --force -- -b", "xrun rm --force a -- -b"},
+		// nothing to move, or no command
+		{"xrun ps -a", "xrun ps -a"},
+		{"xrun --version", "xrun --version"},
+		{"xrun nosuch a --x", "xrun nosuch a --x"},
+		// a value flag at the very end stays a flag (the parser reports it)
+		{"xrun submit exp --gpus", "xrun submit --gpus exp"},
+	} {
+		got := strings.Join(flagsFirst(app, strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("flagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	in := strings.Fields("xrun results 3fa1 --json")
+	keep := slices.Clone(in)
+	flagsFirst(app, in)
+	if !slices.Equal(in, keep) {
+		t.Errorf("flagsFirst changed its argument: %q", in)
+	}
+}
+
+// A flag after the job id is read as a flag, not as a second job id.
+func TestFlagAfterJobID(t *testing.T) {
+	var out, errw bytes.Buffer
+	dir := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_DATA_HOME" {
+			return dir
+		}
+		return ""
+	}
+	code := Main(context.Background(), []string{"xrun", "results", "0123abcd", "--markdown"}, &out, &errw, getenv)
+	if code == 0 || strings.Contains(errw.String(), "got 2 arguments") || !strings.Contains(errw.String(), "0123abcd") {
+		t.Fatalf("exit %d, stderr %q: want the unknown job named, not an argument count", code, errw.String())
+	}
+}
