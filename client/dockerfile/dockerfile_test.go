@@ -3,11 +3,12 @@ package dockerfile
 import (
 	"bytes"
 	"flag"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 

@@ -3,11 +3,12 @@ package run
 import (
 	"context"
 	"errors"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // A misspelt function or a syntax error is a bad spec found before any

@@ -3,8 +3,8 @@ package run
 import (
 	"context"
 	"errors"
-	"github.com/xrun-dev/xrun/runner/contract"
 
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 

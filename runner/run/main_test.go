@@ -3,11 +3,12 @@ package run
 import (
 	"bytes"
 	"context"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // The final table is printed once: by Main on stderr when the runner is run

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
-	"github.com/xrun-dev/xrun/runner/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
