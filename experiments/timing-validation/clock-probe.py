@@ -5,6 +5,8 @@
         python3 clock-probe.py ncu none      # the same kernels for Nsight Compute (flush: none or read256)
     python3 clock-probe.py gaps              # gaps between back-to-back launches, as CUPTI records them
     python3 clock-probe.py cupti             # the events with CUPTI recording and without, alternately
+    python3 clock-probe.py selfgaps OUT.json # gaps between back-to-back calls of each kernel itself
+    python3 clock-probe.py pairs             # gaps between launches of the same kernel and of two alternating ones
 
 "clocks" times each kernel the runner's way (flush, hold kernel, events
 around the call, mark kernel, release, sync) with torch's profiler
@@ -17,6 +19,18 @@ hold, ten times, of a one-thread kernel that writes a word (the runner's
 touch kernel), of an empty kernel and of a Triton add over 64 Ki floats,
 and prints the gaps' medians and interquartile means. "cupti" times four
 softmax calls 120 times with the profiler off and on, three rounds.
+"selfgaps" queues 33 calls of each kernel but the empty one behind the hold
+(mm_large 9), ten rounds (mm_large 3), with and without the runner's read
+flush between calls, and prints the gaps CUPTI records between the end of
+one call's last kernel and the start of the next call's first, beside the
+touch kernel's gaps measured in between: does a kernel's own launch cost
+track Nsight Compute's gpu__time_duration minus CUPTI's span better than
+the touch kernel's? "pairs" prints, for this process, the gaps (interquartile
+mean and median, us) between back-to-back touch kernels, between touch and
+mark kernels launched alternately, and between a Triton add over 1 Mi
+floats and touch kernels launched alternately, ten rounds of 33 launches
+behind the hold: run it in several processes to see whether a measure
+keeps its value from one process to the next.
 """
 import ctypes
 import importlib.util
@@ -172,6 +186,138 @@ def gaps():
         print(f"   all {len(every)}: median {statistics.median(every):.3f} interquartile mean {harness.iq_mean(every):.3f}")
 
 
+def selfgaps(outpath):
+    fl = flushes()
+    k = kernels()
+    hold, kc = harness.Hold(), harness.KernelClock()
+    stream = torch.cuda.current_stream().cuda_stream
+    word = torch.zeros(2, dtype=torch.int32, device="cuda")
+    skip = {harness.HOLD_NAME, harness.MARK_NAME, harness.TOUCH_NAME}
+
+    def per_call(f):
+        """Records per call: one call behind the hold, then the mark."""
+        torch.cuda.synchronize()
+        kc.start()
+        hold.arm(stream, 0.0, 50.0)
+        f()
+        hold.mark(stream)
+        hold.release()
+        torch.cuda.synchronize()
+        return len([r for r in kc.stop() if r[1] not in skip])
+
+    def round_(f, kper, n, flush):
+        torch.cuda.synchronize()
+        kc.start()
+        hold.arm(stream, 0.0, 200.0)
+        for _ in range(n):
+            if flush:
+                fl["read256"]()
+            f()
+        hold.release()
+        torch.cuda.synchronize()
+        recs = kc.stop()
+        calls = [r for r in recs if r[1] not in skip and not (flush and r[1] in flush_names)]
+        if len(calls) != kper * n:
+            return None
+        chunks = [calls[i:i + kper] for i in range(0, len(calls), kper)]
+        return [(min(s for _, _, s, _ in chunks[i + 1]) - max(e for _, _, _, e in chunks[i])) / 1e3
+                for i in range(len(chunks) - 1)]
+
+    def touch():
+        torch.cuda.synchronize()
+        kc.start()
+        hold.arm(stream, 0.0, 50.0)
+        for _ in range(33):
+            hold.touch(stream, word.data_ptr())
+        hold.release()
+        torch.cuda.synchronize()
+        return [g * 1e3 for g in harness.launch_gaps(kc.stop())]
+
+    # The flush's own kernel names, so that its records can be told apart.
+    torch.cuda.synchronize()
+    kc.start()
+    fl["read256"]()
+    torch.cuda.synchronize()
+    flush_names = {r[1] for r in kc.stop()}
+    out = {}
+    for name, f in k.items():
+        if name == "empty":  # the mark kernel itself: its gaps are the touch kernel's
+            continue
+        kper = per_call(f)
+        big = name == "mm_large"
+        for flush in (False, True):
+            gs, ts = [], []
+            for _ in range(3 if big else 10):
+                g = round_(f, kper, 9 if big else 33, flush)
+                if g is not None:
+                    gs += g
+                ts += touch()
+            label = "%s/%s" % (name, "read256" if flush else "none")
+            rec = {"kernels_per_call": kper, "n": len(gs), "touch_n": len(ts)}
+            if gs:
+                rec.update(self_median=statistics.median(gs), self_iqm=harness.iq_mean(gs),
+                           self_min=min(gs), self_max=max(gs))
+            if ts:
+                rec.update(touch_median=statistics.median(ts), touch_iqm=harness.iq_mean(ts))
+            out[label] = rec
+            print("%-22s k=%d self gaps us: median %s iqm %s (n %d)   touch: median %.3f iqm %.3f" % (
+                label, kper, "%.3f" % rec["self_median"] if gs else "-", "%.3f" % rec["self_iqm"] if gs else "-",
+                len(gs), rec.get("touch_median", float("nan")), rec.get("touch_iqm", float("nan"))), flush=True)
+    with open(outpath, "w") as fh:
+        json.dump(out, fh, indent=1)
+
+
+def pairs():
+    word = torch.zeros(2, dtype=torch.int32, device="cuda")
+    x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+    tkernel.triton_add(x, y)
+    torch.cuda.synchronize()
+    hold, kc = harness.Hold(), harness.KernelClock()
+    stream = torch.cuda.current_stream().cuda_stream
+    t = lambda: hold.touch(stream, word.data_ptr())  # noqa: E731
+    m = lambda: hold.mark(stream)  # noqa: E731
+    a = lambda: tkernel.triton_add(x, y)  # noqa: E731
+
+    def label(name):
+        return {harness.TOUCH_NAME: "t", harness.MARK_NAME: "m"}.get(name, "a" if "add" in name else None)
+
+    def run(seq, rounds=10):
+        by = {}
+        for _ in range(rounds):
+            torch.cuda.synchronize()
+            kc.start()
+            hold.arm(stream, 0.0, 50.0)
+            for f in seq:
+                f()
+            hold.release()
+            torch.cuda.synchronize()
+            recs = [(s, e, label(n)) for _, n, s, e in kc.stop() if label(n)]
+            recs.sort()
+            for (s0, e0, l0), (s1, e1, l1) in zip(recs, recs[1:]):
+                by.setdefault(l0 + ">" + l1, []).append((s1 - e0) / 1e3)
+        return by
+
+    out = []
+    for seq in ([t] * 33, [t, m] * 17, [a, t] * 17):
+        for k, g in sorted(run(seq).items()):
+            out.append("%s iqm %.3f med %.3f n %d" % (k, harness.iq_mean(g), statistics.median(g), len(g)))
+    # Touch kernels with an event recorded between them.
+    ev = torch.cuda.Event()
+
+    def te():
+        t()
+        ev.record()
+    g = run([te] * 33)["t>t"]
+    out.append("t>event>t iqm %.3f med %.3f" % (harness.iq_mean(g), statistics.median(g)))
+    # Touch kernels on other streams (other channels): a new stream, one of high priority.
+    for label_, st in (("new stream", torch.cuda.Stream()), ("high-priority stream", torch.cuda.Stream(priority=-1))):
+        with torch.cuda.stream(st):
+            stream = st.cuda_stream
+            g = run([lambda: hold.touch(stream, word.data_ptr())] * 33)["t>t"]
+        out.append("%s t>t iqm %.3f med %.3f" % (label_, harness.iq_mean(g), statistics.median(g)))
+    print(" | ".join(out), flush=True)
+
+
 def cupti():
     buf = torch.ones(256 << 18, dtype=torch.int32, device="cuda")
     flush = harness.fastest(harness.flush_readers(buf))
@@ -217,4 +363,5 @@ def cupti():
 
 
 if __name__ == "__main__":
-    {"clocks": lambda: clocks(sys.argv[2]), "ncu": lambda: ncu(sys.argv[2]), "gaps": gaps, "cupti": cupti}[sys.argv[1]]()
+    {"clocks": lambda: clocks(sys.argv[2]), "ncu": lambda: ncu(sys.argv[2]), "gaps": gaps, "cupti": cupti,
+     "selfgaps": lambda: selfgaps(sys.argv[2]), "pairs": pairs}[sys.argv[1]]()

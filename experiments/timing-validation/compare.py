@@ -16,6 +16,7 @@ and the differences; then do_bench and the method variants.
 
 import collections
 import csv
+import gzip
 import io
 import json
 import os
@@ -36,9 +37,12 @@ def runner(path):
     return out, r["methodology"]
 
 
-def ncu_medians(path, reps=10):
-    """Median gpu__time_duration (ms) of the last `reps` launches per NVTX range k_<case>."""
-    with open(path) as f:
+def ncu_medians(path, warm=10):
+    """Median gpu__time_duration (ms) per NVTX range k_<case>, past its
+    first `warm` launches (of 20 or fewer: of the last 10)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"  # as kept under results/
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         text = f.read()
     rows = list(csv.DictReader(io.StringIO(text[text.find('"ID"'):])))
     by = collections.defaultdict(list)
@@ -53,7 +57,7 @@ def ncu_medians(path, reps=10):
             continue  # the flush
         scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0}[row.get("Metric Unit", "nsecond")]
         by[tag].append(float(row["Metric Value"].replace(",", "")) * scale)
-    return {k: statistics.median(v[-reps:]) for k, v in by.items()}
+    return {k: statistics.median(v[warm:] if len(v) > 2 * warm else v[-10:]) for k, v in by.items()}
 
 
 def pct(a, b):
@@ -73,11 +77,15 @@ def main(outdir):
         variants[v] = runner(path)[0] if os.path.exists(path) else {}
     na = ncu_medians(os.path.join(outdir, "ncu-all.csv"))
     nn = ncu_medians(os.path.join(outdir, "ncu-none.csv"))
+    # ncu's own spread: a second run in the same cache state, where there is one.
+    path = os.path.join(outdir, "ncu-none-2.csv")
+    nn2 = ncu_medians(path) if os.path.exists(path) or os.path.exists(path + ".gz") else {}
     launch = m1.get("launch_ms", 0.0)
     print(f"launch_ms {launch * 1e3:.3f} us; timer floor (events around nothing) {m1.get('timer_floor_ms', 0) * 1e3:.2f} us\n")
     print("| case | runner run 1 (µs) | run 2 | 1 vs 2 | clock | events (run 1) | CUPTI span | ncu, L2 as the runner leaves it "
-          "| runner vs it | events vs it | CUPTI vs it | ncu, caches flushed by ncu | runner vs it |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| runner vs it | events vs it | CUPTI vs it | ncu, caches flushed by ncu | runner vs it |"
+          + (" ncu, same L2, second run | its spread | runner vs it |" if nn2 else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if nn2 else ""))
     for name in CASES:
         if name not in r1 or name not in r2:
             continue
@@ -92,6 +100,8 @@ def main(outdir):
         else:
             row += ["-"] * 4
         row += [us(na[name]), pct(mean, na[name])] if name in na else ["-", "-"]
+        if nn2:
+            row += [us(nn2[name]), pct(nn2[name], nn[name]), pct(mean, nn2[name])] if name in nn2 and name in nn else ["-"] * 3
         print("| " + " | ".join(row) + " |")
     print()
     db = {}

@@ -5,7 +5,7 @@
         python3 independent.py ncu read         # launches for Nsight Compute to time
 
 Both use the same inputs and kernel functions as the xrun experiment
-(validation.py). For ncu, every case runs 20 times (mm_large 10), each
+(validation.py). For ncu, every case runs 60 times (mm_large 10), each
 launch inside an NVTX range named k_<case>, after an L2 flush: "read"
 reads a 256 MiB buffer, as the runner does (with --cache-control none, ncu
 then sees the L2 in the runner's state), "zero" zeroes it, as do_bench
@@ -57,7 +57,7 @@ def ncu(flush_kind):
         for _ in range(3):
             validation.kernel(*args)
         torch.cuda.synchronize()
-        for _ in range(10 if name == "mm_large" else 20):
+        for _ in range(10 if name == "mm_large" else 60):
             flush()
             torch.cuda.synchronize()
             if name == "mm_large":

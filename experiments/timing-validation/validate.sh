@@ -16,8 +16,9 @@ python3 $e/independent.py dobench > "$out/dobench.json"
 # ncu in both cache modes, after the runner's read flush: --cache-control
 # none sees the L2 as the runner leaves it, all flushes and invalidates
 # every cache first (ncu's default).
-for cc in all none; do
-  ncu --clock-control none --cache-control $cc --nvtx --metrics gpu__time_duration.sum --csv \
+# none runs twice: the second run (ncu-none-2) is ncu's own spread.
+for cc in all none none-2; do
+  ncu --clock-control none --cache-control ${cc%-2} --nvtx --metrics gpu__time_duration.sum --csv \
     python3 $e/independent.py ncu read > "$out/ncu-$cc.csv" 2> "$out/ncu-$cc.err" || echo "ncu $cc: exit $?"
 done
 # Variants of the spec's method, in sibling directories so that the
