@@ -7,6 +7,7 @@
     python3 clock-probe.py cupti             # the events with CUPTI recording and without, alternately
     python3 clock-probe.py selfgaps OUT.json # gaps between back-to-back calls of each kernel itself
     python3 clock-probe.py pairs             # gaps between launches of the same kernel and of two alternating ones
+    python3 clock-probe.py levels            # which gaps keep their value when the stream's launch cost changes level
 
 "clocks" times each kernel the runner's way (flush, hold kernel, events
 around the call, mark kernel, release, sync) with torch's profiler
@@ -30,7 +31,11 @@ mean and median, us) between back-to-back touch kernels, between touch and
 mark kernels launched alternately, and between a Triton add over 1 Mi
 floats and touch kernels launched alternately, ten rounds of 33 launches
 behind the hold: run it in several processes to see whether a measure
-keeps its value from one process to the next.
+keeps its value from one process to the next. "levels" prints, per
+process, the touch-to-touch gap on the default stream (its level) beside
+gaps that might not follow it: touches with a wait on another stream's
+event between them, and the gap from the hold kernel's end to a touch
+behind an event record, as in a sample.
 """
 import ctypes
 import importlib.util
@@ -318,6 +323,48 @@ def pairs():
     print(" | ".join(out), flush=True)
 
 
+def levels():
+    word = torch.zeros(2, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    hold, kc = harness.Hold(), harness.KernelClock()
+    stream = torch.cuda.current_stream().cuda_stream
+    other = torch.cuda.Stream()
+    done = torch.cuda.Event()
+    with torch.cuda.stream(other):
+        done.record()
+    ev = torch.cuda.Event()
+    t = lambda: hold.touch(stream, word.data_ptr())  # noqa: E731
+
+    def gaps(seq, first=harness.TOUCH_NAME, rounds=10):
+        out = []
+        for _ in range(rounds):
+            torch.cuda.synchronize()
+            kc.start()
+            hold.arm(stream, 0.0, 50.0)
+            seq()
+            hold.release()
+            torch.cuda.synchronize()
+            recs = sorted((s, e, n) for _, n, s, e in kc.stop() if n in (harness.TOUCH_NAME, harness.HOLD_NAME))
+            out += [(s1 - e0) / 1e3 for (s0, e0, n0), (s1, e1, n1) in zip(recs, recs[1:])
+                    if n1 == harness.TOUCH_NAME and n0 == first]
+        return out
+
+    def plain():
+        for _ in range(33):
+            t()
+
+    def waits():
+        for _ in range(33):
+            t()
+            torch.cuda.current_stream().wait_event(done)
+
+    def sample():
+        ev.record()
+        t()
+    res = [("t>t", gaps(plain)), ("t>wait>t", gaps(waits)), ("hold>event>t", gaps(sample, harness.HOLD_NAME, 40))]
+    print(" | ".join("%s iqm %.3f med %.3f" % (k, harness.iq_mean(g), statistics.median(g)) for k, g in res), flush=True)
+
+
 def cupti():
     buf = torch.ones(256 << 18, dtype=torch.int32, device="cuda")
     flush = harness.fastest(harness.flush_readers(buf))
@@ -364,4 +411,4 @@ def cupti():
 
 if __name__ == "__main__":
     {"clocks": lambda: clocks(sys.argv[2]), "ncu": lambda: ncu(sys.argv[2]), "gaps": gaps, "cupti": cupti,
-     "selfgaps": lambda: selfgaps(sys.argv[2]), "pairs": pairs}[sys.argv[1]]()
+     "selfgaps": lambda: selfgaps(sys.argv[2]), "pairs": pairs, "levels": levels}[sys.argv[1]]()
