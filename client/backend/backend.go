@@ -72,6 +72,9 @@ type Spec struct {
 	// Root runs the runner as root with the default capabilities instead
 	// of as contract.JobUser without any.
 	Root bool
+	// CapAdd adds capabilities to a Root job's (a job run as
+	// contract.JobUser has none to add to).
+	CapAdd []string
 	// NoNetwork runs the job without a network.
 	NoNetwork bool
 	// Timeout is the job's timeout (0: none).

@@ -707,6 +707,9 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 		if unpriv := s.User == "65532:65532" && s.Unprivileged && slices.Contains(s.Env, "USER=xrun"); unpriv == root {
 			t.Errorf("root %v: user %q, unprivileged %v, env %v", root, s.User, s.Unprivileged, s.Env)
 		}
+		if len(s.CapAdd) != 0 {
+			t.Errorf("root %v without --profile: CapAdd %v", root, s.CapAdd)
+		}
 	}
 	ta := newTestApp(t)
 	if code := ta.run(context.Background(), "submit", "--network", "host", experiment(t, ta)); code != ExitUsage || !strings.Contains(ta.err.String(), "give default or none") {
@@ -732,6 +735,28 @@ func TestSubmitProfile(t *testing.T) {
 	}
 	if !found {
 		t.Error("the job's environment lacks XRUN_PROFILE")
+	}
+	// Root gets the capability Nsight Compute needs on hosts that let only
+	// administrators read the counters; the unprivileged job user gets none.
+	for _, root := range []bool{false, true} {
+		ta := newTestApp(t)
+		ta.fake.behave = succeed(t)
+		ta.setenv(map[string]string{gpus.FakeEnv: "1"})
+		args := []string{"submit", "-d", "--profile", "ncu"}
+		if root {
+			args = append(args, "--root")
+		}
+		if code := ta.run(context.Background(), append(args, experiment(t, ta))...); code != 0 {
+			t.Fatalf("root %v: exit %d: %s", root, code, ta.err)
+		}
+		for _, fc := range ta.fake.containers {
+			if fc.spec.Labels[contract.LabelExperiment] == "" {
+				continue // a GPU reservation's container
+			}
+			if want := map[bool][]string{true: {"SYS_ADMIN"}}[root]; !slices.Equal(fc.spec.CapAdd, want) {
+				t.Errorf("root %v: CapAdd %v, want %v", root, fc.spec.CapAdd, want)
+			}
+		}
 	}
 	builds := len(ta.fake.builds)
 	for _, args := range [][]string{{"--profile", "nsys"}, {"--profile", "ncu", "--cpu"}} {

@@ -95,10 +95,11 @@ pushed to --registry, which the cluster pulls from. GPUs are nvidia.com/gpu
 limits and gpu_type a node affinity; the cluster's scheduler places the job.
 See docs/kubernetes.md.
 
-Jobs run as uid 65532 without capabilities (--root to run as root), with
-at most 8192 processes and threads, and a memory limit of resources.memory,
-else three quarters of the host's memory. --env values are kept in the
-container's configuration on the host until xrun rm removes it.`,
+Jobs run as uid 65532 without capabilities (--root to run as root; --root
+with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192
+processes and threads, and a memory limit of resources.memory, else three
+quarters of the host's memory. --env values are kept in the container's
+configuration on the host until xrun rm removes it.`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
@@ -112,7 +113,7 @@ container's configuration on the host until xrun rm removes it.`,
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
-			&cli.StringFlag{Name: "profile", Usage: "after timing, profile with Nsight Compute: ncu (every implementation and case) or ncu:impl=a,b;case=0,2;set=full; the reports come back in the job's out/profile/ (runner/profile/README.md)", Destination: &o.profile},
+			&cli.StringFlag{Name: "profile", Usage: "after timing, profile with Nsight Compute: ncu (every implementation and case) or ncu:impl=a,b;case=0,2;set=full; the reports come back in the job's out/profile/ (runner/profile/README.md); with --root the job also gets CAP_SYS_ADMIN, which hosts that let only administrators read the GPU's counters require", Destination: &o.profile},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Destination: &o.registry},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.pullSecret},
 		),
@@ -206,6 +207,11 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	}
 	var b backend.Backend = dockerhost.New(e)
 	jo := submit.JobOptions{Env: env, Root: o.root, NoNetwork: o.network == "none", HostMemory: p.Info.MemoryBytes}
+	if o.profile != "" && o.root {
+		// Nsight Compute reads the GPU's counters; where the driver lets
+		// only administrators, root needs this capability too.
+		jo.CapAdd = []string{profile.AdminCapability}
+	}
 	if kb != nil {
 		kb.Builder, kb.Registry, kb.PullSecret = e, o.registry, o.pullSecret
 		b, jo.HostMemory = kb, 0

@@ -387,6 +387,7 @@ func (d *Docker) Create(ctx context.Context, s ContainerSpec) (string, error) {
 		hc.CapDrop = []string{"ALL"}
 		hc.SecurityOpt = []string{"no-new-privileges"}
 	}
+	hc.CapAdd = s.CapAdd
 	hc.Memory = s.MemoryBytes
 	if s.MemoryBytes > 0 {
 		hc.MemorySwap = s.MemoryBytes // no swap beyond the limit, so OOM is OOM

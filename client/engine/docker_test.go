@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"github.com/xrun-dev/xrun/client/hosts"
-
 	"archive/tar"
 	"bytes"
 	"context"
@@ -10,9 +8,12 @@ import (
 	"flag"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/client/hosts"
 )
 
 // testLabel=testValue marks everything these tests make, so they clean up
@@ -319,6 +320,41 @@ func cleanupTestObjects() {
 		ims, _ := d.Images(ctx, map[string]string{testLabel: testValue})
 		for _, im := range ims {
 			d.RemoveImage(ctx, im.ID)
+		}
+	}
+}
+
+// CapAdd reaches the container's process: SYS_ADMIN (bit 21) is in the
+// effective set with it and not without it.
+func TestDockerCapAdd(t *testing.T) {
+	d := daemon(t)
+	ctx := context.Background()
+	img := busyboxImage(t, d)
+	for _, add := range [][]string{nil, {"SYS_ADMIN"}} {
+		id, res := run(t, d, ContainerSpec{
+			Name:   "xrun-engine-cap-" + time.Now().Format("150405.000000"),
+			Image:  img,
+			Cmd:    []string{"sh", "-c", `grep CapEff /proc/self/status`},
+			CapAdd: add,
+		})
+		if res.Err != nil || res.ExitCode != 0 {
+			t.Fatalf("CapAdd %v: wait = %+v", add, res)
+		}
+		var out bytes.Buffer
+		if err := d.Logs(ctx, id, LogOptions{}, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(out.String())
+		if len(f) != 2 {
+			t.Fatalf("CapAdd %v: %q", add, out.String())
+		}
+		eff, err := strconv.ParseUint(f[1], 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const sysAdmin = 21
+		if has := eff&(1<<sysAdmin) != 0; has != (add != nil) {
+			t.Errorf("CapAdd %v: CapEff %s, SYS_ADMIN %v", add, f[1], has)
 		}
 	}
 }

@@ -151,6 +151,8 @@ type ContainerSpec struct {
 	PidsLimit int64
 	// Unprivileged drops every capability and sets no-new-privileges.
 	Unprivileged bool
+	// CapAdd adds capabilities (such as SYS_ADMIN) to Docker's default set.
+	CapAdd []string
 }
 
 // WaitResult is how a container stopped.

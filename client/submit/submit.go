@@ -350,6 +350,8 @@ type JobOptions struct {
 	Env []string
 	// Root runs the job as root with the default capabilities.
 	Root bool
+	// CapAdd adds capabilities to a Root job (backend.Spec.CapAdd).
+	CapAdd []string
 	// NoNetwork runs the job without a network.
 	NoNetwork bool
 	// HostMemory is the memory of the host the job runs on, for the
@@ -411,6 +413,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		MemoryBytes: int64(p.Spec.Resources.Memory),
 		PidsLimit:   DefaultPidsLimit,
 		Root:        o.Root,
+		CapAdd:      o.CapAdd,
 		NoNetwork:   o.NoNetwork,
 		Timeout:     p.Timeout,
 	}

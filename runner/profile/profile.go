@@ -249,11 +249,17 @@ func isExec(p string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
+// AdminCapability is the capability a job run as root needs to read the
+// GPU's performance counters where the driver lets only administrators
+// (xrun submit --profile --root adds it).
+const AdminCapability = "SYS_ADMIN"
+
 // PermissionHelp is what to do about ERR_NVGPUCTRPERM.
 const PermissionHelp = "Nsight Compute may not read this GPU's performance counters (ERR_NVGPUCTRPERM): the host's NVIDIA " +
 	"driver lets only administrators profile. Either allow everyone on the host (a file in /etc/modprobe.d with " +
 	"\"options nvidia NVreg_RestrictProfilingToAdminUsers=0\", then reload the driver or reboot), or run the job " +
-	"as root with the SYS_ADMIN capability; see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+	"as root with the " + AdminCapability + " capability (xrun submit --profile ... --root does); " +
+	"see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
 
 // Explain reads ncu's log (Files.Log) for why a profile failed: the
 // permission error with what to do about it, a run that profiled no

@@ -51,7 +51,7 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 		NetworkDisabled: s.NoNetwork,
 	}
 	if s.Root {
-		cs.User, cs.Unprivileged = "", false
+		cs.User, cs.Unprivileged, cs.CapAdd = "", false, s.CapAdd
 	}
 	if s.GPUs != nil {
 		cs.GPUs = &engine.GPURequest{Count: s.GPUs.Count, IDs: s.GPUs.IDs}

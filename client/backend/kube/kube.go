@@ -367,6 +367,13 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 		VolumeMounts:             []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}},
 	}
 	podSec := &corev1.PodSecurityContext{}
+	if s.Root && len(s.CapAdd) > 0 {
+		add := make([]corev1.Capability, len(s.CapAdd))
+		for i, c := range s.CapAdd {
+			add[i] = corev1.Capability(c)
+		}
+		container.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
+	}
 	if !s.Root {
 		uid, gid := jobUser()
 		no, yes := false, true

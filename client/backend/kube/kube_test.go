@@ -91,6 +91,15 @@ func TestJobObject(t *testing.T) {
 	if root := JobObject(s, ref, "0123456789ab", "", nil).Spec.Template.Spec; root.SecurityContext.RunAsUser != nil || root.Containers[0].SecurityContext != nil {
 		t.Error("--root must leave the user and capabilities to the image")
 	}
+	s.CapAdd = []string{"SYS_ADMIN"}
+	if c := JobObject(s, ref, "0123456789ab", "", nil).Spec.Template.Spec.Containers[0]; c.SecurityContext == nil ||
+		len(c.SecurityContext.Capabilities.Add) != 1 || c.SecurityContext.Capabilities.Add[0] != "SYS_ADMIN" {
+		t.Errorf("root with CapAdd: security context %+v", c.SecurityContext)
+	}
+	s.Root = false
+	if c := JobObject(s, ref, "0123456789ab", "", nil).Spec.Template.Spec.Containers[0]; len(c.SecurityContext.Capabilities.Add) != 0 {
+		t.Error("the job user must get no capabilities")
+	}
 }
 
 func TestSupported(t *testing.T) {
