@@ -32,6 +32,11 @@ copy yet. A path to a results.json (or to a directory holding one) stands for
 the run that wrote it: results committed with an experiment, or a run of the
 runner without xrun.
 
+A row's times are on one clock: the kernel clock where every job has it, else
+the CUDA events (results from a runner before the kernel clock have the events
+alone); a note says so, and says when the jobs' kernel clocks add different
+launch costs (methodology.launch_ms), which calls of a few µs differ by.
+
 Examples:
   xrun submit --host lab --host cloud experiments/039-gla-pingpong
   xrun compare 3fa1 9b2e

@@ -2,6 +2,10 @@
 // experiment on different hosts or GPUs) side by side: for every sweep
 // point and implementation, each job's median time, its speedup over its
 // own baseline, its TFLOPS, and the time ratio against the first job.
+//
+// A row's times are on one clock: the kernel clock where every job has
+// it, else the CUDA events (a job from a runner before the kernel clock,
+// or one timed with method.kernel_clock false, has the events alone).
 package compare
 
 import (
@@ -28,6 +32,10 @@ type Report struct {
 	Experiments []string `json:"experiments"`
 	Jobs        []Job    `json:"jobs"`
 	Cases       []Case   `json:"cases"`
+	// Notes say what to keep in mind when reading the ratios: rows read
+	// on the events because the jobs' clocks differ, kernel clocks that
+	// add different launch costs.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Job describes one compared job.
@@ -39,6 +47,9 @@ type Job struct {
 	Status     string `json:"status"`
 	Experiment string `json:"experiment"`
 	Mode       string `json:"mode,omitempty"`
+	// LaunchMS is the launch cost the job's kernel clock adds to every
+	// call (methodology.launch_ms; 0: none recorded).
+	LaunchMS float64 `json:"launch_ms,omitempty"`
 }
 
 // Case is one sweep point.
@@ -58,6 +69,8 @@ type Row struct {
 type Cell struct {
 	Status   string  `json:"status"`
 	MedianMS float64 `json:"median_ms,omitempty"`
+	// Clock is the clock MedianMS is on (result.ClockKernel, ...).
+	Clock string `json:"clock,omitempty"`
 	// Speedup is over the job's own baseline (1 for the baseline itself).
 	Speedup float64 `json:"speedup,omitempty"`
 	Verdict string  `json:"verdict,omitempty"`
@@ -93,7 +106,8 @@ func Build(in []Input) (*Report, error) {
 		if id == "" {
 			id = r.JobID
 		}
-		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: x.Host, GPU: gpuName(r), Status: r.Status, Experiment: r.Experiment, Mode: r.Mode})
+		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: x.Host, GPU: gpuName(r), Status: r.Status,
+			Experiment: r.Experiment, Mode: r.Mode, LaunchMS: r.Methodology.LaunchMS})
 		index[i] = map[string]*result.Case{}
 		for ci := range r.Cases {
 			c := &r.Cases[ci]
@@ -114,23 +128,35 @@ func Build(in []Input) (*Report, error) {
 			}
 		}
 	}
+	onEvents := 0 // rows read on the events because their jobs' clocks differ
+	kernelRows := 0
 	for _, k := range caseKeys {
 		c := Case{Label: caseLabel[k]}
 		for _, n := range impls {
 			row := Row{Implementation: n}
 			any := false
+			var timings []*result.Timing
 			for i, x := range in {
 				cell := Cell{Status: "missing"}
+				var t *result.Timing
 				if rc := index[i][k]; rc != nil {
 					if ir := rc.Results[n]; ir != nil {
 						any = true
 						cell = makeCell(x.Results, rc, n, ir)
+						t = ir.Timing
 					}
 				}
 				row.Cells = append(row.Cells, cell)
+				timings = append(timings, t)
 			}
 			if !any {
 				continue
+			}
+			switch clock, mixed := oneClock(row.Cells, timings); {
+			case mixed && clock == result.ClockEvents:
+				onEvents++
+			case clock == result.ClockKernel:
+				kernelRows++
 			}
 			first := row.Cells[0].MedianMS
 			for i := 1; i < len(row.Cells); i++ {
@@ -142,13 +168,76 @@ func Build(in []Input) (*Report, error) {
 		}
 		rep.Cases = append(rep.Cases, c)
 	}
+	if onEvents > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d row(s) compared on the CUDA events: not every job has the kernel clock there "+
+			"(a runner before it, or method.kernel_clock false); the events read about 1.2-1.5 µs more per call on an H100", onEvents))
+	}
+	if kernelRows > 0 {
+		lo, hi := 0.0, 0.0
+		for _, j := range rep.Jobs {
+			if j.LaunchMS > 0 && (lo == 0 || j.LaunchMS < lo) {
+				lo = j.LaunchMS
+			}
+			hi = max(hi, j.LaunchMS)
+		}
+		if hi-lo >= 0.05e-3 {
+			var each []string
+			for _, j := range rep.Jobs {
+				if j.LaunchMS > 0 {
+					each = append(each, fmt.Sprintf("%s %.2f µs", j.Key, j.LaunchMS*1e3))
+				}
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the kernel clock adds each job's own launch cost (%s): calls of a few µs "+
+				"differ by that much for it alone; timing.kernel in results.json has the spans without it", strings.Join(each, ", ")))
+		}
+	}
 	return rep, nil
+}
+
+// oneClock puts a row's cells on one clock: their own where every timed
+// cell is on the same one, else the CUDA events for every kernel-clock
+// cell that has them. It returns the clock the row is then on ("" for a
+// row without a timed cell, or one still on several clocks: each cell's
+// Clock says its own), and whether the cells' own clocks differed.
+func oneClock(cells []Cell, timings []*result.Timing) (clock string, mixed bool) {
+	same, timed := true, 0
+	for i, t := range timings {
+		if t == nil || cells[i].MedianMS <= 0 {
+			continue
+		}
+		timed++
+		if clock == "" {
+			clock = cells[i].Clock
+		} else if cells[i].Clock != clock {
+			same = false
+		}
+	}
+	if timed == 0 {
+		return "", false
+	}
+	if same {
+		return clock, false
+	}
+	all := true
+	for i, t := range timings {
+		if t == nil || cells[i].MedianMS <= 0 {
+			continue
+		}
+		if cells[i].Clock == result.ClockKernel && t.Events != nil && t.Events.MedianMS > 0 {
+			cells[i].MedianMS, cells[i].Clock = t.Events.MedianMS, result.ClockEvents
+		}
+		all = all && cells[i].Clock == result.ClockEvents
+	}
+	if all {
+		return result.ClockEvents, true
+	}
+	return "", true
 }
 
 func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplResult) Cell {
 	cell := Cell{Status: ir.Status}
 	if ir.Timing != nil && ir.Timing.MedianMS > 0 {
-		cell.MedianMS = ir.Timing.MedianMS
+		cell.MedianMS, cell.Clock = ir.Timing.MedianMS, ir.Timing.ClockOf(r.Mode)
 	}
 	if ir.Throughput != nil {
 		cell.TFLOPS = ir.Throughput.TFLOPS
@@ -302,6 +391,12 @@ func (rep *Report) Text(w io.Writer) error {
 			fmt.Fprintln(tw, strings.Join(cols, "\t"))
 		}
 	}
+	if len(rep.Notes) > 0 {
+		fmt.Fprintln(tw)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(tw, "note: %s\n", n)
+	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
 	}
@@ -337,6 +432,12 @@ func (rep *Report) Markdown(w io.Writer) error {
 			}
 			b.WriteString("\n")
 		}
+	}
+	if len(rep.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "> %s\n", n)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write comparison: %w", err)

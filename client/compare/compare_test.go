@@ -143,3 +143,61 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%s differs from the golden file:\n%s", name, got)
 	}
 }
+
+// Jobs on different clocks are compared on the events; jobs on the kernel
+// clock stay on it, with a note when their launch costs differ.
+func TestOneClockPerRow(t *testing.T) {
+	onKernel := func(r *result.Results, launchMS float64) *result.Results {
+		r.Methodology.LaunchMS = launchMS
+		for _, c := range r.Cases {
+			for _, ir := range c.Results {
+				if ir.Timing != nil {
+					ir.Timing.Events = &result.ClockSummary{MedianMS: ir.Timing.MedianMS + 0.0013}
+					ir.Timing.Clock = result.ClockKernel
+				}
+			}
+		}
+		return r
+	}
+	// A new runner's job beside an old one's: the row reads the events.
+	rep, err := Build([]Input{
+		{JobID: "new", Results: onKernel(results("new", "NVIDIA H100 80GB HBM3", 1, false, false), 0.0012)},
+		{JobID: "old", Results: results("old", "NVIDIA H100 80GB HBM3", 1, false, false)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := rep.Cases[0].Rows[0]
+	if c := row.Cells[0]; c.Clock != result.ClockEvents || c.MedianMS != 0.5+0.0013 {
+		t.Errorf("new job's cell %+v: want its events' median", c)
+	}
+	if c := row.Cells[1]; c.Clock != result.ClockEvents || c.VsFirst != (0.5+0.0013)/0.5 {
+		t.Errorf("old job's cell %+v", c)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "2 row(s) compared on the CUDA events") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+	// Two kernel-clock jobs stay on it; different launch costs get a note.
+	for _, tc := range []struct {
+		launch2 float64
+		notes   int
+	}{{0.0012, 0}, {0.00095, 1}} {
+		rep, err = Build([]Input{
+			{JobID: "a", Results: onKernel(results("a", "NVIDIA H100 80GB HBM3", 1, false, false), 0.0012)},
+			{JobID: "b", Results: onKernel(results("b", "NVIDIA H100 80GB HBM3", 1, false, false), tc.launch2)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := rep.Cases[0].Rows[0].Cells[1]; c.Clock != result.ClockKernel || c.MedianMS != 0.5 {
+			t.Errorf("launch %v: cell %+v: want the kernel clock", tc.launch2, c)
+		}
+		if len(rep.Notes) != tc.notes || tc.notes == 1 && !strings.Contains(rep.Notes[0], "1 1.20 µs, 2 0.95 µs") {
+			t.Errorf("launch %v: notes %q", tc.launch2, rep.Notes)
+		}
+	}
+	var b bytes.Buffer
+	if err := rep.Text(&b); err != nil || !strings.Contains(b.String(), "note: the kernel clock adds each job's own launch cost") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+}
