@@ -23,7 +23,7 @@ func TestCompletionBash(t *testing.T) {
 	expect(t, script, 0)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "xrun.bash")
-	if err := os.WriteFile(file, []byte(script.stdout), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(script.Stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	complete := func(words ...string) string {
@@ -52,7 +52,7 @@ func TestCompletionBash(t *testing.T) {
 	}
 	r := submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	defer xrun(t, time.Minute, "rm", "-f", id)
 	if got := complete("xrun", "logs", id[:10]); strings.TrimSpace(got) != id {
 		t.Errorf("xrun logs %s<TAB>: %q", id[:10], got)
@@ -63,8 +63,8 @@ func TestCompletionBash(t *testing.T) {
 	for _, sh := range []string{"zsh", "fish"} {
 		s := xrun(t, time.Minute, "completion", sh)
 		expect(t, s, 0)
-		if !strings.Contains(s.stdout, "xrun") {
-			t.Errorf("%s script:\n%s", sh, s.stdout)
+		if !strings.Contains(s.Stdout, "xrun") {
+			t.Errorf("%s script:\n%s", sh, s.Stdout)
 		}
 	}
 	expect(t, xrun(t, time.Minute, "completion", "tcsh"), 3, "unknown shell")

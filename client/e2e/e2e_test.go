@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -166,34 +166,14 @@ func newDangling() []string {
 	return ids
 }
 
-type res struct {
-	code           int
-	stdout, stderr string
-}
+type res = xruntest.Result
+
+var expect = xruntest.Expect
 
 // xrun runs the binary with args and waits at most limit.
 func xrun(t *testing.T, limit time.Duration, args ...string) res {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, xrunBin, args...)
-	cmd.Env = env()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := res{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("xrun %v: %v", args, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("xrun %v ran past %v\nstderr:\n%s", args, limit, r.stderr)
-	}
-	return r
+	return xruntest.Run(t, limit, xrunBin, env(), args...)
 }
 
 func env() []string {
@@ -212,18 +192,6 @@ func fixturePath(name string) string {
 		return name
 	}
 	return filepath.Join(repo, "client", "e2e", "testdata", name)
-}
-
-func expect(t *testing.T, r res, code int, stderrHas ...string) {
-	t.Helper()
-	if r.code != code {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
-	}
-	for _, s := range stderrHas {
-		if !strings.Contains(r.stderr, s) {
-			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
-		}
-	}
 }
 
 var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in container`)
@@ -254,8 +222,8 @@ func jobStatus(t *testing.T, id string) status {
 	r := xrun(t, time.Minute, "status", "--json", id)
 	expect(t, r, 0)
 	var s status
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
 	}
 	return s
 }
@@ -280,13 +248,13 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--label", testLabel+"=e2e", dir)
 	expect(t, r, 0, "Step 1/", "job ", "status: succeeded")
 	for _, want := range []string{"first-kernel", "succeeded", "reference", "blocked", "PASS"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("results table lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("results table lacks %q:\n%s", want, r.Stdout)
 		}
 	}
-	m := jobLine.FindStringSubmatch(r.stderr)
+	m := jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil {
-		t.Fatalf("no job id in stderr:\n%s", r.stderr)
+		t.Fatalf("no job id in stderr:\n%s", r.Stderr)
 	}
 	s := jobStatus(t, m[1])
 	if s.Status != result.StatusSucceeded {
@@ -328,41 +296,41 @@ func dockerCLI(t *testing.T, args ...string) string {
 func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(id) {
-		t.Fatalf("detached stdout %q, want the job id alone", r.stdout)
+		t.Fatalf("detached stdout %q, want the job id alone", r.Stdout)
 	}
 	logs := xrun(t, 3*time.Minute, "logs", "-f", id[:6])
 	expect(t, logs, 0)
-	if !strings.Contains(logs.stderr+logs.stdout, "status: succeeded") {
-		t.Errorf("logs -f did not follow to the end:\n%s%s", logs.stdout, logs.stderr)
+	if !strings.Contains(logs.Stderr+logs.Stdout, "status: succeeded") {
+		t.Errorf("logs -f did not follow to the end:\n%s%s", logs.Stdout, logs.Stderr)
 	}
 	w := xrun(t, time.Minute, "wait", id)
 	expect(t, w, 0)
-	if strings.TrimSpace(w.stdout) != "succeeded" {
-		t.Errorf("wait printed %q", w.stdout)
+	if strings.TrimSpace(w.Stdout) != "succeeded" {
+		t.Errorf("wait printed %q", w.Stdout)
 	}
 	js := xrun(t, time.Minute, "results", "--json", id)
 	expect(t, js, 0)
-	rs, err := result.Decode([]byte(js.stdout))
+	rs, err := result.Decode([]byte(js.Stdout))
 	if err != nil || rs.JobID != id || rs.Experiment != "e2e-quick" || !rs.Success {
 		t.Errorf("results --json: %v %+v", err, rs)
 	}
 	md := xrun(t, time.Minute, "results", "--markdown", id)
 	expect(t, md, 0)
-	if !strings.Contains(md.stdout, "| N=1024 | N=4096 |") || !strings.Contains(md.stdout, "✅") {
-		t.Errorf("markdown:\n%s", md.stdout)
+	if !strings.Contains(md.Stdout, "| N=1024 | N=4096 |") || !strings.Contains(md.Stdout, "✅") {
+		t.Errorf("markdown:\n%s", md.Stdout)
 	}
 	ps := xrun(t, time.Minute, "ps", "--all", "--json")
 	expect(t, ps, 0)
-	if !strings.Contains(ps.stdout, id) {
+	if !strings.Contains(ps.Stdout, id) {
 		t.Errorf("ps --all lacks %s", id)
 	}
 
 	// Unchanged: the build is skipped.
 	again := submit(t, 2*time.Minute, "quick", "-d")
 	expect(t, again, 0, "build skipped")
-	id2 := strings.TrimSpace(again.stdout)
+	id2 := strings.TrimSpace(again.Stdout)
 	expect(t, xrun(t, 2*time.Minute, "wait", id2), 0)
 
 	expect(t, xrun(t, time.Minute, "rm", id, id2), 0)
@@ -376,7 +344,7 @@ func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {
 func TestCancelRunningJob(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	waitRunning(t, id)
 	c := xrun(t, time.Minute, "cancel", id)
 	expect(t, c, 0, "cancelled job "+id)
@@ -469,16 +437,16 @@ func TestAttachedTimeout(t *testing.T) {
 // that r ran say status, and that xrun results exits with code.
 func agree(t *testing.T, r res, want string, code int) {
 	t.Helper()
-	m := jobLine.FindStringSubmatch(r.stderr)
+	m := jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil {
-		t.Fatalf("no job id in stderr:\n%s", r.stderr)
+		t.Fatalf("no job id in stderr:\n%s", r.Stderr)
 	}
 	if s := jobStatus(t, m[1]); s.Status != want {
 		t.Errorf("record says %s, want %s", s.Status, want)
 	}
 	js := xrun(t, time.Minute, "results", "--json", m[1])
 	expect(t, js, code)
-	if rs, err := result.Decode([]byte(js.stdout)); err != nil || rs.Status != want {
+	if rs, err := result.Decode([]byte(js.Stdout)); err != nil || rs.Status != want {
 		t.Errorf("results.json says %v, want %s (%v)", rs, want, err)
 	}
 }
@@ -486,38 +454,38 @@ func agree(t *testing.T, r res, want string, code int) {
 func TestFailingImplementationExitsNonZero(t *testing.T) {
 	r := submit(t, 5*time.Minute, "fail")
 	expect(t, r, 2, "this kernel is broken on purpose")
-	m := jobLine.FindStringSubmatch(r.stderr)
+	m := jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil {
 		t.Fatal("no job id")
 	}
 	if s := jobStatus(t, m[1]); s.Status != result.StatusFailed || s.ExitCode == nil || *s.ExitCode != 2 {
 		t.Errorf("status %+v", s)
 	}
-	if !strings.Contains(r.stdout, "broken") {
-		t.Errorf("the results table is not on stdout:\n%s", r.stdout)
+	if !strings.Contains(r.Stdout, "broken") {
+		t.Errorf("the results table is not on stdout:\n%s", r.Stdout)
 	}
 	// The table once (the runner's copy stays in runner.log), with the
 	// traceback's tail under it, here and from xrun results.
 	head := regexp.MustCompile(`CASE +IMPL +STATUS`)
-	if n := len(head.FindAllString(r.stdout+r.stderr, -1)); n != 1 {
-		t.Errorf("the table is printed %d times:\nstdout:\n%s\nstderr:\n%s", n, r.stdout, r.stderr)
+	if n := len(head.FindAllString(r.Stdout+r.Stderr, -1)); n != 1 {
+		t.Errorf("the table is printed %d times:\nstdout:\n%s\nstderr:\n%s", n, r.Stdout, r.Stderr)
 	}
 	const frame = `raise RuntimeError("this kernel is broken on purpose")`
-	if !strings.Contains(r.stdout, frame) {
-		t.Errorf("no traceback under the table:\n%s", r.stdout)
+	if !strings.Contains(r.Stdout, frame) {
+		t.Errorf("no traceback under the table:\n%s", r.Stdout)
 	}
 	// xrun results of a failed job shows it and exits with the job's code.
 	res := xrun(t, time.Minute, "results", m[1])
 	expect(t, res, 2)
-	if !strings.Contains(res.stdout, frame) || !strings.Contains(res.stdout, "broken.py\", line") {
-		t.Errorf("xrun results shows no traceback:\n%s", res.stdout)
+	if !strings.Contains(res.Stdout, frame) || !strings.Contains(res.Stdout, "broken.py\", line") {
+		t.Errorf("xrun results shows no traceback:\n%s", res.Stdout)
 	}
 }
 
 func TestOOMKilledJob(t *testing.T) {
 	r := submit(t, 5*time.Minute, "oom")
-	if r.code == 0 {
-		t.Fatalf("an OOM job succeeded:\n%s", r.stderr)
+	if r.Code == 0 {
+		t.Fatalf("an OOM job succeeded:\n%s", r.Stderr)
 	}
 	// One worker was killed: the runner recorded it and went on.
 	expect(t, r, 2, "container was OOM-killed (memory limit 96MiB)", "raise resources.memory")
@@ -544,8 +512,8 @@ func TestNoGPURuntime(t *testing.T) {
 func TestUnreachableDaemon(t *testing.T) {
 	r := xrun(t, time.Minute, "submit", "--cpu", "--host", "unix:///nonexistent/docker.sock", fixturePath("quick"))
 	expect(t, r, 4, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
-	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
-		t.Errorf("the error is %d lines:\n%s", n+1, r.stderr)
+	if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n != 0 {
+		t.Errorf("the error is %d lines:\n%s", n+1, r.Stderr)
 	}
 }
 
@@ -558,10 +526,10 @@ func TestPsUnreachableDaemon(t *testing.T) {
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		cmd.Run()
-		r := res{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+		r := res{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
 		expect(t, r, 4, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
-		if r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-			t.Errorf("xrun %v: stdout %q, stderr:\n%s", args, r.stdout, r.stderr)
+		if r.Stdout != "" || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("xrun %v: stdout %q, stderr:\n%s", args, r.Stdout, r.Stderr)
 		}
 	}
 }
@@ -571,7 +539,7 @@ func TestPsUnreachableDaemon(t *testing.T) {
 func TestTruncatedRecordRemovedByRmForce(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	waitRunning(t, id)
 	path := filepath.Join(dataDir, "xrun", "jobs", id, "job.json")
 	data, err := os.ReadFile(path)
@@ -583,8 +551,8 @@ func TestTruncatedRecordRemovedByRmForce(t *testing.T) {
 	}
 	ps := xrun(t, time.Minute, "ps")
 	expect(t, ps, 0, path)
-	if !regexp.MustCompile(id + `\s.*unreadable`).MatchString(ps.stdout) {
-		t.Errorf("ps does not list %s as unreadable:\n%s", id, ps.stdout)
+	if !regexp.MustCompile(id + `\s.*unreadable`).MatchString(ps.Stdout) {
+		t.Errorf("ps does not list %s as unreadable:\n%s", id, ps.Stdout)
 	}
 	expect(t, xrun(t, time.Minute, "rm", id), 4, "xrun rm -f "+id)
 	expect(t, xrun(t, time.Minute, "rm", "-f", id), 0)
@@ -606,16 +574,16 @@ func TestBadJobID(t *testing.T) {
 func TestRunLocalWithoutDocker(t *testing.T) {
 	out := t.TempDir()
 	r := xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixturePath("quick"))
-	if r.code == 4 && strings.Contains(r.stderr, "numpy") && os.Getenv("CI") != "true" {
-		t.Skipf("no python3 with numpy on this machine (CI installs python3-numpy): %s", r.stderr)
+	if r.Code == 4 && strings.Contains(r.Stderr, "numpy") && os.Getenv("CI") != "true" {
+		t.Skipf("no python3 with numpy on this machine (CI installs python3-numpy): %s", r.Stderr)
 	}
 	expect(t, r, 0, "status: succeeded")
 	rs, err := result.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil || rs.Experiment != "e2e-quick" || rs.Mode != "cpu" || !rs.Success {
 		t.Errorf("results: %v %+v", err, rs)
 	}
-	if !strings.Contains(r.stdout, "loop") {
-		t.Errorf("no table on stdout:\n%s", r.stdout)
+	if !strings.Contains(r.Stdout, "loop") {
+		t.Errorf("no table on stdout:\n%s", r.Stdout)
 	}
 	if _, err := os.Stat(filepath.Join(fixturePath("quick"), ".xrun")); err == nil {
 		t.Error("--out was ignored: the experiment directory got a .xrun/")

@@ -46,7 +46,7 @@ func TestExperimentsOnCPU(t *testing.T) {
 			id := jobIDOf(t, r)
 			out := xrun(t, time.Minute, "results", "--json", id)
 			expect(t, out, 0)
-			res, err := result.Decode([]byte(out.stdout))
+			res, err := result.Decode([]byte(out.Stdout))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,9 +82,9 @@ func TestExperimentsOnCPU(t *testing.T) {
 // jobIDOf reads the job id an attached submit announced on stderr.
 func jobIDOf(t *testing.T, r res) string {
 	t.Helper()
-	m := jobLine.FindStringSubmatch(r.stderr)
+	m := jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil {
-		t.Fatalf("no job id in the submit's stderr:\n%s", r.stderr)
+		t.Fatalf("no job id in the submit's stderr:\n%s", r.Stderr)
 	}
 	return m[1]
 }

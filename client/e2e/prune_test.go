@@ -15,7 +15,7 @@ func TestPrune(t *testing.T) {
 	mark := "xrun-prune-test=" + randomHex(t)
 	r := submit(t, 5*time.Minute, "quick", "-d", "--label", mark)
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
 	image := func() []string {
 		k, v, _ := strings.Cut(mark, "=")
@@ -44,8 +44,8 @@ func TestPrune(t *testing.T) {
 	expect(t, young, 0, "would remove 0 images", "1 built in the last 1h0m0s")
 	dry := xrun(t, time.Minute, "prune", "--dry-run", "--older-than", "0", "--label", mark)
 	expect(t, dry, 0, "would remove 1 images")
-	if !strings.Contains(dry.stdout, "would remove ") || !strings.Contains(dry.stdout, "e2e-quick") {
-		t.Errorf("dry run lists:\n%s", dry.stdout)
+	if !strings.Contains(dry.Stdout, "would remove ") || !strings.Contains(dry.Stdout, "e2e-quick") {
+		t.Errorf("dry run lists:\n%s", dry.Stdout)
 	}
 	if len(image()) == 0 {
 		t.Fatal("--dry-run removed the image")

@@ -21,19 +21,19 @@ func xrunIn(t *testing.T, data string, limit time.Duration, args ...string) res 
 func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
 
 	other := t.TempDir()
 	ps := xrunIn(t, other, time.Minute, "ps", "--all")
 	expect(t, ps, 0)
-	if !strings.Contains(ps.stdout, id) {
-		t.Fatalf("ps --all from another store lacks %s:\n%s", id, ps.stdout)
+	if !strings.Contains(ps.Stdout, id) {
+		t.Fatalf("ps --all from another store lacks %s:\n%s", id, ps.Stdout)
 	}
 	rm := xrunIn(t, other, time.Minute, "rm", id[:8])
 	expect(t, rm, 0)
-	if strings.TrimSpace(rm.stdout) != id {
-		t.Errorf("rm printed %q, want %s", rm.stdout, id)
+	if strings.TrimSpace(rm.Stdout) != id {
+		t.Errorf("rm printed %q, want %s", rm.Stdout, id)
 	}
 	if cs := jobContainers(t, id); len(cs) != 0 {
 		t.Errorf("rm left %d containers", len(cs))

@@ -1,10 +1,8 @@
 package hosts_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -34,33 +33,11 @@ type xrunEnv struct {
 	repo string
 }
 
-type run struct {
-	code           int
-	stdout, stderr string
-}
+type run = xruntest.Result
 
 func (x *xrunEnv) run(t *testing.T, limit time.Duration, args ...string) run {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, x.bin, args...)
-	cmd.Env = x.env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := run{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("xrun %v: %v", args, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("xrun %v ran past %v\nstderr:\n%s", args, limit, r.stderr)
-	}
-	return r
+	return xruntest.Run(t, limit, x.bin, x.env, args...)
 }
 
 func (x *xrunEnv) submit(t *testing.T, flags ...string) run {
@@ -69,17 +46,7 @@ func (x *xrunEnv) submit(t *testing.T, flags ...string) run {
 	return x.run(t, 4*time.Minute, append(args, filepath.Join(x.repo, "client", "hosts", "testdata", "remote-quick"))...)
 }
 
-func expectCode(t *testing.T, r run, code int, stderrHas ...string) {
-	t.Helper()
-	if r.code != code {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
-	}
-	for _, s := range stderrHas {
-		if !strings.Contains(r.stderr, s) {
-			t.Fatalf("stderr lacks %q:\n%s", s, r.stderr)
-		}
-	}
-}
+var expectCode = xruntest.Expect
 
 var jobRunning = regexp.MustCompile(`job ([0-9a-f]{12}) running in container \S+ on (\S+)`)
 
@@ -167,15 +134,15 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := x.submit(t, "--host", tc.host)
 			expectCode(t, r, 0, "on "+tc.host)
-			id := jobIDs(r.stderr)[tc.host]
+			id := jobIDs(r.Stderr)[tc.host]
 			if id == "" {
-				t.Fatalf("no job line for %s:\n%s", tc.host, r.stderr)
+				t.Fatalf("no job line for %s:\n%s", tc.host, r.Stderr)
 			}
 			res := x.run(t, time.Minute, "results", "--json", id)
 			expectCode(t, res, 0)
-			doc, err := result.Decode([]byte(res.stdout))
+			doc, err := result.Decode([]byte(res.Stdout))
 			if err != nil || !doc.Success || doc.JobID != id {
-				t.Fatalf("results of %s: %v\n%s", id, err, res.stdout)
+				t.Fatalf("results of %s: %v\n%s", id, err, res.Stdout)
 			}
 			// A later command reaches the job's host from its record.
 			expectCode(t, x.run(t, time.Minute, "status", id), 0)
@@ -184,8 +151,8 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 
 	t.Run("wrong CA", func(t *testing.T) {
 		r := x.submit(t, "--host", "wrong-ca")
-		if r.code == 0 || !strings.Contains(r.stderr, "TLS verification of Docker host wrong-ca") {
-			t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "TLS verification of Docker host wrong-ca") {
+			t.Fatalf("exit %d\nstderr:\n%s", r.Code, r.Stderr)
 		}
 	})
 
@@ -193,16 +160,16 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	t.Run("fan-out and compare", func(t *testing.T) {
 		r := x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls")
 		expectCode(t, r, 0, fmt.Sprintf("%-*s | ", len(testhosts.LocalHost), "second-tls"), testhosts.LocalHost+" | ")
-		t.Logf("xrun submit --host %s --host second-tls:\nstderr:\n%s\nstdout:\n%s", testhosts.LocalHost, r.stderr, r.stdout)
-		ids = jobIDs(r.stderr)
+		t.Logf("xrun submit --host %s --host second-tls:\nstderr:\n%s\nstdout:\n%s", testhosts.LocalHost, r.Stderr, r.Stdout)
+		ids = jobIDs(r.Stderr)
 		if ids[testhosts.LocalHost] == "" || ids["second-tls"] == "" {
-			t.Fatalf("job ids %v\n%s", ids, r.stderr)
+			t.Fatalf("job ids %v\n%s", ids, r.Stderr)
 		}
 		c := x.run(t, time.Minute, "compare", ids[testhosts.LocalHost], ids["second-tls"])
 		expectCode(t, c, 0)
 		for _, want := range []string{"comparing remote-quick", ids["second-tls"] + "  second-tls", "N=1024", "N=4096", "loop"} {
-			if !strings.Contains(c.stdout, want) {
-				t.Fatalf("compare lacks %q:\n%s", want, c.stdout)
+			if !strings.Contains(c.Stdout, want) {
+				t.Fatalf("compare lacks %q:\n%s", want, c.Stdout)
 			}
 		}
 		cj := x.run(t, time.Minute, "compare", "--json", ids[testhosts.LocalHost], ids["second-tls"])
@@ -210,8 +177,8 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 		var rep struct {
 			Jobs []struct{ Host string } `json:"jobs"`
 		}
-		if err := json.Unmarshal([]byte(cj.stdout), &rep); err != nil || len(rep.Jobs) != 2 || rep.Jobs[1].Host != "second-tls" {
-			t.Fatalf("compare --json: %v\n%s", err, cj.stdout)
+		if err := json.Unmarshal([]byte(cj.Stdout), &rep); err != nil || len(rep.Jobs) != 2 || rep.Jobs[1].Host != "second-tls" {
+			t.Fatalf("compare --json: %v\n%s", err, cj.Stdout)
 		}
 	})
 
@@ -219,8 +186,8 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 		r := x.run(t, time.Minute, "ps", "--all", "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
 		expectCode(t, r, 0)
 		for _, id := range ids {
-			if !strings.Contains(r.stdout, id) {
-				t.Fatalf("ps lacks job %s:\n%s", id, r.stdout)
+			if !strings.Contains(r.Stdout, id) {
+				t.Fatalf("ps lacks job %s:\n%s", id, r.Stdout)
 			}
 		}
 	})
@@ -228,21 +195,21 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	t.Run("fan-out with one host stopped", func(t *testing.T) {
 		d.Stop(t)
 		r := x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls")
-		if r.code == 0 {
-			t.Fatalf("exit 0 with a host down\nstderr:\n%s", r.stderr)
+		if r.Code == 0 {
+			t.Fatalf("exit 0 with a host down\nstderr:\n%s", r.Stderr)
 		}
-		if !strings.Contains(r.stderr, fmt.Sprintf("%-*s | failed: cannot reach the Docker daemon at second-tls", len(testhosts.LocalHost), "second-tls")) {
-			t.Fatalf("the failure is not reported for its host:\n%s", r.stderr)
+		if !strings.Contains(r.Stderr, fmt.Sprintf("%-*s | failed: cannot reach the Docker daemon at second-tls", len(testhosts.LocalHost), "second-tls")) {
+			t.Fatalf("the failure is not reported for its host:\n%s", r.Stderr)
 		}
-		t.Logf("with second-tls stopped (exit %d):\n%s", r.code, r.stderr)
-		id := jobIDs(r.stderr)[testhosts.LocalHost]
+		t.Logf("with second-tls stopped (exit %d):\n%s", r.Code, r.Stderr)
+		id := jobIDs(r.Stderr)[testhosts.LocalHost]
 		if id == "" {
-			t.Fatalf("the local job did not run:\n%s", r.stderr)
+			t.Fatalf("the local job did not run:\n%s", r.Stderr)
 		}
 		st := x.run(t, time.Minute, "status", "--json", id)
 		expectCode(t, st, 0)
-		if !strings.Contains(st.stdout, `"succeeded"`) {
-			t.Fatalf("the local job did not complete:\n%s", st.stdout)
+		if !strings.Contains(st.Stdout, `"succeeded"`) {
+			t.Fatalf("the local job did not complete:\n%s", st.Stdout)
 		}
 	})
 }

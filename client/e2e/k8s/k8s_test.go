@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -198,46 +198,14 @@ func cleanup() {
 	}
 }
 
-type res struct {
-	code           int
-	stdout, stderr string
-}
+type res = xruntest.Result
+
+var expect = xruntest.Expect
 
 func xrun(t *testing.T, limit time.Duration, args ...string) res {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, xrunBin, args...)
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dataDir, "KUBECONFIG="+kubeconfig,
-		"XRUN_K8S_REGISTRY="+registry, "XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_K8S=")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := res{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("xrun %v: %v", args, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("xrun %v ran past %v\nstderr:\n%s", args, limit, r.stderr)
-	}
-	return r
-}
-
-func expect(t *testing.T, r res, code int, stderrHas ...string) {
-	t.Helper()
-	if r.code != code {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
-	}
-	for _, s := range stderrHas {
-		if !strings.Contains(r.stderr, s) {
-			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
-		}
-	}
+	return xruntest.Run(t, limit, xrunBin, append(os.Environ(), "XDG_DATA_HOME="+dataDir, "KUBECONFIG="+kubeconfig,
+		"XRUN_K8S_REGISTRY="+registry, "XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_K8S="), args...)
 }
 
 // submit submits fixture (in client/e2e/testdata, or here) to the cluster
@@ -275,8 +243,8 @@ func jobStatus(t *testing.T, id string) status {
 	r := xrun(t, time.Minute, "status", "--json", id)
 	expect(t, r, 0)
 	var s status
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
 	}
 	return s
 }
@@ -304,13 +272,13 @@ func jobGone(t *testing.T, name string) bool {
 func TestAttachedRun(t *testing.T) {
 	r := submit(t, 10*time.Minute, "quick", "--cpu")
 	expect(t, r, 0, "pushing "+registry+"/xrun/e2e-quick:")
-	m := jobLine.FindStringSubmatch(r.stderr)
+	m := jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil {
-		t.Fatalf("no job line:\n%s", r.stderr)
+		t.Fatalf("no job line:\n%s", r.Stderr)
 	}
 	id, name := m[1], m[2]
-	if !strings.Contains(r.stdout, "loop") {
-		t.Errorf("no results table on stdout:\n%s", r.stdout)
+	if !strings.Contains(r.Stdout, "loop") {
+		t.Errorf("no results table on stdout:\n%s", r.Stdout)
 	}
 	s := jobStatus(t, id)
 	if s.Status != result.StatusSucceeded || !strings.HasPrefix(s.Host, "k8s://") {
@@ -331,13 +299,13 @@ func TestAttachedRun(t *testing.T) {
 	}
 	logs := xrun(t, time.Minute, "logs", id)
 	expect(t, logs, 0)
-	if strings.Contains(logs.stdout, outlog.Prefix) || !strings.Contains(logs.stdout, "status: succeeded") {
-		t.Errorf("logs (frame lines must not show):\n%s", logs.stdout)
+	if strings.Contains(logs.Stdout, outlog.Prefix) || !strings.Contains(logs.Stdout, "status: succeeded") {
+		t.Errorf("logs (frame lines must not show):\n%s", logs.Stdout)
 	}
 	ps := xrun(t, time.Minute, "ps", "--all", "--k8s")
 	expect(t, ps, 0)
-	if !strings.Contains(ps.stdout, id) {
-		t.Errorf("ps --all --k8s lacks %s:\n%s", id, ps.stdout)
+	if !strings.Contains(ps.Stdout, id) {
+		t.Errorf("ps --all --k8s lacks %s:\n%s", id, ps.Stdout)
 	}
 	expect(t, xrun(t, time.Minute, "results", id), 0)
 	expect(t, xrun(t, time.Minute, "rm", id), 0)
@@ -349,7 +317,7 @@ func TestAttachedRun(t *testing.T) {
 func TestDetachedCancel(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "--cpu", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	until(t, 3*time.Minute, "job running", func() bool { return jobStatus(t, id).Status == "running" })
 	time.Sleep(3 * time.Second) // the runner is making the inputs
 	expect(t, xrun(t, 2*time.Minute, "cancel", id), 0, "cancelled job "+id)
@@ -374,7 +342,7 @@ func TestDetachedCancel(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "--cpu", "--timeout", "20s")
 	expect(t, r, 124, "ran past its timeout of 20s")
-	id := jobLine.FindStringSubmatch(r.stderr)[1]
+	id := jobLine.FindStringSubmatch(r.Stderr)[1]
 	if s := jobStatus(t, id); s.Status != result.StatusTimeout {
 		t.Errorf("status %+v", s)
 	}
@@ -386,7 +354,7 @@ func TestTimeout(t *testing.T) {
 func TestGPUScheduling(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "--gpus", "1", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	until(t, 2*time.Minute, "unschedulable", func() bool {
 		s := jobStatus(t, id)
 		return s.Container != nil && strings.Contains(s.Container.Message, "nvidia.com/gpu")
@@ -418,7 +386,7 @@ func TestGPUScheduling(t *testing.T) {
 func TestEvictedPodIsReplaced(t *testing.T) {
 	r := submit(t, 5*time.Minute, "steady", "--cpu", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	until(t, 3*time.Minute, "job running", func() bool { return jobStatus(t, id).Status == "running" })
 	ctx := context.Background()
 	pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
@@ -441,8 +409,8 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 		t.Errorf("the evicted pod %s was not replaced: pods %v", first, names)
 	}
 	// The log is the replacement's, which ran to the end.
-	if logs := xrun(t, time.Minute, "logs", id); !strings.Contains(logs.stdout, "status: succeeded") {
-		t.Errorf("logs of the replacement:\n%s", logs.stdout)
+	if logs := xrun(t, time.Minute, "logs", id); !strings.Contains(logs.Stdout, "status: succeeded") {
+		t.Errorf("logs of the replacement:\n%s", logs.Stdout)
 	}
 	s := jobStatus(t, id)
 	if s.Status != result.StatusSucceeded {
@@ -490,7 +458,7 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 	}
 	r := submit(t, 5*time.Minute, dir, "--gpus", "1", "-d")
 	expect(t, r, 0)
-	id := strings.TrimSpace(r.stdout)
+	id := strings.TrimSpace(r.Stdout)
 	var scheduled bool
 	until(t, 2*time.Minute, "pod scheduled", func() bool {
 		pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
