@@ -36,6 +36,10 @@ func (rn *runner) setProfile() error {
 		return fmt.Errorf("profile %s: the spec names no reference", req)
 	}
 	rn.prof, rn.profImpls = req, impls
+	if _, err := profile.Find(); err != nil && !rn.cpu {
+		// Said now, not after minutes of timing: the profile will fail.
+		rn.logf("profile (%s): %v; the implementations are checked and timed as usual", req, err)
+	}
 	return nil
 }
 

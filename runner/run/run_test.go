@@ -1022,6 +1022,22 @@ func TestProfileOnFakeGPU(t *testing.T) {
 		t.Errorf("warnings %+v; exit %d and status %s, want %d and %s as without profiling", r2.Warnings, ro2.code, r2.Status, ro.code, r.Status)
 	}
 
+	// No ncu in the image: said before the first case, the run goes on.
+	var path []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if d != mustAbs(t, "testdata/fakencu") {
+			path = append(path, d)
+		}
+	}
+	t.Setenv("PATH", strings.Join(path, string(os.PathListSeparator)))
+	ro4 := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Profile: "ncu:impl=matmul;case=0"})
+	r4 := readResults(t, ro4.out)
+	log, _ := os.ReadFile(filepath.Join(ro4.out, "runner.log"))
+	early, firstCase := strings.Index(string(log), "Nsight Compute (ncu) is not on PATH"), strings.Index(string(log), " case ")
+	if early < 0 || firstCase < 0 || early > firstCase || len(r4.Profiles) != 1 || r4.Profiles[0].Status != result.ProfileFailed || ro4.code != ro.code {
+		t.Errorf("without ncu: exit %d, profiles %+v, log:\n%s", ro4.code, r4.Profiles, log)
+	}
+
 	// A request the run cannot honour stops it before anything is timed.
 	ro3 := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Profile: "ncu:impl=matmull"})
 	var se *SpecError
