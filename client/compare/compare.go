@@ -184,7 +184,7 @@ func Build(in []Input) (*Report, error) {
 			var each []string
 			for _, j := range rep.Jobs {
 				if j.LaunchMS > 0 {
-					each = append(each, fmt.Sprintf("%s %.2f µs", j.Key, j.LaunchMS*1e3))
+					each = append(each, fmt.Sprintf("job %s: %.2f µs", j.Key, j.LaunchMS*1e3))
 				}
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the kernel clock adds each job's own launch cost (%s): calls of a few µs "+

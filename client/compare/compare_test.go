@@ -192,7 +192,7 @@ func TestOneClockPerRow(t *testing.T) {
 		if c := rep.Cases[0].Rows[0].Cells[1]; c.Clock != result.ClockKernel || c.MedianMS != 0.5 {
 			t.Errorf("launch %v: cell %+v: want the kernel clock", tc.launch2, c)
 		}
-		if len(rep.Notes) != tc.notes || tc.notes == 1 && !strings.Contains(rep.Notes[0], "1 1.20 µs, 2 0.95 µs") {
+		if len(rep.Notes) != tc.notes || tc.notes == 1 && !strings.Contains(rep.Notes[0], "job 1: 1.20 µs, job 2: 0.95 µs") {
 			t.Errorf("launch %v: notes %q", tc.launch2, rep.Notes)
 		}
 	}
