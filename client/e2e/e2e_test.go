@@ -9,21 +9,18 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -50,29 +47,14 @@ func mainE2E(m *testing.M) int {
 		return 0
 	}
 	ci := os.Getenv("CI") == "true"
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
-		if ci {
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "e2e: skipping the suite (it fails under CI=true)")
-		return 0
-	}
-	target, err := hosts.Resolve(hosts.Options{})
+	fail := func(format string, args ...any) int { return xruntest.Unavailable("e2e", format, args...) }
+	d, err := xruntest.Connect()
 	if err != nil {
 		return fail("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	cli, err := hosts.Connect(ctx, target)
-	cancel()
-	if err != nil {
-		return fail("%v", err)
-	}
-	d := engine.FromClient(target.Ref(), cli)
 	eng = d
 	defer d.Close()
-	_, file, _, _ := runtime.Caller(0)
-	repo = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	repo = xruntest.Repo()
 	if code := ensureBase(ci); code >= 0 {
 		return code
 	}
@@ -83,11 +65,8 @@ func mainE2E(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	xrunBin = filepath.Join(tmp, "xrun")
 	dataDir = filepath.Join(tmp, "data")
-	build := exec.Command("go", "build", "-trimpath", "-o", xrunBin, "./client/cmd/xrun")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build xrun: %v\n%s", err, out)
+	if err := xruntest.Build(repo, xrunBin); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v", err)
 		return 1
 	}
 	for _, id := range dangling() {
@@ -116,9 +95,7 @@ func ensureBase(ci bool) int {
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "e2e: making %s with images/make-cpu-base.sh (about a minute)\n", Base)
-	cmd := exec.Command("bash", filepath.Join(repo, "images", "make-cpu-base.sh"))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err := xruntest.MakeBase(repo, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: make %s: %v\n", Base, err)
 		return 1
 	}
@@ -206,26 +183,9 @@ func jobContainers(t *testing.T, id string) []engine.Container {
 	return cs
 }
 
-type status struct {
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	ExitCode  *int   `json:"exit_code"`
-	Error     string `json:"error"`
-	Container *struct {
-		State string `json:"state"`
-	} `json:"container"`
-	StoreDir string `json:"store_dir"`
-}
-
-func jobStatus(t *testing.T, id string) status {
+func jobStatus(t *testing.T, id string) xruntest.Status {
 	t.Helper()
-	r := xrun(t, time.Minute, "status", "--json", id)
-	expect(t, r, 0)
-	var s status
-	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
-	}
-	return s
+	return xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
 }
 
 // waitRunning polls until the job's container runs.

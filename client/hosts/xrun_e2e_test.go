@@ -1,14 +1,13 @@
 package hosts_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +72,9 @@ func ensureBase(t *testing.T, repo string) {
 	if os.Geteuid() != 0 {
 		testhosts.Unavailable(t, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
 	}
-	out, err := exec.Command("bash", filepath.Join(repo, "images", "make-cpu-base.sh")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("make %s: %v\n%s", base, err, out)
+	var out bytes.Buffer
+	if err := xruntest.MakeBase(repo, &out); err != nil {
+		t.Fatalf("make %s: %v\n%s", base, err, out.String())
 	}
 }
 
@@ -85,8 +84,7 @@ func ensureBase(t *testing.T, repo string) {
 // daemon stopped.
 func TestXrunOnRemoteHosts(t *testing.T) {
 	testhosts.RequireDocker(t)
-	_, file, _, _ := runtime.Caller(0)
-	repo := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	repo := xruntest.Repo()
 	ensureBase(t, repo)
 	d := testhosts.StartDaemon(t)
 	s := testhosts.StartSSHD(t)
@@ -94,11 +92,8 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 
 	tmp := t.TempDir()
 	x := &xrunEnv{bin: filepath.Join(tmp, "xrun"), repo: repo}
-	build := exec.Command("go", "build", "-trimpath", "-o", x.bin, "./client/cmd/xrun")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build xrun: %v\n%s", err, out)
+	if err := xruntest.Build(repo, x.bin); err != nil {
+		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`hosts:
   second-tls:

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
@@ -60,11 +61,8 @@ func mainGPU(m *testing.M) int {
 	defer os.RemoveAll(tmpDir)
 	if xrunBin = os.Getenv("XRUN_BIN"); xrunBin == "" {
 		xrunBin = filepath.Join(tmpDir, "xrun")
-		build := exec.Command("go", "build", "-o", xrunBin, "./client/cmd/xrun")
-		build.Dir = repoRoot()
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "gpu e2e: build xrun: %v\n%s", err, out)
+		if err := xruntest.Build(repoRoot(), xrunBin); err != nil {
+			fmt.Fprintf(os.Stderr, "gpu e2e: %v", err)
 			return 1
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/outlog"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -61,27 +59,12 @@ func mainK8s(m *testing.M) int {
 		return 0
 	}
 	ci := os.Getenv("CI") == "true"
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "k8s: "+format+"\n", args...)
-		if ci {
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "k8s: skipping the suite (it fails under CI=true)")
-		return 0
-	}
-	_, file, _, _ := runtime.Caller(0)
-	repo = filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-	target, err := hosts.Resolve(hosts.Options{})
-	if err != nil {
+	fail := func(format string, args ...any) int { return xruntest.Unavailable("k8s", format, args...) }
+	repo = xruntest.Repo()
+	var err error
+	if eng, err = xruntest.Connect(); err != nil {
 		return fail("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	dc, err := hosts.Connect(ctx, target)
-	cancel()
-	if err != nil {
-		return fail("%v", err)
-	}
-	eng = engine.FromClient(target.Ref(), dc)
 	defer eng.Close()
 	if os.Geteuid() != 0 {
 		return fail("the test cluster's kubelet and containerd need root")
@@ -126,11 +109,8 @@ func mainK8s(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	xrunBin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
-	build := exec.Command("go", "build", "-trimpath", "-o", xrunBin, "./client/cmd/xrun")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "k8s: build xrun: %v\n%s", err, out)
+	if err := xruntest.Build(repo, xrunBin); err != nil {
+		fmt.Fprintf(os.Stderr, "k8s: %v", err)
 		return 1
 	}
 	defer cleanup()
@@ -175,9 +155,7 @@ func ensureBase(ci bool) int {
 		return -1
 	}
 	fmt.Fprintf(os.Stderr, "k8s: making %s with images/make-cpu-base.sh\n", Base)
-	cmd := exec.Command("bash", filepath.Join(repo, "images", "make-cpu-base.sh"))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err := xruntest.MakeBase(repo, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "k8s: make %s: %v\n", Base, err)
 		return 1
 	}
@@ -225,28 +203,9 @@ func submit(t *testing.T, limit time.Duration, fixture string, flags ...string) 
 
 var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in Job (\S+) on k8s://`)
 
-type status struct {
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	Host      string `json:"host"`
-	ExitCode  *int   `json:"exit_code"`
-	Error     string `json:"error"`
-	Container *struct {
-		State   string `json:"state"`
-		Message string `json:"message"`
-	} `json:"container"`
-	StoreDir string `json:"store_dir"`
-}
-
-func jobStatus(t *testing.T, id string) status {
+func jobStatus(t *testing.T, id string) xruntest.Status {
 	t.Helper()
-	r := xrun(t, time.Minute, "status", "--json", id)
-	expect(t, r, 0)
-	var s status
-	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
-	}
-	return s
+	return xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
 }
 
 // until polls cond every second until it holds or limit passes.
@@ -368,14 +327,7 @@ func TestGPUScheduling(t *testing.T) {
 	}
 	expect(t, xrun(t, time.Minute, "rm", id), 0)
 
-	dir := t.TempDir()
-	for _, f := range []string{"xrun.yaml", "vecadd.py"} {
-		data, _ := os.ReadFile(filepath.Join(repo, "client", "e2e", "testdata", "quick", f))
-		if f == "xrun.yaml" {
-			data = bytes.Replace(data, []byte("resources: {timeout: 5m}"), []byte("resources: {timeout: 5m, gpu_type: H100}"), 1)
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o644)
-	}
+	dir := withGPUType(t, "quick", "resources: {timeout: 5m}", "H100")
 	r = submit(t, 5*time.Minute, dir, "--gpus", "1")
 	expect(t, r, contract.ExitInfra, `gpu_type "H100": no node of the cluster has that GPU`)
 	expect(t, xrun(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitBadSpec, "does not apply with --k8s")
@@ -448,14 +400,7 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 		kc.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/capacity/nvidia.com~1gpu"}]`), metav1.PatchOptions{}, "status")
 		kc.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"labels":{"nvidia.com/gpu.product":null}}}`), metav1.PatchOptions{})
 	})
-	dir := t.TempDir()
-	for _, f := range []string{"xrun.yaml", "slow.py"} {
-		data, _ := os.ReadFile(filepath.Join(repo, "client", "e2e", "testdata", "slow", f))
-		if f == "xrun.yaml" {
-			data = bytes.Replace(data, []byte("resources: {timeout: 10m}"), []byte("resources: {timeout: 10m, gpu_type: H100}"), 1)
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o644)
-	}
+	dir := withGPUType(t, "slow", "resources: {timeout: 10m}", "H100")
 	r := submit(t, 5*time.Minute, dir, "--gpus", "1", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
@@ -484,4 +429,33 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 	}
 	xrun(t, 2*time.Minute, "cancel", id)
 	expect(t, xrun(t, time.Minute, "rm", "--force", id), 0)
+}
+
+// withGPUType copies fixture (client/e2e/testdata) to a temporary dir with
+// gpu_type added to its resources line, which must read exactly resources.
+func withGPUType(t *testing.T, fixture, resources, gpuType string) string {
+	t.Helper()
+	src := filepath.Join(repo, "client", "e2e", "testdata", fixture)
+	dir := t.TempDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "xrun.yaml" {
+			with := strings.TrimSuffix(resources, "}") + ", gpu_type: " + gpuType + "}"
+			if !bytes.Contains(data, []byte(resources)) {
+				t.Fatalf("%s/xrun.yaml has no %q", fixture, resources)
+			}
+			data = bytes.Replace(data, []byte(resources), []byte(with), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

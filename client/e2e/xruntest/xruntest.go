@@ -1,18 +1,82 @@
-// Package xruntest runs the xrun binary as a user would, for the
-// end-to-end suites (client/e2e, client/e2e/k8s, client/hosts): one call
-// with a time limit, its exit code and output, and the check every suite
-// makes of them.
+// Package xruntest builds the xrun binary and runs it as a user would, for
+// the end-to-end suites (client/e2e, client/e2e/k8s, client/e2e/gpu,
+// client/hosts): the build, the CPU base they submit on, one call with a
+// time limit, its exit code and output, and the check every suite makes of
+// them.
 package xruntest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/hosts"
 )
+
+// Unavailable says on stderr why suite cannot run and returns the exit
+// code of its TestMain: 1 under CI=true, where that is a failure, else 0
+// (the suite is skipped).
+func Unavailable(suite, format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, suite+": "+format+"\n", args...)
+	if os.Getenv("CI") == "true" {
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s: skipping the suite (it fails under CI=true)\n", suite)
+	return 0
+}
+
+// Connect connects to the Docker daemon that xrun picks by default in this
+// environment (DOCKER_HOST, the docker context, the local socket).
+func Connect() (engine.Engine, error) {
+	target, err := hosts.Resolve(hosts.Options{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cli, err := hosts.Connect(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return engine.FromClient(target.Ref(), cli), nil
+}
+
+// Repo is the root of the checkout this package was compiled from.
+func Repo() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Build builds the checkout at repo's xrun into dst, static, as a user's
+// make build does.
+func Build(repo, dst string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dst, "./client/cmd/xrun")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build xrun: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// MakeBase makes the CPU base the suites submit on with
+// images/make-cpu-base.sh (it needs root), its output going to w.
+func MakeBase(repo string, w io.Writer) error {
+	cmd := exec.Command("bash", filepath.Join(repo, "images", "make-cpu-base.sh"))
+	cmd.Stdout, cmd.Stderr = w, w
+	return cmd.Run()
+}
 
 // Result is how one xrun call ended.
 type Result struct {
@@ -58,4 +122,30 @@ func Expect(t testing.TB, r Result, code int, stderrHas ...string) {
 			t.Errorf("stderr lacks %q:\n%s", s, r.Stderr)
 		}
 	}
+}
+
+// Status is what `xrun status --json` prints, as far as the suites read it.
+type Status struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	Host      string `json:"host"`
+	ExitCode  *int   `json:"exit_code"`
+	Error     string `json:"error"`
+	Container *struct {
+		State   string `json:"state"`
+		Message string `json:"message"`
+	} `json:"container"`
+	StoreDir string `json:"store_dir"`
+}
+
+// DecodeStatus reads r, an `xrun status --json` call: it fails t unless
+// the call exited 0 and printed a status.
+func DecodeStatus(t testing.TB, r Result) Status {
+	t.Helper()
+	Expect(t, r, 0)
+	var s Status
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
+	}
+	return s
 }
