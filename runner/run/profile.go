@@ -36,9 +36,9 @@ func (rn *runner) setProfile() error {
 		return fmt.Errorf("profile %s: the spec names no reference", req)
 	}
 	rn.prof, rn.profImpls = req, impls
-	if _, err := profile.Find(); err != nil && !rn.cpu {
+	if rn.ncu, rn.ncuErr = profile.Find(); rn.ncuErr != nil && !rn.cpu {
 		// Said now, not after minutes of timing: the profile will fail.
-		rn.logf("profile (%s): %v; the implementations are checked and timed as usual", req, err)
+		rn.logf("profile (%s): %v; the implementations are checked and timed as usual", req, rn.ncuErr)
 	}
 	return nil
 }
@@ -49,7 +49,6 @@ func (rn *runner) setProfile() error {
 // warned about; it never fails the run.
 func (rn *runner) profileAll(ctx context.Context) {
 	rn.logf("profile (%s): %s", rn.prof, strings.Join(rn.profImpls, ", "))
-	ncu, findErr := profile.Find()
 	for _, name := range rn.profImpls {
 		im := rn.profileImpl(name)
 		p := result.Profile{Implementation: name, Cases: []string{}, Status: result.ProfileFailed}
@@ -69,14 +68,14 @@ func (rn *runner) profileAll(ctx context.Context) {
 			p.Error = "profiling needs a GPU; this run is on the CPU"
 		case len(rn.s.Benchmark.Command) > 0:
 			p.Error = "profiling runs implementations in the Python harness; a command benchmark is not profiled"
-		case findErr != nil:
-			p.Error = findErr.Error()
+		case rn.ncuErr != nil:
+			p.Error = rn.ncuErr.Error()
 		case im == nil || im.skip != "":
 			p.Error = "not run here"
 		case len(idx) == 0:
 			p.Error = "no case to profile: it ran on none of the chosen cases"
 		default:
-			rn.profileOne(ctx, ncu, im, idx, &p)
+			rn.profileOne(ctx, rn.ncu, im, idx, &p)
 		}
 		if p.Status != result.ProfileOK {
 			rn.logf("profile %s: %s", name, p.Error)

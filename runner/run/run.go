@@ -171,6 +171,9 @@ type runner struct {
 	// implementations it chose, in spec order.
 	prof      *profile.Request
 	profImpls []string
+	// ncu is the Nsight Compute to run, or ncuErr why there is none.
+	ncu    string
+	ncuErr error
 	// gaps are the launch gaps every batch measured (Samples.LaunchGapsMS).
 	gaps []float64
 }
