@@ -52,6 +52,16 @@ type Backend interface {
 	List(ctx context.Context, all bool) ([]Listed, error)
 }
 
+// Collector is a Backend whose job log carries the runner's output
+// directory (a Kubernetes pod's log outlives its files; runner/outlog):
+// Collect reads that log once and returns it without the output frame,
+// with the output as CopyOut would (nil and ErrNotFound when the runner
+// wrote none). The log is nil only when the job has none, and err says why. The lifecycle uses it in place of Logs then CopyOut, which
+// would read the log twice.
+type Collector interface {
+	Collect(ctx context.Context, j *jobs.Job) (logs []byte, out io.ReadCloser, err error)
+}
+
 // Spec is everything a job is created with.
 type Spec struct {
 	// Name names the container or Kubernetes Job ("xrun-<experiment>-<id>").

@@ -206,6 +206,19 @@ func OOMMessage(limit int64) string {
 // FetchOutputs copies the job's logs and the runner's output directory
 // (results.json among it) into its store directory.
 func FetchOutputs(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+	if c, ok := b.(backend.Collector); ok {
+		logs, rc, err := c.Collect(ctx, j)
+		if logs == nil {
+			return err // no log at all, as Logs would have said
+		}
+		if werr := st.WriteFile(j.ID, jobs.LogsFile, logs); werr != nil {
+			if rc != nil {
+				rc.Close()
+			}
+			return werr
+		}
+		return saveOutput(st, j, rc, err)
+	}
 	var logs bytes.Buffer
 	if err := b.Logs(ctx, j, backend.LogOptions{}, &logs, &logs); err != nil {
 		return err
@@ -221,6 +234,12 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *jobs.Store, j *job
 // record.
 func FetchResults(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
 	rc, err := b.CopyOut(ctx, j)
+	return saveOutput(st, j, rc, err)
+}
+
+// saveOutput unpacks the output tar rc, which CopyOut or Collect returned
+// with err, into the job's store directory.
+func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error {
 	if err != nil {
 		if errors.Is(err, backend.ErrNotFound) {
 			return nil // the runner never wrote anything

@@ -3,10 +3,16 @@ package lifecycle
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -45,5 +51,71 @@ func TestFailureSentence(t *testing.T) {
 	r.Cases[1].Results["big"].Status = "ok"
 	if got := FailureSentence(r); got != "" {
 		t.Errorf("no failure: got %q", got)
+	}
+}
+
+// collector is a backend that only collects: any call to Logs or CopyOut
+// (the two reads Collect replaces) panics on the nil Backend it embeds.
+type collector struct {
+	backend.Backend
+	logs []byte
+	tar  []byte
+	err  error
+}
+
+func (c collector) Collect(context.Context, *jobs.Job) ([]byte, io.ReadCloser, error) {
+	if c.tar == nil {
+		return c.logs, nil, c.err
+	}
+	return c.logs, io.NopCloser(bytes.NewReader(c.tar)), c.err
+}
+
+func TestFetchOutputsCollects(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := []byte(`{"status":"succeeded"}`)
+	tw.WriteHeader(&tar.Header{Name: "out/", Typeflag: tar.TypeDir, Mode: 0o755})
+	tw.WriteHeader(&tar.Header{Name: "out/" + result.FileName, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644})
+	tw.Write(body)
+	tw.Close()
+	noOutput := fmt.Errorf("pod p: no output: %w", backend.ErrNotFound)
+	for _, tc := range []struct {
+		name     string
+		c        collector
+		wantErr  bool
+		wantLogs string // logs.txt, where the collector returns a log
+		wantOut  bool
+	}{
+		{"log and output", collector{logs: []byte("line\n"), tar: buf.Bytes()}, false, "line\n", true},
+		{"log without output", collector{logs: []byte("died\n"), err: noOutput}, false, "died\n", false},
+		{"empty log", collector{logs: []byte{}, err: noOutput}, false, "", false},
+		{"no log", collector{err: fmt.Errorf("job x has no log yet: %w", backend.ErrNotFound)}, true, "", false},
+		{"bad output", collector{logs: []byte("line\n"), err: errors.New("output frame: bad checksum")}, true, "line\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := jobs.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := &jobs.Job{ID: "a1b2c3d4e5f6"}
+			if err := st.Create(j); err != nil {
+				t.Fatal(err)
+			}
+			err = FetchOutputs(context.Background(), tc.c, st, j)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			logs, lerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+			if tc.c.logs != nil && (lerr != nil || string(logs) != tc.wantLogs) {
+				t.Errorf("logs.txt = %q, %v; want %q", logs, lerr, tc.wantLogs)
+			}
+			if tc.c.logs == nil && lerr == nil {
+				t.Errorf("logs.txt written for a job without a log: %q", logs)
+			}
+			got, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+			if tc.wantOut != (rerr == nil) || tc.wantOut && !bytes.Equal(got, body) {
+				t.Errorf("results.json = %q, %v; want it: %v", got, rerr, tc.wantOut)
+			}
+		})
 	}
 }

@@ -102,7 +102,7 @@ type Backend struct {
 	Poll time.Duration
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var _ backend.Collector = (*Backend)(nil)
 
 // Connect loads the kubeconfig, picks the context and namespace, and asks
 // the cluster for its version: a cluster that cannot be reached is an
@@ -674,9 +674,30 @@ func (b *Backend) logPod(ctx context.Context, j *jobs.Job, follow bool, seen map
 // CopyOut unpacks the output frame from the log of the job's newest pod
 // that ran.
 func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error) {
+	_, out, err := b.collect(ctx, j)
+	return out, err
+}
+
+// Collect reads the log of the job's newest pod that ran once, and returns
+// it without the output frame beside the frame's output (backend.Collector);
+// the log is nil when no pod of the job ran.
+func (b *Backend) Collect(ctx context.Context, j *jobs.Job) ([]byte, io.ReadCloser, error) {
+	if _, err := b.job(ctx, j); err != nil {
+		return nil, nil, err
+	}
+	logs, out, err := b.collect(ctx, j)
+	if logs == nil && errors.Is(err, backend.ErrNotFound) {
+		return nil, nil, fmt.Errorf("job %s has no log yet: its runner has not started: %w", j.ID, backend.ErrNotFound)
+	}
+	return logs, out, err
+}
+
+// collect is Collect without the check that the Job is still there; logs
+// is nil when no pod of the job ran.
+func (b *Backend) collect(ctx context.Context, j *jobs.Job) (logs []byte, out io.ReadCloser, err error) {
 	pods, err := b.pods(ctx, j.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, p := range pods {
 		ran := false
@@ -688,18 +709,21 @@ func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, erro
 		}
 		data, err := b.Client.CoreV1().Pods(b.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ContainerName}).DoRaw(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("logs of pod %s: %w", p.Name, notFound(err))
+			return nil, nil, fmt.Errorf("logs of pod %s: %w", p.Name, notFound(err))
 		}
-		tarData, _, err := outlog.Extract(data)
+		tarData, rest, err := outlog.Extract(data)
+		if rest == nil {
+			rest = []byte{} // the pod ran: an empty log is still its log
+		}
 		if errors.Is(err, outlog.ErrNoFrame) {
-			return nil, fmt.Errorf("pod %s: the runner wrote no output into its log (it is running, or died): %w", p.Name, backend.ErrNotFound)
+			return rest, nil, fmt.Errorf("pod %s: the runner wrote no output into its log (it is running, or died): %w", p.Name, backend.ErrNotFound)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pod %s: %w", p.Name, err)
+			return rest, nil, fmt.Errorf("pod %s: %w", p.Name, err)
 		}
-		return io.NopCloser(bytes.NewReader(tarData)), nil
+		return rest, io.NopCloser(bytes.NewReader(tarData)), nil
 	}
-	return nil, fmt.Errorf("job %s: no pod of it ran: %w", j.ID, backend.ErrNotFound)
+	return nil, nil, fmt.Errorf("job %s: no pod of it ran: %w", j.ID, backend.ErrNotFound)
 }
 
 // Stop ends the runner with SIGTERM and keeps its pod (and so its log):

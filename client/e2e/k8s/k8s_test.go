@@ -251,10 +251,15 @@ func TestAttachedRun(t *testing.T) {
 	if err := json.Unmarshal(data, &res); err != nil || res.Status != result.StatusSucceeded || res.Env.Container == nil {
 		t.Fatalf("results.json: %v %+v", err, res.Status)
 	}
-	for _, f := range []string{"out/results.md", "out/runner.log", "logs.txt"} {
+	for _, f := range []string{"out/results.md", "out/runner.log"} {
 		if _, err := os.Stat(filepath.Join(s.StoreDir, f)); err != nil {
 			t.Errorf("store: %v", err)
 		}
+	}
+	// The pod's log, read once for both: the store keeps it without the frame.
+	stored, err := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
+	if err != nil || bytes.Contains(stored, []byte(outlog.Prefix)) || !bytes.Contains(stored, []byte("status: succeeded")) {
+		t.Errorf("store's logs.txt (%v), frame lines must not be in it:\n%s", err, stored)
 	}
 	logs := xrun(t, time.Minute, "logs", id)
 	expect(t, logs, 0)
