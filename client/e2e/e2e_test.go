@@ -46,7 +46,6 @@ func mainE2E(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: -short: skipping the end-to-end suite")
 		return 0
 	}
-	ci := os.Getenv("CI") == "true"
 	fail := func(format string, args ...any) int { return xruntest.Unavailable("e2e", format, args...) }
 	d, err := xruntest.Connect()
 	if err != nil {
@@ -55,7 +54,7 @@ func mainE2E(m *testing.M) int {
 	eng = d
 	defer d.Close()
 	repo = xruntest.Repo()
-	if code := ensureBase(ci); code >= 0 {
+	if code := xruntest.EnsureBase(eng, repo, Base, "e2e"); code >= 0 {
 		return code
 	}
 	tmp, err := os.MkdirTemp("", "xrun-e2e-")
@@ -74,32 +73,6 @@ func mainE2E(m *testing.M) int {
 	}
 	defer cleanup()
 	return m.Run()
-}
-
-// ensureBase makes the CPU base once when it is missing (about 50 s,
-// needs root); it returns an exit code when the suite cannot run, else -1.
-func ensureBase(ci bool) int {
-	ctx := context.Background()
-	if ok, err := eng.ImageExists(ctx, Base); err != nil || ok {
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-			return 1
-		}
-		return -1
-	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: %s is missing and making it needs root: run `sudo images/make-cpu-base.sh`\n", Base)
-		if ci {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "e2e: making %s with images/make-cpu-base.sh (about a minute)\n", Base)
-	if err := xruntest.MakeBase(repo, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: make %s: %v\n", Base, err)
-		return 1
-	}
-	return -1
 }
 
 // cleanup removes every container and image labelled by the suite.

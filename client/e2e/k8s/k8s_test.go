@@ -58,7 +58,6 @@ func mainK8s(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "k8s: -short: skipping the Kubernetes suite")
 		return 0
 	}
-	ci := os.Getenv("CI") == "true"
 	fail := func(format string, args ...any) int { return xruntest.Unavailable("k8s", format, args...) }
 	repo = xruntest.Repo()
 	var err error
@@ -69,7 +68,7 @@ func mainK8s(m *testing.M) int {
 	if os.Geteuid() != 0 {
 		return fail("the test cluster's kubelet and containerd need root")
 	}
-	if code := ensureBase(ci); code >= 0 {
+	if code := xruntest.EnsureBase(eng, repo, Base, "k8s"); code >= 0 {
 		return code
 	}
 
@@ -142,24 +141,6 @@ func readEnv(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("%s names no KUBECONFIG or XRUN_K8S_REGISTRY", path)
 	}
 	return env, nil
-}
-
-// ensureBase makes the CPU base once when it is missing; it returns an
-// exit code when the suite cannot run, else -1.
-func ensureBase(ci bool) int {
-	if ok, err := eng.ImageExists(context.Background(), Base); err != nil || ok {
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "k8s: %v\n", err)
-			return 1
-		}
-		return -1
-	}
-	fmt.Fprintf(os.Stderr, "k8s: making %s with images/make-cpu-base.sh\n", Base)
-	if err := xruntest.MakeBase(repo, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "k8s: make %s: %v\n", Base, err)
-		return 1
-	}
-	return -1
 }
 
 // cleanup deletes the suite's Jobs and the code images it built here.

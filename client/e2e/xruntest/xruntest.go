@@ -78,6 +78,30 @@ func MakeBase(repo string, w io.Writer) error {
 	return cmd.Run()
 }
 
+// EnsureBase makes the CPU base image base with MakeBase when the daemon
+// e lacks it (about a minute; needs root). It returns -1 when suite can
+// run, else the exit code of its TestMain: a daemon error or a failed
+// script fails it; without root the suite is Unavailable.
+func EnsureBase(e engine.Engine, repo, base, suite string) int {
+	ok, err := e.ImageExists(context.Background(), base)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", suite, err)
+		return 1
+	}
+	if ok {
+		return -1
+	}
+	if os.Geteuid() != 0 {
+		return Unavailable(suite, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
+	}
+	fmt.Fprintf(os.Stderr, "%s: making %s with images/make-cpu-base.sh (about a minute)\n", suite, base)
+	if err := MakeBase(repo, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: make %s: %v\n", suite, base, err)
+		return 1
+	}
+	return -1
+}
+
 // Result is how one xrun call ended.
 type Result struct {
 	Code           int
