@@ -4,7 +4,8 @@
 
 OUTDIR (as validate.sh leaves it) holds run1/ and run2/ (two runner runs back
 to back), graph/ (a runner run with method.cuda_graph), norest/ (one with
-method.rest_ratio 0: samples back to back), dobench.json (three do_bench
+method.rest_ratio 0: samples back to back), nolimit/ (one with
+method.kernel_clock_max_ms 0: the kernel clock at any length), dobench.json (three do_bench
 rounds per case), and ncu-all.csv / ncu-none.csv (Nsight Compute with
 --cache-control all, and with --cache-control none after the runner's read
 flush: the L2 as the runner leaves it). Prints two markdown tables: per case
@@ -72,7 +73,7 @@ def main(outdir):
     r1, m1 = runner(os.path.join(outdir, "run1", "results.json"))
     r2, _ = runner(os.path.join(outdir, "run2", "results.json"))
     variants = {}
-    for v in ("graph", "norest"):
+    for v in ("graph", "norest", "nolimit"):
         path = os.path.join(outdir, v, "results.json")
         variants[v] = runner(path)[0] if os.path.exists(path) else {}
     na = ncu_medians(os.path.join(outdir, "ncu-all.csv"))
@@ -110,8 +111,8 @@ def main(outdir):
         with open(path) as f:
             db = json.load(f)
     print("| case | do_bench (spread of 3 rounds) | runner vs do_bench | runner, CUDA graph | runner, rest_ratio 0 "
-          "| SM clock while timed (MHz), run 1 | samples run 1 / run 2 |")
-    print("|---|---|---|---|---|---|---|")
+          "| runner, kernel clock at any length | SM clock while timed (MHz), run 1 | samples run 1 / run 2 |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in CASES:
         if name not in r1 or name not in r2:
             continue
@@ -122,13 +123,14 @@ def main(outdir):
             dm = statistics.median(db[name])
             d = f"{us(dm)} ({100 * (max(db[name]) - min(db[name])) / dm:.1f}%)"
             vs = pct(mean, dm)
-        g, nr = (us(variants[v][name]["median_ms"]) if name in variants[v] else "-" for v in ("graph", "norest"))
+        g, nr, nl = (us(variants[v][name]["median_ms"]) + (" (%s)" % variants[v][name].get("clock", "events") if v == "nolimit" else "")
+                     if name in variants[v] else "-" for v in ("graph", "norest", "nolimit"))
         c = r1[name].get("clocks")
         clock = "-"
         if c:
             held = f", held back in {c['throttled_readings']}/{c['readings']}" if c["throttled_readings"] else ""
             clock = f"{c['sm_clock_mhz']} ({c['min_sm_clock_mhz']}-{c['max_sm_clock_mhz']}{held})"
-        print(f"| {name} | {d} | {vs} | {g} | {nr} | {clock} | {r1[name]['samples']} / {r2[name]['samples']} |")
+        print(f"| {name} | {d} | {vs} | {g} | {nr} | {nl} | {clock} | {r1[name]['samples']} / {r2[name]['samples']} |")
 
 
 if __name__ == "__main__":

@@ -708,6 +708,7 @@ class Harness:
         self.kclock = None  # KernelClock, or None and kclock_note says why
         self.kclock_note = ""
         self.launch_ms = 0.0
+        self.long_call = None  # for time_key: why its calls skip the kernel clock ("" when they do not)
 
     # -- plumbing ---------------------------------------------------------
 
@@ -978,6 +979,7 @@ class Harness:
             self.time_inputs = self.make_inputs(params, seed)
             self.time_key = key
             self.warmed = False
+            self.long_call = None
         args, kwargs = self.time_inputs
         fn, extra = self.fn, self.impl_params
 
@@ -995,6 +997,13 @@ class Harness:
         warmup_ms = float(c.get("warmup_ms") or 100.0)
         wcalls, wms, enqueue_ms = self.warmup(call, warmup_ms, first)
         self.warmed = True
+        max_ms = float(c.get("kernel_clock_max_ms") or 0.0)
+        if self.long_call is None and self.kclock is not None and self.hold is not None and max_ms > 0:
+            gpu_ms = self.gpu_ms(call, bool(c.get("flush", True)), enqueue_ms)
+            self.long_call = ""
+            if gpu_ms >= max_ms:
+                self.long_call = ("the call takes %.3g ms on the GPU, at least kernel_clock_max_ms (%g): timed on "
+                                  "the events alone, which CUPTI's recording would slow" % (gpu_ms, max_ms))
         discarded = 0
         # No garbage collection while sampling (as timeit does): a collection
         # stalls the host for up to milliseconds, which a GPU sample pays
@@ -1005,7 +1014,7 @@ class Harness:
         t0 = time.perf_counter()
         try:
             if self.cuda:
-                samples, discarded, cover, kernel = self.time_cuda(call, c, enqueue_ms)
+                samples, discarded, cover, kernel = self.time_cuda(call, c, enqueue_ms, self.long_call or "")
             else:
                 samples = self.time_cpu(call, c)
         finally:
@@ -1082,6 +1091,28 @@ class Harness:
         enq.sort()
         return n, el, enq[len(enq) // 2]
 
+    def gpu_ms(self, call, flush, enqueue_ms, n=3):
+        """The median of n calls timed with the events behind the hold
+        kernel and the flush, without CUPTI recording: how long the call
+        keeps the GPU, within the events' own cost."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        stream = torch.cuda.current_stream().cuda_stream
+        xs = []
+        for _ in range(n):
+            torch.cuda.synchronize()
+            if flush and self.flush_l2 is not None:
+                self.flush_l2()
+            self.hold.arm(stream, 0.0, min(max(10.0 * enqueue_ms, 20.0), 500.0))
+            start.record()
+            call()
+            end.record()
+            self.hold.release()
+            torch.cuda.synchronize()
+            xs.append(start.elapsed_time(end))
+        xs.sort()
+        return xs[n // 2]
+
     def timer_floor(self, n=21):
         """The median of n empty timed regions (the two events around
         nothing, behind the hold kernel where there is one): the least a GPU
@@ -1122,7 +1153,7 @@ class Harness:
         if best > 0:
             self.sleep_cycles_per_ms = cycles / best
 
-    def time_cuda(self, call, c, enqueue_ms):
+    def time_cuda(self, call, c, enqueue_ms, long_call=""):
         """CUDA-event samples.
 
         Per sample: device sync, L2 flush, a kernel that keeps the stream
@@ -1156,6 +1187,9 @@ class Harness:
         end event, and CUPTI records the batch: each sample also gets the
         span of its call's kernels ("kernel_ms", "busy_ms" and "kernels" in
         the returned dict, or "kernel_note" saying why the batch has none).
+        A long_call note (op_time: the call takes kernel_clock_max_ms or
+        more on the GPU) leaves CUPTI off for the batch and is its
+        "kernel_note".
         Returns the samples, how many were discarded, the cover used and
         that dict.
         """
@@ -1181,7 +1215,7 @@ class Harness:
         samples = []
         discarded = 0
         total = prev = 0.0
-        kc = self.kclock if self.hold is not None else None
+        kc = self.kclock if self.hold is not None and not long_call else None
         kept = []  # per sample taken behind the hold and mark: whether it was kept
         if kc is not None:
             kc.start()
@@ -1260,7 +1294,8 @@ class Harness:
             if kc is not None:
                 kc.abandon()
         if kc is None:
-            kernel = {"kernel_note": self.kclock_note or ("the GPU was not held back by the hold kernel: " + self.hold_note)}
+            kernel = {"kernel_note": long_call or self.kclock_note or
+                      ("the GPU was not held back by the hold kernel: " + self.hold_note)}
         if self.hold is not None:
             self.sleep_ms, cover = 0.0, "hold"
         elif cycles and not self.uncovered:

@@ -162,6 +162,9 @@ type Time struct {
 	// RestRatio: the GPU waits before each sample for at least RestRatio
 	// x the previous sample.
 	RestRatio float64 `json:"rest_ratio,omitempty"`
+	// KernelClockMaxMS: a call that takes this long or longer on the GPU
+	// is timed on the events alone (0: no limit).
+	KernelClockMaxMS float64 `json:"kernel_clock_max_ms,omitempty"`
 }
 
 // Samples answers Time.

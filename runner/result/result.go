@@ -205,6 +205,9 @@ type Methodology struct {
 	// kernels, measured with CUPTI after every batch of the run. A timing
 	// on the kernel clock is the CUPTI span of the call plus LaunchMS.
 	LaunchMS float64 `json:"launch_ms,omitempty"`
+	// KernelClockMaxMS: calls that took this long or longer on the GPU
+	// were timed on the events alone (0: no limit).
+	KernelClockMaxMS float64 `json:"kernel_clock_max_ms,omitempty"`
 	// ClockRule says which clock a timing's headline figures come from.
 	ClockRule string `json:"clock_rule,omitempty"`
 }

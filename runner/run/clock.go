@@ -13,8 +13,8 @@ import (
 // clockRule is Methodology.ClockRule on GPU runs.
 const clockRule = "the kernel clock (the CUPTI span of each call plus launch_ms) where every sample of the " +
 	"implementation on the case has one and the GPU was held back by the hold kernel; the CUDA events " +
-	"otherwise (timing.clock_note says why). Comparisons and criteria use one clock for both sides: the " +
-	"events where the two sides' clocks differ"
+	"otherwise, among them calls of kernel_clock_max_ms or more (timing.clock_note says why). Comparisons " +
+	"and criteria use one clock for both sides: the events where the two sides' clocks differ"
 
 // add pools one batch: the event samples, their kernel-clock readings while
 // every batch has them, and the time spent.

@@ -377,7 +377,9 @@ func (rn *runner) setMethod() {
 	if !rn.cpu {
 		rn.r.Methodology.RestRatio = m.Rest()
 		rn.r.Methodology.ClockRule = clockRule
-		if !m.KernelClockOn() {
+		if m.KernelClockOn() {
+			rn.r.Methodology.KernelClockMaxMS = m.KernelClockMax()
+		} else {
 			rn.r.Methodology.KernelClockNote = "not asked for (method.kernel_clock: false)"
 		}
 	}
@@ -1015,7 +1017,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 				sm, err = w.Time(octx, harness.Time{
 					Params: kc.pj, Seed: kc.seeds[0], MinSamples: min(perBatch, maxN), MaxSamples: maxN,
 					BudgetMS: batchS * 1e3, WallMS: batchS * 1e3, WarmupMS: warmup, Flush: !rn.method.NoFlush && !rn.cpu,
-					RestRatio: rn.r.Methodology.RestRatio,
+					RestRatio: rn.r.Methodology.RestRatio, KernelClockMaxMS: rn.r.Methodology.KernelClockMaxMS,
 				})
 				cancel()
 			}

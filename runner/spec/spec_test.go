@@ -313,3 +313,23 @@ func TestKernelClockOn(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelClockMax(t *testing.T) {
+	base := "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n"
+	for _, tc := range []struct {
+		method string
+		want   float64
+	}{{"", DefaultKernelClockMaxMS}, {"  method: {kernel_clock_max_ms: 0.5}\n", 0.5}, {"  method: {kernel_clock_max_ms: 0}\n", 0}} {
+		s, err := Parse("xrun.yaml", []byte(base+tc.method))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.method, err)
+		}
+		if got := s.Benchmark.Method.KernelClockMax(); got != tc.want {
+			t.Errorf("%q: KernelClockMax() = %g, want %g", tc.method, got, tc.want)
+		}
+	}
+	_, err := Parse("xrun.yaml", []byte(base+"  method: {kernel_clock_max_ms: -1}\n"))
+	if err == nil || !strings.Contains(err.Error(), "kernel_clock_max_ms") {
+		t.Errorf("a negative kernel_clock_max_ms: %v", err)
+	}
+}

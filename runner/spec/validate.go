@@ -168,6 +168,9 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 			bad("benchmark.method."+key, "must be >= 0")
 		}
 	}
+	if m.KernelClockMax() < 0 {
+		bad("benchmark.method.kernel_clock_max_ms", "must be >= 0 (0: no limit)")
+	}
 	if r := m.Rest(); r < 0 || r > 10 {
 		bad("benchmark.method.rest_ratio", "must be between 0 and 10")
 	}
