@@ -64,7 +64,10 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 	}
 	b, err := a.jobBackend(ctx, j)
 	if err == nil {
-		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, a.Out, a.Err)
+		// Both of the container's streams go to stdout, as the store's copy
+		// does once the container is gone: the runner logs on stderr, and
+		// xrun logs ID | grep must see it either way.
+		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, a.Out, a.Out)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}

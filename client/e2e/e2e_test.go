@@ -235,13 +235,17 @@ func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {
 	}
 	logs := xrun(t, 3*time.Minute, "logs", "-f", id[:6])
 	expect(t, logs, 0)
-	if !strings.Contains(logs.Stderr+logs.Stdout, "status: succeeded") {
-		t.Errorf("logs -f did not follow to the end:\n%s%s", logs.Stdout, logs.Stderr)
+	if !strings.Contains(logs.Stdout, "status: succeeded") {
+		t.Errorf("logs -f did not follow to the end on stdout:\nstdout:\n%s\nstderr:\n%s", logs.Stdout, logs.Stderr)
 	}
 	w := xrun(t, time.Minute, "wait", id)
 	expect(t, w, 0)
 	if strings.TrimSpace(w.Stdout) != "succeeded" {
 		t.Errorf("wait printed %q", w.Stdout)
+	}
+	// The container is still there: its log, both streams, on stdout.
+	if l := xrun(t, time.Minute, "logs", id); !strings.Contains(l.Stdout, "status: succeeded") || l.Stderr != "" {
+		t.Errorf("logs of a finished job: stdout:\n%s\nstderr:\n%s", l.Stdout, l.Stderr)
 	}
 	js := xrun(t, time.Minute, "results", "--json", id)
 	expect(t, js, 0)
