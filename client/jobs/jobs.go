@@ -177,11 +177,8 @@ func (s *Store) Load(id string) (*Job, error) {
 // Resolve finds a job by id or unique id prefix.
 func (s *Store) Resolve(ref string) (*Job, error) {
 	ref = strings.TrimSpace(ref)
-	if ref == "" {
-		return nil, &NotFoundError{Ref: ref}
-	}
-	if strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
-		return nil, &NotFoundError{Ref: ref}
+	if ref == "" || strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
+		return nil, &NotFoundError{Ref: ref, Malformed: true}
 	}
 	if j, err := s.Load(ref); err == nil {
 		return j, nil
@@ -268,11 +265,17 @@ func (s *Store) Remove(id string) error {
 type NotFoundError struct {
 	Ref   string
 	Known []string
+	// Malformed: Ref cannot be a job id at all (empty, or a path).
+	Malformed bool
 }
 
 func (e *NotFoundError) Error() string {
 	msg := fmt.Sprintf("no job %q", e.Ref)
 	switch n := len(e.Known); {
+	case e.Malformed && e.Ref == "":
+		return "no job id given: give a job id or the start of one (`xrun ps --all` lists them)"
+	case e.Malformed:
+		return msg + ": a job id is 12 hex digits, or the start of them (`xrun ps --all` lists them)"
 	case n == 0:
 		return msg + ": there are no jobs yet (submit one with `xrun submit DIR`)"
 	case n <= 10:

@@ -76,8 +76,9 @@ func TestResolve(t *testing.T) {
 		{ref: "3fa1c2000002", want: "3fa1c2000002"},
 		{ref: "3fa1", errHas: "matches 2 jobs (3fa1c2000001, 3fa1c2000002)", ambiguous: true},
 		{ref: "ffff", errHas: `no job "ffff": known jobs are 3fa1c2000001, 3fa1c2000002, 77b000000000`},
-		{ref: "", errHas: "no job"},
-		{ref: "../x", errHas: "no job"},
+		{ref: "", errHas: "no job id given"},
+		{ref: "  ", errHas: "no job id given"},
+		{ref: "../x", errHas: `no job "../x": a job id is 12 hex digits`},
 	}
 	for _, tt := range tests {
 		j, err := s.Resolve(tt.ref)
