@@ -105,7 +105,9 @@ func (a *App) connectDocker(ctx context.Context, sel HostSelection) (engine.Engi
 	// pings with one-sentence errors naming the host.
 	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv})
 	if err != nil {
-		return nil, err
+		// An address that does not parse, a name no config defines, a
+		// broken config: what the user gave is wrong, not the host.
+		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
 	c, err := hosts.Connect(ctx, t)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -30,5 +31,25 @@ func TestSubmitWarnsOfLargeFiles(t *testing.T) {
 	}
 	if strings.Contains(ta.out.String(), "warning") {
 		t.Errorf("a warning went to stdout: %s", ta.out)
+	}
+}
+
+// A --host that cannot name a daemon is the user's mistake (exit 3), not
+// an unreachable host (exit 4); nothing is dialled.
+func TestBadHostIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	getenv := func(k string) string {
+		switch k {
+		case "XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME":
+			return dir
+		}
+		return ""
+	}
+	for _, host := range []string{"nonsense://x", "nosuchname"} {
+		var out, errw bytes.Buffer
+		code := Main(context.Background(), []string{"xrun", "ps", "--host", host}, &out, &errw, getenv)
+		if code != ExitUsage || !strings.Contains(errw.String(), host) {
+			t.Errorf("--host %s: exit %d, stderr %q; want %d naming the host", host, code, errw.String(), ExitUsage)
+		}
 	}
 }
