@@ -169,6 +169,13 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if len(list) != 3 || len(hashes) != 2 {
 		t.Errorf("%d jobs with %d code hashes; want 3 jobs, 2 hashes", len(list), len(hashes))
 	}
+	// --no-cache rebuilds the image that is already there.
+	if code := ta.run(ctx, "submit", "--cpu", "--no-cache", "--label", "team=kernels", dir); code != 0 {
+		t.Fatalf("--no-cache resubmit: exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.builds) != 2 || !strings.Contains(ta.err.String(), "rebuilding every layer (--no-cache)") {
+		t.Errorf("--no-cache: %d builds: %s", len(ta.fake.builds), ta.err)
+	}
 }
 
 func TestSubmitExitCodes(t *testing.T) {

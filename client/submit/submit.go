@@ -208,13 +208,17 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	done = b.step("image-exists")
 	p.ImageID, err = b.Engine.ImageID(ctx, p.ImageRef)
 	done()
-	if err == nil {
+	switch {
+	case err == nil && o.NoCache:
+		b.logf("image %s is on %s: rebuilding every layer (--no-cache)", p.ImageRef, b.Engine.Host())
+	case err == nil:
 		b.logf("image %s is on %s: build skipped", p.ImageRef, b.Engine.Host())
 		return nil
-	} else if !errors.Is(err, engine.ErrNotFound) {
+	case !errors.Is(err, engine.ErrNotFound):
 		return err
+	default:
+		b.logf("building %s on %s", p.ImageRef, b.Engine.Host())
 	}
-	b.logf("building %s on %s", p.ImageRef, b.Engine.Host())
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(buildctx.WriteExtras(pw, extras...)) }()
 	p.ImageID, err = b.Engine.Build(ctx, pr, engine.BuildOptions{Tag: p.ImageRef, NoCache: o.NoCache}, func(line string) {
