@@ -26,8 +26,9 @@ func newCompareCommand(a *App) *cli.Command {
 		Usage:     "line up the results of several jobs side by side (the same experiment on different hosts or GPUs)",
 		ArgsUsage: "JOB|RESULTS JOB|RESULTS...",
 		Description: `For every sweep point and implementation: each job's median time, its speedup
-over its own baseline, its TFLOPS, and the time ratio against the first job; and
-each job's host and GPU. Results are fetched from the hosts when the store has no
+over its own baseline, its TFLOPS, and the first job's time over its own (above
+1x: faster than the first job); and each job's host and GPU. Jobs of different
+experiments, or with no sweep point in common, are lined up too, with a note. Results are fetched from the hosts when the store has no
 copy yet. A path to a results.json (or to a directory holding one) stands for
 the run that wrote it: results committed with an experiment, or a run of the
 runner without xrun.

@@ -130,6 +130,7 @@ func Build(in []Input) (*Report, error) {
 	}
 	onEvents := 0 // rows read on the events because their jobs' clocks differ
 	kernelRows := 0
+	shared := 0 // rows that more than one job has
 	for _, k := range caseKeys {
 		c := Case{Label: caseLabel[k]}
 		for _, n := range impls {
@@ -152,6 +153,9 @@ func Build(in []Input) (*Report, error) {
 			if !any {
 				continue
 			}
+			if have := len(row.Cells) - countMissing(row.Cells); have > 1 {
+				shared++
+			}
 			switch clock, mixed := oneClock(row.Cells, timings); {
 			case mixed && clock == result.ClockEvents:
 				onEvents++
@@ -167,6 +171,14 @@ func Build(in []Input) (*Report, error) {
 			c.Rows = append(c.Rows, row)
 		}
 		rep.Cases = append(rep.Cases, c)
+	}
+	if len(rep.Experiments) > 1 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the jobs ran different experiments (%s): only the sweep points and "+
+			"implementations they share line up", strings.Join(rep.Experiments, ", ")))
+	}
+	if shared == 0 {
+		rep.Notes = append(rep.Notes, "no sweep point and implementation is in more than one job: nothing lines up "+
+			"(a CPU run sweeps cpu_sweep, a GPU run sweep)")
 	}
 	if onEvents > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d row(s) compared on the CUDA events: not every job has the kernel clock there "+
@@ -192,6 +204,17 @@ func Build(in []Input) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// countMissing counts the cells of jobs that lack the row.
+func countMissing(cells []Cell) int {
+	n := 0
+	for _, c := range cells {
+		if c.Status == "missing" {
+			n++
+		}
+	}
+	return n
 }
 
 // oneClock puts a row's cells on one clock: their own where every timed

@@ -201,3 +201,25 @@ func TestOneClockPerRow(t *testing.T) {
 		t.Errorf("text: %v\n%s", err, b.String())
 	}
 }
+
+// Jobs of two experiments, or with no sweep point in common, line up with
+// a note that says so; jobs of one experiment that share rows get none.
+func TestNotesOnJobsThatDoNotLineUp(t *testing.T) {
+	a := results("a", "GPU A", 1, false, false)
+	b := results("b", "GPU B", 1, false, false)
+	rep, err := Build([]Input{{Results: a}, {Results: b}})
+	if err != nil || len(rep.Notes) != 0 {
+		t.Fatalf("one experiment, shared rows: %v, notes %q", err, rep.Notes)
+	}
+	other := results("c", "GPU C", 1, false, false)
+	other.Experiment = "softmax"
+	other.Cases[0].Label, other.Cases[0].Params = "shape=64x256", map[string]any{"shape": "64x256"}
+	rep, err = Build([]Input{{Results: a}, {Results: other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	if !strings.Contains(notes, "different experiments (gla-pingpong, softmax)") || !strings.Contains(notes, "nothing lines up") {
+		t.Errorf("notes: %q", rep.Notes)
+	}
+}
