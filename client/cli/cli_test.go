@@ -368,7 +368,17 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.pullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "xrun/cpu-base:bookworm", dir)
 		msg := ta.err.String()
-		if code != ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and no registry is reachable") || !strings.Contains(msg, "make-cpu-base.sh") {
+		if code != ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and could not be pulled") || !strings.Contains(msg, "make-cpu-base.sh") {
+			t.Errorf("exit %d: %s", code, msg)
+		}
+	})
+	t.Run("misspelt base", func(t *testing.T) {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		ta.fake.pullErr = errors.New("pull access denied for no-such-base, repository does not exist")
+		code := ta.run(context.Background(), "submit", "--cpu", "--base", "no-such-base", dir)
+		msg := ta.err.String()
+		if code != ExitInfra || !strings.Contains(msg, "no-such-base is not one of xrun's bases (cpu-torch") || strings.Contains(msg, "submit with --cpu") {
 			t.Errorf("exit %d: %s", code, msg)
 		}
 	})

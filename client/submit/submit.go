@@ -274,7 +274,7 @@ func (b *Builder) contextProgress() *buildctx.Reporter {
 // images/make-cpu-base.sh) when the default CPU base is missing.
 func (b *Builder) pickBase(ctx context.Context, img spec.Image, o Options) (string, error) {
 	if o.Base != "" {
-		return o.Base, b.ensureBase(ctx, o.Base)
+		return o.Base, b.ensureBase(ctx, o.Base, o.CPU)
 	}
 	base, err := images.Resolve(img, o.CPU)
 	if err != nil {
@@ -294,12 +294,12 @@ func (b *Builder) pickBase(ctx context.Context, img spec.Image, o Options) (stri
 			}
 		}
 	}
-	return base, b.ensureBase(ctx, base)
+	return base, b.ensureBase(ctx, base, o.CPU)
 }
 
 // ensureBase makes sure the base image is on the host, pulling it once;
 // an offline host gets a sentence saying how to make the image instead.
-func (b *Builder) ensureBase(ctx context.Context, base string) error {
+func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 	if base == "scratch" {
 		return nil
 	}
@@ -317,8 +317,16 @@ func (b *Builder) ensureBase(ctx context.Context, base string) error {
 		how := "build it on that host from images/ (see images/README.md)"
 		if row, ok := images.Lookup(base); ok {
 			how = "build it on that host with `" + row.HowToMake() + "`"
+		} else if !strings.ContainsAny(base, "/:@") {
+			// A bare word is more likely a misspelt base name than an
+			// image on Docker Hub.
+			how = fmt.Sprintf("%s is not one of xrun's bases (%s); if it is meant to be an image reference, %s",
+				base, strings.Join(images.Default().Names(), ", "), how)
 		}
-		return fmt.Errorf("base image %s is not on host %s and no registry is reachable (%s): %s, or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu", base, b.Engine.Host(), firstLine(err.Error()), how)
+		if !cpu {
+			how += ", or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu"
+		}
+		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), firstLine(err.Error()), how)
 	}
 	return nil
 }
