@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsFirst(t *testing.T) {
@@ -54,5 +55,21 @@ func TestFlagAfterJobID(t *testing.T) {
 	code := Main(context.Background(), []string{"xrun", "results", "0123abcd", "--markdown"}, &out, &errw, getenv)
 	if code == 0 || strings.Contains(errw.String(), "got 2 arguments") || !strings.Contains(errw.String(), "0123abcd") {
 		t.Fatalf("exit %d, stderr %q: want the unknown job named, not an argument count", code, errw.String())
+	}
+}
+
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{time.Second, "1 second ago"}, {30 * time.Second, "30 seconds ago"}, {61 * time.Second, "1 minute ago"},
+		{150 * time.Minute, "2 hours ago"}, {time.Hour, "1 hour ago"}, {72 * time.Hour, "3 days ago"}} {
+		if got := ago(now.Add(-c.d), now); got != c.want {
+			t.Errorf("ago(%s) = %q, want %q", c.d, got, c.want)
+		}
+	}
+	if got := ago(time.Time{}, now); got != "-" {
+		t.Errorf("zero time: %q", got)
 	}
 }

@@ -54,15 +54,19 @@ func ago(t time.Time, now time.Time) string {
 		return "-"
 	}
 	d := now.Sub(t)
+	n, unit := int(d.Hours()/24), "day"
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%d seconds ago", int(d.Seconds()))
+		n, unit = int(d.Seconds()), "second"
 	case d < time.Hour:
-		return fmt.Sprintf("%d minutes ago", int(d.Minutes()))
+		n, unit = int(d.Minutes()), "minute"
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%d hours ago", int(d.Hours()))
+		n, unit = int(d.Hours()), "hour"
 	}
-	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%d %s ago", n, unit)
 }
 
 // quietCtx bounds a call that must not hang a listing.

@@ -139,8 +139,12 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 	if o.dryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(a.Err, "%s %d images (up to %s; layers shared with kept images stay); kept %d in use by containers and %d built in the last %s\n",
-		verb, removed, fmtBytes(freed), inUse, young, o.olderThan)
+	kept := fmt.Sprintf("kept %d in use by containers", inUse)
+	if o.olderThan > 0 {
+		kept += fmt.Sprintf(" and %d built in the last %s", young, o.olderThan)
+	}
+	fmt.Fprintf(a.Err, "%s %d images (up to %s; layers shared with kept images stay); %s\n",
+		verb, removed, fmtBytes(freed), kept)
 	return errors.Join(errs...)
 }
 

@@ -261,6 +261,8 @@ func TestFmtBound(t *testing.T) {
 		{"no bytes model", result.Throughput{TFLOPS: 1.52, PctPeakFlops: 2.3}, "1.52 TFLOPS 2.3%"},
 		{"no peaks, tiny flops", result.Throughput{TFLOPS: 0.001, GBps: 12.5}, "12.5 GB/s"},
 		{"no peaks", result.Throughput{TFLOPS: 0.8, GBps: 12.5}, "0.80 TFLOPS"},
+		{"a CPU's small case", result.Throughput{TFLOPS: 0.0021, GBps: 0.004}, "2.1 GFLOPS"},
+		{"a CPU's small case, bytes only", result.Throughput{GBps: 0.0042}, "4.2 MB/s"},
 		{"no model", result.Throughput{TokensPerS: 1e6}, "-"},
 	} {
 		if got := fmtBound(&c.t); got != c.want {

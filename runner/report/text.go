@@ -119,7 +119,8 @@ func Text(w io.Writer, r *result.Results) error {
 // compute and memory rates, the one nearer its peak (a memory-bound
 // kernel's TFLOPS would read 0.00 while its GB/s say it is at 80%). With no
 // peaks known (a CPU run, a GPU missing from the table) it is TFLOPS unless
-// they round to zero; "-" with no work model.
+// they round to zero, then GB/s, then GFLOPS (a CPU's small sweep points);
+// "-" with no work model.
 func fmtBound(t *result.Throughput) string {
 	flops := strconv.FormatFloat(t.TFLOPS, 'f', 2, 64) + " TFLOPS"
 	bw := strconv.FormatFloat(t.GBps, 'f', 1, 64) + " GB/s"
@@ -130,10 +131,12 @@ func fmtBound(t *result.Throughput) string {
 		return bw + " " + fmtPct(t.PctPeakBW)
 	case t.TFLOPS >= 0.005:
 		return flops
-	case t.GBps > 0:
+	case t.GBps >= 0.05:
 		return bw
 	case t.TFLOPS > 0:
-		return flops
+		return strconv.FormatFloat(t.TFLOPS*1e3, 'g', 3, 64) + " GFLOPS"
+	case t.GBps > 0:
+		return strconv.FormatFloat(t.GBps*1e3, 'g', 3, 64) + " MB/s"
 	}
 	return "-"
 }
