@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,8 +61,9 @@ func Load(path string) (*Spec, error) {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-// Parse decodes and validates a spec. Unknown keys are errors; every error
-// names the file, the line and the key, and says what is allowed.
+// Parse decodes and validates a spec. Unknown keys and values of the wrong
+// type are errors; every error names the file, the line and the key, and
+// says what is allowed.
 func Parse(file string, data []byte) (*Spec, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -76,12 +78,14 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	var errs Errors
 	lines := map[string]int{}
-	checkKeys(file, doc, reflect.TypeOf(Spec{}), "", lines, &errs)
+	checkKeys(file, doc, reflect.TypeOf(Spec{}), "", "", lines, &errs)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	s := &Spec{Path: file, Hash: hashBytes(data)}
 	if err := doc.Decode(s); err != nil {
+		// checkKeys has tried every value already; this is a last resort
+		// for one it missed, located by line alone.
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			for _, m := range te.Errors {
@@ -111,32 +115,52 @@ func yamlError(file, key string, err error) *Error {
 	return &Error{File: file, Key: key, Msg: msg}
 }
 
-// custom are types that decode themselves; their inner keys are checked
-// by checkKeys only where they hold a struct.
+// Types the walk treats apart: Implementations and Image are written in
+// two shapes; the others decode themselves and are checked as one value.
 var (
-	typeImpls  = reflect.TypeOf(Implementations{})
-	typeImage  = reflect.TypeOf(Image{})
-	typeParams = reflect.TypeOf(Params{})
-	typeSweep  = reflect.TypeOf(Sweep{})
+	typeImpls    = reflect.TypeOf(Implementations{})
+	typeImpl     = reflect.TypeOf(Implementation{})
+	typeImage    = reflect.TypeOf(Image{})
+	typeDuration = reflect.TypeOf(Duration{})
+	typeGPUs     = reflect.TypeOf(GPUs{})
+	typeByteSize = reflect.TypeOf(ByteSize(0))
 )
 
-// checkKeys walks a mapping node against a struct type, reporting unknown
-// keys with the allowed ones, and records the line of every key path.
-func checkKeys(file string, n *yaml.Node, t reflect.Type, path string, lines map[string]int, errs *Errors) {
+// checkKeys walks a node against the type it decodes into, reporting
+// unknown keys with the allowed ones and values of the wrong type with what
+// to write instead, and records the line of every key path. yaml.v3's own
+// type errors ("cannot unmarshal !!str `two` into float64") name neither
+// the key nor what it takes, so every value is checked here, where its key
+// is known, before the spec is decoded.
+func checkKeys(file string, n *yaml.Node, t reflect.Type, want, path string, lines map[string]int, errs *Errors) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if want == "" {
+		want = wantOf(t)
+	}
+	wrong := func() {
+		*errs = append(*errs, &Error{File: file, Line: n.Line, Key: path,
+			Msg: fmt.Sprintf("found %s; write %s", describe(n), want)})
+	}
+	if n.Kind == yaml.AliasNode {
+		checkValue(file, n, t, want, path, errs)
+		return
 	}
 	switch t {
 	case typeImpls:
 		if n.Kind != yaml.MappingNode {
+			if !isNull(n) {
+				wrong()
+			}
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
 			lines[p] = k.Line
-			if v.Kind == yaml.MappingNode {
-				checkKeys(file, v, reflect.TypeOf(Implementation{}), p, lines, errs)
+			if v.Kind != yaml.ScalarNode {
+				checkKeys(file, v, typeImpl, "module:callable, or a mapping with keys "+strings.Join(yamlKeys(typeImpl), ", "), p, lines, errs)
 			}
 		}
 		return
@@ -144,31 +168,46 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string, lines map
 		if n.Kind == yaml.ScalarNode {
 			return
 		}
-	case typeParams, typeSweep:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			lines[join(path, n.Content[i].Value)] = n.Content[i].Line
+	}
+	structural := t.Kind() == reflect.Struct && (t == typeImage || !hasUnmarshaler(t)) ||
+		t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct && !hasUnmarshaler(t)
+	if !structural {
+		// A value that decodes itself, or a list of such values.
+		if t.Kind() == reflect.Slice && !hasUnmarshaler(t) {
+			if isNull(n) {
+				return
+			}
+			if n.Kind != yaml.SequenceNode {
+				wrong()
+				return
+			}
+			for i, e := range n.Content {
+				checkKeys(file, e, t.Elem(), "", fmt.Sprintf("%s[%d]", path, i), lines, errs)
+			}
+			return
 		}
+		recordKeys(n, path, lines)
+		checkValue(file, n, t, want, path, errs)
 		return
 	}
-	switch t.Kind() {
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode || t.Elem().Kind() != reflect.Struct {
+	if t.Kind() == reflect.Slice {
+		if isNull(n) {
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			wrong()
 			return
 		}
 		for i, e := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			lines[p] = e.Line
-			checkKeys(file, e, t.Elem(), p, lines, errs)
+			checkKeys(file, e, t.Elem(), "", p, lines, errs)
 		}
-		return
-	case reflect.Struct:
-	default:
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		if path != "" && t.NumField() > 0 && !hasUnmarshaler(t) {
-			*errs = append(*errs, &Error{File: file, Line: n.Line, Key: path,
-				Msg: fmt.Sprintf("expected a mapping with keys %s", strings.Join(yamlKeys(t), ", "))})
+		if path != "" {
+			wrong()
 		}
 		return
 	}
@@ -200,8 +239,108 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string, lines map
 			*errs = append(*errs, &Error{File: file, Line: k.Line, Key: p, Msg: "key given twice"})
 		}
 		seen[k.Value] = true
-		checkKeys(file, v, f.Type, p, lines, errs)
+		checkKeys(file, v, f.Type, f.Tag.Get("want"), p, lines, errs)
 	}
+}
+
+// recordKeys records the lines of a self-decoding mapping's keys (params,
+// sweep axes), which later messages name.
+func recordKeys(n *yaml.Node, path string, lines map[string]int) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		lines[join(path, n.Content[i].Value)] = n.Content[i].Line
+	}
+}
+
+// checkValue decodes one value on its own into a fresh t. A type's own
+// UnmarshalYAML says what is wrong through a *valueError, which may name a
+// key below path; anything else is a value of the wrong kind.
+func checkValue(file string, n *yaml.Node, t reflect.Type, want, path string, errs *Errors) {
+	err := n.Decode(reflect.New(t).Interface())
+	if err == nil {
+		if isInt(t) && n.ShortTag() == "!!float" {
+			// yaml.v3 truncates 1.5 to 1 for an int; a count given a
+			// fraction is a mistake to point out, not to round.
+			if f, ferr := strconv.ParseFloat(n.Value, 64); ferr != nil || f != math.Trunc(f) {
+				*errs = append(*errs, &Error{File: file, Line: n.Line, Key: path,
+					Msg: fmt.Sprintf("found %s; write %s", describe(n), want)})
+			}
+		}
+		return
+	}
+	var ve *valueError
+	if errors.As(err, &ve) {
+		*errs = append(*errs, &Error{File: file, Line: ve.line, Key: path + ve.key, Msg: ve.msg})
+		return
+	}
+	*errs = append(*errs, &Error{File: file, Line: n.Line, Key: path,
+		Msg: fmt.Sprintf("found %s; write %s", describe(n), want)})
+}
+
+// wantOf says what a value of type t is written as, for fields whose
+// "want" tag does not say it better.
+func wantOf(t reflect.Type) string {
+	switch t {
+	case typeImpls:
+		return "a mapping of name: module:callable"
+	case typeDuration:
+		return durationWant
+	case typeByteSize:
+		return byteSizeWant
+	case typeGPUs:
+		return gpusWant
+	case typeImage:
+		return "a base image name, or a mapping with keys " + strings.Join(yamlKeys(t), ", ")
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a single string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64:
+		return "a whole number, e.g. 10"
+	case reflect.Float32, reflect.Float64:
+		return "a number, e.g. 2 or 0.5"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Struct {
+			return "a list of mappings with keys " + strings.Join(yamlKeys(t.Elem()), ", ")
+		}
+		return "a list like [a, b]"
+	case reflect.Struct:
+		return "a mapping with keys " + strings.Join(yamlKeys(t), ", ")
+	}
+	return "another value"
+}
+
+// describe names what a node holds, as the user wrote it.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.AliasNode:
+		return "an alias (*" + n.Value + ")"
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return "nothing"
+	case "!!str":
+		return strconv.Quote(n.Value)
+	}
+	return n.Value
+}
+
+// isInt reports whether t is a plain whole number (ByteSize, an int64,
+// reads its own units).
+func isInt(t reflect.Type) bool {
+	return (t.Kind() == reflect.Int || t.Kind() == reflect.Int64) && !hasUnmarshaler(t)
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
 func hasUnmarshaler(t reflect.Type) bool {

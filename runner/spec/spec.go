@@ -21,8 +21,8 @@ type Spec struct {
 	Description string      `yaml:"description"`
 	Image       Image       `yaml:"image"`
 	Resources   Resources   `yaml:"resources"`
-	Include     []string    `yaml:"include"`
-	Env         []string    `yaml:"env"`
+	Include     []string    `yaml:"include" want:"a list of paths like [../common]"`
+	Env         []string    `yaml:"env" want:"a list of variable names like [WANDB_API_KEY]"`
 	Benchmark   Benchmark   `yaml:"benchmark"`
 	Criteria    []Criterion `yaml:"criteria"`
 
@@ -56,9 +56,9 @@ type Image struct {
 	// CUDA pins a CUDA major.minor for the same lookup.
 	CUDA string `yaml:"cuda"`
 	// Python lists pip requirements installed on top of the base.
-	Python []string `yaml:"python"`
+	Python []string `yaml:"python" want:"a list of pip requirements like [triton, einops]"`
 	// Apt lists Debian/Ubuntu packages installed on top of the base.
-	Apt []string `yaml:"apt"`
+	Apt []string `yaml:"apt" want:"a list of package names like [curl, git]"`
 }
 
 // Resources says what the job needs from the host.
@@ -113,14 +113,14 @@ func (g GPUs) String() string {
 type Benchmark struct {
 	// Inputs is "module:callable": callable(params, seed) -> inputs
 	// (a tuple/list of positional arguments, or a dict of keyword arguments).
-	Inputs string `yaml:"inputs"`
+	Inputs string `yaml:"inputs" want:"module:callable, e.g. gla.inputs:make_inputs"`
 	// Reference is "module:callable": the trusted implementation.
-	Reference string `yaml:"reference"`
+	Reference string `yaml:"reference" want:"module:callable, e.g. gla.reference:chunk_gla"`
 	// Implementations are the named candidates, in the order written.
 	Implementations Implementations `yaml:"implementations"`
 	// Baseline names the implementation speedups are measured against;
 	// default: the first implementation.
-	Baseline string `yaml:"baseline"`
+	Baseline string `yaml:"baseline" want:"an implementation name"`
 	// Params are fixed parameters passed to every case.
 	Params Params `yaml:"params"`
 	// Sweep is the GPU sweep: the cases are the cartesian product of its
@@ -134,21 +134,21 @@ type Benchmark struct {
 	// Flops, Bytes and Tokens are "module:callable"(params) -> number
 	// models: floating-point operations, bytes moved through device memory,
 	// and tokens processed per call.
-	Flops  string `yaml:"flops"`
-	Bytes  string `yaml:"bytes"`
-	Tokens string `yaml:"tokens"`
+	Flops  string `yaml:"flops" want:"module:callable, e.g. gla.inputs:flops"`
+	Bytes  string `yaml:"bytes" want:"module:callable, e.g. gla.inputs:bytes"`
+	Tokens string `yaml:"tokens" want:"module:callable, e.g. gla.inputs:tokens"`
 	// Metrics is "module:callable"(params, impl_params) -> dict of extra
 	// figures recorded per implementation (e.g. CTAs launched vs SMs).
-	Metrics string `yaml:"metrics"`
+	Metrics string `yaml:"metrics" want:"module:callable, e.g. gla.inputs:metrics"`
 	// TimeReference times the reference too (default true).
 	TimeReference *bool `yaml:"time_reference"`
 	// Tolerance overrides the per-dtype default tolerance.
 	Tolerance *Tolerance `yaml:"tolerance"`
 	// Command runs a non-Python benchmark that speaks the harness protocol.
-	Command []string `yaml:"command"`
+	Command []string `yaml:"command" want:"a list like [./bench, --fast]"`
 	// Setup is a shell command run once in the experiment directory before
 	// any implementation (for example to build a CUDA extension).
-	Setup string `yaml:"setup"`
+	Setup string `yaml:"setup" want:"one shell command as a string, e.g. \"make -C ext\""`
 	// Method overrides the measurement defaults.
 	Method Method `yaml:"method"`
 }
@@ -157,10 +157,10 @@ type Benchmark struct {
 type Implementation struct {
 	Name string `yaml:"-"`
 	// Fn is "module:callable" with the reference's signature.
-	Fn string `yaml:"fn"`
+	Fn string `yaml:"fn" want:"module:callable, e.g. gla.triton:chunk_gla"`
 	// Requires lists what the implementation needs: "gpu", "cuda", "triton",
 	// or a minimum compute capability such as "sm_90" or "sm_100".
-	Requires []string `yaml:"requires"`
+	Requires []string `yaml:"requires" want:"a list like [triton, sm_90]"`
 	// Tolerance overrides the benchmark's tolerance for this implementation.
 	Tolerance *Tolerance `yaml:"tolerance"`
 	// Params are passed to this implementation alone as keyword arguments
@@ -272,24 +272,34 @@ func (m Method) Rest() float64 {
 type Criterion struct {
 	Name string `yaml:"name"`
 
-	Speedup string  `yaml:"speedup"`
-	Over    string  `yaml:"over"`
+	Speedup string  `yaml:"speedup" want:"an implementation name"`
+	Over    string  `yaml:"over" want:"an implementation name"`
 	AtLeast float64 `yaml:"at_least"`
 
-	MaxError string  `yaml:"max_error"`
+	MaxError string  `yaml:"max_error" want:"an implementation name or all"`
 	Below    float64 `yaml:"below"`
 
-	Correct string `yaml:"correct"`
+	Correct string `yaml:"correct" want:"an implementation name or all"`
 
-	Time    string  `yaml:"time"`
+	Time    string  `yaml:"time" want:"an implementation name"`
 	BelowMS float64 `yaml:"below_ms"`
 
 	// For says over which cases the criterion must hold: "all" (default),
 	// "any", or "median" (the median over cases).
-	For string `yaml:"for"`
+	For string `yaml:"for" want:"all, any or median"`
 
 	// Line is where the criterion was written, for messages.
 	Line int `yaml:"-"`
+}
+
+// criterionKeys are the keys each kind of criterion takes besides name and
+// for. A key of another kind (below on a correct criterion) is read by
+// nothing, so it is refused rather than silently ignored.
+var criterionKeys = map[string][]string{
+	"speedup":   {"speedup", "over", "at_least"},
+	"max_error": {"max_error", "below"},
+	"correct":   {"correct"},
+	"time":      {"time", "below_ms"},
 }
 
 // Kind names the kind of criterion.

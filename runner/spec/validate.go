@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -69,6 +70,7 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 			bad(key, "give exactly one of speedup, max_error, correct or time")
 			continue
 		}
+		checkCriterionKeys(key, c.Kind(), lines, bad)
 		if c.For != "" && !contains(ForValues, c.For) {
 			bad(key+".for", "%q is not allowed; use one of %s", c.For, strings.Join(ForValues, ", "))
 		}
@@ -109,6 +111,29 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 		bad("resources.timeout", "must be positive")
 	}
 	return errs
+}
+
+// checkCriterionKeys refuses keys written in criterion key that belong to
+// another kind than kind, listing the ones it takes.
+func checkCriterionKeys(key, kind string, lines map[string]int, bad func(key, format string, args ...any)) {
+	var allowed []string
+	for _, k := range yamlKeys(reflect.TypeOf(Criterion{})) {
+		if k == "name" || k == "for" || contains(criterionKeys[kind], k) {
+			allowed = append(allowed, k)
+		}
+	}
+	for _, k := range yamlKeys(reflect.TypeOf(Criterion{})) {
+		if _, written := lines[key+"."+k]; !written || contains(allowed, k) {
+			continue
+		}
+		owner := ""
+		for other, keys := range criterionKeys {
+			if contains(keys, k) {
+				owner = other
+			}
+		}
+		bad(key+"."+k, "not a key of a %s criterion (%s belongs to %s); allowed: %s", kind, k, owner, strings.Join(allowed, ", "))
+	}
 }
 
 func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) Errors {

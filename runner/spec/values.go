@@ -11,6 +11,21 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// valueError is a value a type's UnmarshalYAML cannot read. Parse reports
+// it under the value's own key, followed by key when the problem is below
+// it (".T", "[1].T"), so that the message names the exact key.
+type valueError struct {
+	line int
+	key  string
+	msg  string
+}
+
+func (e *valueError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+func wrongValue(n *yaml.Node, key, want string) *valueError {
+	return &valueError{line: n.Line, key: key, msg: fmt.Sprintf("found %s; write %s", describe(n), want)}
+}
+
 // Param is one named parameter value (a string, bool, int64 or float64).
 type Param struct {
 	Key   string
@@ -122,11 +137,14 @@ func FormatValue(v any) string {
 // UnmarshalYAML keeps the mapping's order and turns scalars into Go values.
 func (ps *Params) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: params must be a mapping of name: value", n.Line)
+		return wrongValue(n, "", "a mapping of name: value, e.g. {B: 4, dtype: bfloat16}")
 	}
 	out := Params{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		v, err := scalarValue(n.Content[i+1])
+		if v := n.Content[i+1]; v.Kind == yaml.SequenceNode {
+			return wrongValue(v, "."+n.Content[i].Value, "a single number, string or bool (values to try one by one go in sweep)")
+		}
+		v, err := scalarValue(n.Content[i+1], "."+n.Content[i].Value)
 		if err != nil {
 			return err
 		}
@@ -158,8 +176,12 @@ func (s *Sweep) UnmarshalYAML(n *yaml.Node) error {
 		groups = n.Content
 	}
 	out := Sweep{}
-	for _, g := range groups {
-		axes, err := decodeAxes(g)
+	for i, g := range groups {
+		key := ""
+		if n.Kind == yaml.SequenceNode {
+			key = fmt.Sprintf("[%d]", i)
+		}
+		axes, err := decodeAxes(g, key)
 		if err != nil {
 			return err
 		}
@@ -169,9 +191,9 @@ func (s *Sweep) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func decodeAxes(n *yaml.Node) (Axes, error) {
+func decodeAxes(n *yaml.Node, key string) (Axes, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: a sweep is a mapping of name: [values], or a list of them", n.Line)
+		return nil, wrongValue(n, key, "a mapping of name: [values], e.g. {T: [256, 512]}, or a list of them")
 	}
 	out := Axes{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -182,14 +204,15 @@ func decodeAxes(n *yaml.Node) (Axes, error) {
 			nodes = vn.Content
 		}
 		for _, e := range nodes {
-			v, err := scalarValue(e)
+			v, err := scalarValue(e, key+"."+k.Value)
 			if err != nil {
 				return nil, err
 			}
 			ax.Values = append(ax.Values, v)
 		}
 		if len(ax.Values) == 0 {
-			return nil, fmt.Errorf("line %d: sweep axis %q has no values", k.Line, k.Value)
+			return nil, &valueError{line: k.Line, key: key + "." + k.Value,
+				msg: fmt.Sprintf("sweep axis %q has no values; list at least one, e.g. %s: [256]", k.Value, k.Value)}
 		}
 		out = append(out, ax)
 	}
@@ -278,15 +301,17 @@ func (s Sweep) Keys() []string {
 	return out
 }
 
-func scalarValue(n *yaml.Node) (any, error) {
+// scalarValue reads one parameter value; key names it in errors.
+func scalarValue(n *yaml.Node, key string) (any, error) {
+	const want = "a single number, string or bool"
 	if n.Kind != yaml.ScalarNode {
-		return nil, fmt.Errorf("line %d: expected a number, string or bool", n.Line)
+		return nil, wrongValue(n, key, want)
 	}
 	switch n.Tag {
 	case "!!int":
 		v, err := strconv.ParseInt(n.Value, 0, 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", n.Line, err)
+			return nil, wrongValue(n, key, "a whole number that fits in 64 bits")
 		}
 		return v, nil
 	case "!!float":
@@ -302,7 +327,7 @@ func scalarValue(n *yaml.Node) (any, error) {
 		}
 		return b, nil
 	case "!!null":
-		return nil, fmt.Errorf("line %d: a value is missing", n.Line)
+		return nil, wrongValue(n, key, want)
 	}
 	// yaml.v3 reads 1e-2 as a string (YAML 1.2 core schema needs a dot).
 	if f, err := strconv.ParseFloat(n.Value, 64); err == nil && n.Style == 0 {
@@ -315,7 +340,7 @@ func scalarValue(n *yaml.Node) (any, error) {
 // "name: {fn: module:callable, requires: [...]}", keeping their order.
 func (is *Implementations) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: implementations must be a mapping of name: module:callable", n.Line)
+		return wrongValue(n, "", "a mapping of name: module:callable")
 	}
 	out := Implementations{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -343,19 +368,29 @@ func (im *Image) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(im))
 }
 
+// gpusWant says how resources.gpus is written.
+const gpusWant = "a count (2), all, or device ids like [0, 2]"
+
 // UnmarshalYAML reads a GPU request: 2, "all", "0,2" or [0, 2].
 func (g *GPUs) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.SequenceNode {
+	switch n.Kind {
+	case yaml.SequenceNode:
 		var ids []string
-		for _, e := range n.Content {
+		for i, e := range n.Content {
+			if e.Kind != yaml.ScalarNode || e.Value == "" {
+				return wrongValue(e, fmt.Sprintf("[%d]", i), "a device index or GPU-<uuid>")
+			}
 			ids = append(ids, e.Value)
 		}
 		*g = GPUs{IDs: ids}
 		return nil
+	case yaml.ScalarNode:
+	default:
+		return wrongValue(n, "", gpusWant)
 	}
 	parsed, err := ParseGPUs(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %v", n.Line, err)
+		return &valueError{line: n.Line, msg: err.Error()}
 	}
 	*g = parsed
 	return nil
@@ -409,11 +444,17 @@ func splitIDs(whole, list string) ([]string, error) {
 	return ids, nil
 }
 
+// durationWant says how a Duration is written.
+const durationWant = "a duration like 90s, 30m or 1h30m"
+
 // UnmarshalYAML reads a Go duration ("30m", "1h30m", "90s").
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return wrongValue(n, "", durationWant)
+	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: duration %q: write it like 90s, 30m or 1h30m", n.Line, n.Value)
+		return wrongValue(n, "", durationWant)
 	}
 	d.Duration = v
 	return nil
@@ -455,11 +496,17 @@ func ParseByteSize(s string) (ByteSize, error) {
 	return ByteSize(f * float64(mult)), nil
 }
 
+// byteSizeWant says how a ByteSize is written.
+const byteSizeWant = "a size like 8g or 512m"
+
 // UnmarshalYAML reads a size with ParseByteSize.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return wrongValue(n, "", byteSizeWant)
+	}
 	v, err := ParseByteSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %v", n.Line, err)
+		return &valueError{line: n.Line, msg: err.Error()}
 	}
 	*b = v
 	return nil
