@@ -378,7 +378,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.pullErr = errors.New("pull access denied for no-such-base, repository does not exist")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "no-such-base", dir)
 		msg := ta.err.String()
-		if code != ExitInfra || !strings.Contains(msg, "no-such-base is not one of xrun's bases (cpu-torch") || strings.Contains(msg, "submit with --cpu") {
+		if code != ExitInfra || !strings.Contains(msg, "no-such-base is not one of xrun's bases (cpu, ") || strings.Contains(msg, "submit with --cpu") {
 			t.Errorf("exit %d: %s", code, msg)
 		}
 	})
