@@ -93,6 +93,9 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 			errs = append(errs, err)
 			continue
 		}
+		if !ok && j.ContainerID == "" {
+			a.rmUnknownContainer(ctx, j)
+		}
 		if ok {
 			if !s.Finished() && !o.force {
 				errs = append(errs, fmt.Errorf("job %s is %s: cancel it first, or pass --force", j.ID, j.Status))
@@ -135,6 +138,24 @@ func (a *App) removeUnreadable(ctx context.Context, st *jobs.Store, re *jobs.Rec
 		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)
 	}
 	return st.Remove(re.ID)
+}
+
+// rmUnknownContainer removes the container of job j, whose record has
+// none: a create that failed or was interrupted can have made one all
+// the same (the daemon got the request), found by the job label on the
+// job's host. What cannot be looked for is a warning, since the record
+// goes either way.
+func (a *App) rmUnknownContainer(ctx context.Context, j *jobs.Job) {
+	if j.Host == "" {
+		return
+	}
+	b, err := a.jobBackend(ctx, j)
+	if err == nil {
+		_, err = removeListed(ctx, b, j.ID, true, func(id string) bool { return id == j.ID })
+	}
+	if err != nil && !errors.Is(err, errNoContainer) {
+		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left on %s: %v (xrun ps --all lists it)\n", j.ID, j.Host, err)
+	}
 }
 
 var errNoContainer = errors.New("no container")

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -104,7 +106,13 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 		row("container state", s.Container.State)
 		row("because", s.Container.Message)
 	} else if finalStatus(j.Status) {
-		row("container state", "not checked (the job is finished and its results are in the store)")
+		// A job stopped before its runner wrote any (a failed create, a
+		// Ctrl-C before the start) has none to point at.
+		if _, err := os.Stat(filepath.Join(s.StoreDir, jobs.ResultsFile)); err == nil {
+			row("container state", "not checked (the job is finished and its results are in the store)")
+		} else {
+			row("container state", "not checked (the job is finished; the store has no results of it)")
+		}
 	}
 	row("store", s.StoreDir)
 	return tw.Flush()

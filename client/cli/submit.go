@@ -182,17 +182,17 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	var kb *kube.Backend
 	if o.host.K8s {
 		if kb, err = a.kubeBackend(ctx, o.host.Kube); err != nil {
-			return err
+			return interruptedBeforeJob(ctx, err)
 		}
 	}
 	e, err := a.Engine(ctx, builderSel)
 	if err != nil {
-		return err
+		return interruptedBeforeJob(ctx, err)
 	}
 	done()
 	builder := &submit.Builder{Engine: e, Log: a.Err, RunnerFor: a.RunnerFor, Step: a.step, ProbeGPUs: !o.host.K8s}
 	if err := builder.Build(ctx, p, so); err != nil {
-		return err
+		return interruptedBeforeJob(ctx, err)
 	}
 	env, err := a.jobEnv(p.Spec, o.env)
 	if err != nil {
@@ -226,6 +226,9 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	releaseGPUs := func() {}
 	if kb == nil {
 		if releaseGPUs, err = a.assignGPUs(ctx, p, e, j, o.host, o.queue); err != nil {
+			if ctx.Err() != nil {
+				return a.cancelBeforeStart(b, j)
+			}
 			now := time.Now().UTC()
 			j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
 			st.Save(j)
@@ -256,7 +259,8 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 }
 
 // create makes the job on its backend and records it; a job that could
-// not be created is recorded as failed.
+// not be created is recorded as failed, one whose create Ctrl-C cut short
+// as cancelled.
 func (a *App) create(ctx context.Context, b backend.Backend, j *jobs.Job, js backend.Spec) error {
 	st, err := a.Store()
 	if err != nil {
@@ -266,6 +270,12 @@ func (a *App) create(ctx context.Context, b backend.Backend, j *jobs.Job, js bac
 	err = b.Create(ctx, j, js)
 	done()
 	if err != nil {
+		if ctx.Err() != nil {
+			// The error is the cancelled request's; the backend removed
+			// what the create made, and discard removes it again when
+			// the record knows it.
+			return a.cancelBeforeStart(b, j)
+		}
 		if j.ContainerID != "" {
 			a.discard(b, j, err)
 			return err
@@ -339,6 +349,9 @@ func (a *App) startDetached(ctx context.Context, b backend.Backend, j *jobs.Job,
 	st, _ := a.Store()
 	done := a.step("start")
 	if err := b.Start(ctx, j); err != nil {
+		if ctx.Err() != nil {
+			return a.cancelBeforeStart(b, j)
+		}
 		a.discard(b, j, err)
 		return err
 	}
@@ -358,7 +371,9 @@ func (a *App) startDetached(ctx context.Context, b backend.Backend, j *jobs.Job,
 func (a *App) discard(b backend.Backend, j *jobs.Job, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b.Remove(ctx, j, true)
+	if j.ContainerID != "" {
+		b.Remove(ctx, j, true)
+	}
 	if st, err := a.Store(); err == nil {
 		now := time.Now().UTC()
 		j.Status, j.Error, j.Finished = result.StatusFailed, cause.Error(), &now
@@ -367,6 +382,27 @@ func (a *App) discard(b backend.Backend, j *jobs.Job, cause error) {
 		}
 		st.Save(j)
 	}
+}
+
+// cancelBeforeStart records job j, which Ctrl-C stopped before it ran, as
+// cancelled, removes what the backend has of it, and returns the error
+// xrun exits with: 130, as after a Ctrl-C of a running job.
+func (a *App) cancelBeforeStart(b backend.Backend, j *jobs.Job) error {
+	j.StoppedBy = result.StatusCancelled
+	a.discard(b, j, errors.New("interrupted before it started"))
+	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted before it started", j.ID)}
+}
+
+// interruptedBeforeJob is err, or, when Ctrl-C ended ctx, the error of a
+// submit interrupted before it recorded a job (nothing to clean up): the
+// cancelled request's own error says nothing useful. Errors that carry
+// their exit code already (an interrupted build or pull) stay.
+func interruptedBeforeJob(ctx context.Context, err error) error {
+	var ee *ExitError
+	if ctx.Err() == nil || errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted before the job was created")}
 }
 
 // runAttached starts the job, streams its logs, waits for it, copies its
@@ -379,9 +415,7 @@ func (a *App) runAttached(ctx context.Context, b backend.Backend, j *jobs.Job, o
 	}
 	if err := b.Start(ctx, j); err != nil {
 		if ctx.Err() != nil { // Ctrl-C before the start: cancelled, not failed
-			j.StoppedBy = result.StatusCancelled
-			a.discard(b, j, errors.New("interrupted before it started"))
-			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted before it started", j.ID)}
+			return a.cancelBeforeStart(b, j)
 		}
 		a.discard(b, j, err)
 		return err

@@ -364,6 +364,118 @@ func interruptAttached(t *testing.T, second time.Duration) {
 	}
 }
 
+// Ctrl-C while the job's container is being made ends like one of a
+// running job: exit 130, the record cancelled, no container left. The
+// create request can reach the daemon after xrun stopped waiting for it,
+// so the container can exist though xrun never learnt its id. SIGINT goes
+// first as soon as the container shows up on the daemon (created, the
+// code being copied in; this run also builds the image when it is
+// missing), then at several moments after the build was skipped, from
+// before the record is made to the create and the start.
+func TestInterruptedAtCreateLeavesNoContainer(t *testing.T) {
+	t.Run("container-appears", func(t *testing.T) {
+		interruptEarly(t, func(errb *syncBuffer, before map[string]bool) bool {
+			for _, c := range slowContainers(t) {
+				if !before[c.ID] {
+					return true
+				}
+			}
+			return false
+		}, 0)
+	})
+	skipped := func(errb *syncBuffer, _ map[string]bool) bool {
+		return strings.Contains(errb.String(), "build skipped")
+	}
+	for _, d := range []time.Duration{0, 10, 30, 60, 100, 150, 250} {
+		d := d * time.Millisecond
+		t.Run(fmt.Sprintf("after-%v", d), func(t *testing.T) { interruptEarly(t, skipped, d) })
+	}
+}
+
+// slowContainers are the job containers of the slow fixture on the
+// daemon (a build's containers carry the experiment label too).
+func slowContainers(t *testing.T) []engine.Container {
+	t.Helper()
+	cs, err := eng.List(context.Background(), map[string]string{testLabel: "e2e", "dev.xrun.experiment": "e2e-slow", "dev.xrun.job": ""}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+var interruptedJob = regexp.MustCompile(`job ([0-9a-f]{12}) interrupted`)
+
+// interruptEarly submits the slow fixture attached and sends it SIGINT
+// delay after ready (polled) first holds; xrun must exit 130 and leave no
+// container of the fixture that was not there before, and a job it
+// recorded must be cancelled.
+func interruptEarly(t *testing.T, ready func(errb *syncBuffer, before map[string]bool) bool, delay time.Duration) {
+	before := map[string]bool{}
+	for _, c := range slowContainers(t) {
+		before[c.ID] = true
+	}
+	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
+	cmd.Env = env()
+	var errb syncBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(5 * time.Minute)
+	for !ready(&errb, before) {
+		select {
+		case <-done:
+			t.Fatalf("xrun exited before the interrupt (exit %d):\n%s", cmd.ProcessState.ExitCode(), errb.String())
+		case <-deadline:
+			t.Fatalf("not ready to interrupt within 5 minutes:\n%s", errb.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(delay)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("xrun did not exit within a minute of SIGINT:\n%s", errb.String())
+	}
+	out := errb.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	t.Logf("after SIGINT: %s", lines[len(lines)-1])
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d, want 130:\n%s", code, out)
+	}
+	if strings.Contains(out, "context canceled") {
+		t.Errorf("stderr shows the cancelled request's error:\n%s", out)
+	}
+	// A container made by a request the daemon was still serving would
+	// show up late.
+	time.Sleep(time.Second)
+	for _, c := range slowContainers(t) {
+		if !before[c.ID] {
+			t.Errorf("container %s (%s) left behind:\n%s", c.Name, c.State, out)
+		}
+	}
+	m := interruptedJob.FindStringSubmatch(out)
+	if m == nil {
+		m = jobLine.FindStringSubmatch(out)
+	}
+	if m == nil {
+		if !strings.Contains(out, "interrupted before the job was created") {
+			t.Errorf("stderr names no job and does not say none was made:\n%s", out)
+		}
+		return
+	}
+	if s := jobStatus(t, m[1]); s.Status != result.StatusCancelled {
+		t.Errorf("record after Ctrl-C: %+v\n%s", s, out)
+	}
+	expect(t, xrun(t, time.Minute, "rm", m[1]), 0)
+}
+
 func TestAttachedTimeout(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "--timeout", "4s")
 	expect(t, r, 124, "timed out after 4s", "raise resources.timeout")

@@ -59,12 +59,36 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 	return cs
 }
 
-// Create makes the container and copies the code into it; a container
-// whose copy failed is removed again.
+// createTimeout bounds a container create that Ctrl-C does not cut short.
+const createTimeout = 2 * time.Minute
+
+// cleanupTimeout bounds the removal of what a failed or interrupted
+// create left, which runs after ctx is done.
+const cleanupTimeout = 30 * time.Second
+
+// Create makes the container and copies the code into it. Nothing is left
+// behind when it fails or ctx ends on the way: a container whose copy
+// failed is removed again, and so is one the create made after all.
 func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error {
 	j.ContainerName = s.Name
-	id, err := b.Engine.Create(ctx, ContainerSpec(s))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The create request is not cancelled with ctx: a request cut off
+	// once it reached the daemon can still make the container, and the
+	// client would never learn its id. Let it finish, then remove the
+	// container when ctx ended meanwhile.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	id, err := b.Engine.Create(cctx, ContainerSpec(s))
+	cancel()
 	if err != nil {
+		// A create that timed out or lost its connection may have made
+		// the container all the same: look for it by the job's label.
+		b.removeLeft(ctx, j.ID)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		b.remove(ctx, id)
 		return err
 	}
 	j.ContainerID = id
@@ -76,12 +100,37 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	err = b.Engine.CopyTo(ctx, id, "/xrun", pr)
 	pr.Close()
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		b.Engine.Remove(rctx, id, true)
+		b.remove(ctx, id)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("copy the experiment's code (%d files, %s) into the job's container: %w", len(s.Code.Files), units.HumanSize(float64(s.Code.Bytes)), err)
 	}
 	return nil
+}
+
+// remove force-removes container id, also once ctx is done.
+func (b *Backend) remove(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	b.Engine.Remove(rctx, id, true)
+}
+
+// removeLeft force-removes the containers labelled as job id's, also
+// once ctx is done.
+func (b *Backend) removeLeft(ctx context.Context, job string) {
+	if job == "" {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	cs, err := b.Engine.List(rctx, map[string]string{contract.LabelJob: job}, true)
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		b.Engine.Remove(rctx, c.ID, true)
+	}
 }
 
 func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
