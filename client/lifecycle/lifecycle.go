@@ -165,10 +165,11 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	}
 	j.Status = jobs.FinalStatus(out)
 	j.OOMKilled = s.OOMKilled
+	stopped := j.StoppedBy != "" && j.Status == j.StoppedBy
 	switch {
 	case s.OOMKilled:
 		j.Error = OOMMessage(s.MemoryBytes)
-	case j.StoppedBy != "" && j.Status == j.StoppedBy:
+	case stopped:
 		// the stopper's reason (expire, cancel) stays
 	case r != nil && r.Error != "":
 		j.Error = r.Error
@@ -180,12 +181,30 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	if err := st.Save(j); err != nil {
 		return err
 	}
-	if r != nil && r.Status != j.Status {
+	// The runner knows only that it got SIGTERM: a job stopped for its
+	// timeout carries the stopper's reason, not the runner's "cancelled".
+	stopReason := stopped && j.Error != "" && r != nil && r.Error != j.Error
+	if r != nil && (r.Status != j.Status || stopReason) {
 		// The store's results.json says what the record says (a runner
 		// stopped for its timeout wrote cancelled, one that died wrote
 		// running); out/ keeps the runner's own copy.
 		r.Status, r.Success = j.Status, j.Status == result.StatusSucceeded
-		if r.Error == "" {
+		if stopReason {
+			// The runner gave its error to what the stop left not run, and
+			// the criteria quote it.
+			for _, c := range r.Cases {
+				for _, ir := range c.Results {
+					if ir != nil && ir.Status == result.ImplNotRun && ir.Error == r.Error {
+						ir.Error = j.Error
+					}
+				}
+			}
+			quoted := "(" + result.ImplNotRun + ": " + r.Error + ")"
+			for i := range r.Criteria {
+				r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, quoted, "("+result.ImplNotRun+": "+j.Error+")")
+			}
+		}
+		if r.Error == "" || stopReason {
 			r.Error = j.Error
 		}
 		if err := result.WriteFile(resPath, r); err != nil {

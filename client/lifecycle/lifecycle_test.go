@@ -119,3 +119,45 @@ func TestFetchOutputsCollects(t *testing.T) {
 		})
 	}
 }
+
+// A job the client stopped for its timeout says so in the store's
+// results.json, where the runner, which saw only SIGTERM, wrote cancelled.
+func TestFinalizeTimeoutReason(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := []byte(fmt.Sprintf(`{"schema_version":%d,"status":"cancelled","error":"cancelled","implementations":["slow"],`, result.SchemaVersion) +
+		`"cases":[{"label":"n=1","results":{"slow":{"status":"not_run","error":"cancelled"}}}],` +
+		`"criteria":[{"name":"every implementation correct","kind":"correct","value":0,"threshold":0,"passed":false,"detail":"slow did not run (not_run: cancelled) at n=1"}]}`)
+	tw.WriteHeader(&tar.Header{Name: "out/" + result.FileName, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644})
+	tw.Write(body)
+	tw.Close()
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jobs.Job{ID: "a1b2c3d4e5f6", Timeout: "3s"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	j.Status, j.StoppedBy, j.Error = result.StatusTimeout, result.StatusTimeout, timeoutMessage(j)
+	c := collector{logs: []byte("line\n"), tar: buf.Bytes()}
+	if err := Finalize(context.Background(), c, st, j, backend.State{Phase: backend.Exited, ExitCode: 130}); err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != result.StatusTimeout || j.Error != "ran past its timeout of 3s" {
+		t.Errorf("record: status %s error %q", j.Status, j.Error)
+	}
+	r, err := result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != result.StatusTimeout || r.Error != j.Error {
+		t.Errorf("results.json: status %s error %q, want %s %q", r.Status, r.Error, result.StatusTimeout, j.Error)
+	}
+	if ir := r.Cases[0].Results["slow"]; ir.Status != result.ImplNotRun || ir.Error != j.Error {
+		t.Errorf("slow: %s %q", ir.Status, ir.Error)
+	}
+	if got, want := r.Criteria[0].Detail, "slow did not run (not_run: ran past its timeout of 3s) at n=1"; got != want {
+		t.Errorf("criterion detail %q, want %q", got, want)
+	}
+}

@@ -233,7 +233,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 	}
 	r.Env = hostEnv(ctx, o, s.Include)
 	if err := rn.pickMode(ctx); err != nil {
-		return rn.abort(err)
+		return rn.abortStopped(parent, ctx, err)
 	}
 	rn.setMethod()
 	if err := rn.setProfile(); err != nil {
@@ -256,7 +256,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		defer os.RemoveAll(rn.tmp)
 	}
 	if err != nil {
-		return rn.abort(err)
+		return rn.abortStopped(parent, ctx, err)
 	}
 	defer rn.closeWorkers()
 
@@ -290,6 +290,23 @@ func (rn *runner) abort(err error) (*result.Results, error) {
 		rn.logf("error: %v", werr)
 	}
 	return rn.r, err
+}
+
+// abortStopped is abort for the steps that run under the job's clock: when
+// ctx ended (SIGTERM, resources.timeout) err is most likely what the stop
+// did to the step (a killed interpreter probe, a killed nvidia-smi), not a
+// fault of the machine, and the run is recorded as cancelled or timed out
+// like one stopped between cases.
+func (rn *runner) abortStopped(parent, ctx context.Context, err error) (*result.Results, error) {
+	if ctx.Err() == nil {
+		return rn.abort(err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		rn.logf("%v", err)
+	} else {
+		rn.logf("stopped before the first case, in a step that then failed: %v", err)
+	}
+	return rn.finish(parent, ctx, nil)
 }
 
 // pickMode decides between GPU and CPU and reads the GPUs.

@@ -719,6 +719,72 @@ done
 	}
 }
 
+// hangingPython is a fake interpreter whose probe never answers, and a
+// channel closed once the probe has started.
+func hangingPython(t *testing.T) (string, <-chan struct{}) {
+	t.Helper()
+	started := filepath.Join(t.TempDir(), "started")
+	t.Setenv("XRUN_TEST_PROBE_STARTED", started)
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for i := 0; i < 400; i++ {
+			if _, err := os.Stat(started); err == nil {
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}()
+	return mustAbs(t, "../harness/testdata/hangpython/python3"), ch
+}
+
+// A runner stopped (SIGTERM) while it probes the interpreter reports the
+// cancellation, not a machine without a usable Python.
+func TestCancelWhileFindingPython(t *testing.T) {
+	py, started := hangingPython(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
+	ro := runFixture(t, ctx, Options{ExperimentDir: "testdata/numpy-saxpy", Mode: "cpu", Python: py})
+	if !errors.Is(ro.err, context.Canceled) || ro.code != contract.ExitCancelled {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	r := readResults(t, ro.out)
+	if r.Status != result.StatusCancelled || r.Error != "cancelled" || r.FinishedAt == nil {
+		t.Errorf("status %s error %q", r.Status, r.Error)
+	}
+	if strings.Contains(ro.log, "cannot run the harness") || strings.Contains(ro.log, "no Python") || !strings.Contains(ro.log, "stopped while looking for Python") {
+		t.Errorf("the log blames the interpreter or leaves the stop out")
+	}
+}
+
+// resources.timeout expiring while the interpreter is probed is the job's
+// timeout.
+func TestJobTimeoutWhileFindingPython(t *testing.T) {
+	py, _ := hangingPython(t)
+	dir := copyFixture(t, "numpy-saxpy", func(s string) string {
+		return strings.Replace(s, "benchmark:\n", "resources: {timeout: 1s}\nbenchmark:\n", 1)
+	})
+	start := time.Now()
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Mode: "cpu", Python: py})
+	if ro.err != nil || ro.code != contract.ExitFailed {
+		t.Fatalf("err %v, exit %d", ro.err, ro.code)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %s with a 1s timeout", d)
+	}
+	r := readResults(t, ro.out)
+	if r.Status != result.StatusTimeout || !strings.Contains(r.Error, "resources.timeout") {
+		t.Errorf("status %s error %q", r.Status, r.Error)
+	}
+	if strings.Contains(ro.log, "cannot run the harness") || strings.Contains(ro.log, "no Python") {
+		t.Errorf("the log blames the interpreter")
+	}
+}
+
 func TestTolerance(t *testing.T) {
 	impl := &spec.Tolerance{Atol: 1, Rtol: 2}
 	bench := &spec.Tolerance{Atol: 3, Rtol: 4}
