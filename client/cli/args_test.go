@@ -73,3 +73,23 @@ func TestAgo(t *testing.T) {
 		t.Errorf("zero time: %q", got)
 	}
 }
+
+// Bad --timeout and --env values are refused before anything is built.
+func TestSubmitFlagValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "-1s"}, "--timeout -1s: give a duration > 0"},
+		{[]string{"--env", "BAD NAME=1"}, `--env "BAD NAME=1": give NAME or NAME=value`},
+		{[]string{"--env", "1X=1"}, `--env "1X=1"`},
+		{[]string{"--env", "XRUN_TEST_UNSET_VAR"}, "--env XRUN_TEST_UNSET_VAR: the variable is not set in this shell"},
+	} {
+		ta := newTestApp(t)
+		dir := experiment(t, ta)
+		code := ta.run(context.Background(), append(append([]string{"submit", "--cpu"}, c.args...), dir)...)
+		if code != ExitUsage || !strings.Contains(ta.err.String(), c.want) || len(ta.fake.builds) != 0 {
+			t.Errorf("%v: exit %d, %d builds, stderr %q; want %d and %q before a build", c.args, code, len(ta.fake.builds), ta.err.String(), ExitUsage, c.want)
+		}
+	}
+}

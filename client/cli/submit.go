@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -150,6 +151,9 @@ func (o submitOptions) submitOptions(labels map[string]string) submit.Options {
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
+	if o.timeout < 0 {
+		return usageError("--timeout %s: give a duration > 0 (or leave it out for resources.timeout)", o.timeout)
+	}
 	labels, err := parseLabels(o.labels)
 	if err != nil {
 		return err
@@ -169,6 +173,11 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return err
 	}
 	done()
+	// --env is read before the connection and the build, which take minutes.
+	env, err := a.jobEnv(p.Spec, o.env)
+	if err != nil {
+		return err
+	}
 	if o.host.K8s && o.network != "default" {
 		return usageError("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", o.network)
 	}
@@ -193,10 +202,6 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	builder := &submit.Builder{Engine: e, Log: a.Err, RunnerFor: a.RunnerFor, Step: a.step, ProbeGPUs: !o.host.K8s}
 	if err := builder.Build(ctx, p, so); err != nil {
 		return interruptedBeforeJob(ctx, err)
-	}
-	env, err := a.jobEnv(p.Spec, o.env)
-	if err != nil {
-		return err
 	}
 	if o.profile != "" {
 		env = append(env, contract.EnvProfile+"="+o.profile)
@@ -301,8 +306,8 @@ func (a *App) jobEnv(s *spec.Spec, flags []string) ([]string, error) {
 	}
 	for _, f := range flags {
 		name, value, hasValue := strings.Cut(f, "=")
-		if name == "" {
-			return nil, usageError("--env %q: give NAME or NAME=value", f)
+		if !envName.MatchString(name) {
+			return nil, usageError("--env %q: give NAME or NAME=value, NAME of letters, digits and _ (not starting with a digit)", f)
 		}
 		if !hasValue {
 			v, ok := lookupEnv(a.Getenv, name)
@@ -320,6 +325,9 @@ func (a *App) jobEnv(s *spec.Spec, flags []string) ([]string, error) {
 	}
 	return env, nil
 }
+
+// envName is a variable name a shell can set and a program can read.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func lookupEnv(getenv func(string) string, name string) (string, bool) {
 	if getenv == nil {
