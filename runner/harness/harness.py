@@ -251,6 +251,13 @@ def call_windows(records):
     return out
 
 
+def hold_max_ms(enqueue_ms):
+    """How long the hold kernel waits for the host's release before it
+    times out: a call that takes 20 ms to enqueue is slow Python, not a
+    wait for the GPU, and the cap bounds what 3 time-outs cost."""
+    return min(max(10.0 * enqueue_ms, 20.0), 500.0)
+
+
 def iq_mean(xs):
     """The mean of the middle half of xs (the interquartile mean)."""
     xs = sorted(xs)
@@ -1095,6 +1102,18 @@ class Harness:
         """The median of n calls timed with the events behind the hold
         kernel and the flush, without CUPTI recording: how long the call
         keeps the GPU, within the events' own cost."""
+        return self.held_median(call, n, flush, hold_max_ms(enqueue_ms))
+
+    def timer_floor(self, n=21):
+        """The median of n empty timed regions (the two events around
+        nothing, behind the hold kernel where there is one): the least a GPU
+        sample reads."""
+        return max(0.0, self.held_median(None, n, False, 20.0))
+
+    def held_median(self, call, n, flush, max_ms):
+        """The median of n event-timed regions around call (None: around
+        nothing), each behind the flush when asked and the hold kernel
+        where there is one."""
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         stream = torch.cuda.current_stream().cuda_stream
@@ -1103,36 +1122,18 @@ class Harness:
             torch.cuda.synchronize()
             if flush and self.flush_l2 is not None:
                 self.flush_l2()
-            self.hold.arm(stream, 0.0, min(max(10.0 * enqueue_ms, 20.0), 500.0))
-            start.record()
-            call()
-            end.record()
-            self.hold.release()
-            torch.cuda.synchronize()
-            xs.append(start.elapsed_time(end))
-        xs.sort()
-        return xs[n // 2]
-
-    def timer_floor(self, n=21):
-        """The median of n empty timed regions (the two events around
-        nothing, behind the hold kernel where there is one): the least a GPU
-        sample reads."""
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        stream = torch.cuda.current_stream().cuda_stream
-        xs = []
-        for _ in range(n):
-            torch.cuda.synchronize()
             if self.hold is not None:
-                self.hold.arm(stream, 0.0, 20.0)
+                self.hold.arm(stream, 0.0, max_ms)
             start.record()
+            if call is not None:
+                call()
             end.record()
             if self.hold is not None:
                 self.hold.release()
             torch.cuda.synchronize()
             xs.append(start.elapsed_time(end))
         xs.sort()
-        return max(0.0, xs[n // 2])
+        return xs[n // 2]
 
     def calibrate_sleep(self):
         """Measures how many cycles torch.cuda._sleep spins per millisecond."""
@@ -1202,9 +1203,7 @@ class Harness:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         stream = torch.cuda.current_stream().cuda_stream
-        # A call that takes 20 ms to enqueue is slow Python, not a wait for
-        # the GPU; the cap bounds what 3 time-outs cost.
-        hold_max_ms = min(max(10.0 * enqueue_ms, 20.0), 500.0)
+        max_hold_ms = hold_max_ms(enqueue_ms)
         sleep = getattr(torch.cuda, "_sleep", None)
         per_ms = self.sleep_cycles_per_ms
         cycles = max_cycles = 0
@@ -1230,7 +1229,7 @@ class Harness:
                         torch.cuda.synchronize()
                 rest_ms = min(rest * prev, 1000.0)
                 if hold is not None:
-                    hold.arm(stream, rest_ms, hold_max_ms)
+                    hold.arm(stream, rest_ms, max_hold_ms)
                     start.record()
                     call()
                     end.record()
@@ -1258,7 +1257,7 @@ class Harness:
                             self.hold, self.uncovered, cycles = None, True, 0
                             self.hold_note = ("the hold kernel timed out (%.0f ms) 3 times: the call waits for the GPU "
                                               "(or fills the launch queue), so its samples include the host's time "
-                                              "to enqueue it" % hold_max_ms)
+                                              "to enqueue it" % max_hold_ms)
                     else:
                         self.spin_taken += 1
                         self.spin_early += 1
