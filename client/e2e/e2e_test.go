@@ -304,17 +304,25 @@ func TestTwiceInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 	interruptAttached(t, 20*time.Millisecond)
 }
 
+// startSlowSubmit starts an attached submit of the slow fixture, its
+// stderr kept for the test to read while it runs.
+func startSlowSubmit(t *testing.T) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
+	cmd.Env = env()
+	errb := &syncBuffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, errb
+}
+
 // interruptAttached runs the slow fixture attached and sends it SIGINT once
 // it runs, and again after second when that is not zero; xrun must exit
 // 130 having removed the container and recorded the job cancelled.
 func interruptAttached(t *testing.T, second time.Duration) {
-	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
-	cmd.Env = env()
-	var errb syncBuffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, errb := startSlowSubmit(t)
 	defer cmd.Process.Kill()
 	var id string
 	deadline := time.Now().Add(3 * time.Minute)
@@ -414,18 +422,12 @@ func interruptEarly(t *testing.T, ready func(errb *syncBuffer, before map[string
 	for _, c := range slowContainers(t) {
 		before[c.ID] = true
 	}
-	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
-	cmd.Env = env()
-	var errb syncBuffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, errb := startSlowSubmit(t)
 	defer cmd.Process.Kill()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	deadline := time.After(5 * time.Minute)
-	for !ready(&errb, before) {
+	for !ready(errb, before) {
 		select {
 		case <-done:
 			t.Fatalf("xrun exited before the interrupt (exit %d):\n%s", cmd.ProcessState.ExitCode(), errb.String())
