@@ -8,6 +8,8 @@
     python3 clock-probe.py selfgaps OUT.json # gaps between back-to-back calls of each kernel itself
     python3 clock-probe.py pairs             # gaps between launches of the same kernel and of two alternating ones
     python3 clock-probe.py levels            # which gaps keep their value when the stream's launch cost changes level
+    python3 clock-probe.py streams           # per process: launch gaps on the default stream, in a CUDA graph and on
+                                             # three new streams, beside three small kernels' CUPTI spans
 
 "clocks" times each kernel the runner's way (flush, hold kernel, events
 around the call, mark kernel, release, sync) with torch's profiler
@@ -35,7 +37,13 @@ keeps its value from one process to the next. "levels" prints, per
 process, the touch-to-touch gap on the default stream (its level) beside
 gaps that might not follow it: touches with a wait on another stream's
 event between them, and the gap from the hold kernel's end to a touch
-behind an event record, as in a sample.
+behind an event record, as in a sample. "streams" prints one JSON line per
+process: the touch-to-touch gap on the default stream, between touch
+kernels captured in a CUDA graph and replayed behind the hold, and on three
+new streams, beside the median CUPTI span and events of add_768k,
+softmax_2048x1024 and mm_small timed the runner's way: run it in several
+processes, and Nsight Compute in several, to see which launch measure keeps
+its value across processes.
 """
 import ctypes
 import importlib.util
@@ -55,6 +63,7 @@ harness.torch = torch  # the harness imports torch when a worker starts
 sys.path.insert(0, os.path.join(here, "softmax"))
 sys.path.insert(0, os.path.join(here, "..", "..", "kernels"))
 import softmax  # noqa: E402
+import validation  # noqa: E402
 from timing import cases as tcases, kernel as tkernel  # noqa: E402
 
 
@@ -365,6 +374,67 @@ def levels():
     print(" | ".join("%s iqm %.3f med %.3f" % (k, harness.iq_mean(g), statistics.median(g)) for k, g in res), flush=True)
 
 
+def streams():
+    word = torch.zeros(2, dtype=torch.int32, device="cuda")
+    hold, kc = harness.Hold(), harness.KernelClock()
+    fl = flushes()["read256"]
+    out = {}
+    for case in ("add_768k", "softmax_2048x1024", "mm_small"):
+        args = validation.inputs({"case": case, "device": "cuda"}, seed=1)
+        # validation.kernel, less its import of softmax/ as a package (here it is a module)
+        f = (lambda: softmax.triton_softmax(*args)) if len(args) == 1 else (lambda: tkernel.kernel(*args))
+        for _ in range(3):
+            f()
+        stream = torch.cuda.current_stream().cuda_stream
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ev, prev = [], 0.0
+        kc.start()
+        for _ in range(200):
+            torch.cuda.synchronize()
+            fl()
+            hold.arm(stream, 0.5 * prev, 50.0)
+            s.record()
+            f()
+            e.record()
+            hold.mark(stream)
+            hold.release()
+            torch.cuda.synchronize()
+            prev = s.elapsed_time(e)
+            ev.append(prev)
+        w = [x for x in harness.call_windows(kc.stop()) if x]
+        out[case] = {"events_us": round(statistics.median(ev[10:]) * 1e3, 3),
+                     "span_us": round(statistics.median([x[0] for x in w[10:]]) * 1e3, 3)}
+
+    def gaps(st, launch, rounds=10):
+        g = []
+        for _ in range(rounds):
+            torch.cuda.synchronize()
+            kc.start()
+            hold.arm(st, 0.0, 50.0)
+            launch()
+            hold.release()
+            torch.cuda.synchronize()
+            ks = sorted((a, b) for _, n, a, b in kc.stop() if n == harness.TOUCH_NAME)
+            g += [(ks[i + 1][0] - ks[i][1]) / 1e3 for i in range(len(ks) - 1)]
+        return round(harness.iq_mean(g), 3)
+
+    def touches(st):
+        for _ in range(33):
+            hold.touch(st, word.data_ptr())
+    default = torch.cuda.current_stream().cuda_stream
+    out["default"] = gaps(default, lambda: touches(default))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        touches(torch.cuda.current_stream().cuda_stream)
+    out["graph"] = gaps(default, graph.replay)
+    out["new"] = []
+    for _ in range(3):
+        st = torch.cuda.Stream()
+        with torch.cuda.stream(st):
+            out["new"].append(gaps(st.cuda_stream, lambda: touches(st.cuda_stream)))
+    print(json.dumps(out), flush=True)
+
+
 def cupti():
     buf = torch.ones(256 << 18, dtype=torch.int32, device="cuda")
     flush = harness.fastest(harness.flush_readers(buf))
@@ -411,4 +481,5 @@ def cupti():
 
 if __name__ == "__main__":
     {"clocks": lambda: clocks(sys.argv[2]), "ncu": lambda: ncu(sys.argv[2]), "gaps": gaps, "cupti": cupti,
-     "selfgaps": lambda: selfgaps(sys.argv[2]), "pairs": pairs, "levels": levels}[sys.argv[1]]()
+     "selfgaps": lambda: selfgaps(sys.argv[2]), "pairs": pairs, "levels": levels,
+     "streams": streams}[sys.argv[1]]()

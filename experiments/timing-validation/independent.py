@@ -2,7 +2,7 @@
 
     python3 independent.py dobench              # triton.testing.do_bench medians (ms), 3 rounds, JSON on stdout
     ncu --clock-control none --cache-control all --nvtx --metrics gpu__time_duration.sum --csv \\
-        python3 independent.py ncu read         # launches for Nsight Compute to time
+        python3 independent.py ncu read [CASE,...]  # launches for Nsight Compute to time (all cases, or those named)
 
 Both use the same inputs and kernel functions as the xrun experiment
 (validation.py). For ncu, every case runs 60 times (mm_large 10), each
@@ -47,12 +47,12 @@ def dobench(rounds=3):
     print(json.dumps(out))
 
 
-def ncu(flush_kind):
+def ncu(flush_kind, cases=CASES):
     """Warm up, then flushed launches of every case, each in an NVTX range."""
     buf = torch.ones(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     total = torch.zeros((), dtype=torch.float32, device="cuda")
     flush = {"read": lambda: torch.sum(buf.view(torch.float32), 0, out=total), "zero": buf.zero_}[flush_kind]
-    for name in CASES:
+    for name in cases:
         args = case_inputs(name)
         for _ in range(3):
             validation.kernel(*args)
@@ -73,4 +73,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "dobench":
         dobench()
     else:
-        ncu(sys.argv[2])
+        ncu(sys.argv[2], sys.argv[3].split(",") if len(sys.argv) > 3 else CASES)
