@@ -11,7 +11,9 @@ import (
 )
 
 type cancelOptions struct {
-	job string
+	// host is where to look for a job this store has no record of (findJob).
+	host HostSelection
+	job  string
 }
 
 func newCancelCommand(a *App) *cli.Command {
@@ -24,20 +26,22 @@ func newCancelCommand(a *App) *cli.Command {
 SIGKILL after 10 s. The container stays until xrun rm.
 
 Examples:
-  xrun cancel 3fa1`,
+  xrun cancel 3fa1` + foundOnHost,
+		Flags:        hostFlags(&o.host),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("cancel takes one job id, got %d arguments", c.NArg())
 			}
 			o.job = c.Args().First()
+			o.host.kubeSelection()
 			return runCancel(c.Context, a, o)
 		},
 	}
 }
 
 func runCancel(ctx context.Context, a *App, o cancelOptions) error {
-	j, err := a.resolveJob(o.job)
+	j, err := a.findJob(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}

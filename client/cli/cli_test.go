@@ -612,7 +612,7 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ta.Connect = func(context.Context, HostSelection) (engine.Engine, error) { return ta.fake, nil }
+			ta := newTestApp(t) // an App keeps its connections
 			if tt.down {
 				ta.Connect = down
 			}
@@ -783,5 +783,67 @@ func TestSubmitProfile(t *testing.T) {
 	}
 	if len(ta.fake.builds) != builds {
 		t.Error("a refused --profile still built an image")
+	}
+}
+
+// A job that ps lists from the host but another store submitted can be
+// followed by id from this store: status, logs, cancel, wait and results
+// find it on the host and record it here.
+func TestJobOfAnotherStore(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ctx := context.Background()
+	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
+		return fakeRun{hang: true, logs: "line1\nline2\n", files: map[string]string{
+			"results.json": resultsJSON(t, "my-kernel", result.StatusRunning)}}
+	}
+	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+
+	other := newTestApp(t)
+	other.Connect = ta.Connect // the same host, another store
+	if code := other.run(ctx, "status", "--json", id[:6]); code != 0 {
+		t.Fatalf("status from another store: exit %d, %s", code, other.err)
+	}
+	var s jobStatus
+	if err := json.Unmarshal(other.out.Bytes(), &s); err != nil || s.ID != id || s.Status != jobs.StatusRunning || s.Container == nil {
+		t.Errorf("status = %s (%v)", other.out, err)
+	}
+	if st, _ := other.Store(); !st.Has(id, jobs.RecordFile) {
+		t.Errorf("the job found on the host has no record in this store")
+	}
+	if code := other.run(ctx, "logs", id); code != 0 || !strings.Contains(other.out.String(), "line2") {
+		t.Errorf("logs: exit %d, %q, %s", code, other.out, other.err)
+	}
+	if code := other.run(ctx, "cancel", id); code != 0 {
+		t.Fatalf("cancel: exit %d, %s", code, other.err)
+	}
+	if code := other.run(ctx, "wait", id); code != ExitInterrupted || strings.TrimSpace(other.out.String()) != "cancelled" {
+		t.Errorf("wait: exit %d, %q, %s", code, other.out, other.err)
+	}
+	if code := other.run(ctx, "results", "--json", id); code != ExitInterrupted {
+		t.Errorf("results: exit %d, %s", code, other.err)
+	}
+	if _, err := result.Decode(other.out.Bytes()); err != nil {
+		t.Errorf("results --json: %v: %s", err, other.out)
+	}
+	// Neither here nor on the host: the store's sentence, and where else it looked.
+	if code := other.run(ctx, "status", "0000deadbeef"); code != ExitUsage || !strings.Contains(other.err.String(), `no job "0000deadbeef"`) ||
+		!strings.Contains(other.err.String(), "nor on ") {
+		t.Errorf("status of an unknown job: exit %d, %s", code, other.err)
+	}
+	// A host that cannot be asked: the named one is an error of its own,
+	// the default one leaves the store's answer.
+	down := newTestApp(t)
+	down.Connect = func(context.Context, HostSelection) (engine.Engine, error) {
+		return nil, errors.New("cannot reach the Docker daemon at ssh://lab: connection refused")
+	}
+	if code := down.run(ctx, "logs", "--host", "ssh://lab", "0000deadbeef"); code != ExitInfra || !strings.Contains(down.err.String(), "cannot reach") {
+		t.Errorf("logs --host down: exit %d, %s", code, down.err)
+	}
+	if code := down.run(ctx, "logs", "0000deadbeef"); code != ExitUsage || !strings.Contains(down.err.String(), "the default host could not be asked") {
+		t.Errorf("logs, default host down: exit %d, %s", code, down.err)
 	}
 }

@@ -110,7 +110,7 @@ func resultsFile(ref string) (string, bool) {
 // jobResults returns a job's results, fetching them from its host into
 // the store when the store has no copy yet.
 func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Results, error) {
-	j, err := a.resolveJob(ref)
+	j, err := a.findJob(ctx, ref, HostSelection{})
 	if err != nil {
 		return nil, nil, err
 	}

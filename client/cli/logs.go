@@ -17,6 +17,8 @@ import (
 )
 
 type logsOptions struct {
+	// host is where to look for a job this store has no record of (findJob).
+	host       HostSelection
 	job        string
 	follow     bool
 	tail       string
@@ -31,18 +33,19 @@ func newLogsCommand(a *App) *cli.Command {
 		ArgsUsage: "JOB",
 		Description: `Examples:
   xrun logs 3fa1c2
-  xrun logs -f --tail 50 3fa1      # follow until the job ends`,
-		Flags: []cli.Flag{
+  xrun logs -f --tail 50 3fa1      # follow until the job ends` + foundOnHost,
+		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the job ends", Destination: &o.follow},
 			&cli.StringFlag{Name: "tail", Aliases: []string{"n"}, Value: "all", Usage: "print only the last N lines", Destination: &o.tail},
 			&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "prefix each line with its time", Destination: &o.timestamps},
-		},
+		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("logs takes one job id, got %d arguments", c.NArg())
 			}
 			o.job = c.Args().First()
+			o.host.kubeSelection()
 			return runLogs(c.Context, a, o)
 		},
 	}
@@ -54,7 +57,7 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 			return usageError("--tail %q: give a number of lines or all", o.tail)
 		}
 	}
-	j, err := a.resolveJob(o.job)
+	j, err := a.findJob(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 )
 
 type resultsOptions struct {
+	// host is where to look for a job this store has no record of (findJob).
+	host     HostSelection
 	job      string
 	json     bool
 	markdown bool
@@ -30,11 +32,11 @@ succeeded, else its status's code (1 criteria failed, 2 failed, 124 timed out,
 Examples:
   xrun results 3fa1
   xrun results --markdown 3fa1 >> experiments/039-gla-pingpong/README.md
-  xrun results --json 3fa1 | jq '.comparisons[] | {label, speedup, verdict}'`,
-		Flags: []cli.Flag{
+  xrun results --json 3fa1 | jq '.comparisons[] | {label, speedup, verdict}'` + foundOnHost,
+		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "json", Usage: "print results.json as it is", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables with ✅/❌ criteria", Destination: &o.markdown},
-		},
+		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -44,13 +46,14 @@ Examples:
 				return usageError("give --json or --markdown, not both")
 			}
 			o.job = c.Args().First()
+			o.host.kubeSelection()
 			return runResults(c.Context, a, o)
 		},
 	}
 }
 
 func runResults(ctx context.Context, a *App, o resultsOptions) error {
-	j, err := a.resolveJob(o.job)
+	j, err := a.findJob(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}

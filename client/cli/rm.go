@@ -178,19 +178,9 @@ func removeListed(ctx context.Context, b backend.Backend, ref string, force bool
 	if err != nil {
 		return "", err
 	}
-	var hits []backend.Listed
-	ids := map[string]bool{}
-	for _, l := range list {
-		if match(l.Job.ID) {
-			hits = append(hits, l)
-			ids[l.Job.ID] = true
-		}
-	}
-	switch {
-	case len(hits) == 0:
-		return "", errNoContainer
-	case len(ids) > 1:
-		return "", &ExitError{Code: ExitUsage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), b.Where())}
+	hits, err := matchListed(list, b.Where(), ref, match)
+	if err != nil {
+		return "", err
 	}
 	for _, l := range hits {
 		if !l.State.Finished() && !force {

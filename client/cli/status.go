@@ -15,6 +15,8 @@ import (
 )
 
 type statusOptions struct {
+	// host is where to look for a job this store has no record of (findJob).
+	host HostSelection
 	job  string
 	json bool
 }
@@ -44,23 +46,24 @@ func newStatusCommand(a *App) *cli.Command {
 		ArgsUsage: "JOB",
 		Description: `Examples:
   xrun status 3fa1
-  xrun status --json 3fa1 | jq -r .status`,
-		Flags: []cli.Flag{
+  xrun status --json 3fa1 | jq -r .status` + foundOnHost,
+		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "json", Usage: "print the job record and container state as JSON", Destination: &o.json},
-		},
+		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("status takes one job id, got %d arguments", c.NArg())
 			}
 			o.job = c.Args().First()
+			o.host.kubeSelection()
 			return runStatus(c.Context, a, o)
 		},
 	}
 }
 
 func runStatus(ctx context.Context, a *App, o statusOptions) error {
-	j, err := a.resolveJob(o.job)
+	j, err := a.findJob(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 )
 
 type waitOptions struct {
+	// host is where to look for a job this store has no record of (findJob).
+	host HostSelection
 	job  string
 	json bool
 }
@@ -25,23 +27,24 @@ implementation failed, 3 bad job id, 4 infrastructure, 124 timed out, 130
 cancelled (see xrun submit --help).
 
 Examples:
-  id=$(xrun submit -d experiments/039-gla-pingpong) && xrun wait $id && xrun results $id`,
-		Flags: []cli.Flag{
+  id=$(xrun submit -d experiments/039-gla-pingpong) && xrun wait $id && xrun results $id` + foundOnHost,
+		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "json", Usage: "print the job record as JSON when it ends", Destination: &o.json},
-		},
+		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("wait takes one job id, got %d arguments", c.NArg())
 			}
 			o.job = c.Args().First()
+			o.host.kubeSelection()
 			return runWait(c.Context, a, o)
 		},
 	}
 }
 
 func runWait(ctx context.Context, a *App, o waitOptions) error {
-	j, err := a.resolveJob(o.job)
+	j, err := a.findJob(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ func xrunIn(t *testing.T, data string, limit time.Duration, args ...string) res 
 }
 
 // Every row ps shows can be given to rm, including a job whose container
-// ps found on the host but whose record is in another store.
+// ps found on the host but whose record is in another store; status, logs
+// and results find such a job on the host too, and record it.
 func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
@@ -35,6 +36,33 @@ func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	if strings.TrimSpace(rm.Stdout) != id {
 		t.Errorf("rm printed %q, want %s", rm.Stdout, id)
 	}
+	if cs := jobContainers(t, id); len(cs) != 0 {
+		t.Errorf("rm left %d containers", len(cs))
+	}
+
+	// The same from a third store, which follows the job before removing it.
+	r = submit(t, 5*time.Minute, "quick", "-d")
+	expect(t, r, 0)
+	id = strings.TrimSpace(r.Stdout)
+	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+	third := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", id[:8]}, "succeeded"},
+		{[]string{"logs", id}, "loop"},
+		{[]string{"results", "--json", id}, `"experiment": "e2e-quick"`},
+	} {
+		r := xrunIn(t, third, time.Minute, c.args...)
+		expect(t, r, 0)
+		if !strings.Contains(r.Stdout, c.want) {
+			t.Errorf("xrun %v from another store: stdout lacks %q:\n%s", c.args, c.want, r.Stdout)
+		}
+	}
+	expect(t, xrunIn(t, third, time.Minute, "status", "0000deadbeef"), 3, "nor on ")
+	rm = xrunIn(t, third, time.Minute, "rm", id)
+	expect(t, rm, 0)
 	if cs := jobContainers(t, id); len(cs) != 0 {
 		t.Errorf("rm left %d containers", len(cs))
 	}

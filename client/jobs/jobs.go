@@ -112,6 +112,27 @@ func (s *Store) Create(j *Job) error {
 	return s.Save(j)
 }
 
+// Adopt records j, a job another store submitted, under its own id. When
+// the store has that id already (adopted at the same moment by another
+// command), the record there is returned instead.
+func (s *Store) Adopt(j *Job) (*Job, error) {
+	if j.ID == "" || strings.ContainsAny(j.ID, `/\`) || strings.HasPrefix(j.ID, ".") {
+		return nil, fmt.Errorf("adopt job %q: not a job id", j.ID)
+	}
+	err := os.Mkdir(s.Dir(j.ID), 0o755)
+	if errors.Is(err, os.ErrExist) {
+		if have, lerr := s.Load(j.ID); lerr == nil {
+			return have, nil
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("adopt job %s: %w", j.ID, err)
+	}
+	if err := s.Save(j); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
 // Save writes j's record atomically.
 func (s *Store) Save(j *Job) error {
 	data, err := json.MarshalIndent(j, "", "  ")

@@ -196,3 +196,29 @@ func TestTruncatedRecord(t *testing.T) {
 		t.Errorf("Resolve = %v, want a RecordError for %s", err, path)
 	}
 }
+
+// Adopt keeps the job's own id, returns the record already there for an
+// id the store has, and refuses what cannot be an id.
+func TestAdopt(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Adopt(&Job{ID: "0123456789ab", Host: "ssh://lab", Status: StatusRunning})
+	if err != nil || j.ID != "0123456789ab" {
+		t.Fatalf("Adopt = %+v, %v", j, err)
+	}
+	got, err := s.Resolve("0123")
+	if err != nil || got.Host != "ssh://lab" || got.Status != StatusRunning {
+		t.Errorf("Resolve after Adopt = %+v, %v", got, err)
+	}
+	again, err := s.Adopt(&Job{ID: "0123456789ab", Host: "elsewhere"})
+	if err != nil || again.Host != "ssh://lab" {
+		t.Errorf("a second Adopt replaced the record: %+v, %v", again, err)
+	}
+	for _, id := range []string{"", "../x", ".hidden"} {
+		if _, err := s.Adopt(&Job{ID: id}); err == nil {
+			t.Errorf("Adopt(%q) succeeded", id)
+		}
+	}
+}
