@@ -183,13 +183,56 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	}
 	job := JobObject(s, ref, j.ID, b.PullSecret, affinity)
 	job.Namespace = b.Namespace
-	created, err := b.Client.BatchV1().Jobs(b.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The create request is not cancelled with ctx: a request cut off
+	// once it reached the API server can still make the Job, and the
+	// client would never learn of it. Let it finish, then delete the Job
+	// when ctx ended meanwhile.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	created, err := b.Client.BatchV1().Jobs(b.Namespace).Create(cctx, job, metav1.CreateOptions{})
+	cancel()
 	if err != nil {
+		// A create that timed out or lost its connection may have made
+		// the Job all the same: look for it by the job's label. A Job of
+		// that name that was there before is not this request's to delete.
+		if !apierrors.IsAlreadyExists(err) {
+			b.deleteLeft(ctx, j.ID)
+		}
 		return fmt.Errorf("create Job %s in namespace %s: %w", job.Name, b.Namespace, err)
+	}
+	if err := ctx.Err(); err != nil {
+		b.deleteLeft(ctx, j.ID)
+		return err
 	}
 	j.ContainerName, j.ContainerID = created.Name, string(created.UID)
 	j.ImageRef = ref
 	return nil
+}
+
+// createTimeout bounds a Job create that Ctrl-C does not cut short.
+const createTimeout = 2 * time.Minute
+
+// cleanupTimeout bounds the deletion of what a failed or interrupted
+// create left.
+const cleanupTimeout = 30 * time.Second
+
+// deleteLeft deletes the Jobs (and their pods) labelled as job id's, also
+// once ctx is done.
+func (b *Backend) deleteLeft(ctx context.Context, id string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	list, err := b.Client.BatchV1().Jobs(b.Namespace).List(dctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	if err != nil {
+		return
+	}
+	policy := metav1.DeletePropagationBackground
+	for _, k := range list.Items {
+		uid := k.UID
+		b.Client.BatchV1().Jobs(b.Namespace).Delete(dctx, k.Name, metav1.DeleteOptions{
+			PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	}
 }
 
 // Supported refuses what a Kubernetes Job cannot do as asked.
