@@ -210,6 +210,10 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	if c := rs.Env.Container; c == nil || c.PidsLimit != 8192 || c.MemoryLimitBytes <= 0 || c.ShmBytes != 1<<30 {
 		t.Errorf("env.container %+v: want pids 8192, a memory limit and 1 GiB of shm", c)
 	}
+	// env.host names the machine, not the container.
+	if name := strings.TrimSpace(dockerCLI(t, "info", "--format", "{{.Name}}")); rs.Env.Host != name {
+		t.Errorf("env.host %q, want the daemon's host name %q", rs.Env.Host, name)
+	}
 	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+m[1])
 	if strings.TrimSpace(status) != "65532:65532 [ALL] [no-new-privileges]" {
 		t.Errorf("container user, capabilities, security options: %q", status)

@@ -402,6 +402,9 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		contract.EnvCodeHash+"="+p.Code.Hash,
 		contract.EnvMode+"="+p.Mode,
 	)
+	if p.Info.Name != "" {
+		env = append(env, contract.EnvHostName+"="+p.Info.Name)
+	}
 	if commit, dirty := run.Git(ctx, dir, p.Spec.Include...); commit != "" {
 		env = append(env, contract.EnvGitCommit+"="+commit)
 		if dirty {

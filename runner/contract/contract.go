@@ -57,6 +57,10 @@ const (
 	// job may read (ERR_NVGPUCTRPERM otherwise: the host lets only
 	// administrators profile, and the job needs root with CAP_SYS_ADMIN).
 	EnvProfile = "XRUN_PROFILE"
+	// EnvHostName is the name of the machine the job runs on (the Docker
+	// daemon's host name, a Kubernetes pod's node): a container's own
+	// host name is its id. The runner records it as env.host.
+	EnvHostName = "XRUN_HOST_NAME"
 )
 
 // Exit codes of the runner (docs/architecture.md); the client exits with

@@ -88,6 +88,9 @@ type Image struct {
 
 // Env records where the job ran.
 type Env struct {
+	// Host is the machine's name: XRUN_HOST_NAME from the client (the
+	// Docker daemon's host name, a pod's node), else the runner's own
+	// host name (in a container, its id).
 	Host        string `json:"host"`
 	OS          string `json:"os"`
 	Arch        string `json:"arch"`

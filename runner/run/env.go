@@ -35,6 +35,7 @@ func OptionsFromEnv() Options {
 		NoClockMonitor: os.Getenv(contract.EnvClockMonitor) == "off",
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
 		Profile:        os.Getenv(contract.EnvProfile),
+		HostName:       os.Getenv(contract.EnvHostName),
 	}
 }
 
@@ -43,7 +44,10 @@ func OptionsFromEnv() Options {
 // includes are the spec's, for the git state of a run outside a container.
 func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 	env := result.Env{OS: runtime.GOOS, Arch: runtime.GOARCH, CPU: cpuModel(), GPUs: []result.GPU{}}
-	env.Host, _ = os.Hostname()
+	env.Host = o.HostName
+	if env.Host == "" {
+		env.Host, _ = os.Hostname()
+	}
 	env.Container = containerFacts("/")
 	env.GitCommit, env.GitDirty = o.GitCommit, o.GitDirty
 	if env.GitCommit == "" {

@@ -64,6 +64,9 @@ type Options struct {
 	// Profile asks for Nsight Compute reports after the timed cases
 	// (XRUN_PROFILE; the syntax of profile.Parse). "" asks for none.
 	Profile string
+	// HostName is the machine's name as the client knows it
+	// (XRUN_HOST_NAME); "" records the runner's own host name.
+	HostName string
 
 	// Log receives progress (runner.log gets the same). The final table
 	// goes to runner.log only: the caller prints it where it belongs

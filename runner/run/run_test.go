@@ -614,9 +614,21 @@ func TestOptionsFromEnv(t *testing.T) {
 	t.Setenv(contract.EnvPostURL, "http://x")
 	t.Setenv(contract.EnvPostToken, "tok")
 	t.Setenv(contract.EnvGitCommit, "c0ffee")
+	t.Setenv(contract.EnvHostName, "gpu-box-7")
 	o := OptionsFromEnv()
-	if o.JobID != "j-9" || o.Mode != "cpu" || o.PostURL != "http://x" || o.PostToken != "tok" || o.GitCommit != "c0ffee" {
+	if o.JobID != "j-9" || o.Mode != "cpu" || o.PostURL != "http://x" || o.PostToken != "tok" || o.GitCommit != "c0ffee" || o.HostName != "gpu-box-7" {
 		t.Errorf("%+v", o)
+	}
+}
+
+// env.host is the machine the client named, else the runner's host name.
+func TestHostEnvHost(t *testing.T) {
+	if got := hostEnv(context.Background(), Options{HostName: "gpu-box-7", GitCommit: "c0ffee"}, nil).Host; got != "gpu-box-7" {
+		t.Errorf("host %q, want the client's name", got)
+	}
+	own, _ := os.Hostname()
+	if got := hostEnv(context.Background(), Options{GitCommit: "c0ffee"}, nil).Host; got != own {
+		t.Errorf("host %q, want %q", got, own)
 	}
 }
 

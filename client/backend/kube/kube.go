@@ -385,12 +385,17 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 	var env []corev1.EnvVar
 	for _, kv := range s.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if k == contract.EnvImageRef {
+		switch k {
+		case contract.EnvImageRef:
 			v = ref
+		case contract.EnvHostName:
+			continue // the builder's name: the node's comes below
 		}
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	env = append(env, corev1.EnvVar{Name: contract.EnvOutToLog, Value: "1"})
+	env = append(env, corev1.EnvVar{Name: contract.EnvOutToLog, Value: "1"},
+		corev1.EnvVar{Name: contract.EnvHostName, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
 	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
 	if s.MemoryBytes > 0 {
 		q := *resource.NewQuantity(s.MemoryBytes, resource.BinarySI)

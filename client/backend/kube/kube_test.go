@@ -35,7 +35,7 @@ func testSpec() backend.Spec {
 	return backend.Spec{
 		Name: "xrun-quick-0123456789ab", Image: "xrun/quick:abcdef012345",
 		Code: &buildctx.Context{Hash: "c0dec0dec0dec0de"},
-		Env:  []string{"A=1", contract.EnvImageRef + "=xrun/quick:abcdef012345"},
+		Env:  []string{"A=1", contract.EnvImageRef + "=xrun/quick:abcdef012345", contract.EnvHostName + "=builder"},
 		Labels: map[string]string{
 			contract.LabelJob: "0123456789ab", contract.LabelExperiment: "quick",
 			contract.LabelImage: "xrun/quick:abcdef012345", contract.LabelTimeout: "5m0s",
@@ -72,11 +72,19 @@ func TestJobObject(t *testing.T) {
 		t.Errorf("container: %s %v", c.Image, c.Resources.Limits)
 	}
 	env := map[string]string{}
+	hostNames := 0
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
+		if e.Name == contract.EnvHostName {
+			hostNames++
+			// The node's name, not the builder's.
+			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+				t.Errorf("%s: %+v", contract.EnvHostName, e)
+			}
+		}
 	}
-	if env[contract.EnvOutToLog] != "1" || env[contract.EnvImageRef] != ref || env["A"] != "1" {
-		t.Errorf("env: %v", env)
+	if env[contract.EnvOutToLog] != "1" || env[contract.EnvImageRef] != ref || env["A"] != "1" || hostNames != 1 {
+		t.Errorf("env: %v (%d %s)", env, hostNames, contract.EnvHostName)
 	}
 	if *pod.SecurityContext.RunAsUser != 65532 || !*pod.SecurityContext.RunAsNonRoot || *c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
 		t.Error("the runner must run as the job user without capabilities")

@@ -232,6 +232,10 @@ func TestAttachedRun(t *testing.T) {
 	if err := json.Unmarshal(data, &res); err != nil || res.Status != result.StatusSucceeded || res.Env.Container == nil {
 		t.Fatalf("results.json: %v %+v", err, res.Status)
 	}
+	// env.host is the node the pod ran on, not the pod.
+	if nodes, err := kc.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil || len(nodes.Items) != 1 || res.Env.Host != nodes.Items[0].Name {
+		t.Errorf("env.host %q, want the node's name (%v)", res.Env.Host, err)
+	}
 	for _, f := range []string{"out/results.md", "out/runner.log"} {
 		if _, err := os.Stat(filepath.Join(s.StoreDir, f)); err != nil {
 			t.Errorf("store: %v", err)
