@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,17 +226,59 @@ Examples:
 			newCompletionCommand(a),
 			newPruneCommand(a),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v (see xrun --help)", err)
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError("%s (see xrun --help)", flagError(err, c.App.Flags))
 		},
 	}
 	for _, c := range app.Commands {
 		name := c.Name
+		flags := c.Flags
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v (see xrun %s --help)", err, name)
+			return usageError("%s (see xrun %s --help)", flagError(err, flags), name)
 		}
 	}
 	return app
+}
+
+// flagParseError matches the flag package's words for a value it cannot
+// parse; flagUnknown its words for a flag no command defines.
+var (
+	flagParseError = regexp.MustCompile(`^invalid value "(.*)" for flag -([\w-]+): (.*)$`)
+	flagUnknown    = regexp.MustCompile(`^flag provided but not defined: -([\w-]+)$`)
+)
+
+// flagError says a command-line parse error in the words of the command
+// line: --timeout rather than the flag package's "flag -timeout", and
+// what kind of value the flag (one of flags) takes.
+func flagError(err error, flags []cli.Flag) string {
+	msg := err.Error()
+	dash := func(name string) string {
+		if len(name) == 1 {
+			return "-" + name
+		}
+		return "--" + name
+	}
+	if m := flagParseError.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		for _, f := range flags {
+			if !slices.Contains(f.Names(), m[2]) {
+				continue
+			}
+			switch f.(type) {
+			case *cli.DurationFlag:
+				why = "not a duration (30s, 10m, 1h30m)"
+			case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag:
+				why = "not a whole number"
+			case *cli.BoolFlag:
+				why = "not true or false"
+			}
+		}
+		return fmt.Sprintf("%s %q: %s", dash(m[2]), m[1], why)
+	}
+	if m := flagUnknown.FindStringSubmatch(msg); m != nil {
+		return "unknown flag " + dash(m[1])
+	}
+	return msg
 }
 
 // Main runs xrun with args (os.Args) and returns the process exit code.

@@ -604,7 +604,9 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		code   int
 		errHas string
 	}{
-		{"unknown flag", []string{"ps", "--bogus"}, false, ExitUsage, "flag provided but not defined: -bogus (see xrun ps --help)"},
+		{"unknown flag", []string{"ps", "--bogus"}, false, ExitUsage, "xrun: unknown flag --bogus (see xrun ps --help)"},
+		{"bad duration", []string{"submit", "--timeout", "ten", "x"}, false, ExitUsage, `xrun: --timeout "ten": not a duration (30s, 10m, 1h30m) (see xrun submit --help)`},
+		{"bad duration of another command", []string{"prune", "--older-than", "5x"}, false, ExitUsage, `--older-than "5x": not a duration`},
 		{"unknown global flag", []string{"--bogus"}, false, ExitUsage, "(see xrun --help)"},
 		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
 		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},
