@@ -261,16 +261,8 @@ func flagError(err error, flags []cli.Flag) string {
 	if m := flagParseError.FindStringSubmatch(msg); m != nil {
 		why := m[3]
 		for _, f := range flags {
-			if !slices.Contains(f.Names(), m[2]) {
-				continue
-			}
-			switch f.(type) {
-			case *cli.DurationFlag:
+			if _, ok := f.(*cli.DurationFlag); ok && slices.Contains(f.Names(), m[2]) {
 				why = "not a duration (30s, 10m, 1h30m)"
-			case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag:
-				why = "not a whole number"
-			case *cli.BoolFlag:
-				why = "not true or false"
 			}
 		}
 		return fmt.Sprintf("%s %q: %s", dash(m[2]), m[1], why)
