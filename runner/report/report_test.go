@@ -270,3 +270,26 @@ func TestFmtBound(t *testing.T) {
 		}
 	}
 }
+
+// A run with nothing to compare (one implementation, no baseline) has no
+// SPEEDUP column; a compared run keeps it.
+func TestTextSpeedupColumnOnlyWhenCompared(t *testing.T) {
+	r := &result.Results{Experiment: "e", Status: result.StatusSucceeded, SweepKeys: []string{"N"}, Implementations: []string{"mine"}}
+	r.Cases = append(r.Cases, result.Case{Params: map[string]any{"N": 8}, Results: map[string]*result.ImplResult{
+		"mine": {Status: result.ImplOK, Timing: timed(1.5), Correctness: passed()},
+	}})
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "SPEEDUP") || !strings.Contains(b.String(), "Q1-Q3 ms     THROUGHPUT") {
+		t.Errorf("one implementation, no baseline:\n%s", b.String())
+	}
+	b.Reset()
+	if err := Text(&b, seed001(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "SPEEDUP") {
+		t.Errorf("a compared run lost its SPEEDUP column:\n%s", b.String())
+	}
+}

@@ -33,8 +33,10 @@ func Text(w io.Writer, r *result.Results) error {
 	}
 	fmt.Fprintln(ew)
 	if len(r.Cases) > 0 {
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CASE\tIMPL\tSTATUS\tMEDIAN ms\tQ1-Q3 ms\tSPEEDUP\tTHROUGHPUT\tMAX ERR")
+		// SPEEDUP only when some row is compared (a run with one
+		// implementation and no baseline has nothing to say there).
+		var rows [][]string
+		compared := false
 		cols := columns(r)
 		for i, c := range r.Cases {
 			for _, n := range implNames(r) {
@@ -52,8 +54,10 @@ func Text(w io.Writer, r *result.Results) error {
 				}
 				if cmp := comparison(r, n, c); cmp != nil {
 					speed = fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
+					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {
 					speed = "baseline"
+					compared = true
 				}
 				if ir.Throughput != nil {
 					through = fmtBound(ir.Throughput)
@@ -61,8 +65,16 @@ func Text(w io.Writer, r *result.Results) error {
 				if ir.Correctness != nil {
 					maxErr = fmtErr(ir.Correctness.MaxAbsError)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cols[i], n, ir.Status, med, iqr, speed, through, maxErr)
+				rows = append(rows, []string{cols[i], n, ir.Status, med, iqr, speed, through, maxErr})
 			}
+		}
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		head := []string{"CASE", "IMPL", "STATUS", "MEDIAN ms", "Q1-Q3 ms", "SPEEDUP", "THROUGHPUT", "MAX ERR"}
+		for _, row := range append([][]string{head}, rows...) {
+			if !compared {
+				row = append(row[:5:5], row[6:]...)
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write results table: %w", err)
