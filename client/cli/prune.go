@@ -16,7 +16,9 @@ import (
 )
 
 type pruneOptions struct {
-	host      HostSelection
+	host HostSelection
+	// registry is the cluster's registry (--k8s).
+	registry  string
 	dryRun    bool
 	olderThan time.Duration
 	labels    map[string]string
@@ -33,22 +35,27 @@ container on the host uses, running or stopped, built more than --older-than ago
 (the default leaves the hour's builds to submits still on their way to starting a
 container). Base images are never removed. xrun rm a job first to free its image.
 
+With --k8s it prunes the cluster's registry instead (--registry, as given to
+submit): the job images under REGISTRY/xrun/ that no Job of the cluster, in any
+namespace, names, pushed more than --older-than ago. The registry must allow
+deletes; its garbage collection then frees their layers.
+
 Examples:
   xrun prune --dry-run
   xrun prune --older-than 0 --host ssh://me@gpu-box
-  xrun prune --label team=kernels`,
+  xrun prune --label team=kernels
+  xrun prune --k8s --registry registry.lab:5000 --dry-run`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
 			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
+			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usageError("prune takes no arguments")
 			}
-			if o.host.K8s {
-				return usageError("prune removes job images from Docker hosts; a cluster's registry keeps its own (docs/kubernetes.md)")
-			}
+			o.host.kubeSelection()
 			if o.olderThan < 0 {
 				return usageError("--older-than %s: give a duration >= 0", o.olderThan)
 			}
@@ -59,6 +66,12 @@ Examples:
 					return usageError("--label %q: give KEY=VALUE or KEY", l)
 				}
 				o.labels[k] = v
+			}
+			if o.host.K8s {
+				if o.registry == "" {
+					return usageError("prune --k8s prunes the cluster's registry: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY")
+				}
+				return runPruneRegistry(c.Context, a, o)
 			}
 			return runPrune(c.Context, a, o)
 		},

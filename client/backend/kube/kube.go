@@ -834,6 +834,27 @@ func (b *Backend) Remove(ctx context.Context, j *jobs.Job, force bool) error {
 	return nil
 }
 
+// ImagesInUse returns the images of the containers of the cluster's xrun
+// Jobs in every namespace: a registry shared by several namespaces must keep
+// what any of them still runs or may run again. A user who may not list
+// Jobs in every namespace gets an error that says so.
+func (b *Backend) ImagesInUse(ctx context.Context) (map[string]bool, error) {
+	list, err := b.Client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("list the Jobs of every namespace of %s, to keep the images they use: %w", b.Context, err)
+		}
+		return nil, fmt.Errorf("list Jobs of %s: %w", b.Context, err)
+	}
+	used := map[string]bool{}
+	for _, k := range list.Items {
+		for _, c := range k.Spec.Template.Spec.Containers {
+			used[c.Image] = true
+		}
+	}
+	return used, nil
+}
+
 // List returns the namespace's xrun Jobs.
 func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) {
 	list, err := b.Client.BatchV1().Jobs(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob})

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/registry"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// runPruneRegistry is prune --k8s: it deletes the job images in the
+// cluster's registry that no Job of the cluster names and that were pushed
+// more than --older-than ago. A manifest goes only when every tag that
+// points at it may go.
+func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
+	kb, err := a.kubeBackend(ctx, o.host.Kube)
+	if err != nil {
+		return err
+	}
+	images, err := kb.ImagesInUse(ctx)
+	if err != nil {
+		return err
+	}
+	// Compared without the registry's host: the cluster may pull from
+	// registry.lab:5000 what this client calls 10.0.0.5:5000.
+	used := map[string]bool{}
+	for ref := range images {
+		used[withoutHost(ref)] = true
+	}
+	reg, err := registry.New(o.registry)
+	if err != nil {
+		return usageError("--registry: %v", err)
+	}
+	ims, err := reg.Images(ctx)
+	if err != nil {
+		return err
+	}
+	plan := planRegistryPrune(ims, used, o.labels, time.Now().Add(-o.olderThan))
+	removed := 0
+	var freed int64
+	var errs []error
+	for _, im := range plan.remove {
+		if o.dryRun {
+			fmt.Fprintf(a.Out, "would remove %s (%s, %s, pushed %s)\n", im.Ref, im.Labels[contract.LabelExperiment], fmtBytes(im.Bytes), ago(im.Created, time.Now()))
+		} else if err := reg.Delete(ctx, im.Ref, im.Digest); err != nil {
+			errs = append(errs, err)
+			continue
+		} else {
+			fmt.Fprintf(a.Out, "removed %s (%s)\n", im.Ref, im.Labels[contract.LabelExperiment])
+		}
+		removed++
+		freed += im.Bytes
+	}
+	verb := "removed"
+	if o.dryRun {
+		verb = "would remove"
+	}
+	kept := fmt.Sprintf("kept %d named by Jobs of the cluster", plan.inUse)
+	if o.olderThan > 0 {
+		kept += fmt.Sprintf(" and %d pushed in the last %s", plan.young, o.olderThan)
+	}
+	if plan.shared > 0 {
+		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", plan.shared)
+	}
+	fmt.Fprintf(a.Err, "%s %d images from %s (up to %s, once its garbage collection frees layers no other image has); %s\n",
+		verb, removed, reg, fmtBytes(freed), kept)
+	return errors.Join(errs...)
+}
+
+// registryPrune is what prune --k8s removes and why it keeps the rest.
+type registryPrune struct {
+	remove               []registry.Image
+	inUse, young, shared int
+}
+
+// planRegistryPrune picks the images to delete: those with labels, that
+// no Job names (used holds refs without their host) and pushed before
+// cutoff, whose manifest no kept tag shares (deleting a manifest deletes
+// every tag of it).
+func planRegistryPrune(ims []registry.Image, used map[string]bool, labels map[string]string, cutoff time.Time) registryPrune {
+	var p registryPrune
+	keep := map[string]bool{} // digests with a tag that stays
+	var candidates []registry.Image
+	for _, im := range ims {
+		switch {
+		case !hasLabels(im.Labels, labels):
+			keep[im.Digest] = true
+		case used[withoutHost(im.Ref)]:
+			keep[im.Digest] = true
+			p.inUse++
+		case im.Created.After(cutoff):
+			keep[im.Digest] = true
+			p.young++
+		default:
+			candidates = append(candidates, im)
+		}
+	}
+	for _, im := range candidates {
+		if keep[im.Digest] {
+			p.shared++
+		} else {
+			p.remove = append(p.remove, im)
+		}
+	}
+	return p
+}
+
+// withoutHost is ref less its registry host: PATH/xrun/NAME:TAG.
+func withoutHost(ref string) string {
+	_, rest, _ := strings.Cut(ref, "/")
+	return rest
+}
+
+// hasLabels reports whether labels has every key of want, with its value
+// where want gives one.
+func hasLabels(labels, want map[string]string) bool {
+	for k, v := range want {
+		got, ok := labels[k]
+		if !ok || v != "" && got != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,94 @@
+package k8s
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var pushLine = regexp.MustCompile(`pushing (\S+)`)
+
+// manifestStatus is the registry's HTTP status for ref's manifest.
+func manifestStatus(t *testing.T, ref string) int {
+	t.Helper()
+	repoTag := strings.TrimPrefix(ref, registry+"/")
+	repo, tag, _ := strings.Cut(repoTag, ":")
+	req, err := http.NewRequest(http.MethodHead, "http://"+registry+"/v2/"+repo+"/manifests/"+tag, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// prune --k8s keeps the image a Job of the cluster names and deletes it
+// from the registry once the Job is gone.
+func TestPruneRegistry(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "quick")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repo, "client", "e2e", "testdata", "quick"))); err != nil {
+		t.Fatal(err)
+	}
+	// Code of its own, so that its image is this test's alone.
+	f := filepath.Join(dir, "vecadd.py")
+	src, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, append(src, []byte("\n# "+t.Name()+" "+time.Now().String()+"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := submit(t, 10*time.Minute, dir, "--cpu")
+	expect(t, r, 0)
+	m, j := pushLine.FindStringSubmatch(r.Stderr), jobLine.FindStringSubmatch(r.Stderr)
+	if m == nil || j == nil {
+		t.Fatalf("no push or job line:\n%s", r.Stderr)
+	}
+	ref, id := m[1], j[1]
+	if manifestStatus(t, ref) != http.StatusOK {
+		t.Fatalf("%s is not in the registry after the submit", ref)
+	}
+
+	// The Job is still on the cluster: its image stays.
+	dry := xrun(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run")
+	expect(t, dry, 0, "named by Jobs of the cluster")
+	if strings.Contains(dry.Stdout, ref) {
+		t.Errorf("prune would remove the image of a Job on the cluster:\n%s", dry.Stdout)
+	}
+	young := xrun(t, time.Minute, "prune", "--k8s", "--dry-run")
+	expect(t, young, 0, "pushed in the last 1h0m0s")
+
+	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	p := xrun(t, 2*time.Minute, "prune", "--k8s", "--older-than", "0")
+	expect(t, p, 0)
+	if !strings.Contains(p.Stdout, "removed "+ref) {
+		t.Errorf("prune did not remove %s:\nstdout:\n%s\nstderr:\n%s", ref, p.Stdout, p.Stderr)
+	}
+	if s := manifestStatus(t, ref); s != http.StatusNotFound {
+		t.Errorf("%s after prune: HTTP %d, want 404", ref, s)
+	}
+	// Nothing left to remove, and a registry is needed.
+	again := xrun(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run")
+	expect(t, again, 0)
+	if strings.Contains(again.Stdout, ref) {
+		t.Errorf("second prune still lists %s", ref)
+	}
+	expect(t, pruneWithoutRegistry(t), 3, "--registry")
+}
+
+// pruneWithoutRegistry runs prune --k8s with no registry given.
+func pruneWithoutRegistry(t *testing.T) res {
+	t.Helper()
+	saved := registry
+	registry = ""
+	defer func() { registry = saved }()
+	return xrun(t, time.Minute, "prune", "--k8s")
+}

@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// quiet is an in-memory registry that does not log every request.
+func quiet() http.Handler { return ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))) }
+
+// push writes a random image with labels and a creation time as ref.
+func push(t *testing.T, ref string, created time.Time, labels map[string]string) {
+	t.Helper()
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.Config(img, v1.Config{Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.CreatedAt(img, v1.Time{Time: created}); err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Images lists every tag under PATH/xrun/ with its digest, creation time
+// and labels, and nothing else of the registry; Delete removes one.
+func TestImagesAndDelete(t *testing.T) {
+	srv := httptest.NewServer(quiet())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	old := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	push(t, host+"/team/xrun/softmax:aaaa-1111", old, map[string]string{"dev.xrun.experiment": "softmax"})
+	push(t, host+"/team/xrun/softmax:aaaa-2222", old.Add(time.Hour), map[string]string{"dev.xrun.experiment": "softmax"})
+	push(t, host+"/team/other:latest", old, nil)
+	push(t, host+"/xrun/elsewhere:bbbb-3333", old, nil) // another path of the registry
+
+	r, err := New(host + "/team/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ims, err := r.Images(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ims) != 2 || ims[0].Ref != host+"/team/xrun/softmax:aaaa-1111" || !ims[0].Created.Equal(old) ||
+		ims[0].Labels["dev.xrun.experiment"] != "softmax" || !strings.HasPrefix(ims[0].Digest, "sha256:") || ims[0].Bytes < 512 {
+		t.Fatalf("Images = %+v", ims)
+	}
+	if err := r.Delete(ctx, ims[0].Ref, ims[0].Digest); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Delete(ctx, ims[0].Ref, ims[0].Digest); err != nil {
+		t.Errorf("deleting what is gone: %v", err)
+	}
+	if ims, err = r.Images(ctx); err != nil || len(ims) != 1 || ims[0].Ref != host+"/team/xrun/softmax:aaaa-2222" {
+		t.Errorf("after Delete: %+v, %v", ims, err)
+	}
+}
+
+// A registry that refuses deletes says how to allow them.
+func TestDeleteRefused(t *testing.T) {
+	reg := quiet()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push(t, host+"/xrun/quick:aaaa-1111", time.Now(), nil)
+	r, err := New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ims, err := r.Images(context.Background())
+	if err != nil || len(ims) != 1 {
+		t.Fatalf("Images = %+v, %v", ims, err)
+	}
+	if err := r.Delete(context.Background(), ims[0].Ref, ims[0].Digest); err == nil || !strings.Contains(err.Error(), "does not allow deletes") {
+		t.Errorf("Delete on a registry without deletes: %v", err)
+	}
+}
+
+func TestNewRefusesABadRegistry(t *testing.T) {
+	if _, err := New("not a host/x"); err == nil {
+		t.Error("New accepted a registry with a space")
+	}
+}
