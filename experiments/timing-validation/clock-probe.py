@@ -106,6 +106,28 @@ def flushes():
             "zero256": lambda: buf.zero_(), "none": lambda: None}
 
 
+def held_samples(hold, kc, stream, flush, f, n):
+    """n calls of f timed the runner's way (flush, hold kernel, events around
+    the call, mark kernel, release, sync) with the kernel clock recording:
+    the events' readings (ms) and CUPTI's records."""
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ev, prev = [], 0.0
+    kc.start()
+    for _ in range(n):
+        torch.cuda.synchronize()
+        flush()
+        hold.arm(stream, 0.5 * prev, 50.0)
+        s.record()
+        f()
+        e.record()
+        hold.mark(stream)
+        hold.release()
+        torch.cuda.synchronize()
+        prev = s.elapsed_time(e)
+        ev.append(prev)
+    return ev, kc.stop()
+
+
 def clocks(outpath):
     fl = flushes()
     k = kernels()
@@ -118,22 +140,7 @@ def clocks(outpath):
         for fname in ("read256", "none", "zero256", "read1g"):
             if name == "mm_large" and fname != "read256":
                 continue
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            ev, prev = [], 0.0
-            kc.start()
-            for _ in range(n):
-                torch.cuda.synchronize()
-                fl[fname]()
-                hold.arm(stream, 0.5 * prev, 50.0)
-                s.record()
-                f()
-                e.record()
-                hold.mark(stream)
-                hold.release()
-                torch.cuda.synchronize()
-                prev = s.elapsed_time(e)
-                ev.append(prev)
-            recs = kc.stop()
+            ev, recs = held_samples(hold, kc, stream, fl[fname], f, n)
             if name == "empty":  # the empty kernel is a mark itself: the first mark after a hold is the call
                 spans, busy, cnt, cur = [], [], [], None
                 for _, nm, st, en in recs:
@@ -385,23 +392,8 @@ def streams():
         f = (lambda: softmax.triton_softmax(*args)) if len(args) == 1 else (lambda: tkernel.kernel(*args))
         for _ in range(3):
             f()
-        stream = torch.cuda.current_stream().cuda_stream
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        ev, prev = [], 0.0
-        kc.start()
-        for _ in range(200):
-            torch.cuda.synchronize()
-            fl()
-            hold.arm(stream, 0.5 * prev, 50.0)
-            s.record()
-            f()
-            e.record()
-            hold.mark(stream)
-            hold.release()
-            torch.cuda.synchronize()
-            prev = s.elapsed_time(e)
-            ev.append(prev)
-        w = [x for x in harness.call_windows(kc.stop()) if x]
+        ev, recs = held_samples(hold, kc, torch.cuda.current_stream().cuda_stream, fl, f, 200)
+        w = [x for x in harness.call_windows(recs) if x]
         out[case] = {"events_us": round(statistics.median(ev[10:]) * 1e3, 3),
                      "span_us": round(statistics.median([x[0] for x in w[10:]]) * 1e3, 3)}
 
