@@ -27,7 +27,8 @@ func newPsCommand(a *App) *cli.Command {
 		Name:  "ps",
 		Usage: "list jobs: the running ones, or all with --all",
 		Description: `Jobs come from the job store and from the xrun containers on the host (a job
-submitted from another machine shows up too). State is read from the host; a
+submitted from another machine shows up too, and status, logs, results, wait and
+cancel take its id, recording it in this store). State is read from the host; a
 host that cannot be reached is an error (exit 4), not an empty list. A record
 that cannot be read is listed as unreadable, naming its file (xrun rm -f removes it).
 
