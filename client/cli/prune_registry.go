@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/registry"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -27,16 +29,37 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 	// Compared without the registry's host: the cluster may pull from
 	// registry.lab:5000 what this client calls 10.0.0.5:5000.
 	used := map[string]bool{}
+	knownRepos := map[string]bool{}
 	for ref := range images {
 		used[withoutHost(ref)] = true
+		knownRepos[registry.Repository(ref)] = true
+	}
+	// The repositories this store's cluster jobs were pushed to, for a
+	// registry that does not list its repositories.
+	if st, err := a.Store(); err == nil {
+		if list, err := st.List(); err == nil {
+			for _, j := range list {
+				if kube.IsRef(j.Host) && j.ImageRef != "" {
+					knownRepos[registry.Repository(j.ImageRef)] = true
+				}
+			}
+		}
 	}
 	reg, err := registry.New(o.registry)
 	if err != nil {
 		return usageError("--registry: %v", err)
 	}
-	ims, err := reg.Images(ctx)
+	known := make([]string, 0, len(knownRepos))
+	for r := range knownRepos {
+		known = append(known, r)
+	}
+	sort.Strings(known)
+	ims, note, err := reg.Images(ctx, known)
 	if err != nil {
 		return err
+	}
+	if note != "" {
+		fmt.Fprintf(a.Err, "note: %s\n", note)
 	}
 	plan := planRegistryPrune(ims, used, o.labels, time.Now().Add(-o.olderThan))
 	removed := 0

@@ -61,29 +61,54 @@ func New(registry string, opts ...remote.Option) (*Registry, error) {
 
 // String is the registry as given.
 func (r *Registry) String() string {
+	if r.path == "" {
+		return r.reg.RegistryStr()
+	}
 	return r.reg.RegistryStr() + "/" + strings.TrimSuffix(r.path, "/")
 }
 
+// Repository is ref's repository path in its registry, less host and tag
+// or digest: "team/xrun/softmax" for "registry.lab:5000/team/xrun/softmax:T".
+func Repository(ref string) string {
+	_, rest, _ := strings.Cut(ref, "/")
+	if i := strings.Index(rest, "@"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, ":"); i > strings.LastIndex(rest, "/") {
+		rest = rest[:i]
+	}
+	return rest
+}
+
 // Images lists xrun's job images: every tag of the repositories under
-// PATH/xrun/ in the registry's catalog.
-func (r *Registry) Images(ctx context.Context) ([]Image, error) {
+// PATH/xrun/ in the registry's catalog, and of known (repository paths
+// known from elsewhere: Jobs, job records). A registry that does not
+// serve its catalog to this user (many hosted ones) is read through known
+// alone, and note says so.
+func (r *Registry) Images(ctx context.Context, known []string) (ims []Image, note string, err error) {
 	opts := append([]remote.Option{remote.WithContext(ctx)}, r.opts...)
 	repos, err := remote.Catalog(ctx, r.reg, opts...)
 	if err != nil {
-		return nil, r.wrap("list its repositories", err)
+		var te *transport.Error
+		if !errors.As(err, &te) || te.StatusCode < 400 || te.StatusCode >= 500 || len(known) == 0 {
+			return nil, "", r.wrap("list its repositories", err)
+		}
+		note = fmt.Sprintf("the registry does not list its repositories (%s): read the %d known from the cluster's Jobs and this store's jobs", http.StatusText(te.StatusCode), len(known))
 	}
+	seen := map[string]bool{}
 	var out []Image
-	for _, repo := range repos {
-		if !strings.HasPrefix(repo, r.path+Repo) {
+	for _, repo := range append(repos, known...) {
+		if seen[repo] || !strings.HasPrefix(repo, r.path+Repo) {
 			continue
 		}
+		seen[repo] = true
 		rr := r.reg.Repo(repo)
 		tags, err := remote.List(rr, opts...)
 		if err != nil {
 			if isNotFound(err) {
 				continue // emptied since the catalog was read
 			}
-			return nil, r.wrap("list the tags of "+repo, err)
+			return nil, "", r.wrap("list the tags of "+repo, err)
 		}
 		for _, tag := range tags {
 			im, err := r.image(rr.Tag(tag), opts)
@@ -91,13 +116,13 @@ func (r *Registry) Images(ctx context.Context) ([]Image, error) {
 				if isNotFound(err) {
 					continue
 				}
-				return nil, r.wrap("read "+rr.Tag(tag).String(), err)
+				return nil, "", r.wrap("read "+rr.Tag(tag).String(), err)
 			}
 			out = append(out, im)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	return out, nil
+	return out, note, nil
 }
 
 func (r *Registry) image(tag name.Tag, opts []remote.Option) (Image, error) {

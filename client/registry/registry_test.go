@@ -60,9 +60,9 @@ func TestImagesAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ims, err := r.Images(ctx)
-	if err != nil {
-		t.Fatal(err)
+	ims, note, err := r.Images(ctx, nil)
+	if err != nil || note != "" {
+		t.Fatal(err, note)
 	}
 	if len(ims) != 2 || ims[0].Ref != host+"/team/xrun/softmax:aaaa-1111" || !ims[0].Created.Equal(old) ||
 		ims[0].Labels["dev.xrun.experiment"] != "softmax" || !strings.HasPrefix(ims[0].Digest, "sha256:") || ims[0].Bytes < 512 {
@@ -74,7 +74,7 @@ func TestImagesAndDelete(t *testing.T) {
 	if err := r.Delete(ctx, ims[0].Ref, ims[0].Digest); err != nil {
 		t.Errorf("deleting what is gone: %v", err)
 	}
-	if ims, err = r.Images(ctx); err != nil || len(ims) != 1 || ims[0].Ref != host+"/team/xrun/softmax:aaaa-2222" {
+	if ims, _, err = r.Images(ctx, nil); err != nil || len(ims) != 1 || ims[0].Ref != host+"/team/xrun/softmax:aaaa-2222" {
 		t.Errorf("after Delete: %+v, %v", ims, err)
 	}
 }
@@ -96,7 +96,7 @@ func TestDeleteRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ims, err := r.Images(context.Background())
+	ims, _, err := r.Images(context.Background(), nil)
 	if err != nil || len(ims) != 1 {
 		t.Fatalf("Images = %+v, %v", ims, err)
 	}
@@ -108,5 +108,45 @@ func TestDeleteRefused(t *testing.T) {
 func TestNewRefusesABadRegistry(t *testing.T) {
 	if _, err := New("not a host/x"); err == nil {
 		t.Error("New accepted a registry with a space")
+	}
+}
+
+// A registry that does not list its repositories is read through the
+// repositories known from elsewhere, and says so; without any it is an error.
+func TestImagesWithoutCatalog(t *testing.T) {
+	reg := quiet()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/_catalog") {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push(t, host+"/xrun/quick:aaaa-1111", time.Now(), nil)
+	push(t, host+"/xrun/quick:aaaa-2222", time.Now(), nil)
+	r, err := New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Images(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "list its repositories") {
+		t.Errorf("no catalog, nothing known: %v", err)
+	}
+	ims, note, err := r.Images(context.Background(), []string{"xrun/quick", "xrun/gone", "other/repo"})
+	if err != nil || len(ims) != 2 || !strings.Contains(note, "does not list its repositories") {
+		t.Errorf("Images = %+v, %q, %v", ims, note, err)
+	}
+}
+
+func TestRepository(t *testing.T) {
+	for ref, want := range map[string]string{
+		"registry.lab:5000/team/xrun/softmax:aaaa-1111": "team/xrun/softmax",
+		"localhost:5000/xrun/quick:t":                   "xrun/quick",
+		"localhost:5000/xrun/quick@sha256:00":           "xrun/quick",
+	} {
+		if got := Repository(ref); got != want {
+			t.Errorf("Repository(%q) = %q, want %q", ref, got, want)
+		}
 	}
 }
