@@ -22,6 +22,7 @@ type pruneOptions struct {
 	dryRun    bool
 	olderThan time.Duration
 	labels    map[string]string
+	json      bool
 }
 
 func newPruneCommand(a *App) *cli.Command {
@@ -49,6 +50,7 @@ Examples:
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
 			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
+			&cli.BoolFlag{Name: "json", Usage: "print what was removed (or would be) and what was kept as JSON", Destination: &o.json},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
 		),
 		Action: func(c *cli.Context) error {
@@ -122,43 +124,99 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 		}
 	}
 	sort.SliceStable(remove, func(i, j int) bool { return remove[i].Created.Before(remove[j].Created) })
-	var freed int64
-	removed := 0
-	var errs []error
+	rep := &pruneReport{Where: e.Host(), DryRun: o.dryRun, InUse: inUse, Young: young, Removed: []pruned{},
+		inUseWords: "in use by containers", madeWord: "built", freedNote: "layers shared with kept images stay"}
 	for _, im := range remove {
 		name := strings.Join(tags(im), ", ")
 		if name == "" {
 			name = "untagged " + shortID(im.ID)
 		}
-		if o.dryRun {
-			fmt.Fprintf(a.Out, "would remove %s (%s, %s, built %s)\n", name, im.Labels[contract.LabelExperiment], fmtBytes(im.Size), ago(im.Created, time.Now()))
-			removed++
-			freed += im.Size
-			continue
+		p := pruned{Ref: name, ID: im.ID, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Size, Created: im.Created}
+		if !o.dryRun {
+			if err := e.RemoveImage(ctx, im.ID); errors.Is(err, engine.ErrNotFound) {
+				continue // gone since it was listed
+			} else if err != nil {
+				rep.fail(err)
+				continue
+			}
 		}
-		err := e.RemoveImage(ctx, im.ID)
-		switch {
-		case err == nil:
-			fmt.Fprintf(a.Out, "removed %s (%s)\n", name, im.Labels[contract.LabelExperiment])
-			removed++
-			freed += im.Size
-		case errors.Is(err, engine.ErrNotFound):
-			// Gone since it was listed.
-		default:
-			errs = append(errs, err)
+		a.prunedOne(rep, p, o)
+	}
+	return a.finishPrune(rep, o)
+}
+
+// pruned is one image that prune removed (or, with --dry-run, would remove).
+type pruned struct {
+	// Ref is the image's tags, or its reference in the registry.
+	Ref string `json:"ref"`
+	// ID is the image's id, or its manifest's digest in the registry.
+	ID         string    `json:"id"`
+	Experiment string    `json:"experiment,omitempty"`
+	Bytes      int64     `json:"bytes"`
+	Created    time.Time `json:"created"`
+}
+
+// pruneReport is what a prune did: xrun prune --json prints it.
+type pruneReport struct {
+	// Where is the Docker host or the registry pruned.
+	Where   string   `json:"where"`
+	DryRun  bool     `json:"dry_run"`
+	Removed []pruned `json:"removed"`
+	// Bytes is the size of the removed images (layers that kept images
+	// share stay).
+	Bytes int64 `json:"bytes"`
+	// InUse, Young and Shared count the images kept: used by a container
+	// (on a cluster: named by a Job), made within --older-than, and (in a
+	// registry) sharing their manifest with a kept tag.
+	InUse  int      `json:"kept_in_use"`
+	Young  int      `json:"kept_young"`
+	Shared int      `json:"kept_shared"`
+	Errors []string `json:"errors,omitempty"`
+
+	inUseWords, madeWord, freedNote string
+	errs                            []error
+}
+
+func (r *pruneReport) fail(err error) {
+	r.errs = append(r.errs, err)
+	r.Errors = append(r.Errors, err.Error())
+}
+
+// prunedOne records p, and prints it unless the report goes out as JSON.
+func (a *App) prunedOne(r *pruneReport, p pruned, o pruneOptions) {
+	r.Removed = append(r.Removed, p)
+	r.Bytes += p.Bytes
+	switch {
+	case o.json:
+	case o.dryRun:
+		fmt.Fprintf(a.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, fmtBytes(p.Bytes), r.madeWord, ago(p.Created, time.Now()))
+	default:
+		fmt.Fprintf(a.Out, "removed %s (%s)\n", p.Ref, p.Experiment)
+	}
+}
+
+// finishPrune prints the report as JSON, or a summary line on stderr, and
+// returns the removals that failed.
+func (a *App) finishPrune(r *pruneReport, o pruneOptions) error {
+	if o.json {
+		if err := writeJSON(a.Out, r); err != nil {
+			return err
 		}
+		return errors.Join(r.errs...)
 	}
 	verb := "removed"
 	if o.dryRun {
 		verb = "would remove"
 	}
-	kept := fmt.Sprintf("kept %d in use by containers", inUse)
+	kept := fmt.Sprintf("kept %d %s", r.InUse, r.inUseWords)
 	if o.olderThan > 0 {
-		kept += fmt.Sprintf(" and %d built in the last %s", young, o.olderThan)
+		kept += fmt.Sprintf(" and %d %s in the last %s", r.Young, r.madeWord, o.olderThan)
 	}
-	fmt.Fprintf(a.Err, "%s %d images (up to %s; layers shared with kept images stay); %s\n",
-		verb, removed, fmtBytes(freed), kept)
-	return errors.Join(errs...)
+	if r.Shared > 0 {
+		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", r.Shared)
+	}
+	fmt.Fprintf(a.Err, "%s %d images from %s (up to %s; %s); %s\n", verb, len(r.Removed), r.Where, fmtBytes(r.Bytes), r.freedNote, kept)
+	return errors.Join(r.errs...)
 }
 
 // tags are an image's real tags ("<none>:<none>" is none).

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -62,35 +61,19 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 		fmt.Fprintf(a.Err, "note: %s\n", note)
 	}
 	plan := planRegistryPrune(ims, used, o.labels, time.Now().Add(-o.olderThan))
-	removed := 0
-	var freed int64
-	var errs []error
+	rep := &pruneReport{Where: reg.String(), DryRun: o.dryRun, InUse: plan.inUse, Young: plan.young, Shared: plan.shared,
+		Removed: []pruned{}, inUseWords: "named by Jobs of the cluster", madeWord: "pushed",
+		freedNote: "once its garbage collection frees the layers no other image has"}
 	for _, im := range plan.remove {
-		if o.dryRun {
-			fmt.Fprintf(a.Out, "would remove %s (%s, %s, pushed %s)\n", im.Ref, im.Labels[contract.LabelExperiment], fmtBytes(im.Bytes), ago(im.Created, time.Now()))
-		} else if err := reg.Delete(ctx, im.Ref, im.Digest); err != nil {
-			errs = append(errs, err)
-			continue
-		} else {
-			fmt.Fprintf(a.Out, "removed %s (%s)\n", im.Ref, im.Labels[contract.LabelExperiment])
+		if !o.dryRun {
+			if err := reg.Delete(ctx, im.Ref, im.Digest); err != nil {
+				rep.fail(err)
+				continue
+			}
 		}
-		removed++
-		freed += im.Bytes
+		a.prunedOne(rep, pruned{Ref: im.Ref, ID: im.Digest, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Bytes, Created: im.Created}, o)
 	}
-	verb := "removed"
-	if o.dryRun {
-		verb = "would remove"
-	}
-	kept := fmt.Sprintf("kept %d named by Jobs of the cluster", plan.inUse)
-	if o.olderThan > 0 {
-		kept += fmt.Sprintf(" and %d pushed in the last %s", plan.young, o.olderThan)
-	}
-	if plan.shared > 0 {
-		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", plan.shared)
-	}
-	fmt.Fprintf(a.Err, "%s %d images from %s (up to %s, once its garbage collection frees layers no other image has); %s\n",
-		verb, removed, reg, fmtBytes(freed), kept)
-	return errors.Join(errs...)
+	return a.finishPrune(rep, o)
 }
 
 // registryPrune is what prune --k8s removes and why it keeps the rest.

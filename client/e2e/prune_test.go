@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,20 @@ func TestPrune(t *testing.T) {
 	if len(image()) == 0 {
 		t.Fatal("--dry-run removed the image")
 	}
-	p := xrun(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
-	expect(t, p, 0, "removed 1 images")
+	p := xrun(t, time.Minute, "prune", "--older-than", "0", "--label", mark, "--json")
+	expect(t, p, 0)
+	var rep struct {
+		DryRun  bool `json:"dry_run"`
+		Removed []struct {
+			Ref, ID, Experiment string
+			Bytes               int64
+		} `json:"removed"`
+		Bytes int64 `json:"bytes"`
+	}
+	if err := json.Unmarshal([]byte(p.Stdout), &rep); err != nil || rep.DryRun || len(rep.Removed) != 1 ||
+		rep.Removed[0].Experiment != "e2e-quick" || !strings.HasPrefix(rep.Removed[0].ID, "sha256:") || rep.Bytes <= 0 {
+		t.Errorf("prune --json: %v\n%s", err, p.Stdout)
+	}
 	if tags := image(); len(tags) != 0 {
 		t.Errorf("after prune: %v", tags)
 	}

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,10 +77,15 @@ func TestPruneRegistry(t *testing.T) {
 		t.Errorf("%s after prune: HTTP %d, want 404", ref, s)
 	}
 	// Nothing left to remove, and a registry is needed.
-	again := xrun(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run")
+	again := xrun(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run", "--json")
 	expect(t, again, 0)
-	if strings.Contains(again.Stdout, ref) {
-		t.Errorf("second prune still lists %s", ref)
+	var rep struct {
+		Where   string            `json:"where"`
+		DryRun  bool              `json:"dry_run"`
+		Removed []json.RawMessage `json:"removed"`
+	}
+	if err := json.Unmarshal([]byte(again.Stdout), &rep); err != nil || !rep.DryRun || rep.Where != registry || strings.Contains(again.Stdout, ref) {
+		t.Errorf("second prune --json (%v):\n%s", err, again.Stdout)
 	}
 	expect(t, pruneWithoutRegistry(t), 3, "--registry")
 }
