@@ -215,7 +215,11 @@ func (a *App) finishPrune(r *pruneReport, o pruneOptions) error {
 	if r.Shared > 0 {
 		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", r.Shared)
 	}
-	fmt.Fprintf(a.Err, "%s %d images from %s (up to %s; %s); %s\n", verb, len(r.Removed), r.Where, fmtBytes(r.Bytes), r.freedNote, kept)
+	noun := "images"
+	if len(r.Removed) == 1 {
+		noun = "image"
+	}
+	fmt.Fprintf(a.Err, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), noun, r.Where, fmtBytes(r.Bytes), r.freedNote, kept)
 	return errors.Join(r.errs...)
 }
 

@@ -44,7 +44,7 @@ func TestPrune(t *testing.T) {
 	young := xrun(t, time.Minute, "prune", "--dry-run", "--label", mark)
 	expect(t, young, 0, "would remove 0 images", "1 built in the last 1h0m0s")
 	dry := xrun(t, time.Minute, "prune", "--dry-run", "--older-than", "0", "--label", mark)
-	expect(t, dry, 0, "would remove 1 images")
+	expect(t, dry, 0, "would remove 1 image ")
 	if !strings.Contains(dry.Stdout, "would remove ") || !strings.Contains(dry.Stdout, "e2e-quick") {
 		t.Errorf("dry run lists:\n%s", dry.Stdout)
 	}
