@@ -257,6 +257,17 @@ func TestAttachedRun(t *testing.T) {
 		t.Errorf("ps --all --k8s lacks %s:\n%s", id, ps.Stdout)
 	}
 	expect(t, xrun(t, time.Minute, "results", id), 0)
+	// Another store finds the job on the cluster by its id and follows it.
+	saved := dataDir
+	dataDir = t.TempDir()
+	other := xrun(t, time.Minute, "status", "--k8s", id[:8])
+	otherResults := xrun(t, time.Minute, "results", "--json", id)
+	dataDir = saved
+	expect(t, other, 0)
+	expect(t, otherResults, 0)
+	if !strings.Contains(other.Stdout, "succeeded") || !strings.Contains(otherResults.Stdout, `"experiment": "e2e-quick"`) {
+		t.Errorf("the job from another store:\nstatus:\n%s\nresults:\n%s", other.Stdout, otherResults.Stdout)
+	}
 	expect(t, xrun(t, time.Minute, "rm", id), 0)
 	until(t, time.Minute, "Job deleted", func() bool { return jobGone(t, name) })
 }
