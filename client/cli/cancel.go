@@ -30,11 +30,9 @@ Examples:
 		Flags:        hostFlags(&o.host),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageError("cancel takes one job id, got %d arguments", c.NArg())
+			if err := oneJob(c, &o.job, &o.host); err != nil {
+				return err
 			}
-			o.job = c.Args().First()
-			o.host.kubeSelection()
 			return runCancel(c.Context, a, o)
 		},
 	}

@@ -41,11 +41,9 @@ func newLogsCommand(a *App) *cli.Command {
 		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageError("logs takes one job id, got %d arguments", c.NArg())
+			if err := oneJob(c, &o.job, &o.host); err != nil {
+				return err
 			}
-			o.job = c.Args().First()
-			o.host.kubeSelection()
 			return runLogs(c.Context, a, o)
 		},
 	}

@@ -23,12 +23,15 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// jobArg resolves the one JOB argument of a command.
-func (a *App) jobArg(c *cli.Context) (*jobs.Job, error) {
+// oneJob reads the one JOB argument of a command that takes a job through
+// findJob, and settles where else to look for it.
+func oneJob(c *cli.Context, job *string, host *HostSelection) error {
 	if c.NArg() != 1 {
-		return nil, usageError("%s takes one job id (or unique prefix), got %d arguments", c.Command.Name, c.NArg())
+		return usageError("%s takes one job id (or the start of one), got %d arguments", c.Command.Name, c.NArg())
 	}
-	return a.resolveJob(c.Args().First())
+	*job = c.Args().First()
+	host.kubeSelection()
+	return nil
 }
 
 func (a *App) resolveJob(ref string) (*jobs.Job, error) {

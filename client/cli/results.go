@@ -39,14 +39,12 @@ Examples:
 		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageError("results takes one job id, got %d arguments", c.NArg())
+			if err := oneJob(c, &o.job, &o.host); err != nil {
+				return err
 			}
 			if o.json && o.markdown {
 				return usageError("give --json or --markdown, not both")
 			}
-			o.job = c.Args().First()
-			o.host.kubeSelection()
 			return runResults(c.Context, a, o)
 		},
 	}

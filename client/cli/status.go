@@ -52,11 +52,9 @@ func newStatusCommand(a *App) *cli.Command {
 		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageError("status takes one job id, got %d arguments", c.NArg())
+			if err := oneJob(c, &o.job, &o.host); err != nil {
+				return err
 			}
-			o.job = c.Args().First()
-			o.host.kubeSelection()
 			return runStatus(c.Context, a, o)
 		},
 	}

@@ -33,11 +33,9 @@ Examples:
 		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageError("wait takes one job id, got %d arguments", c.NArg())
+			if err := oneJob(c, &o.job, &o.host); err != nil {
+				return err
 			}
-			o.job = c.Args().First()
-			o.host.kubeSelection()
 			return runWait(c.Context, a, o)
 		},
 	}
