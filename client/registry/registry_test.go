@@ -21,6 +21,21 @@ import (
 // quiet is an in-memory registry that does not log every request.
 func quiet() http.Handler { return ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))) }
 
+// serve starts an in-memory registry that answers a request with the
+// status refuse gives it (0: serve it), and returns its host:port.
+func serve(t *testing.T, refuse func(*http.Request) int) string {
+	reg := quiet()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if code := refuse(req); code != 0 {
+			w.WriteHeader(code)
+			return
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
 // push writes a random image with labels and a creation time as ref.
 func push(t *testing.T, ref string, created time.Time, labels map[string]string) {
 	t.Helper()
@@ -81,16 +96,12 @@ func TestImagesAndDelete(t *testing.T) {
 
 // A registry that refuses deletes says how to allow them.
 func TestDeleteRefused(t *testing.T) {
-	reg := quiet()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	host := serve(t, func(req *http.Request) int {
 		if req.Method == http.MethodDelete {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
+			return http.StatusMethodNotAllowed
 		}
-		reg.ServeHTTP(w, req)
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+		return 0
+	})
 	push(t, host+"/xrun/quick:aaaa-1111", time.Now(), nil)
 	r, err := New(host)
 	if err != nil {
@@ -114,16 +125,12 @@ func TestNewRefusesABadRegistry(t *testing.T) {
 // A registry that does not list its repositories is read through the
 // repositories known from elsewhere, and says so; without any it is an error.
 func TestImagesWithoutCatalog(t *testing.T) {
-	reg := quiet()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	host := serve(t, func(req *http.Request) int {
 		if strings.HasSuffix(req.URL.Path, "/_catalog") {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
+			return http.StatusUnauthorized
 		}
-		reg.ServeHTTP(w, req)
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+		return 0
+	})
 	push(t, host+"/xrun/quick:aaaa-1111", time.Now(), nil)
 	push(t, host+"/xrun/quick:aaaa-2222", time.Now(), nil)
 	r, err := New(host)
