@@ -54,7 +54,11 @@ func (a *App) findJob(ctx context.Context, ref string, sel HostSelection) (*jobs
 	if err != nil {
 		return nil, err
 	}
-	return st.Adopt(unrecorded(newest(hits)))
+	adopted, err := st.Adopt(unrecorded(newest(hits)))
+	if err == nil {
+		fmt.Fprintf(a.Err, "job %s (%s) is not in this job store: found on %s, recorded here\n", adopted.ID, adopted.Experiment, b.Where())
+	}
+	return adopted, err
 }
 
 // explicit reports whether the user named a host, context or cluster.

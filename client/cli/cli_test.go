@@ -817,6 +817,9 @@ func TestJobOfAnotherStore(t *testing.T) {
 	if st, _ := other.Store(); !st.Has(id, jobs.RecordFile) {
 		t.Errorf("the job found on the host has no record in this store")
 	}
+	if !strings.Contains(other.err.String(), "is not in this job store: found on unix:///fake.sock, recorded here") {
+		t.Errorf("adopting a job says nothing: %s", other.err)
+	}
 	if code := other.run(ctx, "logs", id); code != 0 || !strings.Contains(other.out.String(), "line2") {
 		t.Errorf("logs: exit %d, %q, %s", code, other.out, other.err)
 	}
