@@ -19,6 +19,13 @@ import (
 // ErrNotFound is returned (wrapped) when the backend no longer has the job.
 var ErrNotFound = errors.New("not found")
 
+// CreateTimeout bounds a create request that ctx (Ctrl-C) does not cut short.
+const CreateTimeout = 2 * time.Minute
+
+// CleanupTimeout bounds the removal of what a failed or interrupted create
+// left, which runs after ctx is done.
+const CleanupTimeout = 30 * time.Second
+
 // Backend is a place jobs run. Each method takes the job's record, whose
 // Host, ContainerID and ContainerName the backend set in Create.
 type Backend interface {
@@ -26,6 +33,10 @@ type Backend interface {
 	Where() string
 	// Create makes the job from spec without starting it, with the job's
 	// code in it, and records its handle in j (ContainerID, ContainerName).
+	// It leaves nothing behind when it fails or ctx ends on the way: the
+	// create request itself runs to its end under CreateTimeout (one cut
+	// off can still have made the job), and what it made is then removed
+	// under CleanupTimeout, found by the job's label.
 	Create(ctx context.Context, j *jobs.Job, spec Spec) error
 	// Start starts a created job.
 	Start(ctx context.Context, j *jobs.Job) error

@@ -39,11 +39,7 @@ func (a *App) findJob(ctx context.Context, ref string, sel HostSelection) (*jobs
 		// Nobody asked for that host: the store's answer stands.
 		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, firstLine(berr.Error()))}
 	}
-	list, lerr := b.List(ctx, true)
-	if lerr != nil {
-		return nil, lerr
-	}
-	hits, merr := matchListed(list, b.Where(), ref, func(id string) bool { return strings.HasPrefix(id, ref) })
+	hits, merr := findListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {
 	case errors.Is(merr, errNoContainer):
 		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w, nor on %s", nf, b.Where())}
@@ -66,9 +62,13 @@ func (sel HostSelection) explicit() bool {
 	return sel.Host != "" || sel.Context != "" || sel.K8s
 }
 
-// matchListed returns the listings whose job id match selects, all of one
-// job, or errNoContainer when there are none.
-func matchListed(list []backend.Listed, where, ref string, match func(id string) bool) ([]backend.Listed, error) {
+// findListed returns the listings on b (finished ones too) whose job id
+// match selects, all of one job, or errNoContainer when there are none.
+func findListed(ctx context.Context, b backend.Backend, ref string, match func(id string) bool) ([]backend.Listed, error) {
+	list, err := b.List(ctx, true)
+	if err != nil {
+		return nil, err
+	}
 	var hits []backend.Listed
 	ids := map[string]bool{}
 	for _, l := range list {
@@ -81,7 +81,7 @@ func matchListed(list []backend.Listed, where, ref string, match func(id string)
 	case len(hits) == 0:
 		return nil, errNoContainer
 	case len(ids) > 1:
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), where)}
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), b.Where())}
 	}
 	return hits, nil
 }

@@ -447,19 +447,26 @@ func TestSubmitInterruptRemovesContainer(t *testing.T) {
 	}
 }
 
-func TestDetachedJobLifecycle(t *testing.T) {
-	ta := newTestApp(t)
+// submitRunning submits a detached CPU job that runs until it is stopped,
+// logging three lines, and returns what submit printed: the job id.
+func submitRunning(t *testing.T, ta *testApp) string {
+	t.Helper()
 	dir := experiment(t, ta)
-	ctx := context.Background()
 	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
 		// A running runner's results.json says running until it ends.
 		return fakeRun{hang: true, logs: "line1\nline2\nline3\n", files: map[string]string{
 			"results.json": resultsJSON(t, "my-kernel", result.StatusRunning)}}
 	}
-	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
+	if code := ta.run(context.Background(), "submit", "-d", "--cpu", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
-	id := strings.TrimSpace(ta.out.String())
+	return strings.TrimSpace(ta.out.String())
+}
+
+func TestDetachedJobLifecycle(t *testing.T) {
+	ta := newTestApp(t)
+	ctx := context.Background()
+	id := submitRunning(t, ta)
 	if len(id) != 12 || strings.Contains(id, "\n") {
 		t.Fatalf("detached stdout %q, want the job id alone", ta.out)
 	}
@@ -794,16 +801,8 @@ func TestSubmitProfile(t *testing.T) {
 // find it on the host and record it here.
 func TestJobOfAnotherStore(t *testing.T) {
 	ta := newTestApp(t)
-	dir := experiment(t, ta)
 	ctx := context.Background()
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
-		return fakeRun{hang: true, logs: "line1\nline2\n", files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusRunning)}}
-	}
-	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
-		t.Fatalf("exit %d: %s", code, ta.err)
-	}
-	id := strings.TrimSpace(ta.out.String())
+	id := submitRunning(t, ta)
 
 	other := newTestApp(t)
 	other.Connect = ta.Connect // the same host, another store

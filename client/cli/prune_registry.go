@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
@@ -30,7 +29,7 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 	used := map[string]bool{}
 	knownRepos := map[string]bool{}
 	for ref := range images {
-		used[withoutHost(ref)] = true
+		used[registry.WithoutHost(ref)] = true
 		knownRepos[registry.Repository(ref)] = true
 	}
 	// The repositories this store's cluster jobs were pushed to, for a
@@ -94,7 +93,7 @@ func planRegistryPrune(ims []registry.Image, used map[string]bool, labels map[st
 		switch {
 		case !hasLabels(im.Labels, labels):
 			keep[im.Digest] = true
-		case used[withoutHost(im.Ref)]:
+		case used[registry.WithoutHost(im.Ref)]:
 			keep[im.Digest] = true
 			p.inUse++
 		case im.Created.After(cutoff):
@@ -112,12 +111,6 @@ func planRegistryPrune(ims []registry.Image, used map[string]bool, labels map[st
 		}
 	}
 	return p
-}
-
-// withoutHost is ref less its registry host: PATH/xrun/NAME:TAG.
-func withoutHost(ref string) string {
-	_, rest, _ := strings.Cut(ref, "/")
-	return rest
 }
 
 // hasLabels reports whether labels has every key of want, with its value

@@ -22,7 +22,7 @@ func TestPlanRegistryPrune(t *testing.T) {
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-4", Digest: "sha256:1", Created: old, Labels: exp}, // shares a-1's manifest
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-5", Digest: "sha256:5", Created: old, Labels: exp}, // goes
 	}
-	used := map[string]bool{withoutHost("registry.lab:5000/xrun/softmax:a-1"): true}
+	used := map[string]bool{registry.WithoutHost("registry.lab:5000/xrun/softmax:a-1"): true}
 	p := planRegistryPrune(ims, used, map[string]string{"team": "kernels"}, now.Add(-time.Hour))
 	var got []string
 	for _, im := range p.remove {

@@ -174,11 +174,7 @@ func (a *App) rmUnrecorded(ctx context.Context, o rmOptions, ref string) (string
 // removeListed removes the jobs on b whose id match selects, all of one
 // job; running ones only with force.
 func removeListed(ctx context.Context, b backend.Backend, ref string, force bool, match func(id string) bool) (string, error) {
-	list, err := b.List(ctx, true)
-	if err != nil {
-		return "", err
-	}
-	hits, err := matchListed(list, b.Where(), ref, match)
+	hits, err := findListed(ctx, b, ref, match)
 	if err != nil {
 		return "", err
 	}

@@ -67,10 +67,18 @@ func (r *Registry) String() string {
 	return r.reg.RegistryStr() + "/" + strings.TrimSuffix(r.path, "/")
 }
 
+// WithoutHost is ref less its registry's host: "team/xrun/softmax:T" for
+// "registry.lab:5000/team/xrun/softmax:T", so that refs compare whatever
+// name or address the host goes by.
+func WithoutHost(ref string) string {
+	_, rest, _ := strings.Cut(ref, "/")
+	return rest
+}
+
 // Repository is ref's repository path in its registry, less host and tag
 // or digest: "team/xrun/softmax" for "registry.lab:5000/team/xrun/softmax:T".
 func Repository(ref string) string {
-	_, rest, _ := strings.Cut(ref, "/")
+	rest := WithoutHost(ref)
 	if i := strings.Index(rest, "@"); i >= 0 {
 		rest = rest[:i]
 	}

@@ -106,13 +106,15 @@ def flushes():
             "zero256": lambda: buf.zero_(), "none": lambda: None}
 
 
-def held_samples(hold, kc, stream, flush, f, n):
+def held_samples(hold, kc, stream, flush, f, n, clock=True):
     """n calls of f timed the runner's way (flush, hold kernel, events around
-    the call, mark kernel, release, sync) with the kernel clock recording:
-    the events' readings (ms) and CUPTI's records."""
+    the call, mark kernel, release, sync) with the kernel clock recording, or
+    with clock False on the events alone (no mark): the events' readings (ms)
+    and CUPTI's records (None without the clock)."""
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     ev, prev = [], 0.0
-    kc.start()
+    if clock:
+        kc.start()
     for _ in range(n):
         torch.cuda.synchronize()
         flush()
@@ -120,12 +122,13 @@ def held_samples(hold, kc, stream, flush, f, n):
         s.record()
         f()
         e.record()
-        hold.mark(stream)
+        if clock:
+            hold.mark(stream)
         hold.release()
         torch.cuda.synchronize()
         prev = s.elapsed_time(e)
         ev.append(prev)
-    return ev, kc.stop()
+    return ev, kc.stop() if clock else None
 
 
 def clocks(outpath):
@@ -339,6 +342,24 @@ def pairs():
     print(" | ".join(out), flush=True)
 
 
+def touch_gaps(hold, kc, stream, launch, first=harness.TOUCH_NAME, rounds=10):
+    """Queues launch() behind the hold on stream, rounds times, and returns
+    the gaps (us) CUPTI records between a kernel named first (the touch
+    kernel, or the hold's) and the touch kernel that follows it."""
+    out = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        kc.start()
+        hold.arm(stream, 0.0, 50.0)
+        launch()
+        hold.release()
+        torch.cuda.synchronize()
+        recs = sorted((s, e, n) for _, n, s, e in kc.stop() if n in (harness.TOUCH_NAME, harness.HOLD_NAME))
+        out += [(s1 - e0) / 1e3 for (s0, e0, n0), (s1, e1, n1) in zip(recs, recs[1:])
+                if n1 == harness.TOUCH_NAME and n0 == first]
+    return out
+
+
 def levels():
     word = torch.zeros(2, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
@@ -352,18 +373,7 @@ def levels():
     t = lambda: hold.touch(stream, word.data_ptr())  # noqa: E731
 
     def gaps(seq, first=harness.TOUCH_NAME, rounds=10):
-        out = []
-        for _ in range(rounds):
-            torch.cuda.synchronize()
-            kc.start()
-            hold.arm(stream, 0.0, 50.0)
-            seq()
-            hold.release()
-            torch.cuda.synchronize()
-            recs = sorted((s, e, n) for _, n, s, e in kc.stop() if n in (harness.TOUCH_NAME, harness.HOLD_NAME))
-            out += [(s1 - e0) / 1e3 for (s0, e0, n0), (s1, e1, n1) in zip(recs, recs[1:])
-                    if n1 == harness.TOUCH_NAME and n0 == first]
-        return out
+        return touch_gaps(hold, kc, stream, seq, first, rounds)
 
     def plain():
         for _ in range(33):
@@ -397,18 +407,8 @@ def streams():
         out[case] = {"events_us": round(statistics.median(ev[10:]) * 1e3, 3),
                      "span_us": round(statistics.median([x[0] for x in w[10:]]) * 1e3, 3)}
 
-    def gaps(st, launch, rounds=10):
-        g = []
-        for _ in range(rounds):
-            torch.cuda.synchronize()
-            kc.start()
-            hold.arm(st, 0.0, 50.0)
-            launch()
-            hold.release()
-            torch.cuda.synchronize()
-            ks = sorted((a, b) for _, n, a, b in kc.stop() if n == harness.TOUCH_NAME)
-            g += [(ks[i + 1][0] - ks[i][1]) / 1e3 for i in range(len(ks) - 1)]
-        return round(harness.iq_mean(g), 3)
+    def gaps(st, launch):
+        return round(harness.iq_mean(touch_gaps(hold, kc, st, launch)), 3)
 
     def touches(st):
         for _ in range(33):
@@ -440,28 +440,9 @@ def cupti():
         f()
         f()
     torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
     def loop(f, n, on):
-        if on:
-            kc.start()
-        xs, prev = [], 0.0
-        for _ in range(n):
-            torch.cuda.synchronize()
-            flush()
-            hold.arm(stream, 0.5 * prev, 50.0)
-            s.record()
-            f()
-            e.record()
-            if on:
-                hold.mark(stream)
-            hold.release()
-            torch.cuda.synchronize()
-            prev = s.elapsed_time(e)
-            xs.append(prev)
-        if on:
-            kc.stop()
-        return statistics.median(xs) * 1e3
+        return statistics.median(held_samples(hold, kc, stream, flush, f, n, clock=on)[0]) * 1e3
 
     for name, f in ks.items():
         res = {"off": [], "on": []}

@@ -59,13 +59,6 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 	return cs
 }
 
-// createTimeout bounds a container create that Ctrl-C does not cut short.
-const createTimeout = 2 * time.Minute
-
-// cleanupTimeout bounds the removal of what a failed or interrupted
-// create left, which runs after ctx is done.
-const cleanupTimeout = 30 * time.Second
-
 // Create makes the container and copies the code into it. Nothing is left
 // behind when it fails or ctx ends on the way: a container whose copy
 // failed is removed again, and so is one the create made after all.
@@ -78,7 +71,7 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	// once it reached the daemon can still make the container, and the
 	// client would never learn its id. Let it finish, then remove the
 	// container when ctx ended meanwhile.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CreateTimeout)
 	id, err := b.Engine.Create(cctx, ContainerSpec(s))
 	cancel()
 	if err != nil {
@@ -111,7 +104,7 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 
 // remove force-removes container id, also once ctx is done.
 func (b *Backend) remove(ctx context.Context, id string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
 	defer cancel()
 	b.Engine.Remove(rctx, id, true)
 }
@@ -122,7 +115,7 @@ func (b *Backend) removeLeft(ctx context.Context, job string) {
 	if job == "" {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
 	defer cancel()
 	cs, err := b.Engine.List(rctx, map[string]string{contract.LabelJob: job}, true)
 	if err != nil {

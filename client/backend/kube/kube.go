@@ -190,7 +190,7 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	// once it reached the API server can still make the Job, and the
 	// client would never learn of it. Let it finish, then delete the Job
 	// when ctx ended meanwhile.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CreateTimeout)
 	created, err := b.Client.BatchV1().Jobs(b.Namespace).Create(cctx, job, metav1.CreateOptions{})
 	cancel()
 	if err != nil {
@@ -211,17 +211,10 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	return nil
 }
 
-// createTimeout bounds a Job create that Ctrl-C does not cut short.
-const createTimeout = 2 * time.Minute
-
-// cleanupTimeout bounds the deletion of what a failed or interrupted
-// create left.
-const cleanupTimeout = 30 * time.Second
-
 // deleteLeft deletes the Jobs (and their pods) labelled as job id's, also
 // once ctx is done.
 func (b *Backend) deleteLeft(ctx context.Context, id string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
 	defer cancel()
 	list, err := b.Client.BatchV1().Jobs(b.Namespace).List(dctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
 	if err != nil {
