@@ -100,6 +100,10 @@ type Spec struct {
 	NoNetwork bool
 	// Timeout is the job's timeout (0: none).
 	Timeout time.Duration
+	// PostToken is the bearer token for XRUN_POST_URL, for the runner
+	// alone: a Docker host gets it as contract.PostTokenFile, which the
+	// container's configuration does not show.
+	PostToken string
 }
 
 // GPUs asks for GPUs: a count, device ids, or all (Count -1).

@@ -186,13 +186,17 @@ func TestSubmitExitCodes(t *testing.T) {
 		code     int
 		status   string
 		errHas   string
+		errLacks string
 		memLimit bool
 	}{
 		{name: "criteria failed", run: fakeRun{exit: 1, files: map[string]string{"results.json": ""}}, code: 1, status: result.StatusCriteriaFailed, errHas: "criteria failed"},
 		{name: "implementation failed", run: fakeRun{exit: 2}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2"},
 		{name: "bad spec in container", run: fakeRun{exit: 3}, code: 3, status: result.StatusFailed},
-		{name: "runner OOM-killed", run: fakeRun{exit: 137, oom: true}, code: 2, status: result.StatusFailed, errHas: "container was OOM-killed (memory limit 64MiB); raise resources.memory", memLimit: true},
-		{name: "one worker OOM-killed", run: fakeRun{exit: 2, oom: true, files: map[string]string{"results.json": ""}}, code: 2, status: result.StatusFailed, errHas: "container was OOM-killed (memory limit 64MiB); raise resources.memory", memLimit: true},
+		{name: "runner OOM-killed", run: fakeRun{exit: 137, oom: true}, code: 2, status: result.StatusFailed, errHas: "the runner was killed for memory before its verdict (the job's limit is 64MiB); raise resources.memory", memLimit: true},
+		// The runner reached its verdict: the results, not the container's
+		// OOM flag, say what ran out of memory.
+		{name: "one worker OOM-killed", run: fakeRun{exit: 2, oom: true, files: map[string]string{"results.json": ""}}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2; raise resources.memory", errLacks: "killed for memory before its verdict", memLimit: true},
+		{name: "succeeded without results", run: fakeRun{exit: 0}, code: 2, status: result.StatusFailed, errHas: "the runner exited with code 0 but left no results.json"},
 		{name: "killed", run: fakeRun{exit: 137}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 137"},
 		{name: "infrastructure in container", run: fakeRun{exit: 4}, code: 4, status: result.StatusFailed},
 		{name: "cancelled inside", run: fakeRun{exit: 130}, code: 130, status: result.StatusCancelled},
@@ -217,6 +221,9 @@ func TestSubmitExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(ta.err.String(), tt.errHas) {
 				t.Errorf("stderr %q lacks %q", ta.err, tt.errHas)
+			}
+			if tt.errLacks != "" && strings.Contains(ta.err.String(), tt.errLacks) {
+				t.Errorf("stderr %q says %q", ta.err, tt.errLacks)
 			}
 			st, _ := ta.Store()
 			list, _ := st.List()
@@ -731,10 +738,13 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 		if s.PidsLimit != submit.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
 			t.Errorf("root %v: pids %d, memory %d, network disabled %v", root, s.PidsLimit, s.MemoryBytes, s.NetworkDisabled)
 		}
-		if unpriv := s.User == "65532:65532" && s.Unprivileged && slices.Contains(s.Env, "USER=xrun"); unpriv == root {
-			t.Errorf("root %v: user %q, unprivileged %v, env %v", root, s.User, s.Unprivileged, s.Env)
+		// Unprivileged: the runner starts as root with the capabilities to
+		// run the experiment as the job user, and no others.
+		if unpriv := s.User == "0:0" && s.Unprivileged && slices.Contains(s.Env, "USER=xrun") &&
+			slices.Contains(s.Env, contract.EnvWorkerUser+"="+contract.JobUser) && slices.Equal(s.CapAdd, contract.RunnerCaps); unpriv == root {
+			t.Errorf("root %v: user %q, unprivileged %v, env %v, CapAdd %v", root, s.User, s.Unprivileged, s.Env, s.CapAdd)
 		}
-		if len(s.CapAdd) != 0 {
+		if root && len(s.CapAdd) != 0 {
 			t.Errorf("root %v without --profile: CapAdd %v", root, s.CapAdd)
 		}
 	}
@@ -780,7 +790,7 @@ func TestSubmitProfile(t *testing.T) {
 			if fc.spec.Labels[contract.LabelExperiment] == "" {
 				continue // a GPU reservation's container
 			}
-			if want := map[bool][]string{true: {"SYS_ADMIN"}}[root]; !slices.Equal(fc.spec.CapAdd, want) {
+			if want := map[bool][]string{true: {"SYS_ADMIN"}, false: contract.RunnerCaps}[root]; !slices.Equal(fc.spec.CapAdd, want) {
 				t.Errorf("root %v: CapAdd %v, want %v", root, fc.spec.CapAdd, want)
 			}
 		}

@@ -212,6 +212,9 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	}
 	var b backend.Backend = dockerhost.New(e)
 	jo := submit.JobOptions{Env: env, Root: o.root, NoNetwork: o.network == "none", HostMemory: p.Info.MemoryBytes}
+	if _, hasURL := lookupEnv(a.Getenv, contract.EnvPostURL); hasURL {
+		jo.PostToken, _ = lookupEnv(a.Getenv, contract.EnvPostToken)
+	}
 	if o.profile != "" && o.root {
 		// Nsight Compute reads the GPU's counters; where the driver lets
 		// only administrators, root needs this capability too.
@@ -318,10 +321,10 @@ func (a *App) jobEnv(s *spec.Spec, flags []string) ([]string, error) {
 		}
 		env = append(env, name+"="+value)
 	}
-	for _, name := range []string{contract.EnvPostURL, contract.EnvPostToken} {
-		if v, ok := lookupEnv(a.Getenv, name); ok {
-			env = append(env, name+"="+v)
-		}
+	// The POST token is not among them: it goes to the runner alone
+	// (backend.Spec.PostToken).
+	if v, ok := lookupEnv(a.Getenv, contract.EnvPostURL); ok {
+		env = append(env, contract.EnvPostURL+"="+v)
 	}
 	return env, nil
 }

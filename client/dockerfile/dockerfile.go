@@ -20,10 +20,14 @@ import (
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
-// SkelDir is the build-context directory holding the empty out, home and
-// tmp directories, copied to /xrun owned by the job user. The paths in the
-// image are the container contract's (runner/contract).
-const SkelDir = "xrun-dirs"
+// SkelDir is the build-context directory holding the empty out and runner
+// directories, copied to /xrun owned by root, and JobSkelDir the empty home
+// and tmp directories, copied there owned by the job user. The paths in
+// the image are the container contract's (runner/contract).
+const (
+	SkelDir    = "xrun-dirs"
+	JobSkelDir = "xrun-job-dirs"
+)
 
 // Options describe the image.
 type Options struct {
@@ -79,9 +83,11 @@ func Generate(o Options) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, "ENV PYTHONUNBUFFERED=1 HOME=%s TMPDIR=%s\n", contract.HomeDir, contract.TmpDir)
 	fmt.Fprintf(&b, "COPY %s %s\n", o.RunnerSrc, contract.RunnerPath)
-	// COPY --chown makes the job's writable directories without needing a
-	// shell (or a user database) in the base.
-	fmt.Fprintf(&b, "COPY --chown=%s %s/ /xrun/\n", contract.JobUser, SkelDir)
+	// The runner's directories belong to root; COPY --chown makes the
+	// job's writable ones without needing a shell (or a user database) in
+	// the base.
+	fmt.Fprintf(&b, "COPY %s/ /xrun/\n", SkelDir)
+	fmt.Fprintf(&b, "COPY --chown=%s %s/ /xrun/\n", contract.JobUser, JobSkelDir)
 	// WORKDIR creates the directory without needing a shell in the base.
 	fmt.Fprintf(&b, "WORKDIR %s\n", contract.ExperimentDir)
 	fmt.Fprintf(&b, "ENTRYPOINT [%q, \"--experiment\", %q, \"--out\", %q]\n", contract.RunnerPath, contract.ExperimentDir, contract.OutDir)
@@ -108,11 +114,15 @@ func Generate(o Options) ([]byte, error) {
 }
 
 // Dirs are the build-context entries the generated Dockerfile copies to
-// /xrun: the empty out, home and tmp directories of SkelDir.
+// /xrun: the empty out and runner directories of SkelDir, the empty home
+// and tmp directories of JobSkelDir.
 func Dirs() []buildctx.Extra {
 	var x []buildctx.Extra
-	for _, d := range []string{"out", "home", "tmp"} {
+	for _, d := range []string{"out", "runner"} {
 		x = append(x, buildctx.Extra{Name: SkelDir + "/" + d, Dir: true})
+	}
+	for _, d := range []string{"home", "tmp"} {
+		x = append(x, buildctx.Extra{Name: JobSkelDir + "/" + d, Dir: true})
 	}
 	return x
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -145,13 +146,23 @@ func (s *Store) Save(j *Job) error {
 // WriteFile writes a file into job id's directory atomically (temp file,
 // fsync, rename), so a reader never sees a torn record.
 func (s *Store) WriteFile(id, name string, data []byte) error {
+	return s.WriteFrom(id, name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFrom writes what fill writes into job id's directory as name,
+// atomically, as WriteFile does: a fill that fails (a full disk) leaves
+// the file as it was, and no temporary file behind.
+func (s *Store) WriteFrom(id, name string, fill func(io.Writer) error) error {
 	dir := s.Dir(id)
 	tmp, err := os.CreateTemp(dir, "."+name+"-*")
 	if err != nil {
 		return fmt.Errorf("write %s of job %s: %w", name, id, err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	if err := fill(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s of job %s: %w", name, id, err)
 	}

@@ -41,6 +41,9 @@ type Outcome struct {
 	StoppedBy string
 	// Results is the status in results.json, empty when there is none.
 	Results string
+	// Fetched says the job's output was copied and Results read from it.
+	// A listing that copies nothing leaves the exit code to decide.
+	Fetched bool
 }
 
 // FinalStatus decides a finished job's status; submit, wait, status,
@@ -54,7 +57,9 @@ type Outcome struct {
 // runner's own failed or timeout (its deadline), an OOM kill of one worker
 // included (that worker's implementation is recorded as failed). Last
 // comes the container's exit code, for a runner that died before it wrote
-// a verdict: killed for memory, crashed, or stopped by someone else.
+// a verdict: killed for memory, crashed, or stopped by someone else. A
+// runner's success without results (copied, and not there) is a failure:
+// nothing shows what it found.
 func FinalStatus(o Outcome) string {
 	switch o.Results {
 	case result.StatusSucceeded, result.StatusCriteriaFailed:
@@ -70,6 +75,8 @@ func FinalStatus(o Outcome) string {
 	}
 	switch {
 	case o.OOMKilled:
+		return result.StatusFailed
+	case o.Fetched && (o.ExitCode == 0 || o.ExitCode == 1):
 		return result.StatusFailed
 	case o.ExitCode == 0:
 		return result.StatusSucceeded

@@ -8,7 +8,6 @@ package lifecycle
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docker/go-units"
@@ -24,6 +24,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/headtail"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -141,9 +142,15 @@ func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 }
 
 // Finalize records how a job whose runner exited ended, and copies its
-// output and logs into the store. A copy that fails is returned after the
-// record is saved.
+// output and logs into the store. Nothing is final until they are there:
+// a copy that fails (a full disk, a lost connection) leaves the record as
+// it was, for the next look to try again, and is returned. An output over
+// MaxOutputBytes fails the job.
 func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job, s backend.State) error {
+	fetchErr := FetchOutputs(ctx, b, st, j)
+	if fetchErr != nil && !errors.Is(fetchErr, ErrOutputTooLarge) {
+		return fetchErr
+	}
 	code := s.ExitCode
 	j.ExitCode = &code
 	t := time.Now().UTC()
@@ -154,8 +161,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	if s.TimedOut && j.StoppedBy == "" {
 		j.StoppedBy, j.Error = result.StatusTimeout, timeoutMessage(j)
 	}
-	fetchErr := FetchOutputs(ctx, b, st, j)
-	out := jobs.Outcome{ExitCode: code, OOMKilled: s.OOMKilled, StoppedBy: j.StoppedBy}
+	out := jobs.Outcome{ExitCode: code, OOMKilled: s.OOMKilled, StoppedBy: j.StoppedBy, Fetched: true}
 	resPath := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
 	r, err := result.ReadFile(resPath)
 	if err == nil {
@@ -166,17 +172,30 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	j.Status = jobs.FinalStatus(out)
 	j.OOMKilled = s.OOMKilled
 	stopped := j.StoppedBy != "" && j.Status == j.StoppedBy
+	// A runner that reached its verdict accounts for its workers, one
+	// killed for memory among them; one that did not died with the job.
+	verdict := r != nil && r.Status != result.StatusRunning
 	switch {
-	case s.OOMKilled:
-		j.Error = OOMMessage(s.MemoryBytes)
+	case fetchErr != nil:
+		j.Status, j.Error = result.StatusFailed, fetchErr.Error()
 	case stopped:
 		// the stopper's reason (expire, cancel) stays
-	case r != nil && r.Error != "":
+	case verdict && r.Status == result.StatusCancelled && j.StoppedBy == "":
+		j.Error = StoppedOutside
+	case verdict && r.Error != "":
 		j.Error = r.Error
-	case r != nil && j.Status == result.StatusFailed:
+	case verdict && j.Status == result.StatusFailed:
 		j.Error = FailureSentence(r)
-	case r == nil && j.Status == result.StatusFailed && s.Message != "":
+	case s.OOMKilled:
+		j.Error = OOMMessage(s.MemoryBytes)
+	case j.Status == result.StatusCancelled && j.StoppedBy == "":
+		j.Error = StoppedOutside
+	case r == nil && j.Status == result.StatusFailed && (code == 0 || code == 1):
+		j.Error = fmt.Sprintf("the runner exited with code %d but left no %s: its output directory was lost or could not be written (see `xrun logs %s`)", code, result.FileName, j.ID)
+	case j.Status == result.StatusFailed && s.Message != "":
 		j.Error = s.Message
+	case r != nil && !verdict && j.Status == result.StatusFailed:
+		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
 	}
 	if err := st.Save(j); err != nil {
 		return err
@@ -188,6 +207,10 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 		// The store's results.json says what the record says (a runner
 		// stopped for its timeout wrote cancelled, one that died wrote
 		// running); out/ keeps the runner's own copy.
+		if !verdict {
+			// What the runner had under way when it died did not finish.
+			r.Interrupt(r.Names(), j.Error)
+		}
 		r.Status, r.Success = j.Status, j.Status == result.StatusSucceeded
 		if stopReason {
 			// The runner gave its error to what the stop left not run, and
@@ -204,22 +227,27 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 				r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, quoted, "("+result.ImplNotRun+": "+j.Error+")")
 			}
 		}
-		if r.Error == "" || stopReason {
+		if r.Error == "" || stopReason || !verdict {
 			r.Error = j.Error
 		}
 		if err := result.WriteFile(resPath, r); err != nil {
 			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
 		}
 	}
-	return fetchErr
+	return nil
 }
 
-// OOMMessage says that the job was killed for memory, and what its limit was.
+// StoppedOutside is the error of a job whose runner was stopped (SIGTERM)
+// by neither xrun cancel, Ctrl-C nor its timeout.
+const StoppedOutside = "stopped from outside xrun: the Docker daemon restarted, the container was stopped with docker stop, or the host shut down"
+
+// OOMMessage says that the runner was killed for memory before its
+// verdict, and what the job's limit was.
 func OOMMessage(limit int64) string {
 	if limit <= 0 {
-		return "container was OOM-killed (no memory limit: the host ran out of memory)"
+		return "the runner was killed for memory before its verdict (no memory limit: the host ran out of memory)"
 	}
-	return fmt.Sprintf("container was OOM-killed (memory limit %s)", units.BytesSize(float64(limit)))
+	return fmt.Sprintf("the runner was killed for memory before its verdict (the job's limit is %s)", units.BytesSize(float64(limit)))
 }
 
 // FetchOutputs copies the job's logs and the runner's output directory
@@ -234,16 +262,26 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *jobs.Store, j *job
 			if rc != nil {
 				rc.Close()
 			}
-			return werr
+			return storeError(st, j, werr)
 		}
 		return saveOutput(st, j, rc, err)
 	}
-	var logs bytes.Buffer
-	if err := b.Logs(ctx, j, backend.LogOptions{}, &logs, &logs); err != nil {
-		return err
+	// The log goes to the store as it comes, bounded: a job can print
+	// without end, and the client's memory must not follow.
+	var logErr error
+	err := st.WriteFrom(j.ID, jobs.LogsFile, func(w io.Writer) error {
+		ht := headtail.New(w, LogHeadBytes, LogTailBytes, "the job's stored log")
+		logErr = b.Logs(ctx, j, backend.LogOptions{}, ht, ht)
+		if logErr != nil {
+			return logErr
+		}
+		return ht.Close()
+	})
+	if logErr != nil {
+		return logErr
 	}
-	if err := st.WriteFile(j.ID, jobs.LogsFile, logs.Bytes()); err != nil {
-		return err
+	if err != nil {
+		return storeError(st, j, err)
 	}
 	return FetchResults(ctx, b, st, j)
 }
@@ -257,7 +295,9 @@ func FetchResults(ctx context.Context, b backend.Backend, st *jobs.Store, j *job
 }
 
 // saveOutput unpacks the output tar rc, which CopyOut or Collect returned
-// with err, into the job's store directory.
+// with err, into the job's store directory: into a new directory that
+// replaces the old copy once complete, so that a copy cut short (a full
+// disk) leaves the last good one and nothing half-written.
 func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error {
 	if err != nil {
 		if errors.Is(err, backend.ErrNotFound) {
@@ -267,8 +307,25 @@ func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error 
 	}
 	defer rc.Close()
 	dir := filepath.Join(st.Dir(j.ID), jobs.OutDir)
-	if err := ExtractTar(rc, dir); err != nil {
-		return fmt.Errorf("copy %s of job %s: %w", contract.OutDir, j.ID, err)
+	tmp, err := os.MkdirTemp(st.Dir(j.ID), "."+jobs.OutDir+"-*")
+	if err != nil {
+		return storeError(st, j, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := ExtractTar(rc, tmp, MaxOutputBytes); err != nil {
+		if errors.Is(err, ErrOutputTooLarge) {
+			return fmt.Errorf("copy %s of job %s: %w", contract.OutDir, j.ID, err)
+		}
+		return storeError(st, j, fmt.Errorf("copy %s of job %s: %w", contract.OutDir, j.ID, err))
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return storeError(st, j, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return storeError(st, j, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return storeError(st, j, err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
 	if errors.Is(err, os.ErrNotExist) {
@@ -277,14 +334,43 @@ func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error 
 	if err != nil {
 		return fmt.Errorf("read results of job %s: %w", j.ID, err)
 	}
-	return st.WriteFile(j.ID, jobs.ResultsFile, data)
+	if err := st.WriteFile(j.ID, jobs.ResultsFile, data); err != nil {
+		return storeError(st, j, err)
+	}
+	return nil
+}
+
+// LogHeadBytes and LogTailBytes bound the job's log as the store keeps it
+// (the start and the end; the runner's own lines are a few kilobytes).
+const (
+	LogHeadBytes = 8 << 20
+	LogTailBytes = 8 << 20
+)
+
+// MaxOutputBytes bounds the runner's output directory as the store copies
+// it: results, logs (each worker's bounded by the runner) and Nsight
+// Compute reports fit many times over.
+const MaxOutputBytes = 4 << 30
+
+// ErrOutputTooLarge is an output directory over MaxOutputBytes.
+var ErrOutputTooLarge = errors.New("the output directory is larger than the store keeps")
+
+// storeError says what a failed write into the job store means, and what
+// to do: a full disk is named as such.
+func storeError(st *jobs.Store, j *jobs.Job, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("the job store's disk is full (%s): free space there, then run `xrun status %s` to copy the job's results again: %w", st.Root, j.ID, err)
+	}
+	return fmt.Errorf("copy the results of job %s into the store: %w", j.ID, err)
 }
 
 // ExtractTar writes the regular files and directories of a tar of the
 // output directory ("out/...") under dir, dropping the first path element.
-// Entries that would land outside dir are refused.
-func ExtractTar(r io.Reader, dir string) error {
+// Entries that would land outside dir are refused, and so is more than
+// limit bytes in all (ErrOutputTooLarge).
+func ExtractTar(r io.Reader, dir string, limit int64) error {
 	tr := tar.NewReader(r)
+	var total int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -316,6 +402,9 @@ func ExtractTar(r io.Reader, dir string) error {
 				return err
 			}
 		case tar.TypeReg:
+			if total += h.Size; total > limit {
+				return fmt.Errorf("%w (more than %s)", ErrOutputTooLarge, units.BytesSize(float64(limit)))
+			}
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return err
 			}
@@ -323,7 +412,7 @@ func ExtractTar(r io.Reader, dir string) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(f, tr)
+			_, err = io.Copy(f, io.LimitReader(tr, h.Size))
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}

@@ -369,6 +369,8 @@ type JobOptions struct {
 	// HostMemory is the memory of the host the job runs on, for the
 	// default limit (0: unknown, no default: a cluster's own defaults apply).
 	HostMemory int64
+	// PostToken is the bearer token for XRUN_POST_URL (backend.Spec.PostToken).
+	PostToken string
 }
 
 // JobSpec is the spec job j is created with: the image and code of p, the
@@ -414,7 +416,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 	if !o.Root {
 		// The job user has no entry in the image's /etc/passwd; getpass
 		// (torch.compile's cache, for one) reads these before asking it.
-		env = append(env, "USER=xrun", "LOGNAME=xrun")
+		env = append(env, "USER=xrun", "LOGNAME=xrun", contract.EnvWorkerUser+"="+contract.JobUser)
 	}
 	s := backend.Spec{
 		Name:        JobName(p.Spec.Name, j.ID),
@@ -431,6 +433,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		CapAdd:      o.CapAdd,
 		NoNetwork:   o.NoNetwork,
 		Timeout:     p.Timeout,
+		PostToken:   o.PostToken,
 	}
 	if s.MemoryBytes == 0 && o.HostMemory > 0 {
 		s.MemoryBytes = DefaultMemory(o.HostMemory)

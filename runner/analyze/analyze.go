@@ -26,6 +26,10 @@ const (
 	WarnNotConverged     = "not_converged"
 	WarnThrottled        = "throttled"
 	WarnExcessiveSpeedup = "excessive_speedup"
+	// WarnStrayProcesses: processes of the experiment's code outlived
+	// their workers (setsid children, daemons) and were killed before the
+	// results were final.
+	WarnStrayProcesses = "stray_processes"
 )
 
 // Throughput derives TFLOPS, GB/s and tokens/s from work model m and the

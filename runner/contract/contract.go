@@ -18,11 +18,27 @@ const (
 	TmpDir  = "/xrun/tmp"
 	// RunnerPath is the runner binary, the image's entrypoint.
 	RunnerPath = "/usr/local/bin/xrun-runner"
+	// RunnerDir belongs to root like OutDir and holds the runner's own
+	// files while it runs (the harness) and the POST token the client
+	// copies in (PostTokenFile), out of the worker user's reach.
+	RunnerDir = "/xrun/runner"
+	// PostTokenFile holds the bearer token for EnvPostURL when the client
+	// copies it in rather than setting EnvPostToken, which the
+	// container's configuration would show.
+	PostTokenFile = RunnerDir + "/post-token"
 )
 
-// JobUser is the uid:gid a job runs as unless submitted with --root: no
-// name needed, so it works on any base, scratch included.
+// JobUser is the uid:gid the experiment's code runs as unless the job was
+// submitted with --root: no name needed, so it works on any base, scratch
+// included. The runner itself starts as root with the capabilities SETUID,
+// SETGID and KILL alone, and runs every process of the experiment as
+// JobUser (EnvWorkerUser), which owns HomeDir and TmpDir but not OutDir,
+// RunnerDir or ExperimentDir (runner/sandbox).
 const JobUser = "65532:65532"
+
+// RunnerCaps are the capabilities the runner of an unprivileged job keeps:
+// switching to the worker user, and killing its processes.
+var RunnerCaps = []string{"SETUID", "SETGID", "KILL"}
 
 // Environment the client sets for the runner (all optional for it).
 const (
@@ -61,6 +77,9 @@ const (
 	// daemon's host name, a Kubernetes pod's node): a container's own
 	// host name is its id. The runner records it as env.host.
 	EnvHostName = "XRUN_HOST_NAME"
+	// EnvWorkerUser ("uid:gid") makes the runner, started as root, run the
+	// experiment's code as that user (runner/sandbox).
+	EnvWorkerUser = "XRUN_WORKER_USER"
 )
 
 // Exit codes of the runner (docs/architecture.md); the client exits with

@@ -6,12 +6,12 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 //go:embed check.py
@@ -48,19 +48,12 @@ func (p Problem) Where() string {
 // CheckRefs finds every ref's module and function with python, run in dir
 // with env (PYTHONPATH as the workers get it), without importing anything:
 // no experiment code runs and no GPU is touched. It returns the problems
-// found; the error is for a check that could not run.
-func CheckRefs(ctx context.Context, python, dir string, env []string, refs []Ref) ([]Problem, error) {
+// found; the error is for a check that could not run. It runs as user as
+// (nil: the runner's own): Python imports a sitecustomize module from
+// PYTHONPATH, the experiment's directory.
+func CheckRefs(ctx context.Context, python, dir string, env []string, refs []Ref, as *sandbox.User) ([]Problem, error) {
 	if len(refs) == 0 {
 		return nil, nil
-	}
-	tmp, err := os.MkdirTemp("", "xrun-check-")
-	if err != nil {
-		return nil, fmt.Errorf("check imports: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	script := filepath.Join(tmp, "check.py")
-	if err := os.WriteFile(script, checkScript, 0o644); err != nil {
-		return nil, fmt.Errorf("check imports: %w", err)
 	}
 	arg, err := json.Marshal(refs)
 	if err != nil {
@@ -69,8 +62,11 @@ func CheckRefs(ctx context.Context, python, dir string, env []string, refs []Ref
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, python, script, string(arg))
+	// The script goes on the command line: no file of it for anyone to
+	// change, wherever TMPDIR is.
+	cmd := exec.CommandContext(ctx, python, "-c", string(checkScript), string(arg))
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &out, &errb
+	setProcAttr(cmd, as)
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("check imports: %v: %s", err, strings.TrimSpace(errb.String()))
 	}

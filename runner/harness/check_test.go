@@ -44,7 +44,7 @@ func TestCheckRefs(t *testing.T) {
 		{"notpkg", "ok.sub:f"},
 		{"form", "ok.make"},
 	}
-	ps, err := CheckRefs(context.Background(), py, dir, env, refs)
+	ps, err := CheckRefs(context.Background(), py, dir, env, refs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

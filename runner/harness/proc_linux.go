@@ -3,11 +3,15 @@ package harness
 import (
 	"os/exec"
 	"syscall"
+
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 // setProcAttr puts the worker in its own process group (so a timeout kills
-// its children too and a terminal's Ctrl-C reaches only the runner) and has
-// the kernel kill it if the runner dies.
-func setProcAttr(cmd *exec.Cmd) {
+// its children too and a terminal's Ctrl-C reaches only the runner), has
+// the kernel kill it if the runner dies, and runs it as user as (nil: the
+// runner's own user).
+func setProcAttr(cmd *exec.Cmd, as *sandbox.User) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	as.Apply(cmd.SysProcAttr)
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
-func setProcAttr(cmd *exec.Cmd) {}
+func setProcAttr(cmd *exec.Cmd, as *sandbox.User) {}
 
 func killTree(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
 

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 // probe is what an interpreter must run to host the harness.
@@ -19,11 +21,12 @@ const probe = "import sys, numpy; numpy.ndarray; assert sys.version_info >= (3, 
 var Candidates = []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3", "/opt/conda/bin/python3", "python"}
 
 // FindPython returns an interpreter that can run the harness (Python >= 3.9
-// with numpy). With prefer set, only that one is tried. When ctx ends first
+// with numpy), probed as user as (nil: the runner's own). With prefer set,
+// only that one is tried. When ctx ends first
 // the error wraps ctx.Err() (errors.Is context.Canceled or
 // DeadlineExceeded): the probe it killed says nothing about the machine's
 // Python.
-func FindPython(ctx context.Context, prefer string) (string, error) {
+func FindPython(ctx context.Context, prefer string, as *sandbox.User) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", stoppedLooking(err)
 	}
@@ -32,7 +35,7 @@ func FindPython(ctx context.Context, prefer string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("python %q: %w", prefer, err)
 		}
-		if _, err := probePython(ctx, path); err != nil {
+		if _, err := probePython(ctx, path, as); err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return "", stoppedLooking(cerr)
 			}
@@ -51,7 +54,7 @@ func FindPython(ctx context.Context, prefer string) (string, error) {
 			continue
 		}
 		seen[path] = true
-		if _, err := probePython(ctx, path); err != nil {
+		if _, err := probePython(ctx, path, as); err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return "", stoppedLooking(cerr)
 			}
@@ -74,7 +77,7 @@ func stoppedLooking(err error) error {
 // (a network home directory, a broken site-packages) is passed over.
 const probeTimeout = 30 * time.Second
 
-func probePython(ctx context.Context, path string) (string, error) {
+func probePython(ctx context.Context, path string, as *sandbox.User) (string, error) {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var out, errb bytes.Buffer
@@ -86,6 +89,7 @@ func probePython(ctx context.Context, path string) (string, error) {
 	// Away from the caller's directory, where a folder named numpy would
 	// pass for the package.
 	cmd.Dir = os.TempDir()
+	setProcAttr(cmd, as)
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() == nil && pctx.Err() != nil {
 			return "", fmt.Errorf("no answer within %s", probeTimeout)

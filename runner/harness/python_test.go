@@ -52,7 +52,7 @@ func TestFindPythonCancelledWhileProbing(t *testing.T) {
 				t.Cleanup(func() { Candidates = old })
 			}
 			start := time.Now()
-			_, err := FindPython(ctx, prefer)
+			_, err := FindPython(ctx, prefer, nil)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want one that wraps context.Canceled", err)
 			}
@@ -69,7 +69,7 @@ func TestFindPythonCancelledWhileProbing(t *testing.T) {
 func TestFindPythonAlreadyCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := FindPython(ctx, ""); !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "no Python") {
+	if _, err := FindPython(ctx, "", nil); !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "no Python") {
 		t.Errorf("err %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -13,11 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/headtail"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 //go:embed harness.py
@@ -70,6 +72,11 @@ type Config struct {
 	LogPath string
 	// Logf, when set, receives the worker's log events.
 	Logf func(format string, args ...any)
+	// As is the user the worker runs as (nil: the runner's own).
+	As *sandbox.User
+	// MemoryLimitBytes is the container's memory limit (0: none), for
+	// the words of an out-of-memory kill.
+	MemoryLimitBytes int64
 }
 
 // Error is a failure of one operation in a worker: reported by the worker
@@ -105,6 +112,11 @@ type Worker struct {
 	logf    func(string, ...any)
 	nextID  int64
 
+	// memoryNote says which memory ran out: the container's limit, or the host's.
+	memoryNote string
+	// logLeft is what is left of the worker's LogBudget.
+	logLeft int
+
 	mu     sync.Mutex
 	killed bool
 	state  *os.ProcessState
@@ -137,7 +149,7 @@ func Start(c Config) (*Worker, error) {
 		cmdW.Close()
 		return nil, fmt.Errorf("start worker %s: %w", c.Name, err)
 	}
-	out := &tailWriter{w: logFile, f: logFile}
+	out := newTailWriter(logFile)
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
 	cmd.Dir = c.Dir
 	env := c.Env
@@ -151,7 +163,7 @@ func Start(c Config) (*Worker, error) {
 	cmd.ExtraFiles = []*os.File{cmdR, evW}
 	// A child that leaves grandchildren holding stdout must not hang Wait.
 	cmd.WaitDelay = 2 * time.Second
-	setProcAttr(cmd)
+	setProcAttr(cmd, c.As)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		cmdR.Close()
@@ -167,7 +179,7 @@ func Start(c Config) (*Worker, error) {
 		logf = func(string, ...any) {}
 	}
 	w := &Worker{name: c.Name, cmd: cmd, cmdPipe: cmdW, events: make(chan eventOrErr, 16),
-		done: make(chan struct{}), out: out, logf: logf}
+		done: make(chan struct{}), out: out, logf: logf, memoryNote: memoryNote(c.MemoryLimitBytes), logLeft: LogBudget}
 	go w.read(evR)
 	go func() {
 		_ = cmd.Wait()
@@ -303,11 +315,11 @@ func (w *Worker) call(ctx context.Context, op string, cmd any, want string) (*Ev
 			}
 			ev := e.ev
 			if ev.Kind == EventLog {
-				w.logf("%s: %s", w.name, ev.Log.Message)
+				w.note(ev.Log.Message)
 				continue
 			}
 			if ev.ID != id {
-				w.logf("%s: ignoring a %s event for command %d while waiting for %d", w.name, ev.Kind, ev.ID, id)
+				w.note(fmt.Sprintf("ignoring a %s event for command %d while waiting for %d", ev.Kind, ev.ID, id))
 				continue
 			}
 			if ev.Kind == EventError {
@@ -381,11 +393,54 @@ func (w *Worker) deathError(op string) *Error {
 		e.Message = fmt.Sprintf("the worker was killed during %s", op)
 	case oomKilled(st):
 		e.Kind = KindOOM
-		e.Message = fmt.Sprintf("the worker was killed during %s (%s): most likely out of host memory", op, e.Exit)
+		e.Message = fmt.Sprintf("the worker was killed during %s (%s): most likely out of memory (%s)", op, e.Exit, w.memoryNote)
 	default:
 		e.Message = fmt.Sprintf("the worker died during %s (%s)", op, e.Exit)
 	}
 	return e
+}
+
+// LogBudget is how many bytes of a worker's messages go into the runner's
+// log, and MaxLogMessage how long one may be: the event pipe is within the
+// experiment's reach, and the runner's log is the job's.
+const (
+	LogBudget     = 64 << 10
+	MaxLogMessage = 2000
+)
+
+// note passes a message of the worker on to Logf while its budget lasts.
+func (w *Worker) note(msg string) {
+	if w.logLeft <= 0 {
+		return
+	}
+	if len(msg) > MaxLogMessage {
+		msg = msg[:MaxLogMessage] + fmt.Sprintf("... (%d bytes more)", len(msg)-MaxLogMessage)
+	}
+	w.logLeft -= len(msg)
+	if w.logLeft <= 0 {
+		w.logf("%s: further messages of this worker are dropped (the runner's log keeps %d bytes of each worker's)", w.name, LogBudget)
+		return
+	}
+	w.logf("%s: %s", w.name, msg)
+}
+
+// memoryNote names the memory an OOM kill most likely ran out of.
+func memoryNote(limit int64) string {
+	if limit <= 0 {
+		return "the host's; the container has no memory limit"
+	}
+	return fmt.Sprintf("the container's limit of %s, shared by every worker; raise resources.memory", humanBytes(limit))
+}
+
+// humanBytes writes n in binary units: 2 GiB, 512 MiB.
+func humanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + " " + units[i]
 }
 
 // Kill ends the worker and every process it started, at once.
@@ -425,13 +480,15 @@ func (w *Worker) Close(grace time.Duration) {
 // TailBytes for errors.
 type tailWriter struct {
 	mu     sync.Mutex
-	w      io.Writer
+	log    *headtail.Writer // the log file, bounded
 	f      *os.File
-	logged int64 // bytes written to w
-	rest   ring  // what came after the first LogHeadBytes
 	tail   []byte
 	closed bool
 	last   time.Time // of the latest write
+}
+
+func newTailWriter(f *os.File) *tailWriter {
+	return &tailWriter{log: headtail.New(f, LogHeadBytes, LogTailBytes, "a worker's log"), f: f}
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
@@ -439,10 +496,7 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	t.last = time.Now()
 	if !t.closed {
-		head := p[:min(int64(len(p)), max(LogHeadBytes-t.logged, 0))]
-		_, _ = t.w.Write(head) // a full disk must not stop the worker
-		t.logged += int64(len(head))
-		t.rest.write(p[len(head):])
+		_, _ = t.log.Write(p) // a full disk must not stop the worker
 	}
 	t.tail = append(t.tail, p...)
 	if len(t.tail) > TailBytes {
@@ -492,48 +546,6 @@ func (t *tailWriter) Close() {
 		return
 	}
 	t.closed = true
-	kept := t.rest.bytes()
-	if dropped := t.rest.total - int64(len(kept)); dropped > 0 {
-		// Start the kept end at a line when one is near.
-		if i := bytes.IndexByte(kept, '\n'); i >= 0 && i < 4096 {
-			kept, dropped = kept[i+1:], dropped+int64(i+1)
-		}
-		fmt.Fprintf(t.w, "\n[xrun: %d bytes of output dropped here; a worker's log keeps its first %d and last %d bytes]\n",
-			dropped, LogHeadBytes, LogTailBytes)
-	}
-	_, _ = t.w.Write(kept)
+	_ = t.log.Close()
 	t.f.Close()
-}
-
-// ring keeps the last LogTailBytes written to it.
-type ring struct {
-	buf   []byte // allocated on the first write
-	pos   int    // where the next byte goes
-	total int64  // bytes ever written
-}
-
-func (r *ring) write(p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	if r.buf == nil {
-		r.buf = make([]byte, LogTailBytes)
-	}
-	r.total += int64(len(p))
-	if len(p) >= len(r.buf) {
-		copy(r.buf, p[len(p)-len(r.buf):])
-		r.pos = 0
-		return
-	}
-	n := copy(r.buf[r.pos:], p)
-	copy(r.buf, p[n:])
-	r.pos = (r.pos + len(p)) % len(r.buf)
-}
-
-// bytes returns what the ring holds, oldest first.
-func (r *ring) bytes() []byte {
-	if r.total < int64(len(r.buf)) {
-		return r.buf[:r.pos]
-	}
-	return append(append([]byte(nil), r.buf[r.pos:]...), r.buf[:r.pos]...)
 }

@@ -27,7 +27,7 @@ var (
 func testPython(t *testing.T) string {
 	t.Helper()
 	pythonOnce.Do(func() {
-		pythonPath, pythonErr = FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON"))
+		pythonPath, pythonErr = FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON"), nil)
 	})
 	if pythonErr != nil {
 		if os.Getenv("CI") == "true" {
@@ -295,7 +295,7 @@ func TestTailWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tw := &tailWriter{w: f, f: f}
+	tw := newTailWriter(f)
 	var all strings.Builder
 	for i := 0; i < 500; i++ {
 		line := strings.Repeat("x", i%50) + " line " + string(rune('a'+i%26)) + "\n"
@@ -342,7 +342,7 @@ func TestWorkerLogIsCapped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tw := &tailWriter{w: f, f: f}
+			tw := newTailWriter(f)
 			var all, chunk strings.Builder
 			for i := 0; i < tc.lines; i++ {
 				chunk.WriteString(line(i))

@@ -126,6 +126,12 @@ type Container struct {
 	// VisibleDevices is NVIDIA_VISIBLE_DEVICES as the runtime left it
 	// (a CDI-mode runtime sets "void" once it has injected the devices).
 	VisibleDevices string `json:"visible_devices,omitempty"`
+	// WorkerUser is the uid:gid the experiment's code ran as, apart from
+	// the runner (runner/sandbox); empty when it ran as the runner's own
+	// user (xrun submit --root).
+	WorkerUser string `json:"worker_user,omitempty"`
+	// WorkerProcsLimit is that user's process and thread limit.
+	WorkerProcsLimit int64 `json:"worker_procs_limit,omitempty"`
 }
 
 // GPU describes one device and its state before and after the run.
@@ -477,4 +483,46 @@ func WriteFile(path string, r *Results) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil
+}
+
+// StopInProgress is the stop reason of a timing whose rounds go on.
+const StopInProgress = "in_progress"
+
+// Interrupt marks what a stopped run left unfinished, for each of names on
+// every case: an implementation that had not run, or whose timing was
+// still in progress, is not_run with reason (a timing in progress is
+// dropped); checks and timings already made stay. The runner calls it
+// when it is stopped, and the client when the runner died before it could.
+func (r *Results) Interrupt(names []string, reason string) {
+	for ci := range r.Cases {
+		c := &r.Cases[ci]
+		if c.Results == nil {
+			c.Results = map[string]*ImplResult{}
+		}
+		for _, name := range names {
+			ir := c.Results[name]
+			inProgress := ir != nil && ir.Timing != nil && ir.Timing.StopReason == StopInProgress
+			switch {
+			case ir == nil:
+				c.Results[name] = &ImplResult{Status: ImplNotRun, Error: reason}
+			case ir.Status == ImplNotRun || ir.Status == ImplOK && (ir.Timing == nil || inProgress):
+				ir.Status, ir.Error, ir.Timing = ImplNotRun, reason, nil
+			case inProgress:
+				ir.Timing = nil
+			}
+		}
+	}
+}
+
+// Names are the implementations the results speak of: the reference where
+// a case has it, then Implementations.
+func (r *Results) Names() []string {
+	var names []string
+	for _, c := range r.Cases {
+		if _, ok := c.Results["reference"]; ok {
+			names = append(names, "reference")
+			break
+		}
+	}
+	return append(names, r.Implementations...)
 }

@@ -31,12 +31,26 @@ func OptionsFromEnv() Options {
 		GitCommit:      os.Getenv(contract.EnvGitCommit),
 		GitDirty:       os.Getenv(contract.EnvGitDirty) == "1",
 		PostURL:        os.Getenv(contract.EnvPostURL),
-		PostToken:      os.Getenv(contract.EnvPostToken),
+		PostToken:      postToken(),
 		NoClockMonitor: os.Getenv(contract.EnvClockMonitor) == "off",
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
 		Profile:        os.Getenv(contract.EnvProfile),
 		HostName:       os.Getenv(contract.EnvHostName),
 	}
+}
+
+// postToken is XRUN_POST_TOKEN, else the token the client copied into
+// the container (contract.PostTokenFile), which the container's
+// configuration does not show.
+func postToken() string {
+	if t := os.Getenv(contract.EnvPostToken); t != "" {
+		return t
+	}
+	b, err := os.ReadFile(contract.PostTokenFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // hostEnv records what the runner knows about the machine before any worker
@@ -50,7 +64,9 @@ func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 	}
 	env.Container = containerFacts("/")
 	env.GitCommit, env.GitDirty = o.GitCommit, o.GitDirty
-	if env.GitCommit == "" {
+	// git reads the experiment's own .git (hooks, fsmonitor): only a run
+	// that trusts that code, outside the sandbox, asks it.
+	if env.GitCommit == "" && o.Worker == nil {
 		env.GitCommit, env.GitDirty = Git(ctx, o.ExperimentDir, includes...)
 	}
 	return env

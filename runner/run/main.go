@@ -13,6 +13,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/outlog"
 	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -28,6 +29,11 @@ import (
 // show it twice. It returns the exit code (ExitCode); ctx carries
 // cancellation (SIGINT/SIGTERM in the callers).
 func Main(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	// As a container's first process the runner is its init too: it runs
+	// again as the init's child.
+	if code, isInit := sandbox.Init(); isInit {
+		return code
+	}
 	o := OptionsFromEnv()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -55,6 +61,12 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	// A closed log pipe must not kill the run: writes then just fail.
 	signal.Ignore(syscall.SIGPIPE)
 	o.Log = stderr
+	worker, err := sandbox.FromEnv()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return contract.ExitInfra
+	}
+	o.Worker = worker
 	r, err := Run(ctx, o)
 	// Run returns an error with results only when they stopped before any
 	// case (no table to show) or on cancellation (a partial table).

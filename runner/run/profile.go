@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -115,12 +118,23 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 		p.Error = fmt.Sprintf("create %s: %v", profile.Dir, err)
 		return
 	}
-	report := filepath.Join(out, f.Report)
+	// ncu runs as the worker user, who cannot write the output directory:
+	// it writes into a scratch directory, whose files are then copied.
+	ncuDir := out
+	if rn.o.Worker != nil {
+		if ncuDir, err = rn.profileScratch(); err != nil {
+			p.Error = fmt.Sprintf("create a directory for ncu's reports: %v", err)
+			return
+		}
+		defer os.RemoveAll(ncuDir)
+	}
+	report := filepath.Join(ncuDir, f.Report)
 	_ = os.Remove(report)
 	b := &rn.s.Benchmark
 	w, err := harness.Start(harness.Config{
-		Name: im.name, Argv: rn.prof.Argv(ncu, out, f, rn.argv), Dir: rn.o.ExperimentDir, Env: rn.env,
+		Name: im.name, Argv: rn.prof.Argv(ncu, ncuDir, f, rn.argv), Dir: rn.o.ExperimentDir, Env: rn.env,
 		LogPath: filepath.Join(rn.o.OutDir, "logs", safeName(im.name)+".profile.log"), Logf: rn.logf,
+		As: rn.o.Worker, MemoryLimitBytes: rn.memoryLimit(),
 	})
 	if err != nil {
 		p.Error = err.Error()
@@ -151,6 +165,13 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 	}
 	// ncu writes the report once the worker has exited.
 	w.Close(profileWait)
+	if ncuDir != out {
+		for _, name := range []string{f.Log, f.Report} {
+			if cerr := copyOut(filepath.Join(ncuDir, name), filepath.Join(out, name), maxReportBytes); cerr != nil && !errors.Is(cerr, os.ErrNotExist) {
+				rn.logf("profile %s: %v", im.name, cerr)
+			}
+		}
+	}
 	log, _ := os.ReadFile(filepath.Join(out, f.Log))
 	why := profile.Explain(string(log))
 	switch {
@@ -166,7 +187,7 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 	case why != "":
 		p.Error = why
 	}
-	if _, serr := os.Stat(report); serr != nil {
+	if _, serr := os.Stat(filepath.Join(out, f.Report)); serr != nil {
 		if p.Error == "" {
 			p.Error = "ncu wrote no report (its messages are in " + f.Log + ")"
 		}
@@ -178,7 +199,10 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 	}
 	sctx, cancel := context.WithTimeout(ctx, rn.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(sctx, profile.SummaryArgv(ncu, report)[0], profile.SummaryArgv(ncu, report)[1:]...)
+	argv := profile.SummaryArgv(ncu, report)
+	cmd := exec.CommandContext(sctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	rn.o.Worker.Apply(cmd.SysProcAttr) // the report is the worker's file
 	details, serr := cmd.Output()
 	if serr != nil {
 		rn.logf("profile %s: summary: %v", im.name, serr)
@@ -188,6 +212,57 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 		p.Summary = f.Summary
 	}
 	p.Kernels = profile.CountKernels(string(details))
+}
+
+// maxReportBytes bounds one Nsight Compute file copied into the output.
+const maxReportBytes = 1 << 30
+
+// profileScratch makes a directory under contract.RunnerDir that the
+// worker user may write ncu's files into (sticky, like /tmp).
+func (rn *runner) profileScratch() (string, error) {
+	dir, err := os.MkdirTemp(contract.RunnerDir, "profile-")
+	if err != nil {
+		return "", err
+	}
+	sub := filepath.Join(dir, profile.Dir)
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		return "", err
+	}
+	for _, d := range []string{dir, sub} {
+		if err := os.Chmod(d, 0o1777); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// copyOut copies the regular file src, which the worker user wrote (so it
+// may be a link to anything), to dst, refusing links and files over limit.
+func copyOut(src, dst string, limit int64) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if fi.Size() > limit {
+		return fmt.Errorf("%s is %d bytes, over the %d that are kept", src, fi.Size(), limit)
+	}
+	outF, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(outF, io.LimitReader(in, limit))
+	if cerr := outF.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // caseParams returns the parameters of case i, in spec order.

@@ -19,9 +19,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/analyze"
@@ -32,6 +34,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 	"github.com/xrun-dev/xrun/runner/spec"
 	"github.com/xrun-dev/xrun/runner/stats"
 	"github.com/xrun-dev/xrun/runner/version"
@@ -67,6 +70,10 @@ type Options struct {
 	// HostName is the machine's name as the client knows it
 	// (XRUN_HOST_NAME); "" records the runner's own host name.
 	HostName string
+	// Worker is the user every process of the experiment runs as, apart
+	// from the runner (runner/sandbox); nil runs them as the runner's own
+	// user. With one, OutDir must be the runner's alone.
+	Worker *sandbox.User
 
 	// Log receives progress (runner.log gets the same). The final table
 	// goes to runner.log only: the caller prints it where it belongs
@@ -127,6 +134,13 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 	if err := os.MkdirAll(filepath.Join(o.OutDir, "logs"), 0o755); err != nil {
 		return nil, &InfraError{fmt.Errorf("create output directory: %w", err)}
 	}
+	if o.Worker != nil {
+		for _, d := range []string{o.OutDir, filepath.Join(o.OutDir, "logs")} {
+			if err := sandbox.CheckPrivate(d); err != nil {
+				return nil, &InfraError{fmt.Errorf("the output directory must be the runner's alone: %w", err)}
+			}
+		}
+	}
 	logFile, err := os.OpenFile(filepath.Join(o.OutDir, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, &InfraError{fmt.Errorf("open runner.log in %s (is the output directory writable?): %w", o.OutDir, err)}
@@ -179,6 +193,9 @@ type runner struct {
 	ncuErr error
 	// gaps are the launch gaps every batch measured (Samples.LaunchGapsMS).
 	gaps []float64
+	// strays says how many processes of the experiment outlived their
+	// workers, once killStrays killed them.
+	strays string
 }
 
 type windowKey struct {
@@ -415,6 +432,16 @@ func (rn *runner) prepare(ctx context.Context) error {
 		device = "cpu"
 	}
 	rn.env = workerEnv(o.ExperimentDir, s.Include, device)
+	if o.Worker != nil {
+		n, err := o.Worker.LimitProcs("/sys/fs/cgroup")
+		if err != nil {
+			return &InfraError{err}
+		}
+		if c := rn.r.Env.Container; c != nil {
+			c.WorkerUser, c.WorkerProcsLimit = o.Worker.String(), n
+		}
+		rn.logf("the experiment's code runs as uid %d, apart from the runner (at most %d processes)", o.Worker.UID, n)
+	}
 	if len(b.Command) > 0 {
 		rn.argv = append([]string(nil), b.Command...)
 		if strings.ContainsRune(rn.argv[0], '/') && !filepath.IsAbs(rn.argv[0]) {
@@ -422,11 +449,11 @@ func (rn *runner) prepare(ctx context.Context) error {
 		}
 		rn.r.Env.Extra = map[string]string{"benchmark": "command"}
 	} else {
-		py, err := harness.FindPython(ctx, o.Python)
+		py, err := harness.FindPython(ctx, o.Python, o.Worker)
 		if err != nil {
 			return &InfraError{err}
 		}
-		dir, err := os.MkdirTemp("", "xrun-harness-")
+		dir, err := rn.harnessDir()
 		if err != nil {
 			return &InfraError{fmt.Errorf("write the harness: %w", err)}
 		}
@@ -458,6 +485,24 @@ func (rn *runner) prepare(ctx context.Context) error {
 	return nil
 }
 
+// harnessDir makes the directory the harness is written to: a temporary
+// one, under contract.RunnerDir when the experiment runs as another user,
+// who may read it but not change it.
+func (rn *runner) harnessDir() (string, error) {
+	root := ""
+	if rn.o.Worker != nil {
+		root = contract.RunnerDir
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", err
+		}
+	}
+	dir, err := os.MkdirTemp(root, "xrun-harness-")
+	if err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o755)
+}
+
 // checkRefs finds every module:function the spec names before any worker
 // starts: a misspelt name or a syntax error is a bad spec (exit 3) found
 // in a second, not an error repeated by every case after the GPU work.
@@ -482,7 +527,7 @@ func (rn *runner) checkRefs(ctx context.Context, py string) error {
 	add("benchmark.bytes", b.Bytes)
 	add("benchmark.tokens", b.Tokens)
 	add("benchmark.metrics", b.Metrics)
-	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, rn.env, refs)
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, rn.env, refs, rn.o.Worker)
 	if err != nil {
 		// The check is a shortcut: the workers still report what it missed.
 		rn.logf("%v", err)
@@ -547,6 +592,8 @@ func (rn *runner) setup(ctx context.Context) error {
 	rn.logf("setup: %s", rn.s.Benchmark.Setup)
 	cmd := exec.CommandContext(ctx, "sh", "-c", rn.s.Benchmark.Setup)
 	cmd.Dir, cmd.Env = rn.o.ExperimentDir, rn.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	rn.o.Worker.Apply(cmd.SysProcAttr)
 	cmd.Stdout, cmd.Stderr = rn.log, rn.log
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
@@ -583,7 +630,7 @@ func (rn *runner) worker(ctx context.Context, im *impl) (*harness.Worker, error)
 	w, err := harness.Start(harness.Config{
 		Name: im.name, Argv: rn.argv, Dir: rn.o.ExperimentDir, Env: rn.env,
 		LogPath: filepath.Join(rn.o.OutDir, "logs", safeName(im.name)+".log"),
-		Logf:    rn.logf,
+		Logf:    rn.logf, As: rn.o.Worker, MemoryLimitBytes: rn.memoryLimit(),
 	})
 	if err != nil {
 		im.initErr = &harness.Error{Kind: harness.KindCrash, Where: "harness", Message: err.Error()}
@@ -1058,7 +1105,7 @@ func (rn *runner) time(ctx context.Context, kc *kcase) error {
 			rn.gaps = append(rn.gaps, sm.LaunchGapsMS...)
 			launch := rn.launch()
 			t := a.timing(rn.cpu, launch)
-			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, "in_progress", a.discarded, a.cover
+			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, result.StopInProgress, a.discarded, a.cover
 			t.Clocks = rn.clocks(key)
 			if round >= rn.rounds {
 				stop, conv, reason := rule.Check(a.headline(launch), a.measured, a.sampled)
@@ -1194,8 +1241,62 @@ func lastBytes(s string, n int) string {
 	return "..." + s[len(s)-n:]
 }
 
+// memoryLimit is the container's memory limit (0: none known).
+func (rn *runner) memoryLimit() int64 {
+	if c := rn.r.Env.Container; c != nil {
+		return c.MemoryLimitBytes
+	}
+	return 0
+}
+
+// killStrays ends every process of the experiment that outlived its
+// worker (a setsid child, a daemon) before the results are final: none
+// may act after them, and none may stay on the GPU.
+func (rn *runner) killStrays() {
+	if rn.o.Worker == nil {
+		return
+	}
+	killed, err := rn.o.Worker.KillAll("/proc", strayKillLimit)
+	if err != nil {
+		rn.logf("error: %v", err)
+	}
+	if len(killed) > 0 {
+		msg := fmt.Sprintf("%d processes of the experiment's code outlived their workers and were killed (%s)", len(killed), countNames(killed))
+		rn.logf("%s", msg)
+		rn.strays = msg
+	}
+}
+
+// countNames summarises names as "3 sleep, 1 python3", most frequent first.
+func countNames(names []string) string {
+	count := map[string]int{}
+	for _, n := range names {
+		count[n]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if count[keys[i]] != count[keys[j]] {
+			return count[keys[i]] > count[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", count[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// strayKillLimit bounds how long killStrays keeps killing.
+const strayKillLimit = 10 * time.Second
+
 // finish evaluates the run, writes the files and posts them.
 func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Results, error) {
+	rn.closeWorkers()
+	rn.killStrays()
 	r := rn.r
 	var retErr error
 	switch {
@@ -1211,19 +1312,11 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	}
 	if r.Status != result.StatusRunning {
 		// What the stop interrupted is not_run; checks already made stay.
-		for ci := range r.Cases {
-			for _, im := range rn.impls {
-				ir := r.Cases[ci].Results[im.name]
-				switch {
-				case ir == nil:
-					r.Cases[ci].Results[im.name] = &result.ImplResult{Status: result.ImplNotRun, Error: r.Error}
-				case ir.Status == result.ImplNotRun || (ir.Status == result.ImplOK && (ir.Timing == nil || ir.Timing.StopReason == "in_progress")):
-					ir.Status, ir.Error, ir.Timing = result.ImplNotRun, r.Error, nil
-				case ir.Timing != nil && ir.Timing.StopReason == "in_progress":
-					ir.Timing = nil
-				}
-			}
+		names := make([]string, len(rn.impls))
+		for i, im := range rn.impls {
+			names[i] = im.name
 		}
+		r.Interrupt(names, r.Error)
 	}
 	if rn.gpu != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
@@ -1242,6 +1335,9 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
 	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
+	if rn.strays != "" {
+		r.Warnings = append(r.Warnings, result.Warning{Kind: analyze.WarnStrayProcesses, Message: rn.strays})
+	}
 	if r.Status == result.StatusRunning {
 		switch {
 		case rn.anyFailed():
@@ -1255,7 +1351,12 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	r.Success = r.Status == result.StatusSucceeded
 	now := time.Now().UTC()
 	r.FinishedAt = &now
-	rn.write()
+	if err := result.WriteFile(rn.path, r); err != nil {
+		// Without its results the run cannot be called anything but
+		// failed, whatever it found: the client reads them from here.
+		rn.logf("error: %v", err)
+		return r, &InfraError{fmt.Errorf("write the final results: %w", err)}
+	}
 	if err := report.Text(rn.logFile, r); err != nil {
 		rn.logf("render the results table: %v", err)
 	}

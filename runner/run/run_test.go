@@ -36,7 +36,7 @@ var (
 // installs one (scripts/setup.sh), so there a missing one fails the test.
 func python(t *testing.T) string {
 	t.Helper()
-	pyOnce.Do(func() { pyPath, pyErr = harness.FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON")) })
+	pyOnce.Do(func() { pyPath, pyErr = harness.FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON"), nil) })
 	if pyErr != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("find python: %v", pyErr)

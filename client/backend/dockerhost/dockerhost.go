@@ -4,10 +4,13 @@
 package dockerhost
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/docker/go-units"
@@ -44,10 +47,13 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 		ShmBytes:    s.ShmBytes,
 		MemoryBytes: s.MemoryBytes,
 		PidsLimit:   s.PidsLimit,
-		// The job's code runs unprivileged unless asked otherwise; what it
-		// writes goes to /xrun/{out,home,tmp}, owned by the job user.
-		User:            contract.JobUser,
+		// The runner starts as root with the capabilities to run the
+		// experiment's code as contract.JobUser and kill its processes,
+		// and no others; that user owns /xrun/{home,tmp} alone
+		// (runner/sandbox).
+		User:            "0:0",
 		Unprivileged:    true,
+		CapAdd:          contract.RunnerCaps,
 		NetworkDisabled: s.NoNetwork,
 	}
 	if s.Root {
@@ -85,6 +91,15 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 		return err
 	}
 	j.ContainerID = id
+	if s.PostToken != "" {
+		if err := b.Engine.CopyTo(ctx, id, "/", secretTar(contract.PostTokenFile, s.PostToken)); err != nil {
+			b.remove(ctx, id)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("copy the POST token into the job's container: %w", err)
+		}
+	}
 	if s.Code == nil {
 		return nil
 	}
@@ -100,6 +115,17 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 		return fmt.Errorf("copy the experiment's code (%d files, %s) into the job's container: %w", len(s.Code.Files), units.HumanSize(float64(s.Code.Bytes)), err)
 	}
 	return nil
+}
+
+// secretTar is a tar of one file at path (absolute), readable by root alone.
+func secretTar(path, data string) io.Reader {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	// Errors cannot happen writing to a bytes.Buffer.
+	_ = tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o400, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+	_, _ = tw.Write([]byte(data))
+	_ = tw.Close()
+	return &buf
 }
 
 // remove force-removes container id, also once ctx is done.

@@ -386,6 +386,12 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 		}
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
+	if s.PostToken != "" {
+		// In the pod's spec, which whoever may read the namespace's
+		// pods can read; never in the workers' environment (the runner
+		// leaves it out), nor readable by them (another user).
+		env = append(env, corev1.EnvVar{Name: contract.EnvPostToken, Value: s.PostToken})
+	}
 	env = append(env, corev1.EnvVar{Name: contract.EnvOutToLog, Value: "1"},
 		corev1.EnvVar{Name: contract.EnvHostName, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
@@ -416,12 +422,18 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 		container.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
 	}
 	if !s.Root {
-		uid, gid := jobUser()
-		no, yes := false, true
-		podSec = &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, RunAsNonRoot: &yes}
+		// The runner starts as root with the capabilities to run the
+		// experiment as contract.JobUser and kill its processes, and no
+		// others (runner/sandbox).
+		root, no := int64(0), false
+		podSec = &corev1.PodSecurityContext{RunAsUser: &root, RunAsGroup: &root, RunAsNonRoot: &no}
+		add := make([]corev1.Capability, len(contract.RunnerCaps))
+		for i, c := range contract.RunnerCaps {
+			add[i] = corev1.Capability(c)
+		}
 		container.SecurityContext = &corev1.SecurityContext{
 			AllowPrivilegeEscalation: &no,
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add},
 		}
 	}
 	shm := resource.NewQuantity(s.ShmBytes, resource.BinarySI)
@@ -465,13 +477,6 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 			},
 		},
 	}
-}
-
-func jobUser() (int64, int64) {
-	u, g, _ := strings.Cut(contract.JobUser, ":")
-	uid, _ := strconv.ParseInt(u, 10, 64)
-	gid, _ := strconv.ParseInt(g, 10, 64)
-	return uid, gid
 }
 
 // Start lets the suspended Job run.

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,8 +87,9 @@ func TestJobObject(t *testing.T) {
 	if env[contract.EnvOutToLog] != "1" || env[contract.EnvImageRef] != ref || env["A"] != "1" || hostNames != 1 {
 		t.Errorf("env: %v (%d %s)", env, hostNames, contract.EnvHostName)
 	}
-	if *pod.SecurityContext.RunAsUser != 65532 || !*pod.SecurityContext.RunAsNonRoot || *c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
-		t.Error("the runner must run as the job user without capabilities")
+	if *pod.SecurityContext.RunAsUser != 0 || *pod.SecurityContext.RunAsNonRoot || *c.SecurityContext.AllowPrivilegeEscalation ||
+		c.SecurityContext.Capabilities.Drop[0] != "ALL" || !slices.Equal(capNames(c.SecurityContext.Capabilities.Add), contract.RunnerCaps) {
+		t.Error("the runner must start as root with the runner's capabilities alone (it runs the experiment as the job user)")
 	}
 	if *pod.ActiveDeadlineSeconds != int64((5*time.Minute + DeadlineSlack).Seconds()) {
 		t.Errorf("deadline %d", *pod.ActiveDeadlineSeconds)
@@ -105,9 +107,17 @@ func TestJobObject(t *testing.T) {
 		t.Errorf("root with CapAdd: security context %+v", c.SecurityContext)
 	}
 	s.Root = false
-	if c := JobObject(s, ref, "0123456789ab", "", nil).Spec.Template.Spec.Containers[0]; len(c.SecurityContext.Capabilities.Add) != 0 {
-		t.Error("the job user must get no capabilities")
+	if c := JobObject(s, ref, "0123456789ab", "", nil).Spec.Template.Spec.Containers[0]; !slices.Equal(capNames(c.SecurityContext.Capabilities.Add), contract.RunnerCaps) {
+		t.Error("an unprivileged job's runner must get the runner's capabilities alone")
 	}
+}
+
+func capNames(cs []corev1.Capability) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return out
 }
 
 func TestSupported(t *testing.T) {
