@@ -19,6 +19,10 @@ import (
 // ErrNotFound is returned (wrapped) when the backend no longer has the job.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnreachable is returned (wrapped) when the host or cluster does not
+// answer, or stopped answering (a daemon restart): it may come back.
+var ErrUnreachable = errors.New("unreachable")
+
 // CreateTimeout bounds a create request that ctx (Ctrl-C) does not cut short.
 const CreateTimeout = 2 * time.Minute
 

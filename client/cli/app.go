@@ -23,7 +23,7 @@ import (
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
-	"github.com/xrun-dev/xrun/client/termsafe"
+	"github.com/xrun-dev/xrun/runner/termsafe"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -70,11 +70,14 @@ func (sel HostSelection) docker() HostSelection {
 }
 
 // NewApp returns an App writing to out and errw, reading the process
-// environment and talking to real daemons. Where out or errw is a terminal,
-// what is written to it loses its control sequences (termsafe): much of it
-// (logs, error strings from results) is the experiment's own output.
+// environment and talking to real daemons. What goes to errw, and to out
+// where it is a terminal, loses its control sequences (termsafe): much of
+// it (logs, error strings from results) is the experiment's own output,
+// and a CI log renders escapes as a terminal does. Out keeps them where it
+// is a file or a pipe, for xrun logs and the JSON, CSV and Markdown that
+// scripts read (the tables sanitise themselves).
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	return &App{Out: termsafe.Wrap(out), Err: termsafe.Wrap(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+	return &App{Out: termsafe.Wrap(out), Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Engine returns the (cached) engine for sel, connecting and pinging it

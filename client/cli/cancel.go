@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/lifecycle"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -48,6 +50,13 @@ func runCancel(ctx context.Context, a *App, o cancelOptions) error {
 		return err
 	}
 	if j.ContainerID == "" {
+		// Being created, or abandoned by a submit that was killed.
+		if _, _, err := a.refresh(ctx, j); err != nil {
+			return err
+		}
+		if j.Status == jobs.StatusCreated {
+			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, jobs.SubmitterPID(j.Submitter))}
+		}
 		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
 		return nil
 	}
@@ -60,10 +69,16 @@ func runCancel(ctx context.Context, a *App, o cancelOptions) error {
 		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
 		return err
 	}
+	var nr *lifecycle.NotRecordedError
+	if errors.As(err, &nr) {
+		return &ExitError{Code: ExitInfra, Err: err}
+	}
 	if err != nil {
 		if j.StoppedBy != result.StatusCancelled {
 			return err
 		}
+		// Stopped and recorded; what failed came after (fetching the
+		// results), and the next look fetches them again.
 		fmt.Fprintf(a.Err, "warning: %v\n", err)
 	}
 	fmt.Fprintf(a.Err, "cancelled job %s\n", j.ID)

@@ -10,6 +10,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/lifecycle"
@@ -60,6 +61,24 @@ func (a *App) refresh(ctx context.Context, j *jobs.Job) (backend.State, bool, er
 		return backend.State{}, false, err
 	}
 	return lifecycle.Refresh(ctx, b, st, j)
+}
+
+// unreachable reports an error that says the job's host or cluster does not
+// answer (it may come back), rather than what became of the job.
+func unreachable(err error) bool {
+	return errors.Is(err, backend.ErrUnreachable) || engine.IsUnreachable(err)
+}
+
+// look brings j up to date for a command that shows it (status, ps): a
+// host that cannot be asked makes a job that has not ended unknown, with
+// why as its error, rather than showing its last status as if it were
+// current. It returns the state and whether the backend has the job.
+func (a *App) look(ctx context.Context, j *jobs.Job) (backend.State, bool) {
+	s, ok, err := a.refresh(ctx, j)
+	if err != nil && !finalStatus(j.Status) {
+		j.Status, j.Error = jobs.StatusUnknown, err.Error()
+	}
+	return s, ok && err == nil
 }
 
 // jobOutcome turns a finished job into nil (succeeded) or the error that

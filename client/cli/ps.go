@@ -90,10 +90,7 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 			continue
 		}
 		rctx, cancel := quietCtx(ctx)
-		if _, _, err := a.refresh(rctx, j); err != nil {
-			j.Status = jobs.StatusUnknown
-			j.Error = err.Error()
-		}
+		a.look(rctx, j)
 		cancel()
 	}
 	// Jobs on the hosts that this store has no record of.
@@ -145,6 +142,8 @@ func unrecorded(l backend.Listed) *jobs.Job {
 		// Without its results.json (not copied for a listing) the exit
 		// decides, in the same words as a recorded job's.
 		j.Status = jobs.FinalStatus(jobs.Outcome{ExitCode: l.State.ExitCode, OOMKilled: l.State.OOMKilled})
+		code := l.State.ExitCode
+		j.ExitCode = &code
 	}
 	return &j
 }

@@ -64,7 +64,7 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 		j, err := a.resolveJob(ref)
 		var re *jobs.RecordError
 		if errors.As(err, &re) && o.force && !o.keep {
-			if err := a.removeUnreadable(ctx, st, re); err != nil {
+			if err := a.removeUnreadable(ctx, st, re, o.host); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -124,15 +124,19 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 
 // removeUnreadable removes a job whose record cannot be read. The job's
 // host was in that record, so its containers are looked for, by the job
-// label, on the default host alone.
-func (a *App) removeUnreadable(ctx context.Context, st *jobs.Store, re *jobs.RecordError) error {
-	b, err := a.selectedBackend(ctx, HostSelection{})
+// label, on the host sel names (--host, --context, --k8s; else the
+// default), and the user is told where.
+func (a *App) removeUnreadable(ctx context.Context, st *jobs.Store, re *jobs.RecordError, sel HostSelection) error {
+	b, err := a.selectedBackend(ctx, sel)
 	if err == nil {
 		_, err = removeListed(ctx, b, re.ID, true, func(id string) bool { return id == re.ID })
-		if err != nil && !errors.Is(err, errNoContainer) {
+		switch {
+		case errors.Is(err, errNoContainer):
+			fmt.Fprintf(a.Err, "job %s: no container of it on %s (if it ran on another host, `xrun rm -f --host HOST %s` there)\n", re.ID, b.Where(), re.ID)
+			err = nil
+		case err != nil:
 			return fmt.Errorf("remove the container of job %s: %w", re.ID, err)
 		}
-		err = nil
 	}
 	if err != nil {
 		fmt.Fprintf(a.Err, "warning: job %s: its container, if any, is left: %v\n", re.ID, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/termsafe"
 )
 
 type statusOptions struct {
@@ -69,10 +70,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	if err != nil {
 		return err
 	}
-	c, ok, err := a.refresh(ctx, j)
-	if err != nil {
-		fmt.Fprintf(a.Err, "warning: %v\n", err)
-	}
+	c, ok := a.look(ctx, j)
 	s := jobStatus{Job: j, StoreDir: st.Dir(j.ID)}
 	if ok {
 		s.Container = stateOf(c)
@@ -80,7 +78,9 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	if o.json {
 		return writeJSON(a.Out, s)
 	}
-	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+	// The error is the experiment's text: no control sequences, wherever
+	// the output goes.
+	tw := tabwriter.NewWriter(termsafe.NewWriter(a.Out), 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)

@@ -214,8 +214,8 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	if name := strings.TrimSpace(dockerCLI(t, "info", "--format", "{{.Name}}")); rs.Env.Host != name {
 		t.Errorf("env.host %q, want the daemon's host name %q", rs.Env.Host, name)
 	}
-	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+m[1])
-	if strings.TrimSpace(status) != "65532:65532 [ALL] [no-new-privileges]" {
+	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+m[1])
+	if strings.TrimSpace(status) != "0:0 [ALL] [SETUID SETGID KILL] [no-new-privileges]" {
 		t.Errorf("container user, capabilities, security options: %q", status)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -550,10 +551,26 @@ func (d *Docker) List(ctx context.Context, labels map[string]string, all bool) (
 		}
 		out = append(out, Container{
 			ID: c.ID, Name: name, Image: c.Image, ImageID: c.ImageID, Labels: c.Labels,
-			State: string(c.State), Created: time.Unix(c.Created, 0),
+			State: string(c.State), Created: time.Unix(c.Created, 0), ExitCode: listedExitCode(c.Status),
 		})
 	}
 	return out, nil
+}
+
+// listedExitCode reads the exit code from a container listing's status
+// ("Exited (2) 3 minutes ago"), which is where the list API gives it;
+// 0 for a container that has not exited.
+func listedExitCode(status string) int {
+	rest, ok := strings.CutPrefix(status, "Exited (")
+	if !ok {
+		return 0
+	}
+	code, _, _ := strings.Cut(rest, ")")
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }

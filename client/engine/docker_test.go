@@ -185,8 +185,10 @@ func TestDockerContainerLifecycle(t *testing.T) {
 		t.Errorf("inspect = %+v", c)
 	}
 	list, err := d.List(ctx, map[string]string{"dev.xrun.job": "enginetest"}, true)
-	if err != nil || len(list) != 1 || list[0].ID != id {
-		t.Errorf("List = %+v, %v", list, err)
+	// The listing carries the exit code too: ps shows other stores' jobs
+	// from it.
+	if err != nil || len(list) != 1 || list[0].ID != id || list[0].ExitCode != 3 {
+		t.Errorf("List = %+v, %v (want exit code 3)", list, err)
 	}
 	if err := d.Remove(ctx, id, false); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
+
+	"github.com/moby/moby/client"
 )
 
 // ErrNotFound is returned (wrapped) when a container or image does not exist.
@@ -28,6 +33,16 @@ func (e *UnreachableError) Error() string {
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// IsUnreachable reports an error that says the daemon did not answer, or
+// stopped answering mid-request (a restart): the connection failed, was
+// refused or reset, or its stream was cut.
+func IsUnreachable(err error) bool {
+	var ue *UnreachableError
+	var oe *net.OpError
+	return errors.As(err, &ue) || client.IsErrConnectionFailed(err) || errors.As(err, &oe) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
+}
 
 // BuildError is a failed image build: the step that failed, the daemon's
 // message and the last lines of output before it.

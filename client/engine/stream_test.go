@@ -107,3 +107,18 @@ func TestGoArch(t *testing.T) {
 		}
 	}
 }
+
+func TestListedExitCode(t *testing.T) {
+	for status, want := range map[string]int{
+		"Exited (2) 3 minutes ago":   2,
+		"Exited (130) 2 seconds ago": 130,
+		"Exited (0) About an hour":   0,
+		"Up 5 minutes":               0,
+		"Created":                    0,
+		"Exited (x)":                 0,
+	} {
+		if got := listedExitCode(status); got != want {
+			t.Errorf("listedExitCode(%q) = %d, want %d", status, got, want)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Job struct {
 	// client stopped the job, recorded before the stop (FinalStatus).
 	StoppedBy string `json:"stopped_by,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Submitter is the xrun process that creates the job (Submitter()):
+	// a job still created whose submitter is gone will never start.
+	Submitter string `json:"submitter,omitempty"`
 }
 
 // Store is a directory of job records.

@@ -222,3 +222,29 @@ func TestAdopt(t *testing.T) {
 		}
 	}
 }
+
+func TestSubmitter(t *testing.T) {
+	me := Submitter()
+	if me == "" {
+		t.Fatal("Submitter() is empty: it reads /proc")
+	}
+	if SubmitterGone(me) {
+		t.Errorf("this process (%s) is taken for gone", me)
+	}
+	if SubmitterPID(me) != os.Getpid() {
+		t.Errorf("SubmitterPID(%s) = %d", me, SubmitterPID(me))
+	}
+	parts := strings.Split(me, ":")
+	for _, gone := range []string{
+		"another-boot:" + parts[1] + ":" + parts[2],
+		parts[0] + ":" + parts[1] + ":1",  // the pid, started at another time
+		parts[0] + ":999999999:" + parts[2], // no such pid
+	} {
+		if !SubmitterGone(gone) {
+			t.Errorf("%s is taken for alive", gone)
+		}
+	}
+	if SubmitterGone("") || SubmitterGone("nonsense") {
+		t.Error("an unknown submitter must not be taken for gone")
+	}
+}

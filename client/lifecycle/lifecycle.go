@@ -39,7 +39,10 @@ const StopGrace = 10 * time.Second
 func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (s backend.State, ok bool, err error) {
 	done := jobs.Final(j.Status) && j.Finished != nil
 	if j.ContainerID == "" {
-		return s, false, nil // the job failed before it had a container
+		if Abandoned(j, s, false) {
+			return s, false, Abandon(ctx, b, st, j)
+		}
+		return s, false, nil // the job failed before it had a container, or is being created
 	}
 	s, err = b.State(ctx, j)
 	if errors.Is(err, backend.ErrNotFound) {
@@ -55,6 +58,9 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 	}
 	if done && s.Finished() {
 		return s, true, nil // recorded and fetched already
+	}
+	if Abandoned(j, s, true) {
+		return s, false, Abandon(ctx, b, st, j)
 	}
 	if !s.Finished() {
 		deadline, has := Deadline(j, s)
@@ -75,6 +81,39 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 	return s, true, Finalize(ctx, b, st, j, s)
 }
 
+// Abandoned reports a job that will never start: its record says created,
+// its container (when it has one) was never started, and the xrun that
+// was creating it is gone (killed during the code copy, say).
+func Abandoned(j *jobs.Job, s backend.State, hasContainer bool) bool {
+	if j.Status != jobs.StatusCreated || j.Submitter == "" {
+		return false
+	}
+	if hasContainer && (s.Phase != backend.Pending || s.Detail != "created") {
+		return false
+	}
+	return jobs.SubmitterGone(j.Submitter)
+}
+
+// Abandon removes what an abandoned job left on its backend (found by its
+// label: the record may not know its container) and records it cancelled.
+func Abandon(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+	listed, err := b.List(ctx, true)
+	if err != nil {
+		return fmt.Errorf("remove what job %s left: %w", j.ID, err)
+	}
+	for _, l := range listed {
+		if l.Job.ID == j.ID {
+			if err := b.Remove(ctx, &l.Job, true); err != nil && !errors.Is(err, backend.ErrNotFound) {
+				return fmt.Errorf("remove what job %s left: %w", j.ID, err)
+			}
+		}
+	}
+	now := time.Now().UTC()
+	j.Status, j.StoppedBy, j.Finished = result.StatusCancelled, result.StatusCancelled, &now
+	j.Error = fmt.Sprintf("never started: the xrun that submitted it (pid %d) ended before it started the job; what it had made on %s is removed", jobs.SubmitterPID(j.Submitter), b.Where())
+	return st.Save(j)
+}
+
 // Deadline is when a started job must stop, from the timeout recorded on
 // the backend (else in the record). A backend that enforces the timeout
 // itself has none for the client to keep.
@@ -93,18 +132,35 @@ func Deadline(j *jobs.Job, s backend.State) (time.Time, bool) {
 	return s.StartedAt.Add(d), true
 }
 
-// Expire stops a job that ran past its timeout and records why first.
+// Expire stops a job that ran past its timeout and records why first. A
+// record that cannot be saved does not keep the job running: it is
+// stopped all the same, and the error says what was not recorded.
 func Expire(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
 	j.Status, j.StoppedBy = result.StatusTimeout, result.StatusTimeout
 	j.Error = timeoutMessage(j)
-	if err := st.Save(j); err != nil {
-		return err
-	}
+	saveErr := st.Save(j)
 	if err := b.Stop(ctx, j, StopGrace); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("stop job %s after its timeout: %w", j.ID, err)
 	}
+	if saveErr != nil {
+		return &NotRecordedError{ID: j.ID, Did: "stopped after its timeout", Err: saveErr}
+	}
 	return nil
 }
+
+// NotRecordedError is a stop that happened but could not be recorded in
+// the job store (a full or read-only disk): the job is stopped, and the
+// next look that can save the record records how it ended.
+type NotRecordedError struct {
+	ID, Did string
+	Err     error
+}
+
+func (e *NotRecordedError) Error() string {
+	return fmt.Sprintf("job %s was %s, but its record could not be saved (%v): `xrun status %s` records how it ended once the store can be written", e.ID, e.Did, e.Err, e.ID)
+}
+
+func (e *NotRecordedError) Unwrap() error { return e.Err }
 
 func timeoutMessage(j *jobs.Job) string {
 	return fmt.Sprintf("ran past its timeout of %s", j.Timeout)
@@ -122,11 +178,15 @@ func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 		return true, nil
 	}
 	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
-	if err := st.Save(j); err != nil {
-		return false, err
-	}
+	// Recorded before the stop, so that whoever finalizes the job knows
+	// who stopped it; a record that cannot be saved does not keep the job
+	// running.
+	saveErr := st.Save(j)
 	if err := b.Stop(ctx, j, StopGrace); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return false, fmt.Errorf("cancel job %s: %w", j.ID, err)
+	}
+	if saveErr != nil {
+		return false, &NotRecordedError{ID: j.ID, Did: "cancelled", Err: saveErr}
 	}
 	if s, err = b.State(ctx, j); err == nil {
 		return false, Finalize(ctx, b, st, j, s)
@@ -239,7 +299,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 
 // StoppedOutside is the error of a job whose runner was stopped (SIGTERM)
 // by neither xrun cancel, Ctrl-C nor its timeout.
-const StoppedOutside = "stopped from outside xrun: the Docker daemon restarted, the container was stopped with docker stop, or the host shut down"
+const StoppedOutside = "stopped (SIGTERM) by something other than this job store's xrun: docker stop, a Docker daemon restart, a host shutdown, or a cancel whose record could not be saved"
 
 // OOMMessage says that the runner was killed for memory before its
 // verdict, and what the job's limit was.

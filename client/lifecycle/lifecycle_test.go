@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -159,5 +161,122 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	}
 	if got, want := r.Criteria[0].Detail, "slow did not run (not_run: ran past its timeout of 3s) at n=1"; got != want {
 		t.Errorf("criterion detail %q, want %q", got, want)
+	}
+}
+
+// streamer is a Docker-like backend whose log is n bytes of lines made as
+// they are read, and whose output directory is the tar out.
+type streamer struct {
+	backend.Backend
+	n   int64
+	out []byte
+}
+
+func (s streamer) Logs(_ context.Context, _ *jobs.Job, _ backend.LogOptions, stdout, _ io.Writer) error {
+	line := []byte(strings.Repeat("x", 1023) + "\n")
+	for written := int64(0); written < s.n; written += int64(len(line)) {
+		if _, err := stdout.Write(line); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(stdout, "status: succeeded\n")
+	return err
+}
+
+func (s streamer) CopyOut(context.Context, *jobs.Job) (io.ReadCloser, error) {
+	if s.out == nil {
+		return nil, backend.ErrNotFound
+	}
+	return io.NopCloser(bytes.NewReader(s.out)), nil
+}
+
+// A gigabyte of log reaches the store as its bounded head and tail, and
+// the client's memory does not follow it.
+func TestFetchOutputsBoundsAFlood(t *testing.T) {
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jobs.Job{ID: "a1b2c3d4e5f6"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := FetchOutputs(context.Background(), streamer{n: 1 << 30}, st, j); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	logs, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(logs)) > LogHeadBytes+LogTailBytes+4096 || !strings.HasSuffix(string(logs), "status: succeeded\n") ||
+		!strings.Contains(string(logs), "bytes of output dropped here") {
+		t.Errorf("logs.txt is %d bytes, or lost its end or the dropped line", len(logs))
+	}
+	// TotalAlloc counts every allocation: a buffered log would be > 1 GiB.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+		t.Errorf("fetching the flood allocated %d MiB", grew>>20)
+	}
+}
+
+// An output directory over MaxOutputBytes fails the job rather than fill
+// the store; a tar that ends early (a full disk on the way, a cut
+// connection) leaves the last good copy and no partial one.
+func TestSaveOutputBounds(t *testing.T) {
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jobs.Job{ID: "a1b2c3d4e5f6"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	var big bytes.Buffer
+	tw := tar.NewWriter(&big)
+	tw.WriteHeader(&tar.Header{Name: "out/", Typeflag: tar.TypeDir, Mode: 0o755})
+	tw.WriteHeader(&tar.Header{Name: "out/huge.bin", Typeflag: tar.TypeReg, Size: MaxOutputBytes + 1, Mode: 0o644})
+	err = saveOutput(st, j, io.NopCloser(&big), nil)
+	if !errors.Is(err, ErrOutputTooLarge) {
+		t.Errorf("an output over the limit: %v, want ErrOutputTooLarge", err)
+	}
+	entries, _ := os.ReadDir(st.Dir(j.ID))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".out-") || e.Name() == jobs.OutDir {
+			t.Errorf("the store kept %s of an output it refused", e.Name())
+		}
+	}
+	var cut bytes.Buffer
+	tw = tar.NewWriter(&cut)
+	tw.WriteHeader(&tar.Header{Name: "out/results.json", Typeflag: tar.TypeReg, Size: 100, Mode: 0o644})
+	tw.Write([]byte("{"))
+	if err := saveOutput(st, j, io.NopCloser(&cut), nil); err == nil {
+		t.Error("a tar cut short was taken as the output")
+	}
+	if st.Has(j.ID, jobs.ResultsFile) || st.Has(j.ID, jobs.OutDir) {
+		t.Error("a tar cut short left files in the store")
+	}
+}
+
+// A job whose runner finished without results (its output directory lost
+// or unwritable) failed, whatever its exit code says.
+func TestFinalizeWithoutResults(t *testing.T) {
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{0, 1} {
+		j := &jobs.Job{ID: fmt.Sprintf("a1b2c3d4e5f%d", code), ContainerID: "c"}
+		if err := st.Create(j); err != nil {
+			t.Fatal(err)
+		}
+		if err := Finalize(context.Background(), streamer{}, st, j, backend.State{Phase: backend.Exited, ExitCode: code}); err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != result.StatusFailed || !strings.Contains(j.Error, "left no results.json") {
+			t.Errorf("exit %d without results: %s (%s)", code, j.Status, j.Error)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/termsafe"
 )
 
 // Markdown writes r the way the seeds report results: a "Metric | T=1024 |
@@ -17,8 +18,11 @@ import (
 // baseline, tokens/s, TFLOPS and GB/s where a model exists, max error and
 // correctness (PASS/FAIL/SKIP, reasons as footnotes) and any metrics; then
 // the success criteria, the environment, the methodology and the warnings.
+//
+// Control sequences in what the experiment's code wrote (errors, labels)
+// are dropped (termsafe).
 func Markdown(w io.Writer, r *result.Results) error {
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriter(termsafe.NewWriter(w))
 	m := &mdWriter{w: bw}
 	m.header(r)
 	m.table(r)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"errors"
 	"flag"
 	"os"
@@ -291,5 +292,25 @@ func TestTextSpeedupColumnOnlyWhenCompared(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "SPEEDUP") {
 		t.Errorf("a compared run lost its SPEEDUP column:\n%s", b.String())
+	}
+}
+
+// An experiment's error text with escape sequences (a colour, a retitle,
+// OSC 52 to the clipboard) reaches neither the table nor the Markdown, to a
+// terminal or not: a CI log renders escapes as a terminal does.
+func TestReportsDropControlSequences(t *testing.T) {
+	evil := "boom \x1b[31mred\x1b[0m \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \rover"
+	r := &result.Results{Experiment: "e", Status: result.StatusFailed, Error: evil, SweepKeys: []string{"N"}, Implementations: []string{"broken"}}
+	r.Cases = []result.Case{{Params: map[string]any{"N": 8}, Label: "N=8", Results: map[string]*result.ImplResult{
+		"broken": {Status: result.ImplError, Error: evil},
+	}}}
+	for name, render := range map[string]func(io.Writer, *result.Results) error{"text": Text, "markdown": Markdown} {
+		var b bytes.Buffer
+		if err := render(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(b.String(), "\x1b\x07\r") || !strings.Contains(b.String(), "boom red") {
+			t.Errorf("%s keeps control sequences or lost the text: %q", name, b.String())
+		}
 	}
 }

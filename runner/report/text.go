@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/termsafe"
 )
 
 // Text writes a compact terminal table of r: one row per case and
@@ -15,8 +16,12 @@ import (
 // the baseline, throughput against the bound that applies (TFLOPS or GB/s,
 // with the share of the GPU's peak) and max abs error; then one line per
 // criterion and the warnings.
+//
+// The errors, tracebacks and labels come from the experiment's code: their
+// control sequences are dropped (termsafe) wherever the table goes, a CI
+// log or a file as much as a terminal.
 func Text(w io.Writer, r *result.Results) error {
-	ew := &errWriter{w: w}
+	ew := &errWriter{w: termsafe.NewWriter(w)}
 	head := []string{r.Experiment}
 	if r.JobID != "" {
 		head = append(head, "job "+r.JobID)

@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -27,11 +30,29 @@ func (e *Error) Error() string {
 	if e.Line > 0 {
 		loc += ":" + strconv.Itoa(e.Line)
 	}
+	// Keys and messages quote what the file says, which may be megabytes.
 	if e.Key != "" {
-		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+		return fmt.Sprintf("%s: %s: %s", loc, Clip(e.Key, 120), Clip(e.Msg, 2000))
 	}
-	return fmt.Sprintf("%s: %s", loc, e.Msg)
+	return fmt.Sprintf("%s: %s", loc, Clip(e.Msg, 2000))
 }
+
+// Clip shortens s to at most n bytes (at a character), saying how much
+// was left out: errors quote what a spec says, which may be megabytes.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes in all)", s[:cut], len(s))
+}
+
+// MaxBytes is the largest spec xrun reads: a spec names code and values,
+// and a real one is a few kilobytes; data belongs in files it reads.
+const MaxBytes = 1 << 20
 
 // Errors is every problem found in one spec file.
 type Errors []*Error
@@ -49,11 +70,16 @@ func Load(path string) (*Spec, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, FileName)
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s not found: an experiment directory needs an %s (run `xrun init DIR` to make one)", path, FileName)
 		}
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
 	return Parse(path, data)
@@ -65,9 +91,21 @@ var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 // type are errors; every error names the file, the line and the key, and
 // says what is allowed.
 func Parse(file string, data []byte) (*Spec, error) {
+	if len(data) > MaxBytes {
+		return nil, Errors{{File: file, Msg: fmt.Sprintf("the spec is larger than %d KiB; a spec names code and values: keep data in files the experiment reads", MaxBytes>>10)}}
+	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, Errors{yamlError(file, "", err)}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, Errors{yamlError(file, "", locate(data, err))}
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		line := next.Line
+		if err != nil {
+			return nil, Errors{yamlError(file, "", locate(data, err))}
+		}
+		return nil, Errors{{File: file, Line: line, Msg: "a second YAML document starts here: a spec is one document (remove the '---' and what follows, or merge it into the first)"}}
 	}
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: file, Msg: "the file is empty; it needs at least name and benchmark"}}
@@ -104,6 +142,28 @@ func Parse(file string, data []byte) (*Spec, error) {
 		return nil, errs
 	}
 	return s, nil
+}
+
+// locate adds the line to a yaml.v3 error that lacks one: a control
+// character, or bytes that are not UTF-8, are found by scanning data.
+func locate(data []byte, err error) error {
+	if yamlLine.MatchString(strings.TrimPrefix(err.Error(), "yaml: ")) {
+		return err
+	}
+	line := 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return fmt.Errorf("line %d: byte 0x%02x is not UTF-8: save the file as UTF-8", line, data[i])
+		case r == '\n':
+			line++
+		case r != '\t' && r != '\r' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 && r != 0x85):
+			return fmt.Errorf("line %d: control character %U is not allowed in YAML: remove it", line, r)
+		}
+		i += size
+	}
+	return err
 }
 
 func yamlError(file, key string, err error) *Error {
@@ -328,9 +388,9 @@ func describe(n *yaml.Node) string {
 	case "!!null":
 		return "nothing"
 	case "!!str":
-		return strconv.Quote(n.Value)
+		return Clip(strconv.Quote(n.Value), 80)
 	}
-	return n.Value
+	return Clip(n.Value, 80)
 }
 
 // isInt reports whether t is a plain whole number (ByteSize, an int64,

@@ -333,3 +333,39 @@ func TestKernelClockMax(t *testing.T) {
 		t.Errorf("a negative kernel_clock_max_ms: %v", err)
 	}
 }
+
+// Specs a careless or hostile experiment may hold: each is refused with the
+// file, the line where one can be told, and a message of bounded length.
+func TestHostileSpecs(t *testing.T) {
+	base := "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n"
+	huge := strings.Repeat("n", 500<<10)
+	tests := []struct {
+		name, spec, want string
+	}{
+		{"NaN tolerance", base + "  tolerance: {atol: .nan, rtol: 1e-3}\n", "xrun.yaml:6: benchmark.tolerance.atol: found NaN; write a finite number >= 0"},
+		{"infinite rtol", base + "  tolerance: {atol: 0, rtol: .inf}\n", "benchmark.tolerance.rtol: found +Inf"},
+		{"NaN method value", base + "  method: {max_time_s: .nan}\n", "benchmark.method.max_time_s: found NaN"},
+		{"a timeout of 1ns", base + "resources: {timeout: 1ns}\n", "xrun.yaml:6: resources.timeout: 1ns is too short: give at least 1s"},
+		{"an implementation timeout of 1ms", base + "  method: {impl_timeout: 1ms}\n", "benchmark.method.impl_timeout: 1ms is too short"},
+		{"a second document", base + "---\nname: y\n", "xrun.yaml:6: a second YAML document starts here"},
+		{"a control character", "name: x\nbenchmark:\n  inputs: m:\x01i\n", "xrun.yaml:3: control character U+0001 is not allowed"},
+		{"bytes that are not UTF-8", "name: x\n\xff\n", "xrun.yaml:2: byte 0xff is not UTF-8"},
+		{"a 500 KB name", strings.Replace(base, "name: x", "name: "+huge, 1), "bytes in all)"},
+		{"a 500 KB value of the wrong type", base + "  method: {warmup_ms: " + huge + "}\n", "bytes in all); write a number"},
+		{"a 2 MB spec", base + "# " + strings.Repeat("x", 2<<20) + "\n", "the spec is larger than 1024 KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("xrun.yaml", []byte(tt.spec))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q lacks %q", Clip(err.Error(), 400), tt.want)
+			}
+			if len(err.Error()) > 4000 {
+				t.Errorf("the error is %d bytes long", len(err.Error()))
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var (
@@ -35,6 +36,11 @@ var ForValues = []string{"all", "any", "median"}
 func validate(s *Spec, file string, lines map[string]int) Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = Clip(s, 100) // a value the file gave, which may be megabytes
+			}
+		}
 		errs = append(errs, &Error{File: file, Line: lines[key], Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	if s.Name == "" {
@@ -107,8 +113,11 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 			}
 		}
 	}
-	if s.Resources.Timeout.Duration < 0 {
-		bad("resources.timeout", "must be positive")
+	if d := s.Resources.Timeout.Duration; d < 0 || d > 0 && d < MinTimeout {
+		bad("resources.timeout", "%s is too short: give at least %s (a job starts its workers and checks before it times anything), or leave it out for no limit", d, MinTimeout)
+	}
+	if d := s.Benchmark.Method.ImplTimeout.Duration; d < 0 || d > 0 && d < MinTimeout {
+		bad("benchmark.method.impl_timeout", "%s is too short: give at least %s, or leave it out for the default", d, MinTimeout)
 	}
 	return errs
 }
@@ -189,8 +198,8 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 		"min_samples": float64(m.MinSamples), "max_samples": float64(m.MaxSamples),
 		"rounds": float64(m.Rounds), "trials": float64(m.Trials),
 	} {
-		if v < 0 {
-			bad("benchmark.method."+key, "must be >= 0")
+		if !finite(v) || v < 0 {
+			bad("benchmark.method."+key, "found %v; write a finite number >= 0", v)
 		}
 	}
 	if m.KernelClockMax() < 0 {
@@ -226,10 +235,21 @@ func checkSweeps(b *Benchmark, bad func(key, format string, args ...any)) {
 }
 
 func checkTolerance(key string, t *Tolerance, bad func(key, format string, args ...any)) {
-	if t != nil && (t.Atol < 0 || t.Rtol < 0) {
-		bad(key, "atol and rtol must be >= 0")
+	if t == nil {
+		return
+	}
+	for k, v := range map[string]float64{"atol": t.Atol, "rtol": t.Rtol} {
+		if !finite(v) || v < 0 {
+			bad(key+"."+k, "found %v; write a finite number >= 0, such as 1e-3", v)
+		}
 	}
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// MinTimeout is the shortest timeout a spec may give a job or an
+// implementation: less cannot start a worker.
+const MinTimeout = time.Second
 
 // BaselineName is the implementation speedups are measured against.
 func (b *Benchmark) BaselineName() string {

@@ -241,10 +241,15 @@ func StateOf(c engine.Container) backend.State {
 	return s
 }
 
-// notFound turns the engine's not-found into the backend's.
+// notFound turns the engine's not-found and unreachable into the
+// backend's.
 func notFound(err error) error {
-	if err != nil && errors.Is(err, engine.ErrNotFound) && !errors.Is(err, backend.ErrNotFound) {
+	switch {
+	case err == nil:
+	case errors.Is(err, engine.ErrNotFound) && !errors.Is(err, backend.ErrNotFound):
 		return fmt.Errorf("%w (%w)", err, backend.ErrNotFound)
+	case engine.IsUnreachable(err) && !errors.Is(err, backend.ErrUnreachable):
+		return fmt.Errorf("%w (%w)", err, backend.ErrUnreachable)
 	}
 	return err
 }

@@ -16,7 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,6 +108,10 @@ func EnsureBase(e engine.Engine, repo, base, suite string) int {
 type Result struct {
 	Code           int
 	Stdout, Stderr string
+	// MaxRSSBytes is the most memory the call held at once, as its
+	// VmHWM read while it ran (wait4's ru_maxrss would count the memory
+	// of the test process it was started from).
+	MaxRSSBytes int64
 }
 
 // Run runs bin with args in the environment env and waits at most limit.
@@ -118,8 +124,15 @@ func Run(t testing.TB, limit time.Duration, bin string, env []string, args ...st
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := Result{Stdout: out.String(), Stderr: errb.String()}
+	var hwm atomic.Int64
+	err := cmd.Start()
+	if err == nil {
+		done := make(chan struct{})
+		go watchHWM(cmd.Process.Pid, &hwm, done)
+		err = cmd.Wait()
+		close(done)
+	}
+	r := Result{Stdout: out.String(), Stderr: errb.String(), MaxRSSBytes: hwm.Load()}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -132,6 +145,29 @@ func Run(t testing.TB, limit time.Duration, bin string, env []string, args ...st
 		t.Fatalf("xrun %v ran past %v\nstderr:\n%s", args, limit, r.Stderr)
 	}
 	return r
+}
+
+// watchHWM reads the peak resident memory (VmHWM) of process pid until
+// done, keeping the largest value read.
+func watchHWM(pid int, hwm *atomic.Int64, done <-chan struct{}) {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+					if kb*1024 > hwm.Load() {
+						hwm.Store(kb * 1024)
+					}
+				}
+			}
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Expect fails t at once unless r exited with code (printing both

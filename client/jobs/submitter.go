@@ -1,0 +1,77 @@
+package jobs
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Submitter names the xrun process that creates a job, as
+// "BOOT_ID:PID:START" (Linux's boot id, and the process's start time in
+// clock ticks since boot, so that a pid used again is not taken for it);
+// "" where it cannot be told.
+func Submitter() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	start, ok := startTime(os.Getpid())
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d:%s", strings.TrimSpace(string(boot)), os.Getpid(), start)
+}
+
+// SubmitterGone reports that the process s names (Submitter) has ended:
+// the machine booted since, or no process with its pid and start time
+// runs. It is false when that cannot be told (s is empty or unreadable).
+func SubmitterGone(s string) bool {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return false
+	}
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return false
+	}
+	if strings.TrimSpace(string(boot)) != parts[0] {
+		return true
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return false
+	}
+	start, ok := startTime(pid)
+	return !ok || start != parts[2]
+}
+
+// SubmitterPID is the pid in s (Submitter), or 0.
+func SubmitterPID(s string) int {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(parts[1])
+	return pid
+}
+
+// startTime reads field 22 of /proc/PID/stat, after the parenthesised
+// command name (which may hold spaces).
+func startTime(pid int) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(s[i+1:])
+	// After the name come the state (field 3) ... starttime (field 22).
+	if len(f) < 20 {
+		return "", false
+	}
+	return f[19], true
+}
