@@ -237,7 +237,7 @@ func TestSubmitter(t *testing.T) {
 	parts := strings.Split(me, ":")
 	for _, gone := range []string{
 		"another-boot:" + parts[1] + ":" + parts[2],
-		parts[0] + ":" + parts[1] + ":1",  // the pid, started at another time
+		parts[0] + ":" + parts[1] + ":1",    // the pid, started at another time
 		parts[0] + ":999999999:" + parts[2], // no such pid
 	} {
 		if !SubmitterGone(gone) {

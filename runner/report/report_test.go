@@ -2,9 +2,9 @@ package report
 
 import (
 	"bytes"
-	"io"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
