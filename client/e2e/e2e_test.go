@@ -542,8 +542,12 @@ func TestOOMKilledJob(t *testing.T) {
 	if r.Code == 0 {
 		t.Fatalf("an OOM job succeeded:\n%s", r.Stderr)
 	}
-	// One worker was killed: the runner recorded it and went on.
-	expect(t, r, 2, "container was OOM-killed (memory limit 96MiB)", "raise resources.memory")
+	// One worker was killed: the runner recorded it and went on, and says
+	// that it was the container's limit that ran out.
+	expect(t, r, 2, "implementation hog ran out of memory", "the container's limit of 96 MiB", "raise resources.memory")
+	if strings.Contains(r.Stderr, "host memory") || strings.Contains(r.Stderr, "before its verdict") {
+		t.Errorf("one worker's OOM is worded as the host's or the runner's:\n%s", r.Stderr)
+	}
 	agree(t, r, result.StatusFailed, 2)
 }
 

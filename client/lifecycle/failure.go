@@ -36,11 +36,13 @@ func FailureSentence(r *result.Results) string {
 	var s string
 	switch ir.Status {
 	case result.ImplOOM:
-		mem := "memory"
+		// The worker's message says which memory (the container's limit,
+		// the host's, the GPU's) and what to raise.
+		mem, advice := "memory", "make the case smaller, or raise resources.memory"
 		if strings.Contains(msg, "CUDA") || strings.Contains(msg, "GPU") {
-			mem = "GPU memory"
+			mem, advice = "GPU memory", "make the case smaller or run it on a GPU with more memory"
 		}
-		s = fmt.Sprintf("implementation %s ran out of %s at %s (%s): make the case smaller or run it on a GPU with more memory", first, mem, where, msg)
+		s = fmt.Sprintf("implementation %s ran out of %s at %s (%s): %s", first, mem, where, msg, advice)
 	case result.ImplWrong:
 		s = fmt.Sprintf("implementation %s gave wrong results at %s (%s)", first, where, msg)
 	case result.ImplTimeout:

@@ -37,6 +37,7 @@ type Daemon struct {
 
 	dir    string
 	bridge string
+	argv   []string
 	cmd    *exec.Cmd
 	log    string
 	done   chan struct{}
@@ -88,19 +89,8 @@ func StartDaemon(t testing.TB) *Daemon {
 		"--bridge", d.bridge, "--iptables=false", "--ip-masq=false", "--ip6tables=false",
 		"--storage-driver", driver,
 	}
-	logf, err := os.Create(d.log)
-	if err != nil {
-		t.Fatalf("make daemon log: %v", err)
-	}
-	defer logf.Close()
-	argv := append(append(prefix, dockerd), args...)
-	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		Unavailable(t, "start dockerd: %v", err)
-	}
-	go func() { d.cmd.Wait(); close(d.done) }()
+	d.argv = append(append(prefix, dockerd), args...)
+	d.start(t)
 	t.Cleanup(func() { d.Stop(t); d.remove(t) })
 	cleanupBridge := true
 	defer func() {
@@ -109,7 +99,43 @@ func StartDaemon(t testing.TB) *Daemon {
 			delBridge(d.bridge)
 		}
 	}()
+	d.waitReady(t)
+	cleanupBridge = false
+	return d
+}
 
+// start starts dockerd with d's arguments, appending to its log.
+func (d *Daemon) start(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("make daemon log: %v", err)
+	}
+	defer logf.Close()
+	d.cmd = exec.Command(d.argv[0], d.argv[1:]...)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		Unavailable(t, "start dockerd: %v", err)
+	}
+	done := d.done
+	cmd := d.cmd
+	go func() { cmd.Wait(); close(done) }()
+}
+
+// Restart starts a daemon that Stop stopped again, with the same data,
+// and waits until it answers: a daemon restart under the jobs it has.
+func (d *Daemon) Restart(t testing.TB) {
+	t.Helper()
+	d.Stop(t)
+	d.done, d.once = make(chan struct{}), sync.Once{}
+	d.start(t)
+	d.waitReady(t)
+}
+
+// waitReady waits until the daemon answers on its socket.
+func (d *Daemon) waitReady(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := ping(context.Background(), d.Socket, 2*time.Second)
@@ -126,8 +152,6 @@ func StartDaemon(t testing.TB) *Daemon {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cleanupBridge = false
-	return d
 }
 
 // makeBridge makes a bridge interface for the test daemon with an address

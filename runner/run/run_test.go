@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -1118,5 +1119,32 @@ func TestProfileOnFakeGPU(t *testing.T) {
 	var se *SpecError
 	if !errors.As(ro3.err, &se) || ro3.code != contract.ExitBadSpec || !strings.Contains(ro3.err.Error(), `no implementation "matmull"`) {
 		t.Errorf("bad request: err %v exit %d", ro3.err, ro3.code)
+	}
+}
+
+// A run whose final results.json cannot be written is not a success,
+// whatever it measured: the exit code says infrastructure (4). Here the
+// benchmark, trusted as it is outside a container, puts a directory where
+// results.json goes once it is told to exit.
+func TestFinalWriteFailureExitsInfra(t *testing.T) {
+	noGPU(t)
+	dir := copyFixture(t, "command", func(s string) string { return s })
+	script, err := os.ReadFile(filepath.Join(dir, "bench.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sabotage := strings.Replace(string(script), "*'\"op\":\"exit\"'*)\n\t\texit 0 ;;",
+		"*'\"op\":\"exit\"'*)\n\t\trm -f \"$SABOTAGE_OUT/results.json\"; mkdir -p \"$SABOTAGE_OUT/results.json/x\"; exit 0 ;;", 1)
+	if sabotage == string(script) {
+		t.Fatal("the fixture's exit branch changed: update this test")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.sh"), []byte(sabotage), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	t.Setenv("SABOTAGE_OUT", out)
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, OutDir: out})
+	if ro.code != contract.ExitInfra || !strings.Contains(fmt.Sprint(ro.err), "write the final results") {
+		t.Errorf("exit %d, err %v; want %d and the failed write", ro.code, ro.err, contract.ExitInfra)
 	}
 }
