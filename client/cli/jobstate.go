@@ -113,7 +113,7 @@ func jobOutcome(j *jobs.Job) error {
 	if j.Error != "" {
 		msg += ": " + firstLine(j.Error)
 	}
-	if j.OOMKilled {
+	if j.OOMKilled && !strings.Contains(msg, "resources.memory") {
 		msg += "; raise resources.memory in xrun.yaml"
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("%s (see `xrun logs %s`)", msg, j.ID)}

@@ -429,7 +429,7 @@ func memoryNote(limit int64) string {
 	if limit <= 0 {
 		return "the host's; the container has no memory limit"
 	}
-	return fmt.Sprintf("the container's limit of %s, shared by every worker; raise resources.memory", humanBytes(limit))
+	return fmt.Sprintf("the container's limit of %s, shared by every worker", humanBytes(limit))
 }
 
 // humanBytes writes n in binary units: 2 GiB, 512 MiB.
