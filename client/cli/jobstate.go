@@ -53,7 +53,7 @@ func (a *App) refresh(ctx context.Context, j *jobs.Job) (backend.State, bool, er
 	if err != nil {
 		return backend.State{}, false, err
 	}
-	if j.ContainerID == "" {
+	if j.ContainerID == "" && j.Status != jobs.StatusCreated {
 		return backend.State{}, false, nil // the job failed before it had a container
 	}
 	b, err := a.jobBackend(ctx, j)
@@ -93,6 +93,10 @@ func jobOutcome(j *jobs.Job) error {
 	case result.StatusTimeout:
 		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("job %s timed out after %s: raise resources.timeout in xrun.yaml or pass --timeout", j.ID, j.Timeout)}
 	case result.StatusCancelled:
+		// Whoever stopped it, when it was not this store's cancel or Ctrl-C.
+		if j.Error != "" && j.Error != result.StatusCancelled && j.StoppedBy == "" || strings.HasPrefix(j.Error, "never started") {
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, firstLine(j.Error))}
+		}
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s was cancelled", j.ID)}
 	case result.StatusFailed:
 	default: // removed, or a record that never got a container

@@ -506,7 +506,9 @@ func (a *App) finish(ctx context.Context, b backend.Backend, j *jobs.Job, o subm
 			return err
 		}
 		if err := lifecycle.Finalize(ctx, b, st, j, s); err != nil {
-			fmt.Fprintf(a.Err, "warning: %v\n", err)
+			// The job ended, but nothing says how until its results are
+			// in the store (a full disk): the next look copies them.
+			return &ExitError{Code: ExitInfra, Err: err}
 		}
 	}
 	if o.json {

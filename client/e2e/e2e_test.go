@@ -29,6 +29,21 @@ const Base = "xrun/cpu-base:bookworm"
 
 const testLabel = "dev.xrun.test"
 
+// runLabel is this run's value of testLabel (XRUN_E2E_LABEL, default e2e):
+// suites that share a daemon each clean up their own containers and images
+// alone. labelArg is submit's --label for it.
+var (
+	runLabel = orDefault(os.Getenv("XRUN_E2E_LABEL"), "e2e")
+	labelArg = testLabel + "=" + runLabel
+)
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
 var (
 	xrunBin string // the binary under test
 	dataDir string // its XDG_DATA_HOME
@@ -79,11 +94,11 @@ func mainE2E(m *testing.M) int {
 func cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cs, _ := eng.List(ctx, map[string]string{testLabel: "e2e"}, true)
+	cs, _ := eng.List(ctx, map[string]string{testLabel: runLabel}, true)
 	for _, c := range cs {
 		eng.Remove(ctx, c.ID, true)
 	}
-	ims, _ := eng.Images(ctx, map[string]string{testLabel: "e2e"})
+	ims, _ := eng.Images(ctx, map[string]string{testLabel: runLabel})
 	for _, im := range ims {
 		eng.RemoveImage(ctx, im.ID)
 	}
@@ -133,7 +148,7 @@ func env() []string {
 // submit runs xrun submit on a fixture on the CPU base, labelled for cleanup.
 func submit(t *testing.T, limit time.Duration, fixture string, flags ...string) res {
 	t.Helper()
-	args := append([]string{"submit", "--cpu", "--base", Base, "--label", testLabel + "=e2e"}, flags...)
+	args := append([]string{"submit", "--cpu", "--base", Base, "--label", labelArg}, flags...)
 	return xrun(t, limit, append(args, fixturePath(fixture))...)
 }
 
@@ -178,7 +193,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "first-kernel")
 	expect(t, xrun(t, time.Minute, "init", dir), 0)
 	// The scaffold as it is, on whatever CPU base the host has.
-	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--label", testLabel+"=e2e", dir)
+	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--label", labelArg, dir)
 	expect(t, r, 0, "Step 1/", "job ", "status: succeeded")
 	for _, want := range []string{"first-kernel", "succeeded", "reference", "blocked", "PASS"} {
 		if !strings.Contains(r.Stdout, want) {
@@ -215,7 +230,10 @@ func TestInitThenSubmitAttached(t *testing.T) {
 		t.Errorf("env.host %q, want the daemon's host name %q", rs.Env.Host, name)
 	}
 	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+m[1])
-	if strings.TrimSpace(status) != "0:0 [ALL] [SETUID SETGID KILL] [no-new-privileges]" {
+	// The runner starts as root with the capabilities to run the
+	// experiment as the job user and kill its processes (Docker may write
+	// them with or without CAP_).
+	if norm := strings.ReplaceAll(strings.TrimSpace(status), "CAP_", ""); norm != "0:0 [ALL] [KILL SETGID SETUID] [no-new-privileges]" {
 		t.Errorf("container user, capabilities, security options: %q", status)
 	}
 }
@@ -312,7 +330,7 @@ func TestTwiceInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 // stderr kept for the test to read while it runs.
 func startSlowSubmit(t *testing.T) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("slow"))
+	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", labelArg, fixturePath("slow"))
 	cmd.Env = env()
 	errb := &syncBuffer{}
 	cmd.Stderr = errb
@@ -408,7 +426,7 @@ func TestInterruptedAtCreateLeavesNoContainer(t *testing.T) {
 // daemon (a build's containers carry the experiment label too).
 func slowContainers(t *testing.T) []engine.Container {
 	t.Helper()
-	cs, err := eng.List(context.Background(), map[string]string{testLabel: "e2e", "dev.xrun.experiment": "e2e-slow", "dev.xrun.job": ""}, true)
+	cs, err := eng.List(context.Background(), map[string]string{testLabel: runLabel, "dev.xrun.experiment": "e2e-slow", "dev.xrun.job": ""}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +582,7 @@ func TestNoGPURuntime(t *testing.T) {
 	if info.NvidiaRuntime {
 		t.Skip("this host has an NVIDIA runtime")
 	}
-	r := xrun(t, 2*time.Minute, "submit", "--base", Base, "--label", testLabel+"=e2e", fixturePath("quick"))
+	r := xrun(t, 2*time.Minute, "submit", "--base", Base, "--label", labelArg, fixturePath("quick"))
 	expect(t, r, 4, "this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu")
 }
 

@@ -41,7 +41,7 @@ func TestExperimentsOnCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := xrun(t, 10*time.Minute, "submit", "--cpu", "--base", TorchBase, "--label", testLabel+"=e2e", dir)
+			r := xrun(t, 10*time.Minute, "submit", "--cpu", "--base", TorchBase, "--label", labelArg, dir)
 			expect(t, r, 0)
 			id := jobIDOf(t, r)
 			out := xrun(t, time.Minute, "results", "--json", id)

@@ -128,7 +128,7 @@ func TestHostileTamper(t *testing.T) {
 // A fork bomb uses up the worker user's processes: the runner, root and
 // apart from that limit, reaches its verdict; no row claims what it lacks.
 func TestHostileForkBomb(t *testing.T) {
-	r := submit(t, 8*time.Minute, "hostile/forkbomb", "--json")
+	r := submit(t, 16*time.Minute, "hostile/forkbomb", "--json")
 	if r.Code != 0 && r.Code != 2 {
 		t.Fatalf("exit %d, want 0, or 2 for implementations the bomb starved\nstderr:\n%s", r.Code, r.Stderr)
 	}
@@ -151,6 +151,9 @@ func TestHostileForkBomb(t *testing.T) {
 	}
 	if !hasWarning(rs, analyze.WarnStrayProcesses) {
 		t.Errorf("no %s warning: %+v", analyze.WarnStrayProcesses, rs.Warnings)
+	}
+	if c := rs.Env.Container; c == nil || c.PidsLimit != 1024 || c.WorkerProcsLimit != 1024-256 {
+		t.Errorf("env.container %+v: want a pids limit of 1024 (resources.pids), 768 of them the worker user's", c)
 	}
 	truthful(t, rs)
 }
@@ -287,6 +290,6 @@ func TestHostileTokenHunt(t *testing.T) {
 // submitWithEnv submits fixture with extra environment variables set.
 func submitWithEnv(t *testing.T, fixture string, extra ...string) res {
 	t.Helper()
-	args := []string{"submit", "--cpu", "--base", Base, "--label", testLabel + "=e2e", fixturePath(fixture)}
+	args := []string{"submit", "--cpu", "--base", Base, "--label", labelArg, fixturePath(fixture)}
 	return xruntest.Run(t, 8*time.Minute, xrunBin, append(env(), extra...), args...)
 }

@@ -18,7 +18,7 @@ func TestNightlyScript(t *testing.T) {
 	out := t.TempDir()
 	e := append(env(), "XRUN="+xrunBin, "XRUN_HOSTS="+eng.Host()+" tcp://127.0.0.1:1")
 	r := xruntest.Run(t, 3*time.Minute, "bash", e, filepath.Join(repo, "scripts", "nightly.sh"),
-		"--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("quick"), out)
+		"--cpu", "--base", Base, "--label", labelArg, fixturePath("quick"), out)
 	if r.Code == 0 || !strings.Contains(r.Stderr, "1 of 2 hosts failed") || !strings.Contains(r.Stderr, "nightly: 1 job(s)") {
 		t.Fatalf("exit %d, want non-zero with one job; stderr:\n%s", r.Code, r.Stderr)
 	}

@@ -146,7 +146,7 @@ func TestFullStore(t *testing.T) {
 		t.Fatalf("mount a small tmpfs for the store: %v: %s", err, out)
 	}
 	defer exec.Command("umount", "-l", data).Run()
-	r := xrunIn(t, data, 5*time.Minute, "submit", "-d", "--cpu", "--base", Base, "--label", testLabel+"=e2e", fixturePath("quick"))
+	r := xrunIn(t, data, 5*time.Minute, "submit", "-d", "--cpu", "--base", Base, "--label", labelArg, fixturePath("quick"))
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
 	// Fill the disk to the last byte.
@@ -212,6 +212,16 @@ func TestSubmitKilledDuringTheCodeCopy(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(fixturePath("quick"))); err != nil {
 		t.Fatal(err)
 	}
+	// A name of its own, so that no other job's container is taken for it.
+	name := "e2e-killed-" + randomHex(t)
+	spec, err := os.ReadFile(filepath.Join(dir, "xrun.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = bytes.Replace(spec, []byte("name: e2e-quick"), []byte("name: "+name), 1)
+	if err := os.WriteFile(filepath.Join(dir, "xrun.yaml"), spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// Enough code that the copy takes a while.
 	blob := make([]byte, 256<<20)
 	for i := range blob {
@@ -222,7 +232,7 @@ func TestSubmitKilledDuringTheCodeCopy(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, xrunBin, "submit", "--cpu", "--base", Base, "--label", testLabel+"=e2e", dir)
+	cmd := exec.CommandContext(ctx, xrunBin, "submit", "--cpu", "--base", Base, "--label", labelArg, dir)
 	cmd.Env = env()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -234,7 +244,7 @@ func TestSubmitKilledDuringTheCodeCopy(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no container of the job appeared")
 		}
-		cs, _ := eng.List(ctx, map[string]string{"dev.xrun.experiment": "e2e-quick", testLabel: "e2e"}, true)
+		cs, _ := eng.List(ctx, map[string]string{"dev.xrun.experiment": name}, true)
 		for _, c := range cs {
 			if c.State == "created" && c.Labels["dev.xrun.job"] != "" {
 				id = c.Labels["dev.xrun.job"]

@@ -57,7 +57,8 @@ func SubmitterPID(s string) int {
 }
 
 // startTime reads field 22 of /proc/PID/stat, after the parenthesised
-// command name (which may hold spaces).
+// command name (which may hold spaces); a zombie (dead, not yet reaped by
+// its parent) has none.
 func startTime(pid int) (string, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -70,7 +71,7 @@ func startTime(pid int) (string, bool) {
 	}
 	f := strings.Fields(s[i+1:])
 	// After the name come the state (field 3) ... starttime (field 22).
-	if len(f) < 20 {
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
 		return "", false
 	}
 	return f[19], true

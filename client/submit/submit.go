@@ -435,6 +435,9 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		Timeout:     p.Timeout,
 		PostToken:   o.PostToken,
 	}
+	if n := p.Spec.Resources.Pids; n > 0 {
+		s.PidsLimit = int64(n)
+	}
 	if s.MemoryBytes == 0 && o.HostMemory > 0 {
 		s.MemoryBytes = DefaultMemory(o.HostMemory)
 	}

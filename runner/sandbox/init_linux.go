@@ -58,6 +58,10 @@ func Init() (code int, isInit bool) {
 	switch {
 	case status.Exited():
 		return status.ExitStatus(), true
+	case status.Signaled() && (status.Signal() == syscall.SIGTERM || status.Signal() == syscall.SIGINT):
+		// A stop that came before the runner could catch it: cancelled,
+		// in the runner's words (contract.ExitCancelled).
+		return 130, true
 	case status.Signaled():
 		return 128 + int(status.Signal()), true
 	}

@@ -70,6 +70,9 @@ type Resources struct {
 	Shm     ByteSize `yaml:"shm"`
 	Memory  ByteSize `yaml:"memory"`
 	Timeout Duration `yaml:"timeout"`
+	// Pids caps the job's processes and threads (default 8192): the
+	// experiment's code may use all but 256 of them, which the runner keeps.
+	Pids int `yaml:"pids" want:"a whole number of processes, at least 512"`
 }
 
 // IsGPUType reports whether a GPU called name is of type typ

