@@ -95,6 +95,9 @@ func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	kind := c.Kind()
 	k, known := kinds[kind]
 	out := result.Criterion{Name: c.Name, Kind: kind}
+	if c.ExpectFail() {
+		out.Expect = result.ExpectFail
+	}
 	if out.Name == "" {
 		out.Name = criterionName(c)
 	}
