@@ -61,16 +61,22 @@ var (
 	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.PyramidGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}}
 )
 
+// sans is the font variant of every text: Liberation Sans, which gonum
+// embeds, reads better than its default serif at small sizes.
+const sans = "Sans"
+
 // newPlot is a plot with xrun's text sizes and a light grid.
 func newPlot(title, xlabel, ylabel string) *gplot.Plot {
 	p := gplot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.TextStyle.Font.Variant = sans
 	p.Title.Padding = vg.Points(8)
 	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
 	for _, a := range []*gplot.Axis{&p.X, &p.Y} {
 		a.Label.TextStyle.Font.Size = vg.Points(11)
 		a.Tick.Label.Font.Size = vg.Points(9.5)
+		a.Label.TextStyle.Font.Variant, a.Tick.Label.Font.Variant = sans, sans
 		a.Padding = vg.Points(4)
 	}
 	g := plotter.NewGrid()
@@ -91,6 +97,7 @@ type legend struct {
 func newLegend() *legend {
 	l := gplot.NewLegend()
 	l.TextStyle.Font.Size = vg.Points(9.5)
+	l.TextStyle.Font.Variant = sans
 	l.Top, l.Left = true, true
 	l.ThumbnailWidth = vg.Points(22)
 	l.Padding = vg.Points(1.5)
@@ -135,6 +142,8 @@ func save(p *gplot.Plot, g *legend, dir, name string) (Figure, error) {
 	}
 	drawTo := func(c vg.CanvasSizer) {
 		dc := draw.New(c)
+		dc.SetColor(color.White) // the legend's column too, for dark viewers
+		dc.Fill(dc.Rectangle.Path())
 		plotArea := draw.Crop(dc, 0, -lw, 0, 0)
 		p.Draw(plotArea)
 		if p.X.Label.Text == " " {

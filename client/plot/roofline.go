@@ -130,7 +130,7 @@ func Roofline(r *result.Results, dir string) (Figure, error) {
 		return Figure{}, err
 	}
 	for i := range lb.TextStyle {
-		lb.TextStyle[i].Font.Size = vg.Points(9.5)
+		lb.TextStyle[i].Font.Size, lb.TextStyle[i].Font.Variant = vg.Points(9.5), sans
 		lb.TextStyle[i].Color = color.Gray{Y: 40}
 		lb.TextStyle[i].XAlign = text.XRight
 	}

@@ -192,7 +192,7 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 		if err != nil {
 			return Figure{}, err
 		}
-		lb.TextStyle[0].Font.Size = vg.Points(8.5)
+		lb.TextStyle[0].Font.Size, lb.TextStyle[0].Font.Variant = vg.Points(8.5), sans
 		lb.TextStyle[0].XAlign, lb.TextStyle[0].YAlign = text.XRight, text.YTop
 		lb.TextStyle[0].Color = rgb(0x59a14f)
 		p.Add(lb)
