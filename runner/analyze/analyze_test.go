@@ -372,7 +372,10 @@ func TestExpectedOutcome(t *testing.T) {
 		})
 	}
 	o := ExpectedOutcome(&result.Results{Status: result.StatusCriteriaFailed, Criteria: []result.Criterion{crit("x", false, "")}})
-	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.2x)` {
-		t.Errorf("worse = %q", o.Worse)
+	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.2x)` || o.Declared {
+		t.Errorf("an undeclared file: %+v", o)
+	}
+	if o := ExpectedOutcome(&result.Results{Status: result.StatusSucceeded, Criteria: []result.Criterion{crit("x", true, result.ExpectPass)}}); !o.Declared || !o.Expected {
+		t.Errorf("a declared pass: %+v", o)
 	}
 }

@@ -12,6 +12,10 @@ import (
 type Outcome struct {
 	// Expected is true when nothing came out otherwise than declared.
 	Expected bool `json:"expected"`
+	// Declared is false for results written before criteria recorded
+	// their declared outcome: every criterion then counts as declared to
+	// pass.
+	Declared bool `json:"declared"`
 	// Worse says what came out worse than declared: the job did not run to
 	// its verdict (failed, timed out, cancelled), or a criterion declared
 	// to pass failed.
@@ -33,6 +37,12 @@ func ExpectedOutcome(r *result.Results) Outcome {
 			why += ": " + firstLine(r.Error)
 		}
 		o.Worse = append(o.Worse, why)
+	}
+	o.Declared = len(r.Criteria) == 0
+	for _, c := range r.Criteria {
+		if c.Expect != "" {
+			o.Declared = true
+		}
 	}
 	for _, c := range r.Criteria {
 		switch {

@@ -440,14 +440,18 @@ type Criterion struct {
 	// implementations on a CPU run): it is neither passed nor failed.
 	Skipped bool   `json:"skipped,omitempty"`
 	Detail  string `json:"detail,omitempty"`
-	// Expect is ExpectFail when the experiment declares that this
-	// criterion fails (its published outcome); empty means it is expected
-	// to pass.
+	// Expect is the outcome the experiment declares for the criterion:
+	// ExpectFail for a hypothesis its published results refute,
+	// ExpectPass otherwise. Files written before declarations leave it
+	// out (nothing is declared).
 	Expect string `json:"expect,omitempty"`
 }
 
-// ExpectFail marks a criterion expected to fail (Criterion.Expect).
-const ExpectFail = "fail"
+// Declared outcomes of a criterion (Criterion.Expect).
+const (
+	ExpectPass = "pass"
+	ExpectFail = "fail"
+)
 
 // Warning is something that makes a figure less trustworthy.
 type Warning struct {

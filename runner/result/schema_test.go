@@ -212,7 +212,7 @@ func TestSchemaRejects(t *testing.T) {
 			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
 			res["pipelined"].(map[string]any)["throughput"].(map[string]any)["bound"] = "latency"
 		}},
-		{"bad expect", func(m map[string]any) { m["criteria"].([]any)[0].(map[string]any)["expect"] = "pass" }},
+		{"bad expect", func(m map[string]any) { m["criteria"].([]any)[0].(map[string]any)["expect"] = "failed" }},
 		{"bad verdict", func(m map[string]any) {
 			m["comparisons"].([]any)[0].(map[string]any)["verdict"] = "FASTER"
 		}},
