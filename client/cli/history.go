@@ -314,30 +314,37 @@ func historyJSON(judged []history.Judged) []seriesJSON {
 	return out
 }
 
-// plotTrends draws each series' trend into o.plot and lists the files on
-// stderr.
+// plotTrends draws each series' trend into o.plot.
 func plotTrends(a *App, h *history.Store, judged []history.Judged, o historyOptions) error {
-	changes, err := h.ChangePoints()
-	if err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
-	}
 	for _, ser := range judgedSeries(judged) {
-		k := ser[0].Key
-		t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: o.rule}
-		cps := changes[ser[0].SeriesID]
-		values := history.Values(pointsOf(ser), cps)
-		for i, j := range ser {
-			t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
-				Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
-		}
-		name := fmt.Sprintf("trend-%d-%s-%s", ser[0].SeriesID, k.Implementation, k.Case)
-		f, err := plot.TrendFigure(t, o.plot, plot.FileName(name))
-		if err != nil {
+		if _, err := a.plotSeries(h, ser, o.plot, o.rule); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.Err, "wrote %s and %s\n", f.PNG, f.SVG)
 	}
 	return nil
+}
+
+// plotSeries draws one judged series' trend into dir and says so on
+// stderr.
+func (a *App) plotSeries(h *history.Store, ser []history.Judged, dir string, rule regress.Rule) (plot.Figure, error) {
+	changes, err := h.ChangePoints(ser[0].SeriesID)
+	if err != nil {
+		return plot.Figure{}, &ExitError{Code: ExitInfra, Err: err}
+	}
+	k := ser[0].Key
+	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: rule}
+	values := history.Values(pointsOf(ser), changes[ser[0].SeriesID])
+	for i, j := range ser {
+		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
+			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
+	}
+	name := fmt.Sprintf("trend-%d-%s-%s", ser[0].SeriesID, k.Implementation, k.Case)
+	f, err := plot.TrendFigure(t, dir, plot.FileName(name))
+	if err != nil {
+		return f, err
+	}
+	fmt.Fprintf(a.Err, "wrote %s and %s\n", f.PNG, f.SVG)
+	return f, nil
 }
 
 func pointsOf(js []history.Judged) []history.Point {

@@ -31,6 +31,7 @@ type regressOptions struct {
 	all      bool
 	alert    string
 	webhook  string
+	plot     string
 	rule     regress.Rule
 }
 
@@ -89,6 +90,7 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print the report as markdown (a job summary)", Destination: &o.markdown},
 			&cli.BoolFlag{Name: "all", Usage: "list every timing, stable ones too", Destination: &o.all},
+			&cli.StringFlag{Name: "plot", Usage: "draw the trend of each timing that is not stable or insufficient into `DIR` (PNG and SVG); --markdown links them", Destination: &o.plot},
 			&cli.StringFlag{Name: "alert", Usage: "with a confirmed regression, write the alert to `FILE` (JSON)", Destination: &o.alert},
 			&cli.StringFlag{Name: "webhook", EnvVars: []string{"XRUN_ALERT_WEBHOOK"}, Usage: "with a confirmed regression, POST the alert to `URL` (bearer XRUN_ALERT_TOKEN)", Destination: &o.webhook},
 			&cli.IntFlag{Name: "window", Value: o.rule.Window, Usage: "accepted runs the baseline holds (N)", Destination: &o.rule.Window},
@@ -181,6 +183,11 @@ func runRegress(ctx context.Context, a *App, o regressOptions) error {
 		rep.Runs = append(rep.Runs, sr)
 	}
 	rep.Finish()
+	if o.plot != "" {
+		if err := a.plotVerdicts(h, rep, o); err != nil {
+			return err
+		}
+	}
 	switch {
 	case o.json:
 		err = rep.JSON(a.Out)
@@ -216,6 +223,46 @@ func runRegress(ctx context.Context, a *App, o regressOptions) error {
 	}
 	if infra != nil {
 		return &ExitError{Code: ExitInfra, Err: infra}
+	}
+	return nil
+}
+
+// plotVerdicts draws the trend of every series whose run is regressed,
+// improved, suspect, noisy or errored, into o.plot, and records the
+// figures in the report.
+func (a *App) plotVerdicts(h *history.Store, rep *summary.Report, o regressOptions) error {
+	for ri := range rep.Runs {
+		r := &rep.Runs[ri]
+		for pi := range r.Points {
+			p := &r.Points[pi]
+			if st := p.Verdict.Status; st == regress.Stable || st == regress.Insufficient {
+				continue
+			}
+			points, err := h.Points(history.Filter{Series: []int64{p.Series}})
+			if err != nil {
+				return &ExitError{Code: ExitInfra, Err: err}
+			}
+			judged, err := h.Walk(points, o.rule)
+			if err != nil {
+				return &ExitError{Code: ExitInfra, Err: err}
+			}
+			// The series up to the run (and its rerun), as it was judged.
+			last := r.JobID
+			if p.Rerun != nil {
+				last = r.Rerun
+			}
+			for i, j := range judged {
+				if j.JobID == last {
+					judged = judged[:i+1]
+					break
+				}
+			}
+			f, err := a.plotSeries(h, judged, o.plot, o.rule)
+			if err != nil {
+				return err
+			}
+			p.Figure = f.PNG
+		}
 	}
 	return nil
 }

@@ -190,7 +190,7 @@ func StackOf(r *result.Results) string {
 
 // ClockPolicyOf is what the host let the GPUs' clocks do during the run,
 // as the runner read it before timing: the highest SM clock allowed and
-// the power limit ("sm<=1980MHz 700W"), so that a host whose clocks were
+// the power limit ("max 1980 MHz, 700 W"), so that a host whose clocks were
 // capped or locked lower is another kind of machine. Empty on a CPU run.
 func ClockPolicyOf(r *result.Results) string {
 	var parts []string
@@ -198,18 +198,18 @@ func ClockPolicyOf(r *result.Results) string {
 		if g.Before == nil {
 			continue
 		}
-		p := ""
+		var p []string
 		if g.Before.MaxSMClockMHz > 0 {
-			p = "sm<=" + strconv.Itoa(g.Before.MaxSMClockMHz) + "MHz"
+			p = append(p, "max "+strconv.Itoa(g.Before.MaxSMClockMHz)+" MHz")
 		}
 		if g.Before.PowerLimitW > 0 {
-			p = strings.TrimSpace(p + " " + strconv.FormatFloat(g.Before.PowerLimitW, 'f', -1, 64) + "W")
+			p = append(p, strconv.FormatFloat(g.Before.PowerLimitW, 'f', -1, 64)+" W")
 		}
-		if p != "" && !slices.Contains(parts, p) {
-			parts = append(parts, p)
+		if s := strings.Join(p, ", "); s != "" && !slices.Contains(parts, s) {
+			parts = append(parts, s)
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // Major is the part of a version before its first dot: "580" of

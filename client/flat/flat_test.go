@@ -40,7 +40,7 @@ func TestRowsOfACommittedRun(t *testing.T) {
 	if rows[3].Implementation != "reference" {
 		t.Errorf("the reference comes last in a case: %+v", rows[3])
 	}
-	if StackOf(r) == "" || !strings.Contains(StackOf(r), "torch ") || ClockPolicyOf(r) != "sm<=1980MHz 700W" {
+	if StackOf(r) == "" || !strings.Contains(StackOf(r), "torch ") || ClockPolicyOf(r) != "max 1980 MHz, 700 W" {
 		t.Errorf("stack %q, clock policy %q", StackOf(r), ClockPolicyOf(r))
 	}
 }

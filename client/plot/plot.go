@@ -193,8 +193,8 @@ func writeTo(path string, c io.WriterTo) error {
 	return nil
 }
 
-// fileName makes s safe as a file name: letters, digits, '.', '-', '_'.
-func fileName(s string) string {
+// FileName makes s safe as a file name: letters, digits, '.', '-' and '_'.
+func FileName(s string) string {
 	s = unsafeName.ReplaceAllString(s, "_")
 	return strings.Trim(s, "_")
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -61,6 +62,8 @@ type Point struct {
 	// Rerun is the rerun's reading of the series, for a suspect that was
 	// rerun.
 	Rerun *Point `json:"rerun,omitempty"`
+	// Figure is the series' trend (xrun regress --plot).
+	Figure string `json:"figure,omitempty"`
 }
 
 // NewRun makes a run's report from its judged points.
@@ -102,7 +105,8 @@ func (r *Run) Suspects() []int64 {
 
 // Confirm applies a rerun's verdicts to the run's suspects: a suspect whose
 // series the rerun found regressed (or improved) is confirmed, one it found
-// stable was a spike, and one it could not judge stays a suspect.
+// stable was a spike (and counts as stable), and one it could not judge
+// stays a suspect.
 func (r *Run) Confirm(rerun string, judged []history.Judged) {
 	r.Rerun = rerun
 	by := map[int64]history.Judged{}
@@ -123,7 +127,8 @@ func (r *Run) Confirm(rerun string, judged []history.Judged) {
 		case regress.Regressed, regress.Improved:
 			p.Verdict.Status, p.Verdict.ConfirmedBy = j.Verdict.Status, rerun
 		case regress.Stable:
-			p.Verdict.Spike = true
+			// The rerun cleared it: a spike, and the series stable.
+			p.Verdict.Status, p.Verdict.Spike = regress.Stable, true
 		}
 	}
 	r.count()
@@ -181,7 +186,7 @@ func (r *Run) outcomeLine() string {
 func (r *Run) shown(all bool) []Point {
 	var out []Point
 	for _, p := range r.Points {
-		if st := p.Verdict.Status; all || (st != regress.Stable && st != regress.Insufficient) {
+		if st := p.Verdict.Status; all || p.Verdict.Spike || (st != regress.Stable && st != regress.Insufficient) {
 			out = append(out, p)
 		}
 	}
@@ -227,10 +232,13 @@ func (rep *Report) Text(w io.Writer, all bool) error {
 // runs with their counts, then each run's timings that are not stable.
 func (rep *Report) Markdown(w io.Writer, all bool) error {
 	var b strings.Builder
-	b.WriteString("## Regressions\n\n")
-	fmt.Fprintf(&b, "Rule: a timing is judged against the last %d accepted runs of its series (at least %d); suspect when it is "+
-		"more than %g robust σ and %g %% away from their median; confirmed by the next run. [docs/regressions.md](docs/regressions.md)\n\n",
-		rep.Rule.Window, rep.Rule.MinHistory, rep.Rule.Score, 100*rep.Rule.Floor)
+	var exps []string
+	for _, r := range rep.Runs {
+		if !contains(exps, r.Experiment) {
+			exps = append(exps, r.Experiment)
+		}
+	}
+	fmt.Fprintf(&b, "## Regressions: %s\n\n", strings.Join(exps, ", "))
 	b.WriteString("| experiment | GPU | job | outcome | regressed | improved | suspect | stable | insufficient | noisy | errored |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Runs {
@@ -273,12 +281,20 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		}
 		b.WriteString("| case | impl | median ms | baseline ms (n) | change | score | p | status |\n|---|---|---|---|---|---|---|---|\n")
 		for _, p := range pts {
-			fmt.Fprintf(&b, "| %s |\n", strings.Join(cols(p), " | "))
+			c := cols(p)
+			if p.Figure != "" {
+				c[len(c)-1] += fmt.Sprintf(" ([trend](%s))", filepath.ToSlash(p.Figure))
+			}
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(c, " | "))
 		}
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "\n> %s\n", n)
 	}
+	fmt.Fprintf(&b, "\n<sub>Each timing is judged against the last %d accepted runs of its series (at least %d): suspect when "+
+		"more than %g robust σ and %g %% from their median, regressed or improved once the next run (a rerun at once, or the next "+
+		"night) agrees; counts are of the run's timings (docs/regressions.md).</sub>\n", rep.Rule.Window, rep.Rule.MinHistory,
+		rep.Rule.Score, 100*rep.Rule.Floor)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write regression report: %w", err)
 	}
@@ -317,6 +333,10 @@ func StatusText(p Point) string {
 		s += " (" + v.Direction + ")"
 		if v.Spike {
 			s += ", not confirmed (spike)"
+		}
+	case regress.Stable:
+		if v.Spike {
+			s += ": a " + v.Direction + " spike the rerun did not confirm"
 		}
 	case regress.Regressed, regress.Improved:
 		switch {
