@@ -132,13 +132,19 @@ func save(p *gplot.Plot, g *legend, dir, name string) (Figure, error) {
 	if g != nil {
 		lw = g.width()
 	}
-	// gonum sizes a log x axis' label as if centred on the arithmetic
+	// gonum sizes a log axis' label as if centred on the arithmetic
 	// middle of the range, and shrinks the plot for a long one: xrun
-	// keeps the label's height and draws the text itself, centred.
-	xlabel := p.X.Label.Text
-	if _, log := p.X.Scale.(gplot.LogScale); log && xlabel != "" {
+	// keeps the label's room and draws the text itself, centred.
+	xlabel, ylabel := p.X.Label.Text, p.Y.Label.Text
+	_, logX := p.X.Scale.(gplot.LogScale)
+	_, logY := p.Y.Scale.(gplot.LogScale)
+	if logX && xlabel != "" {
 		p.X.Label.Text = " "
 		defer func() { p.X.Label.Text = xlabel }()
+	}
+	if logY && ylabel != "" {
+		p.Y.Label.Text = " "
+		defer func() { p.Y.Label.Text = ylabel }()
 	}
 	drawTo := func(c vg.CanvasSizer) {
 		dc := draw.New(c)
@@ -146,11 +152,18 @@ func save(p *gplot.Plot, g *legend, dir, name string) (Figure, error) {
 		dc.Fill(dc.Rectangle.Path())
 		plotArea := draw.Crop(dc, 0, -lw, 0, 0)
 		p.Draw(plotArea)
+		da := p.DataCanvas(plotArea)
 		if p.X.Label.Text == " " {
-			da := p.DataCanvas(plotArea)
 			sty := p.X.Label.TextStyle
 			sty.YAlign = draw.YBottom
 			plotArea.FillText(sty, vg.Point{X: da.Center().X, Y: plotArea.Min.Y + sty.FontExtents().Descent}, xlabel)
+		}
+		if p.Y.Label.Text == " " {
+			// As gonum's vertical axis draws it: a quarter turn, centred.
+			sty := p.Y.Label.TextStyle
+			sty.Rotation += math.Pi / 2
+			x := plotArea.Min.X + sty.Height(" ") - sty.FontExtents().Descent
+			plotArea.FillText(sty, vg.Point{X: x, Y: da.Center().Y}, ylabel)
 		}
 		if lw > 0 {
 			side := draw.Crop(dc, width-lw+vg.Points(10), 0, 0, -p.Title.TextStyle.Height(p.Title.Text)-p.Title.Padding-vg.Points(6))
@@ -237,7 +250,8 @@ func (logTicks) Ticks(lo, hi float64) []gplot.Tick {
 	return ticks
 }
 
-// fmtNum writes a tick value briefly: 0.05, 2, 1000, 1e+06.
+// fmtNum writes a tick value briefly: 0.05, 0.3 (not 0.30000000000000004),
+// 2, 1000, 1e+06.
 func fmtNum(v float64) string {
 	switch a := math.Abs(v); {
 	case a == 0:
@@ -245,6 +259,8 @@ func fmtNum(v float64) string {
 	case a >= 1e5 || a < 1e-3:
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
+	// Twelve significant digits drop the binary noise of m x 10^e.
+	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 

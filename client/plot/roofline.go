@@ -102,6 +102,7 @@ func Roofline(r *result.Results, dir string) (Figure, error) {
 
 	roofStyle := draw.LineStyle{Color: color.Gray{Y: 40}, Width: vg.Points(2)}
 	var labels plotter.XYLabels
+	var aligns []text.XAlignment
 	for i, d := range dtypes {
 		rf := roofs[d]
 		ridge := rf.Ridge()
@@ -113,18 +114,21 @@ func Roofline(r *result.Results, dir string) (Figure, error) {
 		ridgeLine, _ := plotter.NewLine(plotter.XYs{{X: ridge, Y: p.Y.Min}, {X: ridge, Y: rf.PeakTFLOPS}})
 		ridgeLine.LineStyle = draw.LineStyle{Color: color.Gray{Y: 110}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(3)}}
 		p.Add(mem, comp, ridgeLine)
-		// Labels end left of the ridge: text past the data area's right
-		// edge would make gonum shrink the plot to fit it.
+		// The ridge's label ends left of it, at the bottom.
 		labels.XYs = append(labels.XYs, plotter.XY{X: ridge / 1.08, Y: p.Y.Min * 1.25})
 		labels.Labels = append(labels.Labels, fmt.Sprintf("ridge %s FLOP/B", fmtNum(math.Round(ridge))))
-		labels.XYs = append(labels.XYs, plotter.XY{X: ridge / 1.08, Y: rf.PeakTFLOPS * 1.15})
-		labels.Labels = append(labels.Labels, fmt.Sprintf("compute roof: %s dense peak", d))
+		aligns = append(aligns, text.XRight)
+		// The compute roof's starts right of the ridge, above the roof.
+		labels.XYs = append(labels.XYs, plotter.XY{X: ridge * 1.12, Y: rf.PeakTFLOPS * 1.12})
+		labels.Labels = append(labels.Labels, d+" compute roof")
+		aligns = append(aligns, text.XLeft)
 	}
-	// The memory roof's label ends above its line, left of the first
+	// The memory roof's label ends above its line, short of the first
 	// ridge: the line falls to the left, away from the text.
-	at := math.Max(first.Ridge()/6, p.X.Min*4)
-	labels.XYs = append(labels.XYs, plotter.XY{X: at, Y: first.Attainable(at) * 1.5})
-	labels.Labels = append(labels.Labels, fmt.Sprintf("memory roof: %s GB/s", fmtNum(first.PeakGBps)))
+	at := first.Ridge() / 1.5
+	labels.XYs = append(labels.XYs, plotter.XY{X: at, Y: first.Attainable(at) * 1.3})
+	labels.Labels = append(labels.Labels, "memory roof")
+	aligns = append(aligns, text.XRight)
 	lb, err := plotter.NewLabels(labels)
 	if err != nil {
 		return Figure{}, err
@@ -132,7 +136,7 @@ func Roofline(r *result.Results, dir string) (Figure, error) {
 	for i := range lb.TextStyle {
 		lb.TextStyle[i].Font.Size, lb.TextStyle[i].Font.Variant = vg.Points(9.5), sans
 		lb.TextStyle[i].Color = color.Gray{Y: 40}
-		lb.TextStyle[i].XAlign = text.XRight
+		lb.TextStyle[i].XAlign = aligns[i]
 	}
 	p.Add(lb)
 
