@@ -132,6 +132,18 @@ func TestNightlyRegression(t *testing.T) {
 	}
 	t.Logf("confirmed by rerun %s: %s", rep.Runs[0].Rerun, strings.TrimSpace(al.Text))
 
+	// The drift series' trend, with the rule's band and the regression
+	// marked (XRUN_E2E_FIGURES keeps it to look at).
+	figs := os.Getenv("XRUN_E2E_FIGURES")
+	if figs == "" {
+		figs = t.TempDir()
+	}
+	r = run(time.Minute, "1.15", "history", "--plot", figs, "--impl", "drift", "e2e-drift")
+	expect(t, r, 0, "wrote ")
+	if m, _ := filepath.Glob(filepath.Join(figs, "trend-*-drift-N_256.png")); len(m) != 1 {
+		t.Errorf("history --plot wrote %v", m)
+	}
+
 	// The history after it all: every run, whole.
 	h, err := history.Open(hist)
 	if err != nil {
