@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
@@ -39,6 +41,8 @@ type App struct {
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
 	// StoreRoot overrides the job store location (default: jobs.DefaultRoot).
 	StoreRoot string
+	// HistoryPath overrides where the results history is (historyPath).
+	HistoryPath string
 
 	// Trace, when set (XRUN_TRACE=1), times the steps of a submit on stderr.
 	Trace bool
@@ -47,6 +51,7 @@ type App struct {
 	engines map[HostSelection]engine.Engine
 	kubes   map[kube.Selection]*kube.Backend
 	store   *jobs.Store
+	hist    *history.Store
 	// onJob, when set, gets the job record as soon as submit creates it
 	// (fan-out learns each host's job this way).
 	onJob func(*jobs.Job)
@@ -143,6 +148,8 @@ func (a *App) Store() (*jobs.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every finished job's results join the history as they land.
+	s.Finished = a.recordHistory
 	a.store = s
 	return s, nil
 }
@@ -174,6 +181,10 @@ func (a *App) Close() {
 		e.Close()
 	}
 	a.engines = nil
+	if a.hist != nil {
+		a.hist.Close()
+		a.hist = nil
+	}
 }
 
 type abortKey struct{}
@@ -224,6 +235,8 @@ Examples:
 			newRmCommand(a),
 			newResultsCommand(a),
 			newCompareCommand(a),
+			newHistoryCommand(a),
+			newRegressCommand(a),
 			newRunCommand(a),
 			newVersionCommand(a),
 			newCompletionCommand(a),
@@ -233,13 +246,18 @@ Examples:
 			return usageError("%s (see xrun --help)", flagError(err, c.App.Flags))
 		},
 	}
-	for _, c := range app.Commands {
-		name := c.Name
-		flags := c.Flags
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%s (see xrun %s --help)", flagError(err, flags), name)
+	var usage func(cs []*cli.Command, parent string)
+	usage = func(cs []*cli.Command, parent string) {
+		for _, c := range cs {
+			name := strings.TrimSpace(parent + " " + c.Name)
+			flags := c.Flags
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return usageError("%s (see xrun %s --help)", flagError(err, flags), name)
+			}
+			usage(c.Subcommands, name)
 		}
 	}
+	usage(app.Commands, "")
 	return app
 }
 

@@ -25,7 +25,16 @@ func flagsFirst(app *cli.App, args []string) []string {
 		at = i
 		break
 	}
-	if cmd == nil || len(cmd.Subcommands) > 0 {
+	// A command with subcommands (history import): the subcommand named
+	// next takes the flags; without one, the command itself.
+	for cmd != nil && len(cmd.Subcommands) > 0 && at+1 < len(args) {
+		sub := subcommand(cmd, args[at+1])
+		if sub == nil {
+			break
+		}
+		cmd, at = sub, at+1
+	}
+	if cmd == nil {
 		return args
 	}
 	takesValue := map[string]bool{}
@@ -56,4 +65,14 @@ func flagsFirst(app *cli.App, args []string) []string {
 	out := slices.Clone(args[:at+1])
 	out = append(out, flags...)
 	return append(out, rest...)
+}
+
+// subcommand is cmd's subcommand called name, or nil.
+func subcommand(cmd *cli.Command, name string) *cli.Command {
+	for _, c := range cmd.Subcommands {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
 }

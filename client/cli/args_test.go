@@ -28,6 +28,10 @@ func TestFlagsFirst(t *testing.T) {
 		{"xrun nosuch a --x", "xrun nosuch a --x"},
 		// a value flag at the very end stays a flag (the parser reports it)
 		{"xrun submit exp --gpus", "xrun submit --gpus exp"},
+		// a command with subcommands: the named subcommand's flags, else its own
+		{"xrun history gla --impl a --csv", "xrun history --impl a --csv gla"},
+		{"xrun history import dir --json", "xrun history import --json dir"},
+		{"xrun history accept 3fa1 --note ok --case T=1", "xrun history accept --note ok --case T=1 3fa1"},
 	} {
 		got := strings.Join(flagsFirst(app, strings.Fields(tc.in)), " ")
 		if got != tc.want {

@@ -27,7 +27,11 @@ func newCompareCommand(a *App) *cli.Command {
 		ArgsUsage: "JOB|RESULTS JOB|RESULTS...",
 		Description: `For every sweep point and implementation: each job's median time, its speedup
 over its own baseline, its TFLOPS, and the first job's time over its own (above
-1x: faster than the first job); and each job's host and GPU. Jobs of different
+1x: faster than the first job) with the runner's conservative verdict on it:
+FAST or SLOW only when the two jobs' q1-q3 ranges are apart by more than the
+fast_threshold margin (2 %), SAME when they overlap within it, AMBIGUOUS
+otherwise, so that two hosts or two nights can be told apart from noise; and
+each job's host and GPU. Jobs of different
 experiments, or with no sweep point in common, are lined up too, with a note. Results are fetched from the hosts when the store has no
 copy yet. A path to a results.json (or to a directory holding one) stands for
 the run that wrote it: results committed with an experiment, or a run of the

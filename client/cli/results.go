@@ -4,10 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/plot"
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 type resultsOptions struct {
@@ -16,34 +25,69 @@ type resultsOptions struct {
 	job      string
 	json     bool
 	markdown bool
+	csv      bool
+	// plot is a directory for the figures (sweep, roofline).
+	plot string
+	// expected exits 0 when the outcome is the declared one.
+	expected bool
 }
 
 func newResultsCommand(a *App) *cli.Command {
 	var o resultsOptions
 	return &cli.Command{
 		Name:      "results",
-		Usage:     "print a job's results: a table, results.json, or the markdown tables of an experiment report",
-		ArgsUsage: "JOB",
+		Usage:     "print a job's results (or a results.json's): a table, results.json, markdown tables, CSV, and figures",
+		ArgsUsage: "JOB|RESULTS",
 		Description: `Fetches results.json from the container when the store has no copy yet (a
 running job gives its partial results). Exits like xrun wait: 0 when the job
 succeeded, else its status's code (1 criteria failed, 2 failed, 124 timed out,
-130 cancelled), after printing the results it has.
+130 cancelled), after printing the results it has. A path to a results.json
+(or to a directory holding one) stands for the run that wrote it: results
+committed with an experiment, or a nightly's artifact.
+
+--csv prints one row per implementation and case (experiment, parameters,
+implementation, median/q1/q3 ms, TFLOP/s, GB/s, % of peak, bound, GPU,
+driver, commit, date), which pandas, W&B and MLflow read as it is. --plot DIR
+writes the figures (PNG and SVG): time.* and speedup.* against the swept
+parameter, and roofline.* on a GPU the peaks table knows; with --markdown the
+report links them.
+
+--expected exits 0 when the outcome is the one the experiment declares
+(criteria written with expect: fail failed, every other passed), and says on
+stderr what changed otherwise: the nightly is red only for a worse outcome.
 
 Examples:
   xrun results 3fa1
   xrun results --markdown 3fa1 >> experiments/039-gla-pingpong/README.md
-  xrun results --json 3fa1 | jq '.comparisons[] | {label, speedup, verdict}'` + foundOnHost,
+  xrun results --json 3fa1 | jq '.comparisons[] | {label, speedup, verdict}'
+  xrun results --csv experiments/039-gla-pingpong/results/2026-11-22-h100 > gla.csv
+  xrun results --markdown --plot figures 3fa1 > report.md
+  xrun results --expected 3fa1 >/dev/null && echo "as declared"` + foundOnHost,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "json", Usage: "print results.json as it is", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables with ✅/❌ criteria", Destination: &o.markdown},
+			&cli.BoolFlag{Name: "csv", Usage: "print one CSV row per implementation and case", Destination: &o.csv},
+			&cli.StringFlag{Name: "plot", Usage: "write the figures (PNG and SVG) to `DIR`", Destination: &o.plot},
+			&cli.BoolFlag{Name: "expected", Usage: "exit 0 when the outcome is the one the experiment declares", Destination: &o.expected},
 		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
+			n := 0
+			for _, b := range []bool{o.json, o.markdown, o.csv} {
+				if b {
+					n++
+				}
+			}
+			if n > 1 {
+				return usageError("give one of --json, --markdown and --csv")
+			}
+			if c.NArg() == 1 {
+				if path, ok := resultsFile(c.Args().First()); ok {
+					return runResultsFile(a, path, o)
+				}
+			}
 			if err := oneJob(c, &o.job, &o.host); err != nil {
 				return err
-			}
-			if o.json && o.markdown {
-				return usageError("give --json or --markdown, not both")
 			}
 			return runResults(c.Context, a, o)
 		},
@@ -72,14 +116,27 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 			return err
 		}
 	}
-	format := "text"
-	switch {
-	case o.json:
-		format = "json"
-	case o.markdown:
-		format = "markdown"
+	var r *result.Results
+	if o.csv || o.plot != "" || o.expected {
+		if r, err = result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile)); err != nil {
+			return fmt.Errorf("read results of job %s: %w", j.ID, err)
+		}
 	}
-	if err := a.printStoredResults(j, format); err != nil {
+	var figs []plot.Figure
+	if o.plot != "" {
+		if figs, err = a.plotResults(r, o.plot); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.csv:
+		err = flat.WriteCSV(a.Out, flat.Rows(r))
+	default:
+		if err = a.printStoredResults(j, o.format()); err == nil && o.markdown {
+			err = writeFigureLinks(a.Out, figs)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	// The table alone can read as a pass (criteria met by the cases that
@@ -88,5 +145,137 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 		fmt.Fprintf(a.Err, "job %s is %s: these results are partial\n", j.ID, j.Status)
 		return nil
 	}
+	if o.expected {
+		return a.expectedOutcome(r, jobOutcome(j))
+	}
 	return jobOutcome(j)
+}
+
+func (o resultsOptions) format() string {
+	switch {
+	case o.json:
+		return "json"
+	case o.markdown:
+		return "markdown"
+	case o.csv:
+		return "csv"
+	}
+	return "text"
+}
+
+// runResultsFile prints a results.json as runResults prints a job's, and
+// exits with the code of its status.
+func runResultsFile(a *App, path string, o resultsOptions) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	r, err := result.Decode(data)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	var figs []plot.Figure
+	if o.plot != "" {
+		if figs, err = a.plotResults(r, o.plot); err != nil {
+			return err
+		}
+	}
+	switch o.format() {
+	case "json":
+		_, err = a.Out.Write(data)
+	case "csv":
+		err = flat.WriteCSV(a.Out, flat.Rows(r))
+	case "markdown":
+		if err = report.Markdown(a.Out, r); err == nil {
+			err = writeFigureLinks(a.Out, figs)
+		}
+	default:
+		err = report.Text(a.Out, r)
+	}
+	if err != nil {
+		return err
+	}
+	outcome := statusOutcome(r.Status, path)
+	if o.expected {
+		return a.expectedOutcome(r, outcome)
+	}
+	return outcome
+}
+
+// plotResults writes r's figures to dir and lists them on stderr.
+func (a *App) plotResults(r *result.Results, dir string) ([]plot.Figure, error) {
+	figs, err := plot.Sweep(r, dir)
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	roof, err := plot.Roofline(r, dir)
+	switch {
+	case errors.Is(err, plot.ErrNoRoofline):
+		fmt.Fprintf(a.Err, "no roofline: %v\n", strings.TrimPrefix(err.Error(), plot.ErrNoRoofline.Error()+": "))
+	case err != nil:
+		return nil, err
+	default:
+		figs = append(figs, roof)
+	}
+	for _, f := range figs {
+		fmt.Fprintf(a.Err, "wrote %s and %s\n", f.PNG, f.SVG)
+	}
+	return figs, nil
+}
+
+// writeFigureLinks ends a markdown report with its figures, linked by the
+// paths they were written to.
+func writeFigureLinks(w io.Writer, figs []plot.Figure) error {
+	if len(figs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\n## Figures\n\n")
+	for _, f := range figs {
+		title, _, _ := strings.Cut(f.Title, "\n")
+		fmt.Fprintf(&b, "![%s](%s) ([SVG](%s))\n\n", title, filepath.ToSlash(f.PNG), filepath.ToSlash(f.SVG))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// expectedOutcome prints how r came out against its experiment's
+// declaration on stderr, and returns nil when nothing came out worse,
+// else outcome (the code of r's status).
+func (a *App) expectedOutcome(r *result.Results, outcome error) error {
+	o := analyze.ExpectedOutcome(r)
+	if !o.Declared {
+		fmt.Fprintf(a.Err, "note: %s predates declared outcomes (expect: in the criteria): every criterion counts as declared to pass\n", r.Experiment)
+	}
+	switch {
+	case o.Expected:
+		fmt.Fprintf(a.Err, "outcome: %s, as the experiment declares\n", r.Status)
+		return nil
+	case len(o.Worse) == 0:
+		fmt.Fprintf(a.Err, "outcome: %s, changed from the declared one: %s\n", r.Status, strings.Join(o.Better, "; "))
+		return nil
+	}
+	fmt.Fprintf(a.Err, "outcome: %s, worse than declared: %s\n", r.Status, strings.Join(o.Worse, "; "))
+	if outcome == nil {
+		return &ExitError{Code: ExitCriteriaFailed, Err: fmt.Errorf("%s: the outcome is worse than the experiment declares", r.Experiment)}
+	}
+	return outcome
+}
+
+// statusOutcome is the exit code of a results file's status, as
+// jobOutcome gives a job's.
+func statusOutcome(status, what string) error {
+	switch status {
+	case result.StatusSucceeded:
+		return nil
+	case result.StatusCriteriaFailed:
+		return &ExitError{Code: ExitCriteriaFailed, Err: fmt.Errorf("%s: the criteria failed", what)}
+	case result.StatusTimeout:
+		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("%s: the job timed out", what)}
+	case result.StatusCancelled:
+		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("%s: the job was cancelled", what)}
+	case result.StatusRunning:
+		return nil
+	}
+	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: the job %s", what, status)}
 }

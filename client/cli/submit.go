@@ -146,6 +146,17 @@ configuration on the host until xrun rm removes it.`,
 	}
 }
 
+// rerunArgs are the options a rerun of the job repeats (jobs.SubmitArgs):
+// the names of --env variables, never their values.
+func (o submitOptions) rerunArgs() *jobs.SubmitArgs {
+	r := &jobs.SubmitArgs{Base: o.base, Labels: o.labels, Root: o.root, Network: o.network}
+	for _, e := range o.env {
+		name, _, _ := strings.Cut(e, "=")
+		r.Env = append(r.Env, name)
+	}
+	return r
+}
+
 func (o submitOptions) submitOptions(labels map[string]string) submit.Options {
 	return submit.Options{Dir: o.dir, GPUs: o.gpus, CPU: o.cpu, Timeout: o.timeout, Base: o.base, NoCache: o.noCache, Labels: labels}
 }
@@ -225,6 +236,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		b, jo.HostMemory = kb, 0
 	}
 	j := submit.NewJob(p, b.Where(), o.dir)
+	j.Submit = o.rerunArgs()
 	if err := st.Create(j); err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 // Package compare lines up the results of several jobs (the same
 // experiment on different hosts or GPUs) side by side: for every sweep
 // point and implementation, each job's median time, its speedup over its
-// own baseline, its TFLOPS, and the time ratio against the first job.
+// own baseline, its TFLOPS, and the time ratio against the first job with
+// the runner's conservative verdict on it (FAST, SLOW, SAME, AMBIGUOUS
+// from the q1-q3 of both), so that two hosts or two nights can be told
+// apart from noise.
 //
 // A row's times are on one clock: the kernel clock where every job has
 // it, else the CUDA events (a job from a runner before the kernel clock,
@@ -17,6 +20,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -78,6 +82,10 @@ type Cell struct {
 	// VsFirst is the first job's median over this one's: > 1 is faster
 	// here than on the first job's host.
 	VsFirst float64 `json:"vs_first,omitempty"`
+	// VsFirstVerdict says whether VsFirst is more than noise, with the
+	// runner's conservative rule on the q1-q3 of both jobs' timings
+	// (analyze.Verdict): FAST (faster here), SLOW, SAME or AMBIGUOUS.
+	VsFirstVerdict string `json:"vs_first_verdict,omitempty"`
 }
 
 // Build lines the inputs up. Cases are matched by their label (params
@@ -166,6 +174,10 @@ func Build(in []Input) (*Report, error) {
 			for i := 1; i < len(row.Cells); i++ {
 				if m := row.Cells[i].MedianMS; m > 0 && first > 0 {
 					row.Cells[i].VsFirst = first / m
+					if quartiles(timings[i]) && quartiles(timings[0]) {
+						cand, base := analyze.OneClock(*timings[i], *timings[0])
+						_, row.Cells[i].VsFirstVerdict = analyze.Verdict(cand, base, threshold(in[i].Results, in[0].Results))
+					}
 				}
 			}
 			c.Rows = append(c.Rows, row)
@@ -204,6 +216,16 @@ func Build(in []Input) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// quartiles reports whether t has the q1 and q3 a verdict reads.
+func quartiles(t *result.Timing) bool { return t != nil && t.Q1MS > 0 && t.Q3MS > 0 }
+
+// threshold is the margin the verdicts of two jobs' timings need: the
+// larger of the two runs' fast_threshold (the runner's default where a
+// run does not say).
+func threshold(a, b *result.Results) float64 {
+	return max(a.Methodology.FastThreshold, b.Methodology.FastThreshold, analyze.DefaultThreshold)
 }
 
 // countMissing counts the cells of jobs that lack the row.
@@ -492,6 +514,9 @@ func cellCols(c Cell, vs bool) []string {
 	}
 	if c.VsFirst > 0 {
 		ratio = strconv.FormatFloat(c.VsFirst, 'f', 2, 64) + "x"
+		if c.VsFirstVerdict != "" {
+			ratio += " " + c.VsFirstVerdict
+		}
 	}
 	out := []string{ms, speed, tflops}
 	if vs {

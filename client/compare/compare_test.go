@@ -30,12 +30,12 @@ func results(id, gpu string, slow float64, withT512 bool, pipelinedFails bool) *
 	add := func(label string, t float64, base, fast float64) {
 		c := result.Case{Label: label, Params: map[string]any{"T": t}, Results: map[string]*result.ImplResult{
 			"reference": {Status: result.ImplOK},
-			"baseline":  {Status: result.ImplOK, Timing: &result.Timing{MedianMS: base * slow}, Throughput: &result.Throughput{TFLOPS: 100 / (base * slow)}},
+			"baseline":  {Status: result.ImplOK, Timing: timing(base * slow), Throughput: &result.Throughput{TFLOPS: 100 / (base * slow)}},
 		}}
 		if pipelinedFails {
 			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplError, Error: "compile error"}
 		} else {
-			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{MedianMS: fast * slow}, Throughput: &result.Throughput{TFLOPS: 100 / (fast * slow)}}
+			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplOK, Timing: timing(fast * slow), Throughput: &result.Throughput{TFLOPS: 100 / (fast * slow)}}
 			r.Comparisons = append(r.Comparisons, result.Comparison{A: "pipelined", B: "baseline", Label: label, Params: c.Params, Speedup: base / fast, Verdict: result.VerdictFast})
 		}
 		r.Cases = append(r.Cases, c)
@@ -45,6 +45,34 @@ func results(id, gpu string, slow float64, withT512 bool, pipelinedFails bool) *
 		add("T=512", 512, 1.0, 0.7)
 	}
 	return r
+}
+
+// timing is a median with a ±1 % interquartile range.
+func timing(ms float64) *result.Timing {
+	return &result.Timing{MedianMS: ms, Q1MS: ms * 0.99, Q3MS: ms * 1.01}
+}
+
+// Two nights of one host within each other's spread are SAME; apart by
+// more than the margin beyond their spreads, FAST or SLOW; a timing
+// without quartiles gets no verdict.
+func TestVsFirstVerdict(t *testing.T) {
+	night := func(id string, ms float64) Input {
+		r := results(id, "NVIDIA H100 80GB HBM3", 1, false, false)
+		r.Cases[0].Results["baseline"].Timing = &result.Timing{MedianMS: ms, Q1MS: ms * 0.995, Q3MS: ms * 1.005}
+		return Input{JobID: id, Results: r}
+	}
+	plain := night("c", 0.5)
+	plain.Results.Cases[0].Results["baseline"].Timing = &result.Timing{MedianMS: 0.5}
+	rep, err := Build([]Input{night("a", 0.5), night("b", 0.501), night("d", 0.55), night("e", 0.45), plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := rep.Cases[0].Rows[0].Cells
+	for i, want := range []string{"", result.VerdictSame, result.VerdictSlow, result.VerdictFast, ""} {
+		if cells[i].VsFirstVerdict != want {
+			t.Errorf("job %d: verdict %q, want %q (%+v)", i+1, cells[i].VsFirstVerdict, want, cells[i])
+		}
+	}
 }
 
 func TestBuildAndRender(t *testing.T) {

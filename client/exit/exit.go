@@ -16,7 +16,11 @@ const (
 	Usage          = contract.ExitBadSpec        // bad arguments, spec or job id
 	Infra          = contract.ExitInfra          // infrastructure: no daemon, a failed build, an unreadable store
 	Timeout        = 124                         // the job ran past its timeout, as timeout(1)
-	Interrupted    = contract.ExitCancelled      // cancelled, or interrupted by Ctrl-C
+	// Regressed is xrun regress's code for a confirmed regression: the
+	// runner never exits with it, and a script tells it from 1 (criteria
+	// failed) and 4 (infrastructure).
+	Regressed   = 5
+	Interrupted = contract.ExitCancelled // cancelled, or interrupted by Ctrl-C
 )
 
 // Error carries the process exit code for an error; a job's own exit code

@@ -55,11 +55,30 @@ type Job struct {
 	// Submitter is the xrun process that creates the job (Submitter()):
 	// a job still created whose submitter is gone will never start.
 	Submitter string `json:"submitter,omitempty"`
+	// Submit is how the job was submitted, beside what the fields above
+	// say (directory, host, GPUs, mode, timeout), so that it can be rerun
+	// the same way (xrun regress --confirm).
+	Submit *SubmitArgs `json:"submit,omitempty"`
+}
+
+// SubmitArgs are the submit options a rerun of a job repeats.
+type SubmitArgs struct {
+	Base string `json:"base,omitempty"`
+	// Env are the names of the --env variables, never their values: a
+	// rerun reads them from its own environment again.
+	Env     []string `json:"env,omitempty"`
+	Labels  []string `json:"labels,omitempty"`
+	Root    bool     `json:"root,omitempty"`
+	Network string   `json:"network,omitempty"`
 }
 
 // Store is a directory of job records.
 type Store struct {
 	Root string
+	// Finished, when set, is called once a finished job's record and
+	// results are in the store (lifecycle.Finalize): the results history
+	// imports them there.
+	Finished func(*Job)
 }
 
 // DefaultRoot is $XDG_DATA_HOME/xrun/jobs, or ~/.local/share/xrun/jobs.

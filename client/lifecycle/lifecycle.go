@@ -294,6 +294,9 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
 		}
 	}
+	if st.Finished != nil {
+		st.Finished(j)
+	}
 	return nil
 }
 

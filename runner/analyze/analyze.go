@@ -34,9 +34,11 @@ const (
 
 // Throughput derives TFLOPS, GB/s and tokens/s from work model m and the
 // median of t, and, when gpu is known to the peaks table, the percentage of
-// the GPU's dense peak for dtype and of its memory bandwidth. gpu is nil on
-// a CPU run (no percentages). It returns nil when there is no model or no
-// timing.
+// the GPU's dense peak for dtype and of its memory bandwidth. With both a
+// FLOP and a byte model it adds the arithmetic intensity, and with the
+// GPU's roofline for dtype (RoofFor) which side of the ridge point the call
+// is on. gpu is nil on a CPU run (no percentages, no bound). It returns nil
+// when there is no model or no timing.
 func Throughput(m result.Model, t result.Timing, gpu *result.GPU, dtype string) *result.Throughput {
 	if t.MedianMS <= 0 || (m.Flops <= 0 && m.Bytes <= 0 && m.Tokens <= 0) {
 		return nil
@@ -52,6 +54,9 @@ func Throughput(m result.Model, t result.Timing, gpu *result.GPU, dtype string) 
 	if m.Tokens > 0 {
 		tp.TokensPerS = m.Tokens / sec
 	}
+	if m.Flops > 0 && m.Bytes > 0 {
+		tp.ArithmeticIntensity = m.Flops / m.Bytes
+	}
 	if gpu == nil {
 		return tp
 	}
@@ -61,15 +66,70 @@ func Throughput(m result.Model, t result.Timing, gpu *result.GPU, dtype string) 
 		}
 	}
 	if tp.GBps > 0 {
-		bw, ok := gpuinfo.PeakBandwidth(gpu.Name)
-		if !ok && gpu.PeakGBps > 0 {
-			bw, ok = gpu.PeakGBps, true
-		}
-		if ok {
+		if bw, ok := bandwidth(gpu); ok {
 			tp.PctPeakBW = 100 * tp.GBps / bw
 		}
 	}
+	if roof, ok := RoofFor(gpu, dtype); ok && tp.ArithmeticIntensity > 0 {
+		tp.Bound = roof.Bound(tp.ArithmeticIntensity)
+	}
 	return tp
+}
+
+// Roof is a GPU's roofline for one dtype: the dense peak of its arithmetic
+// and the bandwidth of its memory.
+type Roof struct {
+	GPU        string  `json:"gpu"`
+	Dtype      string  `json:"dtype"`
+	PeakTFLOPS float64 `json:"peak_tflops"`
+	PeakGBps   float64 `json:"peak_gbps"`
+}
+
+// Ridge is the arithmetic intensity, in FLOP per byte, where the memory
+// roof meets the compute roof: a call below it cannot reach the compute
+// peak even at full bandwidth.
+func (r Roof) Ridge() float64 { return r.PeakTFLOPS * 1e12 / (r.PeakGBps * 1e9) }
+
+// Attainable is the most TFLOP/s a call of arithmetic intensity ai can
+// reach under the roofs: min(peak, ai x bandwidth).
+func (r Roof) Attainable(ai float64) float64 { return math.Min(r.PeakTFLOPS, ai*r.PeakGBps/1e3) }
+
+// Bound says which roof limits a call of arithmetic intensity ai:
+// result.BoundCompute at or above the ridge point, else result.BoundMemory.
+func (r Roof) Bound(ai float64) string {
+	if ai >= r.Ridge() {
+		return result.BoundCompute
+	}
+	return result.BoundMemory
+}
+
+// RoofFor returns gpu's roofline for dtype, from the peaks table (the
+// recorded peak_gbps for a GPU the table knows without a bandwidth). ok is
+// false for a GPU or dtype the table does not know, or a dtype the GPU
+// has no hardware for.
+func RoofFor(gpu *result.GPU, dtype string) (Roof, bool) {
+	if gpu == nil {
+		return Roof{}, false
+	}
+	peak, _, ok := gpuinfo.Peak(gpu.Name, dtype)
+	if !ok {
+		return Roof{}, false
+	}
+	bw, ok := bandwidth(gpu)
+	if !ok {
+		return Roof{}, false
+	}
+	d, _ := gpuinfo.CanonicalDtype(dtype)
+	return Roof{GPU: gpu.Name, Dtype: d, PeakTFLOPS: peak, PeakGBps: bw}, true
+}
+
+// bandwidth is gpu's memory bandwidth in GB/s: the peaks table's, else
+// the one recorded with the GPU.
+func bandwidth(gpu *result.GPU) (float64, bool) {
+	if bw, ok := gpuinfo.PeakBandwidth(gpu.Name); ok {
+		return bw, true
+	}
+	return gpu.PeakGBps, gpu.PeakGBps > 0
 }
 
 // Verdict compares a candidate's timing with a baseline's. speedup is

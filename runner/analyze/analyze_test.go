@@ -58,11 +58,14 @@ func TestThroughput(t *testing.T) {
 	}{
 		{"no model", result.Model{}, h100, "bf16", nil},
 		{"cpu", result.Model{Flops: 2e12, Bytes: 4e9, Tokens: 1000}, nil, "bf16",
-			&result.Throughput{TFLOPS: 1000, GBps: 2000, TokensPerS: 500000}},
+			&result.Throughput{TFLOPS: 1000, GBps: 2000, TokensPerS: 500000, ArithmeticIntensity: 500}},
 		{"h100 bf16", result.Model{Flops: 989.5e9, Bytes: 3.35e9}, h100, "bfloat16",
-			&result.Throughput{TFLOPS: 494.75, GBps: 1675, PctPeakFlops: 50, PctPeakBW: 50}},
+			&result.Throughput{TFLOPS: 494.75, GBps: 1675, PctPeakFlops: 50, PctPeakBW: 50, ArithmeticIntensity: 295.37, Bound: result.BoundCompute}},
+		// The ridge of an H100 SXM in bf16 is 989.5e12 / 3350e9 = 295.4 FLOP/B.
+		{"h100 bf16 just below the ridge", result.Model{Flops: 295e9, Bytes: 1e9}, h100, "bf16",
+			&result.Throughput{TFLOPS: 147.5, GBps: 500, PctPeakFlops: 14.906518443658413, PctPeakBW: 14.925373134328359, ArithmeticIntensity: 295, Bound: result.BoundMemory}},
 		{"unknown dtype keeps bandwidth pct", result.Model{Flops: 1e9, Bytes: 3.35e9}, h100, "complex64",
-			&result.Throughput{TFLOPS: 0.5, GBps: 1675, PctPeakBW: 50}},
+			&result.Throughput{TFLOPS: 0.5, GBps: 1675, PctPeakBW: 50, ArithmeticIntensity: 0.29850746268656714}},
 		{"gpu not in table uses its own bandwidth", result.Model{Bytes: 1e9}, unknown, "fp16",
 			&result.Throughput{GBps: 500, PctPeakBW: 100}},
 	} {
@@ -74,19 +77,47 @@ func TestThroughput(t *testing.T) {
 			if got == nil {
 				return
 			}
+			if got.Bound != c.want.Bound {
+				t.Errorf("bound = %q, want %q", got.Bound, c.want.Bound)
+			}
 			for _, f := range []struct {
 				name string
 				g, w float64
 			}{
 				{"tflops", got.TFLOPS, c.want.TFLOPS}, {"gbps", got.GBps, c.want.GBps},
 				{"tokens", got.TokensPerS, c.want.TokensPerS}, {"pct flops", got.PctPeakFlops, c.want.PctPeakFlops},
-				{"pct bw", got.PctPeakBW, c.want.PctPeakBW},
+				{"pct bw", got.PctPeakBW, c.want.PctPeakBW}, {"intensity", got.ArithmeticIntensity, c.want.ArithmeticIntensity},
 			} {
-				if math.Abs(f.g-f.w) > 1e-9*math.Max(1, f.w) {
+				if math.Abs(f.g-f.w) > 1e-4*math.Max(1, f.w) {
 					t.Errorf("%s = %v, want %v", f.name, f.g, f.w)
 				}
 			}
 		})
+	}
+	if Throughput(result.Model{Flops: 1}, result.Timing{}, nil, "") != nil {
+		t.Error("Throughput without a timing is not nil")
+	}
+}
+
+func TestRoof(t *testing.T) {
+	roof, ok := RoofFor(&result.GPU{Name: "NVIDIA H100 80GB HBM3"}, "float16")
+	if !ok || roof.PeakTFLOPS != 989.5 || roof.PeakGBps != 3350 || roof.Dtype != "fp16" {
+		t.Fatalf("RoofFor(H100, float16) = %+v, %v", roof, ok)
+	}
+	if r := roof.Ridge(); math.Abs(r-295.37) > 0.01 {
+		t.Errorf("ridge = %v FLOP/B", r)
+	}
+	if a := roof.Attainable(10); math.Abs(a-33.5) > 1e-9 {
+		t.Errorf("attainable at 10 FLOP/B = %v TFLOP/s, want 33.5", a)
+	}
+	if a := roof.Attainable(1000); a != 989.5 {
+		t.Errorf("attainable at 1000 FLOP/B = %v TFLOP/s, want the peak", a)
+	}
+	if _, ok := RoofFor(&result.GPU{Name: "NVIDIA H100 80GB HBM3"}, "complex64"); ok {
+		t.Error("a roof for an unknown dtype")
+	}
+	if _, ok := RoofFor(nil, "bf16"); ok {
+		t.Error("a roof without a GPU")
 	}
 	if Throughput(result.Model{Flops: 1}, result.Timing{}, nil, "") != nil {
 		t.Error("Throughput without a timing is not nil")
@@ -308,5 +339,43 @@ func TestComparisonsOneClock(t *testing.T) {
 	crit, _ := Criteria(&spec.Spec{Criteria: []spec.Criterion{{Speedup: "mixed", Over: "base", AtLeast: 1.5, For: "all"}}}, r)
 	if len(crit) != 1 || math.Abs(crit[0].Value-0.0078/0.0051) > 1e-12 {
 		t.Errorf("speedup criterion on mixed clocks = %+v", crit)
+	}
+}
+
+func TestExpectedOutcome(t *testing.T) {
+	crit := func(name string, passed bool, expect string) result.Criterion {
+		return result.Criterion{Name: name, Kind: "speedup", Value: 1.05, Threshold: 1.2, Passed: passed, Expect: expect}
+	}
+	for _, c := range []struct {
+		name          string
+		r             result.Results
+		expected      bool
+		worse, better int
+	}{
+		{"succeeded as declared", result.Results{Status: result.StatusSucceeded, Criteria: []result.Criterion{crit("a", true, "")}}, true, 0, 0},
+		{"a declared failure", result.Results{Status: result.StatusCriteriaFailed,
+			Criteria: []result.Criterion{crit("speedup", false, result.ExpectFail), crit("correct", true, "")}}, true, 0, 0},
+		{"a new failure beside a declared one", result.Results{Status: result.StatusCriteriaFailed,
+			Criteria: []result.Criterion{crit("speedup", false, result.ExpectFail), crit("correct", false, "")}}, false, 1, 0},
+		{"a declared failure passes", result.Results{Status: result.StatusSucceeded,
+			Criteria: []result.Criterion{crit("speedup", true, result.ExpectFail)}}, false, 0, 1},
+		{"skipped matches anything", result.Results{Status: result.StatusSucceeded,
+			Criteria: []result.Criterion{{Name: "speedup", Skipped: true, Expect: result.ExpectFail}}}, true, 0, 0},
+		{"the job failed", result.Results{Status: result.StatusFailed, Error: "pipelined crashed\nstack",
+			Criteria: []result.Criterion{crit("speedup", false, result.ExpectFail)}}, false, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := ExpectedOutcome(&c.r)
+			if o.Expected != c.expected || len(o.Worse) != c.worse || len(o.Better) != c.better {
+				t.Errorf("ExpectedOutcome = %+v", o)
+			}
+		})
+	}
+	o := ExpectedOutcome(&result.Results{Status: result.StatusCriteriaFailed, Criteria: []result.Criterion{crit("x", false, "")}})
+	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.2x)` || o.Declared {
+		t.Errorf("an undeclared file: %+v", o)
+	}
+	if o := ExpectedOutcome(&result.Results{Status: result.StatusSucceeded, Criteria: []result.Criterion{crit("x", true, result.ExpectPass)}}); !o.Declared || !o.Expected {
+		t.Errorf("a declared pass: %+v", o)
 	}
 }

@@ -94,7 +94,10 @@ func Criteria(s *spec.Spec, r *result.Results) (crit []result.Criterion, allPass
 func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	kind := c.Kind()
 	k, known := kinds[kind]
-	out := result.Criterion{Name: c.Name, Kind: kind}
+	out := result.Criterion{Name: c.Name, Kind: kind, Expect: result.ExpectPass}
+	if c.ExpectFail() {
+		out.Expect = result.ExpectFail
+	}
 	if out.Name == "" {
 		out.Name = criterionName(c)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/termsafe"
 )
@@ -174,6 +175,19 @@ func (m *mdWriter) table(r *result.Results) {
 		}
 	}
 	for _, n := range names {
+		row(n+" FLOP/B", func(c result.Case) string {
+			ir := c.Results[n]
+			if ir == nil || ir.Throughput == nil || ir.Throughput.ArithmeticIntensity <= 0 {
+				return ""
+			}
+			v := strconv.FormatFloat(ir.Throughput.ArithmeticIntensity, 'g', 3, 64)
+			if b := ir.Throughput.Bound; b != "" {
+				v += " (" + b + "-bound)"
+			}
+			return v
+		})
+	}
+	for _, n := range names {
 		row(n+" max error", func(c result.Case) string {
 			if ir := c.Results[n]; ir != nil && ir.Correctness != nil {
 				return fmtErr(ir.Correctness.MaxAbsError)
@@ -288,6 +302,13 @@ func (m *mdWriter) criteria(r *result.Results) {
 		case c.Passed:
 			mark = "✅"
 		}
+		if c.Expect == result.ExpectFail && !c.Skipped {
+			if c.Passed {
+				mark += " (declared to fail)"
+			} else {
+				mark += " (expected)"
+			}
+		}
 		line := fmt.Sprintf("- %s **%s**: %s", mark, c.Name, fmtCriterion(c))
 		if c.Skipped {
 			line = fmt.Sprintf("- %s **%s**", mark, c.Name)
@@ -300,6 +321,13 @@ func (m *mdWriter) criteria(r *result.Results) {
 	verdict := "all criteria passed"
 	if !r.Success {
 		verdict = "not successful (" + r.Status + ")"
+	}
+	if declared(r) {
+		if o := analyze.ExpectedOutcome(r); o.Expected {
+			verdict += ", as the experiment declares"
+		} else {
+			verdict += "; the experiment declares otherwise: " + strings.Join(append(o.Worse, o.Better...), "; ")
+		}
 	}
 	m.printf("\n**Outcome**: %s\n\n", verdict)
 }
@@ -528,4 +556,15 @@ func (m *mdWriter) warnings(r *result.Results) {
 		}
 		m.printf("- %s: %s\n", head, w.Message)
 	}
+}
+
+// declared reports whether r's experiment declares a criterion to fail,
+// which makes the expected outcome worth saying.
+func declared(r *result.Results) bool {
+	for _, c := range r.Criteria {
+		if c.Expect == result.ExpectFail {
+			return true
+		}
+	}
+	return false
 }

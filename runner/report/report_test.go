@@ -76,7 +76,7 @@ func seed001(t *testing.T) *result.Results {
 	nc.Converged, nc.StopReason, nc.StderrRel, nc.Samples, nc.TotalS = false, "max_time", 0.0071, 118, 15
 	r.Comparisons = analyze.Comparisons(r, 1.02)
 	s := &spec.Spec{Criteria: []spec.Criterion{
-		{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2},
+		{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2, Expect: "fail"},
 		{MaxError: "all", Below: 1e-2},
 	}}
 	r.Criteria, r.Success = analyze.Criteria(s, r)
@@ -312,5 +312,27 @@ func TestReportsDropControlSequences(t *testing.T) {
 		if strings.ContainsAny(b.String(), "\x1b\x07\r") || !strings.Contains(b.String(), "boom red") {
 			t.Errorf("%s keeps control sequences or lost the text: %q", name, b.String())
 		}
+	}
+}
+
+// A work model with FLOPs and bytes gives the arithmetic intensity, and on
+// a GPU the peaks table knows, the side of the ridge point.
+func TestMarkdownBoundRow(t *testing.T) {
+	tm := timed(0.5)
+	gpu := &result.GPU{Name: "NVIDIA H100 80GB HBM3"}
+	r := &result.Results{Status: result.StatusSucceeded, Mode: "gpu", Implementations: []string{"a"}, Baseline: "a",
+		Env: result.Env{GPUs: []result.GPU{*gpu}},
+		Cases: []result.Case{
+			{Label: "N=1", Results: map[string]*result.ImplResult{"a": {Status: result.ImplOK, Timing: tm,
+				Throughput: analyze.Throughput(result.Model{Flops: 1e9, Bytes: 1e8}, *tm, gpu, "bf16")}}},
+			{Label: "N=2", Results: map[string]*result.ImplResult{"a": {Status: result.ImplOK, Timing: tm,
+				Throughput: analyze.Throughput(result.Model{Flops: 1e12, Bytes: 1e8}, *tm, gpu, "bf16")}}},
+		}}
+	var md bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| a FLOP/B | 10 (memory-bound) | 1e+04 (compute-bound) |"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
 	}
 }

@@ -110,6 +110,9 @@ func Text(w io.Writer, r *result.Results) error {
 			case c.Passed:
 				mark = "PASS"
 			}
+			if c.Expect == result.ExpectFail && !c.Skipped {
+				mark += " (declared: fail)"
+			}
 			line := fmt.Sprintf("  %s  %s: %s", mark, c.Name, fmtCriterion(c))
 			if c.Skipped {
 				line = fmt.Sprintf("  %s  %s", mark, c.Name)

@@ -317,7 +317,15 @@ type Timing struct {
 	// figures above come from the kernel clock.
 	Events *ClockSummary  `json:"events,omitempty"`
 	Kernel *KernelSummary `json:"kernel,omitempty"`
+	// KeptSamplesMS are at most KeptSamples of the samples the figures
+	// above summarise, evenly spaced in the order they were taken (all of
+	// them when there are fewer): enough for a rank test of one run
+	// against another (xrun regress), at a fixed cost in the file.
+	KeptSamplesMS []float64 `json:"kept_samples_ms,omitempty"`
 }
+
+// KeptSamples is the most samples a Timing keeps in KeptSamplesMS.
+const KeptSamples = 64
 
 // ClockOf returns the clock t's figures come from in a run of mode ("gpu"
 // or "cpu"), also for files written before Timing.Clock existed.
@@ -401,7 +409,21 @@ type Throughput struct {
 	PctPeakFlops float64 `json:"pct_peak_flops,omitempty"`
 	PctPeakBW    float64 `json:"pct_peak_bw,omitempty"`
 	TokensPerS   float64 `json:"tokens_per_s,omitempty"`
+	// ArithmeticIntensity is the work model's FLOPs per byte of device
+	// memory traffic (both models needed).
+	ArithmeticIntensity float64 `json:"arithmetic_intensity,omitempty"`
+	// Bound is where the work model puts the call on the GPU's roofline:
+	// BoundCompute when its arithmetic intensity is at or above the ridge
+	// point (the dense peak for its dtype over the memory bandwidth),
+	// else BoundMemory; empty without both models or a known GPU.
+	Bound string `json:"bound,omitempty"`
 }
+
+// Roofline sides a call can be on (Throughput.Bound).
+const (
+	BoundCompute = "compute"
+	BoundMemory  = "memory"
+)
 
 // Comparison is a candidate's speed relative to a baseline on one case.
 type Comparison struct {
@@ -424,7 +446,18 @@ type Criterion struct {
 	// implementations on a CPU run): it is neither passed nor failed.
 	Skipped bool   `json:"skipped,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Expect is the outcome the experiment declares for the criterion:
+	// ExpectFail for a hypothesis its published results refute,
+	// ExpectPass otherwise. Files written before declarations leave it
+	// out (nothing is declared).
+	Expect string `json:"expect,omitempty"`
 }
+
+// Declared outcomes of a criterion (Criterion.Expect).
+const (
+	ExpectPass = "pass"
+	ExpectFail = "fail"
+)
 
 // Warning is something that makes a figure less trustworthy.
 type Warning struct {

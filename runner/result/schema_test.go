@@ -56,7 +56,8 @@ func full() *Results {
 		Cover: "hold", Discarded: 12, Clocks: clocks, Clock: ClockKernel, ClockNote: "the events read 2.4 us more",
 		Events: &ClockSummary{MedianMS: 5.647, MinMS: 5.602, Q1MS: 5.632, Q3MS: 5.662, StderrRel: 0.0013, Samples: 400},
 		Kernel: &KernelSummary{ClockSummary: ClockSummary{MedianMS: 5.644, MinMS: 5.599, Q1MS: 5.629, Q3MS: 5.659, StderrRel: 0.0012, Samples: 400},
-			BusyMedianMS: 5.62, Kernels: 2, LaunchMS: 0.00098}}
+			BusyMedianMS: 5.62, Kernels: 2, LaunchMS: 0.00098},
+		KeptSamplesMS: []float64{5.64, 5.65, 5.63}}
 	return &Results{
 		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
 		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",
@@ -81,15 +82,16 @@ func full() *Results {
 					MaxRelError: 0.02, RMSRelError: 0.003, MismatchFraction: 0.001, NaNMismatches: 1, InfMismatches: 2,
 					InputsModified: true, Replayed: true, Tolerance: Tolerance{Atol: 1e-2, Rtol: 1e-2}, Dtype: "bfloat16",
 					Reason: "inputs modified"},
-				Timing:     timing,
-				Throughput: &Throughput{TFLOPS: 1.52, GBps: 21.3, PctPeakFlops: 0.15, PctPeakBW: 0.6, TokensPerS: 725602},
-				Model:      &Model{Flops: 8.6e9, Bytes: 1.3e8, Tokens: 4096},
-				Metrics:    map[string]float64{"ctas": 512},
+				Timing: timing,
+				Throughput: &Throughput{TFLOPS: 1.52, GBps: 21.3, PctPeakFlops: 0.15, PctPeakBW: 0.6, TokensPerS: 725602,
+					ArithmeticIntensity: 71.7, Bound: BoundMemory},
+				Model:   &Model{Flops: 8.6e9, Bytes: 1.3e8, Tokens: 4096},
+				Metrics: map[string]float64{"ctas": 512},
 			}}}},
 		Comparisons: []Comparison{{A: "pipelined", B: "baseline", Params: map[string]any{"T": 1024}, Label: "T=1024",
 			Speedup: 0.274, Verdict: VerdictSlow}},
 		Criteria: []Criterion{{Name: "pipelined >= 1.2x over baseline at every case", Kind: "speedup", Value: 0.274,
-			Threshold: 1.2, Passed: true, Skipped: true, Detail: "fails at T=1024"}},
+			Threshold: 1.2, Passed: true, Skipped: true, Detail: "fails at T=1024", Expect: ExpectFail}},
 		Success:  true,
 		Warnings: []Warning{{Kind: "throttled", Implementation: "pipelined", Label: "T=1024", Message: "GPU 0 was throttled"}},
 		Profiles: []Profile{{Implementation: "pipelined", Cases: []string{"T=1024"}, Report: "profile/pipelined.ncu-rep",
@@ -206,6 +208,11 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown field", func(m map[string]any) { m["speed"] = 1 }},
 		{"bad created_at", func(m map[string]any) { m["created_at"] = "yesterday" }},
 		{"bad mode", func(m map[string]any) { m["mode"] = "tpu" }},
+		{"bad bound", func(m map[string]any) {
+			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
+			res["pipelined"].(map[string]any)["throughput"].(map[string]any)["bound"] = "latency"
+		}},
+		{"bad expect", func(m map[string]any) { m["criteria"].([]any)[0].(map[string]any)["expect"] = "failed" }},
 		{"bad verdict", func(m map[string]any) {
 			m["comparisons"].([]any)[0].(map[string]any)["verdict"] = "FASTER"
 		}},

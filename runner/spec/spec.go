@@ -272,6 +272,12 @@ func (m Method) Rest() float64 {
 //	{max_error: all, below: 1e-2}
 //	{correct: all}
 //	{time: fused, below_ms: 2.5, for: all}
+//
+// Any of them may add expect: fail, the experiment's published outcome
+// for a hypothesis its results refute (039's 1.2x speedup): the job's
+// status stays criteria_failed, and xrun results --expected and the
+// nightly (docs/regressions.md) take that failure as the expected outcome,
+// reporting the criterion passing as a changed outcome instead.
 type Criterion struct {
 	Name string `yaml:"name"`
 
@@ -291,6 +297,10 @@ type Criterion struct {
 	// "any", or "median" (the median over cases).
 	For string `yaml:"for" want:"all, any or median"`
 
+	// Expect is the outcome the experiment declares for the criterion:
+	// "pass" (default) or "fail" (ExpectValues).
+	Expect string `yaml:"expect" want:"pass or fail"`
+
 	// Line is where the criterion was written, for messages.
 	Line int `yaml:"-"`
 }
@@ -304,6 +314,9 @@ var criterionKeys = map[string][]string{
 	"correct":   {"correct"},
 	"time":      {"time", "below_ms"},
 }
+
+// ExpectFail reports whether the criterion is declared to fail.
+func (c Criterion) ExpectFail() bool { return c.Expect == "fail" }
 
 // Kind names the kind of criterion.
 func (c Criterion) Kind() string {

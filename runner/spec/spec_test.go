@@ -29,8 +29,8 @@ benchmark:
   cpu_sweep: {T: [64]}
   cpu_params: {B: 1, H: 2}
 criteria:
-  - {speedup: pipelined, over: baseline, at_least: 1.2, for: all}
-  - {max_error: all, below: 1e-2}
+  - {speedup: pipelined, over: baseline, at_least: 1.2, for: all, expect: fail}
+  - {max_error: all, below: 1e-2, expect: pass}
 `
 
 func TestParseFull(t *testing.T) {
@@ -76,6 +76,9 @@ func TestParseFull(t *testing.T) {
 	if s.Benchmark.Tolerance.Atol != 1e-2 {
 		t.Errorf("tolerance 1e-2 (no dot) must read as a number: %+v", s.Benchmark.Tolerance)
 	}
+	if !s.Criteria[0].ExpectFail() || s.Criteria[1].ExpectFail() {
+		t.Errorf("expect: %+v", s.Criteria)
+	}
 	if s.Criteria[1].Line != 22 || s.Criteria[0].Kind() != "speedup" {
 		t.Errorf("criteria: %+v", s.Criteria)
 	}
@@ -105,6 +108,8 @@ func TestParseErrors(t *testing.T) {
 		{"criterion unknown impl", base + "criteria:\n  - {speedup: b, over: a, at_least: 1.2}\n", []string{"xrun.yaml:7: criteria[0].speedup: \"b\" is not an implementation; known: a"}},
 		{"criterion two kinds", base + "criteria:\n  - {speedup: a, max_error: a, over: a, at_least: 1}\n", []string{"give exactly one of"}},
 		{"criterion bad for", base + "criteria:\n  - {correct: all, for: most}\n", []string{"criteria[0].for: \"most\" is not allowed; use one of all, any, median"}},
+		{"criterion bad expect", base + "criteria:\n  - {correct: all,\n     expect: failed}\n", []string{"xrun.yaml:8: criteria[0].expect: \"failed\" is not allowed; use pass (the default) or fail"}},
+		{"criterion expect not a string", base + "criteria:\n  - {correct: all, expect: [fail]}\n", []string{"xrun.yaml:7: criteria[0].expect: found a list; write pass or fail"}},
 		{"criterion no threshold", base + "criteria:\n  - {max_error: all}\n", []string{"criteria[0].below: must be > 0"}},
 		{"bad baseline", base + "  baseline: z\n", []string{"benchmark.baseline: \"z\" is not an implementation"}},
 		{"bad env", base + "env: [\"A-B\"]\n", []string{"env[0]: \"A-B\" is not a variable name"}},

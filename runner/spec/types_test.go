@@ -116,6 +116,7 @@ func typeCases() []typeCase {
 		crit2(crit(".time", "{time: [a], below_ms: 1}", `found a list; write an implementation name`)),
 		crit2(crit(".below_ms", "{time: a, below_ms: 2ms}", `found "2ms"; write a number`)),
 		crit2(crit(".for", "{correct: all, for: [all]}", `found a list; write all, any or median`)),
+		crit2(crit(".expect", "{correct: all, expect: [fail]}", `found a list; write pass or fail`)),
 	}
 }
 

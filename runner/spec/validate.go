@@ -33,6 +33,9 @@ const MaxCases = 10000
 // ForValues are the allowed values of a criterion's "for".
 var ForValues = []string{"all", "any", "median"}
 
+// ExpectValues are the allowed values of a criterion's "expect".
+var ExpectValues = []string{"pass", "fail"}
+
 func validate(s *Spec, file string, lines map[string]int) Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
@@ -79,6 +82,9 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 		checkCriterionKeys(key, c.Kind(), lines, bad)
 		if c.For != "" && !contains(ForValues, c.For) {
 			bad(key+".for", "%q is not allowed; use one of %s", c.For, strings.Join(ForValues, ", "))
+		}
+		if c.Expect != "" && !contains(ExpectValues, c.Expect) {
+			bad(key+".expect", "%q is not allowed; use pass (the default) or fail (the experiment's published outcome is that this criterion fails)", c.Expect)
 		}
 		checkImpl := func(k, name string, allowAll bool) {
 			if allowAll && name == "all" {
@@ -130,7 +136,7 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 func checkCriterionKeys(key, kind string, lines map[string]int, bad func(key, format string, args ...any)) {
 	var allowed []string
 	for _, k := range yamlKeys(reflect.TypeOf(Criterion{})) {
-		if k == "name" || k == "for" || contains(criterionKeys[kind], k) {
+		if k == "name" || k == "for" || k == "expect" || contains(criterionKeys[kind], k) {
 			allowed = append(allowed, k)
 		}
 	}

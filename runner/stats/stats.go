@@ -36,7 +36,8 @@ const z = 1.959963984540054
 // Summarize fills every result.Timing field it can from samples (ms): median,
 // mean, min, max, q1, q3, p20, p80 (linear interpolation between order
 // statistics, numpy's default), stdev (sample, n-1), stderr_rel (standard
-// error of the median / median, see the package comment) and samples. It
+// error of the median / median, see the package comment), samples, and the
+// kept samples (Keep, in the order given). It
 // leaves Converged, StopReason, Rounds and TotalS alone. With no samples it
 // returns a zero Timing; with one, stdev and stderr_rel are 0.
 func Summarize(samples []float64) result.Timing {
@@ -62,8 +63,32 @@ func Summarize(samples []float64) result.Timing {
 		StdevMS:   stdev(x, mean),
 		StderrRel: relMedianSE(x),
 		Samples:   n,
+		// Kept in the order taken, not sorted: a systematic sample of the
+		// run, which a rank test against another run can use.
+		KeptSamplesMS: Keep(samples, result.KeptSamples),
 	}
 	return t
+}
+
+// Keep returns at most k of samples, evenly spaced over their order (the
+// first and the last among them), or a copy of all of them when there are
+// no more than k.
+func Keep(samples []float64, k int) []float64 {
+	n := len(samples)
+	if n <= k {
+		return slices.Clone(samples)
+	}
+	if k <= 0 {
+		return nil
+	}
+	if k == 1 {
+		return []float64{samples[0]}
+	}
+	out := make([]float64, k)
+	for i := range out {
+		out[i] = samples[i*(n-1)/(k-1)]
+	}
+	return out
 }
 
 // Quantile returns the p-quantile (0 <= p <= 1) of sorted samples with linear

@@ -3,6 +3,8 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,8 +47,31 @@ func TestSummarizeKnownValues(t *testing.T) {
 	}
 }
 
+func TestKeep(t *testing.T) {
+	x := make([]float64, 1000)
+	for i := range x {
+		x[i] = float64(i)
+	}
+	kept := Keep(x, 64)
+	if len(kept) != 64 || kept[0] != 0 || kept[63] != 999 || !slices.IsSorted(kept) {
+		t.Errorf("Keep(1000 rising, 64) = %v", kept)
+	}
+	for i := 1; i < len(kept); i++ {
+		if d := kept[i] - kept[i-1]; d < 15 || d > 16 {
+			t.Fatalf("Keep spaced %v and %v unevenly", kept[i-1], kept[i])
+		}
+	}
+	short := []float64{3, 1, 2}
+	if got := Keep(short, 64); !slices.Equal(got, short) || &got[0] == &short[0] {
+		t.Errorf("Keep of 3 samples = %v, want a copy of all in order", got)
+	}
+	if got := Summarize(x).KeptSamplesMS; !slices.Equal(got, kept) {
+		t.Errorf("Summarize kept %v", got)
+	}
+}
+
 func TestSummarizeSmall(t *testing.T) {
-	if got := Summarize(nil); got != (result.Timing{}) {
+	if got := Summarize(nil); !reflect.DeepEqual(got, result.Timing{}) {
 		t.Errorf("Summarize(nil) = %+v, want zero", got)
 	}
 	one := Summarize([]float64{2.5})

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/regress/summary"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// timedResults is a run of one case and one implementation whose median
+// is ms, with a declared-to-fail criterion that fails.
+func timedResults(t *testing.T, ms float64, at time.Time) string {
+	t.Helper()
+	r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: "my-kernel", Status: result.StatusCriteriaFailed,
+		CreatedAt: at, Mode: "gpu", Implementations: []string{"blocked"}, Baseline: "blocked",
+		Env: result.Env{Host: "fakehost", Driver: "580.1", CUDARuntime: "13.0", Torch: "2.11.0",
+			GPUs: []result.GPU{{Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1"}}},
+		Cases: []result.Case{{Params: map[string]any{"N": 64}, Label: "N=64", Results: map[string]*result.ImplResult{
+			"blocked": {Status: result.ImplOK, Timing: &result.Timing{MedianMS: ms, Q1MS: ms * 0.99, Q3MS: ms * 1.01,
+				Samples: 50, Converged: true, Clock: result.ClockEvents, KeptSamplesMS: []float64{ms * 0.99, ms, ms * 1.01, ms}}}}}},
+		Criteria: []result.Criterion{{Name: "blocked under 1 us", Kind: "time", Value: ms, Threshold: 0.001, Expect: result.ExpectFail}}}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// Twelve runs of one speed, then a slower one: regress says suspect and
+// exits 0; --confirm reruns it on the same GPU with the job's own options,
+// the rerun confirms it, regress exits 5 and writes the alert. Every
+// finished job joined the history on its own.
+func TestRegressConfirmsByRerun(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.setenv(map[string]string{gpus.FakeEnv: "4", "SLOWDOWN": "1"})
+	var ms atomic.Value
+	ms.Store(1.0)
+	var runs atomic.Int64
+	start := time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)
+	ta.fake.behave = func(s engine.ContainerSpec) fakeRun {
+		n := runs.Add(1)
+		return fakeRun{files: map[string]string{"results.json": timedResults(t, ms.Load().(float64), start.Add(time.Duration(n)*time.Hour))}}
+	}
+	ctx := context.Background()
+	submit := func() {
+		t.Helper()
+		if code := ta.run(ctx, "submit", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", dir); code != ExitCriteriaFailed {
+			t.Fatalf("submit: exit %d: %s", code, ta.err)
+		}
+	}
+	for i := 0; i < 12; i++ {
+		ms.Store(1.0 + 0.002*float64(i%3))
+		submit()
+	}
+	h, err := ta.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runsIn, _ := h.Runs("my-kernel")
+	if len(runsIn) != 12 {
+		t.Fatalf("%d runs in the history after 12 jobs", len(runsIn))
+	}
+	if code := ta.run(ctx, "regress"); code != 0 || !strings.Contains(ta.out.String(), "0 regressed, 0 improved, 0 suspect, 1 stable") {
+		t.Fatalf("regress of the 12th run: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if !strings.Contains(ta.out.String(), "as the experiment declares") {
+		t.Errorf("the declared failure is not the expected outcome:\n%s", ta.out)
+	}
+	ms.Store(1.15)
+	submit()
+	st, _ := ta.Store()
+	list, _ := st.List()
+	slow := list[0] // newest first
+	if slow.Submit == nil || strings.Join(slow.Submit.Env, ",") != "SLOWDOWN" || slow.GPUs != "2" {
+		t.Fatalf("the job record lacks what a rerun repeats: %+v %+v", slow, slow.Submit)
+	}
+	if code := ta.run(ctx, "regress", slow.ID); code != 0 || !strings.Contains(ta.out.String(), "suspect (slower)") ||
+		!strings.Contains(ta.out.String(), "xrun regress --confirm "+slow.ID) {
+		t.Fatalf("regress of the slow run: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	alert := filepath.Join(t.TempDir(), "alert.json")
+	code := ta.run(ctx, "regress", "--confirm", "--json", "--alert", alert, slow.ID)
+	if code != ExitRegressed {
+		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, ExitRegressed, ta.out, ta.err)
+	}
+	var rep summary.Report
+	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Runs[0]
+	if rep.Regressed != 1 || run.Rerun == "" || run.Points[0].Verdict.ConfirmedBy != run.Rerun || run.Counts["regressed"] != 1 || run.Total != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	// The rerun ran on the same GPU, with the same options.
+	var rerun *fakeContainer
+	for _, c := range ta.fake.containers {
+		if c.c.Labels["dev.xrun.job"] == run.Rerun {
+			rerun = c
+		}
+	}
+	if rerun == nil || strings.Join(rerun.spec.GPUs.IDs, ",") != "2" || rerun.c.Labels["team"] != "kernels" ||
+		!strings.Contains(strings.Join(rerun.spec.Env, " "), "SLOWDOWN=1") {
+		t.Errorf("rerun container: %+v", rerun)
+	}
+	data, err := os.ReadFile(alert)
+	if err != nil || !strings.Contains(string(data), `"confirmed_by": "`+run.Rerun+`"`) {
+		t.Errorf("alert (%v): %s", err, data)
+	}
+	// Accepted, the change starts a new baseline.
+	if code := ta.run(ctx, "history", "accept", "--note", "meant", slow.ID); code != 0 {
+		t.Fatalf("accept: exit %d: %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "regress", run.Rerun); code != 0 || !strings.Contains(ta.out.String(), "1 insufficient") {
+		t.Errorf("after the change point: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "history", "--csv", "my-kernel"); code != 0 || strings.Count(ta.out.String(), "\n") != 15 {
+		t.Errorf("history --csv: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+}
+
+// A results.json path works where a job does: results --csv, --plot and
+// --expected, and the history imports it for regress.
+func TestResultsOfAFile(t *testing.T) {
+	ta := newTestApp(t)
+	path := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(path, []byte(timedResults(t, 1, time.Now())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if code := ta.run(ctx, "results", "--csv", path); code != ExitCriteriaFailed || !strings.HasPrefix(ta.out.String(), "experiment,job_id,date,") {
+		t.Errorf("results --csv: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "results", "--expected", path); code != 0 || !strings.Contains(ta.err.String(), "as the experiment declares") {
+		t.Errorf("results --expected: exit %d\n%s", code, ta.err)
+	}
+	figs := filepath.Join(t.TempDir(), "figs")
+	if code := ta.run(ctx, "results", "--markdown", "--plot", figs, path); code != ExitCriteriaFailed || !strings.Contains(ta.out.String(), "## Figures") {
+		t.Errorf("results --plot: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	for _, f := range []string{"time.png", "time.svg", "roofline.png"} {
+		if _, err := os.Stat(filepath.Join(figs, f)); err != nil && f != "roofline.png" {
+			t.Error(err)
+		}
+	}
+	if code := ta.run(ctx, "regress", path); code != 0 || !strings.Contains(ta.out.String(), "1 insufficient") {
+		t.Errorf("regress of a file: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	h, _ := ta.History()
+	if pts, _ := h.Points(history.Filter{Experiment: "my-kernel"}); len(pts) != 1 {
+		t.Errorf("the file's run is not in the history: %+v", pts)
+	}
+	if code := ta.run(ctx, "history", "nosuch"); code != ExitUsage {
+		t.Errorf("history of an unknown experiment: exit %d", code)
+	}
+	if code := ta.run(ctx, "regress", "--env", "X", path); code != ExitUsage {
+		t.Errorf("--env without --confirm: exit %d", code)
+	}
+}

@@ -1,0 +1,306 @@
+// Package flat turns results.json into flat rows, one per implementation
+// and case, and writes them as CSV that pandas, Weights & Biases and MLflow
+// read as they are (one header line, one column per parameter). It is the
+// one flattening of results: xrun results --csv, xrun history --csv and the
+// history's import all use it.
+package flat
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// Row is one implementation at one case of one run.
+type Row struct {
+	Experiment string         `json:"experiment"`
+	JobID      string         `json:"job_id"`
+	Date       time.Time      `json:"date"`
+	Status     string         `json:"status"` // the job's
+	Mode       string         `json:"mode"`
+	Host       string         `json:"host"`
+	GPU        string         `json:"gpu"` // the model, "cpu: <model>" on a CPU run
+	GPUUUID    string         `json:"gpu_uuid,omitempty"`
+	Driver     string         `json:"driver,omitempty"`
+	CUDA       string         `json:"cuda,omitempty"`
+	Torch      string         `json:"torch,omitempty"`
+	Commit     string         `json:"commit,omitempty"`
+	Case       string         `json:"case"`
+	Params     map[string]any `json:"params"`
+	// Implementation and its outcome on the case: ImplStatus is
+	// result.ImplOK, ImplWrong, ...; Error says why it did not run.
+	Implementation string  `json:"implementation"`
+	ImplStatus     string  `json:"impl_status"`
+	Error          string  `json:"error,omitempty"`
+	MedianMS       float64 `json:"median_ms,omitempty"`
+	Q1MS           float64 `json:"q1_ms,omitempty"`
+	Q3MS           float64 `json:"q3_ms,omitempty"`
+	Clock          string  `json:"clock,omitempty"`
+	Samples        int     `json:"samples,omitempty"`
+	Converged      bool    `json:"converged"`
+	// Throttled says a throttled warning covers this timing (its own, or
+	// the GPU's over the run).
+	Throttled    bool    `json:"throttled,omitempty"`
+	TFLOPS       float64 `json:"tflops,omitempty"`
+	GBps         float64 `json:"gbps,omitempty"`
+	PctPeakFlops float64 `json:"pct_peak_flops,omitempty"`
+	PctPeakBW    float64 `json:"pct_peak_bw,omitempty"`
+	Intensity    float64 `json:"arithmetic_intensity,omitempty"`
+	Bound        string  `json:"bound,omitempty"`
+	// Speedup and Verdict are over the run's baseline (empty for the
+	// baseline itself and the reference).
+	Speedup float64 `json:"speedup,omitempty"`
+	Verdict string  `json:"verdict,omitempty"`
+	// Regress is the regression rule's status of the row in its series
+	// (history rows only).
+	Regress string `json:"regress,omitempty"`
+
+	// Stack and ClockPolicy identify the software and clock settings the
+	// run had, for the history's series key; KeptSamples are the timing's
+	// kept samples. None is written to CSV.
+	Stack       string    `json:"-"`
+	ClockPolicy string    `json:"-"`
+	KeptSamples []float64 `json:"-"`
+}
+
+// Rows flattens r: for every case, each implementation with a result
+// (the reference last), skipped ones left out.
+func Rows(r *result.Results) []Row {
+	var rows []Row
+	gpu, uuid := GPUOf(r)
+	throttledRun := false
+	throttled := map[[2]string]bool{}
+	for _, w := range r.Warnings {
+		if w.Kind != analyze.WarnThrottled {
+			continue
+		}
+		if w.Implementation == "" && w.Label == "" {
+			throttledRun = true
+		}
+		throttled[[2]string{w.Implementation, w.Label}] = true
+	}
+	for _, c := range r.Cases {
+		label := analyze.CaseLabel(c)
+		for _, name := range implOrder(r, c) {
+			ir := c.Results[name]
+			if ir == nil || ir.Status == result.ImplSkipped {
+				continue
+			}
+			row := Row{
+				Experiment: r.Experiment, JobID: r.JobID, Date: r.CreatedAt.UTC(), Status: r.Status, Mode: r.Mode,
+				Host: r.Env.Host, GPU: gpu, GPUUUID: uuid, Driver: r.Env.Driver, CUDA: r.Env.CUDARuntime, Torch: r.Env.Torch,
+				Commit: r.Env.GitCommit, Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status,
+				Error: firstLine(ir.Error), Stack: StackOf(r), ClockPolicy: ClockPolicyOf(r),
+			}
+			if t := ir.Timing; t != nil && t.MedianMS > 0 {
+				row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
+				row.Clock, row.Samples, row.Converged = t.ClockOf(r.Mode), t.Samples, t.Converged
+				row.KeptSamples = t.KeptSamplesMS
+				row.Throttled = throttledRun || throttled[[2]string{name, label}]
+			}
+			if tp := ir.Throughput; tp != nil {
+				row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
+				row.Intensity, row.Bound = tp.ArithmeticIntensity, tp.Bound
+			}
+			for _, cmp := range r.Comparisons {
+				if cmp.A == name && cmp.B == r.Baseline && cmp.Label == label {
+					row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// implOrder is the run's implementations in spec order, then any others
+// the case has (sorted), then the reference.
+func implOrder(r *result.Results, c result.Case) []string {
+	var out []string
+	seen := map[string]bool{"reference": true}
+	for _, n := range r.Implementations {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	var rest []string
+	for n := range c.Results {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	out = append(out, rest...)
+	if _, ok := c.Results["reference"]; ok {
+		out = append(out, "reference")
+	}
+	return out
+}
+
+// GPUOf names the kind of device a run timed on: the GPU's model ("2x
+// NVIDIA H100 80GB HBM3" for several of one model), or "cpu: <model>"
+// without one; and the UUIDs of its GPUs.
+func GPUOf(r *result.Results) (model, uuids string) {
+	if len(r.Env.GPUs) == 0 {
+		if r.Env.CPU != "" {
+			return "cpu: " + r.Env.CPU, ""
+		}
+		return "cpu", ""
+	}
+	var names, ids []string
+	for _, g := range r.Env.GPUs {
+		names = append(names, g.Name)
+		if g.UUID != "" {
+			ids = append(ids, g.UUID)
+		}
+	}
+	model = names[0]
+	if len(names) > 1 {
+		if slices.Equal(slices.Compact(slices.Clone(names)), names[:1]) {
+			model = fmt.Sprintf("%dx %s", len(names), names[0])
+		} else {
+			model = strings.Join(names, " + ")
+		}
+	}
+	return model, strings.Join(ids, ",")
+}
+
+// StackOf is the software a run's base image brought that bears on its
+// timings: the Python, PyTorch, Triton and NumPy versions. results.json
+// names the job's image, whose tag changes with the runner, not the base.
+func StackOf(r *result.Results) string {
+	var parts []string
+	for _, p := range [][2]string{{"python", r.Env.Python}, {"torch", r.Env.Torch}, {"triton", r.Env.Triton}, {"numpy", r.Env.Numpy}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ClockPolicyOf is what the host let the GPUs' clocks do during the run,
+// as the runner read it before timing: the highest SM clock allowed and
+// the power limit ("max 1980 MHz, 700 W"), so that a host whose clocks were
+// capped or locked lower is another kind of machine. Empty on a CPU run.
+func ClockPolicyOf(r *result.Results) string {
+	var parts []string
+	for _, g := range r.Env.GPUs {
+		if g.Before == nil {
+			continue
+		}
+		var p []string
+		if g.Before.MaxSMClockMHz > 0 {
+			p = append(p, "max "+strconv.Itoa(g.Before.MaxSMClockMHz)+" MHz")
+		}
+		if g.Before.PowerLimitW > 0 {
+			p = append(p, strconv.FormatFloat(g.Before.PowerLimitW, 'f', -1, 64)+" W")
+		}
+		if s := strings.Join(p, ", "); s != "" && !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Major is the part of a version before its first dot: "580" of
+// "580.159.04", "12" of "12.4".
+func Major(version string) string {
+	v, _, _ := strings.Cut(version, ".")
+	return v
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// columns before the parameters, and after them.
+var (
+	headColumns = []string{"experiment", "job_id", "date", "status", "host", "gpu", "gpu_uuid", "driver", "cuda", "torch", "commit", "case"}
+	tailColumns = []string{"implementation", "impl_status", "median_ms", "q1_ms", "q3_ms", "clock", "samples", "converged", "throttled",
+		"tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "regress", "error"}
+)
+
+// paramColumn is the column of parameter k: "param_" and the name, with
+// anything but letters, digits and _ made _, so it is also a valid Python
+// and SQL identifier.
+func paramColumn(k string) string { return "param_" + notIdent.ReplaceAllString(k, "_") }
+
+var notIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// WriteCSV writes rows with a header: the run's columns, one param_<name>
+// column per parameter any row has (sorted; empty where a row lacks it),
+// then the implementation's figures. Numbers are written in full
+// precision, dates in RFC 3339, booleans as true/false; a missing figure
+// is an empty cell.
+func WriteCSV(w io.Writer, rows []Row) error {
+	var keys []string
+	for _, r := range rows {
+		for k := range r.Params {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	cw := csv.NewWriter(w)
+	head := slices.Clone(headColumns)
+	for _, k := range keys {
+		head = append(head, paramColumn(k))
+	}
+	head = append(head, tailColumns...)
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	num := func(v float64) string {
+		if v == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	for _, r := range rows {
+		rec := []string{r.Experiment, r.JobID, r.Date.UTC().Format(time.RFC3339), r.Status, r.Host, r.GPU, r.GPUUUID,
+			r.Driver, r.CUDA, r.Torch, r.Commit, r.Case}
+		for _, k := range keys {
+			v, ok := r.Params[k]
+			if !ok {
+				rec = append(rec, "")
+				continue
+			}
+			rec = append(rec, spec.FormatValue(v))
+		}
+		samples := ""
+		if r.Samples > 0 {
+			samples = strconv.Itoa(r.Samples)
+		}
+		timed := r.MedianMS > 0
+		rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
+			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
+			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Error)
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("write csv: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}
+
+func boolCell(v, known bool) string {
+	if !known {
+		return ""
+	}
+	return strconv.FormatBool(v)
+}

@@ -1,0 +1,105 @@
+package flat
+
+import (
+	"bytes"
+	"encoding/csv"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// committed is the H100 run of 039 committed with the experiment.
+func committed(t *testing.T) *result.Results {
+	t.Helper()
+	r, err := result.ReadFile(filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRowsOfACommittedRun(t *testing.T) {
+	r := committed(t)
+	rows := Rows(r)
+	// 7 cases x (baseline, pipelined, compiler_pipelined, reference); the
+	// CPU-only recurrent check is skipped on a GPU and left out.
+	if len(rows) != 28 {
+		t.Fatalf("%d rows, want 28", len(rows))
+	}
+	first := rows[0]
+	if first.Implementation != "baseline" || first.Case != "chunk=64 T=256" || first.GPU != "NVIDIA H100 80GB HBM3" ||
+		first.MedianMS <= 0 || first.TFLOPS <= 0 || first.Driver != "580.159.04" || first.Speedup != 0 {
+		t.Errorf("first row %+v", first)
+	}
+	if rows[1].Implementation != "pipelined" || rows[1].Speedup <= 0 || rows[1].Verdict == "" {
+		t.Errorf("second row %+v", rows[1])
+	}
+	if rows[3].Implementation != "reference" {
+		t.Errorf("the reference comes last in a case: %+v", rows[3])
+	}
+	if StackOf(r) == "" || !strings.Contains(StackOf(r), "torch ") || ClockPolicyOf(r) != "max 1980 MHz, 700 W" {
+		t.Errorf("stack %q, clock policy %q", StackOf(r), ClockPolicyOf(r))
+	}
+}
+
+func TestWriteCSV(t *testing.T) {
+	rows := Rows(committed(t))
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := recs[0]
+	for _, col := range []string{"experiment", "param_T", "param_chunk", "param_dtype", "implementation", "median_ms", "q1_ms", "q3_ms",
+		"tflops", "gbps", "pct_peak_flops", "bound", "gpu", "driver", "commit", "date"} {
+		if !slices.Contains(head, col) {
+			t.Errorf("header lacks %s: %v", col, head)
+		}
+	}
+	if len(recs) != len(rows)+1 {
+		t.Fatalf("%d records for %d rows", len(recs), len(rows))
+	}
+	for _, rec := range recs {
+		if len(rec) != len(head) {
+			t.Fatalf("a record of %d fields under %d columns", len(rec), len(head))
+		}
+	}
+	at := func(rec []string, col string) string { return rec[slices.Index(head, col)] }
+	if at(recs[1], "param_T") != "256" || at(recs[1], "param_dtype") != "float16" || at(recs[1], "date") != "2026-11-22T"+at(recs[1], "date")[11:] {
+		t.Errorf("first record %v", recs[1])
+	}
+	if at(recs[1], "converged") != "true" || at(recs[1], "speedup") != "" {
+		t.Errorf("first record's converged %q, speedup %q", at(recs[1], "converged"), at(recs[1], "speedup"))
+	}
+}
+
+func TestParamColumnsAreIdentifiers(t *testing.T) {
+	rows := []Row{{Experiment: "a", Params: map[string]any{"block size": 64, "T": 1}}, {Experiment: "b", Params: map[string]any{"M": 40}}}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(b.String(), "\n")
+	if !strings.Contains(head, ",param_M,param_T,param_block_size,") {
+		t.Errorf("header %s", head)
+	}
+}
+
+func TestMajorAndGPU(t *testing.T) {
+	if Major("580.159.04") != "580" || Major("12.4") != "12" || Major("") != "" {
+		t.Error("Major")
+	}
+	r := &result.Results{Env: result.Env{GPUs: []result.GPU{{Name: "H100", UUID: "GPU-a"}, {Name: "H100", UUID: "GPU-b"}}}}
+	if m, u := GPUOf(r); m != "2x H100" || u != "GPU-a,GPU-b" {
+		t.Errorf("GPUOf = %q, %q", m, u)
+	}
+	if m, _ := GPUOf(&result.Results{Env: result.Env{CPU: "Xeon"}}); m != "cpu: Xeon" {
+		t.Errorf("GPUOf a CPU run = %q", m)
+	}
+}

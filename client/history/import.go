@@ -1,0 +1,210 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/flat"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Source says where a run came from.
+type Source struct {
+	// Origin is SourceStore for a job of the job store, else the path of
+	// the imported file.
+	Origin string
+	// Address is where the job ran as xrun reached it (the job record's
+	// host: a Docker host address, a cluster), beside results.json's
+	// machine name.
+	Address string
+	// JobID names a run whose results.json has no job id (the runner run
+	// without xrun); default: the results' own.
+	JobID string
+}
+
+// SourceStore is the origin of runs imported from the job store.
+const SourceStore = "store"
+
+// Imported says what an import did.
+type Imported struct {
+	JobID      string `json:"job_id"`
+	Experiment string `json:"experiment"`
+	Points     int    `json:"points"`
+	// Replaced is set when the run was in the history already: its points
+	// were replaced by these.
+	Replaced bool `json:"replaced,omitempty"`
+}
+
+// ErrRunning is returned for the results of a job that has not ended.
+var ErrRunning = errors.New("the results are partial (the job is still running): import them once it has ended")
+
+// Import adds the run r to the history in one transaction: its points go
+// into their series (made as needed). Importing a run again (the same job
+// id and start) replaces its points, so imports can be repeated.
+func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
+	if r.Status == result.StatusRunning || r.Status == "" {
+		return Imported{}, ErrRunning
+	}
+	jobID := r.JobID
+	if jobID == "" {
+		jobID = src.JobID
+	}
+	if jobID == "" {
+		// The runner run without xrun: its start names it.
+		jobID = "run-" + r.CreatedAt.UTC().Format("20060102T150405")
+	}
+	rows := flat.Rows(r)
+	gpu, uuid := flat.GPUOf(r)
+	at := r.CreatedAt.UTC()
+	runKey := jobID + "|" + strconv.FormatInt(at.UnixNano(), 10)
+	out := Imported{JobID: jobID, Experiment: r.Experiment, Points: len(rows)}
+
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.Exec("DELETE FROM runs WHERE run_key = ?", runKey)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		out.Replaced = true
+	}
+	res, err = tx.Exec(`INSERT INTO runs (run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,
+		torch, git_commit, source, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		runKey, jobID, r.Experiment, at.UnixNano(), r.Status, r.Mode, r.Env.Host, src.Address, gpu, uuid, r.Env.Driver,
+		r.Env.CUDARuntime, r.Env.Torch, r.Env.GitCommit, src.Origin, time.Now().UnixNano())
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	runID, err := res.LastInsertId()
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	for _, row := range rows {
+		k := KeyOf(row)
+		if _, err := tx.Exec(`INSERT INTO series (key, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
+			clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING`,
+			k.String(), k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack, k.ClockPolicy, k.Mode); err != nil {
+			return out, fmt.Errorf("import run %s: %w", jobID, err)
+		}
+		var seriesID int64
+		if err := tx.QueryRow("SELECT id FROM series WHERE key = ?", k.String()).Scan(&seriesID); err != nil {
+			return out, fmt.Errorf("import run %s: %w", jobID, err)
+		}
+		kept, _ := json.Marshal(row.KeptSamples)
+		if _, err := tx.Exec(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
+			converged, throttled, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples, row.Converged,
+			row.Throttled, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound, row.Speedup,
+			row.Verdict, string(kept)); err != nil {
+			return out, fmt.Errorf("import run %s: %w", jobID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// ImportFile imports a results.json, or every results.json under a
+// directory (committed results, a nightly's downloaded artifacts).
+func (s *Store) ImportFile(path string) ([]Imported, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	var files []string
+	if fi.IsDir() {
+		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && d.Name() == result.FileName {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", path, err)
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("import %s: no %s under it", path, result.FileName)
+		}
+	} else {
+		files = []string{path}
+	}
+	var out []Imported
+	for _, f := range files {
+		r, err := result.ReadFile(f)
+		if err != nil {
+			return out, fmt.Errorf("import %s: %w", f, err)
+		}
+		abs, _ := filepath.Abs(f)
+		im, err := s.Import(r, Source{Origin: abs})
+		if err != nil {
+			return out, fmt.Errorf("import %s: %w", f, err)
+		}
+		out = append(out, im)
+	}
+	return out, nil
+}
+
+// ImportStore imports the finished jobs of the job store that the history
+// lacks, and returns how many it imported. Every finished job is imported
+// when its results land in the store (lifecycle's finalize); this catches
+// up on any that were not (a history made later, a failed import).
+func (s *Store) ImportStore(js *jobs.Store) (int, error) {
+	known := map[string]bool{}
+	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs")
+	if err != nil {
+		return 0, fmt.Errorf("read results history: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("read results history: %w", err)
+		}
+		known[id] = true
+	}
+	rows.Close()
+	list, err := js.List()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, j := range list {
+		if known[j.ID] || !jobs.Final(j.Status) || !js.Has(j.ID, jobs.ResultsFile) {
+			continue
+		}
+		if _, err := s.ImportJob(js, j); err != nil {
+			if errors.Is(err, ErrRunning) {
+				continue
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// ImportJob imports the results job j has in the store.
+func (s *Store) ImportJob(js *jobs.Store, j *jobs.Job) (Imported, error) {
+	r, err := result.ReadFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile))
+	if err != nil {
+		return Imported{}, fmt.Errorf("import job %s: %w", j.ID, err)
+	}
+	return s.Import(r, Source{Origin: SourceStore, Address: j.Host, JobID: j.ID})
+}

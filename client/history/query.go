@@ -1,0 +1,300 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/flat"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// Filter picks points of the history; a zero field picks everything.
+type Filter struct {
+	Experiment     string
+	Implementation string
+	// Case holds parameter = value pairs a point's case must have (values
+	// as spec.FormatValue writes them: 1024, bfloat16, true).
+	Case map[string]string
+	// Host matches a run's machine name or its address (a substring,
+	// ignoring case); GPU a device model or a GPU's UUID likewise.
+	Host string
+	GPU  string
+	// Since drops runs that started before it.
+	Since time.Time
+	// Job keeps the series that job has points in.
+	Job string
+	// Series keeps these series.
+	Series []int64
+}
+
+// Point is one implementation at one case of one run, in its series.
+type Point struct {
+	flat.Row
+	SeriesID int64 `json:"series"`
+	Key      Key   `json:"-"`
+	RunID    int64 `json:"-"`
+	// Address is where xrun reached the job's host; Source where the run
+	// came from (SourceStore or a file).
+	Address string `json:"address,omitempty"`
+	Source  string `json:"source"`
+}
+
+// Points returns the points f picks, by series (in the order the series
+// were first seen), each series in time order.
+func (s *Store) Points(f Filter) ([]Point, error) {
+	q := `SELECT p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
+		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
+		r.git_commit, r.source, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
+		p.throttled, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept
+		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
+	var where []string
+	var args []any
+	if f.Experiment != "" {
+		where, args = append(where, "s.experiment = ?"), append(args, f.Experiment)
+	}
+	if f.Implementation != "" {
+		where, args = append(where, "s.implementation = ?"), append(args, f.Implementation)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "r.at >= ?"), append(args, f.Since.UnixNano())
+	}
+	if f.Job != "" {
+		where = append(where, "p.series_id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
+		args = append(args, f.Job)
+	}
+	if len(f.Series) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?,", len(f.Series)), ",")
+		where = append(where, "p.series_id IN ("+marks+")")
+		for _, id := range f.Series {
+			args = append(args, id)
+		}
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY p.series_id, r.at, r.id"
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	defer rows.Close()
+	var out []Point
+	for rows.Next() {
+		var p Point
+		var params, kept string
+		var at int64
+		if err := rows.Scan(&p.SeriesID, &p.Key.Experiment, &p.Key.Case, &params, &p.Key.Implementation, &p.Key.GPU,
+			&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
+			&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.ImplStatus, &p.Error,
+			&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.TFLOPS, &p.GBps,
+			&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		p.Key.Params = params
+		p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = p.Key.Experiment, p.Key.Case, p.Key.Implementation, p.Key.GPU, p.Key.Mode
+		p.Stack, p.ClockPolicy = p.Key.Stack, p.Key.ClockPolicy
+		p.Date = time.Unix(0, at).UTC()
+		if err := json.Unmarshal([]byte(params), &p.Params); err != nil {
+			return nil, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
+		}
+		if kept != "" && kept != "null" {
+			if err := json.Unmarshal([]byte(kept), &p.KeptSamples); err != nil {
+				return nil, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
+			}
+		}
+		if f.matches(&p) {
+			out = append(out, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	return out, nil
+}
+
+func (f Filter) matches(p *Point) bool {
+	for k, v := range f.Case {
+		pv, ok := p.Params[k]
+		if !ok || spec.FormatValue(pv) != v {
+			return false
+		}
+	}
+	if f.Host != "" && !containsFold(p.Host, f.Host) && !containsFold(p.Address, f.Host) {
+		return false
+	}
+	if f.GPU != "" && !containsFold(p.GPU, f.GPU) && !containsFold(p.GPUUUID, f.GPU) {
+		return false
+	}
+	return true
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+// Series splits points (as Points returns them) into their series.
+func Series(points []Point) [][]Point {
+	var out [][]Point
+	for i := 0; i < len(points); {
+		j := i
+		for j < len(points) && points[j].SeriesID == points[i].SeriesID {
+			j++
+		}
+		out = append(out, points[i:j])
+		i = j
+	}
+	return out
+}
+
+// Values turns one series' points into the rule's values: an
+// implementation that did not run correctly is errored, a timing that did
+// not converge or was throttled noisy, and a new baseline starts at each
+// change point and where the series' timings change clock (a new
+// measurement method).
+func Values(series []Point, changes []ChangePoint) []regress.Value {
+	out := make([]regress.Value, len(series))
+	lastClock := ""
+	next := 0 // the next change point to apply
+	for i, p := range series {
+		v := regress.Value{Run: p.JobID, At: p.Date, MedianMS: p.MedianMS, Q1MS: p.Q1MS, Q3MS: p.Q3MS, Samples: p.KeptSamples}
+		for next < len(changes) && !changes[next].At.After(p.Date) {
+			v.ChangePoint = true
+			next++
+		}
+		switch {
+		case p.ImplStatus == result.ImplWrong:
+			v.Errored = "wrong result"
+		case p.ImplStatus != result.ImplOK:
+			v.Errored = p.ImplStatus
+			if p.Error != "" {
+				v.Errored += ": " + p.Error
+			}
+		case p.MedianMS <= 0:
+			v.Errored = "no timing"
+		case !p.Converged:
+			v.Noisy = "did not converge"
+		case p.Throttled:
+			v.Noisy = "timed on a throttled GPU"
+		}
+		if v.Errored == "" && p.Clock != "" {
+			if lastClock != "" && p.Clock != lastClock {
+				v.ChangePoint = true
+			}
+			lastClock = p.Clock
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// ChangePoint starts a new baseline for a series: the user accepted the
+// change its values show from At on.
+type ChangePoint struct {
+	ID       int64     `json:"id"`
+	SeriesID int64     `json:"series"`
+	At       time.Time `json:"at"`
+	JobID    string    `json:"job_id"`
+	Note     string    `json:"note,omitempty"`
+	Created  time.Time `json:"created"`
+}
+
+// MarkChange records a change point at the start of job's run in each of
+// series (replacing one already at that time), and returns how many it
+// recorded.
+func (s *Store) MarkChange(series []int64, at time.Time, job, note string) (int, error) {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return 0, fmt.Errorf("record change point: %w", err)
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixNano()
+	for _, id := range series {
+		if _, err := tx.Exec(`INSERT INTO change_points (series_id, at, job_id, note, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT(series_id, at) DO UPDATE SET job_id = excluded.job_id, note = excluded.note, created_at = excluded.created_at`,
+			id, at.UnixNano(), job, note, now); err != nil {
+			return 0, fmt.Errorf("record change point: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("record change point: %w", err)
+	}
+	return len(series), nil
+}
+
+// ChangePoints returns the change points of series (all when empty), by
+// series and time.
+func (s *Store) ChangePoints(series ...int64) (map[int64][]ChangePoint, error) {
+	q := "SELECT id, series_id, at, job_id, note, created_at FROM change_points"
+	var args []any
+	if len(series) > 0 {
+		q += " WHERE series_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(series)), ",") + ")"
+		for _, id := range series {
+			args = append(args, id)
+		}
+	}
+	q += " ORDER BY series_id, at"
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read change points: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]ChangePoint{}
+	for rows.Next() {
+		var c ChangePoint
+		var at, created int64
+		if err := rows.Scan(&c.ID, &c.SeriesID, &at, &c.JobID, &c.Note, &created); err != nil {
+			return nil, fmt.Errorf("read change points: %w", err)
+		}
+		c.At, c.Created = time.Unix(0, at).UTC(), time.Unix(0, created).UTC()
+		out[c.SeriesID] = append(out[c.SeriesID], c)
+	}
+	return out, rows.Err()
+}
+
+// Run is one imported run.
+type Run struct {
+	ID         int64     `json:"-"`
+	JobID      string    `json:"job_id"`
+	Experiment string    `json:"experiment"`
+	At         time.Time `json:"at"`
+	Status     string    `json:"status"`
+	Mode       string    `json:"mode"`
+	Host       string    `json:"host"`
+	Address    string    `json:"address,omitempty"`
+	GPU        string    `json:"gpu"`
+	GPUUUID    string    `json:"gpu_uuid,omitempty"`
+	Source     string    `json:"source"`
+}
+
+// Runs returns the runs of experiment (all when empty) in time order.
+func (s *Store) Runs(experiment string) ([]Run, error) {
+	return s.runs("experiment = ? OR ? = ''", experiment, experiment)
+}
+
+// RunsOfJob returns the runs of job id (one, unless its results were
+// imported from two different starts).
+func (s *Store) RunsOfJob(id string) ([]Run, error) { return s.runs("job_id = ?", id) }
+
+func (s *Store) runs(where string, args ...any) ([]Run, error) {
+	rows, err := s.db.Query(`SELECT id, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, source
+		FROM runs WHERE `+where+` ORDER BY at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var at int64
+		if err := rows.Scan(&r.ID, &r.JobID, &r.Experiment, &at, &r.Status, &r.Mode, &r.Host, &r.Address, &r.GPU, &r.GPUUUID, &r.Source); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		r.At = time.Unix(0, at).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,254 @@
+// Package history is xrun's results history: every finished job's
+// results.json, and any a user imports (committed results, a nightly's
+// artifacts), split into series and kept in an embedded SQLite database
+// (modernc.org/sqlite, pure Go). A series is one implementation at one case
+// of one experiment on one kind of machine (Key); the host and the GPU's
+// UUID are kept with each run and can be filtered on.
+//
+// The database is safe for several writers (two nightly jobs at once: WAL,
+// a busy timeout, every import one immediate transaction) and survives a
+// writer killed mid-write (SQLite's journal; synchronous=FULL). It must be
+// on a local disk: SQLite's locks do not hold on network file systems.
+package history
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite" // the database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// FileName is the database's name beside the job store.
+const FileName = "history.db"
+
+// EnvPath names a variable that overrides where the history is.
+const EnvPath = "XRUN_HISTORY"
+
+// DefaultPath is $XRUN_HISTORY, else $XDG_DATA_HOME/xrun/history.db, else
+// ~/.local/share/xrun/history.db.
+func DefaultPath(getenv func(string) string) (string, error) {
+	if p := getenv(EnvPath); p != "" {
+		return p, nil
+	}
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "xrun", FileName), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the results history: %w (set XDG_DATA_HOME or %s)", err, EnvPath)
+	}
+	return filepath.Join(home, ".local", "share", "xrun", FileName), nil
+}
+
+// busyTimeout is how long a writer waits for another's transaction: an
+// import takes milliseconds, so this is only ever reached by a stuck
+// process.
+const busyTimeout = 30 * time.Second
+
+// schemaVersion is the layout below (PRAGMA user_version).
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS series (
+	id             INTEGER PRIMARY KEY,
+	key            TEXT NOT NULL UNIQUE,
+	experiment     TEXT NOT NULL,
+	case_label     TEXT NOT NULL,
+	params         TEXT NOT NULL,
+	implementation TEXT NOT NULL,
+	gpu            TEXT NOT NULL,
+	driver         TEXT NOT NULL,
+	cuda           TEXT NOT NULL,
+	stack          TEXT NOT NULL,
+	clock_policy   TEXT NOT NULL,
+	mode           TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS series_experiment ON series(experiment);
+CREATE TABLE IF NOT EXISTS runs (
+	id          INTEGER PRIMARY KEY,
+	run_key     TEXT NOT NULL UNIQUE,
+	job_id      TEXT NOT NULL,
+	experiment  TEXT NOT NULL,
+	at          INTEGER NOT NULL,
+	status      TEXT NOT NULL,
+	mode        TEXT NOT NULL,
+	host        TEXT NOT NULL,
+	address     TEXT NOT NULL,
+	gpu         TEXT NOT NULL,
+	gpu_uuid    TEXT NOT NULL,
+	driver      TEXT NOT NULL,
+	cuda        TEXT NOT NULL,
+	torch       TEXT NOT NULL,
+	git_commit  TEXT NOT NULL,
+	source      TEXT NOT NULL,
+	imported_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id);
+CREATE INDEX IF NOT EXISTS runs_experiment ON runs(experiment, at);
+CREATE TABLE IF NOT EXISTS points (
+	run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	series_id      INTEGER NOT NULL REFERENCES series(id),
+	impl_status    TEXT NOT NULL,
+	error          TEXT NOT NULL,
+	median_ms      REAL NOT NULL,
+	q1_ms          REAL NOT NULL,
+	q3_ms          REAL NOT NULL,
+	clock          TEXT NOT NULL,
+	samples        INTEGER NOT NULL,
+	converged      INTEGER NOT NULL,
+	throttled      INTEGER NOT NULL,
+	tflops         REAL NOT NULL,
+	gbps           REAL NOT NULL,
+	pct_peak_flops REAL NOT NULL,
+	pct_peak_bw    REAL NOT NULL,
+	intensity      REAL NOT NULL,
+	bound          TEXT NOT NULL,
+	speedup        REAL NOT NULL,
+	verdict        TEXT NOT NULL,
+	kept           TEXT NOT NULL,
+	PRIMARY KEY (run_id, series_id)
+);
+CREATE INDEX IF NOT EXISTS points_series ON points(series_id);
+CREATE TABLE IF NOT EXISTS change_points (
+	id         INTEGER PRIMARY KEY,
+	series_id  INTEGER NOT NULL REFERENCES series(id),
+	at         INTEGER NOT NULL,
+	job_id     TEXT NOT NULL,
+	note       TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	UNIQUE (series_id, at)
+);
+`
+
+// Store is an open history.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens the history at path, creating it (and its directory) when it
+// does not exist.
+func Open(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open results history %s: %w", path, err)
+	}
+	q := url.Values{}
+	for _, p := range []string{
+		fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
+		"journal_mode(WAL)",
+		"synchronous(FULL)",
+		"foreign_keys(1)",
+	} {
+		q.Add("_pragma", p)
+	}
+	// Immediate transactions take the write lock at BEGIN, so two writers
+	// queue on the busy timeout instead of one failing to upgrade its read
+	// lock (SQLITE_BUSY at once, whatever the timeout).
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open results history %s: %w", path, err)
+	}
+	// One connection: a CLI process needs no more, and it keeps the
+	// process's own statements from waiting on each other.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: path}
+	// Switching a new database to WAL, or reading one whose last writer
+	// died, can find it locked without SQLite's busy handler being asked:
+	// such a first connection is retried.
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err = s.migrate()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open results history %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_BUSY
+	}
+	return false
+}
+
+func (s *Store) migrate() error {
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("the history has layout %d; this xrun reads %d (use a newer xrun)", v, schemaVersion)
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if _, err := tx.Exec(schema); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Path is the database's file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Check runs SQLite's integrity check and returns an error naming the
+// first problem it finds.
+func (s *Store) Check() error {
+	var res string
+	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil {
+		return fmt.Errorf("check results history: %w", err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("results history %s is damaged: %s", s.path, res)
+	}
+	var orphans int
+	if err := s.db.QueryRow("SELECT count(*) FROM points WHERE run_id NOT IN (SELECT id FROM runs)").Scan(&orphans); err != nil {
+		return fmt.Errorf("check results history: %w", err)
+	}
+	if orphans > 0 {
+		return fmt.Errorf("results history %s has %d points without a run", s.path, orphans)
+	}
+	return nil
+}
+
+// Backup writes a consistent copy of the history to dst (which must not
+// exist), while other processes may be writing to it.
+func (s *Store) Backup(dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("back up results history: %s exists", dst)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("back up results history: %w", err)
+	}
+	if _, err := s.db.Exec("VACUUM INTO ?", dst); err != nil {
+		return fmt.Errorf("back up results history to %s: %w", dst, err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package plot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// out is where a test writes its figures: XRUN_PLOT_OUT to look at them,
+// else a temporary directory.
+func out(t *testing.T, name string) string {
+	if d := os.Getenv("XRUN_PLOT_OUT"); d != "" {
+		return filepath.Join(d, name)
+	}
+	return t.TempDir()
+}
+
+func committed(t *testing.T, exp, run string) *result.Results {
+	t.Helper()
+	r, err := result.ReadFile(filepath.Join("..", "..", "experiments", exp, "results", run, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// checkFigure checks that a figure's PNG decodes at the expected size and
+// that its SVG is one.
+func checkFigure(t *testing.T, f Figure) {
+	t.Helper()
+	data, err := os.ReadFile(f.PNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", f.PNG, err)
+	}
+	if b := img.Bounds(); b.Dx() != 1350 || b.Dy() != 750 {
+		t.Errorf("%s is %dx%d", f.PNG, b.Dx(), b.Dy())
+	}
+	svg, err := os.ReadFile(f.SVG)
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("%s: %v", f.SVG, err)
+	}
+}
+
+func TestSweepCommittedRuns(t *testing.T) {
+	for _, c := range []struct {
+		exp, run, x string
+		groups      int
+	}{
+		{"039-gla-pingpong", "2026-11-22-h100", "T", 2},
+		{"058-projection-chain-forward", "2026-11-22-h100", "T", 2},
+		{"dual-gemm-small-m", "2026-11-22-h100", "M", 1},
+		{"flash-attention-wmma", "2026-11-22-h100", "", 1},
+	} {
+		t.Run(c.exp, func(t *testing.T) {
+			r := committed(t, c.exp, c.run)
+			l := layoutOf(r)
+			if l.x != c.x || len(l.groups) != c.groups {
+				t.Errorf("layout: x %q, groups %q", l.x, l.groups)
+			}
+			figs, err := Sweep(r, out(t, c.exp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(figs) != 2 || figs[0].Kind != "time" || figs[1].Kind != "speedup" {
+				t.Fatalf("figures %+v", figs)
+			}
+			for _, f := range figs {
+				checkFigure(t, f)
+				if !strings.Contains(f.Title, r.Experiment) {
+					t.Errorf("title %q", f.Title)
+				}
+			}
+		})
+	}
+}
+
+func TestRooflineCommittedRuns(t *testing.T) {
+	for _, exp := range []string{"039-gla-pingpong", "058-projection-chain-forward", "dual-gemm-small-m", "flash-attention-wmma"} {
+		t.Run(exp, func(t *testing.T) {
+			f, err := Roofline(committed(t, exp, "2026-11-22-h100"), out(t, exp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFigure(t, f)
+		})
+	}
+	cpu := &result.Results{Experiment: "x", Cases: []result.Case{{}}}
+	if _, err := Roofline(cpu, t.TempDir()); !errors.Is(err, ErrNoRoofline) {
+		t.Errorf("roofline of a CPU run: %v", err)
+	}
+}
+
+// A synthetic series: 12 quiet nights, a spike, 6 more, a 15 % step
+// confirmed the next night, then a change point that accepts it.
+func TestTrend(t *testing.T) {
+	start := time.Date(2026, 1, 1, 2, 17, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var vals []regress.Value
+	for i := 0; i < 30; i++ {
+		m := 0.200 * (1 + 0.008*rng.NormFloat64())
+		switch {
+		case i == 13:
+			m *= 1.2
+		case i >= 20:
+			m *= 1.15
+		}
+		v := regress.Value{Run: fmt.Sprintf("n%d", i), At: start.Add(time.Duration(i) * 24 * time.Hour), MedianMS: m, Q1MS: m * 0.995, Q3MS: m * 1.006}
+		if i == 8 {
+			v.Noisy = "did not converge"
+		}
+		if i == 25 {
+			v.ChangePoint = true
+		}
+		vals = append(vals, v)
+	}
+	ru := regress.Default()
+	vs := ru.Walk(vals)
+	tr := Trend{Title: "synthetic · fused · T=1024", Machine: "NVIDIA H100 80GB HBM3 on gpu-box", Rule: ru}
+	for i, v := range vals {
+		tr.Points = append(tr.Points, TrendPoint{Run: v.Run, At: v.At, MedianMS: v.MedianMS, Q1MS: v.Q1MS, Q3MS: v.Q3MS, Verdict: vs[i], ChangePoint: v.ChangePoint})
+	}
+	f, err := TrendFigure(tr, out(t, "trend"), "trend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFigure(t, f)
+	if vs[20].Status != regress.Regressed || vs[13].Status != regress.Suspect {
+		t.Errorf("verdicts: step %+v, spike %+v", vs[20], vs[13])
+	}
+}

@@ -1,0 +1,253 @@
+// Package regress is the regression rule of xrun's results history: it
+// reads one series (one implementation at one case of one experiment on
+// one kind of machine, client/history) value by value, and says of each
+// whether it is stable, suspect, regressed or improved against the values
+// before it, or why it cannot say (insufficient, noisy, errored). It is
+// pure: no I/O, no clock.
+//
+// The rule (docs/regressions.md says why these numbers):
+//
+//   - the baseline H is the last Window accepted values since the last
+//     change point; with fewer than MinHistory of them a value is
+//     insufficient, never an alert;
+//   - a value that did not converge or was timed on a throttled GPU is
+//     noisy, and an implementation that did not run is errored: neither
+//     is judged nor joins H;
+//   - r = (x - median(H)) / (1.4826 MAD(H)); x is a suspect when r > Score
+//     and x is more than Floor above median(H) (the floor also decides
+//     when MAD is 0), or likewise below for an improvement;
+//   - the next value of the series (a rerun at once, xrun regress
+//     --confirm, or the next night) confirms a suspect when it breaches
+//     the same way: both are then regressed (or improved); one that does
+//     not makes the suspect a spike;
+//   - stable values and improvements join H; slower suspects and
+//     regressions do not, so a regression stays regressed until it is
+//     fixed or a change point accepts it.
+package regress
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Rule holds the rule's parameters.
+type Rule struct {
+	// Window is how many accepted values the baseline holds (N).
+	Window int `json:"window"`
+	// MinHistory is the fewest accepted values a judgement needs.
+	MinHistory int `json:"min_history"`
+	// Score is the robust z-score a suspect must exceed.
+	Score float64 `json:"score"`
+	// Floor is the relative change a suspect must exceed as well (0.05:
+	// 5 % slower than the baseline's median).
+	Floor float64 `json:"floor"`
+}
+
+// Default is the rule xrun applies: N = 20, at least 10 values, r > 4 and
+// a 5 % floor.
+func Default() Rule { return Rule{Window: 20, MinHistory: 10, Score: 4, Floor: 0.05} }
+
+// Status is the rule's verdict on one value.
+type Status string
+
+// Statuses, worst first.
+const (
+	Regressed    Status = "regressed"    // slower, confirmed by the next value
+	Suspect      Status = "suspect"      // breached the rule; awaits confirmation (Direction says which way)
+	Errored      Status = "errored"      // the implementation did not run (error, crash, timeout, skipped)
+	Noisy        Status = "noisy"        // not converged or throttled: not judged
+	Insufficient Status = "insufficient" // fewer than MinHistory accepted values before it
+	Improved     Status = "improved"     // faster, confirmed by the next value
+	Stable       Status = "stable"       // within the rule's bounds
+)
+
+// Statuses lists every status, in the order reports count them.
+var Statuses = []Status{Regressed, Improved, Suspect, Stable, Insufficient, Noisy, Errored}
+
+// Directions of a breach.
+const (
+	Slower = "slower"
+	Faster = "faster"
+)
+
+// Value is one run's reading of a series.
+type Value struct {
+	// Run identifies the run (a job id).
+	Run string    `json:"run"`
+	At  time.Time `json:"at"`
+	// MedianMS is the timing's median; Q1MS and Q3MS its quartiles.
+	MedianMS float64 `json:"median_ms"`
+	Q1MS     float64 `json:"q1_ms,omitempty"`
+	Q3MS     float64 `json:"q3_ms,omitempty"`
+	// Errored says why the implementation has no timing ("" when it has).
+	Errored string `json:"errored,omitempty"`
+	// Noisy says why the timing is not to be judged: not converged,
+	// throttled ("" when it is clean).
+	Noisy string `json:"noisy,omitempty"`
+	// ChangePoint starts a new baseline at this value (an accepted change).
+	ChangePoint bool `json:"change_point,omitempty"`
+	// Samples are the kept samples of the timing, for the rank test.
+	Samples []float64 `json:"-"`
+}
+
+// Verdict is the rule's reading of one value.
+type Verdict struct {
+	Status Status `json:"status"`
+	// Direction is Slower or Faster for a suspect, regressed or improved value.
+	Direction string `json:"direction,omitempty"`
+	// Reason says why a value is noisy or errored.
+	Reason string `json:"reason,omitempty"`
+	// Baseline is how many values H held; Median and MAD are its median
+	// and median absolute deviation (unscaled), in ms.
+	Baseline int     `json:"baseline"`
+	Median   float64 `json:"median_ms,omitempty"`
+	MAD      float64 `json:"mad_ms,omitempty"`
+	// Score is the robust z-score r; when MAD is 0 and the value differs
+	// from the median it is ±math.MaxFloat64 (JSON has no infinity).
+	Score float64 `json:"score"`
+	// Change is x / median(H) - 1.
+	Change float64 `json:"change"`
+	// Confirms is the run of the suspect this value confirmed, and
+	// ConfirmedBy, on that suspect, the run that confirmed it.
+	Confirms    string `json:"confirms,omitempty"`
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
+	// Spike is set on a suspect whose next value did not confirm it.
+	Spike bool `json:"spike,omitempty"`
+	// PValue is the two-sided Mann-Whitney p-value of this value's kept
+	// samples against those of the latest value in H: supporting
+	// evidence, never the trigger (nil without enough samples).
+	PValue *float64 `json:"p_value,omitempty"`
+	// Accepted says the value joined the baseline of the values after it.
+	Accepted bool `json:"accepted"`
+}
+
+// Walk applies the rule to a series in time order and returns one verdict
+// per value. A verdict can change when a later value confirms it (a
+// suspect becomes regressed) or does not (a spike), so the whole series is
+// read each time.
+func (ru Rule) Walk(vals []Value) []Verdict {
+	out := make([]Verdict, len(vals))
+	var base []int  // indices of the accepted values since the last change point
+	pending := -1   // index of the last suspect, awaiting its next value
+	confirmed := "" // direction of a confirmed breach that still holds
+	for i, v := range vals {
+		if v.ChangePoint {
+			base, pending, confirmed = nil, -1, ""
+		}
+		switch {
+		case v.Errored != "":
+			out[i] = Verdict{Status: Errored, Reason: v.Errored}
+			continue
+		case v.Noisy != "":
+			out[i] = Verdict{Status: Noisy, Reason: v.Noisy}
+			continue
+		case v.MedianMS <= 0:
+			out[i] = Verdict{Status: Errored, Reason: "no timing"}
+			continue
+		}
+		h := base[max(0, len(base)-ru.Window):]
+		vd := Verdict{Baseline: len(h)}
+		if len(h) < ru.MinHistory {
+			vd.Status, vd.Accepted = Insufficient, true
+			out[i] = vd
+			base = append(base, i)
+			pending, confirmed = -1, ""
+			continue
+		}
+		xs := make([]float64, len(h))
+		for k, j := range h {
+			xs[k] = vals[j].MedianMS
+		}
+		vd.Median, vd.MAD = MedianMAD(xs)
+		vd.Change = v.MedianMS/vd.Median - 1
+		vd.Score = score(v.MedianMS, vd.Median, vd.MAD)
+		if p, ok := MannWhitney(v.Samples, vals[h[len(h)-1]].Samples); ok {
+			vd.PValue = &p
+		}
+		dir := ""
+		switch {
+		case vd.Score > ru.Score && vd.Change > ru.Floor:
+			dir = Slower
+		case vd.Score < -ru.Score && vd.Change < -ru.Floor:
+			dir = Faster
+		}
+		confirmedStatus := Regressed
+		if dir == Faster {
+			confirmedStatus = Improved
+		}
+		switch {
+		case dir == "":
+			vd.Status = Stable
+			if pending >= 0 {
+				out[pending].Spike = true
+			}
+			pending, confirmed = -1, ""
+		case confirmed == dir:
+			vd.Status, vd.Direction = confirmedStatus, dir
+		case pending >= 0 && out[pending].Direction == dir:
+			vd.Status, vd.Direction, vd.Confirms = confirmedStatus, dir, vals[pending].Run
+			out[pending].Status, out[pending].ConfirmedBy = confirmedStatus, v.Run
+			pending, confirmed = -1, dir
+		default:
+			if pending >= 0 {
+				out[pending].Spike = true
+			}
+			vd.Status, vd.Direction = Suspect, dir
+			pending, confirmed = i, ""
+		}
+		// A slower value never joins the baseline: a regression stays one
+		// until it is fixed or accepted with a change point.
+		vd.Accepted = dir != Slower
+		if vd.Accepted {
+			base = append(base, i)
+		}
+		out[i] = vd
+	}
+	return out
+}
+
+// score is the robust z-score of x against a baseline's median and MAD.
+func score(x, median, mad float64) float64 {
+	d := x - median
+	sigma := 1.4826 * mad
+	switch {
+	case sigma > 0:
+		return d / sigma
+	case d > 0:
+		return math.MaxFloat64
+	case d < 0:
+		return -math.MaxFloat64
+	}
+	return 0
+}
+
+// Band is the range of values a series' baseline calls stable: beyond
+// Score robust standard deviations and beyond the floor, on both sides.
+func (ru Rule) Band(median, mad float64) (lo, hi float64) {
+	half := math.Max(ru.Score*1.4826*mad, ru.Floor*median)
+	return median - half, median + half
+}
+
+// MedianMAD returns the median of xs and the median absolute deviation
+// from it (unscaled). xs is not modified.
+func MedianMAD(xs []float64) (median, mad float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	median = medianOf(slices.Clone(xs))
+	dev := make([]float64, len(xs))
+	for i, x := range xs {
+		dev[i] = math.Abs(x - median)
+	}
+	return median, medianOf(dev)
+}
+
+func medianOf(x []float64) float64 {
+	slices.Sort(x)
+	n := len(x)
+	if n%2 == 1 {
+		return x[n/2]
+	}
+	return (x[n/2-1] + x[n/2]) / 2
+}

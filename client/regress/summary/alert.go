@@ -1,0 +1,140 @@
+package summary
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/regress"
+)
+
+// Alert is what a confirmed regression sends: to a file (--alert), which
+// the nightly workflow turns into a GitHub issue, and to a webhook. Text
+// makes it a Slack or Mattermost incoming-webhook message as it is.
+type Alert struct {
+	Title       string       `json:"title"`
+	Text        string       `json:"text"`
+	Regressions []Regression `json:"regressions"`
+	Created     time.Time    `json:"created"`
+}
+
+// Regression is one confirmed regression.
+type Regression struct {
+	Experiment     string   `json:"experiment"`
+	Case           string   `json:"case"`
+	Implementation string   `json:"implementation"`
+	GPU            string   `json:"gpu"`
+	Host           string   `json:"host"`
+	JobID          string   `json:"job_id"`
+	ConfirmedBy    string   `json:"confirmed_by,omitempty"`
+	MedianMS       float64  `json:"median_ms"`
+	BaselineMS     float64  `json:"baseline_ms"`
+	Change         float64  `json:"change"`
+	Score          float64  `json:"score"`
+	PValue         *float64 `json:"p_value,omitempty"`
+}
+
+// Alert returns the payload of the report's confirmed regressions, or nil
+// when there is none.
+func (rep *Report) Alert() *Alert {
+	var regs []Regression
+	var exps []string
+	for _, r := range rep.Runs {
+		for _, p := range r.Points {
+			if p.Verdict.Status != regress.Regressed {
+				continue
+			}
+			confirmed := p.Verdict.ConfirmedBy
+			if confirmed == "" {
+				confirmed = p.Verdict.Confirms
+			}
+			regs = append(regs, Regression{Experiment: r.Experiment, Case: p.Case, Implementation: p.Implementation, GPU: r.GPU,
+				Host: r.Host, JobID: r.JobID, ConfirmedBy: confirmed, MedianMS: p.MedianMS, BaselineMS: p.Verdict.Median,
+				Change: p.Verdict.Change, Score: p.Verdict.Score, PValue: p.Verdict.PValue})
+			if !contains(exps, r.Experiment) {
+				exps = append(exps, r.Experiment)
+			}
+		}
+	}
+	if len(regs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "xrun: %d confirmed regression(s) in %s\n", len(regs), strings.Join(exps, ", "))
+	for _, g := range regs {
+		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%), job %s confirmed by %s\n", g.Experiment,
+			g.Implementation, g.Case, g.GPU, fmtMS(g.MedianMS), fmtMS(g.BaselineMS), 100*g.Change, g.JobID, g.ConfirmedBy)
+	}
+	return &Alert{Title: "Nightly regression: " + strings.Join(exps, ", "), Text: b.String(), Regressions: regs, Created: time.Now().UTC()}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteFile writes the alert as JSON to path.
+func (a *Alert) WriteFile(path string) error {
+	data, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write alert: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write alert: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write alert: %w", err)
+	}
+	return nil
+}
+
+// Post sends the alert to a webhook as JSON, with a bearer token when one
+// is given, trying three times (1 s, then 4 s apart) on a failure or a 5xx.
+func (a *Alert) Post(ctx context.Context, url, token string) error {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("post alert: %w", err)
+	}
+	var last error
+	for attempt, wait := 0, time.Second; attempt < 3; attempt, wait = attempt+1, wait*4 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("post alert to %s: %w", url, ctx.Err())
+			case <-time.After(wait):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("post alert to %s: %w", url, err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 300 {
+			return nil
+		}
+		last = fmt.Errorf("the webhook answered %s", resp.Status)
+		if resp.StatusCode < 500 {
+			break // a refusal will not change
+		}
+	}
+	return fmt.Errorf("post alert to %s: %w", url, last)
+}

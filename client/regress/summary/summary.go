@@ -1,0 +1,391 @@
+// Package summary is the report of xrun regress: each run judged against
+// its series (client/history, client/regress), counted by status with the
+// denominator, the timings that are not stable in a table, the run's
+// outcome against the one its experiment declares, and the alert payload
+// sent when a regression is confirmed. It renders as text, markdown (the
+// nightly's job summary) and JSON.
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/runner/analyze"
+)
+
+// Report is the judgement of one or more runs.
+type Report struct {
+	Rule regress.Rule `json:"rule"`
+	Runs []Run        `json:"runs"`
+	// Regressed counts the confirmed regressions over every run.
+	Regressed int `json:"regressed"`
+	// Notes say what could not be done (a rerun that failed, a run that
+	// cannot be rerun).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Run is one run judged.
+type Run struct {
+	Experiment string    `json:"experiment"`
+	JobID      string    `json:"job_id"`
+	At         time.Time `json:"at"`
+	Status     string    `json:"status"`
+	Host       string    `json:"host"`
+	GPU        string    `json:"gpu"`
+	// Outcome is the run's outcome against its experiment's declared one
+	// (nil when its results.json is not at hand).
+	Outcome *analyze.Outcome `json:"outcome,omitempty"`
+	// Rerun is the job that reran the run's suspects (xrun regress
+	// --confirm), whose verdicts confirmed or cleared them.
+	Rerun  string         `json:"rerun,omitempty"`
+	Counts map[string]int `json:"counts"`
+	Total  int            `json:"total"`
+	Points []Point        `json:"points"`
+}
+
+// Point is one timing of the run with its verdict.
+type Point struct {
+	Series         int64           `json:"series"`
+	Case           string          `json:"case"`
+	Implementation string          `json:"implementation"`
+	MedianMS       float64         `json:"median_ms,omitempty"`
+	Verdict        regress.Verdict `json:"verdict"`
+	// Rerun is the rerun's reading of the series, for a suspect that was
+	// rerun.
+	Rerun *Point `json:"rerun,omitempty"`
+	// Figure is the series' trend (xrun regress --plot).
+	Figure string `json:"figure,omitempty"`
+}
+
+// NewRun makes a run's report from its judged points.
+func NewRun(run history.Run, judged []history.Judged) Run {
+	out := Run{Experiment: run.Experiment, JobID: run.JobID, At: run.At, Status: run.Status, Host: run.Host, GPU: run.GPU,
+		Counts: map[string]int{}}
+	if out.Host == "" {
+		out.Host = run.Address
+	}
+	for _, j := range judged {
+		out.Points = append(out.Points, Point{Series: j.SeriesID, Case: j.Case, Implementation: j.Implementation,
+			MedianMS: j.MedianMS, Verdict: j.Verdict})
+	}
+	out.count()
+	return out
+}
+
+// count fills Counts and Total from the points' statuses.
+func (r *Run) count() {
+	r.Counts, r.Total = map[string]int{}, len(r.Points)
+	for _, st := range regress.Statuses {
+		r.Counts[string(st)] = 0
+	}
+	for _, p := range r.Points {
+		r.Counts[string(p.Verdict.Status)]++
+	}
+}
+
+// Suspects returns the series of the run's suspects.
+func (r *Run) Suspects() []int64 {
+	var ids []int64
+	for _, p := range r.Points {
+		if p.Verdict.Status == regress.Suspect {
+			ids = append(ids, p.Series)
+		}
+	}
+	return ids
+}
+
+// Confirm applies a rerun's verdicts to the run's suspects: a suspect whose
+// series the rerun found regressed (or improved) is confirmed, one it found
+// stable was a spike (and counts as stable), and one it could not judge
+// stays a suspect.
+func (r *Run) Confirm(rerun string, judged []history.Judged) {
+	r.Rerun = rerun
+	by := map[int64]history.Judged{}
+	for _, j := range judged {
+		by[j.SeriesID] = j
+	}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Verdict.Status != regress.Suspect {
+			continue
+		}
+		j, ok := by[p.Series]
+		if !ok {
+			continue
+		}
+		p.Rerun = &Point{Series: j.SeriesID, Case: j.Case, Implementation: j.Implementation, MedianMS: j.MedianMS, Verdict: j.Verdict}
+		switch j.Verdict.Status {
+		case regress.Regressed, regress.Improved:
+			p.Verdict.Status, p.Verdict.ConfirmedBy = j.Verdict.Status, rerun
+		case regress.Stable:
+			// The rerun cleared it: a spike, and the series stable.
+			p.Verdict.Status, p.Verdict.Spike = regress.Stable, true
+		}
+	}
+	r.count()
+}
+
+// Finish totals the confirmed regressions.
+func (rep *Report) Finish() {
+	rep.Regressed = 0
+	for _, r := range rep.Runs {
+		rep.Regressed += r.Counts[string(regress.Regressed)]
+	}
+}
+
+// JSON writes the report as indented JSON.
+func (rep *Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("write regression report: %w", err)
+	}
+	return nil
+}
+
+// countsLine is "1 regressed, 0 improved, ... of 28 timings".
+func (r *Run) countsLine() string {
+	var parts []string
+	for _, st := range regress.Statuses {
+		parts = append(parts, fmt.Sprintf("%d %s", r.Counts[string(st)], st))
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(" of %d timings", r.Total)
+}
+
+// outcomeLine says how the run came out against its experiment's
+// declaration.
+func (r *Run) outcomeLine() string {
+	if r.Outcome == nil {
+		return "outcome: " + r.Status + " (no results.json at hand to compare with the declared outcome)"
+	}
+	undeclared := ""
+	if !r.Outcome.Declared {
+		undeclared = " (results from before declared outcomes: every criterion counts as declared to pass)"
+	}
+	switch {
+	case r.Outcome.Expected:
+		return "outcome: " + r.Status + ", as the experiment declares" + undeclared
+	case len(r.Outcome.Worse) > 0:
+		return "outcome: " + r.Status + ", worse than declared: " + strings.Join(r.Outcome.Worse, "; ") + undeclared
+	}
+	return "outcome: " + r.Status + ", changed from the declared one: " + strings.Join(r.Outcome.Better, "; ")
+}
+
+// shown are the points a table lists: all of them with all, else those
+// that are neither stable nor without enough history (the counts say how
+// many).
+func (r *Run) shown(all bool) []Point {
+	var out []Point
+	for _, p := range r.Points {
+		if st := p.Verdict.Status; all || p.Verdict.Spike || (st != regress.Stable && st != regress.Insufficient) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (r *Run) heading() string {
+	return fmt.Sprintf("%s on %s (%s), job %s, %s", r.Experiment, r.GPU, dash(r.Host), r.JobID, r.At.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+// Text writes each run: its heading, outcome, counts and the table of the
+// timings that are not stable (every timing with all).
+func (rep *Report) Text(w io.Writer, all bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, r := range rep.Runs {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintln(tw, r.heading())
+		fmt.Fprintf(tw, "  %s\n  %s\n", r.outcomeLine(), r.countsLine())
+		if r.Rerun != "" {
+			fmt.Fprintf(tw, "  suspects rerun at once as job %s\n", r.Rerun)
+		}
+		pts := r.shown(all)
+		if len(pts) == 0 {
+			continue
+		}
+		fmt.Fprintln(tw, "  CASE\tIMPL\tMEDIAN ms\tBASELINE ms (n)\tCHANGE\tSCORE\tp\tSTATUS")
+		for _, p := range pts {
+			fmt.Fprintf(tw, "  %s\n", strings.Join(cols(p), "\t"))
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(tw, "note: %s\n", n)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write regression report: %w", err)
+	}
+	return nil
+}
+
+// Markdown writes the report as the nightly's job summary: a table of the
+// runs with their counts, then each run's timings that are not stable.
+func (rep *Report) Markdown(w io.Writer, all bool) error {
+	var b strings.Builder
+	var exps []string
+	for _, r := range rep.Runs {
+		if !contains(exps, r.Experiment) {
+			exps = append(exps, r.Experiment)
+		}
+	}
+	fmt.Fprintf(&b, "## Regressions: %s\n\n", strings.Join(exps, ", "))
+	b.WriteString("| experiment | GPU | job | outcome | regressed | improved | suspect | stable | insufficient | noisy | errored |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Runs {
+		outcome := r.Status
+		switch {
+		case r.Outcome == nil:
+		case r.Outcome.Expected:
+			outcome += " ✅ as declared"
+		case len(r.Outcome.Worse) > 0:
+			outcome += " ❌ worse than declared"
+		default:
+			outcome += " ⚠️ changed"
+		}
+		fmt.Fprintf(&b, "| %s | %s | `%s` | %s |", r.Experiment, r.GPU, r.JobID, outcome)
+		for _, st := range regress.Statuses {
+			n := r.Counts[string(st)]
+			cell := fmt.Sprintf(" %d/%d |", n, r.Total)
+			if st == regress.Regressed && n > 0 {
+				cell = fmt.Sprintf(" **%d/%d** ❌ |", n, r.Total)
+			}
+			b.WriteString(cell)
+		}
+		b.WriteString("\n")
+	}
+	for _, r := range rep.Runs {
+		pts := r.shown(all)
+		notes := r.Outcome != nil && !r.Outcome.Expected
+		if len(pts) == 0 && !notes && r.Rerun == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n", r.heading())
+		if notes {
+			fmt.Fprintf(&b, "%s\n\n", r.outcomeLine())
+		}
+		if r.Rerun != "" {
+			fmt.Fprintf(&b, "Suspects rerun at once as job `%s`.\n\n", r.Rerun)
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		b.WriteString("| case | impl | median ms | baseline ms (n) | change | score | p | status |\n|---|---|---|---|---|---|---|---|\n")
+		for _, p := range pts {
+			c := cols(p)
+			if p.Figure != "" {
+				c[len(c)-1] += fmt.Sprintf(" ([trend](%s))", filepath.ToSlash(p.Figure))
+			}
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(c, " | "))
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "\n> %s\n", n)
+	}
+	fmt.Fprintf(&b, "\n<sub>Each timing is judged against the last %d accepted runs of its series (at least %d): suspect when "+
+		"more than %g robust σ and %g %% from their median, regressed or improved once the next run (a rerun at once, or the next "+
+		"night) agrees; counts are of the run's timings (docs/regressions.md).</sub>\n", rep.Rule.Window, rep.Rule.MinHistory,
+		rep.Rule.Score, 100*rep.Rule.Floor)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write regression report: %w", err)
+	}
+	return nil
+}
+
+// cols renders a point: its case, implementation, median, the baseline's
+// median and size, the change, the robust score, the rank test's p-value
+// and the status.
+func cols(p Point) []string {
+	v := p.Verdict
+	ms, base, change, score, pv := "-", "-", "-", "-", "-"
+	if p.MedianMS > 0 {
+		ms = fmtMS(p.MedianMS)
+	}
+	if v.Median > 0 {
+		base = fmt.Sprintf("%s (%d)", fmtMS(v.Median), v.Baseline)
+		change = fmt.Sprintf("%+.1f%%", 100*v.Change)
+		score = fmtScore(v.Score)
+	} else if v.Baseline > 0 || v.Status == regress.Insufficient {
+		base = fmt.Sprintf("- (%d)", v.Baseline)
+	}
+	if v.PValue != nil {
+		pv = fmtP(*v.PValue)
+	}
+	return []string{p.Case, p.Implementation, ms, base, change, score, pv, StatusText(p)}
+}
+
+// StatusText says a point's status with what qualifies it: the direction
+// of a suspect, the run that confirmed it, a spike, the reason for noise.
+func StatusText(p Point) string {
+	v := p.Verdict
+	s := string(v.Status)
+	switch v.Status {
+	case regress.Suspect:
+		s += " (" + v.Direction + ")"
+		if v.Spike {
+			s += ", not confirmed (spike)"
+		}
+	case regress.Stable:
+		if v.Spike {
+			s += ": a " + v.Direction + " spike the rerun did not confirm"
+		}
+	case regress.Regressed, regress.Improved:
+		switch {
+		case v.ConfirmedBy != "":
+			s += ", confirmed by " + v.ConfirmedBy
+		case v.Confirms != "":
+			s += ", confirms " + v.Confirms
+		}
+	case regress.Noisy, regress.Errored:
+		if v.Reason != "" {
+			s += ": " + v.Reason
+		}
+	}
+	if p.Rerun != nil && v.Status == regress.Suspect && !v.Spike {
+		s += fmt.Sprintf("; the rerun was %s", p.Rerun.Verdict.Status)
+	}
+	return s
+}
+
+func fmtScore(s float64) string {
+	switch {
+	case s >= math.MaxFloat64:
+		return "+inf (MAD 0)"
+	case s <= -math.MaxFloat64:
+		return "-inf (MAD 0)"
+	}
+	return strconv.FormatFloat(s, 'f', 1, 64)
+}
+
+func fmtP(p float64) string {
+	if p < 1e-4 {
+		return "<1e-4"
+	}
+	return strconv.FormatFloat(p, 'g', 2, 64)
+}
+
+func fmtMS(ms float64) string {
+	switch {
+	case ms >= 100:
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	case ms >= 1:
+		return strconv.FormatFloat(ms, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 4, 64)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

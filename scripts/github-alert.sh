@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Opens a GitHub issue for each confirmed-regression alert that xrun regress
+# wrote (scripts/nightly.sh puts them in OUT_DIR/alerts/), or comments on
+# the open issue of the same title, so that a regression that lasts is one
+# issue with a comment per night. The nightly workflow's last step.
+#
+#   scripts/github-alert.sh ALERT_DIR
+#
+#   GITHUB_TOKEN       a token that may write issues (the workflow's own, with
+#                      permissions: issues: write)
+#   GITHUB_REPOSITORY  owner/name
+#   GITHUB_API_URL     default https://api.github.com
+#   GITHUB_SERVER_URL, GITHUB_RUN_ID  link the workflow run when set
+#
+# Issues carry the label nightly-regression (GitHub makes the label when it
+# does not exist).
+set -euo pipefail
+
+dir=${1:?usage: scripts/github-alert.sh ALERT_DIR}
+: "${GITHUB_TOKEN:?GITHUB_TOKEN is not set}"
+: "${GITHUB_REPOSITORY:?GITHUB_REPOSITORY is not set}"
+api=${GITHUB_API_URL:-https://api.github.com}
+label=nightly-regression
+
+gh_api() { # METHOD PATH [BODY]
+	curl -fsS -X "$1" -H "Authorization: Bearer $GITHUB_TOKEN" -H "Accept: application/vnd.github+json" \
+		-H "X-GitHub-Api-Version: 2022-11-28" "$api/repos/$GITHUB_REPOSITORY$2" ${3:+--data-binary "$3"}
+}
+
+run=""
+if [ -n "${GITHUB_SERVER_URL:-}" ] && [ -n "${GITHUB_RUN_ID:-}" ]; then
+	run="$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID"
+fi
+
+shopt -s nullglob
+alerts=("$dir"/*.json)
+if [ ${#alerts[@]} -eq 0 ]; then
+	echo "github-alert: no alerts in $dir" >&2
+	exit 0
+fi
+open=$(gh_api GET "/issues?state=open&labels=$label&per_page=100")
+for a in "${alerts[@]}"; do
+	title=$(jq -r .title "$a")
+	body=$(jq -r --arg run "$run" '.text + (if $run != "" then "\nWorkflow run: " + $run + "\n" else "" end) +
+		"\nThe figures and tables are in the run'"'"'s artifact; `xrun history accept JOB` accepts a change that is meant (docs/regressions.md)."' "$a")
+	number=$(jq -r --arg t "$title" 'map(select(.title == $t and (.pull_request | not))) | first | .number // empty' <<<"$open")
+	if [ -n "$number" ]; then
+		gh_api POST "/issues/$number/comments" "$(jq -n --arg b "$body" '{body: $b}')" >/dev/null
+		echo "github-alert: commented on issue #$number: $title" >&2
+	else
+		number=$(gh_api POST "/issues" "$(jq -n --arg t "$title" --arg b "$body" --arg l "$label" '{title: $t, body: $b, labels: [$l]}')" | jq -r .number)
+		echo "github-alert: opened issue #$number: $title" >&2
+		open=$(jq --arg t "$title" --argjson n "$number" '. + [{title: $t, number: $n}]' <<<"$open")
+	fi
+done
