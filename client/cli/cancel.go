@@ -55,7 +55,7 @@ func runCancel(ctx context.Context, a *App, o cancelOptions) error {
 			return err
 		}
 		if j.Status == jobs.StatusCreated {
-			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, jobs.SubmitterPID(j.Submitter))}
+			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, jobs.CreatorPID(j.Creator))}
 		}
 		fmt.Fprintf(a.Err, "job %s already ended (%s)\n", j.ID, j.Status)
 		return nil

@@ -53,9 +53,9 @@ func (a *App) waitCreated(ctx context.Context, j *jobs.Job) error {
 		return err
 	}
 	said := false
-	for j.ContainerID == "" && j.Status == jobs.StatusCreated && j.Submitter != "" && !jobs.SubmitterGone(j.Submitter) {
+	for j.ContainerID == "" && j.Status == jobs.StatusCreated && j.Creator != "" && !jobs.CreatorGone(j.Creator) {
 		if !said {
-			fmt.Fprintf(a.Err, "job %s is being created by xrun (pid %d): waiting for it to start\n", j.ID, jobs.SubmitterPID(j.Submitter))
+			fmt.Fprintf(a.Err, "job %s is being created by xrun (pid %d): waiting for it to start\n", j.ID, jobs.CreatorPID(j.Creator))
 			said = true
 		}
 		select {

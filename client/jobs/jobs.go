@@ -52,9 +52,9 @@ type Job struct {
 	// client stopped the job, recorded before the stop (FinalStatus).
 	StoppedBy string `json:"stopped_by,omitempty"`
 	Error     string `json:"error,omitempty"`
-	// Submitter is the xrun process that creates the job (Submitter()):
+	// Creator is the xrun process that creates the job (Creator()):
 	// a job still created whose submitter is gone will never start.
-	Submitter string `json:"submitter,omitempty"`
+	Creator string `json:"creator,omitempty"`
 	// Submit is how the job was submitted, beside what the fields above
 	// say (directory, host, GPUs, mode, timeout), so that it can be rerun
 	// the same way (xrun regress --confirm).

@@ -223,16 +223,16 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
-func TestSubmitter(t *testing.T) {
-	me := Submitter()
+func TestCreator(t *testing.T) {
+	me := Creator()
 	if me == "" {
-		t.Fatal("Submitter() is empty: it reads /proc")
+		t.Fatal("Creator() is empty: it reads /proc")
 	}
-	if SubmitterGone(me) {
+	if CreatorGone(me) {
 		t.Errorf("this process (%s) is taken for gone", me)
 	}
-	if SubmitterPID(me) != os.Getpid() {
-		t.Errorf("SubmitterPID(%s) = %d", me, SubmitterPID(me))
+	if CreatorPID(me) != os.Getpid() {
+		t.Errorf("CreatorPID(%s) = %d", me, CreatorPID(me))
 	}
 	parts := strings.Split(me, ":")
 	for _, gone := range []string{
@@ -240,11 +240,11 @@ func TestSubmitter(t *testing.T) {
 		parts[0] + ":" + parts[1] + ":1",    // the pid, started at another time
 		parts[0] + ":999999999:" + parts[2], // no such pid
 	} {
-		if !SubmitterGone(gone) {
+		if !CreatorGone(gone) {
 			t.Errorf("%s is taken for alive", gone)
 		}
 	}
-	if SubmitterGone("") || SubmitterGone("nonsense") {
+	if CreatorGone("") || CreatorGone("nonsense") {
 		t.Error("an unknown submitter must not be taken for gone")
 	}
 }

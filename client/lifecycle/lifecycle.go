@@ -85,13 +85,13 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 // its container (when it has one) was never started, and the xrun that
 // was creating it is gone (killed during the code copy, say).
 func Abandoned(j *jobs.Job, s backend.State, hasContainer bool) bool {
-	if j.Status != jobs.StatusCreated || j.Submitter == "" {
+	if j.Status != jobs.StatusCreated || j.Creator == "" {
 		return false
 	}
 	if hasContainer && (s.Phase != backend.Pending || s.Detail != "created") {
 		return false
 	}
-	return jobs.SubmitterGone(j.Submitter)
+	return jobs.CreatorGone(j.Creator)
 }
 
 // Abandon removes what an abandoned job left on its backend (found by its
@@ -110,7 +110,7 @@ func Abandon(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 	}
 	now := time.Now().UTC()
 	j.Status, j.StoppedBy, j.Finished = result.StatusCancelled, result.StatusCancelled, &now
-	j.Error = fmt.Sprintf("never started: the xrun that submitted it (pid %d) ended before it started the job; what it had made on %s is removed", jobs.SubmitterPID(j.Submitter), b.Where())
+	j.Error = fmt.Sprintf("never started: the xrun that submitted it (pid %d) ended before it started the job; what it had made on %s is removed", jobs.CreatorPID(j.Creator), b.Where())
 	return st.Save(j)
 }
 

@@ -461,7 +461,7 @@ func NewJob(p *Prepared, where, dir string) *jobs.Job {
 		GPUs:       p.GPULabel,
 		Mode:       p.Mode,
 		Status:     jobs.StatusCreated,
-		Submitter:  jobs.Submitter(),
+		Creator:    jobs.Creator(),
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		j.ExperimentDir = abs

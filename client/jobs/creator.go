@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// Submitter names the xrun process that creates a job, as
+// Creator names the xrun process that creates a job, as
 // "BOOT_ID:PID:START" (Linux's boot id, and the process's start time in
 // clock ticks since boot, so that a pid used again is not taken for it);
 // "" where it cannot be told.
-func Submitter() string {
+func Creator() string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
@@ -23,10 +23,10 @@ func Submitter() string {
 	return fmt.Sprintf("%s:%d:%s", strings.TrimSpace(string(boot)), os.Getpid(), start)
 }
 
-// SubmitterGone reports that the process s names (Submitter) has ended:
+// CreatorGone reports that the process s names (Creator) has ended:
 // the machine booted since, or no process with its pid and start time
 // runs. It is false when that cannot be told (s is empty or unreadable).
-func SubmitterGone(s string) bool {
+func CreatorGone(s string) bool {
 	parts := strings.Split(s, ":")
 	if len(parts) != 3 {
 		return false
@@ -46,8 +46,8 @@ func SubmitterGone(s string) bool {
 	return !ok || start != parts[2]
 }
 
-// SubmitterPID is the pid in s (Submitter), or 0.
-func SubmitterPID(s string) int {
+// CreatorPID is the pid in s (Creator), or 0.
+func CreatorPID(s string) int {
 	parts := strings.Split(s, ":")
 	if len(parts) != 3 {
 		return 0
