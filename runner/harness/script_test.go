@@ -3,13 +3,18 @@
 package harness
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // WriteScript writes the launcher and the whole package, readable by a
@@ -67,5 +72,54 @@ func TestWriteScript(t *testing.T) {
 	// Written again into the same directory (a second run): no error.
 	if _, err := WriteScript(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The rule of PROTOCOL.md, "Defaults": a field the runner always sends
+// (no omitempty) is required by the harness, and every other field has its
+// default there; both sides know the same fields.
+func TestCommandDefaultsAreDefinedOnce(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("no python3: %v", err)
+	}
+	dir := t.TempDir()
+	if _, err := WriteScript(dir); err != nil {
+		t.Fatal(err)
+	}
+	prog := `
+import dataclasses, json, sys
+sys.path.insert(0, sys.argv[1])
+from xrun_harness import protocol as p
+def required(cls):
+    return {f.name: f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            for f in dataclasses.fields(cls)}
+out = {op: required(cls) for op, cls in p.COMMANDS.items()}
+out["tolerance"] = required(p.Tolerance)
+print(json.dumps(out))
+`
+	b, err := exec.Command(py, "-c", prog, dir).Output()
+	if err != nil {
+		t.Fatalf("python: %v", err)
+	}
+	var got map[string]map[string]bool
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	cmds := map[string]any{OpInit: Init{}, OpModels: ModelsCmd{}, OpCheck: Check{}, OpTime: Time{}, OpProfile: ProfileCmd{},
+		OpExit: struct{}{}, "tolerance": result.Tolerance{}}
+	for op, v := range cmds {
+		want := map[string]bool{}
+		rt := reflect.TypeOf(v)
+		for i := 0; i < rt.NumField(); i++ {
+			name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			want[name] = !strings.Contains(opts, "omitempty")
+		}
+		if !reflect.DeepEqual(got[op], want) {
+			t.Errorf("%s: the harness's fields (true: required) %v, the runner's (true: always sent) %v", op, got[op], want)
+		}
+	}
+	if len(got) != len(cmds) {
+		t.Errorf("the harness reads %d commands, the runner sends %d", len(got), len(cmds))
 	}
 }
