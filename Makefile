@@ -5,10 +5,10 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/xrun-dev/xrun/runner/version.Version=$(VERSION)
 CPU_BASE  ?= xrun/cpu-torch:bookworm
 
-.PHONY: help build install test test-unit cpu-base demo fuzz lint gpu-host-bundle
+.PHONY: help build install test test-unit test-python cpu-base demo fuzz lint gpu-host-bundle
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build static xrun and xrun-runner into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun ./client/cmd/xrun
@@ -22,12 +22,20 @@ cpu-base: ## make the CPU base image (Debian + python3 + numpy + torch) without 
 
 # -p 1: the integration suites share one Docker daemon, and one suite
 # removing its images must never race another's build on shared layers.
-test: cpu-base ## the whole suite: vet, unit, integration against the real Docker daemon
+test: cpu-base test-python ## the whole suite: vet, unit, integration against the real Docker daemon
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) test -p 1 -count=1 -timeout 75m ./...
 
-test-unit: ## unit tests only (no Docker)
+test-unit: test-python ## unit tests only (no Docker)
 	$(GO) test -short -count=1 ./...
+
+# The first python3 on PATH may be a pyenv or venv one without pytest and
+# numpy while the system's (Debian's python3-pytest, python3-numpy) has them.
+PYTEST_PYTHON ?= $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import pytest, numpy' >/dev/null 2>&1 && echo $(p))))
+
+test-python: ## the Python harness's tests (pytest; torch tests run where torch is installed, always under CI)
+	@py="$(PYTEST_PYTHON)"; test -n "$$py" || { echo "test-python: no python3 with pytest and numpy; run scripts/setup.sh (python3-pytest, python3-numpy)" >&2; exit 1; }; \
+	set -x; PYTHONDONTWRITEBYTECODE=1 $$py -m pytest -q -p no:cacheprovider runner/harness/pytests
 
 fuzz: ## run each fuzz target for 30 s
 	$(GO) test ./runner/spec -run XXX -fuzz FuzzParse -fuzztime 30s

@@ -16,10 +16,11 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 # debootstrap: makes the CPU base images without a registry.
 # python3-numpy, python3-torch: the runner's CPU end-to-end tests.
+# python3-pytest: the Python harness's tests (make test-python).
 # openssh-server, openssl: the remote-host tests (sshd and TLS on loopback).
 # hyperfine: the submit benchmark.
 $sudo apt-get install -y -qq --no-install-recommends \
-  debootstrap debian-archive-keyring python3 python3-numpy python3-torch \
+  debootstrap debian-archive-keyring python3 python3-numpy python3-torch python3-pytest \
   busybox-static hyperfine openssl openssh-server openssh-client iproute2 \
   ca-certificates make jq >/dev/null
 command -v go >/dev/null || { echo "setup: Go is not installed; get it from https://go.dev/dl/" >&2; exit 1; }

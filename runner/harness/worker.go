@@ -3,14 +3,12 @@ package harness
 import (
 	"bufio"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,24 +19,6 @@ import (
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
-
-//go:embed harness.py
-var script []byte
-
-// ScriptName is the file name the harness is written under.
-const ScriptName = "harness.py"
-
-// Script returns the embedded Python harness.
-func Script() []byte { return append([]byte(nil), script...) }
-
-// WriteScript writes the embedded harness into dir and returns its path.
-func WriteScript(dir string) (string, error) {
-	path := filepath.Join(dir, ScriptName)
-	if err := os.WriteFile(path, script, 0o644); err != nil {
-		return "", fmt.Errorf("write harness: %w", err)
-	}
-	return path, nil
-}
 
 // TailBytes is how much of a worker's stdout and stderr is kept for errors.
 const TailBytes = 4096
@@ -61,8 +41,8 @@ const maxLine = 64 << 20
 type Config struct {
 	// Name is the implementation the worker runs, for messages.
 	Name string
-	// Argv is the program and its arguments: python3 -u harness.py, or a
-	// command benchmark.
+	// Argv is the program and its arguments: python3 -u and the path
+	// WriteScript returned, or a command benchmark.
 	Argv []string
 	// Dir is the working directory (the experiment directory).
 	Dir string

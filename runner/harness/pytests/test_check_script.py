@@ -1,0 +1,70 @@
+"""check.py, the import checker the runner runs before any worker starts
+(python3 -c <its source> '<refs as JSON>'): it finds modules and functions
+by parsing, without importing."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import check
+from conftest import HARNESS
+
+
+@pytest.fixture
+def exp(tmp_path, monkeypatch):
+    (tmp_path / "gla").mkdir()
+    (tmp_path / "gla" / "__init__.py").write_text("import torch_that_is_not_installed\n")
+    (tmp_path / "gla" / "ops.py").write_text(textwrap.dedent("""
+        import os as _os
+        from math import sqrt as root
+        A, (B, *C) = 1, (2, 3)
+        def chunk_gla(q): pass
+        class Kernel: pass
+        if True:
+            def in_if(): pass
+        try:
+            def in_try(): pass
+        except ImportError:
+            pass
+    """))
+    (tmp_path / "gla" / "star.py").write_text("from math import *\n")
+    (tmp_path / "gla" / "bad.py").write_text("def f(:\n")
+    (tmp_path / "mod.py").write_text("def f(): pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("ref", ["gla.ops:chunk_gla", "gla.ops:Kernel.run", "gla.ops:root", "gla.ops:C", "gla.ops:in_if",
+                                 "gla.ops:in_try", "gla.star:anything", "json:dumps", "sys:exit"])
+def test_found(exp, ref):
+    check.check(ref)
+
+
+@pytest.mark.parametrize("ref, message, file, line", [
+    ("gla.ops", "'gla.ops' is not module:function", "", 0),
+    ("gla.nope:f", "module gla.nope not found (looked in gla)", "", 0),
+    ("nope.x:f", "module nope not found (looked in the experiment", "", 0),
+    ("mod.x:f", "mod is a module, not a package: mod.x cannot be in it", "mod.py", 0),
+    ("gla.ops:chunk", "module gla.ops has no chunk (it defines A, B, C, Kernel, chunk_gla, in_if, in_try, root)",
+     "gla/ops.py", 0),
+    ("gla.bad:f", "SyntaxError:", "gla/bad.py", 1),
+])
+def test_problems(exp, ref, message, file, line):
+    with pytest.raises(check.Problem) as e:
+        check.check(ref)
+    assert message in e.value.message
+    assert e.value.file.endswith(file) and e.value.line == line
+
+
+def test_as_the_runner_runs_it(exp):
+    with open(os.path.join(HARNESS, "check.py")) as f:
+        src = f.read()
+    refs = [{"key": "benchmark.inputs", "ref": "gla.ops:chunk_gla"}, {"key": "benchmark.reference", "ref": "gla.ops:nope"}]
+    out = subprocess.run([sys.executable, "-c", src, json.dumps(refs)], cwd=str(exp), env=dict(os.environ, PYTHONPATH=str(exp)),
+                         check=True, capture_output=True, text=True).stdout
+    (p,) = json.loads(out)
+    assert (p["key"], p["ref"], p["file"], p["line"]) == ("benchmark.reference", "gla.ops:nope", os.path.join("gla", "ops.py"), 0)

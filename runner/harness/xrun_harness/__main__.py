@@ -1,0 +1,4 @@
+"""python3 -m xrun_harness: a worker (PROTOCOL.md)."""
+from .worker import main
+
+main()
