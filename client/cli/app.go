@@ -15,27 +15,28 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/runner/termsafe"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
-// App is the state shared by the commands of one xrun invocation.
+// App is the state shared by the commands of one xrun invocation: where
+// output goes, the environment, and the job store, backends and job
+// manager, each made on first use so that a test can swap any of them.
 type App struct {
 	Out, Err io.Writer
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
-	Connect func(ctx context.Context, sel HostSelection) (engine.Engine, error)
+	Connect func(ctx context.Context, sel backends.Selection) (engine.Engine, error)
 	// RunnerFor returns the runner binary for the daemon's platform
 	// (runnerbin.For); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
@@ -47,31 +48,13 @@ type App struct {
 	// Trace, when set (XRUN_TRACE=1), times the steps of a submit on stderr.
 	Trace bool
 
-	mu      sync.Mutex
-	engines map[HostSelection]engine.Engine
-	kubes   map[kube.Selection]*kube.Backend
-	store   *jobs.Store
-	hist    *history.Store
+	mu       sync.Mutex
+	backends *backends.Set
+	store    *jobs.Store
+	hist     *history.Store
 	// onJob, when set, gets the job record as soon as submit creates it
 	// (fan-out learns each host's job this way).
 	onJob func(*jobs.Job)
-}
-
-// HostSelection is how the user picked a daemon: --host and --context.
-// Both empty means DOCKER_HOST, DOCKER_CONTEXT, the current context or the
-// local socket.
-type HostSelection struct {
-	Host    string
-	Context string
-	// K8s picks the Kubernetes cluster Kube instead of a Docker host;
-	// --context then names a context of the kubeconfig.
-	K8s  bool
-	Kube kube.Selection
-}
-
-// docker is the Docker part of sel (the engine cache's key).
-func (sel HostSelection) docker() HostSelection {
-	return HostSelection{Host: sel.Host, Context: sel.Context}
 }
 
 // NewApp returns an App writing to out and errw, reading the process
@@ -85,45 +68,24 @@ func NewApp(out, errw io.Writer, getenv func(string) string) *App {
 	return &App{Out: termsafe.Wrap(out), Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
-// Engine returns the (cached) engine for sel, connecting and pinging it
-// on first use.
-func (a *App) Engine(ctx context.Context, sel HostSelection) (engine.Engine, error) {
-	sel = sel.docker()
+// Backends returns the set of engines and clusters this invocation
+// talks to.
+func (a *App) Backends() *backends.Set {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if e, ok := a.engines[sel]; ok {
-		return e, nil
+	if a.backends == nil {
+		a.backends = &backends.Set{Getenv: a.Getenv, Connect: a.Connect, KubeLog: a.Err}
 	}
-	connect := a.Connect
-	if connect == nil {
-		connect = a.connectDocker
-	}
-	e, err := connect(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	if a.engines == nil {
-		a.engines = map[HostSelection]engine.Engine{}
-	}
-	a.engines[sel] = e
-	return e, nil
+	return a.backends
 }
 
-func (a *App) connectDocker(ctx context.Context, sel HostSelection) (engine.Engine, error) {
-	// client/hosts resolves --host/--context like the docker CLI, adds
-	// named hosts from xrun's config, ssh options and TLS material, and
-	// pings with one-sentence errors naming the host.
-	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv})
-	if err != nil {
-		// An address that does not parse, a name no config defines, a
-		// broken config: what the user gave is wrong, not the host.
-		return nil, &ExitError{Code: ExitUsage, Err: err}
-	}
-	c, err := hosts.Connect(ctx, t)
+// Jobs returns the job manager over the job store and the backends.
+func (a *App) Jobs() (*job.Manager, error) {
+	st, err := a.Store()
 	if err != nil {
 		return nil, err
 	}
-	return engine.FromClient(t.Ref(), c), nil
+	return &job.Manager{Store: st, Backends: a.Backends(), Err: a.Err, RunnerFor: a.RunnerFor, Trace: a.Trace, OnJob: a.onJob}, nil
 }
 
 // Store returns the job store, opening it on first use.
@@ -161,45 +123,21 @@ func (a *App) getenv(k string) string {
 	return a.Getenv(k)
 }
 
-// step returns a function that prints how long a step took, with
-// XRUN_TRACE set.
-func (a *App) step(name string) func() {
-	if !a.Trace {
-		return func() {}
-	}
-	start := time.Now()
-	return func() {
-		fmt.Fprintf(a.Err, "trace: %-14s %6.1f ms\n", name, float64(time.Since(start).Microseconds())/1000)
-	}
-}
-
-// Close releases every engine connection.
+// Close releases every engine connection and the history.
 func (a *App) Close() {
+	a.Backends().Close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, e := range a.engines {
-		e.Close()
-	}
-	a.engines = nil
 	if a.hist != nil {
 		a.hist.Close()
 		a.hist = nil
 	}
 }
 
-type abortKey struct{}
-
-// WithAbort returns ctx carrying abort, closed on a second Ctrl-C: a
-// command that is cleaning up after the first one then drops the graceful
-// steps for the fast ones that leave nothing behind.
+// WithAbort returns ctx carrying abort, closed on a second Ctrl-C
+// (job.WithAbort).
 func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
-	return context.WithValue(ctx, abortKey{}, abort)
-}
-
-// abortOf is ctx's abort channel (nil, never closed, when there is none).
-func abortOf(ctx context.Context) <-chan struct{} {
-	ch, _ := ctx.Value(abortKey{}).(<-chan struct{})
-	return ch
+	return job.WithAbort(ctx, abort)
 }
 
 // Command returns the xrun command tree.
@@ -328,7 +266,7 @@ func (a *App) report(err error) int {
 }
 
 // hostFlags are --host and --context, for commands that pick a daemon.
-func hostFlags(sel *HostSelection) []cli.Flag {
+func hostFlags(sel *backends.Selection) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{
 			Name: "host", Aliases: []string{"H"}, EnvVars: []string{"XRUN_HOST"},
@@ -348,13 +286,6 @@ func hostFlags(sel *HostSelection) []cli.Flag {
 		&cli.BoolFlag{Name: "k8s", EnvVars: []string{"XRUN_K8S"}, Usage: "a Kubernetes cluster (the kubeconfig's current context, or --context) instead of a Docker host; see docs/kubernetes.md", Destination: &sel.K8s},
 		&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"XRUN_KUBECONFIG"}, Usage: "with --k8s: the kubeconfig file (default: KUBECONFIG, then ~/.kube/config)", Destination: &sel.Kube.Kubeconfig},
 		&cli.StringFlag{Name: "namespace", EnvVars: []string{"XRUN_NAMESPACE"}, Usage: "with --k8s: the namespace (default: the context's, else default)", Destination: &sel.Kube.Namespace},
-	}
-}
-
-// kubeSelection moves --context to the cluster's side when --k8s is given.
-func (sel *HostSelection) kubeSelection() {
-	if sel.K8s {
-		sel.Kube.Context, sel.Context = sel.Context, ""
 	}
 }
 

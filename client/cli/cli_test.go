@@ -14,7 +14,9 @@ import (
 
 	"github.com/xrun-dev/xrun/runner/contract"
 
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/submit"
@@ -33,9 +35,9 @@ func experiment(t *testing.T, ta *testApp) string {
 	return dir
 }
 
-func succeed(t *testing.T) func(engine.ContainerSpec) fakeRun {
-	return func(engine.ContainerSpec) fakeRun {
-		return fakeRun{logs: "runner says hi\n", files: map[string]string{
+func succeed(t *testing.T) func(engine.ContainerSpec) enginetest.Run {
+	return func(engine.ContainerSpec) enginetest.Run {
+		return enginetest.Run{Logs: "runner says hi\n", Files: map[string]string{
 			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
 	}
 }
@@ -61,15 +63,15 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 func TestSubmitAttachedCPU(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = succeed(t)
+	ta.fake.Behave = succeed(t)
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "--cpu", "--env", "SECRET_TOKEN", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.builds) != 1 {
-		t.Fatalf("%d builds, want 1", len(ta.fake.builds))
+	if len(ta.fake.BuildFiles) != 1 {
+		t.Fatalf("%d builds, want 1", len(ta.fake.BuildFiles))
 	}
-	b := ta.fake.builds[0]
+	b := ta.fake.BuildFiles[0]
 	for _, name := range []string{"Dockerfile", "xrun-runner"} {
 		if _, ok := b[name]; !ok {
 			t.Errorf("build context lacks %s", name)
@@ -106,11 +108,11 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := ta.fake.containers[j.ContainerID].spec
+	spec := ta.fake.Containers[j.ContainerID].Spec
 	if spec.GPUs != nil {
 		t.Error("a --cpu job asked for GPUs")
 	}
-	copied := strings.Join(ta.fake.containers[j.ContainerID].copied, " ")
+	copied := strings.Join(ta.fake.Containers[j.ContainerID].Copied, " ")
 	if !strings.Contains(copied, "/xrun/exp/matmul.py") || !strings.Contains(copied, "/xrun/exp/xrun.yaml") {
 		t.Errorf("code copied into the container: %s", copied)
 	}
@@ -143,8 +145,8 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if code := ta.run(ctx, "submit", "--cpu", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("resubmit: exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.builds) != 1 || !strings.Contains(ta.err.String(), "build skipped") {
-		t.Errorf("resubmit built again (%d builds): %s", len(ta.fake.builds), ta.err)
+	if len(ta.fake.BuildFiles) != 1 || !strings.Contains(ta.err.String(), "build skipped") {
+		t.Errorf("resubmit built again (%d builds): %s", len(ta.fake.BuildFiles), ta.err)
 	}
 	// A code edit: no build, the new code in the new container.
 	code, err := os.ReadFile(filepath.Join(dir, "matmul.py"))
@@ -157,8 +159,8 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if code := ta.run(ctx, "submit", "--cpu", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("edited resubmit: exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.builds) != 1 {
-		t.Errorf("a code edit built an image (%d builds)", len(ta.fake.builds))
+	if len(ta.fake.BuildFiles) != 1 {
+		t.Errorf("a code edit built an image (%d builds)", len(ta.fake.BuildFiles))
 	}
 	list, _ = st.List()
 	hashes := map[string]bool{}
@@ -173,15 +175,15 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if code := ta.run(ctx, "submit", "--cpu", "--no-cache", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("--no-cache resubmit: exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.builds) != 2 || !strings.Contains(ta.err.String(), "rebuilding every layer (--no-cache)") {
-		t.Errorf("--no-cache: %d builds: %s", len(ta.fake.builds), ta.err)
+	if len(ta.fake.BuildFiles) != 2 || !strings.Contains(ta.err.String(), "rebuilding every layer (--no-cache)") {
+		t.Errorf("--no-cache: %d builds: %s", len(ta.fake.BuildFiles), ta.err)
 	}
 }
 
 func TestSubmitExitCodes(t *testing.T) {
 	tests := []struct {
 		name     string
-		run      fakeRun
+		run      enginetest.Run
 		args     []string
 		code     int
 		status   string
@@ -189,17 +191,17 @@ func TestSubmitExitCodes(t *testing.T) {
 		errLacks string
 		memLimit bool
 	}{
-		{name: "criteria failed", run: fakeRun{exit: 1, files: map[string]string{"results.json": ""}}, code: 1, status: result.StatusCriteriaFailed, errHas: "criteria failed"},
-		{name: "implementation failed", run: fakeRun{exit: 2}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2"},
-		{name: "bad spec in container", run: fakeRun{exit: 3}, code: 3, status: result.StatusFailed},
-		{name: "runner OOM-killed", run: fakeRun{exit: 137, oom: true}, code: 2, status: result.StatusFailed, errHas: "the runner was killed for memory before its verdict (the job's limit is 64MiB); raise resources.memory", memLimit: true},
+		{name: "criteria failed", run: enginetest.Run{Exit: 1, Files: map[string]string{"results.json": ""}}, code: 1, status: result.StatusCriteriaFailed, errHas: "criteria failed"},
+		{name: "implementation failed", run: enginetest.Run{Exit: 2}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2"},
+		{name: "bad spec in container", run: enginetest.Run{Exit: 3}, code: 3, status: result.StatusFailed},
+		{name: "runner OOM-killed", run: enginetest.Run{Exit: 137, OOM: true}, code: 2, status: result.StatusFailed, errHas: "the runner was killed for memory before its verdict (the job's limit is 64MiB); raise resources.memory", memLimit: true},
 		// The runner reached its verdict: the results, not the container's
 		// OOM flag, say what ran out of memory.
-		{name: "one worker OOM-killed", run: fakeRun{exit: 2, oom: true, files: map[string]string{"results.json": ""}}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2; raise resources.memory", errLacks: "killed for memory before its verdict", memLimit: true},
-		{name: "succeeded without results", run: fakeRun{exit: 0}, code: 2, status: result.StatusFailed, errHas: "the runner exited with code 0 but left no results.json"},
-		{name: "killed", run: fakeRun{exit: 137}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 137"},
-		{name: "infrastructure in container", run: fakeRun{exit: 4}, code: 4, status: result.StatusFailed},
-		{name: "cancelled inside", run: fakeRun{exit: 130}, code: 130, status: result.StatusCancelled},
+		{name: "one worker OOM-killed", run: enginetest.Run{Exit: 2, OOM: true, Files: map[string]string{"results.json": ""}}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 2; raise resources.memory", errLacks: "killed for memory before its verdict", memLimit: true},
+		{name: "succeeded without results", run: enginetest.Run{Exit: 0}, code: 2, status: result.StatusFailed, errHas: "the runner exited with code 0 but left no results.json"},
+		{name: "killed", run: enginetest.Run{Exit: 137}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 137"},
+		{name: "infrastructure in container", run: enginetest.Run{Exit: 4}, code: 4, status: result.StatusFailed},
+		{name: "cancelled inside", run: enginetest.Run{Exit: 130}, code: 130, status: result.StatusCancelled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,10 +213,10 @@ func TestSubmitExitCodes(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, "xrun.yaml"), y, 0o644)
 			}
 			run := tt.run
-			if _, ok := run.files["results.json"]; ok {
-				run.files = map[string]string{"results.json": resultsJSON(t, "my-kernel", tt.status)}
+			if _, ok := run.Files["results.json"]; ok {
+				run.Files = map[string]string{"results.json": resultsJSON(t, "my-kernel", tt.status)}
 			}
-			ta.fake.behave = func(engine.ContainerSpec) fakeRun { return run }
+			ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return run }
 			code := ta.run(context.Background(), "submit", "--cpu", dir)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, ta.err)
@@ -230,8 +232,8 @@ func TestSubmitExitCodes(t *testing.T) {
 			if list[0].Status != tt.status {
 				t.Errorf("status %q, want %q", list[0].Status, tt.status)
 			}
-			if list[0].OOMKilled != tt.run.oom {
-				t.Errorf("oom_killed %v, want %v", list[0].OOMKilled, tt.run.oom)
+			if list[0].OOMKilled != tt.run.OOM {
+				t.Errorf("oom_killed %v, want %v", list[0].OOMKilled, tt.run.OOM)
 			}
 		})
 	}
@@ -269,8 +271,8 @@ func TestStatusAgreesWithResults(t *testing.T) {
 			ta := newTestApp(t)
 			dir := experiment(t, ta)
 			res := partial(t, tt.results)
-			ta.fake.behave = func(engine.ContainerSpec) fakeRun {
-				return fakeRun{hang: true, files: map[string]string{"results.json": res}}
+			ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
+				return enginetest.Run{Hang: true, Files: map[string]string{"results.json": res}}
 			}
 			ctx := context.Background()
 			if code := ta.run(ctx, "submit", "-d", "--cpu", "--timeout", "200ms", dir); code != 0 {
@@ -323,24 +325,24 @@ func TestSubmitGPURequests(t *testing.T) {
 	for _, tt := range tests {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
-		ta.fake.behave = succeed(t)
+		ta.fake.Behave = succeed(t)
 		// Requests are assigned GPUs of the host's inventory: here the
 		// test inventory of 4 (docs/hosts.md).
 		ta.setenv(map[string]string{gpus.FakeEnv: "4"})
 		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, tt.args...), dir)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", tt.args, code, ta.err)
 		}
-		var c *fakeContainer
-		for _, fc := range ta.fake.containers {
-			if fc.c.Labels[gpus.LabelReservation] == "" {
+		var c *enginetest.Container
+		for _, fc := range ta.fake.Containers {
+			if fc.C.Labels[gpus.LabelReservation] == "" {
 				c = fc
 			}
 		}
-		if c.spec.GPUs == nil || c.spec.GPUs.Count != tt.want.Count || strings.Join(c.spec.GPUs.IDs, ",") != strings.Join(tt.want.IDs, ",") {
-			t.Errorf("%v: GPUs = %+v, want %+v", tt.args, c.spec.GPUs, tt.want)
+		if c.Spec.GPUs == nil || c.Spec.GPUs.Count != tt.want.Count || strings.Join(c.Spec.GPUs.IDs, ",") != strings.Join(tt.want.IDs, ",") {
+			t.Errorf("%v: GPUs = %+v, want %+v", tt.args, c.Spec.GPUs, tt.want)
 		}
-		if c.c.Labels[contract.LabelGPUs] != tt.label || c.c.Labels[gpus.LabelGPUIDs] != strings.Join(tt.want.IDs, ",") || c.c.Labels[contract.LabelMode] != "gpu" {
-			t.Errorf("%v: labels %v", tt.args, c.c.Labels)
+		if c.C.Labels[contract.LabelGPUs] != tt.label || c.C.Labels[gpus.LabelGPUIDs] != strings.Join(tt.want.IDs, ",") || c.C.Labels[contract.LabelMode] != "gpu" {
+			t.Errorf("%v: labels %v", tt.args, c.C.Labels)
 		}
 	}
 }
@@ -349,12 +351,12 @@ func TestSubmitErrors(t *testing.T) {
 	t.Run("no NVIDIA runtime", func(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
-		ta.fake.info.NvidiaRuntime = false
+		ta.fake.DaemonInfo.NvidiaRuntime = false
 		code := ta.run(context.Background(), "submit", dir)
 		if code != ExitInfra || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
-		if len(ta.fake.builds) != 0 || len(ta.fake.containers) != 0 {
+		if len(ta.fake.BuildFiles) != 0 || len(ta.fake.Containers) != 0 {
 			t.Error("built or left a container before failing")
 		}
 	})
@@ -365,14 +367,14 @@ func TestSubmitErrors(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(ta.err.String(), "--gpus 0 asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
-		if len(ta.fake.containers) != 0 {
+		if len(ta.fake.Containers) != 0 {
 			t.Error("made a container for a refused request")
 		}
 	})
 	t.Run("base missing offline", func(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
-		ta.fake.pullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
+		ta.fake.PullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "xrun/cpu-base:bookworm", dir)
 		msg := ta.err.String()
 		if code != ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and could not be pulled") || !strings.Contains(msg, "make-cpu-base.sh") {
@@ -382,7 +384,7 @@ func TestSubmitErrors(t *testing.T) {
 	t.Run("misspelt base", func(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
-		ta.fake.pullErr = errors.New("pull access denied for no-such-base, repository does not exist")
+		ta.fake.PullErr = errors.New("pull access denied for no-such-base, repository does not exist")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "no-such-base", dir)
 		msg := ta.err.String()
 		if code != ExitInfra || !strings.Contains(msg, "no-such-base is not one of xrun's bases (cpu, ") || strings.Contains(msg, "submit with --cpu") {
@@ -411,31 +413,26 @@ func TestSubmitErrors(t *testing.T) {
 func TestSubmitTimeoutAttached(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	start := time.Now()
 	code := ta.run(context.Background(), "submit", "--cpu", "--timeout", "300ms", dir)
 	if code != ExitTimeout || !strings.Contains(ta.err.String(), "timed out after 300ms") {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
-	if time.Since(start) > 5*time.Second || ta.fake.stops == 0 {
-		t.Errorf("took %v, %d stops", time.Since(start), ta.fake.stops)
+	if time.Since(start) > 5*time.Second || ta.fake.Stops == 0 {
+		t.Errorf("took %v, %d stops", time.Since(start), ta.fake.Stops)
 	}
 }
 
 func TestSubmitInterruptRemovesContainer(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for {
-			ta.fake.mu.Lock()
-			running := false
-			for _, c := range ta.fake.containers {
-				running = running || c.c.State == "running"
-			}
-			ta.fake.mu.Unlock()
-			if running {
+			running, _ := ta.fake.List(context.Background(), nil, false)
+			if len(running) > 0 {
 				cancel()
 				return
 			}
@@ -446,8 +443,8 @@ func TestSubmitInterruptRemovesContainer(t *testing.T) {
 	if code != ExitInterrupted {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.containers) != 0 {
-		t.Errorf("%d containers left", len(ta.fake.containers))
+	if len(ta.fake.Containers) != 0 {
+		t.Errorf("%d containers left", len(ta.fake.Containers))
 	}
 	if !strings.Contains(ta.err.String(), "stopped and removed container xrun-my-kernel-") {
 		t.Errorf("stderr: %s", ta.err)
@@ -459,9 +456,9 @@ func TestSubmitInterruptRemovesContainer(t *testing.T) {
 func submitRunning(t *testing.T, ta *testApp) string {
 	t.Helper()
 	dir := experiment(t, ta)
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
 		// A running runner's results.json says running until it ends.
-		return fakeRun{hang: true, logs: "line1\nline2\nline3\n", files: map[string]string{
+		return enginetest.Run{Hang: true, Logs: "line1\nline2\nline3\n", Files: map[string]string{
 			"results.json": resultsJSON(t, "my-kernel", result.StatusRunning)}}
 	}
 	if code := ta.run(context.Background(), "submit", "-d", "--cpu", dir); code != 0 {
@@ -539,7 +536,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 func TestDetachedTimeoutEnforcedByWait(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "-d", "--cpu", "--timeout", "200ms", dir); code != 0 {
 		t.Fatal(ta.err)
@@ -553,7 +550,7 @@ func TestDetachedTimeoutEnforcedByWait(t *testing.T) {
 func TestBadJobID(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = succeed(t)
+	ta.fake.Behave = succeed(t)
 	ta.run(context.Background(), "submit", "-d", "--cpu", dir)
 	for _, cmd := range []string{"logs", "status", "wait", "cancel", "rm", "results"} {
 		code := ta.run(context.Background(), cmd, "zzzz")
@@ -608,7 +605,7 @@ func TestRunnerMainFlags(t *testing.T) {
 func TestExitCodesOfXrunItself(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	down := func(context.Context, HostSelection) (engine.Engine, error) {
+	down := func(context.Context, backends.Selection) (engine.Engine, error) {
 		return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
 	}
 	tests := []struct {
@@ -646,7 +643,7 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 func TestTruncatedRecord(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "-d", "--cpu", dir); code != 0 {
 		t.Fatal(ta.err)
@@ -685,7 +682,7 @@ func TestTruncatedRecord(t *testing.T) {
 func TestPsUnreachableDaemon(t *testing.T) {
 	for _, args := range [][]string{{"ps"}, {"ps", "--all", "--json"}, {"ps", "--host", "lab", "--host", "down"}} {
 		ta := newTestApp(t)
-		ta.Connect = func(_ context.Context, sel HostSelection) (engine.Engine, error) {
+		ta.Connect = func(_ context.Context, sel backends.Selection) (engine.Engine, error) {
 			if sel.Host == "lab" {
 				return ta.fake, nil
 			}
@@ -722,8 +719,8 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 	for _, root := range []bool{false, true} {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
-		ta.fake.info.MemoryBytes = 64 << 30
-		ta.fake.behave = succeed(t)
+		ta.fake.DaemonInfo.MemoryBytes = 64 << 30
+		ta.fake.Behave = succeed(t)
 		args := []string{"submit", "--cpu", "--network", "none"}
 		if root {
 			args = append(args, "--root")
@@ -732,8 +729,8 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 			t.Fatalf("root %v: exit %d: %s", root, code, ta.err)
 		}
 		var s engine.ContainerSpec
-		for _, c := range ta.fake.containers {
-			s = c.spec
+		for _, c := range ta.fake.Containers {
+			s = c.Spec
 		}
 		if s.PidsLimit != submit.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
 			t.Errorf("root %v: pids %d, memory %d, network disabled %v", root, s.PidsLimit, s.MemoryBytes, s.NetworkDisabled)
@@ -759,14 +756,14 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 func TestSubmitProfile(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = succeed(t)
+	ta.fake.Behave = succeed(t)
 	ta.setenv(map[string]string{gpus.FakeEnv: "1"})
 	if code := ta.run(context.Background(), "submit", "-d", "--profile", "ncu:impl=fast;case=0", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
 	found := false
-	for _, fc := range ta.fake.containers {
-		for _, kv := range fc.spec.Env {
+	for _, fc := range ta.fake.Containers {
+		for _, kv := range fc.Spec.Env {
 			found = found || kv == contract.EnvProfile+"=ncu:impl=fast;case=0"
 		}
 	}
@@ -777,7 +774,7 @@ func TestSubmitProfile(t *testing.T) {
 	// administrators read the counters; the unprivileged job user gets none.
 	for _, root := range []bool{false, true} {
 		ta := newTestApp(t)
-		ta.fake.behave = succeed(t)
+		ta.fake.Behave = succeed(t)
 		ta.setenv(map[string]string{gpus.FakeEnv: "1"})
 		args := []string{"submit", "-d", "--profile", "ncu"}
 		if root {
@@ -786,22 +783,22 @@ func TestSubmitProfile(t *testing.T) {
 		if code := ta.run(context.Background(), append(args, experiment(t, ta))...); code != 0 {
 			t.Fatalf("root %v: exit %d: %s", root, code, ta.err)
 		}
-		for _, fc := range ta.fake.containers {
-			if fc.spec.Labels[contract.LabelExperiment] == "" {
+		for _, fc := range ta.fake.Containers {
+			if fc.Spec.Labels[contract.LabelExperiment] == "" {
 				continue // a GPU reservation's container
 			}
-			if want := map[bool][]string{true: {"SYS_ADMIN"}, false: contract.RunnerCaps}[root]; !slices.Equal(fc.spec.CapAdd, want) {
-				t.Errorf("root %v: CapAdd %v, want %v", root, fc.spec.CapAdd, want)
+			if want := map[bool][]string{true: {"SYS_ADMIN"}, false: contract.RunnerCaps}[root]; !slices.Equal(fc.Spec.CapAdd, want) {
+				t.Errorf("root %v: CapAdd %v, want %v", root, fc.Spec.CapAdd, want)
 			}
 		}
 	}
-	builds := len(ta.fake.builds)
+	builds := len(ta.fake.BuildFiles)
 	for _, args := range [][]string{{"--profile", "nsys"}, {"--profile", "ncu", "--cpu"}} {
 		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, args...), dir)...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
 		}
 	}
-	if len(ta.fake.builds) != builds {
+	if len(ta.fake.BuildFiles) != builds {
 		t.Error("a refused --profile still built an image")
 	}
 }
@@ -852,7 +849,7 @@ func TestJobOfAnotherStore(t *testing.T) {
 	// A host that cannot be asked: the named one is an error of its own,
 	// the default one leaves the store's answer.
 	down := newTestApp(t)
-	down.Connect = func(context.Context, HostSelection) (engine.Engine, error) {
+	down.Connect = func(context.Context, backends.Selection) (engine.Engine, error) {
 		return nil, errors.New("cannot reach the Docker daemon at ssh://lab: connection refused")
 	}
 	if code := down.run(ctx, "logs", "--host", "ssh://lab", "0000deadbeef"); code != ExitInfra || !strings.Contains(down.err.String(), "cannot reach") {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -114,15 +115,16 @@ func resultsFile(ref string) (string, bool) {
 // jobResults returns a job's results, fetching them from its host into
 // the store when the store has no copy yet.
 func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Results, error) {
-	j, err := a.findJob(ctx, ref, HostSelection{})
+	m, err := a.Jobs()
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := a.Store()
+	j, err := m.Find(ctx, ref, backends.Selection{})
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := a.ensureResults(ctx, j); err != nil {
+	st := m.Store
+	if err := m.EnsureResults(ctx, j); err != nil {
 		return nil, nil, err
 	}
 	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))

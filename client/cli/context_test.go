@@ -14,7 +14,7 @@ import (
 func TestSubmitWarnsOfLargeFiles(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = succeed(t)
+	ta.fake.Behave = succeed(t)
 	big := filepath.Join(dir, "weights.bin")
 	if err := os.WriteFile(big, nil, 0o644); err != nil {
 		t.Fatal(err)

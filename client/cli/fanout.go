@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/fanout"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -37,7 +38,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		var got outcome
 		child.onJob = func(j *jobs.Job) { got.job = j }
 		oh := o
-		oh.host = HostSelection{Host: h}
+		oh.host = backends.Selection{Host: h}
 		err := runSubmit(ctx, child, oh)
 		got.out = out.String()
 		var ee *ExitError

@@ -123,7 +123,11 @@ func (a *App) historyRun(h *history.Store, ref string) (history.Run, *result.Res
 		}
 		return run, r, j, nil
 	}
-	j, err := a.resolveJob(ref)
+	m, err := a.Jobs()
+	if err != nil {
+		return history.Run{}, nil, nil, err
+	}
+	j, err := m.Resolve(ref)
 	if err != nil {
 		return history.Run{}, nil, nil, err
 	}

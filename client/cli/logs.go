@@ -13,12 +13,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
 type logsOptions struct {
 	// host is where to look for a job this store has no record of (findJob).
-	host       HostSelection
+	host       backends.Selection
 	job        string
 	follow     bool
 	tail       string
@@ -63,7 +64,7 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 	if err != nil {
 		return err
 	}
-	b, err := a.jobBackend(ctx, j)
+	b, err := a.Backends().For(ctx, j)
 	if err == nil {
 		// Both of the container's streams go to stdout, as the store's copy
 		// does once the container is gone: the runner logs on stderr, and

@@ -12,11 +12,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
 )
 
 type pruneOptions struct {
-	host HostSelection
+	host backends.Selection
 	// registry is the cluster's registry (--k8s).
 	registry  string
 	dryRun    bool
@@ -57,7 +58,7 @@ Examples:
 			if c.NArg() != 0 {
 				return usageError("prune takes no arguments")
 			}
-			o.host.kubeSelection()
+			o.host.MoveContextToKube()
 			if o.olderThan < 0 {
 				return usageError("--older-than %s: give a duration >= 0", o.olderThan)
 			}
@@ -81,7 +82,7 @@ Examples:
 }
 
 func runPrune(ctx context.Context, a *App, o pruneOptions) error {
-	e, err := a.Engine(ctx, o.host)
+	e, err := a.Backends().Engine(ctx, o.host)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // more than --older-than ago. A manifest goes only when every tag that
 // points at it may go.
 func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
-	kb, err := a.kubeBackend(ctx, o.host.Kube)
+	kb, err := a.Backends().Kube(ctx, o.host.Kube)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -302,7 +303,7 @@ func (a *App) confirmRun(ctx context.Context, h *history.Store, sr *summary.Run,
 	case kube.IsRef(j.Host):
 		return fmt.Errorf("it ran on a Kubernetes cluster, which picks the GPU: the next run confirms or clears them")
 	}
-	so := submitOptions{dir: j.ExperimentDir, host: HostSelection{Host: j.Host}, cpu: j.Mode == "cpu", queue: true, network: "default"}
+	so := submitOptions{dir: j.ExperimentDir, host: backends.Selection{Host: j.Host}, cpu: j.Mode == "cpu", queue: true, network: "default"}
 	if j.Mode != "cpu" {
 		so.gpus = sameGPUs(j.GPUs)
 	}

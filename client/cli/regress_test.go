@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress/summary"
@@ -48,9 +49,9 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	ms.Store(1.0)
 	var runs atomic.Int64
 	start := time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)
-	ta.fake.behave = func(s engine.ContainerSpec) fakeRun {
+	ta.fake.Behave = func(s engine.ContainerSpec) enginetest.Run {
 		n := runs.Add(1)
-		return fakeRun{files: map[string]string{"results.json": timedResults(t, ms.Load().(float64), start.Add(time.Duration(n)*time.Hour))}}
+		return enginetest.Run{Files: map[string]string{"results.json": timedResults(t, ms.Load().(float64), start.Add(time.Duration(n)*time.Hour))}}
 	}
 	ctx := context.Background()
 	submit := func() {
@@ -103,14 +104,14 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	// The rerun ran on the same GPU, with the same options.
-	var rerun *fakeContainer
-	for _, c := range ta.fake.containers {
-		if c.c.Labels["dev.xrun.job"] == run.Rerun {
+	var rerun *enginetest.Container
+	for _, c := range ta.fake.Containers {
+		if c.C.Labels["dev.xrun.job"] == run.Rerun {
 			rerun = c
 		}
 	}
-	if rerun == nil || strings.Join(rerun.spec.GPUs.IDs, ",") != "2" || rerun.c.Labels["team"] != "kernels" ||
-		!strings.Contains(strings.Join(rerun.spec.Env, " "), "SLOWDOWN=1") {
+	if rerun == nil || strings.Join(rerun.Spec.GPUs.IDs, ",") != "2" || rerun.C.Labels["team"] != "kernels" ||
+		!strings.Contains(strings.Join(rerun.Spec.Env, " "), "SLOWDOWN=1") {
 		t.Errorf("rerun container: %+v", rerun)
 	}
 	data, err := os.ReadFile(alert)

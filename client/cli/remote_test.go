@@ -15,42 +15,13 @@ import (
 
 	"github.com/xrun-dev/xrun/runner/contract"
 
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/result"
 )
-
-// uniqueNames makes the fake keep the daemon's rule that container names
-// are unique, the primitive GPU assignment relies on, and find containers
-// by name.
-type uniqueNames struct {
-	*fakeEngine
-	mu sync.Mutex
-}
-
-func (u *uniqueNames) Create(ctx context.Context, s engine.ContainerSpec) (string, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if s.Name != "" {
-		if _, err := u.Inspect(ctx, s.Name); err == nil {
-			return "", fmt.Errorf("create container %q: Conflict. The container name %q is already in use", s.Name, "/"+s.Name)
-		}
-	}
-	return u.fakeEngine.Create(ctx, s)
-}
-
-func (u *uniqueNames) Inspect(ctx context.Context, ref string) (engine.Container, error) {
-	u.fakeEngine.mu.Lock()
-	for _, c := range u.fakeEngine.containers {
-		if c.c.Name == ref {
-			defer u.fakeEngine.mu.Unlock()
-			return c.c, nil
-		}
-	}
-	u.fakeEngine.mu.Unlock()
-	return u.fakeEngine.Inspect(ctx, ref)
-}
 
 // TestConcurrentSubmitsShareNoGPU runs 20 attached `xrun submit --queue
 // --gpus 1` at once, each its own App as separate processes would be, on
@@ -60,15 +31,14 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	f := ta.fake
-	u := &uniqueNames{fakeEngine: f}
 	var overlaps []string
-	f.behave = func(s engine.ContainerSpec) fakeRun {
+	f.Behave = func(s engine.ContainerSpec) enginetest.Run {
 		// Start holds f.mu: the running set is a consistent snapshot.
 		held := map[string]string{}
-		for _, c := range f.containers {
-			if c.c.State == "running" {
-				for _, g := range strings.Split(c.c.Labels[gpus.LabelGPUIDs], ",") {
-					held[g] = c.c.Labels[contract.LabelJob]
+		for _, c := range f.Containers {
+			if c.C.State == "running" {
+				for _, g := range strings.Split(c.C.Labels[gpus.LabelGPUIDs], ",") {
+					held[g] = c.C.Labels[contract.LabelJob]
 				}
 			}
 		}
@@ -79,15 +49,9 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 		}
 		go func() {
 			time.Sleep(20 * time.Millisecond)
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			for _, c := range f.containers {
-				if c.spec.Name == s.Name && c.c.State == "running" {
-					f.exit(c, 0)
-				}
-			}
+			f.Exit(s.Name, 0)
 		}()
-		return fakeRun{hang: true, files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
+		return enginetest.Run{Hang: true, Files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
 	}
 	env := map[string]string{gpus.FakeEnv: "4", "XDG_CACHE_HOME": t.TempDir()}
 	const n = 20
@@ -102,7 +66,7 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 			a := &App{
 				Out: &out, Err: &errb,
 				Getenv:    func(k string) string { return env[k] },
-				Connect:   func(context.Context, HostSelection) (engine.Engine, error) { return u, nil },
+				Connect:   func(context.Context, backends.Selection) (engine.Engine, error) { return f, nil },
 				RunnerFor: ta.RunnerFor,
 				StoreRoot: ta.StoreRoot,
 			}
@@ -147,10 +111,10 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 func TestSubmitBusyGPUs(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun { return fakeRun{hang: true} }
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	ta.setenv(map[string]string{gpus.FakeEnv: "2", "XDG_CACHE_HOME": ta.StoreRoot})
-	ta.Connect = func(context.Context, HostSelection) (engine.Engine, error) {
-		return &uniqueNames{fakeEngine: ta.fake}, nil
+	ta.Connect = func(context.Context, backends.Selection) (engine.Engine, error) {
+		return ta.fake, nil
 	}
 	if code := ta.run(context.Background(), "submit", "-d", "--gpus", "all", dir); code != 0 {
 		t.Fatalf("first submit: exit %d: %s", code, ta.err)
@@ -179,14 +143,14 @@ func TestSubmitGPUType(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(b), typ, "  gpu_type: H100  ", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ta.fake.behave = succeed(t)
+	ta.fake.Behave = succeed(t)
 	ta.setenv(map[string]string{gpus.FakeEnv: "2", "XDG_CACHE_HOME": ta.StoreRoot})
 	code := ta.run(context.Background(), "submit", dir)
 	if code != ExitInfra || !strings.Contains(ta.err.String(), "has no H100 GPU (resources.gpu_type; it has 2x test GPU") {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
-	if len(ta.fake.containers) != 0 {
-		t.Errorf("%d containers made for a job that cannot run", len(ta.fake.containers))
+	if len(ta.fake.Containers) != 0 {
+		t.Errorf("%d containers made for a job that cannot run", len(ta.fake.Containers))
 	}
 }
 
@@ -203,9 +167,9 @@ func (n named) Host() string { return n.host }
 func TestSubmitFanOut(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	other := newFake()
-	ta.fake.behave, other.behave = succeed(t), succeed(t)
-	ta.Connect = func(_ context.Context, sel HostSelection) (engine.Engine, error) {
+	other := enginetest.New()
+	ta.fake.Behave, other.Behave = succeed(t), succeed(t)
+	ta.Connect = func(_ context.Context, sel backends.Selection) (engine.Engine, error) {
 		switch sel.Host {
 		case "lab":
 			return named{ta.fake, "lab"}, nil
@@ -249,24 +213,5 @@ func TestSubmitFanOut(t *testing.T) {
 	}
 	if code := ta.run(context.Background(), "compare", lines[0][1]); code != ExitUsage {
 		t.Fatalf("compare of one job: exit %d", code)
-	}
-}
-
-func TestCheckDriver(t *testing.T) {
-	f := newFake()
-	f.images["xrun/x:1"] = "sha256:x"
-	f.imageEnv = map[string][]string{"xrun/x:1": {"PATH=/bin", "CUDA_VERSION=13.0.1"}}
-	inv := func(driver string) gpus.Inventory {
-		return gpus.Inventory{Host: f.Host(), GPUs: []gpus.GPU{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H100", Driver: driver}}}
-	}
-	err := checkDriver(context.Background(), f, "xrun/x:1", inv("575.51.03"))
-	want := "host unix:///fake.sock cannot run xrun/x:1: the image is built for CUDA 13.0.1, which needs driver 580.65.06 or newer; the host's NVIDIA driver 575.51.03 runs CUDA 12 and older"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("old driver: %v, want %q", err, want)
-	}
-	for _, driver := range []string{"580.159.04", ""} {
-		if err := checkDriver(context.Background(), f, "xrun/x:1", inv(driver)); err != nil {
-			t.Errorf("driver %q: %v", driver, err)
-		}
 	}
 }

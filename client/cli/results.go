@@ -11,7 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/flat"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/runner/analyze"
@@ -21,7 +23,7 @@ import (
 
 type resultsOptions struct {
 	// host is where to look for a job this store has no record of (findJob).
-	host     HostSelection
+	host     backends.Selection
 	job      string
 	json     bool
 	markdown bool
@@ -95,22 +97,23 @@ Examples:
 }
 
 func runResults(ctx context.Context, a *App, o resultsOptions) error {
-	j, err := a.findJob(ctx, o.job, o.host)
+	m, err := a.Jobs()
 	if err != nil {
 		return err
 	}
-	st, err := a.Store()
+	j, err := m.Find(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}
+	st := m.Store
 	if !st.Has(j.ID, jobs.ResultsFile) {
-		if err := a.ensureResults(ctx, j); err != nil {
+		if err := m.EnsureResults(ctx, j); err != nil {
 			return err
 		}
 		if !st.Has(j.ID, jobs.ResultsFile) {
 			err := fmt.Errorf("job %s (%s) has no results: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)
 			var ee *ExitError
-			if errors.As(jobOutcome(j), &ee) && finalStatus(j.Status) {
+			if errors.As(job.Outcome(j), &ee) && jobs.Final(j.Status) {
 				return &ExitError{Code: ee.Code, Err: err}
 			}
 			return err
@@ -141,14 +144,14 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 	}
 	// The table alone can read as a pass (criteria met by the cases that
 	// ran): a job that did not succeed says so and exits with its code.
-	if !finalStatus(j.Status) {
+	if !jobs.Final(j.Status) {
 		fmt.Fprintf(a.Err, "job %s is %s: these results are partial\n", j.ID, j.Status)
 		return nil
 	}
 	if o.expected {
-		return a.expectedOutcome(r, jobOutcome(j))
+		return a.expectedOutcome(r, job.Outcome(j))
 	}
-	return jobOutcome(j)
+	return job.Outcome(j)
 }
 
 func (o resultsOptions) format() string {

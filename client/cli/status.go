@@ -11,13 +11,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/termsafe"
 )
 
 type statusOptions struct {
 	// host is where to look for a job this store has no record of (findJob).
-	host HostSelection
+	host backends.Selection
 	job  string
 	json bool
 }
@@ -62,16 +63,16 @@ func newStatusCommand(a *App) *cli.Command {
 }
 
 func runStatus(ctx context.Context, a *App, o statusOptions) error {
-	j, err := a.findJob(ctx, o.job, o.host)
+	m, err := a.Jobs()
 	if err != nil {
 		return err
 	}
-	st, err := a.Store()
+	j, err := m.Find(ctx, o.job, o.host)
 	if err != nil {
 		return err
 	}
-	c, ok := a.look(ctx, j)
-	s := jobStatus{Job: j, StoreDir: st.Dir(j.ID)}
+	c, ok := m.Look(ctx, j)
+	s := jobStatus{Job: j, StoreDir: m.Store.Dir(j.ID)}
 	if ok {
 		s.Container = stateOf(c)
 	}
@@ -106,7 +107,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	if s.Container != nil {
 		row("container state", s.Container.State)
 		row("because", s.Container.Message)
-	} else if finalStatus(j.Status) {
+	} else if jobs.Final(j.Status) {
 		// A job stopped before its runner wrote any (a failed create, a
 		// Ctrl-C before the start) has none to point at.
 		if _, err := os.Stat(filepath.Join(s.StoreDir, jobs.ResultsFile)); err == nil {

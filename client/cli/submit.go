@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,11 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backend/dockerhost"
-	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/lifecycle"
 	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -28,7 +25,7 @@ import (
 
 type submitOptions struct {
 	dir     string
-	host    HostSelection
+	host    backends.Selection
 	detach  bool
 	gpus    string
 	cpu     bool
@@ -132,7 +129,7 @@ configuration on the host until xrun rm removes it.`,
 			if len(o.hosts) > 0 {
 				o.host.Host = o.hosts[0]
 			}
-			o.host.kubeSelection()
+			o.host.MoveContextToKube()
 			if o.host.K8s {
 				if len(o.hosts) > 1 {
 					return usageError("--k8s runs on one cluster: give at most one --host (the Docker host that builds the image)")
@@ -162,67 +159,77 @@ func (o submitOptions) submitOptions(labels map[string]string) submit.Options {
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
+	r, err := a.submitRequest(o)
+	if err != nil {
+		return err
+	}
+	m, err := a.Jobs()
+	if err != nil {
+		return err
+	}
+	j, err := m.Submit(ctx, r)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.json:
+		if err := writeJSON(a.Out, j); err != nil {
+			return err
+		}
+	case o.detach:
+		fmt.Fprintln(a.Out, j.ID)
+		return nil
+	default:
+		if err := a.printStoredResults(j, "text"); err != nil && j.Status == result.StatusSucceeded {
+			return err
+		}
+	}
+	if o.detach {
+		return nil
+	}
+	return job.Outcome(j)
+}
+
+// submitRequest checks a submit's options, loads its spec and reads its
+// environment, before any connection or build: every mistake of the
+// command line is found in a second, not after minutes of building.
+func (a *App) submitRequest(o submitOptions) (job.SubmitRequest, error) {
+	var r job.SubmitRequest
 	if o.timeout < 0 {
-		return usageError("--timeout %s: give a duration > 0 (or leave it out for resources.timeout)", o.timeout)
+		return r, usageError("--timeout %s: give a duration > 0 (or leave it out for resources.timeout)", o.timeout)
 	}
 	labels, err := parseLabels(o.labels)
 	if err != nil {
-		return err
+		return r, err
 	}
 	so := o.submitOptions(labels)
 	if o.profile != "" {
 		if _, err := profile.Parse(o.profile); err != nil {
-			return usageError("--profile %q: %v", o.profile, err)
+			return r, usageError("--profile %q: %v", o.profile, err)
 		}
 		if o.cpu {
-			return usageError("--profile profiles GPU kernels: leave out --cpu")
+			return r, usageError("--profile profiles GPU kernels: leave out --cpu")
 		}
 	}
-	done := a.step("spec")
+	if o.host.K8s && o.network != "default" {
+		return r, usageError("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", o.network)
+	}
 	p, err := submit.Load(so)
 	if err != nil {
-		return err
+		return r, err
 	}
-	done()
 	// --env is read before the connection and the build, which take minutes.
 	env, err := a.jobEnv(p.Spec, o.env)
 	if err != nil {
-		return err
-	}
-	if o.host.K8s && o.network != "default" {
-		return usageError("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", o.network)
+		return r, err
 	}
 	if o.host.K8s && p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
-		return usageError("--gpus %s does not apply with --k8s: the scheduler picks the GPUs; give a count", p.GPULabel)
-	}
-	done = a.step("connect")
-	// A cluster's job image is built on the Docker host (--host, default
-	// the local one) and pushed to the cluster's registry.
-	builderSel := o.host
-	var kb *kube.Backend
-	if o.host.K8s {
-		if kb, err = a.kubeBackend(ctx, o.host.Kube); err != nil {
-			return interruptedBeforeJob(ctx, err)
-		}
-	}
-	e, err := a.Engine(ctx, builderSel)
-	if err != nil {
-		return interruptedBeforeJob(ctx, err)
-	}
-	done()
-	builder := &submit.Builder{Engine: e, Log: a.Err, RunnerFor: a.RunnerFor, Step: a.step, ProbeGPUs: !o.host.K8s}
-	if err := builder.Build(ctx, p, so); err != nil {
-		return interruptedBeforeJob(ctx, err)
+		return r, usageError("--gpus %s does not apply with --k8s: the scheduler picks the GPUs; give a count", p.GPULabel)
 	}
 	if o.profile != "" {
 		env = append(env, contract.EnvProfile+"="+o.profile)
 	}
-	st, err := a.Store()
-	if err != nil {
-		return err
-	}
-	var b backend.Backend = dockerhost.New(e)
-	jo := submit.JobOptions{Env: env, Root: o.root, NoNetwork: o.network == "none", HostMemory: p.Info.MemoryBytes}
+	jo := submit.JobOptions{Env: env, Root: o.root, NoNetwork: o.network == "none"}
 	if _, hasURL := lookupEnv(a.Getenv, contract.EnvPostURL); hasURL {
 		jo.PostToken, _ = lookupEnv(a.Getenv, contract.EnvPostToken)
 	}
@@ -231,81 +238,10 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		// only administrators, root needs this capability too.
 		jo.CapAdd = []string{profile.AdminCapability}
 	}
-	if kb != nil {
-		kb.Builder, kb.Registry, kb.PullSecret = e, o.registry, o.pullSecret
-		b, jo.HostMemory = kb, 0
-	}
-	j := submit.NewJob(p, b.Where(), o.dir)
-	j.Submit = o.rerunArgs()
-	if err := st.Create(j); err != nil {
-		return err
-	}
-	if a.onJob != nil {
-		a.onJob(j)
-	}
-	releaseGPUs := func() {}
-	if kb == nil {
-		if releaseGPUs, err = a.assignGPUs(ctx, p, e, j, o.host, o.queue); err != nil {
-			if ctx.Err() != nil {
-				return a.cancelBeforeStart(b, j)
-			}
-			now := time.Now().UTC()
-			j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
-			st.Save(j)
-			return err
-		}
-	}
-	if p.GPUIDs != "" {
-		j.GPUs = p.GPUIDs
-	}
-	if !o.detach {
-		defer releaseGPUs()
-	}
-	js := p.JobSpec(ctx, j, o.dir, jo)
-	if err := a.create(ctx, b, j, js); err != nil {
-		if o.detach {
-			releaseGPUs()
-		}
-		return err
-	}
-	if o.detach {
-		if err := a.startDetached(ctx, b, j, o); err != nil {
-			releaseGPUs()
-			return err
-		}
-		return nil
-	}
-	return a.runAttached(ctx, b, j, o)
-}
-
-// create makes the job on its backend and records it; a job that could
-// not be created is recorded as failed, one whose create Ctrl-C cut short
-// as cancelled.
-func (a *App) create(ctx context.Context, b backend.Backend, j *jobs.Job, js backend.Spec) error {
-	st, err := a.Store()
-	if err != nil {
-		return err
-	}
-	done := a.step("create")
-	err = b.Create(ctx, j, js)
-	done()
-	if err != nil {
-		if ctx.Err() != nil {
-			// The error is the cancelled request's; the backend removed
-			// what the create made, and discard removes it again when
-			// the record knows it.
-			return a.cancelBeforeStart(b, j)
-		}
-		if j.ContainerID != "" {
-			a.discard(b, j, err)
-			return err
-		}
-		now := time.Now().UTC()
-		j.Status, j.Error, j.Finished = result.StatusFailed, err.Error(), &now
-		st.Save(j)
-		return err
-	}
-	return st.Save(j)
+	return job.SubmitRequest{
+		Prepared: p, Build: so, Where: o.host, Registry: o.registry, PullSecret: o.pullSecret,
+		Job: jo, Detach: o.detach, Queue: o.queue, Rerun: o.rerunArgs(),
+	}, nil
 }
 
 // jobEnv is the spec's env names and --env, read from this shell at submit
@@ -367,172 +303,6 @@ func parseLabels(flags []string) (map[string]string, error) {
 	return labels, nil
 }
 
-// startDetached starts the job and prints its id.
-func (a *App) startDetached(ctx context.Context, b backend.Backend, j *jobs.Job, o submitOptions) error {
-	st, _ := a.Store()
-	done := a.step("start")
-	if err := b.Start(ctx, j); err != nil {
-		if ctx.Err() != nil {
-			return a.cancelBeforeStart(b, j)
-		}
-		a.discard(b, j, err)
-		return err
-	}
-	done()
-	j.Status = jobs.StatusRunning
-	if err := st.Save(j); err != nil {
-		return err
-	}
-	if o.json {
-		return writeJSON(a.Out, j)
-	}
-	fmt.Fprintln(a.Out, j.ID)
-	return nil
-}
-
-// discard removes a job that could not start and records why.
-func (a *App) discard(b backend.Backend, j *jobs.Job, cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if j.ContainerID != "" {
-		b.Remove(ctx, j, true)
-	}
-	if st, err := a.Store(); err == nil {
-		now := time.Now().UTC()
-		j.Status, j.Error, j.Finished = result.StatusFailed, cause.Error(), &now
-		if j.StoppedBy != "" {
-			j.Status = j.StoppedBy
-		}
-		st.Save(j)
-	}
-}
-
-// cancelBeforeStart records job j, which Ctrl-C stopped before it ran, as
-// cancelled, removes what the backend has of it, and returns the error
-// xrun exits with: 130, as after a Ctrl-C of a running job.
-func (a *App) cancelBeforeStart(b backend.Backend, j *jobs.Job) error {
-	j.StoppedBy = result.StatusCancelled
-	a.discard(b, j, errors.New("interrupted before it started"))
-	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted before it started", j.ID)}
-}
-
-// interruptedBeforeJob is err, or, when Ctrl-C ended ctx, the error of a
-// submit interrupted before it recorded a job (nothing to clean up): the
-// cancelled request's own error says nothing useful. Errors that carry
-// their exit code already (an interrupted build or pull) stay.
-func interruptedBeforeJob(ctx context.Context, err error) error {
-	var ee *ExitError
-	if ctx.Err() == nil || errors.As(err, &ee) {
-		return err
-	}
-	return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted before the job was created")}
-}
-
-// runAttached starts the job, streams its logs, waits for it, copies its
-// results back and prints them. Cancelling ctx (Ctrl-C) stops and removes
-// the job.
-func (a *App) runAttached(ctx context.Context, b backend.Backend, j *jobs.Job, o submitOptions) error {
-	st, err := a.Store()
-	if err != nil {
-		return err
-	}
-	if err := b.Start(ctx, j); err != nil {
-		if ctx.Err() != nil { // Ctrl-C before the start: cancelled, not failed
-			return a.cancelBeforeStart(b, j)
-		}
-		a.discard(b, j, err)
-		return err
-	}
-	j.Status = jobs.StatusRunning
-	st.Save(j)
-	fmt.Fprintf(a.Err, "job %s running in %s on %s\n", j.ID, handle(b, j), b.Where())
-	logsCtx, stopLogs := context.WithCancel(ctx)
-	defer stopLogs()
-	logsDone := make(chan struct{})
-	go func() {
-		defer close(logsDone)
-		b.Logs(logsCtx, j, backend.LogOptions{Follow: true}, a.Err, a.Err)
-	}()
-	s, err := b.State(ctx, j)
-	if err == nil && !s.Finished() {
-		err = a.waitJob(ctx, b, st, j, s)
-	}
-	if ctx.Err() != nil {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), lifecycle.StopGrace+30*time.Second)
-		defer cancel()
-		return a.interrupt(WithAbort(cleanup, abortOf(ctx)), b, j)
-	}
-	if err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return err
-	}
-	return a.finish(ctx, b, j, o, logsDone)
-}
-
-// interrupt stops and removes the job of an attached submit on Ctrl-C.
-// The record says cancelled first; a second Ctrl-C (abortOf) cuts the
-// graceful stop and the copy of the results short, and the job is
-// killed and removed all the same.
-func (a *App) interrupt(ctx context.Context, b backend.Backend, j *jobs.Job) error {
-	st, _ := a.Store()
-	fmt.Fprintf(a.Err, "\ninterrupted: stopping and removing %s (Ctrl-C again to skip the graceful stop)\n", handle(b, j))
-	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
-	st.Save(j)
-	graceful, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-abortOf(ctx):
-			cancel()
-		case <-graceful.Done():
-		}
-	}()
-	b.Stop(graceful, j, 2*time.Second)
-	if s, err := b.State(graceful, j); err == nil {
-		lifecycle.Finalize(graceful, b, st, j, s)
-	}
-	if graceful.Err() != nil && j.Finished == nil {
-		now := time.Now().UTC()
-		j.Finished = &now
-		st.Save(j)
-	}
-	if err := b.Remove(ctx, j, true); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("job %s interrupted, but removing it failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}
-	}
-	fmt.Fprintf(a.Err, "stopped and removed %s of job %s\n", handle(b, j), j.ID)
-	return &ExitError{Code: ExitInterrupted}
-}
-
-// finish records the exited job, copies its results and prints them.
-func (a *App) finish(ctx context.Context, b backend.Backend, j *jobs.Job, o submitOptions, logsDone <-chan struct{}) error {
-	select {
-	case <-logsDone:
-	case <-time.After(5 * time.Second):
-	}
-	if !jobs.Final(j.Status) || j.Finished == nil {
-		st, err := a.Store()
-		if err != nil {
-			return err
-		}
-		s, err := b.State(ctx, j)
-		if err != nil {
-			return err
-		}
-		if err := lifecycle.Finalize(ctx, b, st, j, s); err != nil {
-			// The job ended, but nothing says how until its results are
-			// in the store (a full disk): the next look copies them.
-			return &ExitError{Code: ExitInfra, Err: err}
-		}
-	}
-	if o.json {
-		if err := writeJSON(a.Out, j); err != nil {
-			return err
-		}
-	} else if err := a.printStoredResults(j, "text"); err != nil && j.Status == result.StatusSucceeded {
-		return err
-	}
-	return jobOutcome(j)
-}
-
 // printStoredResults prints the job's results.json from the store.
 func (a *App) printStoredResults(j *jobs.Job, format string) error {
 	st, err := a.Store()
@@ -556,13 +326,4 @@ func (a *App) printStoredResults(j *jobs.Job, format string) error {
 		return report.Markdown(a.Out, r)
 	}
 	return report.Text(a.Out, r)
-}
-
-// handle names what runs job j on b: "container NAME" on a Docker host,
-// "Job NAME" on a cluster.
-func handle(b backend.Backend, j *jobs.Job) string {
-	if kube.IsRef(b.Where()) {
-		return "Job " + j.ContainerName
-	}
-	return "container " + j.ContainerName
 }

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -48,11 +49,11 @@ func TestTerminalOutputIsNeutralised(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	evil := "\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[1A"
-	ta.fake.behave = func(engine.ContainerSpec) fakeRun {
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
 		r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: "my-kernel", Status: result.StatusFailed,
 			Error: "worker " + evil + "crashed", CreatedAt: time.Unix(0, 0).UTC()}
 		data, _ := json.Marshal(r)
-		return fakeRun{exit: 2, logs: "runner " + evil + "says hi\n", files: map[string]string{"results.json": string(data)}}
+		return enginetest.Run{Exit: 2, Logs: "runner " + evil + "says hi\n", Files: map[string]string{"results.json": string(data)}}
 	}
 	master, tty := openPTY(t)
 	var screen bytes.Buffer

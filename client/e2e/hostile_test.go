@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/lifecycle"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -184,7 +184,7 @@ func TestHostileFlood(t *testing.T) {
 
 	r, s, _ = hostileJob(t, "flood", 0, "--root", "--env", "XRUN_FLOOD_MB=256")
 	logs, _ = os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
-	if int64(len(logs)) > lifecycle.LogHeadBytes+lifecycle.LogTailBytes+4096 || !strings.Contains(string(logs), "bytes of output dropped here") {
+	if int64(len(logs)) > job.LogHeadBytes+job.LogTailBytes+4096 || !strings.Contains(string(logs), "bytes of output dropped here") {
 		t.Errorf("the stored log of a flooded container is %d bytes, or lacks the dropped line", len(logs))
 	}
 	if !strings.Contains(string(logs), "status: succeeded") {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/lifecycle"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -345,7 +345,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 		t.Errorf("wait: exit %d\nstdout: %s\nstderr: %s", code, wout.String(), werr.String())
 	}
 	s := jobStatus(t, id)
-	if s.Status != result.StatusCancelled || s.Error != lifecycle.StoppedOutside {
+	if s.Status != result.StatusCancelled || s.Error != job.StoppedOutside {
 		t.Errorf("after the restart: %s (%s), want cancelled, stopped from outside xrun", s.Status, s.Error)
 	}
 }

@@ -10,111 +10,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
-// fakeEngine keeps containers in memory with the daemon's one rule that
-// matters here: names are unique.
-type fakeEngine struct {
-	engine.Engine
-	mu     sync.Mutex
-	n      int
-	byID   map[string]*engine.Container
-	byName map[string]string
-}
+// fakeHost is the shared fake engine (enginetest), with the containers
+// GPU assignment reads: jobs and reservations that other clients made.
+type fakeHost struct{ *enginetest.Engine }
 
-func newFake() *fakeEngine {
-	return &fakeEngine{byID: map[string]*engine.Container{}, byName: map[string]string{}}
-}
-
-func (f *fakeEngine) Host() string { return "fake://host" }
-
-func (f *fakeEngine) Create(_ context.Context, s engine.ContainerSpec) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, dup := f.byName[s.Name]; dup && s.Name != "" {
-		return "", fmt.Errorf("create container %q: Conflict. The container name %q is already in use", s.Name, "/"+s.Name)
-	}
-	f.n++
-	id := fmt.Sprintf("c%04d", f.n)
-	f.byID[id] = &engine.Container{ID: id, Name: s.Name, Labels: s.Labels, State: "created", Created: time.Now()}
-	if s.Name != "" {
-		f.byName[s.Name] = id
-	}
-	return id, nil
-}
-
-func (f *fakeEngine) lookup(ref string) (*engine.Container, bool) {
-	if id, ok := f.byName[ref]; ok {
-		ref = id
-	}
-	c, ok := f.byID[ref]
-	return c, ok
-}
-
-func (f *fakeEngine) Inspect(_ context.Context, ref string) (engine.Container, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.lookup(ref)
-	if !ok {
-		return engine.Container{}, fmt.Errorf("no such container %s: %w", ref, engine.ErrNotFound)
-	}
-	return *c, nil
-}
-
-func (f *fakeEngine) Remove(_ context.Context, ref string, _ bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.lookup(ref)
-	if !ok {
-		return fmt.Errorf("no such container %s: %w", ref, engine.ErrNotFound)
-	}
-	delete(f.byID, c.ID)
-	if c.Name != "" {
-		delete(f.byName, c.Name)
-	}
-	return nil
-}
-
-func (f *fakeEngine) List(_ context.Context, labels map[string]string, all bool) ([]engine.Container, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []engine.Container
-next:
-	for _, c := range f.byID {
-		for k, v := range labels {
-			got, ok := c.Labels[k]
-			if !ok || (v != "" && got != v) {
-				continue next
-			}
-		}
-		if !all && c.State != "running" {
-			continue
-		}
-		out = append(out, *c)
-	}
-	return out, nil
+func newFake() fakeHost {
+	f := enginetest.New()
+	f.ImageIDs["img"] = "sha256:img"
+	return fakeHost{f}
 }
 
 // job adds a job container in state with the given GPU label.
-func (f *fakeEngine) job(id, state, gpuIDs string) {
+func (f fakeHost) job(id, state, gpuIDs string) {
 	labels := map[string]string{contract.LabelJob: id}
 	if gpuIDs != "" {
 		labels[LabelGPUIDs] = gpuIDs
 	}
-	cid, _ := f.Create(context.Background(), engine.ContainerSpec{Name: "job-" + id, Labels: labels})
-	f.mu.Lock()
-	f.byID[cid].State = state
-	f.mu.Unlock()
+	f.Add("job-"+id, state, labels, time.Now())
 }
 
 // reservation adds a reservation of GPU idx for job, created age ago.
-func (f *fakeEngine) reservation(idx int, job string, age time.Duration) {
-	cid, _ := f.Create(context.Background(), engine.ContainerSpec{Name: ReservationName(idx), Labels: map[string]string{LabelHolder: job, LabelReservation: fmt.Sprint(idx)}})
-	f.mu.Lock()
-	f.byID[cid].Created = time.Now().Add(-age)
-	f.mu.Unlock()
+func (f fakeHost) reservation(idx int, job string, age time.Duration) {
+	f.Add(ReservationName(idx), "created", map[string]string{LabelHolder: job, LabelReservation: fmt.Sprint(idx)}, time.Now().Add(-age))
 }
 
 func indices(gs []GPU) []int {
@@ -128,7 +49,7 @@ func indices(gs []GPU) []int {
 func TestAcquire(t *testing.T) {
 	tests := []struct {
 		name    string
-		setup   func(f *fakeEngine)
+		setup   func(f fakeHost)
 		req     Request
 		want    []int
 		wantErr string
@@ -138,15 +59,15 @@ func TestAcquire(t *testing.T) {
 		{name: "all", req: Request{Count: -1}, want: []int{0, 1, 2, 3}},
 		{name: "pinned by index", req: Request{IDs: []string{"2", "0"}}, want: []int{0, 2}},
 		{name: "pinned by uuid", req: Request{IDs: []string{Fake("", 4).GPUs[3].UUID}}, want: []int{3}},
-		{name: "skips a reserved GPU", setup: func(f *fakeEngine) { f.reservation(0, "a", 0); f.job("a", "running", "0") }, req: Request{Count: 1}, want: []int{1}},
-		{name: "skips a GPU labelled on a running job", setup: func(f *fakeEngine) { f.job("b", "running", "0,1") }, req: Request{Count: 2}, want: []int{2, 3}},
-		{name: "a finished job's label holds nothing", setup: func(f *fakeEngine) { f.job("b", "exited", "0") }, req: Request{Count: 1}, want: []int{0}},
-		{name: "reclaims the reservation of a finished job", setup: func(f *fakeEngine) { f.reservation(0, "done", time.Minute); f.job("done", "exited", "0") }, req: Request{IDs: []string{"0", "1"}}, want: []int{0, 1}},
-		{name: "reclaims a reservation whose job never appeared", setup: func(f *fakeEngine) { f.reservation(1, "ghost", time.Hour) }, req: Request{IDs: []string{"1", "3"}}, want: []int{1, 3}},
-		{name: "a young reservation without its job holds", setup: func(f *fakeEngine) { f.reservation(1, "starting", time.Second) }, req: Request{IDs: []string{"1", "3"}},
+		{name: "skips a reserved GPU", setup: func(f fakeHost) { f.reservation(0, "a", 0); f.job("a", "running", "0") }, req: Request{Count: 1}, want: []int{1}},
+		{name: "skips a GPU labelled on a running job", setup: func(f fakeHost) { f.job("b", "running", "0,1") }, req: Request{Count: 2}, want: []int{2, 3}},
+		{name: "a finished job's label holds nothing", setup: func(f fakeHost) { f.job("b", "exited", "0") }, req: Request{Count: 1}, want: []int{0}},
+		{name: "reclaims the reservation of a finished job", setup: func(f fakeHost) { f.reservation(0, "done", time.Minute); f.job("done", "exited", "0") }, req: Request{IDs: []string{"0", "1"}}, want: []int{0, 1}},
+		{name: "reclaims a reservation whose job never appeared", setup: func(f fakeHost) { f.reservation(1, "ghost", time.Hour) }, req: Request{IDs: []string{"1", "3"}}, want: []int{1, 3}},
+		{name: "a young reservation without its job holds", setup: func(f fakeHost) { f.reservation(1, "starting", time.Second) }, req: Request{IDs: []string{"1", "3"}},
 			wantErr: "cannot give this job GPUs 1,3 now (1 free; held: GPU 1 by job starting)"},
-		{name: "a created job holds", setup: func(f *fakeEngine) { f.reservation(2, "c", time.Hour); f.job("c", "created", "") }, req: Request{Count: -1}, wantErr: "held: GPU 2 by job c"},
-		{name: "busy", setup: func(f *fakeEngine) {
+		{name: "a created job holds", setup: func(f fakeHost) { f.reservation(2, "c", time.Hour); f.job("c", "created", "") }, req: Request{Count: -1}, wantErr: "held: GPU 2 by job c"},
+		{name: "busy", setup: func(f fakeHost) {
 			for i := 0; i < 4; i++ {
 				f.reservation(i, fmt.Sprintf("j%d", i), 0)
 			}
@@ -196,19 +117,19 @@ func TestAcquire(t *testing.T) {
 func TestAcquireType(t *testing.T) {
 	tests := []struct {
 		name    string
-		setup   func(f *fakeEngine)
+		setup   func(f fakeHost)
 		req     Request
 		want    []int
 		wantErr string
 	}{
 		{name: "one", req: Request{Count: 1, Type: "h100"}, want: []int{1}},
 		{name: "all of the type", req: Request{Count: -1, Type: "H100"}, want: []int{1, 3}},
-		{name: "skips a busy one of the type", setup: func(f *fakeEngine) { f.reservation(1, "a", 0); f.job("a", "running", "1") }, req: Request{Count: 1, Type: "H100"}, want: []int{3}},
-		{name: "busy", setup: func(f *fakeEngine) { f.reservation(1, "a", 0); f.reservation(3, "b", 0) }, req: Request{Count: 1, Type: "H100"},
+		{name: "skips a busy one of the type", setup: func(f fakeHost) { f.reservation(1, "a", 0); f.job("a", "running", "1") }, req: Request{Count: 1, Type: "H100"}, want: []int{3}},
+		{name: "busy", setup: func(f fakeHost) { f.reservation(1, "a", 0); f.reservation(3, "b", 0) }, req: Request{Count: 1, Type: "H100"},
 			wantErr: "cannot give this job 1 GPU of type H100 now"},
 		{name: "more than the host has of the type", req: Request{Count: 3, Type: "H100"}, wantErr: "has 2 H100 GPUs, the job asks for 3"},
 		{name: "pinned, right type", req: Request{IDs: []string{"3"}, Type: "H100"}, want: []int{3}},
-		{name: "pinned, wrong type", req: Request{IDs: []string{"0"}, Type: "H100"}, wantErr: "GPU 0 of host fake://host is a NVIDIA A10G, not a H100 (resources.gpu_type): pick one of 1,3"},
+		{name: "pinned, wrong type", req: Request{IDs: []string{"0"}, Type: "H100"}, wantErr: "GPU 0 of host unix:///fake.sock is a NVIDIA A10G, not a H100 (resources.gpu_type): pick one of 1,3"},
 		{name: "no such type", req: Request{Count: 1, Type: "B200"}, wantErr: "has no B200 GPU (resources.gpu_type; it has 2x NVIDIA A10G, 2x NVIDIA H100 80GB HBM3)"},
 	}
 	for _, tc := range tests {
@@ -256,9 +177,7 @@ func TestAcquireQueueWaits(t *testing.T) {
 		Progress: func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }}
 	go func() {
 		time.Sleep(150 * time.Millisecond)
-		f.mu.Lock()
-		f.byID[f.byName["job-first"]].State = "exited"
-		f.mu.Unlock()
+		f.SetState("job-first", "exited")
 		Release(context.Background(), f, "first")
 	}()
 	ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
@@ -268,7 +187,7 @@ func TestAcquireQueueWaits(t *testing.T) {
 		t.Fatalf("got %v, %v", indices(got), err)
 	}
 	mu.Lock()
-	if len(lines) != 1 || !strings.Contains(lines[0], "queued on fake://host for 1 GPU (held: 0:first)") {
+	if len(lines) != 1 || !strings.Contains(lines[0], "queued on unix:///fake.sock for 1 GPU (held: 0:first)") {
 		t.Fatalf("progress lines: %q", lines)
 	}
 	mu.Unlock()

@@ -276,31 +276,56 @@ func (s *Store) ids() ([]string, error) {
 	return ids, nil
 }
 
-// List returns every job, newest first. A record that cannot be read is
-// listed as a job with StatusUnreadable and the *RecordError's text as its
-// Error, so that it is seen and can be removed; records are replaced
-// atomically, so it is never one being written.
-func (s *Store) List() ([]*Job, error) {
+// Entry is one job directory of the store: its record, or why the record
+// cannot be read (cut short by a full disk, say, or edited by hand).
+type Entry struct {
+	ID  string
+	Job *Job // nil when Err is set
+	Err *RecordError
+	// Modified is when the unreadable record was last written.
+	Modified time.Time
+}
+
+// Entries returns every job directory of the store, newest first (an
+// unreadable record by its file's time); records are replaced atomically,
+// so one that cannot be read is never one being written.
+func (s *Store) Entries() ([]Entry, error) {
 	ids, err := s.ids()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Job, 0, len(ids))
+	out := make([]Entry, 0, len(ids))
 	for _, id := range ids {
 		j, err := s.Load(id)
 		var re *RecordError
 		switch {
 		case errors.As(err, &re):
-			j = &Job{ID: id, Status: StatusUnreadable, Error: re.Error()}
+			e := Entry{ID: id, Err: re}
 			if fi, err := os.Stat(re.Path); err == nil {
-				j.Created = fi.ModTime().UTC()
+				e.Modified = fi.ModTime().UTC()
 			}
-		case err != nil:
-			continue // removed since it was listed
+			out = append(out, e)
+		case err == nil:
+			out = append(out, Entry{ID: id, Job: j, Modified: j.Created})
 		}
-		out = append(out, j)
+		// else: removed since it was listed
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].Created.After(out[b].Created) })
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Modified.After(out[b].Modified) })
+	return out, nil
+}
+
+// List returns every job whose record can be read, newest first.
+func (s *Store) List() ([]*Job, error) {
+	entries, err := s.Entries()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Job, 0, len(entries))
+	for _, e := range entries {
+		if e.Job != nil {
+			out = append(out, e.Job)
+		}
+	}
 	return out, nil
 }
 

@@ -174,21 +174,24 @@ func TestTruncatedRecord(t *testing.T) {
 	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.List()
-	if err != nil || len(list) != 2 {
-		t.Fatalf("List = %d jobs, %v", len(list), err)
+	entries, err := s.Entries()
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("Entries = %d, %v", len(entries), err)
 	}
-	for _, j := range list {
-		switch j.ID {
+	for _, e := range entries {
+		switch e.ID {
 		case good.ID:
-			if j.Status != StatusRunning {
-				t.Errorf("the good record: %+v", j)
+			if e.Err != nil || e.Job.Status != StatusRunning {
+				t.Errorf("the good record: %+v", e)
 			}
 		case bad.ID:
-			if j.Status != StatusUnreadable || !strings.Contains(j.Error, path) || !strings.Contains(j.Error, "xrun rm -f "+bad.ID) {
-				t.Errorf("the cut record: %+v", j)
+			if e.Job != nil || e.Err == nil || !strings.Contains(e.Err.Error(), path) || !strings.Contains(e.Err.Error(), "xrun rm -f "+bad.ID) {
+				t.Errorf("the cut record: %+v", e)
 			}
 		}
+	}
+	if list, err := s.List(); err != nil || len(list) != 1 || list[0].ID != good.ID {
+		t.Errorf("List = %v, %v; want the readable record alone", list, err)
 	}
 	_, err = s.Resolve(bad.ID[:6])
 	var re *RecordError

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -449,28 +448,6 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 
 // JobName is the name of job id's container (or Kubernetes Job).
 func JobName(experiment, id string) string { return "xrun-" + experiment + "-" + id }
-
-// NewJob is the record of a job about to be created from p on where.
-func NewJob(p *Prepared, where, dir string) *jobs.Job {
-	j := &jobs.Job{
-		Host:       where,
-		Experiment: p.Spec.Name,
-		ImageRef:   p.ImageRef,
-		ImageID:    p.ImageID,
-		SpecHash:   p.Spec.Hash,
-		GPUs:       p.GPULabel,
-		Mode:       p.Mode,
-		Status:     jobs.StatusCreated,
-		Creator:    jobs.Creator(),
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		j.ExperimentDir = abs
-	}
-	if p.Timeout > 0 {
-		j.Timeout = p.Timeout.String()
-	}
-	return j
-}
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")

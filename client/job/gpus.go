@@ -1,4 +1,4 @@
-package cli
+package job
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/images"
@@ -18,17 +18,14 @@ import (
 // assignGPUs gives job j GPUs of its host that no running xrun job holds
 // (waiting for them with queue), points the job's device request at them,
 // and returns the function that frees them. CPU jobs get nothing to free.
-func (a *App) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engine, j *jobs.Job, sel HostSelection, queue bool) (release func(), err error) {
+func (m *Manager) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engine, j *jobs.Job, sel backends.Selection, queue bool) (release func(), err error) {
 	if p.GPUs == nil {
 		return func() {}, nil
 	}
 	// A configured test inventory (gpus: N on a named host) is honoured
 	// like XRUN_FAKE_GPUS; see docs/hosts.md.
-	fake := 0
-	if t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: a.Getenv}); err == nil {
-		fake = t.FakeGPUs
-	}
-	inv, err := gpus.Lookup(ctx, e, p.ImageRef, fake, gpus.DefaultCache(a.Getenv), a.Getenv)
+	fake := m.Backends.FakeGPUs(sel)
+	inv, err := gpus.Lookup(ctx, e, p.ImageRef, fake, gpus.DefaultCache(m.Backends.Getenv), m.Backends.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +34,7 @@ func (a *App) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engin
 	}
 	as := &gpus.Assigner{
 		Engine: e, Inventory: inv, Image: p.ImageRef, Queue: queue,
-		Progress: func(line string) { fmt.Fprintln(a.Err, line) },
+		Progress: func(line string) { fmt.Fprintln(m.Err, line) },
 	}
 	got, err := as.Acquire(ctx, j.ID, gpus.Request{Count: p.GPUs.Count, IDs: p.GPUs.IDs, Type: p.Spec.Resources.GPUType})
 	if err != nil {
@@ -47,12 +44,12 @@ func (a *App) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engin
 	// numbered them on this host when the inventory was taken.
 	p.GPUIDs = gpus.Indices(got)
 	p.GPUs = &backend.GPUs{IDs: strings.Split(p.GPUIDs, ",")}
-	fmt.Fprintf(a.Err, "job %s gets GPU %s (%s) on %s\n", j.ID, p.GPUIDs, got[0].Name, e.Host())
+	fmt.Fprintf(m.Err, "job %s gets GPU %s (%s) on %s\n", j.ID, p.GPUIDs, got[0].Name, e.Host())
 	return func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if err := gpus.Release(rctx, e, j.ID); err != nil {
-			fmt.Fprintf(a.Err, "warning: %v (the next submit reclaims them)\n", err)
+			fmt.Fprintf(m.Err, "warning: %v (the next submit reclaims them)\n", err)
 		}
 	}, nil
 }

@@ -1,0 +1,185 @@
+// Package backends picks where a job runs and keeps the connections: a
+// Docker host chosen as the docker CLI would (--host, DOCKER_HOST, the
+// docker context; client/hosts) or a Kubernetes cluster's namespace
+// (--k8s; client/backend/kube). One Set serves one xrun invocation, which
+// may talk to several hosts (a fan-out submit, ps across hosts).
+package backends
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
+	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+// Selection is how the user picked where jobs run: --host and --context
+// (both empty: DOCKER_HOST, DOCKER_CONTEXT, the current context or the
+// local socket), or --k8s with the cluster's selection.
+type Selection struct {
+	Host    string
+	Context string
+	// K8s picks the Kubernetes cluster Kube instead of a Docker host;
+	// --context then names a context of the kubeconfig.
+	K8s  bool
+	Kube kube.Selection
+}
+
+// Docker is the Docker part of sel (the engine cache's key).
+func (sel Selection) Docker() Selection {
+	return Selection{Host: sel.Host, Context: sel.Context}
+}
+
+// Explicit reports whether the user named a host, context or cluster.
+func (sel Selection) Explicit() bool {
+	return sel.Host != "" || sel.Context != "" || sel.K8s
+}
+
+// MoveContextToKube moves --context to the cluster's side when --k8s is
+// given.
+func (sel *Selection) MoveContextToKube() {
+	if sel.K8s {
+		sel.Kube.Context, sel.Context = sel.Context, ""
+	}
+}
+
+// Set makes and caches the engines and cluster connections of one xrun
+// invocation. Its zero value connects to real daemons and clusters.
+type Set struct {
+	// Getenv reads the environment (nil: the process's).
+	Getenv func(string) string
+	// Connect makes the engine of a Docker host; tests replace it.
+	Connect func(ctx context.Context, sel Selection) (engine.Engine, error)
+	// KubeLog receives a cluster backend's progress (image pushes).
+	KubeLog interface{ Write([]byte) (int, error) }
+
+	mu      sync.Mutex
+	engines map[Selection]engine.Engine
+	kubes   map[kube.Selection]*kube.Backend
+}
+
+func (s *Set) getenv(k string) string {
+	if s.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return s.Getenv(k)
+}
+
+// Engine returns the (cached) engine of the Docker host sel picks,
+// connecting and pinging it on first use.
+func (s *Set) Engine(ctx context.Context, sel Selection) (engine.Engine, error) {
+	sel = sel.Docker()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.engines[sel]; ok {
+		return e, nil
+	}
+	connect := s.Connect
+	if connect == nil {
+		connect = s.connectDocker
+	}
+	e, err := connect(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	if s.engines == nil {
+		s.engines = map[Selection]engine.Engine{}
+	}
+	s.engines[sel] = e
+	return e, nil
+}
+
+func (s *Set) connectDocker(ctx context.Context, sel Selection) (engine.Engine, error) {
+	// client/hosts resolves --host/--context like the docker CLI, adds
+	// named hosts from xrun's config, ssh options and TLS material, and
+	// pings with one-sentence errors naming the host.
+	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: s.Getenv})
+	if err != nil {
+		// An address that does not parse, a name no config defines, a
+		// broken config: what the user gave is wrong, not the host.
+		return nil, &exit.Error{Code: exit.Usage, Err: err}
+	}
+	c, err := hosts.Connect(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return engine.FromClient(t.Ref(), c), nil
+}
+
+// Kube returns the (cached) backend of a cluster's namespace, connecting
+// on first use. A job's record names its context and namespace; the
+// kubeconfig is the one the environment points at.
+func (s *Set) Kube(ctx context.Context, sel kube.Selection) (*kube.Backend, error) {
+	if sel.Kubeconfig == "" {
+		sel.Kubeconfig = s.getenv("XRUN_KUBECONFIG")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.kubes[sel]; ok {
+		return b, nil
+	}
+	b, err := kube.Connect(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	if s.KubeLog != nil {
+		b.Log = s.KubeLog
+	}
+	if s.kubes == nil {
+		s.kubes = map[kube.Selection]*kube.Backend{}
+	}
+	s.kubes[sel] = b
+	return b, nil
+}
+
+// For returns the backend of the Docker host or cluster that job j was
+// submitted to (its record's Host).
+func (s *Set) For(ctx context.Context, j *jobs.Job) (backend.Backend, error) {
+	if kube.IsRef(j.Host) {
+		return s.Kube(ctx, kube.ParseRef(j.Host))
+	}
+	e, err := s.Engine(ctx, Selection{Host: j.Host})
+	if err != nil {
+		return nil, err
+	}
+	return dockerhost.New(e), nil
+}
+
+// Selected returns the backend the user picked with --host, --context or
+// --k8s (commands that look beyond the job store: ps, rm).
+func (s *Set) Selected(ctx context.Context, sel Selection) (backend.Backend, error) {
+	if sel.K8s {
+		return s.Kube(ctx, sel.Kube)
+	}
+	e, err := s.Engine(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	return dockerhost.New(e), nil
+}
+
+// FakeGPUs is the test inventory a named host of xrun's config declares
+// (gpus: N; docs/hosts.md), or 0.
+func (s *Set) FakeGPUs(sel Selection) int {
+	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: s.Getenv})
+	if err != nil {
+		return 0
+	}
+	return t.FakeGPUs
+}
+
+// Close releases every engine connection.
+func (s *Set) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.engines {
+		e.Close()
+	}
+	s.engines = nil
+}

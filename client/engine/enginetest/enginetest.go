@@ -1,0 +1,416 @@
+// Package enginetest is an in-memory engine.Engine for the tests of the
+// packages above the engine (the job lifecycle, the commands, the GPU
+// assignment): one fake, beside what it fakes.
+package enginetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/engine"
+)
+
+// Engine is an in-memory engine.Engine with the daemon's rules that
+// xrun's code relies on: images are names, container names are unique
+// and containers are found by id or name, and a started container "runs"
+// what Behave says at once (or until stopped, when Hang).
+type Engine struct {
+	mu sync.Mutex
+	// DaemonInfo is what Info answers.
+	DaemonInfo engine.Info
+	// ImageIDs are the images by reference, with their ids; ImageEnv
+	// their environment.
+	ImageIDs map[string]string
+	ImageEnv map[string][]string
+	// BuildFiles are the files of each build context.
+	BuildFiles []map[string][]byte
+	Containers map[string]*Container
+	// PullErr, when set, is what every Pull returns.
+	PullErr error
+	// Behave says what a container runs, from its spec.
+	Behave func(s engine.ContainerSpec) Run
+	// Stops counts Stop calls.
+	Stops int
+	next  int
+}
+
+// Run is what a started container does: it exits with Exit at once (or
+// when stopped, with Hang), OOM-killed with OOM, having written Logs and
+// the Files of its /xrun/out.
+type Run struct {
+	Exit  int
+	OOM   bool
+	Logs  string
+	Files map[string]string // under /xrun/out
+	Hang  bool
+}
+
+// Container is a container of the Engine.
+type Container struct {
+	C    engine.Container
+	Spec engine.ContainerSpec
+	Run  Run
+	done chan struct{}
+	// Copied are the paths CopyTo put into it.
+	Copied []string
+}
+
+// New returns an Engine of a linux/amd64 daemon with an NVIDIA runtime
+// and one image, test/base:1, whose containers exit 0 at once.
+func New() *Engine {
+	return &Engine{
+		DaemonInfo: engine.Info{OS: "linux", Arch: "amd64", NvidiaRuntime: true},
+		ImageIDs:   map[string]string{"test/base:1": "sha256:base"},
+		Containers: map[string]*Container{},
+		Behave:     func(engine.ContainerSpec) Run { return Run{} },
+	}
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+func (f *Engine) Host() string                                      { return "unix:///fake.sock" }
+func (f *Engine) Ping(context.Context) error                        { return nil }
+func (f *Engine) Info(context.Context) (engine.Info, error)         { return f.DaemonInfo, nil }
+func (f *Engine) Close() error                                      { return nil }
+func (f *Engine) Kill(ctx context.Context, id, signal string) error { return f.Stop(ctx, id, 0) }
+
+func (f *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := f.ImageID(ctx, ref)
+	return err == nil, nil
+}
+
+func (f *Engine) ImageConfig(ctx context.Context, ref string) (engine.ImageConfig, error) {
+	id, err := f.ImageID(ctx, ref)
+	if err != nil {
+		return engine.ImageConfig{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return engine.ImageConfig{ID: id, Env: f.ImageEnv[ref]}, nil
+}
+
+func (f *Engine) ImageID(_ context.Context, ref string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id, ok := f.ImageIDs[ref]; ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("image %s: %w", ref, engine.ErrNotFound)
+}
+
+func (f *Engine) Push(ctx context.Context, ref string, _ func(string)) error {
+	if _, err := f.ImageID(ctx, ref); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (f *Engine) Pull(_ context.Context, ref string, _ func(string)) error {
+	if f.PullErr != nil {
+		return f.PullErr
+	}
+	f.mu.Lock()
+	f.ImageIDs[ref] = "sha256:pulled"
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *Engine) RemoveImage(_ context.Context, ref string) error {
+	f.mu.Lock()
+	delete(f.ImageIDs, ref)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *Engine) Images(context.Context, map[string]string) ([]engine.Image, error) {
+	return nil, nil
+}
+
+// readTar returns the entries of a tar stream by name.
+func readTar(r io.Reader) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		data, _ := io.ReadAll(tr)
+		files[h.Name] = data
+	}
+}
+
+func (f *Engine) Build(_ context.Context, r io.Reader, o engine.BuildOptions, progress func(string)) (string, error) {
+	files, err := readTar(r)
+	if err != nil {
+		return "", err
+	}
+	progress("Step 1/1 : FROM fake")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.BuildFiles = append(f.BuildFiles, files)
+	f.ImageIDs[o.Tag] = "sha256:" + o.Tag
+	return f.ImageIDs[o.Tag], nil
+}
+
+func (f *Engine) Create(_ context.Context, s engine.ContainerSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.ImageIDs[s.Image]; !ok {
+		return "", fmt.Errorf("create container: no such image %s: %w", s.Image, engine.ErrNotFound)
+	}
+	if s.Name != "" {
+		if _, dup := f.byName(s.Name); dup {
+			return "", fmt.Errorf("create container %q: Conflict. The container name %q is already in use", s.Name, "/"+s.Name)
+		}
+	}
+	f.next++
+	id := fmt.Sprintf("c%063d", f.next)
+	f.Containers[id] = &Container{
+		C: engine.Container{ID: id, Name: s.Name, Image: s.Image, Labels: s.Labels, State: "created",
+			Created: time.Now(), MemoryBytes: s.MemoryBytes},
+		Spec: s, done: make(chan struct{}),
+	}
+	return id, nil
+}
+
+// get finds a container by id or name, as the daemon does.
+func (f *Engine) get(ref string) (*Container, error) {
+	if c, ok := f.Containers[ref]; ok {
+		return c, nil
+	}
+	if c, ok := f.byName(ref); ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("no such container %s: %w", ref, engine.ErrNotFound)
+}
+
+func (f *Engine) byName(name string) (*Container, bool) {
+	for _, c := range f.Containers {
+		if c.C.Name == name {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// Exit ends container ref (one that Hangs) with code, as its runner
+// exiting would.
+func (f *Engine) Exit(ref string, code int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(ref)
+	if err != nil {
+		return err
+	}
+	if c.C.State == "running" {
+		f.exit(c, code)
+	}
+	return nil
+}
+
+// SetState puts container ref in state, as another client's doing would
+// (a job that ended elsewhere).
+func (f *Engine) SetState(ref, state string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(ref)
+	if err != nil {
+		return err
+	}
+	c.C.State = state
+	return nil
+}
+
+// Add puts a container in state with labels, created at created, as if
+// another client had made it; it returns its id.
+func (f *Engine) Add(name, state string, labels map[string]string, created time.Time) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	id := fmt.Sprintf("c%063d", f.next)
+	f.Containers[id] = &Container{C: engine.Container{ID: id, Name: name, Labels: labels, State: state, Created: created}, done: make(chan struct{})}
+	return id
+}
+
+func (f *Engine) Start(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if c.Spec.GPUs != nil && !f.DaemonInfo.NvidiaRuntime {
+		return fmt.Errorf("start container: %w", engine.ErrNoGPURuntime)
+	}
+	c.Run = f.Behave(c.Spec)
+	c.C.State = "running"
+	c.C.StartedAt = time.Now()
+	if !c.Run.Hang {
+		f.exit(c, c.Run.Exit)
+	}
+	return nil
+}
+
+func (f *Engine) exit(c *Container, code int) {
+	c.C.State = "exited"
+	c.C.ExitCode = code
+	c.C.OOMKilled = c.Run.OOM
+	c.C.FinishedAt = time.Now()
+	close(c.done)
+}
+
+func (f *Engine) Wait(ctx context.Context, id string, _ bool) <-chan engine.WaitResult {
+	out := make(chan engine.WaitResult, 1)
+	f.mu.Lock()
+	c, err := f.get(id)
+	f.mu.Unlock()
+	if err != nil {
+		out <- engine.WaitResult{Err: err}
+		return out
+	}
+	go func() {
+		select {
+		case <-c.done:
+			f.mu.Lock()
+			out <- engine.WaitResult{ExitCode: c.C.ExitCode}
+			f.mu.Unlock()
+		case <-ctx.Done():
+			out <- engine.WaitResult{ExitCode: -1, Err: ctx.Err()}
+		}
+	}()
+	return out
+}
+
+func (f *Engine) Logs(ctx context.Context, id string, o engine.LogOptions, stdout, _ io.Writer) error {
+	f.mu.Lock()
+	c, err := f.get(id)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	io.WriteString(stdout, c.Run.Logs)
+	if o.Follow {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+func (f *Engine) Stop(_ context.Context, id string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	f.Stops++
+	if c.C.State == "running" {
+		f.exit(c, 143)
+	}
+	return nil
+}
+
+func (f *Engine) Remove(_ context.Context, id string, force bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if c.C.State == "running" && !force {
+		return errors.New("container is running")
+	}
+	if c.C.State == "running" {
+		f.exit(c, 137)
+	}
+	delete(f.Containers, c.C.ID)
+	return nil
+}
+
+// CopyTo records the names of the files copied into a container.
+func (f *Engine) CopyTo(_ context.Context, id, dir string, r io.Reader) error {
+	files, err := readTar(r)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for name := range files {
+		names = append(names, path.Join(dir, name))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	c.Copied = append(c.Copied, names...)
+	return nil
+}
+
+func (f *Engine) CopyFrom(_ context.Context, id, path string) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Run.Files) == 0 {
+		return nil, fmt.Errorf("copy %s: %w", path, engine.ErrNotFound)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "out/", Typeflag: tar.TypeDir, Mode: 0o755})
+	for name, data := range c.Run.Files {
+		tw.WriteHeader(&tar.Header{Name: "out/" + name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data))})
+		io.WriteString(tw, data)
+	}
+	tw.Close()
+	return io.NopCloser(&buf), nil
+}
+
+func (f *Engine) Inspect(_ context.Context, id string) (engine.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return engine.Container{}, err
+	}
+	return c.C, nil
+}
+
+func (f *Engine) List(_ context.Context, labels map[string]string, all bool) ([]engine.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []engine.Container
+	for _, c := range f.Containers {
+		if !all && c.C.State != "running" {
+			continue
+		}
+		ok := true
+		for k, v := range labels {
+			if got, has := c.C.Labels[k]; !has || v != "" && got != v {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, c.C)
+		}
+	}
+	return out, nil
+}

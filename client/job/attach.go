@@ -1,0 +1,105 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Attach follows a started job to its end: its log streams to m.Err, its
+// timeout is kept, and once it ends its results and logs land in the
+// store (Finalize). Cancelling ctx (Ctrl-C) stops and removes the job
+// (interrupt).
+func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) error {
+	fmt.Fprintf(m.Err, "job %s running in %s on %s\n", j.ID, Handle(b, j), b.Where())
+	logsCtx, stopLogs := context.WithCancel(ctx)
+	defer stopLogs()
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		b.Logs(logsCtx, j, backend.LogOptions{Follow: true}, m.Err, m.Err)
+	}()
+	s, err := b.State(ctx, j)
+	if err == nil && !s.Finished() {
+		err = m.waitJob(ctx, b, j, s)
+	}
+	if ctx.Err() != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace+30*time.Second)
+		defer cancel()
+		return m.interrupt(WithAbort(cleanup, abortOf(ctx)), b, j)
+	}
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return err
+	}
+	// The log's last lines, before the results.
+	select {
+	case <-logsDone:
+	case <-time.After(5 * time.Second):
+	}
+	if jobs.Final(j.Status) && j.Finished != nil {
+		return nil
+	}
+	if s, err = b.State(ctx, j); err != nil {
+		return err
+	}
+	if err := Finalize(ctx, b, m.Store, j, s); err != nil {
+		// The job ended, but nothing says how until its results are in
+		// the store (a full disk): the next look copies them.
+		return &exit.Error{Code: exit.Infra, Err: err}
+	}
+	return nil
+}
+
+// interrupt stops and removes the job of an attached submit on Ctrl-C.
+// The record says cancelled first; a second Ctrl-C (abortOf) cuts the
+// graceful stop and the copy of the results short, and the job is
+// killed and removed all the same.
+func (m *Manager) interrupt(ctx context.Context, b backend.Backend, j *jobs.Job) error {
+	fmt.Fprintf(m.Err, "\ninterrupted: stopping and removing %s (Ctrl-C again to skip the graceful stop)\n", Handle(b, j))
+	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
+	m.Store.Save(j)
+	graceful, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-abortOf(ctx):
+			cancel()
+		case <-graceful.Done():
+		}
+	}()
+	b.Stop(graceful, j, 2*time.Second)
+	if s, err := b.State(graceful, j); err == nil {
+		Finalize(graceful, b, m.Store, j, s)
+	}
+	if graceful.Err() != nil && j.Finished == nil {
+		now := time.Now().UTC()
+		j.Finished = &now
+		m.Store.Save(j)
+	}
+	if err := b.Remove(ctx, j, true); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s interrupted, but removing it failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}
+	}
+	fmt.Fprintf(m.Err, "stopped and removed %s of job %s\n", Handle(b, j), j.ID)
+	return &exit.Error{Code: exit.Interrupted}
+}
+
+type abortKey struct{}
+
+// WithAbort returns ctx carrying abort, closed on a second Ctrl-C: a
+// command that is cleaning up after the first one then drops the graceful
+// steps for the fast ones that leave nothing behind.
+func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
+	return context.WithValue(ctx, abortKey{}, abort)
+}
+
+// abortOf is ctx's abort channel (nil, never closed, when there is none).
+func abortOf(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(abortKey{}).(<-chan struct{})
+	return ch
+}

@@ -1,0 +1,113 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Finalize records how a job whose runner exited ended, and copies its
+// output and logs into the store. Nothing is final until they are there:
+// a copy that fails (a full disk, a lost connection) leaves the record as
+// it was, for the next look to try again, and is returned. An output over
+// MaxOutputBytes fails the job.
+func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job, s backend.State) error {
+	fetchErr := FetchOutputs(ctx, b, st, j)
+	if fetchErr != nil && !errors.Is(fetchErr, ErrOutputTooLarge) {
+		return fetchErr
+	}
+	code := s.ExitCode
+	j.ExitCode = &code
+	t := time.Now().UTC()
+	if !s.FinishedAt.IsZero() {
+		t = s.FinishedAt.UTC()
+	}
+	j.Finished = &t
+	if s.TimedOut && j.StoppedBy == "" {
+		j.StoppedBy, j.Error = result.StatusTimeout, timeoutMessage(j)
+	}
+	out := Ending{ExitCode: code, OOMKilled: s.OOMKilled, StoppedBy: j.StoppedBy, Fetched: true}
+	resPath := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	r, err := result.ReadFile(resPath)
+	if err == nil {
+		out.Results = r.Status
+	} else {
+		r = nil
+	}
+	j.Status = FinalStatus(out)
+	j.OOMKilled = s.OOMKilled
+	stopped := j.StoppedBy != "" && j.Status == j.StoppedBy
+	// A runner that reached its verdict accounts for its workers, one
+	// killed for memory among them; one that did not died with the job.
+	verdict := r != nil && r.Status != result.StatusRunning
+	switch {
+	case fetchErr != nil:
+		j.Status, j.Error = result.StatusFailed, fetchErr.Error()
+	case stopped:
+		// the stopper's reason (expire, cancel) stays
+	case verdict && r.Status == result.StatusCancelled && j.StoppedBy == "":
+		j.Error = StoppedOutside
+	case verdict && r.Error != "":
+		j.Error = r.Error
+	case verdict && j.Status == result.StatusFailed:
+		j.Error = FailureSentence(r)
+	case s.OOMKilled:
+		j.Error = OOMMessage(s.MemoryBytes)
+	case j.Status == result.StatusCancelled && j.StoppedBy == "":
+		j.Error = StoppedOutside
+	case r == nil && j.Status == result.StatusFailed && (code == 0 || code == 1):
+		j.Error = fmt.Sprintf("the runner exited with code %d but left no %s: its output directory was lost or could not be written (see `xrun logs %s`)", code, result.FileName, j.ID)
+	case j.Status == result.StatusFailed && s.Message != "":
+		j.Error = s.Message
+	case r != nil && !verdict && j.Status == result.StatusFailed:
+		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
+	}
+	if err := st.Save(j); err != nil {
+		return err
+	}
+	// The runner knows only that it got SIGTERM: a job stopped for its
+	// timeout carries the stopper's reason, not the runner's "cancelled".
+	stopReason := stopped && j.Error != "" && r != nil && r.Error != j.Error
+	if r != nil && (r.Status != j.Status || stopReason) {
+		// The store's results.json says what the record says (a runner
+		// stopped for its timeout wrote cancelled, one that died wrote
+		// running); out/ keeps the runner's own copy.
+		if !verdict {
+			// What the runner had under way when it died did not finish.
+			r.Interrupt(r.Names(), j.Error)
+		}
+		r.Status, r.Success = j.Status, j.Status == result.StatusSucceeded
+		if stopReason {
+			// The runner gave its error to what the stop left not run, and
+			// the criteria quote it.
+			for _, c := range r.Cases {
+				for _, ir := range c.Results {
+					if ir != nil && ir.Status == result.ImplNotRun && ir.Error == r.Error {
+						ir.Error = j.Error
+					}
+				}
+			}
+			quoted := "(" + result.ImplNotRun + ": " + r.Error + ")"
+			for i := range r.Criteria {
+				r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, quoted, "("+result.ImplNotRun+": "+j.Error+")")
+			}
+		}
+		if r.Error == "" || stopReason || !verdict {
+			r.Error = j.Error
+		}
+		if err := result.WriteFile(resPath, r); err != nil {
+			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
+		}
+	}
+	if st.Finished != nil {
+		st.Finished(j)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+// Package job owns a job from its submit to its removal: it records the
+// job, reserves its GPUs, makes and starts it on its backend, follows it
+// attached or finds it again later (adopting one another store submitted),
+// enforces its timeout, stops it, decides how it ended and copies its logs
+// and output into the job store, once. It is the only code that writes a
+// job's status (client/jobs holds the vocabulary and the store), with one
+// mapping from what a backend says to a status (status.go), and one
+// cleanup for a submit that stops half-way (submit.go).
+//
+// The package-level functions act on one job on one backend; a Manager
+// adds the store, the backends and where progress goes, for the commands.
+package job
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+// Manager runs and follows the jobs of one job store.
+type Manager struct {
+	Store    *jobs.Store
+	Backends *backends.Set
+	// Err receives progress and warnings (stderr); a submit's job log
+	// too while it is attached.
+	Err io.Writer
+	// RunnerFor returns the runner binary for a daemon's platform
+	// (runnerbin.For); tests replace it.
+	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
+	// Trace, when set (XRUN_TRACE=1), times the steps of a submit on Err.
+	Trace bool
+	// OnJob, when set, gets the job record as soon as a submit creates it
+	// (a fan-out learns each host's job this way).
+	OnJob func(*jobs.Job)
+}
+
+// step returns a function that prints how long a step took, with Trace.
+func (m *Manager) step(name string) func() {
+	if !m.Trace {
+		return func() {}
+	}
+	start := time.Now()
+	return func() {
+		fmt.Fprintf(m.Err, "trace: %-14s %6.1f ms\n", name, float64(time.Since(start).Microseconds())/1000)
+	}
+}
+
+// Refresh brings j up to date from the backend it was submitted to
+// (Refresh). A job that never had a backend's handle and is not being
+// created has nothing to ask.
+func (m *Manager) Refresh(ctx context.Context, j *jobs.Job) (backend.State, bool, error) {
+	if j.ContainerID == "" && j.Status != jobs.StatusCreated {
+		return backend.State{}, false, nil // the job failed before it had a container
+	}
+	b, err := m.Backends.For(ctx, j)
+	if err != nil {
+		return backend.State{}, false, err
+	}
+	return Refresh(ctx, b, m.Store, j)
+}
+
+// Look brings j up to date for a command that shows it (status, ps): a
+// host that cannot be asked makes a job that has not ended unknown, with
+// why as its error, rather than showing its last status as if it were
+// current. It returns the state and whether the backend has the job.
+func (m *Manager) Look(ctx context.Context, j *jobs.Job) (backend.State, bool) {
+	s, ok, err := m.Refresh(ctx, j)
+	if err != nil && !jobs.Final(j.Status) {
+		j.Status, j.Error = jobs.StatusUnknown, err.Error()
+	}
+	return s, ok && err == nil
+}
+
+// EnsureResults brings j up to date and, when the store has no
+// results.json for it yet, copies what its runner wrote so far (the
+// partial results of a running job).
+func (m *Manager) EnsureResults(ctx context.Context, j *jobs.Job) error {
+	if m.Store.Has(j.ID, jobs.ResultsFile) {
+		return nil
+	}
+	_, ok, err := m.Refresh(ctx, j)
+	if err != nil || !ok || m.Store.Has(j.ID, jobs.ResultsFile) {
+		return err
+	}
+	b, err := m.Backends.For(ctx, j)
+	if err != nil {
+		return err
+	}
+	return FetchResults(ctx, b, m.Store, j)
+}

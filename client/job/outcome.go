@@ -1,0 +1,53 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Outcome turns a finished job into nil (succeeded) or the error that
+// says what happened, carrying the exit code xrun exits with: the
+// runner's code for the status (docs/architecture.md).
+func Outcome(j *jobs.Job) error {
+	switch j.Status {
+	case result.StatusSucceeded:
+		return nil
+	case result.StatusCriteriaFailed:
+		return &exit.Error{Code: exit.CriteriaFailed, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
+	case result.StatusTimeout:
+		return &exit.Error{Code: exit.Timeout, Err: fmt.Errorf("job %s timed out after %s: raise resources.timeout in xrun.yaml or pass --timeout", j.ID, j.Timeout)}
+	case result.StatusCancelled:
+		// Whoever stopped it, when it was not this store's cancel or Ctrl-C.
+		if j.Error != "" && j.Error != result.StatusCancelled && j.StoppedBy == "" || strings.HasPrefix(j.Error, "never started") {
+			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, firstLine(j.Error))}
+		}
+		return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s was cancelled", j.ID)}
+	case result.StatusFailed:
+	default: // removed, or a record that never got a container
+		msg := fmt.Sprintf("job %s is %s", j.ID, j.Status)
+		if j.Error != "" {
+			msg = fmt.Sprintf("job %s: %s", j.ID, firstLine(j.Error))
+		}
+		return &exit.Error{Code: exit.Infra, Err: errors.New(msg)}
+	}
+	code := exit.Failed
+	if j.ExitCode != nil && (*j.ExitCode == exit.Usage || *j.ExitCode == exit.Infra) {
+		code = *j.ExitCode // the runner's bad spec or infrastructure
+	}
+	msg := fmt.Sprintf("job %s failed", j.ID)
+	if j.ExitCode != nil {
+		msg += fmt.Sprintf(" with exit code %d", *j.ExitCode)
+	}
+	if j.Error != "" {
+		msg += ": " + firstLine(j.Error)
+	}
+	if j.OOMKilled && !strings.Contains(msg, "resources.memory") {
+		msg += "; raise resources.memory in xrun.yaml"
+	}
+	return &exit.Error{Code: code, Err: fmt.Errorf("%s (see `xrun logs %s`)", msg, j.ID)}
+}

@@ -1,0 +1,109 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// Refresh brings j up to date from its backend: status and exit code, the
+// recorded timeout enforced, and once the runner has exited its results
+// and logs copied into the store (once). It returns the job's state, or ok
+// false when the backend no longer has the job.
+func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (s backend.State, ok bool, err error) {
+	done := jobs.Final(j.Status) && j.Finished != nil
+	if j.ContainerID == "" {
+		if Abandoned(j, s, false) {
+			return s, false, Abandon(ctx, b, st, j)
+		}
+		return s, false, nil // the job failed before it had a container, or is being created
+	}
+	s, err = b.State(ctx, j)
+	if errors.Is(err, backend.ErrNotFound) {
+		if !jobs.Final(j.Status) {
+			j.Status = jobs.StatusRemoved
+			j.Error = "the job's container was removed before its results were fetched"
+			return s, false, st.Save(j)
+		}
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, err
+	}
+	if done && s.Finished() {
+		return s, true, nil // recorded and fetched already
+	}
+	if Abandoned(j, s, true) {
+		return s, false, Abandon(ctx, b, st, j)
+	}
+	if !s.Finished() {
+		deadline, has := Deadline(j, s)
+		if !has || time.Now().Before(deadline) {
+			j.Status = StatusOf(s)
+			return s, true, nil
+		}
+		if err := Expire(ctx, b, st, j); err != nil {
+			return s, true, err
+		}
+		if s, err = b.State(ctx, j); err != nil {
+			return s, true, err
+		}
+	}
+	return s, true, Finalize(ctx, b, st, j, s)
+}
+
+// Abandoned reports a job that will never start: its record says created,
+// its container (when it has one) was never started, and the xrun that
+// was creating it is gone (killed during the code copy, say).
+func Abandoned(j *jobs.Job, s backend.State, hasContainer bool) bool {
+	if j.Status != jobs.StatusCreated || j.Creator == "" {
+		return false
+	}
+	if hasContainer && (s.Phase != backend.Pending || s.Detail != "created") {
+		return false
+	}
+	return jobs.CreatorGone(j.Creator)
+}
+
+// Abandon removes what an abandoned job left on its backend (found by its
+// label: the record may not know its container) and records it cancelled.
+func Abandon(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+	listed, err := b.List(ctx, true)
+	if err != nil {
+		return fmt.Errorf("remove what job %s left: %w", j.ID, err)
+	}
+	for _, l := range listed {
+		if l.Job.ID == j.ID {
+			if err := b.Remove(ctx, &l.Job, true); err != nil && !errors.Is(err, backend.ErrNotFound) {
+				return fmt.Errorf("remove what job %s left: %w", j.ID, err)
+			}
+		}
+	}
+	now := time.Now().UTC()
+	j.Status, j.StoppedBy, j.Finished = result.StatusCancelled, result.StatusCancelled, &now
+	j.Error = fmt.Sprintf("never started: the xrun that submitted it (pid %d) ended before it started the job; what it had made on %s is removed", jobs.CreatorPID(j.Creator), b.Where())
+	return st.Save(j)
+}
+
+// Deadline is when a started job must stop, from the timeout recorded on
+// the backend (else in the record). A backend that enforces the timeout
+// itself has none for the client to keep.
+func Deadline(j *jobs.Job, s backend.State) (time.Time, bool) {
+	if s.Enforced {
+		return time.Time{}, false
+	}
+	v := s.Timeout
+	if v == "" {
+		v = j.Timeout
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || s.StartedAt.IsZero() {
+		return time.Time{}, false
+	}
+	return s.StartedAt.Add(d), true
+}

@@ -1,0 +1,99 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// StopGrace is how long the runner gets to write cancelled results after
+// SIGTERM before it is killed.
+const StopGrace = 10 * time.Second
+
+// Expire stops a job that ran past its timeout and records why first. A
+// record that cannot be saved does not keep the job running: it is
+// stopped all the same, and the error says what was not recorded.
+func Expire(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+	j.Status, j.StoppedBy = result.StatusTimeout, result.StatusTimeout
+	j.Error = timeoutMessage(j)
+	saveErr := st.Save(j)
+	if err := b.Stop(ctx, j, StopGrace); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("stop job %s after its timeout: %w", j.ID, err)
+	}
+	if saveErr != nil {
+		return &NotRecordedError{ID: j.ID, Did: "stopped after its timeout", Err: saveErr}
+	}
+	return nil
+}
+
+// NotRecordedError is a stop that happened but could not be recorded in
+// the job store (a full or read-only disk): the job is stopped, and the
+// next look that can save the record records how it ended.
+type NotRecordedError struct {
+	ID, Did string
+	Err     error
+}
+
+func (e *NotRecordedError) Error() string {
+	return fmt.Sprintf("job %s was %s, but its record could not be saved (%v): `xrun status %s` records how it ended once the store can be written", e.ID, e.Did, e.Err, e.ID)
+}
+
+func (e *NotRecordedError) Unwrap() error { return e.Err }
+
+func timeoutMessage(j *jobs.Job) string {
+	return fmt.Sprintf("ran past its timeout of %s", j.Timeout)
+}
+
+// Cancel records j as cancelled, stops it (the runner writes its partial
+// results) and finalizes it. A job that already ended is left as it is
+// (ended true).
+func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (ended bool, err error) {
+	s, ok, err := Refresh(ctx, b, st, j)
+	if err != nil {
+		return false, err
+	}
+	if !ok || s.Finished() {
+		return true, nil
+	}
+	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
+	// Recorded before the stop, so that whoever finalizes the job knows
+	// who stopped it; a record that cannot be saved does not keep the job
+	// running.
+	saveErr := st.Save(j)
+	if err := b.Stop(ctx, j, StopGrace); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return false, fmt.Errorf("cancel job %s: %w", j.ID, err)
+	}
+	if saveErr != nil {
+		return false, &NotRecordedError{ID: j.ID, Did: "cancelled", Err: saveErr}
+	}
+	if s, err = b.State(ctx, j); err == nil {
+		return false, Finalize(ctx, b, st, j, s)
+	}
+	if errors.Is(err, backend.ErrNotFound) {
+		// A backend that deletes what it stops (a cancelled Kubernetes
+		// Job's pod) leaves nothing more to fetch.
+		now := time.Now().UTC()
+		j.Finished = &now
+		return false, st.Save(j)
+	}
+	return false, err
+}
+
+// StoppedOutside is the error of a job whose runner was stopped (SIGTERM)
+// by neither xrun cancel, Ctrl-C nor its timeout.
+const StoppedOutside = "stopped (SIGTERM) by something other than this job store's xrun: docker stop, a Docker daemon restart, a host shutdown, or a cancel whose record could not be saved"
+
+// OOMMessage says that the runner was killed for memory before its
+// verdict, and what the job's limit was.
+func OOMMessage(limit int64) string {
+	if limit <= 0 {
+		return "the runner was killed for memory before its verdict (no memory limit: the host ran out of memory)"
+	}
+	return fmt.Sprintf("the runner was killed for memory before its verdict (the job's limit is %s)", units.BytesSize(float64(limit)))
+}

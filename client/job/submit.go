@@ -1,0 +1,228 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
+	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/submit"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// SubmitRequest is a submit the command line has validated: the loaded
+// experiment, where it runs, and how.
+type SubmitRequest struct {
+	// Prepared is the loaded spec (submit.Load) and Build what to build.
+	Prepared *submit.Prepared
+	Build    submit.Options
+	// Where picks the Docker host (and with K8s the cluster; the image is
+	// then built on the Docker host and pushed to Registry).
+	Where      backends.Selection
+	Registry   string
+	PullSecret string
+	// Job is how the container runs (environment, root, network, token).
+	Job submit.JobOptions
+	// Detach returns once the job runs; otherwise the job is followed
+	// to its end (Attach).
+	Detach bool
+	// Queue waits for GPUs other jobs hold instead of failing.
+	Queue bool
+	// Rerun is recorded with the job, for xrun regress --confirm.
+	Rerun *jobs.SubmitArgs
+}
+
+// stage is how far a submit got: it decides what a failure or a Ctrl-C
+// leaves to undo.
+type stage int
+
+const (
+	unrecorded stage = iota // nothing recorded, nothing made
+	recorded                // a record (and maybe GPUs), no container yet
+	created                 // a container or Kubernetes Job, not started
+	started                 // running
+)
+
+// submission is one submit on its way.
+type submission struct {
+	m     *Manager
+	r     SubmitRequest
+	b     backend.Backend
+	j     *jobs.Job
+	stage stage
+	// release frees the GPUs the job holds (a no-op without any).
+	release func()
+}
+
+// Submit builds the job's image, records the job, reserves its GPUs,
+// makes and starts the job, and, unless r.Detach, follows it to its end
+// (Attach). It returns the job as far as it got (nil before it was
+// recorded) and an error for a submit that failed or was interrupted, not
+// for the job's own outcome (Outcome says that).
+func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*jobs.Job, error) {
+	s := &submission{m: m, r: r, release: func() {}}
+	j, err := s.run(ctx)
+	if err != nil {
+		return j, s.abort(ctx, err)
+	}
+	return j, nil
+}
+
+func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
+	m, r, p := s.m, s.r, s.r.Prepared
+	done := m.step("connect")
+	var kb *kube.Backend
+	if r.Where.K8s {
+		var err error
+		if kb, err = m.Backends.Kube(ctx, r.Where.Kube); err != nil {
+			return nil, err
+		}
+	}
+	// A cluster's job image is built on the Docker host (--host, default
+	// the local one) and pushed to the cluster's registry.
+	e, err := m.Backends.Engine(ctx, r.Where)
+	if err != nil {
+		return nil, err
+	}
+	done()
+	builder := &submit.Builder{Engine: e, Log: m.Err, RunnerFor: m.RunnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
+	if err := builder.Build(ctx, p, r.Build); err != nil {
+		return nil, err
+	}
+	s.b = dockerhost.New(e)
+	jo := r.Job
+	jo.HostMemory = p.Info.MemoryBytes
+	if kb != nil {
+		kb.Builder, kb.Registry, kb.PullSecret = e, r.Registry, r.PullSecret
+		s.b, jo.HostMemory = kb, 0
+	}
+	s.j = newRecord(p, s.b.Where(), r.Build.Dir)
+	s.j.Submit = r.Rerun
+	if err := m.Store.Create(s.j); err != nil {
+		return nil, err
+	}
+	s.stage = recorded
+	if m.OnJob != nil {
+		m.OnJob(s.j)
+	}
+	if kb == nil {
+		if s.release, err = m.assignGPUs(ctx, p, e, s.j, r.Where, r.Queue); err != nil {
+			s.release = func() {}
+			return s.j, err
+		}
+	}
+	if p.GPUIDs != "" {
+		s.j.GPUs = p.GPUIDs
+	}
+	done = m.step("create")
+	err = s.b.Create(ctx, s.j, p.JobSpec(ctx, s.j, r.Build.Dir, jo))
+	done()
+	if err != nil {
+		return s.j, err
+	}
+	s.stage = created
+	if err := m.Store.Save(s.j); err != nil {
+		return s.j, err
+	}
+	done = m.step("start")
+	if err := s.b.Start(ctx, s.j); err != nil {
+		return s.j, err
+	}
+	done()
+	s.stage = started
+	s.j.Status = jobs.StatusRunning
+	if r.Detach {
+		return s.j, m.Store.Save(s.j)
+	}
+	defer s.release()
+	m.Store.Save(s.j)
+	return s.j, m.Attach(ctx, s.b, s.j)
+}
+
+// abort undoes what a submit that failed with err, or was interrupted
+// (ctx ended), made at its stage, records why, and returns the error xrun
+// exits with. The GPUs it held are freed.
+func (s *submission) abort(ctx context.Context, err error) error {
+	if s.stage == started {
+		return err // Attach has stopped and recorded the job already
+	}
+	defer s.release()
+	switch {
+	case s.stage == unrecorded:
+		return interruptedBeforeJob(ctx, err)
+	case ctx.Err() != nil:
+		// The error is the cancelled request's; the backend removed what
+		// its create made, and discard removes it again when the record
+		// knows it.
+		s.j.StoppedBy = result.StatusCancelled
+		s.m.discard(s.b, s.j, errors.New("interrupted before it started"))
+		return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s interrupted before it started", s.j.ID)}
+	}
+	s.m.discard(s.b, s.j, err)
+	return err
+}
+
+// discard removes a job that could not start and records why.
+func (m *Manager) discard(b backend.Backend, j *jobs.Job, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
+	defer cancel()
+	if j.ContainerID != "" && b != nil {
+		b.Remove(ctx, j, true)
+	}
+	now := time.Now().UTC()
+	j.Status, j.Error, j.Finished = result.StatusFailed, cause.Error(), &now
+	if j.StoppedBy != "" {
+		j.Status = j.StoppedBy
+	}
+	m.Store.Save(j)
+}
+
+// interruptedBeforeJob is err, or, when Ctrl-C ended ctx, the error of a
+// submit interrupted before it recorded a job (nothing to clean up): the
+// cancelled request's own error says nothing useful. Errors that carry
+// their exit code already (an interrupted build or pull) stay.
+func interruptedBeforeJob(ctx context.Context, err error) error {
+	var ee *exit.Error
+	if ctx.Err() == nil || errors.As(err, &ee) {
+		return err
+	}
+	return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted before the job was created")}
+}
+
+// newRecord is the record of a job about to be created from p on where.
+func newRecord(p *submit.Prepared, where, dir string) *jobs.Job {
+	j := &jobs.Job{
+		Host:       where,
+		Experiment: p.Spec.Name,
+		ImageRef:   p.ImageRef,
+		ImageID:    p.ImageID,
+		SpecHash:   p.Spec.Hash,
+		GPUs:       p.GPULabel,
+		Mode:       p.Mode,
+		Status:     jobs.StatusCreated,
+		Creator:    jobs.Creator(),
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		j.ExperimentDir = abs
+	}
+	if p.Timeout > 0 {
+		j.Timeout = p.Timeout.String()
+	}
+	return j
+}
+
+// Handle names what runs job j on b: "container NAME" on a Docker host,
+// "Job NAME" on a cluster.
+func Handle(b backend.Backend, j *jobs.Job) string {
+	if kube.IsRef(b.Where()) {
+		return "Job " + j.ContainerName
+	}
+	return "container " + j.ContainerName
+}
