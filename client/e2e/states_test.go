@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
