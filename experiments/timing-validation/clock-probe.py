@@ -46,7 +46,6 @@ processes, and Nsight Compute in several, to see which launch measure keeps
 its value across processes.
 """
 import ctypes
-import importlib.util
 import json
 import os
 import statistics
@@ -56,10 +55,10 @@ import time
 import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("harness", os.path.join(here, "..", "..", "runner", "harness", "harness.py"))
-harness = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(harness)
-harness.torch = torch  # the harness imports torch when a worker starts
+sys.path.insert(0, os.path.join(here, "..", "..", "runner", "harness"))  # the xrun_harness package
+from xrun_harness.gpu.flush import fastest, readers as flush_readers  # noqa: E402
+from xrun_harness.gpu.hold import HOLD_NAME, HOLD_PTX, MARK_NAME, TOUCH_NAME, Hold  # noqa: E402
+from xrun_harness.gpu.kernelclock import KernelClock, call_windows, iq_mean, launch_gaps  # noqa: E402
 sys.path.insert(0, os.path.join(here, "softmax"))
 sys.path.insert(0, os.path.join(here, "..", "..", "kernels"))
 import softmax  # noqa: E402
@@ -71,7 +70,7 @@ def kernels():
     """Nine calls from ~1 us to ~4 ms, each warmed up."""
     lib = ctypes.CDLL("libcuda.so.1")
     mod = ctypes.c_void_p()
-    lib.cuModuleLoadData(ctypes.byref(mod), harness.HOLD_PTX)
+    lib.cuModuleLoadData(ctypes.byref(mod), HOLD_PTX)
     fn = ctypes.c_void_p()
     lib.cuModuleGetFunction(ctypes.byref(fn), mod, b"xrun_mark")
     stream = torch.cuda.current_stream().cuda_stream
@@ -102,7 +101,7 @@ def kernels():
 def flushes():
     buf = torch.ones(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     big = torch.ones(1024 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    return {"read256": harness.fastest(harness.flush_readers(buf)), "read1g": harness.fastest(harness.flush_readers(big)),
+    return {"read256": fastest(torch, flush_readers(torch, buf)), "read1g": fastest(torch, flush_readers(torch, big)),
             "zero256": lambda: buf.zero_(), "none": lambda: None}
 
 
@@ -134,8 +133,8 @@ def held_samples(hold, kc, stream, flush, f, n, clock=True):
 def clocks(outpath):
     fl = flushes()
     k = kernels()
-    hold = harness.Hold()
-    kc = harness.KernelClock()
+    hold = Hold()
+    kc = KernelClock(torch, hold, None)  # no touch kernel here: no word for it
     stream = torch.cuda.current_stream().cuda_stream
     out = {}
     for name, f in k.items():
@@ -147,14 +146,14 @@ def clocks(outpath):
             if name == "empty":  # the empty kernel is a mark itself: the first mark after a hold is the call
                 spans, busy, cnt, cur = [], [], [], None
                 for _, nm, st, en in recs:
-                    if nm == harness.HOLD_NAME:
+                    if nm == HOLD_NAME:
                         cur = True
-                    elif nm == harness.MARK_NAME and cur:
+                    elif nm == MARK_NAME and cur:
                         spans.append((en - st) / 1e6)
                         cur = None
                 busy, cnt = spans, [1] * len(spans)
             else:
-                w = [x for x in harness.call_windows(recs) if x]
+                w = [x for x in call_windows(recs) if x]
                 spans, busy, cnt = [x[0] for x in w], [x[1] for x in w], [x[2] for x in w]
             rec = {"events": statistics.median(ev[5:]), "cupti_span": statistics.median(spans[5:]),
                    "cupti_busy": statistics.median(busy[5:]), "kernels": statistics.median(cnt), "n": len(ev)}
@@ -181,7 +180,8 @@ def ncu(fname):
 
 def gaps():
     word = torch.zeros(2, dtype=torch.int32, device="cuda")
-    hold, kc = harness.Hold(), harness.KernelClock()
+    hold = Hold()
+    kc = KernelClock(torch, hold, word)
     stream = torch.cuda.current_stream().cuda_stream
     x, y = torch.randn(1 << 16, device="cuda"), torch.randn(1 << 16, device="cuda")
     tkernel.triton_add(x, y)
@@ -198,25 +198,26 @@ def gaps():
         ks = sorted((s, e) for _, nm, s, e in kc.stop() if pred(nm))
         return [(ks[i + 1][0] - ks[i][1]) / 1e3 for i in range(len(ks) - 1)]
 
-    for label, launch, pred in [("touch", lambda: hold.touch(stream, word.data_ptr()), lambda n: n == harness.TOUCH_NAME),
-                                ("empty", lambda: hold.mark(stream), lambda n: n == harness.MARK_NAME),
+    for label, launch, pred in [("touch", lambda: hold.touch(stream, word.data_ptr()), lambda n: n == TOUCH_NAME),
+                                ("empty", lambda: hold.mark(stream), lambda n: n == MARK_NAME),
                                 ("add64k", lambda: tkernel.triton_add(x, y), lambda n: "add" in n)]:
         every, per = [], []
         for _ in range(10):
             g = run(launch, pred)
             every += g
-            per.append((round(statistics.median(g), 3), round(harness.iq_mean(g), 3)))
+            per.append((round(statistics.median(g), 3), round(iq_mean(g), 3)))
         print(f"{label}: per round (median, interquartile mean) us: {per}")
-        print(f"   all {len(every)}: median {statistics.median(every):.3f} interquartile mean {harness.iq_mean(every):.3f}")
+        print(f"   all {len(every)}: median {statistics.median(every):.3f} interquartile mean {iq_mean(every):.3f}")
 
 
 def selfgaps(outpath):
     fl = flushes()
     k = kernels()
-    hold, kc = harness.Hold(), harness.KernelClock()
-    stream = torch.cuda.current_stream().cuda_stream
     word = torch.zeros(2, dtype=torch.int32, device="cuda")
-    skip = {harness.HOLD_NAME, harness.MARK_NAME, harness.TOUCH_NAME}
+    hold = Hold()
+    kc = KernelClock(torch, hold, word)
+    stream = torch.cuda.current_stream().cuda_stream
+    skip = {HOLD_NAME, MARK_NAME, TOUCH_NAME}
 
     def per_call(f):
         """Records per call: one call behind the hold, then the mark."""
@@ -255,7 +256,7 @@ def selfgaps(outpath):
             hold.touch(stream, word.data_ptr())
         hold.release()
         torch.cuda.synchronize()
-        return [g * 1e3 for g in harness.launch_gaps(kc.stop())]
+        return [g * 1e3 for g in launch_gaps(kc.stop())]
 
     # The flush's own kernel names, so that its records can be told apart.
     torch.cuda.synchronize()
@@ -279,10 +280,10 @@ def selfgaps(outpath):
             label = "%s/%s" % (name, "read256" if flush else "none")
             rec = {"kernels_per_call": kper, "n": len(gs), "touch_n": len(ts)}
             if gs:
-                rec.update(self_median=statistics.median(gs), self_iqm=harness.iq_mean(gs),
+                rec.update(self_median=statistics.median(gs), self_iqm=iq_mean(gs),
                            self_min=min(gs), self_max=max(gs))
             if ts:
-                rec.update(touch_median=statistics.median(ts), touch_iqm=harness.iq_mean(ts))
+                rec.update(touch_median=statistics.median(ts), touch_iqm=iq_mean(ts))
             out[label] = rec
             print("%-22s k=%d self gaps us: median %s iqm %s (n %d)   touch: median %.3f iqm %.3f" % (
                 label, kper, "%.3f" % rec["self_median"] if gs else "-", "%.3f" % rec["self_iqm"] if gs else "-",
@@ -296,14 +297,15 @@ def pairs():
     x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     tkernel.triton_add(x, y)
     torch.cuda.synchronize()
-    hold, kc = harness.Hold(), harness.KernelClock()
+    hold = Hold()
+    kc = KernelClock(torch, hold, word)
     stream = torch.cuda.current_stream().cuda_stream
     t = lambda: hold.touch(stream, word.data_ptr())  # noqa: E731
     m = lambda: hold.mark(stream)  # noqa: E731
     a = lambda: tkernel.triton_add(x, y)  # noqa: E731
 
     def label(name):
-        return {harness.TOUCH_NAME: "t", harness.MARK_NAME: "m"}.get(name, "a" if "add" in name else None)
+        return {TOUCH_NAME: "t", MARK_NAME: "m"}.get(name, "a" if "add" in name else None)
 
     def run(seq, rounds=10):
         by = {}
@@ -324,7 +326,7 @@ def pairs():
     out = []
     for seq in ([t] * 33, [t, m] * 17, [a, t] * 17):
         for k, g in sorted(run(seq).items()):
-            out.append("%s iqm %.3f med %.3f n %d" % (k, harness.iq_mean(g), statistics.median(g), len(g)))
+            out.append("%s iqm %.3f med %.3f n %d" % (k, iq_mean(g), statistics.median(g), len(g)))
     # Touch kernels with an event recorded between them.
     ev = torch.cuda.Event()
 
@@ -332,17 +334,17 @@ def pairs():
         t()
         ev.record()
     g = run([te] * 33)["t>t"]
-    out.append("t>event>t iqm %.3f med %.3f" % (harness.iq_mean(g), statistics.median(g)))
+    out.append("t>event>t iqm %.3f med %.3f" % (iq_mean(g), statistics.median(g)))
     # Touch kernels on other streams (other channels): a new stream, one of high priority.
     for label_, st in (("new stream", torch.cuda.Stream()), ("high-priority stream", torch.cuda.Stream(priority=-1))):
         with torch.cuda.stream(st):
             stream = st.cuda_stream
             g = run([lambda: hold.touch(stream, word.data_ptr())] * 33)["t>t"]
-        out.append("%s t>t iqm %.3f med %.3f" % (label_, harness.iq_mean(g), statistics.median(g)))
+        out.append("%s t>t iqm %.3f med %.3f" % (label_, iq_mean(g), statistics.median(g)))
     print(" | ".join(out), flush=True)
 
 
-def touch_gaps(hold, kc, stream, launch, first=harness.TOUCH_NAME, rounds=10):
+def touch_gaps(hold, kc, stream, launch, first=TOUCH_NAME, rounds=10):
     """Queues launch() behind the hold on stream, rounds times, and returns
     the gaps (us) CUPTI records between a kernel named first (the touch
     kernel, or the hold's) and the touch kernel that follows it."""
@@ -354,16 +356,17 @@ def touch_gaps(hold, kc, stream, launch, first=harness.TOUCH_NAME, rounds=10):
         launch()
         hold.release()
         torch.cuda.synchronize()
-        recs = sorted((s, e, n) for _, n, s, e in kc.stop() if n in (harness.TOUCH_NAME, harness.HOLD_NAME))
+        recs = sorted((s, e, n) for _, n, s, e in kc.stop() if n in (TOUCH_NAME, HOLD_NAME))
         out += [(s1 - e0) / 1e3 for (s0, e0, n0), (s1, e1, n1) in zip(recs, recs[1:])
-                if n1 == harness.TOUCH_NAME and n0 == first]
+                if n1 == TOUCH_NAME and n0 == first]
     return out
 
 
 def levels():
     word = torch.zeros(2, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
-    hold, kc = harness.Hold(), harness.KernelClock()
+    hold = Hold()
+    kc = KernelClock(torch, hold, word)
     stream = torch.cuda.current_stream().cuda_stream
     other = torch.cuda.Stream()
     done = torch.cuda.Event()
@@ -372,7 +375,7 @@ def levels():
     ev = torch.cuda.Event()
     t = lambda: hold.touch(stream, word.data_ptr())  # noqa: E731
 
-    def gaps(seq, first=harness.TOUCH_NAME, rounds=10):
+    def gaps(seq, first=TOUCH_NAME, rounds=10):
         return touch_gaps(hold, kc, stream, seq, first, rounds)
 
     def plain():
@@ -387,13 +390,14 @@ def levels():
     def sample():
         ev.record()
         t()
-    res = [("t>t", gaps(plain)), ("t>wait>t", gaps(waits)), ("hold>event>t", gaps(sample, harness.HOLD_NAME, 40))]
-    print(" | ".join("%s iqm %.3f med %.3f" % (k, harness.iq_mean(g), statistics.median(g)) for k, g in res), flush=True)
+    res = [("t>t", gaps(plain)), ("t>wait>t", gaps(waits)), ("hold>event>t", gaps(sample, HOLD_NAME, 40))]
+    print(" | ".join("%s iqm %.3f med %.3f" % (k, iq_mean(g), statistics.median(g)) for k, g in res), flush=True)
 
 
 def streams():
     word = torch.zeros(2, dtype=torch.int32, device="cuda")
-    hold, kc = harness.Hold(), harness.KernelClock()
+    hold = Hold()
+    kc = KernelClock(torch, hold, word)
     fl = flushes()["read256"]
     out = {}
     for case in ("add_768k", "softmax_2048x1024", "mm_small"):
@@ -403,12 +407,12 @@ def streams():
         for _ in range(3):
             f()
         ev, recs = held_samples(hold, kc, torch.cuda.current_stream().cuda_stream, fl, f, 200)
-        w = [x for x in harness.call_windows(recs) if x]
+        w = [x for x in call_windows(recs) if x]
         out[case] = {"events_us": round(statistics.median(ev[10:]) * 1e3, 3),
                      "span_us": round(statistics.median([x[0] for x in w[10:]]) * 1e3, 3)}
 
     def gaps(st, launch):
-        return round(harness.iq_mean(touch_gaps(hold, kc, st, launch)), 3)
+        return round(iq_mean(touch_gaps(hold, kc, st, launch)), 3)
 
     def touches(st):
         for _ in range(33):
@@ -429,8 +433,9 @@ def streams():
 
 def cupti():
     buf = torch.ones(256 << 18, dtype=torch.int32, device="cuda")
-    flush = harness.fastest(harness.flush_readers(buf))
-    hold, kc = harness.Hold(), harness.KernelClock()
+    flush = fastest(torch, flush_readers(torch, buf))
+    hold = Hold()
+    kc = KernelClock(torch, hold, None)  # no touch kernel here: no word for it
     stream = torch.cuda.current_stream().cuda_stream
     xl, = softmax.inputs({"shape": "32768x4096", "device": "cuda"}, 1)
     xm, = softmax.inputs({"shape": "8192x2048", "device": "cuda"}, 1)

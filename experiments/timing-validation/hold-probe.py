@@ -17,7 +17,6 @@ completed when checked (spin: GPU idled inside the timed region; hold:
 the hold timed out) and wall time per sample.
 """
 
-import importlib.util
 import os
 import statistics
 import sys
@@ -26,22 +25,20 @@ import time
 import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "runner", "harness"))  # the xrun_harness package
 sys.path.insert(0, os.path.join(here, "..", "..", "kernels"))
-spec = importlib.util.spec_from_file_location("harness", os.path.join(here, "..", "..", "runner", "harness", "harness.py"))
-harness = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(harness)
-harness.torch = torch  # the harness imports torch when a worker starts
 
 from timing import cases, kernel  # noqa: E402
+from xrun_harness.gpu.flush import fastest, readers as flush_readers  # noqa: E402
+from xrun_harness.gpu.hold import Hold  # noqa: E402
+from xrun_harness.gpu.spin import calibrate  # noqa: E402
 
 MIB = 1 << 20
 
 
 def cycles_per_ms():
     """The harness's own calibration of torch.cuda._sleep."""
-    h = harness.Harness(None)
-    h.calibrate_sleep()
-    return h.sleep_cycles_per_ms
+    return calibrate(torch)
 
 
 class Flush:
@@ -127,7 +124,7 @@ def flush_times(flushes):
 
 def main():
     torch.zeros(1, device="cuda")
-    hold = harness.Hold()
+    hold = Hold()
     per_ms = cycles_per_ms()
     flushes = {
         "read 256 MiB": Flush("read", 256 * MIB),  # int32 summed into int64
@@ -139,9 +136,9 @@ def main():
     }
     # The harness's ways of reading the buffer, and the one it picks.
     buf = torch.ones(256 * MIB // 4, dtype=torch.int32, device="cuda")
-    for i, f in enumerate(harness.flush_readers(buf)):
+    for i, f in enumerate(flush_readers(torch, buf)):
         flushes[f"reader {i}"] = Flush(f, 0)
-    flushes["harness's pick"] = Flush(harness.fastest(harness.flush_readers(buf)), 0)
+    flushes["harness's pick"] = Flush(fastest(torch, flush_readers(torch, buf)), 0)
     calls = {}
     for c in ("mm_small", "add_32m", "mm_large"):
         args = cases.inputs({"case": c, "device": "cuda"}, seed=1)

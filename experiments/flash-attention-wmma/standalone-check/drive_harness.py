@@ -5,12 +5,14 @@
         [cpu|cuda] ['[{"T": 512}, {"B": 8}]']
 
 For each implementation (on the CPU, skipping those with `requires`; on a GPU, skipping the
-reference) it starts one harness worker (runner/harness/harness.py of this checkout), then
-for each case of the spec's sweep (the cpu_sweep on the CPU; the optional JSON list keeps
-only the cases matching one of its filters) asks for the models, a correctness check on
-seeds 1 and 2, and one timing batch, and prints one line. This is not the runner: no
-interleaved rounds, no stopping rule, no results.json. It was used to check the
-experiments' Python contract on the CPU and on an H100 before the runner existed.
+reference) it starts one harness worker (runner/harness/harness.py of this checkout, the
+launcher of the xrun_harness package beside it), then for each case of the spec's sweep (the
+cpu_sweep on the CPU; the optional JSON list keeps only the cases matching one of its
+filters) asks for the models, a correctness check on seeds 1 and 2, and one timing batch,
+and prints one line. Its commands carry every field runner/harness/PROTOCOL.md requires,
+with the runner's values (init: flush true). This is not the runner: no interleaved rounds,
+no stopping rule, no results.json. It was used to check the experiments' Python contract on
+the CPU and on an H100 before the runner existed.
 """
 
 import json
@@ -43,6 +45,14 @@ def cases(bench, device, only):
     return out
 
 
+def tolerance(bench):
+    """The spec's tolerance as the runner sends it: null for none, else both
+    atol and rtol as numbers (the harness requires both; one the spec leaves
+    out is 0). PyYAML reads 1e-3 as a string (YAML 1.1), the runner as a number."""
+    t = bench.get("tolerance")
+    return None if t is None else {k: float(t.get(k, 0.0)) for k in ("atol", "rtol")}
+
+
 def run_impl(exp, bench, name, impl, device, todo, env):
     """One worker: init, then models, check and time per case."""
     cmd_r, cmd_w = os.pipe()
@@ -61,13 +71,13 @@ def run_impl(exp, bench, name, impl, device, todo, env):
 
     models = {k: bench[k] for k in ("flops", "bytes", "tokens") if k in bench}
     ready = ask({"op": "init", "id": 1, "impl": name, "fn": impl["fn"], "reference": bench["reference"],
-                 "inputs": bench["inputs"], "models": models, "device": device,
+                 "inputs": bench["inputs"], "models": models, "device": device, "flush": True,
                  "impl_params": impl.get("params", {})})
     print(name, ready.get("event"), ready.get("message", ""), flush=True)
     for i, c in enumerate(todo if ready.get("event") == "ready" else []):
         m = ask({"op": "models", "id": 10 + i, "params": c})
         ck = ask({"op": "check", "id": 100 + i, "params": c, "seeds": [1, 2],
-                  "tolerance": bench.get("tolerance")})
+                  "tolerance": tolerance(bench)})
         tm = ask({"op": "time", "id": 200 + i, "params": c, "seed": 1, "min_samples": 10,
                   "max_samples": 200, "budget_ms": 300, "wall_ms": 1500, "warmup_ms": 100, "flush": True})
         med = statistics.median(tm["samples_ms"]) if tm.get("event") == "samples" else str(tm)[:300]
