@@ -1,0 +1,347 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// Create builds and pushes the code image, then creates the Job suspended
+// (Start lets it run).
+func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+	if err := Supported(s); err != nil {
+		return err
+	}
+	ref, err := b.pushCodeImage(ctx, s)
+	if err != nil {
+		return err
+	}
+	affinity, err := b.gpuAffinity(ctx, s.GPUType)
+	if err != nil {
+		return err
+	}
+	job := JobObject(s, ref, j.ID, b.PullSecret, affinity)
+	job.Namespace = b.Namespace
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The create request is not cancelled with ctx: a request cut off
+	// once it reached the API server can still make the Job, and the
+	// client would never learn of it. Let it finish, then delete the Job
+	// when ctx ended meanwhile.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CreateTimeout)
+	created, err := b.Client.BatchV1().Jobs(b.Namespace).Create(cctx, job, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		// A create that timed out or lost its connection may have made
+		// the Job all the same: look for it by the job's label. A Job of
+		// that name that was there before is not this request's to delete.
+		if !apierrors.IsAlreadyExists(err) {
+			b.deleteLeft(ctx, j.ID)
+		}
+		return fmt.Errorf("create Job %s in namespace %s: %w", job.Name, b.Namespace, err)
+	}
+	if err := ctx.Err(); err != nil {
+		b.deleteLeft(ctx, j.ID)
+		return err
+	}
+	j.ContainerName, j.ContainerID = created.Name, string(created.UID)
+	j.ImageRef = ref
+	return nil
+}
+
+// deleteLeft deletes the Jobs (and their pods) labelled as job id's, also
+// once ctx is done.
+func (b *Backend) deleteLeft(ctx context.Context, id string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
+	defer cancel()
+	list, err := b.Client.BatchV1().Jobs(b.Namespace).List(dctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	if err != nil {
+		return
+	}
+	policy := metav1.DeletePropagationBackground
+	for _, k := range list.Items {
+		uid := k.UID
+		b.Client.BatchV1().Jobs(b.Namespace).Delete(dctx, k.Name, metav1.DeleteOptions{
+			PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	}
+}
+
+// Supported refuses what a Kubernetes Job cannot do as asked.
+func Supported(s backend.Spec) error {
+	if s.GPUs != nil && (len(s.GPUs.IDs) > 0 || s.GPUs.Count < 0) {
+		return errors.New("--gpus with device ids or all does not apply on Kubernetes: the scheduler picks the GPUs; give a count")
+	}
+	if s.NoNetwork {
+		return errors.New("--network none does not apply on Kubernetes: a NetworkPolicy of the namespace decides the job's network")
+	}
+	return nil
+}
+
+// CodeImage is the reference the code image of s is pushed as: the job
+// image's tag and the code's hash, under registry.
+func CodeImage(registry string, s backend.Spec) string {
+	name, tag, _ := strings.Cut(strings.TrimPrefix(s.Image, "xrun/"), ":")
+	code := "nocode"
+	if s.Code != nil {
+		code = s.Code.Hash[:12]
+	}
+	return strings.TrimSuffix(registry, "/") + "/xrun/" + name + ":" + tag + "-" + code
+}
+
+// pushCodeImage builds the job image plus the code on the builder (once
+// per code) and pushes it.
+func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, error) {
+	if b.Registry == "" {
+		return "", errors.New("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
+	}
+	if b.Builder == nil {
+		return "", errors.New("no Docker host to build the job's image on")
+	}
+	ref := CodeImage(b.Registry, s)
+	logf := func(format string, args ...any) {
+		if b.Log != nil {
+			fmt.Fprintf(b.Log, format+"\n", args...)
+		}
+	}
+	if ok, err := b.Builder.ImageExists(ctx, ref); err != nil {
+		return "", err
+	} else if !ok {
+		logf("adding the code to %s as %s on %s", s.Image, ref, b.Builder.Host())
+		df := []byte("FROM " + s.Image + "\nCOPY " + buildctx.Root + "/ " + contract.ExperimentDir + "/\n")
+		code := s.Code
+		if code == nil {
+			code = &buildctx.Context{}
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(code.WriteTar(pw, buildctx.Extra{Name: "Dockerfile", Mode: 0o644, Data: df}))
+		}()
+		_, err := b.Builder.Build(ctx, pr, engine.BuildOptions{Tag: ref}, func(string) {})
+		pr.Close()
+		if err != nil {
+			return "", fmt.Errorf("add the code to the job image: %w", err)
+		}
+	}
+	logf("pushing %s", ref)
+	last := ""
+	if err := b.Builder.Push(ctx, ref, func(line string) {
+		if line != last && !strings.Contains(line, "Pushing [") {
+			last = line
+		}
+	}); err != nil {
+		return "", fmt.Errorf("%w (is the registry reachable from %s, and logged in with docker login?)", err, b.Builder.Host())
+	}
+	return ref, nil
+}
+
+// gpuAffinity is the node affinity for gpu_type: the GPU products that the
+// cluster's nodes advertise (nvidia.com/gpu.product) and that gpu_type
+// names. A user who may not list nodes gets gpu_type as the label's value.
+func (b *Backend) gpuAffinity(ctx context.Context, gpuType string) (*corev1.Affinity, error) {
+	if gpuType == "" {
+		return nil, nil
+	}
+	values := []string{gpuType}
+	nodes, err := b.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: GPUProductLabel})
+	if err == nil {
+		seen := map[string]bool{}
+		var all []string
+		values = nil
+		for _, n := range nodes.Items {
+			v := n.Labels[GPUProductLabel]
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
+			all = append(all, v)
+			if spec.IsGPUType(strings.ReplaceAll(v, "-", " "), gpuType) {
+				values = append(values, v)
+			}
+		}
+		if len(values) == 0 {
+			have := "no node labels its GPUs (" + GPUProductLabel + ", from NVIDIA's GPU feature discovery)"
+			if len(all) > 0 {
+				sort.Strings(all)
+				have = "its nodes have " + strings.Join(all, ", ")
+			}
+			return nil, fmt.Errorf("gpu_type %q: no node of the cluster has that GPU: %s", gpuType, have)
+		}
+	} else if !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("list the cluster's GPU nodes: %w", err)
+	}
+	sort.Strings(values)
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: GPUProductLabel, Operator: corev1.NodeSelectorOpIn, Values: values}},
+		}}},
+	}}, nil
+}
+
+var (
+	invalidName = regexp.MustCompile(`[^a-z0-9-]+`)
+	validLabel  = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+)
+
+// JobName is a valid Job name (DNS label) for name, keeping its end (the
+// job id) when it has to be shortened.
+func JobName(name string) string {
+	n := strings.Trim(invalidName.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(n) > 52 { // the Job controller adds a suffix to its pods' names
+		n = strings.TrimLeft(n[len(n)-52:], "-")
+	}
+	return n
+}
+
+// labelValue is v if it is a valid label value, else "".
+func labelValue(v string) string {
+	if len(v) > 63 || !validLabel.MatchString(v) {
+		return ""
+	}
+	return v
+}
+
+// JobObject is the Job that runs spec s with image ref: suspended, never
+// retried but for disruptions, the runner unprivileged unless s.Root, its
+// output written into its log.
+func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.Affinity) *batchv1.Job {
+	labels := map[string]string{contract.LabelJob: jobID}
+	if v := labelValue(s.Labels[contract.LabelExperiment]); v != "" {
+		labels[contract.LabelExperiment] = v
+	}
+	annotations := map[string]string{}
+	for k, v := range s.Labels {
+		annotations[k] = v
+	}
+	annotations[contract.LabelImage] = ref
+	var env []corev1.EnvVar
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case contract.EnvImageRef:
+			v = ref
+		case contract.EnvHostName:
+			continue // the builder's name: the node's comes below
+		}
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	if s.PostToken != "" {
+		// In the pod's spec, which whoever may read the namespace's
+		// pods can read; never in the workers' environment (the runner
+		// leaves it out), nor readable by them (another user).
+		env = append(env, corev1.EnvVar{Name: contract.EnvPostToken, Value: s.PostToken})
+	}
+	env = append(env, corev1.EnvVar{Name: contract.EnvOutToLog, Value: "1"},
+		corev1.EnvVar{Name: contract.EnvHostName, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
+	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
+	if s.MemoryBytes > 0 {
+		q := *resource.NewQuantity(s.MemoryBytes, resource.BinarySI)
+		res.Limits[corev1.ResourceMemory], res.Requests[corev1.ResourceMemory] = q, q
+	}
+	if s.GPUs != nil && s.GPUs.Count > 0 {
+		res.Limits[GPUResource] = *resource.NewQuantity(int64(s.GPUs.Count), resource.DecimalSI)
+	}
+	container := corev1.Container{
+		Name:            ContainerName,
+		Image:           ref,
+		Env:             env,
+		Resources:       res,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		// The runner's last lines say why it failed; the log has them all.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}},
+	}
+	podSec := &corev1.PodSecurityContext{}
+	if s.Root && len(s.CapAdd) > 0 {
+		add := make([]corev1.Capability, len(s.CapAdd))
+		for i, c := range s.CapAdd {
+			add[i] = corev1.Capability(c)
+		}
+		container.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
+	}
+	if !s.Root {
+		// The runner starts as root with the capabilities to run the
+		// experiment as contract.JobUser and kill its processes, and no
+		// others (runner/sandbox).
+		root, no := int64(0), false
+		podSec = &corev1.PodSecurityContext{RunAsUser: &root, RunAsGroup: &root, RunAsNonRoot: &no}
+		add := make([]corev1.Capability, len(contract.RunnerCaps))
+		for i, c := range contract.RunnerCaps {
+			add[i] = corev1.Capability(c)
+		}
+		container.SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add},
+		}
+	}
+	shm := resource.NewQuantity(s.ShmBytes, resource.BinarySI)
+	grace := int64(10)
+	noToken, noLinks := false, false
+	pod := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		TerminationGracePeriodSeconds: &grace,
+		Containers:                    []corev1.Container{container},
+		SecurityContext:               podSec,
+		AutomountServiceAccountToken:  &noToken,
+		EnableServiceLinks:            &noLinks,
+		Affinity:                      affinity,
+		Volumes: []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: shm},
+		}}},
+	}
+	if s.Timeout > 0 {
+		d := int64((s.Timeout + DeadlineSlack).Seconds())
+		pod.ActiveDeadlineSeconds = &d
+	}
+	if pullSecret != "" {
+		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: pullSecret}}
+	}
+	backoff := int32(0)
+	suspend := true
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name), Labels: labels, Annotations: annotations},
+		Spec: batchv1.JobSpec{
+			Suspend:      &suspend,
+			BackoffLimit: &backoff,
+			// An evicted or preempted pod is replaced, not counted as
+			// the job's failure; a runner that fails is not retried.
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+// Start lets the suspended Job run.
+func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
+	patch := []byte(`{"spec":{"suspend":false}}`)
+	_, err := b.Client.BatchV1().Jobs(b.Namespace).Patch(ctx, j.ContainerName, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("start Job %s: %w", j.ContainerName, notFound(err))
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/outlog"
+)
+
+// Logs writes the runner's log without the output frame. Following, it
+// waits for the runner to start, and goes on with the pod that replaces
+// an evicted one.
+func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, stdout, _ io.Writer) error {
+	if _, err := b.job(ctx, j); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for {
+		pod, err := b.logPod(ctx, j, o.Follow, seen)
+		if err != nil || pod == "" {
+			return err
+		}
+		seen[pod] = true
+		opts := &corev1.PodLogOptions{Container: ContainerName, Follow: o.Follow, Timestamps: o.Timestamps}
+		if n, err := strconv.ParseInt(o.Tail, 10, 64); err == nil {
+			opts.TailLines = &n
+		}
+		rc, err := b.Client.CoreV1().Pods(b.Namespace).GetLogs(pod, opts).Stream(ctx)
+		if err != nil {
+			return fmt.Errorf("logs of pod %s: %w", pod, notFound(err))
+		}
+		f := outlog.Filter(stdout)
+		_, err = io.Copy(f, rc)
+		rc.Close()
+		f.Close()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("logs of pod %s: %w", pod, err)
+		}
+		if !o.Follow || ctx.Err() != nil {
+			return nil
+		}
+		if s, err := b.State(ctx, j); err != nil || s.Finished() {
+			return nil
+		}
+	}
+}
+
+// logPod is the pod whose log to read: the newest one whose runner has
+// started. Following, it waits for one it has not read yet; else "" when
+// there is none.
+func (b *Backend) logPod(ctx context.Context, j *jobs.Job, follow bool, seen map[string]bool) (string, error) {
+	for {
+		pods, err := b.pods(ctx, j.ID)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range pods {
+			if seen[p.Name] {
+				continue
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil) {
+					return p.Name, nil
+				}
+			}
+		}
+		if !follow {
+			if len(seen) == 0 {
+				return "", fmt.Errorf("job %s has no log yet: its runner has not started: %w", j.ID, backend.ErrNotFound)
+			}
+			return "", nil
+		}
+		if s, err := b.State(ctx, j); err != nil || s.Finished() {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", nil
+		case <-time.After(b.poll()):
+		}
+	}
+}
+
+// CopyOut unpacks the output frame from the log of the job's newest pod
+// that ran.
+func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error) {
+	_, out, err := b.collect(ctx, j)
+	return out, err
+}
+
+// Collect reads the log of the job's newest pod that ran once, and returns
+// it without the output frame beside the frame's output (backend.Collector);
+// the log is nil when no pod of the job ran.
+func (b *Backend) Collect(ctx context.Context, j *jobs.Job) ([]byte, io.ReadCloser, error) {
+	if _, err := b.job(ctx, j); err != nil {
+		return nil, nil, err
+	}
+	logs, out, err := b.collect(ctx, j)
+	if logs == nil && errors.Is(err, backend.ErrNotFound) {
+		return nil, nil, fmt.Errorf("job %s has no log yet: its runner has not started: %w", j.ID, backend.ErrNotFound)
+	}
+	return logs, out, err
+}
+
+// collect is Collect without the check that the Job is still there; logs
+// is nil when no pod of the job ran.
+func (b *Backend) collect(ctx context.Context, j *jobs.Job) (logs []byte, out io.ReadCloser, err error) {
+	pods, err := b.pods(ctx, j.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pods {
+		ran := false
+		for _, cs := range p.Status.ContainerStatuses {
+			ran = ran || cs.Name == ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil)
+		}
+		if !ran {
+			continue
+		}
+		data, err := b.Client.CoreV1().Pods(b.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ContainerName}).DoRaw(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("logs of pod %s: %w", p.Name, notFound(err))
+		}
+		tarData, rest, err := outlog.Extract(data)
+		if rest == nil {
+			rest = []byte{} // the pod ran: an empty log is still its log
+		}
+		if errors.Is(err, outlog.ErrNoFrame) {
+			return rest, nil, fmt.Errorf("pod %s: the runner wrote no output into its log (it is running, or died): %w", p.Name, backend.ErrNotFound)
+		}
+		if err != nil {
+			return rest, nil, fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+		return rest, io.NopCloser(bytes.NewReader(tarData)), nil
+	}
+	return nil, nil, fmt.Errorf("job %s: no pod of it ran: %w", j.ID, backend.ErrNotFound)
+}

@@ -1,0 +1,171 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// job returns j's Job; one of the same name but another uid is not it.
+func (b *Backend) job(ctx context.Context, j *jobs.Job) (*batchv1.Job, error) {
+	job, err := b.Client.BatchV1().Jobs(b.Namespace).Get(ctx, j.ContainerName, metav1.GetOptions{})
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if j.ContainerID != "" && string(job.UID) != j.ContainerID {
+		return nil, fmt.Errorf("Job %s was replaced by another of the same name: %w", j.ContainerName, backend.ErrNotFound)
+	}
+	return job, nil
+}
+
+// pods returns the pods of job id, newest first.
+func (b *Backend) pods(ctx context.Context, id string) ([]corev1.Pod, error) {
+	list, err := b.Client.CoreV1().Pods(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	if err != nil {
+		return nil, err
+	}
+	pods := list.Items
+	sort.Slice(pods, func(x, y int) bool { return pods[y].CreationTimestamp.Before(&pods[x].CreationTimestamp) })
+	return pods, nil
+}
+
+func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error) {
+	job, err := b.job(ctx, j)
+	if err != nil {
+		return backend.State{}, err
+	}
+	pods, err := b.pods(ctx, j.ID)
+	if err != nil {
+		return backend.State{}, err
+	}
+	return StateOf(job, pods), nil
+}
+
+// StateOf is a Job's state from the Job and its pods (newest first).
+func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
+	s := backend.State{Phase: backend.Pending, Detail: "created", Timeout: job.Annotations[contract.LabelTimeout]}
+	if c := job.Spec.Template.Spec.Containers; len(c) > 0 {
+		s.MemoryBytes = c[0].Resources.Limits.Memory().Value()
+	}
+	failed := jobCondition(job, batchv1.JobFailed)
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		return s
+	}
+	if len(pods) == 0 {
+		if failed != nil {
+			s.Phase, s.Detail, s.ExitCode = backend.Exited, failed.Reason, contract.ExitInfra
+			s.Message, s.FinishedAt = failed.Message, failed.LastTransitionTime.Time
+			return s
+		}
+		s.Detail, s.Message = "pending", "waiting for the Job controller to make the job's pod"
+		return s
+	}
+	pod := pods[0]
+	if pod.Status.StartTime != nil {
+		s.StartedAt = pod.Status.StartTime.Time
+	}
+	disrupted := podCondition(&pod, corev1.DisruptionTarget)
+	if disrupted != nil && disrupted.Status == corev1.ConditionTrue && failed == nil && jobCondition(job, batchv1.JobComplete) == nil {
+		// The Job controller replaces a disrupted pod: the job goes on.
+		s.Detail, s.Message = "replacing", fmt.Sprintf("pod %s was disrupted (%s: %s); the Job controller makes a new one", pod.Name, disrupted.Reason, disrupted.Message)
+		return s
+	}
+	var cs *corev1.ContainerStatus
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == ContainerName {
+			cs = &pod.Status.ContainerStatuses[i]
+		}
+	}
+	timedOut := pod.Status.Reason == "DeadlineExceeded"
+	switch {
+	case cs != nil && cs.State.Terminated != nil:
+		t := cs.State.Terminated
+		s.Phase, s.Detail, s.ExitCode = backend.Exited, "exited", int(t.ExitCode)
+		s.OOMKilled = t.Reason == "OOMKilled"
+		s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
+		s.TimedOut = timedOut
+		if t.ExitCode != 0 {
+			s.Message = t.Reason
+		}
+	case cs != nil && cs.State.Running != nil:
+		s.Phase, s.Detail, s.StartedAt = backend.Running, "running", cs.State.Running.StartedAt.Time
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || failed != nil:
+		// Ended before the runner ran: its deadline while the image was
+		// pulled, or a node that went away.
+		s.Phase, s.Detail, s.ExitCode = backend.Exited, string(pod.Status.Phase), contract.ExitInfra
+		s.Message, s.TimedOut = pod.Status.Message, timedOut
+		if s.Message == "" && failed != nil {
+			s.Message = failed.Message
+		}
+		s.FinishedAt = time.Now()
+	case cs != nil && cs.State.Waiting != nil:
+		s.Detail, s.Message = cs.State.Waiting.Reason, cs.State.Waiting.Message
+	default:
+		if c := podCondition(&pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+			s.Detail, s.Message = strings.ToLower(c.Reason), c.Message
+		} else {
+			s.Detail = strings.ToLower(string(pod.Status.Phase))
+		}
+	}
+	return s
+}
+
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i, c := range job.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (b *Backend) poll() time.Duration {
+	if b.Poll > 0 {
+		return b.Poll
+	}
+	return time.Second
+}
+
+// Wait polls the job's state until its runner has exited.
+func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) {
+	t := time.NewTicker(b.poll())
+	defer t.Stop()
+	for {
+		s, err := b.State(ctx, j)
+		if err != nil && ctx.Err() == nil {
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < b.poll() {
+				// The client's rate limiter refuses a request that would
+				// end past the deadline: that is the deadline, not an error.
+				<-ctx.Done()
+				return s, ctx.Err()
+			}
+		}
+		if err != nil || s.Finished() {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
