@@ -20,13 +20,17 @@ install: ## install a static xrun into $GOBIN
 cpu-base: ## make the CPU base image (Debian + python3 + numpy + torch) without a registry
 	./images/make-cpu-base.sh --torch --name $(CPU_BASE)
 
-# -p 1: the integration suites share one Docker daemon, and one suite
-# removing its images must never race another's build on shared layers.
-test: cpu-base test-python ## the whole suite: vet, unit, integration against the real Docker daemon
-	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) test -p 1 -count=1 -timeout 75m ./...
+# The integration suites (build tag integration: the real Docker daemon,
+# real Python workers, test daemons and sshd, the Kubernetes cluster, the
+# end-to-end suites under client/e2e) run with the unit tests here.
+# -p 1: they share one Docker daemon, and one suite removing its images
+# must never race another's build on shared layers.
+test: cpu-base test-python ## the whole suite: vet, unit, integration against the real Docker daemon and cluster
+	$(GO) vet -tags integration ./...
+	CGO_ENABLED=0 $(GO) test -tags integration -p 1 -count=1 -timeout 75m ./...
 
-test-unit: test-python ## unit tests only (no Docker)
+test-unit: test-python ## the unit tests alone (no Docker, no Python workers): about a minute
+	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
 # The first python3 on PATH may be a pyenv or venv one without pytest and
@@ -48,5 +52,5 @@ demo: build cpu-base ## the main job: submit the GLA experiment (GPU host: drop 
 gpu-host-bundle: ## .gpu-host/: Docker + NVIDIA toolkit bundle, xrun and the GPU suite, for a GPU box without Docker (docs/gpu-host.md)
 	./scripts/gpu-host/bundle.sh .gpu-host
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o .gpu-host/xrun ./client/cmd/xrun
-	CGO_ENABLED=0 $(GO) test -c -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
+	CGO_ENABLED=0 $(GO) test -tags integration -c -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
 	xz -T0 -f .gpu-host/xrun .gpu-host/gpu-e2e.test

@@ -1,3 +1,5 @@
+//go:build integration
+
 package images
 
 import (
@@ -9,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/dockerfile"
@@ -22,7 +26,7 @@ const cpuBase = "xrun/cpu-base:bookworm"
 // CI=true must answer.
 func needImages(t *testing.T) {
 	t.Helper()
-	ci := os.Getenv("CI") == "true"
+	ci := testenv.CI()
 	if !ci && os.Getenv("XRUN_TEST_IMAGES") != "1" {
 		t.Skip("set XRUN_TEST_IMAGES=1 to make and check the Debian CPU base (root, 1-3 min)")
 	}

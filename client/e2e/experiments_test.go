@@ -1,11 +1,14 @@
+//go:build integration
+
 package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -25,10 +28,7 @@ func TestExperimentsOnCPU(t *testing.T) {
 	}
 	if ok, err := eng.ImageExists(context.Background(), TorchBase); err != nil || !ok {
 		msg := "the CPU base " + TorchBase + " is missing: run `make cpu-base`"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Missing(t, "%s", msg)
 	}
 	dirs, err := filepath.Glob(filepath.Join(repo, "experiments", "*", spec.FileName))
 	if err != nil || len(dirs) == 0 {

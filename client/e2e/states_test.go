@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/job"
@@ -28,16 +32,7 @@ import (
 // requireRoot fails (under CI=true) or skips a test that makes a store
 // unwritable (chattr) or full (a tmpfs): as root, permissions alone do
 // neither.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root (chattr, mount); CI runs the suite as root")
-	}
-	t.Skip("needs root (chattr, mount): run the suite as root, as CI does")
-}
+func requireRoot(t *testing.T) { t.Helper(); testenv.Root(t, "chattr, mount") }
 
 // psJob is one row of `ps --all --json`.
 type psJob struct {
@@ -122,7 +117,8 @@ func TestCancelWithAnUnwritableStore(t *testing.T) {
 	chattr(t, "-i", dir)
 	s := jobStatus(t, id)
 	if s.Status != result.StatusCancelled || !strings.Contains(s.Error, "a cancel whose record could not be saved") {
-		t.Errorf("status after the store is writable again: %s (%s)", s.Status, s.Error)
+		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
+		t.Errorf("status after the store is writable again: %s (%s); the job's log:\n%s", s.Status, s.Error, logs)
 	}
 	if row := psAll(t, dataDir)[id]; row.Status != s.Status {
 		t.Errorf("ps says %s, status %s", row.Status, s.Status)
@@ -346,6 +342,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 	}
 	s := jobStatus(t, id)
 	if s.Status != result.StatusCancelled || s.Error != job.StoppedOutside {
-		t.Errorf("after the restart: %s (%s), want cancelled, stopped from outside xrun", s.Status, s.Error)
+		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
+		t.Errorf("after the restart: %s (%s), want cancelled, stopped from outside xrun; the job's log:\n%s", s.Status, s.Error, logs)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package hosts_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package harness
 
 import (
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -30,10 +34,7 @@ func testPython(t *testing.T) string {
 		pythonPath, pythonErr = FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON"), nil)
 	})
 	if pythonErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("find python: %v", pythonErr)
-		}
-		t.Skipf("find python: %v", pythonErr)
+		testenv.Missing(t, "find python: %v (apt-get install python3-numpy)", pythonErr)
 	}
 	return pythonPath
 }
@@ -413,10 +414,7 @@ func startFakeCUDA(t *testing.T, env ...string) *Worker {
 	t.Helper()
 	py := testPython(t)
 	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s cannot import torch: %v", py, err)
-		}
-		t.Skip("no torch")
+		testenv.Missing(t, "%s cannot import torch: %v (apt-get install python3-torch)", py, err)
 	}
 	dir := t.TempDir()
 	path, err := WriteScript(dir)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/testenv"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/xrun-dev/xrun/runner/analyze"
@@ -39,10 +41,7 @@ func python(t *testing.T) string {
 	t.Helper()
 	pyOnce.Do(func() { pyPath, pyErr = harness.FindPython(context.Background(), os.Getenv("XRUN_TEST_PYTHON"), nil) })
 	if pyErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("find python: %v", pyErr)
-		}
-		t.Skipf("find python: %v (apt-get install python3-numpy)", pyErr)
+		testenv.Missing(t, "find python: %v (apt-get install python3-numpy)", pyErr)
 	}
 	return pyPath
 }
@@ -50,10 +49,7 @@ func python(t *testing.T) string {
 func needTorch(t *testing.T, py string) {
 	t.Helper()
 	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s cannot import torch: %v", py, err)
-		}
-		t.Skipf("%s cannot import torch (apt-get install python3-torch)", py)
+		testenv.Missing(t, "%s cannot import torch (apt-get install python3-torch)", py)
 	}
 }
 

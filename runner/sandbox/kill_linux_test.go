@@ -8,23 +8,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 // testUser is a uid no process of this machine uses.
 var testUser = User{UID: 65529, GID: 65529}
 
-// needRoot skips a test that switches users, except under CI=true where
-// the suite runs as root and a skip would hide a failure.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test runs processes as another user and needs root; CI runs the suite as root")
-	}
-	t.Skip("needs root (run the suite as root, as CI does)")
-}
+func needRoot(t *testing.T) { t.Helper(); testenv.Root(t, "it runs processes as another user") }
 
 // The processes of the worker user, those that left the group of the
 // process that started them among them, are all gone after KillAll.

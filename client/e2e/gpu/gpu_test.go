@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package gpu drives the real xrun binary against a Docker host with an
 // NVIDIA GPU and container runtime: GPU assignment, gpu_type, two jobs on
 // one GPU, and what a first GPU submit can hit (no runtime, too many GPUs,

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package k8s drives the real xrun binary against a real single-node
 // Kubernetes cluster that the suite starts on this machine
 // (scripts/k8s-cluster: etcd, kube-apiserver, controller manager,

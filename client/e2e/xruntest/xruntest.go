@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/testenv"
+
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 )
@@ -30,12 +32,7 @@ import (
 // code of its TestMain: 1 under CI=true, where that is a failure, else 0
 // (the suite is skipped).
 func Unavailable(suite, format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, suite+": "+format+"\n", args...)
-	if os.Getenv("CI") == "true" {
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "%s: skipping the suite (it fails under CI=true)\n", suite)
-	return 0
+	return testenv.Unavailable(suite, format, args...)
 }
 
 // Connect connects to the Docker daemon that xrun picks by default in this

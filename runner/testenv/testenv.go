@@ -1,0 +1,46 @@
+// Package testenv is where the test suites decide what a missing real
+// part means (a Docker daemon, root, Python with numpy or torch, bash, a
+// cluster): under CI=true, whose machine has all of them, the test fails;
+// elsewhere it is skipped, saying what is missing and how to get it.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// CI reports whether the suites run under CI=true.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Missing fails t under CI=true and skips it elsewhere: a real part the
+// test needs is missing, as the message says.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if CI() {
+		t.Fatalf("%s (CI=true: the real parts are required)", msg)
+	}
+	t.Skip(msg)
+}
+
+// Root is Missing unless the test runs as root: it switches users, makes
+// a store unwritable (chattr) or mounts a small file system.
+func Root(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "needs root (%s): run the suite as root, as CI does", why)
+	}
+}
+
+// Unavailable says on stderr why suite cannot run at all and returns the
+// exit code of its TestMain: 1 under CI=true, where that is a failure,
+// else 0 (the suite is skipped).
+func Unavailable(suite, format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, suite+": "+format+"\n", args...)
+	if CI() {
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s: skipping the suite (it fails under CI=true)\n", suite)
+	return 0
+}
