@@ -108,6 +108,11 @@ type Spec struct {
 	// alone: a Docker host gets it as contract.PostTokenFile, which the
 	// container's configuration does not show.
 	PostToken string
+	// CacheVolume, when set, is the named volume of compile caches kept
+	// across jobs (Triton, TorchInductor, CUDA extensions), mounted at
+	// contract.CacheDir, made with CacheLabels on first use.
+	CacheVolume string
+	CacheLabels map[string]string
 }
 
 // GPUs asks for GPUs: a count, device ids, or all (Count -1).

@@ -24,6 +24,8 @@ type pruneOptions struct {
 	olderThan time.Duration
 	labels    map[string]string
 	json      bool
+	// caches removes every compile-cache volume no container uses.
+	caches bool
 }
 
 func newPruneCommand(a *App) *cli.Command {
@@ -37,6 +39,11 @@ container on the host uses, running or stopped, built more than --older-than ago
 (the default leaves the hour's builds to submits still on their way to starting a
 container). Base images are never removed. xrun rm a job first to free its image.
 
+It also removes the compile-cache volumes (Triton, TorchInductor, CUDA extension
+builds; one per experiment, base and GPU model) that no container uses and whose
+base image is gone from the host; --caches removes every one no container uses.
+The next job of that experiment then compiles again.
+
 With --k8s it prunes the cluster's registry instead (--registry, as given to
 submit): the job images under REGISTRY/xrun/ that no Job of the cluster, in any
 namespace, names, pushed more than --older-than ago. The registry must allow
@@ -46,12 +53,14 @@ Examples:
   xrun prune --dry-run
   xrun prune --older-than 0 --host ssh://me@gpu-box
   xrun prune --label team=kernels
+  xrun prune --caches --dry-run
   xrun prune --k8s --registry registry.lab:5000 --dry-run`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
 			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
 			&cli.BoolFlag{Name: "json", Usage: "print what was removed (or would be) and what was kept as JSON", Destination: &o.json},
+			&cli.BoolFlag{Name: "caches", Usage: "remove every compile-cache volume that no container uses, not only those whose base image is gone", Destination: &o.caches},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
 		),
 		Action: func(c *cli.Context) error {
@@ -143,6 +152,7 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 		}
 		a.prunedOne(rep, p, o)
 	}
+	a.pruneCaches(ctx, e, rep, o)
 	return a.finishPrune(rep, o)
 }
 
@@ -172,7 +182,14 @@ type pruneReport struct {
 	InUse  int      `json:"kept_in_use"`
 	Young  int      `json:"kept_young"`
 	Shared int      `json:"kept_shared"`
-	Errors []string `json:"errors,omitempty"`
+	// Caches are the compile-cache volumes removed (Docker hosts), of
+	// CacheBytes in all; CachesInUse and CachesKept count those kept (in
+	// use by a container; their base is still there, without --caches).
+	Caches      []prunedCache `json:"caches,omitempty"`
+	CacheBytes  int64         `json:"cache_bytes,omitempty"`
+	CachesInUse int           `json:"caches_kept_in_use,omitempty"`
+	CachesKept  int           `json:"caches_kept,omitempty"`
+	Errors      []string      `json:"errors,omitempty"`
 
 	inUseWords, madeWord, freedNote string
 	errs                            []error
@@ -221,7 +238,18 @@ func (a *App) finishPrune(r *pruneReport, o pruneOptions) error {
 		noun = "image"
 	}
 	fmt.Fprintf(a.Err, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), noun, r.Where, fmtBytes(r.Bytes), r.freedNote, kept)
+	if len(r.Caches) > 0 || r.CachesInUse+r.CachesKept > 0 {
+		fmt.Fprintf(a.Err, "%s %d compile-cache %s (%s); kept %d in use and %d whose base is on the host (--caches removes those)\n",
+			verb, len(r.Caches), plural(len(r.Caches), "volume", "volumes"), fmtBytes(r.CacheBytes), r.CachesInUse, r.CachesKept)
+	}
 	return errors.Join(r.errs...)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // tags are an image's real tags ("<none>:<none>" is none).

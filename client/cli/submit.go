@@ -48,6 +48,8 @@ type submitOptions struct {
 	// registry is where a cluster's job image goes (--k8s).
 	registry   string
 	pullSecret string
+	// noCacheVolume keeps the compile caches in the job's own container.
+	noCacheVolume bool
 }
 
 func newSubmitCommand(a *App) *cli.Command {
@@ -113,6 +115,7 @@ configuration on the host until xrun rm removes it.`,
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
 			&cli.StringFlag{Name: "profile", Usage: "after timing, profile with Nsight Compute: ncu (every implementation and case) or ncu:impl=a,b;case=0,2;set=full; the reports come back in the job's out/profile/ (runner/profile/README.md); with --root the job also gets CAP_SYS_ADMIN, which hosts that let only administrators read the GPU's counters require", Destination: &o.profile},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Destination: &o.registry},
+			&cli.BoolFlag{Name: "no-cache-volume", EnvVars: []string{"XRUN_NO_CACHE_VOLUME"}, Usage: "start the job with empty compile caches (Triton, TorchInductor, CUDA extensions) instead of the host's cache volume of this experiment, base and GPU model", Destination: &o.noCacheVolume},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.pullSecret},
 		),
 		Action: func(c *cli.Context) error {
@@ -240,7 +243,7 @@ func (a *App) submitRequest(o submitOptions) (job.SubmitRequest, error) {
 	}
 	return job.SubmitRequest{
 		Prepared: p, Build: so, Where: o.host, Registry: o.registry, PullSecret: o.pullSecret,
-		Job: jo, Detach: o.detach, Queue: o.queue, Rerun: o.rerunArgs(),
+		Job: jo, Detach: o.detach, Queue: o.queue, Rerun: o.rerunArgs(), NoCacheVolume: o.noCacheVolume,
 	}, nil
 }
 

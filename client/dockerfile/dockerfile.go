@@ -114,14 +114,14 @@ func Generate(o Options) ([]byte, error) {
 }
 
 // Dirs are the build-context entries the generated Dockerfile copies to
-// /xrun: the empty out and runner directories of SkelDir, the empty home
-// and tmp directories of JobSkelDir.
+// /xrun: the empty out and runner directories of SkelDir, the empty home,
+// tmp and cache directories of JobSkelDir.
 func Dirs() []buildctx.Extra {
 	var x []buildctx.Extra
 	for _, d := range []string{"out", "runner"} {
 		x = append(x, buildctx.Extra{Name: SkelDir + "/" + d, Dir: true})
 	}
-	for _, d := range []string{"home", "tmp"} {
+	for _, d := range []string{"home", "tmp", "cache"} {
 		x = append(x, buildctx.Extra{Name: JobSkelDir + "/" + d, Dir: true})
 	}
 	return x

@@ -303,10 +303,11 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 	r := xrun(t, 5*time.Minute, "submit", "-d", "--cpu", "--host", d.Socket, "--base", base, fixturePath("setupsleep"))
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
+	// Running, and in its setup: the runner has set itself up.
 	deadline := time.Now().Add(2 * time.Minute)
-	for jobStatus(t, id).Status != jobs.StatusRunning {
+	for !strings.Contains(xrun(t, time.Minute, "logs", id).Stdout, "setup: sleep 300") {
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s did not start on the test daemon", id)
+			t.Fatalf("job %s did not reach its setup on the test daemon", id)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -343,6 +344,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 	s := jobStatus(t, id)
 	if s.Status != result.StatusCancelled || s.Error != job.StoppedOutside {
 		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
-		t.Errorf("after the restart: %s (%s), want cancelled, stopped from outside xrun; the job's log:\n%s", s.Status, s.Error, logs)
+		state, _ := exec.Command("docker", "-H", d.Socket, "inspect", "--format", "{{json .State}}", "xrun-e2e-setup-sleep-"+id).CombinedOutput()
+		t.Errorf("after the restart: %s (%s), want cancelled, stopped from outside xrun; the job's log:\n%s\ncontainer state: %s\ndaemon log:\n%s", s.Status, s.Error, logs, state, d.Log())
 	}
 }

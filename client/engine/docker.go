@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -389,6 +390,10 @@ func (d *Docker) Create(ctx context.Context, s ContainerSpec) (string, error) {
 		hc.SecurityOpt = []string{"no-new-privileges"}
 	}
 	hc.CapAdd = s.CapAdd
+	for _, m := range s.Mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target,
+			VolumeOptions: &mount.VolumeOptions{Labels: m.Labels}})
+	}
 	hc.Memory = s.MemoryBytes
 	if s.MemoryBytes > 0 {
 		hc.MemorySwap = s.MemoryBytes // no swap beyond the limit, so OOM is OOM
@@ -555,6 +560,47 @@ func (d *Docker) List(ctx context.Context, labels map[string]string, all bool) (
 		})
 	}
 	return out, nil
+}
+
+// Volumes returns the named volumes with labels, with the sizes and users
+// the daemon's disk usage reports (docker system df -v).
+func (d *Docker) Volumes(ctx context.Context, labels map[string]string) ([]Volume, error) {
+	du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes on %s: %w", d.host, translate(err))
+	}
+	var out []Volume
+	for _, v := range du.Volumes.Items {
+		if !hasLabels(v.Labels, labels) {
+			continue
+		}
+		vol := Volume{Name: v.Name, Labels: v.Labels, Size: -1, Containers: -1}
+		vol.Created, _ = time.Parse(time.RFC3339, v.CreatedAt)
+		if v.UsageData != nil {
+			vol.Size, vol.Containers = v.UsageData.Size, v.UsageData.RefCount
+		}
+		out = append(out, vol)
+	}
+	return out, nil
+}
+
+// hasLabels reports whether have holds every label of want (an empty
+// value matches any value).
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || v != "" && got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveVolume deletes a named volume.
+func (d *Docker) RemoveVolume(ctx context.Context, name string) error {
+	if _, err := d.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil {
+		return fmt.Errorf("remove volume %s: %w", name, translate(err))
+	}
+	return nil
 }
 
 // listedExitCode reads the exit code from a container listing's status

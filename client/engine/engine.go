@@ -63,6 +63,11 @@ type Engine interface {
 	// List returns containers carrying every label in labels (a value of
 	// "" matches any value), stopped ones too when all is set.
 	List(ctx context.Context, labels map[string]string, all bool) ([]Container, error)
+	// Volumes returns the named volumes whose labels match labels (a
+	// label with an empty value matches any value), with their sizes.
+	Volumes(ctx context.Context, labels map[string]string) ([]Volume, error)
+	// RemoveVolume deletes a named volume no container uses.
+	RemoveVolume(ctx context.Context, name string) error
 	// Close releases the connection.
 	Close() error
 }
@@ -153,6 +158,26 @@ type ContainerSpec struct {
 	Unprivileged bool
 	// CapAdd adds capabilities (such as SYS_ADMIN) to Docker's default set.
 	CapAdd []string
+	// Mounts are named volumes mounted into the container.
+	Mounts []Mount
+}
+
+// Mount is a named volume mounted at Target, made with Labels on first use.
+type Mount struct {
+	Volume string
+	Target string
+	Labels map[string]string
+}
+
+// Volume is a named volume on the daemon.
+type Volume struct {
+	Name    string
+	Labels  map[string]string
+	Created time.Time
+	// Size is its size in bytes and Containers how many containers use
+	// it, as the daemon's disk usage counts them (-1: not known).
+	Size       int64
+	Containers int64
 }
 
 // WaitResult is how a container stopped.

@@ -17,20 +17,21 @@ import (
 
 // assignGPUs gives job j GPUs of its host that no running xrun job holds
 // (waiting for them with queue), points the job's device request at them,
-// and returns the function that frees them. CPU jobs get nothing to free.
-func (m *Manager) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engine, j *jobs.Job, sel backends.Selection, queue bool) (release func(), err error) {
+// and returns the function that frees them and the GPU's model. CPU jobs
+// get nothing to free, and the model "cpu".
+func (m *Manager) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.Engine, j *jobs.Job, sel backends.Selection, queue bool) (release func(), model string, err error) {
 	if p.GPUs == nil {
-		return func() {}, nil
+		return func() {}, "cpu", nil
 	}
 	// A configured test inventory (gpus: N on a named host) is honoured
 	// like XRUN_FAKE_GPUS; see docs/hosts.md.
 	fake := m.Backends.FakeGPUs(sel)
 	inv, err := gpus.Lookup(ctx, e, p.ImageRef, fake, gpus.DefaultCache(m.Backends.Getenv), m.Backends.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := checkDriver(ctx, e, p.ImageRef, inv); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	as := &gpus.Assigner{
 		Engine: e, Inventory: inv, Image: p.ImageRef, Queue: queue,
@@ -38,7 +39,7 @@ func (m *Manager) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.E
 	}
 	got, err := as.Acquire(ctx, j.ID, gpus.Request{Count: p.GPUs.Count, IDs: p.GPUs.IDs, Type: p.Spec.Resources.GPUType})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// The device request names the assigned indices, as nvidia-smi
 	// numbered them on this host when the inventory was taken.
@@ -51,7 +52,7 @@ func (m *Manager) assignGPUs(ctx context.Context, p *submit.Prepared, e engine.E
 		if err := gpus.Release(rctx, e, j.ID); err != nil {
 			fmt.Fprintf(m.Err, "warning: %v (the next submit reclaims them)\n", err)
 		}
-	}, nil
+	}, got[0].Name, nil
 }
 
 // checkDriver refuses, before anything runs, a job image built for a CUDA

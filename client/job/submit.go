@@ -37,6 +37,9 @@ type SubmitRequest struct {
 	Queue bool
 	// Rerun is recorded with the job, for xrun regress --confirm.
 	Rerun *jobs.SubmitArgs
+	// NoCacheVolume leaves the compile caches in the job's own container
+	// (CacheVolume).
+	NoCacheVolume bool
 }
 
 // stage is how far a submit got: it decides what a failure or a Ctrl-C
@@ -112,10 +115,14 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if m.OnJob != nil {
 		m.OnJob(s.j)
 	}
+	gpuModel := "cpu"
 	if kb == nil {
-		if s.release, err = m.assignGPUs(ctx, p, e, s.j, r.Where, r.Queue); err != nil {
+		if s.release, gpuModel, err = m.assignGPUs(ctx, p, e, s.j, r.Where, r.Queue); err != nil {
 			s.release = func() {}
 			return s.j, err
+		}
+		if !r.NoCacheVolume {
+			jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel)
 		}
 	}
 	if p.GPUIDs != "" {

@@ -370,6 +370,10 @@ type JobOptions struct {
 	HostMemory int64
 	// PostToken is the bearer token for XRUN_POST_URL (backend.Spec.PostToken).
 	PostToken string
+	// CacheVolume and CacheLabels are the compile-cache volume
+	// (backend.Spec.CacheVolume); "" for none.
+	CacheVolume string
+	CacheLabels map[string]string
 }
 
 // JobSpec is the spec job j is created with: the image and code of p, the
@@ -433,6 +437,11 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		NoNetwork:   o.NoNetwork,
 		Timeout:     p.Timeout,
 		PostToken:   o.PostToken,
+		CacheVolume: o.CacheVolume,
+		CacheLabels: o.CacheLabels,
+	}
+	if o.CacheVolume != "" {
+		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume)
 	}
 	if n := p.Spec.Resources.Pids; n > 0 {
 		s.PidsLimit = int64(n)

@@ -18,6 +18,11 @@ const (
 	TmpDir  = "/xrun/tmp"
 	// RunnerPath is the runner binary, the image's entrypoint.
 	RunnerPath = "/usr/local/bin/xrun-runner"
+	// CacheDir holds the compile caches (Triton, TorchInductor, CUDA
+	// extensions, the CUDA JIT cache), writable by JobUser: a named volume
+	// kept across the jobs of one experiment, base and GPU model on a host
+	// (xrun submit --no-cache-volume: the container's own, new each job).
+	CacheDir = "/xrun/cache"
 	// RunnerDir belongs to root like OutDir and holds the runner's own
 	// files while it runs (the harness) and the POST token the client
 	// copies in (PostTokenFile), out of the worker user's reach.
@@ -80,6 +85,9 @@ const (
 	// EnvWorkerUser ("uid:gid") makes the runner, started as root, run the
 	// experiment's code as that user (runner/sandbox).
 	EnvWorkerUser = "XRUN_WORKER_USER"
+	// EnvCacheVolume names the volume at CacheDir, for the record
+	// (results.json env.cache); unset when the job has none.
+	EnvCacheVolume = "XRUN_CACHE_VOLUME"
 )
 
 // Exit codes of the runner (docs/architecture.md); the client exits with
@@ -110,4 +118,8 @@ const (
 	LabelCodeHash = "dev.xrun.code-hash"
 	// LabelBaseID (on job images) is the id of the base image they were built on.
 	LabelBaseID = "dev.xrun.base-id"
+	// LabelCache marks a compile-cache volume; LabelGPUModel is the GPU
+	// model its entries were built for ("cpu" for CPU jobs).
+	LabelCache    = "dev.xrun.cache"
+	LabelGPUModel = "dev.xrun.gpu-model"
 )

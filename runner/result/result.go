@@ -106,8 +106,23 @@ type Env struct {
 	GitDirty bool  `json:"git_dirty,omitempty"`
 	GPUs     []GPU `json:"gpus"`
 	// Container is set when the runner ran inside a container.
-	Container *Container        `json:"container,omitempty"`
-	Extra     map[string]string `json:"extra,omitempty"`
+	Container *Container `json:"container,omitempty"`
+	// Cache is the compile caches the job started with (Triton,
+	// TorchInductor, CUDA extensions), where it had a place for them.
+	Cache *Cache            `json:"cache,omitempty"`
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Cache is what the job's compile caches held when it started.
+type Cache struct {
+	Dir string `json:"dir"`
+	// Volume names the host's volume that keeps them across the jobs of
+	// one experiment, base and GPU model; empty when they were the job's
+	// own, empty at its start (xrun submit --no-cache-volume).
+	Volume string `json:"volume,omitempty"`
+	// Files and Bytes are what they held at the start: 0 on a first run.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
 }
 
 // Container is what the runner saw of the container it ran in: the limits

@@ -68,6 +68,7 @@ func full() *Results {
 				SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, PeakTFLOPS: 989.5, PeakGBps: 3350,
 				Before: state(1980), After: state(1755), During: clocks}},
 			Container: &Container{ID: "3fa1b2c3d4e5", MemoryLimitBytes: 16 << 30, CPULimit: 2, PidsLimit: 4096, CPUs: 16, ShmBytes: 1 << 30, VisibleDevices: "0", WorkerUser: "65532:65532", WorkerProcsLimit: 7936},
+			Cache:     &Cache{Dir: "/xrun/cache", Volume: "xrun-cache-softmax-0123456789ab", Files: 42, Bytes: 1 << 20},
 			Extra:     map[string]string{"nccl": "2.21"}},
 		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 		env.Host, _ = os.Hostname()
 	}
 	env.Container = containerFacts("/")
+	env.Cache = cacheFacts(contract.CacheDir)
 	env.GitCommit, env.GitDirty = o.GitCommit, o.GitDirty
 	// git reads the experiment's own .git (hooks, fsmonitor): only a run
 	// that trusts that code, outside the sandbox, asks it.
@@ -147,7 +149,7 @@ func workerEnv(expDir string, includes []string, device string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env,
+	env = append(env,
 		"PYTHONPATH="+pythonPath(expDir, includes, existing),
 		"PYTHONUNBUFFERED=1",
 		// The experiment directory may be read-only, or a user's checkout
@@ -155,4 +157,55 @@ func workerEnv(expDir string, includes []string, device string) []string {
 		"PYTHONDONTWRITEBYTECODE=1",
 		"XRUN_DEVICE="+device,
 	)
+	return append(env, cacheEnv(contract.CacheDir)...)
+}
+
+// cacheVars point each compiler's cache into the job's cache directory:
+// Triton's, TorchInductor's (which keeps Triton's kernels in Triton's),
+// torch's CUDA extension builds, and the CUDA driver's JIT cache of PTX.
+var cacheVars = []struct{ name, dir string }{
+	{"TRITON_CACHE_DIR", "triton"},
+	{"TORCHINDUCTOR_CACHE_DIR", "inductor"},
+	{"TORCH_EXTENSIONS_DIR", "torch_extensions"},
+	{"CUDA_CACHE_PATH", "nv"},
+}
+
+// cacheEnv is the environment that points the compile caches into dir,
+// when the job has it (a container of xrun), for the variables the job's
+// environment does not set already.
+func cacheEnv(dir string) []string {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	var env []string
+	for _, v := range cacheVars {
+		if _, set := os.LookupEnv(v.name); !set {
+			env = append(env, v.name+"="+filepath.Join(dir, v.dir))
+		}
+	}
+	return env
+}
+
+// cacheFacts says what the compile caches in dir hold as the job starts
+// (nil when the job has no cache directory): counted up to a bound, so
+// that a huge cache costs no more than a fraction of a second.
+func cacheFacts(dir string) *result.Cache {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	c := &result.Cache{Dir: dir, Volume: os.Getenv(contract.EnvCacheVolume)}
+	const maxFiles = 200000
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || c.Files >= maxFiles {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				c.Files++
+				c.Bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return c
 }

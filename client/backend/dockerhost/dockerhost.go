@@ -62,6 +62,9 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 	if s.GPUs != nil {
 		cs.GPUs = &engine.GPURequest{Count: s.GPUs.Count, IDs: s.GPUs.IDs}
 	}
+	if s.CacheVolume != "" {
+		cs.Mounts = []engine.Mount{{Volume: s.CacheVolume, Target: contract.CacheDir, Labels: s.CacheLabels}}
+	}
 	return cs
 }
 

@@ -38,7 +38,9 @@ type Engine struct {
 	Behave func(s engine.ContainerSpec) Run
 	// Stops counts Stop calls.
 	Stops int
-	next  int
+	// VolumeSet are the named volumes, made by the mounts of Create.
+	VolumeSet map[string]*engine.Volume
+	next      int
 }
 
 // Run is what a started container does: it exits with Exit at once (or
@@ -174,6 +176,14 @@ func (f *Engine) Create(_ context.Context, s engine.ContainerSpec) (string, erro
 			return "", fmt.Errorf("create container %q: Conflict. The container name %q is already in use", s.Name, "/"+s.Name)
 		}
 	}
+	for _, m := range s.Mounts {
+		if f.VolumeSet == nil {
+			f.VolumeSet = map[string]*engine.Volume{}
+		}
+		if _, ok := f.VolumeSet[m.Volume]; !ok {
+			f.VolumeSet[m.Volume] = &engine.Volume{Name: m.Volume, Labels: m.Labels, Created: time.Now()}
+		}
+	}
 	f.next++
 	id := fmt.Sprintf("c%063d", f.next)
 	f.Containers[id] = &Container{
@@ -202,6 +212,54 @@ func (f *Engine) byName(name string) (*Container, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Volumes returns the named volumes with labels; a volume's Containers
+// counts the containers that mount it.
+func (f *Engine) Volumes(_ context.Context, labels map[string]string) ([]engine.Volume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []engine.Volume
+	for _, v := range f.VolumeSet {
+		match := true
+		for k, want := range labels {
+			if got, ok := v.Labels[k]; !ok || want != "" && got != want {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		vol := *v
+		vol.Containers = 0
+		for _, c := range f.Containers {
+			for _, m := range c.Spec.Mounts {
+				if m.Volume == v.Name {
+					vol.Containers++
+				}
+			}
+		}
+		out = append(out, vol)
+	}
+	return out, nil
+}
+
+// RemoveVolume deletes a volume no container mounts.
+func (f *Engine) RemoveVolume(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.VolumeSet[name]; !ok {
+		return fmt.Errorf("volume %s: %w", name, engine.ErrNotFound)
+	}
+	for _, c := range f.Containers {
+		for _, m := range c.Spec.Mounts {
+			if m.Volume == name {
+				return fmt.Errorf("remove volume %s: volume is in use", name)
+			}
+		}
+	}
+	delete(f.VolumeSet, name)
+	return nil
 }
 
 // Exit ends container ref (one that Hangs) with code, as its runner

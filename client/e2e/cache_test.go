@@ -1,0 +1,96 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// cacheOf submits the cache fixture with flags and returns what its
+// results say of the compile caches it started with.
+func cacheOf(t *testing.T, r res) *result.Cache {
+	t.Helper()
+	expect(t, r, 0)
+	s := jobStatus(t, jobIDOf(t, r))
+	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Env.Cache == nil {
+		t.Fatal("results.json says nothing of the compile caches (env.cache)")
+	}
+	return rs.Env.Cache
+}
+
+// The compile caches of an experiment outlive its jobs in a volume of the
+// host, which two jobs share at once, --no-cache-volume leaves out, and
+// prune removes.
+func TestCompileCacheVolume(t *testing.T) {
+	for _, v := range dockerCLIList(t, "volume", "ls", "-q", "--filter", "label=dev.xrun.experiment=e2e-cache") {
+		dockerCLI(t, "volume", "rm", v)
+	}
+	first := cacheOf(t, submit(t, 5*time.Minute, "cache"))
+	if first.Volume == "" || !strings.HasPrefix(first.Volume, "xrun-cache-e2e-cache-") || first.Files != 0 {
+		t.Errorf("first job's cache: %+v, want a new volume of the experiment", first)
+	}
+	second := cacheOf(t, submit(t, 5*time.Minute, "cache"))
+	if second.Volume != first.Volume || second.Files == 0 || second.Bytes < 4096 {
+		t.Errorf("second job's cache: %+v, want the first's volume with its entry", second)
+	}
+	// Two jobs at once, on one volume.
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = submit(t, 5*time.Minute, "cache").Code
+		}()
+	}
+	wg.Wait()
+	if codes[0] != 0 || codes[1] != 0 {
+		t.Errorf("two jobs sharing the cache exited %v", codes)
+	}
+	own := cacheOf(t, submit(t, 5*time.Minute, "cache", "--no-cache-volume"))
+	if own.Volume != "" || own.Files != 0 {
+		t.Errorf("--no-cache-volume: %+v, want the job's own empty caches", own)
+	}
+	// No container may use the volume for prune to take it.
+	expect(t, xrun(t, time.Minute, append([]string{"rm", "--keep-record"}, jobsOf(t, "e2e-cache")...)...), 0)
+	dry := xrun(t, time.Minute, "prune", "--caches", "--dry-run")
+	expect(t, dry, 0)
+	if !strings.Contains(dry.Stdout, "would remove cache volume "+first.Volume) {
+		t.Errorf("prune --caches --dry-run:\n%s\n%s", dry.Stdout, dry.Stderr)
+	}
+	expect(t, xrun(t, time.Minute, "prune", "--caches"), 0)
+	if got := dockerCLIList(t, "volume", "ls", "-q", "--filter", "name="+first.Volume); len(got) != 0 {
+		t.Errorf("prune --caches left %v", got)
+	}
+}
+
+// dockerCLIList runs the docker CLI and returns its output's words.
+func dockerCLIList(t *testing.T, args ...string) []string {
+	t.Helper()
+	return strings.Fields(dockerCLI(t, args...))
+}
+
+// jobsOf are the ids of the jobs of experiment that have a container.
+func jobsOf(t *testing.T, experiment string) []string {
+	t.Helper()
+	cs, err := eng.List(context.Background(), map[string]string{"dev.xrun.experiment": experiment, "dev.xrun.job": ""}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.Labels["dev.xrun.job"])
+	}
+	return ids
+}

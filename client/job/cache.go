@@ -1,0 +1,40 @@
+package job
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/submit"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// CacheVolumePrefix starts the name of every compile-cache volume.
+const CacheVolumePrefix = "xrun-cache-"
+
+// cacheVolume is the compile-cache volume of a job of p on engine e with a
+// GPU of model gpuModel ("cpu" for a CPU job): one per experiment, base
+// image and GPU model, so that two bases (another torch, another Triton)
+// or two GPU models never share an entry, and a job's caches are its own
+// experiment's (another experiment's code cannot plant compiled kernels
+// in them). Triton, TorchInductor and torch's extension builds write
+// their entries atomically and lock what they build, so two jobs may
+// share one at once.
+func cacheVolume(ctx context.Context, e engine.Engine, p *submit.Prepared, gpuModel string) (string, map[string]string) {
+	base := ""
+	if cfg, err := e.ImageConfig(ctx, p.ImageRef); err == nil {
+		base = cfg.Labels[contract.LabelBaseID]
+	}
+	if base == "" {
+		base = p.ImageID
+	}
+	sum := sha256.Sum256([]byte(base + "\x00" + gpuModel + "\x00" + p.Spec.Name))
+	name := CacheVolumePrefix + p.Spec.Name + "-" + hex.EncodeToString(sum[:])[:12]
+	return name, map[string]string{
+		contract.LabelCache:      "1",
+		contract.LabelExperiment: p.Spec.Name,
+		contract.LabelBaseID:     base,
+		contract.LabelGPUModel:   gpuModel,
+	}
+}
