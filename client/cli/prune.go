@@ -179,9 +179,9 @@ type pruneReport struct {
 	// InUse, Young and Shared count the images kept: used by a container
 	// (on a cluster: named by a Job), made within --older-than, and (in a
 	// registry) sharing their manifest with a kept tag.
-	InUse  int      `json:"kept_in_use"`
-	Young  int      `json:"kept_young"`
-	Shared int      `json:"kept_shared"`
+	InUse  int `json:"kept_in_use"`
+	Young  int `json:"kept_young"`
+	Shared int `json:"kept_shared"`
 	// Caches are the compile-cache volumes removed (Docker hosts), of
 	// CacheBytes in all; CachesInUse and CachesKept count those kept (in
 	// use by a container; their base is still there, without --caches).
