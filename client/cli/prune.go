@@ -240,7 +240,7 @@ func (a *App) finishPrune(r *pruneReport, o pruneOptions) error {
 	fmt.Fprintf(a.Err, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), noun, r.Where, fmtBytes(r.Bytes), r.freedNote, kept)
 	if len(r.Caches) > 0 || r.CachesInUse+r.CachesKept > 0 {
 		fmt.Fprintf(a.Err, "%s %d compile-cache %s (%s); kept %d in use and %d whose base is on the host (--caches removes those)\n",
-			verb, len(r.Caches), plural(len(r.Caches), "volume", "volumes"), fmtBytes(r.CacheBytes), r.CachesInUse, r.CachesKept)
+			verb, len(r.Caches), plural(len(r.Caches), "volume", "volumes"), r.cacheSize(), r.CachesInUse, r.CachesKept)
 	}
 	return errors.Join(r.errs...)
 }

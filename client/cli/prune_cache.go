@@ -75,3 +75,21 @@ func (a *App) pruneCaches(ctx context.Context, e engine.Engine, r *pruneReport, 
 		fmt.Fprintf(a.Out, "%s cache volume %s (%s, %s, %s; %s)\n", verb, p.Volume, p.Experiment, p.GPUModel, size, p.Why)
 	}
 }
+
+// cacheSize says how much the removed caches held, as far as the daemon
+// reported their sizes (daemons before API 1.42 do not, cheaply).
+func (r *pruneReport) cacheSize() string {
+	unknown := 0
+	for _, c := range r.Caches {
+		if c.Bytes < 0 {
+			unknown++
+		}
+	}
+	switch {
+	case unknown == len(r.Caches):
+		return "size unknown"
+	case unknown > 0:
+		return "at least " + fmtBytes(r.CacheBytes)
+	}
+	return fmtBytes(r.CacheBytes)
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+	"github.com/moby/moby/client/pkg/versions"
 )
 
 // Docker is the Engine backed by the Docker Engine API.
@@ -562,37 +563,58 @@ func (d *Docker) List(ctx context.Context, labels map[string]string, all bool) (
 	return out, nil
 }
 
-// Volumes returns the named volumes with labels, with the sizes and users
-// the daemon's disk usage reports (docker system df -v).
+// Volumes returns the named volumes with labels and how many containers
+// use each. Sizes come from the daemon's disk usage where it can report
+// volumes alone (API 1.42 and later) within volumeSizeWait; older daemons
+// compute every container's size for that call, minutes on a busy host,
+// so their sizes stay unknown (-1).
 func (d *Docker) Volumes(ctx context.Context, labels map[string]string) ([]Volume, error) {
-	du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
+	r, err := d.cli.VolumeList(ctx, client.VolumeListOptions{Filters: labelFilters(labels)})
 	if err != nil {
 		return nil, fmt.Errorf("list volumes on %s: %w", d.host, translate(err))
 	}
-	var out []Volume
-	for _, v := range du.Volumes.Items {
-		if !hasLabels(v.Labels, labels) {
-			continue
-		}
+	out := make([]Volume, 0, len(r.Items))
+	for _, v := range r.Items {
 		vol := Volume{Name: v.Name, Labels: v.Labels, Size: -1, Containers: -1}
 		vol.Created, _ = time.Parse(time.RFC3339, v.CreatedAt)
-		if v.UsageData != nil {
-			vol.Size, vol.Containers = v.UsageData.Size, v.UsageData.RefCount
+		users, err := d.cli.ContainerList(ctx, client.ContainerListOptions{
+			All: true, Filters: client.Filters{}.Add("volume", v.Name)})
+		if err != nil {
+			return nil, fmt.Errorf("list the containers using volume %s on %s: %w", v.Name, d.host, translate(err))
 		}
+		vol.Containers = int64(len(users.Items))
 		out = append(out, vol)
+	}
+	if len(out) > 0 && !versions.LessThan(d.cli.ClientVersion(), "1.42") {
+		d.volumeSizes(ctx, out)
 	}
 	return out, nil
 }
 
-// hasLabels reports whether have holds every label of want (an empty
-// value matches any value).
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || v != "" && got != v {
-			return false
+// volumeSizeWait bounds the disk-usage call that sizes volumes: the daemon
+// walks every file of every volume for it.
+const volumeSizeWait = 20 * time.Second
+
+// volumeSizes fills in the sizes the daemon reports; a slow or failed
+// report leaves them unknown.
+func (d *Docker) volumeSizes(ctx context.Context, vols []Volume) {
+	ctx, cancel := context.WithTimeout(ctx, volumeSizeWait)
+	defer cancel()
+	du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
+	if err != nil {
+		return
+	}
+	size := make(map[string]int64, len(du.Volumes.Items))
+	for _, v := range du.Volumes.Items {
+		if v.UsageData != nil {
+			size[v.Name] = v.UsageData.Size
 		}
 	}
-	return true
+	for i := range vols {
+		if n, ok := size[vols[i].Name]; ok {
+			vols[i].Size = n
+		}
+	}
 }
 
 // RemoveVolume deletes a named volume.
