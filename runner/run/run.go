@@ -37,6 +37,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/sandbox"
 	"github.com/xrun-dev/xrun/runner/spec"
 	"github.com/xrun-dev/xrun/runner/stats"
+	"github.com/xrun-dev/xrun/runner/timing"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -91,17 +92,10 @@ const (
 	// DefaultCPUMaxTimeS caps the timing of one implementation on one case
 	// on a CPU run (the GPU cap is stats.DefaultRule's).
 	DefaultCPUMaxTimeS = 2.0
-	// minBatchS is the least wall time one batch of samples asks for.
-	minBatchS = 0.1
-	// laterWarmupShare is the part of warmup_ms a batch warms up for after
-	// the first of its implementation on a case: the code is compiled and
-	// the GPU busy with the other implementations' batches by then.
-	laterWarmupShare = 0.2
 	// ReasonMaxWallTime is the stop reason when an implementation used
-	// wallCapFactor x max_time_s of wall time (flushes, syncs and warm-ups
-	// included) without meeting the rule.
-	ReasonMaxWallTime = "max_wall_time"
-	wallCapFactor     = 3
+	// 3 x max_time_s of wall time (flushes, syncs and warm-ups included)
+	// without meeting the rule.
+	ReasonMaxWallTime = timing.ReasonMaxWallTime
 	// minInitTimeout is the least time a worker gets to import the code.
 	minInitTimeout = time.Minute
 )
@@ -176,8 +170,8 @@ type runner struct {
 	impls      []*impl // reference first, then the spec's order
 	gotReady   bool
 	writeErred bool
-	// timingStarted is set once the first timed batch is asked for.
-	timingStarted bool
+	// loop is the timing loop, across the cases.
+	loop *timing.Loop
 	// mon reads the GPU's clocks while samples are timed (GPU runs where
 	// nvidia-smi can stream); windows are when each implementation was timed
 	// in each case, keyed by case index and name.
@@ -191,8 +185,6 @@ type runner struct {
 	// ncu is the Nsight Compute to run, or ncuErr why there is none.
 	ncu    string
 	ncuErr error
-	// gaps are the launch gaps every batch measured (Samples.LaunchGapsMS).
-	gaps []float64
 	// strays says how many processes of the experiment outlived their
 	// workers, once killStrays killed them.
 	strays string
@@ -256,6 +248,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		return rn.abortStopped(parent, ctx, err)
 	}
 	rn.setMethod()
+	rn.loop = rn.newLoop()
 	if err := rn.setProfile(); err != nil {
 		return rn.abort(&SpecError{err})
 	}
@@ -413,7 +406,7 @@ func (rn *runner) setMethod() {
 	}
 	if !rn.cpu {
 		rn.r.Methodology.RestRatio = m.Rest()
-		rn.r.Methodology.ClockRule = clockRule
+		rn.r.Methodology.ClockRule = timing.ClockRule
 		if m.KernelClockOn() {
 			rn.r.Methodology.KernelClockMaxMS = m.KernelClockMax()
 		} else {
@@ -983,155 +976,6 @@ func tolerance(im spec.Implementation, b *spec.Benchmark) *result.Tolerance {
 	return nil
 }
 
-// acc pools one implementation's samples on one case over the rounds.
-type acc struct {
-	samples  []float64 // on the CUDA events (or the host's clock)
-	measured float64   // seconds of measured time
-	wall     time.Duration
-	sampled  float64 // seconds spent sampling (warm-ups excluded)
-	rounds   int
-	done     bool
-	// kernel and busy are the CUPTI spans and kernel time of the same
-	// samples (Samples.KernelMS, BusyMS), while every batch has them;
-	// kernelNote says why a batch did not, kernels counts kernels a call.
-	kernel, busy []float64
-	kernelNote   string
-	kernels      []int
-	// discarded counts samples the worker threw away (Timing.Discarded).
-	discarded int
-	// cover and coverNote are the latest batch's (Timing.Cover).
-	cover, coverNote string
-	spinMS           float64
-}
-
-// coverSummary tells, for the log, how the GPU was held back before each
-// sample when that was not the hold kernel, and what was discarded.
-func (a *acc) coverSummary() string {
-	var s string
-	switch a.cover {
-	case "", "hold":
-	case "spin":
-		s = fmt.Sprintf("; timed behind a %.3g ms spin kernel", a.spinMS)
-	default:
-		s = "; timed with nothing holding the GPU back until the call was enqueued"
-	}
-	if a.coverNote != "" {
-		s += ": " + a.coverNote
-	}
-	if a.discarded > 0 {
-		s += fmt.Sprintf("; %d samples discarded (the GPU reached the start event before the call was enqueued, or the hold kernel timed out)", a.discarded)
-	}
-	return s
-}
-
-// time runs interleaved rounds: each round asks every unfinished
-// implementation (reference, baseline, then the others) for one batch, so
-// that drifting clocks or a noisy neighbour affect all of them alike.
-func (rn *runner) time(ctx context.Context, kc *kcase) error {
-	var order []*impl
-	base := rn.s.Benchmark.BaselineName()
-	add := func(pred func(*impl) bool) {
-		for _, im := range rn.impls {
-			if pred(im) && rn.live(kc, im) && !contains(order, im) {
-				order = append(order, im)
-			}
-		}
-	}
-	add(func(im *impl) bool { return im.isRef })
-	add(func(im *impl) bool { return im.name == base })
-	add(func(im *impl) bool { return true })
-	if len(order) == 0 {
-		return nil
-	}
-	rule := rn.rule
-	// A batch takes at least its share of the minimum sampling time, in
-	// wall time, or the samples' own time for a long kernel.
-	batchS := max(rule.MinTimeS/float64(rn.rounds), minBatchS)
-	perBatch := max(1, (rule.MinSamples+rn.rounds-1)/rn.rounds)
-	wallCap := time.Duration(wallCapFactor * rule.MaxTimeS * float64(time.Second))
-	accs := map[string]*acc{}
-	for _, im := range order {
-		accs[im.name] = &acc{}
-	}
-	if !rn.timingStarted {
-		// The time from a submit to this line is what a job costs before it measures.
-		rn.timingStarted = true
-		rn.logf("timing: first batch (%s)", order[0].name)
-	}
-	for round := 1; ; round++ {
-		active := 0
-		for _, im := range order {
-			a := accs[im.name]
-			if a.done {
-				continue
-			}
-			// Split the sample cap over the minimum rounds, so that a fast
-			// kernel cannot use it all up in the first one.
-			maxN := rule.MaxSamples - len(a.samples)
-			if round <= rn.rounds {
-				maxN = min(maxN, (rule.MaxSamples+rn.rounds-1)/rn.rounds)
-			}
-			maxN = max(maxN, 1)
-			w, err := rn.worker(ctx, im)
-			var sm *harness.Samples
-			start := time.Now()
-			warmup := rn.warmupMS
-			if a.rounds > 0 {
-				warmup *= laterWarmupShare
-			}
-			if err == nil {
-				octx, cancel := context.WithTimeout(ctx, rn.timeout)
-				sm, err = w.Time(octx, harness.Time{
-					Params: kc.pj, Seed: kc.seeds[0], MinSamples: min(perBatch, maxN), MaxSamples: maxN,
-					BudgetMS: batchS * 1e3, WallMS: batchS * 1e3, WarmupMS: warmup, Flush: !rn.method.NoFlush && !rn.cpu,
-					RestRatio: rn.r.Methodology.RestRatio, KernelClockMaxMS: rn.r.Methodology.KernelClockMaxMS,
-				})
-				cancel()
-			}
-			if err != nil {
-				a.done = true
-				rn.res(kc, im.name).Timing = nil
-				if stop := rn.fail(ctx, kc, im, "time", err); stop != nil {
-					return stop
-				}
-				continue
-			}
-			took := time.Since(start)
-			a.wall += took
-			a.rounds++
-			key := windowKey{kc.idx, im.name}
-			rn.windows[key] = append(rn.windows[key], gpuinfo.Window{From: start, To: time.Now()})
-			a.add(sm, took)
-			rn.gaps = append(rn.gaps, sm.LaunchGapsMS...)
-			launch := rn.launch()
-			t := a.timing(rn.cpu, launch)
-			t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, result.StopInProgress, a.discarded, a.cover
-			t.Clocks = rn.clocks(key)
-			if round >= rn.rounds {
-				stop, conv, reason := rule.Check(a.headline(launch), a.measured, a.sampled)
-				if !stop && a.wall >= wallCap {
-					stop, reason = true, ReasonMaxWallTime
-				}
-				if stop {
-					a.done = true
-					t.Converged, t.StopReason = conv, reason
-					msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.name, t.MedianMS, t.Samples, t.Rounds, reason)
-					msg += a.clockSummary(t) + a.coverSummary()
-					rn.logf("%s", msg)
-				}
-			}
-			rn.res(kc, im.name).Timing = &t
-			if !a.done {
-				active++
-			}
-		}
-		rn.write()
-		if active == 0 {
-			return nil
-		}
-	}
-}
-
 // clocks summarises the monitor's readings of the run's GPU while one
 // implementation was timed on one case; nil without a monitor or a reading.
 func (rn *runner) clocks(key windowKey) *result.Clocks {
@@ -1163,16 +1007,86 @@ func (rn *runner) stopMonitor() {
 	rn.mon = nil
 }
 
-func contains(list []*impl, im *impl) bool {
-	for _, x := range list {
-		if x == im {
-			return true
-		}
-	}
-	return false
+func (rn *runner) throughput(kc *kcase) { rn.throughputAt(kc.idx, kc.dtype) }
+
+// newLoop is the timing loop of the run's method.
+func (rn *runner) newLoop() *timing.Loop {
+	m := &rn.r.Methodology
+	return timing.New(timing.Config{
+		Rule: rn.rule, Rounds: rn.rounds, WarmupMS: rn.warmupMS, Timeout: rn.timeout, CPU: rn.cpu,
+		Flush: !rn.method.NoFlush && !rn.cpu, RestRatio: m.RestRatio, KernelClockMaxMS: m.KernelClockMaxMS,
+		// The first worker's, once it is ready (noteReady).
+		FirstLaunchMS: func() float64 { return m.LaunchMS },
+		Logf:          rn.logf,
+	})
 }
 
-func (rn *runner) throughput(kc *kcase) { rn.throughputAt(kc.idx, kc.dtype) }
+// time runs the case's live implementations through the timing loop, each
+// on its worker.
+func (rn *runner) time(ctx context.Context, kc *kcase) error {
+	var impls []timing.Impl
+	for _, im := range rn.impls {
+		if !rn.live(kc, im) {
+			continue
+		}
+		impls = append(impls, timing.Impl{Name: im.name, Reference: im.isRef,
+			Open: func(ctx context.Context) (timing.Sampler, error) {
+				w, err := rn.worker(ctx, im)
+				if err != nil {
+					return nil, err
+				}
+				return w, nil
+			}})
+	}
+	c := timing.Case{Params: kc.pj, Seed: kc.seeds[0], Baseline: rn.s.Benchmark.BaselineName()}
+	return rn.loop.Case(ctx, c, impls, &caseRecorder{rn: rn, kc: kc})
+}
+
+// caseRecorder records the timing loop's findings on one case in the
+// results (timing.Recorder).
+type caseRecorder struct {
+	rn *runner
+	kc *kcase
+}
+
+func (c *caseRecorder) Timed(name string, from, to time.Time, t *result.Timing) {
+	key := windowKey{c.kc.idx, name}
+	c.rn.windows[key] = append(c.rn.windows[key], gpuinfo.Window{From: from, To: to})
+	t.Clocks = c.rn.clocks(key)
+	c.rn.res(c.kc, name).Timing = t
+}
+
+func (c *caseRecorder) Failed(name string, err error) {
+	c.rn.res(c.kc, name).Timing = nil
+	for _, im := range c.rn.impls {
+		if im.name == name {
+			c.rn.failed(c.kc, im, "time", err)
+		}
+	}
+}
+
+func (c *caseRecorder) Round() { c.rn.write() }
+
+// settleLaunch gives every timing on the kernel clock the launch cost of
+// the whole run (each was summarised with the estimate of its time), so
+// that all of them add the same, and records it; ok is false when the run
+// measured too few launch gaps to replace the first worker's.
+func (rn *runner) settleLaunch(launch float64, ok bool) {
+	if !ok {
+		return
+	}
+	rn.r.Methodology.LaunchMS = launch
+	for i := range rn.r.Cases {
+		changed := false
+		for _, ir := range rn.r.Cases[i].Results {
+			changed = timing.ShiftLaunch(ir.Timing, launch) || changed
+		}
+		if changed {
+			dtype, _ := rn.r.Cases[i].Params["dtype"].(string)
+			rn.throughputAt(i, dtype)
+		}
+	}
+}
 
 func (rn *runner) throughputAt(idx int, dtype string) {
 	c := &rn.r.Cases[idx]
@@ -1195,12 +1109,19 @@ func (rn *runner) fail(ctx context.Context, kc *kcase, im *impl, op string, err 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	rn.failed(kc, im, op, err)
+	return nil
+}
+
+// failed records err, which op met while the run goes on, as im's outcome
+// on the case.
+func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
 	ir := rn.res(kc, im.name)
 	var he *harness.Error
 	if !errors.As(err, &he) {
 		ir.Status, ir.Error = result.ImplError, fmt.Sprintf("%s: %v", op, err)
 		rn.logf("%s: %s", im.name, ir.Error)
-		return nil
+		return
 	}
 	switch he.Kind {
 	case harness.KindOOM:
@@ -1231,7 +1152,6 @@ func (rn *runner) fail(ctx context.Context, kc *kcase, im *impl, op string, err 
 		}
 	}
 	rn.write()
-	return nil
 }
 
 func lastBytes(s string, n int) string {
@@ -1330,7 +1250,9 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		cancel()
 	}
 	rn.stopMonitor()
-	rn.settleLaunch()
+	if rn.loop != nil {
+		rn.settleLaunch(rn.loop.Launch())
+	}
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
