@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -208,4 +209,46 @@ func cacheFacts(dir string) *result.Cache {
 		return nil
 	})
 	return c
+}
+
+// noteReady records what a started worker reports: the kernel clock and
+// its launch cost, and the first worker's environment and device.
+func (rn *runner) noteReady(rd *harness.Ready) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	// Every implementation's kernel clock adds the same launch cost: the
+	// first worker's.
+	m := &rn.rec.r.Methodology
+	switch {
+	case rd.KernelClock != "" && m.KernelClock == "":
+		m.KernelClock, m.LaunchMS = rd.KernelClock, rd.LaunchMS
+	case rd.KernelClock == "" && rd.KernelClockNote != "" && m.KernelClockNote == "":
+		m.KernelClockNote = rd.KernelClockNote
+	}
+	if rn.gotReady {
+		return
+	}
+	rn.gotReady = true
+	env := &rn.rec.r.Env
+	env.Python, env.Numpy, env.Torch, env.Triton, env.CUDARuntime = rd.Python, rd.Numpy, rd.Torch, rd.Triton, rd.CUDA
+	m.Timer = rd.Timer
+	m.FlushBytes = rd.FlushBytes
+	m.TimerFloorMS = rd.TimerFloorMS
+	if rn.gpu == nil || rd.Device.Kind != "cuda" {
+		return
+	}
+	for i := range env.GPUs {
+		if rd.Device.UUID != "" && env.GPUs[i].UUID == rd.Device.UUID {
+			rn.gpu = &env.GPUs[i]
+		}
+	}
+	if rn.gpu.SMCount == 0 {
+		rn.gpu.SMCount = rd.Device.SMCount
+	}
+	if rn.gpu.L2Bytes == 0 {
+		rn.gpu.L2Bytes = rd.Device.L2Bytes
+	}
+	if rn.gpu.ComputeCapability == "" {
+		rn.gpu.ComputeCapability = rd.Device.ComputeCapability
+	}
 }

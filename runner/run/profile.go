@@ -23,27 +23,37 @@ import (
 // told to exit: it replays every kernel it profiled before it returns.
 const profileWait = 2 * time.Minute
 
-// setProfile reads Options.Profile and checks it against the spec and the
-// run's cases; a request the run cannot honour is a spec error, before
-// anything is timed.
-func (rn *runner) setProfile() error {
-	req, err := profile.Parse(rn.o.Profile)
+// profiling is the Nsight Compute request of a run and what it needs.
+type profiling struct {
+	req *profile.Request
+	// impls are the implementations it chose, in spec order.
+	impls []string
+	// ncu is the Nsight Compute to run, or ncuErr why there is none.
+	ncu    string
+	ncuErr error
+}
+
+// newProfiling reads Options.Profile and checks it against the spec and
+// the run's cases; a request the run cannot honour is a spec error, before
+// anything is timed. It returns nil when no profile is asked for.
+func newProfiling(opt string, s *spec.Spec, cpu bool, logf func(string, ...any)) (*profiling, error) {
+	req, err := profile.Parse(opt)
 	if err != nil || req == nil {
-		return err
+		return nil, err
 	}
-	impls, err := req.Check(rn.s.Benchmark.Implementations.Names(), len(rn.s.Benchmark.Cases(rn.cpu)))
+	impls, err := req.Check(s.Benchmark.Implementations.Names(), len(s.Benchmark.Cases(cpu)))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(impls) > 0 && impls[0] == referenceName && rn.s.Benchmark.Reference == "" {
-		return fmt.Errorf("profile %s: the spec names no reference", req)
+	if len(impls) > 0 && impls[0] == referenceName && s.Benchmark.Reference == "" {
+		return nil, fmt.Errorf("profile %s: the spec names no reference", req)
 	}
-	rn.prof, rn.profImpls = req, impls
-	if rn.ncu, rn.ncuErr = profile.Find(); rn.ncuErr != nil && !rn.cpu {
+	p := &profiling{req: req, impls: impls}
+	if p.ncu, p.ncuErr = profile.Find(); p.ncuErr != nil && !cpu {
 		// Said now, not after minutes of timing: the profile will fail.
-		rn.logf("profile (%s): %v; the implementations are checked and timed as usual", req, rn.ncuErr)
+		logf("profile (%s): %v; the implementations are checked and timed as usual", req, p.ncuErr)
 	}
-	return nil
+	return p, nil
 }
 
 // profileAll writes one Nsight Compute report per chosen implementation,
@@ -51,42 +61,43 @@ func (rn *runner) setProfile() error {
 // and records them (result.Profile). A failure is recorded, logged and
 // warned about; it never fails the run.
 func (rn *runner) profileAll(ctx context.Context) {
-	rn.logf("profile (%s): %s", rn.prof, strings.Join(rn.profImpls, ", "))
-	for _, name := range rn.profImpls {
+	r, pr := rn.rec.r, rn.prof
+	rn.logf("profile (%s): %s", pr.req, strings.Join(pr.impls, ", "))
+	for _, name := range pr.impls {
 		im := rn.profileImpl(name)
 		p := result.Profile{Implementation: name, Cases: []string{}, Status: result.ProfileFailed}
 		var idx []int
-		for i := range rn.r.Cases {
-			if !rn.prof.WantsCase(i) {
+		for i := range r.Cases {
+			if !pr.req.WantsCase(i) {
 				continue
 			}
-			if ir := rn.r.Cases[i].Results[name]; name != referenceName && (ir == nil || (ir.Status != result.ImplOK && ir.Status != result.ImplWrong)) {
+			if ir := r.Cases[i].Results[name]; name != referenceName && (ir == nil || (ir.Status != result.ImplOK && ir.Status != result.ImplWrong)) {
 				continue // skipped, failed or not run here: no call to profile
 			}
 			idx = append(idx, i)
-			p.Cases = append(p.Cases, rn.r.Cases[i].Label)
+			p.Cases = append(p.Cases, r.Cases[i].Label)
 		}
 		switch {
 		case rn.cpu:
 			p.Error = "profiling needs a GPU; this run is on the CPU"
 		case len(rn.s.Benchmark.Command) > 0:
 			p.Error = "profiling runs implementations in the Python harness; a command benchmark is not profiled"
-		case rn.ncuErr != nil:
-			p.Error = rn.ncuErr.Error()
+		case pr.ncuErr != nil:
+			p.Error = pr.ncuErr.Error()
 		case im == nil || im.skip != "":
 			p.Error = "not run here"
 		case len(idx) == 0:
 			p.Error = "no case to profile: it ran on none of the chosen cases"
 		default:
-			rn.profileOne(ctx, rn.ncu, im, idx, &p)
+			rn.profileOne(ctx, pr.ncu, im, idx, &p)
 		}
 		if p.Status != result.ProfileOK {
 			rn.logf("profile %s: %s", name, p.Error)
 		} else {
 			rn.logf("profile %s: %d kernels in %s (%s)", name, p.Kernels, p.Report, p.Summary)
 		}
-		rn.r.Profiles = append(rn.r.Profiles, p)
-		rn.write()
+		r.Profiles = append(r.Profiles, p)
+		rn.rec.write()
 		if ctx.Err() != nil {
 			return
 		}
@@ -122,7 +133,7 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 	// it writes into a scratch directory, whose files are then copied.
 	ncuDir := out
 	if rn.o.Worker != nil {
-		if ncuDir, err = rn.profileScratch(); err != nil {
+		if ncuDir, err = profileScratch(); err != nil {
 			p.Error = fmt.Sprintf("create a directory for ncu's reports: %v", err)
 			return
 		}
@@ -131,29 +142,20 @@ func (rn *runner) profileOne(ctx context.Context, ncu string, im *impl, idx []in
 	report := filepath.Join(ncuDir, f.Report)
 	_ = os.Remove(report)
 	b := &rn.s.Benchmark
-	w, err := harness.Start(harness.Config{
-		Name: im.name, Argv: rn.prof.Argv(ncu, ncuDir, f, rn.argv), Dir: rn.o.ExperimentDir, Env: rn.env,
-		LogPath: filepath.Join(rn.o.OutDir, "logs", safeName(im.name)+".profile.log"), Logf: rn.logf,
-		As: rn.o.Worker, MemoryLimitBytes: rn.memoryLimit(),
-	})
+	w, err := harness.Start(rn.pool.config(im.name, rn.prof.req.Argv(ncu, ncuDir, f, rn.pool.argv), ".profile.log"))
 	if err != nil {
 		p.Error = err.Error()
 		return
 	}
-	init := harness.Init{Impl: im.name, Fn: im.spec.Fn, Reference: b.Reference, Inputs: b.Inputs, Device: "cuda", Profile: true}
-	if im.isRef {
-		init.Fn = b.Reference
-	} else if len(im.spec.Params) > 0 {
-		init.ImplParams = harness.EncodeParams(im.spec.Params)
-	}
+	base := harness.Init{Reference: b.Reference, Inputs: b.Inputs, Device: "cuda", Profile: true}
 	octx, cancel := context.WithTimeout(ctx, max(rn.timeout, minInitTimeout))
-	_, err = w.Init(octx, init)
+	_, err = w.Init(octx, implInit(base, im))
 	cancel()
 	for _, i := range idx {
 		if err != nil {
 			break
 		}
-		c := rn.r.Cases[i]
+		c := rn.rec.r.Cases[i]
 		var ps spec.Params
 		ps, err = caseParams(rn.s, rn.cpu, i)
 		if err != nil {
@@ -219,7 +221,7 @@ const maxReportBytes = 1 << 30
 
 // profileScratch makes a directory under contract.RunnerDir that the
 // worker user may write ncu's files into (sticky, like /tmp).
-func (rn *runner) profileScratch() (string, error) {
+func profileScratch() (string, error) {
 	dir, err := os.MkdirTemp(contract.RunnerDir, "profile-")
 	if err != nil {
 		return "", err

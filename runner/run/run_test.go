@@ -558,18 +558,18 @@ func TestPythonPath(t *testing.T) {
 }
 
 func TestSeeds(t *testing.T) {
-	rn := &runner{trials: 3}
-	a, b := rn.seeds(), rn.seeds()
+	p := &plan{trials: 3}
+	a, b := p.seeds(), p.seeds()
 	if len(a) != 3 || a[0] != 1 || a[1] != 2 || a[2] < 0 {
 		t.Fatalf("seeds %v", a)
 	}
 	if a[2] == b[2] {
 		// 1 in 2^31 by chance: draw once more before calling it broken.
-		if c := rn.seeds(); c[2] == a[2] {
+		if c := p.seeds(); c[2] == a[2] {
 			t.Errorf("the last seed is not random: %d, %d, %d", a[2], b[2], c[2])
 		}
 	}
-	if s := (&runner{trials: 1}).seeds(); len(s) != 1 {
+	if s := (&plan{trials: 1}).seeds(); len(s) != 1 {
 		t.Errorf("one trial: %v", s)
 	}
 }
@@ -597,9 +597,9 @@ func TestSkipReason(t *testing.T) {
 		{gpu: h100, req: []string{"cpu"}, want: "a CPU-only check (requires: cpu); this run is on a GPU"},
 	}
 	for _, tt := range tests {
-		rn := &runner{cpu: tt.cpu, gpu: tt.gpu}
+		p := &plan{cpu: tt.cpu, gpu: tt.gpu}
 		im := implSpec(tt.req)
-		if got := rn.skipReason(im); got != tt.want {
+		if got := p.skipReason(im); got != tt.want {
 			t.Errorf("cpu=%v gpu=%v requires %v: %q, want %q", tt.cpu, tt.gpu, tt.req, got, tt.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package run
+package timing
 
 import (
 	"math"
@@ -83,37 +83,43 @@ func TestTimingOldWorkerAndCPU(t *testing.T) {
 	}
 }
 
-// At the end of a run every kernel-clock timing adds the run's launch cost:
-// its figures move by the difference, its spread does not.
-func TestSettleLaunch(t *testing.T) {
+// At the end of a run every kernel-clock timing adds the run's launch cost,
+// the interquartile mean of every gap: its figures move by the
+// difference, its spread does not; a timing on the events stays.
+func TestShiftLaunch(t *testing.T) {
 	a := &acc{}
 	a.add(batch([]float64{0.0078, 0.0079, 0.0080}, []float64{0.0054, 0.0055, 0.0056}), time.Second)
 	early := a.timing(false, 0.0012)
-	ev := &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{MedianMS: 0.05, Clock: result.ClockEvents}}
-	late := early
-	late.Kernel = &result.KernelSummary{}
-	*late.Kernel = *early.Kernel
-	rn := &runner{r: &result.Results{Cases: []result.Case{{Params: map[string]any{"dtype": "float32"}, Bytes: 1e6,
-		Results: map[string]*result.ImplResult{"a": {Status: result.ImplOK, Timing: &early}, "b": ev}}}}}
+	got := early
+	got.Kernel = &result.KernelSummary{}
+	*got.Kernel = *early.Kernel
+
+	l := New(Config{FirstLaunchMS: func() float64 { return 0.0012 }})
+	if _, ok := l.Launch(); ok || l.launch() != 0.0012 {
+		t.Fatalf("without gaps: launch %v, want the first worker's", l.launch())
+	}
 	for i := 0; i < 40; i++ {
-		rn.gaps = append(rn.gaps, 0.00098)
+		l.gaps = append(l.gaps, 0.00098)
 	}
-	rn.gaps = append(rn.gaps, 0.0013, 0.0013, 0.0086) // a few outliers the interquartile mean leaves out
-	rn.settleLaunch()
-	got := rn.r.Cases[0].Results["a"].Timing
-	if !near(rn.r.Methodology.LaunchMS, 0.00098) || !near(got.Kernel.LaunchMS, 0.00098) {
-		t.Fatalf("launch %v / %v, want 0.00098", rn.r.Methodology.LaunchMS, got.Kernel.LaunchMS)
+	l.gaps = append(l.gaps, 0.0013, 0.0013, 0.0086) // a few outliers the interquartile mean leaves out
+	launch, ok := l.Launch()
+	if !ok || !near(launch, 0.00098) || !near(l.launch(), launch) {
+		t.Fatalf("launch %v (%v), want 0.00098", launch, ok)
 	}
-	if !near(got.MedianMS, 0.0055+0.00098) || !near(got.Q3MS-got.Q1MS, late.Q3MS-late.Q1MS) || !near(got.Kernel.MedianMS, 0.0055) {
+	if !ShiftLaunch(&got, launch) || !near(got.Kernel.LaunchMS, 0.00098) {
+		t.Fatalf("shifted timing %+v", got)
+	}
+	if !near(got.MedianMS, 0.0055+0.00098) || !near(got.Q3MS-got.Q1MS, early.Q3MS-early.Q1MS) || !near(got.Kernel.MedianMS, 0.0055) {
 		t.Errorf("settled timing %+v", got)
 	}
 	if got.StderrRel*got.MedianMS-early.StderrRel*(0.0055+0.0012) > 1e-15 {
 		t.Errorf("the standard error moved: %v", got.StderrRel)
 	}
-	if rn.r.Cases[0].Results["b"].Timing.MedianMS != 0.05 {
-		t.Error("an event timing moved")
+	if ShiftLaunch(&got, launch) {
+		t.Error("a timing already at the launch cost moved")
 	}
-	if tp := rn.r.Cases[0].Results["a"].Throughput; tp == nil || !near(tp.GBps, 1e6/(got.MedianMS/1e3)/1e9) {
-		t.Errorf("throughput not recomputed: %+v", tp)
+	ev := &result.Timing{MedianMS: 0.05, Clock: result.ClockEvents}
+	if ShiftLaunch(ev, launch) || ev.MedianMS != 0.05 {
+		t.Error("an event timing moved")
 	}
 }

@@ -1,4 +1,4 @@
-package run
+package timing
 
 import (
 	"fmt"
@@ -10,11 +10,32 @@ import (
 	"github.com/xrun-dev/xrun/runner/stats"
 )
 
-// clockRule is Methodology.ClockRule on GPU runs.
-const clockRule = "the kernel clock (the CUPTI span of each call plus launch_ms) where every sample of the " +
+// ClockRule is Methodology.ClockRule on GPU runs.
+const ClockRule = "the kernel clock (the CUPTI span of each call plus launch_ms) where every sample of the " +
 	"implementation on the case has one and the GPU was held back by the hold kernel; the CUDA events " +
 	"otherwise, among them calls of kernel_clock_max_ms or more (timing.clock_note says why). Comparisons " +
 	"and criteria use one clock for both sides: the events where the two sides' clocks differ"
+
+// acc pools one implementation's samples on one case over the rounds.
+type acc struct {
+	samples  []float64 // on the CUDA events (or the host's clock)
+	measured float64   // seconds of measured time
+	wall     time.Duration
+	sampled  float64 // seconds spent sampling (warm-ups excluded)
+	rounds   int
+	done     bool
+	// kernel and busy are the CUPTI spans and kernel time of the same
+	// samples (Samples.KernelMS, BusyMS), while every batch has them;
+	// kernelNote says why a batch did not, kernels counts kernels a call.
+	kernel, busy []float64
+	kernelNote   string
+	kernels      []int
+	// discarded counts samples the worker threw away (Timing.Discarded).
+	discarded int
+	// cover and coverNote are the latest batch's (Timing.Cover).
+	cover, coverNote string
+	spinMS           float64
+}
 
 // add pools one batch: the event samples, their kernel-clock readings while
 // every batch has them, and the time spent.
@@ -97,75 +118,6 @@ func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
 	return t
 }
 
-// minGaps is how many launch gaps the run needs before their mean replaces
-// the first worker's own measure.
-const minGaps = 16
-
-// launch is the launch cost the kernel clock adds: the interquartile mean
-// of every gap the batches measured so far, else the first worker's.
-func (rn *runner) launch() float64 {
-	if len(rn.gaps) < minGaps {
-		return rn.r.Methodology.LaunchMS
-	}
-	return iqMean(rn.gaps)
-}
-
-// settleLaunch gives every timing on the kernel clock the launch cost of
-// the whole run (each was summarised with the estimate of its time), so
-// that all of them add the same, and records it.
-func (rn *runner) settleLaunch() {
-	if len(rn.gaps) < minGaps {
-		return
-	}
-	launch := rn.launch()
-	rn.r.Methodology.LaunchMS = launch
-	for i := range rn.r.Cases {
-		changed := false
-		for _, ir := range rn.r.Cases[i].Results {
-			changed = shiftLaunch(ir.Timing, launch) || changed
-		}
-		if changed {
-			dtype, _ := rn.r.Cases[i].Params["dtype"].(string)
-			rn.throughputAt(i, dtype)
-		}
-	}
-}
-
-// shiftLaunch moves a kernel-clock timing's figures to a launch cost of
-// launch ms; it reports whether anything moved.
-func shiftLaunch(t *result.Timing, launch float64) bool {
-	if t == nil || t.Clock != result.ClockKernel || t.Kernel == nil || t.Kernel.LaunchMS == launch {
-		return false
-	}
-	d := launch - t.Kernel.LaunchMS
-	se := t.StderrRel * t.MedianMS
-	for _, p := range []*float64{&t.MedianMS, &t.MeanMS, &t.MinMS, &t.MaxMS, &t.Q1MS, &t.Q3MS, &t.P20MS, &t.P80MS} {
-		*p += d
-	}
-	if t.MedianMS > 0 {
-		t.StderrRel = se / t.MedianMS
-	}
-	t.Kernel.LaunchMS = launch
-	return true
-}
-
-// iqMean is the mean of the middle half of xs: the gaps cluster around
-// several values, and a median jumps from one cluster to the next.
-func iqMean(xs []float64) float64 {
-	x := slices.Clone(xs)
-	slices.Sort(x)
-	q := len(x) / 4
-	mid := x[q : len(x)-q]
-	if len(mid) == 0 {
-		mid = x
-	}
-	sum := 0.0
-	for _, v := range mid {
-		sum += v
-	}
-	return sum / float64(len(mid))
-}
-
 // clockSummary is one clock's reading of samples.
 func clockSummary(samples []float64) result.ClockSummary {
 	t := stats.Summarize(samples)
@@ -193,4 +145,24 @@ func (a *acc) clockSummary(t result.Timing) string {
 		}
 	}
 	return ""
+}
+
+// coverSummary tells, for the log, how the GPU was held back before each
+// sample when that was not the hold kernel, and what was discarded.
+func (a *acc) coverSummary() string {
+	var s string
+	switch a.cover {
+	case "", "hold":
+	case "spin":
+		s = fmt.Sprintf("; timed behind a %.3g ms spin kernel", a.spinMS)
+	default:
+		s = "; timed with nothing holding the GPU back until the call was enqueued"
+	}
+	if a.coverNote != "" {
+		s += ": " + a.coverNote
+	}
+	if a.discarded > 0 {
+		s += fmt.Sprintf("; %d samples discarded (the GPU reached the start event before the call was enqueued, or the hold kernel timed out)", a.discarded)
+	}
+	return s
 }

@@ -1,0 +1,159 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// models asks every live implementation for the case's work models and
+// metrics: the first answer is the case's, one that differs is the
+// implementation's own.
+func (rn *runner) models(ctx context.Context, kc *kcase) error {
+	b := &rn.s.Benchmark
+	// A command benchmark owns its models; a Python one has them only when
+	// the spec names them.
+	if len(b.Command) == 0 && b.Flops == "" && b.Bytes == "" && b.Tokens == "" && b.Metrics == "" {
+		return nil
+	}
+	c := &rn.rec.r.Cases[kc.idx]
+	var caseModel *result.Model
+	for _, im := range rn.live(kc) {
+		w, err := rn.pool.worker(ctx, im)
+		if err == nil {
+			var m *harness.Models
+			octx, cancel := context.WithTimeout(ctx, rn.timeout)
+			m, err = w.Models(octx, kc.pj)
+			cancel()
+			if err == nil {
+				ir := rn.rec.res(kc.idx, im.name)
+				model := m.Model()
+				if caseModel == nil {
+					caseModel = &model
+					c.Flops, c.Bytes, c.Tokens = model.Flops, model.Bytes, model.Tokens
+				} else if model != *caseModel {
+					ir.Model = &model
+				}
+				ir.Metrics = m.Metrics
+			}
+		}
+		if err != nil {
+			if stop := rn.fail(ctx, kc, im, "models", err); stop != nil {
+				return stop
+			}
+		}
+	}
+	rn.rec.write()
+	return nil
+}
+
+// checkJob is one implementation's correctness check on a case.
+type checkJob struct {
+	im   *impl
+	corr *result.Correctness
+	err  error
+	// again: it ran out of memory beside the others; check it alone.
+	again bool
+}
+
+// check checks every live implementation against the reference.
+func (rn *runner) check(ctx context.Context, kc *kcase) error {
+	b := &rn.s.Benchmark
+	var jobs []*checkJob
+	for _, im := range rn.live(kc) {
+		if im.isRef || b.Reference == "" {
+			// The reference is right by definition; a command benchmark
+			// without a reference checks nothing.
+			rn.rec.res(kc.idx, im.name).Status = result.ImplOK
+			continue
+		}
+		jobs = append(jobs, &checkJob{im: im})
+	}
+	// Every worker checks at the same time: the checks are independent,
+	// and on large inputs each spends seconds making inputs and hashing
+	// outputs on the host (a third of a 3 x 3 softmax run's wall time when
+	// they took turns). Each outcome is recorded as it comes; one that ran
+	// out of memory beside the others is checked again alone.
+	var wg sync.WaitGroup
+	var stop error
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rn.checkOne(ctx, kc, j)
+			var he *harness.Error
+			if len(jobs) > 1 && ctx.Err() == nil && errors.As(j.err, &he) && he.Kind == harness.KindOOM {
+				j.again = true
+				return
+			}
+			rn.mu.Lock()
+			defer rn.mu.Unlock()
+			if err := rn.applyCheck(ctx, kc, j); err != nil {
+				stop = err
+			}
+		}()
+	}
+	wg.Wait()
+	if stop != nil {
+		return stop
+	}
+	for _, j := range jobs {
+		if !j.again {
+			continue
+		}
+		rn.logf("%s: out of memory while checking beside the other implementations: checking it alone", j.im.name)
+		rn.checkOne(ctx, kc, j)
+		if err := rn.applyCheck(ctx, kc, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOne runs j's check in its worker. It touches nothing but j and the
+// worker, so that checks can run concurrently.
+func (rn *runner) checkOne(ctx context.Context, kc *kcase, j *checkJob) {
+	j.corr, j.err = nil, nil
+	w, err := rn.pool.worker(ctx, j.im)
+	if err == nil {
+		octx, cancel := context.WithTimeout(ctx, rn.timeout)
+		j.corr, err = w.Check(octx, harness.Check{Params: kc.pj, Seeds: kc.seeds, Tolerance: tolerance(j.im.spec, &rn.s.Benchmark)})
+		cancel()
+	}
+	j.err = err
+}
+
+// applyCheck records a finished check in the results. It returns a non-nil
+// error when the whole run must stop (rn.fail).
+func (rn *runner) applyCheck(ctx context.Context, kc *kcase, j *checkJob) error {
+	if j.err != nil {
+		return rn.fail(ctx, kc, j.im, "check", j.err)
+	}
+	ir := rn.rec.res(kc.idx, j.im.name)
+	ir.Correctness = j.corr
+	ir.Status = result.ImplOK
+	if !j.corr.Passed {
+		ir.Status = result.ImplWrong
+		ir.Error = "wrong result: " + j.corr.Reason
+		rn.logf("%s: WRONG: %s", j.im.name, j.corr.Reason)
+	} else {
+		rn.logf("%s: correct (max abs error %.3g, max rel error %.3g)", j.im.name, j.corr.MaxAbsError, j.corr.MaxRelError)
+	}
+	rn.rec.write()
+	return nil
+}
+
+// tolerance is the implementation's tolerance, else the benchmark's, else
+// nil: the harness's default for each output's dtype.
+func tolerance(im spec.Implementation, b *spec.Benchmark) *result.Tolerance {
+	for _, t := range []*spec.Tolerance{im.Tolerance, b.Tolerance} {
+		if t != nil {
+			return &result.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,243 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/sandbox"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// pool starts the implementations' workers: one process each, started
+// when a case first needs it (startAll starts a case's at once), again
+// after a crash, and closed at the end (closeWorkers).
+type pool struct {
+	argv []string // the harness in its Python, or the spec's command
+	env  []string
+	// dir is the experiment, the workers' working directory; outDir gets
+	// their logs.
+	dir, outDir string
+	as          *sandbox.User
+	memoryLimit int64
+	timeout     time.Duration // per command; init gets at least minInitTimeout
+	base        harness.Init  // what every implementation's init shares
+	tmp         string        // holds the harness while the run lasts
+	logf        func(format string, args ...any)
+	ready       func(*harness.Ready) // hears what every started worker reports
+}
+
+// newPool finds the interpreter and writes the harness (or takes the
+// spec's command), makes the workers' environment and limits the worker
+// user's processes; the pool's caller removes p.tmp.
+func (rn *runner) newPool(ctx context.Context) (*pool, error) {
+	s, o, r := rn.s, rn.o, rn.rec.r
+	b := &s.Benchmark
+	device := "cuda"
+	if rn.cpu {
+		device = "cpu"
+	}
+	p := &pool{
+		env: workerEnv(o.ExperimentDir, s.Include, device), dir: o.ExperimentDir, outDir: o.OutDir, as: o.Worker,
+		timeout: rn.timeout, base: rn.baseInit(b), logf: rn.logf, ready: rn.noteReady,
+	}
+	if c := r.Env.Container; c != nil {
+		p.memoryLimit = c.MemoryLimitBytes
+	}
+	if o.Worker != nil {
+		n, err := o.Worker.LimitProcs("/sys/fs/cgroup")
+		if err != nil {
+			return nil, &InfraError{err}
+		}
+		if c := r.Env.Container; c != nil {
+			c.WorkerUser, c.WorkerProcsLimit = o.Worker.String(), n
+		}
+		rn.logf("the experiment's code runs as uid %d, apart from the runner (at most %d processes)", o.Worker.UID, n)
+	}
+	if len(b.Command) > 0 {
+		p.argv = append([]string(nil), b.Command...)
+		if strings.ContainsRune(p.argv[0], '/') && !filepath.IsAbs(p.argv[0]) {
+			p.argv[0] = filepath.Join(o.ExperimentDir, p.argv[0])
+		}
+		r.Env.Extra = map[string]string{"benchmark": "command"}
+		return p, nil
+	}
+	py, err := harness.FindPython(ctx, o.Python, o.Worker)
+	if err != nil {
+		return nil, &InfraError{err}
+	}
+	if p.tmp, err = harnessDir(o.Worker != nil); err != nil {
+		os.RemoveAll(p.tmp)
+		return nil, &InfraError{fmt.Errorf("write the harness: %w", err)}
+	}
+	script, err := harness.WriteScript(p.tmp)
+	if err == nil {
+		p.argv = []string{py, "-u", script}
+		r.Env.Extra = map[string]string{"python_executable": py}
+		rn.logf("python: %s", py)
+		err = rn.checkRefs(ctx, py, p.env)
+	} else {
+		err = &InfraError{err}
+	}
+	if err != nil {
+		os.RemoveAll(p.tmp)
+		return nil, err
+	}
+	return p, nil
+}
+
+// harnessDir makes the directory the harness is written to: a temporary
+// one, under contract.RunnerDir when the experiment runs as another user,
+// who may read it but not change it.
+func harnessDir(sandboxed bool) (string, error) {
+	root := ""
+	if sandboxed {
+		root = contract.RunnerDir
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", err
+		}
+	}
+	dir, err := os.MkdirTemp(root, "xrun-harness-")
+	if err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o755)
+}
+
+// baseInit is the part of init every implementation's worker shares.
+func (p *plan) baseInit(b *spec.Benchmark) harness.Init {
+	init := harness.Init{
+		Reference: b.Reference, Inputs: b.Inputs, Metrics: b.Metrics,
+		Device: "cuda", Flush: !p.method.NoFlush, FlushBytes: int64(p.method.FlushBytes),
+		CUDAGraph: p.method.CUDAGraph, KernelClock: p.method.KernelClockOn(),
+	}
+	if p.cpu {
+		init.Device, init.Flush, init.CUDAGraph, init.KernelClock = "cpu", false, false, false
+	}
+	models := map[string]string{}
+	for k, v := range map[string]string{"flops": b.Flops, "bytes": b.Bytes, "tokens": b.Tokens} {
+		if v != "" {
+			models[k] = v
+		}
+	}
+	if len(models) > 0 {
+		init.Models = models
+	}
+	return init
+}
+
+// implInit is base for im: its function (the reference's, for the
+// reference) and its own parameters.
+func implInit(base harness.Init, im *impl) harness.Init {
+	init := base
+	init.Impl, init.Fn = im.name, im.spec.Fn
+	if im.isRef {
+		init.Fn = base.Reference
+	} else if len(im.spec.Params) > 0 {
+		init.ImplParams = harness.EncodeParams(im.spec.Params)
+	}
+	return init
+}
+
+// config is how to start a worker for name: argv, logging to
+// logs/<name><suffix>.
+func (p *pool) config(name string, argv []string, suffix string) harness.Config {
+	return harness.Config{
+		Name: name, Argv: argv, Dir: p.dir, Env: p.env,
+		LogPath: filepath.Join(p.outDir, "logs", safeName(name)+suffix),
+		Logf:    p.logf, As: p.as, MemoryLimitBytes: p.memoryLimit,
+	}
+}
+
+// worker returns im's worker, starting it (and sending init) when it has
+// none or its last one died.
+func (p *pool) worker(ctx context.Context, im *impl) (*harness.Worker, error) {
+	if im.initErr != nil {
+		return nil, im.initErr
+	}
+	if err := im.startErr; err != nil {
+		im.startErr = nil
+		return nil, err
+	}
+	if im.w != nil && !im.w.Exited() {
+		return im.w, nil
+	}
+	if im.w != nil {
+		im.w.Close(0)
+		im.w = nil
+	}
+	w, err := harness.Start(p.config(im.name, p.argv, ".log"))
+	if err != nil {
+		im.initErr = &harness.Error{Kind: harness.KindCrash, Where: "harness", Message: err.Error()}
+		return nil, im.initErr
+	}
+	// Imports get at least minInitTimeout: on a loaded machine importing
+	// torch in several workers at once is slow, not hung.
+	opCtx, cancel := context.WithTimeout(ctx, max(p.timeout, minInitTimeout))
+	defer cancel()
+	p.logf("%s: starting worker", im.name)
+	ready, err := w.Init(opCtx, implInit(p.base, im))
+	if err != nil {
+		w.Close(time.Second)
+		var he *harness.Error
+		if errors.As(err, &he) && (he.Kind == harness.KindImport || he.Kind == harness.KindException) {
+			im.initErr = he // importing is the same in every case
+		}
+		return nil, err
+	}
+	im.w = w
+	p.ready(ready)
+	return w, nil
+}
+
+// startAll starts the workers of impls that have none at the same time:
+// importing torch takes seconds, and workers start again after a crash.
+// A failure is kept for the implementation's next use to report.
+func (p *pool) startAll(ctx context.Context, impls []*impl) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(2, runtime.NumCPU()))
+	for _, im := range impls {
+		if im.initErr != nil || (im.w != nil && !im.w.Exited()) {
+			continue
+		}
+		wg.Add(1)
+		go func(im *impl) {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if _, err := p.worker(ctx, im); err != nil {
+				im.startErr = err
+			}
+		}(im)
+	}
+	wg.Wait()
+}
+
+// closeWorkers tells every worker of impls to exit, and waits.
+func closeWorkers(impls []*impl) {
+	var wg sync.WaitGroup
+	for _, im := range impls {
+		if im.w != nil {
+			wg.Add(1)
+			go func(w *harness.Worker) {
+				defer wg.Done()
+				w.Close(5 * time.Second)
+			}(im.w)
+			im.w = nil
+		}
+	}
+	wg.Wait()
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }

@@ -1,0 +1,314 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/post"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/version"
+)
+
+// recorder holds the run's results and writes them to results.json after
+// every step, so that a crash leaves what was found so far.
+type recorder struct {
+	r          *result.Results
+	path       string
+	writeErred bool
+	logf       func(format string, args ...any)
+}
+
+// start makes the results of a run that has just begun.
+func (rec *recorder) start(o Options) *result.Results {
+	rec.r = &result.Results{
+		SchemaVersion: result.SchemaVersion, JobID: o.JobID, CreatedAt: time.Now().UTC(), Status: result.StatusRunning,
+		ClientVersion: o.ClientVersion, RunnerVersion: version.Get(), Image: result.Image{Ref: o.ImageRef, Digest: o.ImageDigest, CodeHash: o.CodeHash},
+		Cases: []result.Case{}, Comparisons: []result.Comparison{}, Criteria: []result.Criterion{}, Warnings: []result.Warning{},
+		SweepKeys: []string{}, Implementations: []string{}, Mode: "cpu",
+	}
+	if o.Mode == "gpu" {
+		rec.r.Mode = "gpu" // until pickMode knows
+	}
+	return rec.r
+}
+
+// write saves results.json; a failure is logged once and the run goes on
+// (the final write reports it again).
+func (rec *recorder) write() {
+	if err := result.WriteFile(rec.path, rec.r); err != nil && !rec.writeErred {
+		rec.writeErred = true
+		rec.logf("error: %v", err)
+	}
+}
+
+// res returns the result of implementation name on case idx.
+func (rec *recorder) res(idx int, name string) *result.ImplResult {
+	c := &rec.r.Cases[idx]
+	ir := c.Results[name]
+	if ir == nil {
+		// not_run until a step says otherwise, so that a results.json read
+		// mid-run (or left by a crash) is valid.
+		ir = &result.ImplResult{Status: result.ImplNotRun}
+		c.Results[name] = ir
+	}
+	return ir
+}
+
+// abort records an error that stopped the run before any case and returns
+// it with the results, which are written when the output is writable.
+func (rec *recorder) abort(err error) (*result.Results, error) {
+	rec.logf("error: %v", err)
+	now := time.Now().UTC()
+	rec.r.Status, rec.r.Error, rec.r.FinishedAt = result.StatusFailed, err.Error(), &now
+	if werr := result.WriteFile(rec.path, rec.r); werr != nil {
+		rec.logf("error: %v", werr)
+	}
+	return rec.r, err
+}
+
+// abortStopped is abort for the steps that run under the job's clock: when
+// ctx ended (SIGTERM, resources.timeout) err is most likely what the stop
+// did to the step (a killed interpreter probe, a killed nvidia-smi), not a
+// fault of the machine, and the run is recorded as cancelled or timed out
+// like one stopped between cases.
+func (rn *runner) abortStopped(parent, ctx context.Context, err error) (*result.Results, error) {
+	if ctx.Err() == nil {
+		return rn.rec.abort(err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		rn.logf("%v", err)
+	} else {
+		rn.logf("stopped before the first case, in a step that then failed: %v", err)
+	}
+	return rn.finish(parent, ctx, nil)
+}
+
+// fail records err as im's outcome on the case. It returns a non-nil error
+// when the whole run must stop (cancellation or the job's timeout).
+func (rn *runner) fail(ctx context.Context, kc *kcase, im *impl, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rn.failed(kc, im, op, err)
+	return nil
+}
+
+// failed records err, which op met while the run goes on, as im's outcome
+// on the case.
+func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
+	ir := rn.rec.res(kc.idx, im.name)
+	var he *harness.Error
+	if !errors.As(err, &he) {
+		ir.Status, ir.Error = result.ImplError, fmt.Sprintf("%s: %v", op, err)
+		rn.logf("%s: %s", im.name, ir.Error)
+		return
+	}
+	switch he.Kind {
+	case harness.KindOOM:
+		ir.Status = result.ImplOOM
+	case harness.KindTimeout:
+		ir.Status = result.ImplTimeout
+	case harness.KindCrash, harness.KindCUDA:
+		ir.Status = result.ImplCrashed
+	default:
+		ir.Status = result.ImplError
+	}
+	msg := he.Error()
+	if he.Exit != "" && !strings.Contains(msg, he.Exit) {
+		msg += " (" + he.Exit + ")"
+	}
+	if he.Traceback != "" {
+		msg += "\n" + lastBytes(he.Traceback, harness.TailBytes)
+	}
+	ir.Error = msg
+	ir.StderrTail = he.Tail
+	ir.Timing = nil
+	rn.logf("%s: %s during %s: %s", im.name, ir.Status, op, he.Error())
+	// A CUDA error leaves the context unusable, and a timeout or crash
+	// leaves no process: the next case gets a fresh worker.
+	if he.Kind == harness.KindCUDA || he.Kind == harness.KindProtocol {
+		if im.w != nil {
+			im.w.Kill()
+		}
+	}
+	rn.rec.write()
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+var errSetup = errors.New("setup failed")
+
+// finish evaluates the run, writes the files and posts them.
+func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Results, error) {
+	closeWorkers(rn.impls)
+	rn.killStrays()
+	r := rn.rec.r
+	var retErr error
+	switch {
+	case parent.Err() != nil:
+		r.Status = result.StatusCancelled
+		r.Error = "cancelled"
+		retErr = parent.Err()
+	case ctx.Err() != nil:
+		r.Status = result.StatusTimeout
+		r.Error = fmt.Sprintf("the job ran past resources.timeout (%s)", rn.s.Resources.Timeout.Duration)
+	case errors.Is(runErr, errSetup):
+		r.Status = result.StatusFailed
+	}
+	if r.Status != result.StatusRunning {
+		// What the stop interrupted is not_run; checks already made stay.
+		names := make([]string, len(rn.impls))
+		for i, im := range rn.impls {
+			names[i] = im.name
+		}
+		r.Interrupt(names, r.Error)
+	}
+	if rn.gpu != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
+		if after, err := gpuinfo.State(sctx); err == nil {
+			for i := range r.Env.GPUs {
+				r.Env.GPUs[i].After = after[r.Env.GPUs[i].Index]
+			}
+		} else {
+			rn.logf("read GPU state after the run: %v", err)
+		}
+		cancel()
+	}
+	rn.clocks.stop(r, rn.gpu, rn.logf)
+	if rn.loop != nil {
+		rn.settleLaunch(rn.loop.Launch())
+	}
+	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
+	crit, critOK := analyze.Criteria(rn.s, r)
+	r.Criteria = crit
+	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
+	if rn.strays != "" {
+		r.Warnings = append(r.Warnings, result.Warning{Kind: analyze.WarnStrayProcesses, Message: rn.strays})
+	}
+	if r.Status == result.StatusRunning {
+		switch {
+		case anyFailed(r):
+			r.Status = result.StatusFailed
+		case !critOK:
+			r.Status = result.StatusCriteriaFailed
+		default:
+			r.Status = result.StatusSucceeded
+		}
+	}
+	r.Success = r.Status == result.StatusSucceeded
+	now := time.Now().UTC()
+	r.FinishedAt = &now
+	if err := result.WriteFile(rn.rec.path, r); err != nil {
+		// Without its results the run cannot be called anything but
+		// failed, whatever it found: the client reads them from here.
+		rn.logf("error: %v", err)
+		return r, &InfraError{fmt.Errorf("write the final results: %w", err)}
+	}
+	if err := report.Text(rn.logFile, r); err != nil {
+		rn.logf("render the results table: %v", err)
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, r); err != nil {
+		rn.logf("render results.md: %v", err)
+	} else if err := os.WriteFile(filepath.Join(rn.o.OutDir, "results.md"), md.Bytes(), 0o644); err != nil {
+		rn.logf("write results.md: %v", err)
+	}
+	rn.post(parent)
+	rn.logf("status: %s", r.Status)
+	return r, retErr
+}
+
+// anyFailed reports an implementation (or the reference) that did not run
+// to the end, or ran wrong.
+func anyFailed(r *result.Results) bool {
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			switch ir.Status {
+			case result.ImplOK, result.ImplSkipped:
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// post sends results.json to Options.PostURL, when set.
+func (rn *runner) post(parent context.Context) {
+	if rn.o.PostURL == "" {
+		return
+	}
+	body, err := os.ReadFile(rn.rec.path)
+	if err != nil {
+		rn.logf("post results: read %s: %v", rn.rec.path, err)
+		return
+	}
+	// Cancelled runs still report; the post gets its own bounded time.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
+	defer cancel()
+	if err := post.Post(ctx, rn.o.PostURL, rn.o.PostToken, body, post.Options{Logf: rn.logf}); err != nil {
+		rn.logf("post results: %v (results.json is kept in %s)", err, rn.o.OutDir)
+		return
+	}
+	rn.logf("posted results")
+}
+
+// strayKillLimit bounds how long killStrays keeps killing.
+const strayKillLimit = 10 * time.Second
+
+// killStrays ends every process of the experiment that outlived its
+// worker (a setsid child, a daemon) before the results are final: none
+// may act after them, and none may stay on the GPU.
+func (rn *runner) killStrays() {
+	if rn.o.Worker == nil {
+		return
+	}
+	killed, err := rn.o.Worker.KillAll("/proc", strayKillLimit)
+	if err != nil {
+		rn.logf("error: %v", err)
+	}
+	if len(killed) > 0 {
+		msg := fmt.Sprintf("%d processes of the experiment's code outlived their workers and were killed (%s)", len(killed), countNames(killed))
+		rn.logf("%s", msg)
+		rn.strays = msg
+	}
+}
+
+// countNames summarises names as "3 sleep, 1 python3", most frequent first.
+func countNames(names []string) string {
+	count := map[string]int{}
+	for _, n := range names {
+		count[n]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if count[keys[i]] != count[keys[j]] {
+			return count[keys[i]] > count[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", count[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
