@@ -12,7 +12,11 @@ import (
 
 func setProcAttr(cmd *exec.Cmd, as *sandbox.User) {}
 
-func killTree(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+func killTree(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
+	}
+}
 
 func oomKilled(st *os.ProcessState) bool { return false }
 

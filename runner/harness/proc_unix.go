@@ -5,15 +5,15 @@ package harness
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 )
 
-// killTree kills the worker's process group: the harness and whatever it
-// started (compilers, a command benchmark's children).
-func killTree(cmd *exec.Cmd) {
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	_ = cmd.Process.Kill()
+// killTree kills the worker's process group (the worker is its leader):
+// the harness and whatever it started (compilers, a command benchmark's
+// children).
+func killTree(pid int) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // oomKilled reports an end that looks like the out-of-memory killer's:

@@ -118,6 +118,10 @@ type Ready struct {
 	KernelClock     string  `json:"kernel_clock,omitempty"`
 	KernelClockNote string  `json:"kernel_clock_note,omitempty"`
 	LaunchMS        float64 `json:"launch_ms,omitempty"`
+	// InitMS is what init spent its time on, in ms, by step ("imports",
+	// "code", "cuda", "flush", "spin", "hold", "timer_floor",
+	// "kernel_clock"), for the runner's log.
+	InitMS map[string]float64 `json:"init_ms,omitempty"`
 }
 
 // ModelsCmd asks for the work models and metrics of one case.

@@ -84,7 +84,6 @@ func (e *Error) Error() string {
 // concurrent use: the protocol is one command, then its answer.
 type Worker struct {
 	name    string
-	cmd     *exec.Cmd
 	cmdPipe *os.File
 	events  chan eventOrErr
 	done    chan struct{}
@@ -97,9 +96,21 @@ type Worker struct {
 	// logLeft is what is left of the worker's LogBudget.
 	logLeft int
 
+	// pid is the worker's process, the leader of its process group.
+	pid int
+
 	mu     sync.Mutex
 	killed bool
-	state  *os.ProcessState
+	// exit says how the process ended, once it has (exited).
+	exit   exitInfo
+	exited bool
+}
+
+// exitInfo is how a worker's process ended: in words, and whether it
+// looks like the out-of-memory killer's doing.
+type exitInfo struct {
+	desc string
+	oom  bool
 }
 
 type eventOrErr struct {
@@ -154,22 +165,33 @@ func Start(c Config) (*Worker, error) {
 	}
 	cmdR.Close()
 	evW.Close()
+	w := newWorker(c, cmd.Process.Pid, cmdW, evR, out)
+	go func() {
+		_ = cmd.Wait()
+		w.ended(exitInfo{desc: exitDescription(cmd.ProcessState), oom: oomKilled(cmd.ProcessState)})
+	}()
+	return w, nil
+}
+
+// newWorker is the Worker of process pid, reading its events from evR.
+func newWorker(c Config, pid int, cmdW, evR *os.File, out *tailWriter) *Worker {
 	logf := c.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	w := &Worker{name: c.Name, cmd: cmd, cmdPipe: cmdW, events: make(chan eventOrErr, 16),
+	w := &Worker{name: c.Name, pid: pid, cmdPipe: cmdW, events: make(chan eventOrErr, 16),
 		done: make(chan struct{}), out: out, logf: logf, memoryNote: memoryNote(c.MemoryLimitBytes), logLeft: LogBudget}
 	go w.read(evR)
-	go func() {
-		_ = cmd.Wait()
-		w.mu.Lock()
-		w.state = cmd.ProcessState
-		w.mu.Unlock()
-		out.Close()
-		close(w.done)
-	}()
-	return w, nil
+	return w
+}
+
+// ended records how the process ended, once its output is in.
+func (w *Worker) ended(e exitInfo) {
+	w.mu.Lock()
+	w.exit, w.exited = e, true
+	w.mu.Unlock()
+	w.out.Close()
+	close(w.done)
 }
 
 func (w *Worker) read(r *os.File) {
@@ -360,18 +382,18 @@ func (w *Worker) waitExit(d time.Duration) {
 // deathError describes a worker that ended without answering.
 func (w *Worker) deathError(op string) *Error {
 	w.mu.Lock()
-	st, killed := w.state, w.killed
+	st, exited, killed := w.exit, w.exited, w.killed
 	w.mu.Unlock()
 	e := &Error{Kind: KindCrash, Where: "harness", Tail: w.Tail()}
-	if st == nil {
+	if !exited {
 		e.Message = fmt.Sprintf("the worker closed its event pipe during %s", op)
 		return e
 	}
-	e.Exit = exitDescription(st)
+	e.Exit = st.desc
 	switch {
 	case killed:
 		e.Message = fmt.Sprintf("the worker was killed during %s", op)
-	case oomKilled(st):
+	case st.oom:
 		e.Kind = KindOOM
 		e.Message = fmt.Sprintf("the worker was killed during %s (%s): most likely out of memory (%s)", op, e.Exit, w.memoryNote)
 	default:
@@ -427,11 +449,11 @@ func humanBytes(n int64) string {
 func (w *Worker) Kill() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.state != nil {
+	if w.exited {
 		return // reaped: its pid may belong to another process by now
 	}
 	w.killed = true
-	killTree(w.cmd)
+	killTree(w.pid)
 }
 
 // Close asks the worker to exit, waits up to grace for it, then kills it.

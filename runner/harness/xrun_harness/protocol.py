@@ -256,6 +256,10 @@ class Ready:
     kernel_clock: Optional[str] = None
     launch_ms: Optional[float] = None
     kernel_clock_note: Optional[str] = None
+    # What init spent its time on, in ms: imports, the experiment's code,
+    # the CUDA context, the flush buffer, the spin and hold kernels, the
+    # timer floor, the kernel clock.
+    init_ms: Optional[Dict[str, float]] = None
 
 
 @dataclass

@@ -6,6 +6,7 @@ import gc
 import os
 import platform
 import sys
+import time
 
 from .backend import Backend, cuda_device, free_after_oom, host_device
 from .correctness import check
@@ -14,6 +15,19 @@ from .gpu.sampler import Sampler
 from .loader import Code, case_params
 from .protocol import Check, Exit, Init, ModelsCmd, Profile, Profiled, Ready, Time, encode_event, parse_command, read_line
 from .timing import Batches
+
+
+class Steps:
+    """The time each step of init took, in ms, by name."""
+
+    def __init__(self):
+        self.ms = {}
+        self.t = time.perf_counter()
+
+    def done(self, name):
+        now = time.perf_counter()
+        self.ms[name] = round((now - self.t) * 1e3, 1)
+        self.t = now
 
 
 class Worker:
@@ -45,8 +59,11 @@ class Worker:
         raise StageError("harness", ValueError("no handler for op %r" % cmd.op))
 
     def init(self, c):
+        steps = Steps()
         be = Backend.load(c.device)
+        steps.done("imports")
         code = Code.load(c)
+        steps.done("code")
         be.refresh()
         numpy_v, torch_v, triton_v, cuda_v = be.versions()
         ready = Ready(pid=os.getpid(), python=platform.python_version(), numpy=numpy_v, torch=torch_v,
@@ -55,12 +72,15 @@ class Worker:
         if be.cuda:
             ready.device = cuda_device(be.torch)
             gpu = Sampler(be.torch)
+            steps.done("cuda")
             # A worker that Nsight Compute profiles only runs calls: no flush
             # buffer, no hold, and no CUPTI of its own (ncu is using it).
             if c.flush and not c.profile:
                 ready.flush_bytes = gpu.open_flush(c.flush_bytes, ready.device.l2_bytes)
+                steps.done("flush")
             if not c.profile:
-                gpu.prepare(ready, c.kernel_clock)
+                gpu.prepare(ready, c.kernel_clock, steps)
+        ready.init_ms = steps.ms
         self.be, self.code, self.gpu = be, code, gpu
         self.batches = Batches(be, code, gpu, c.cuda_graph and be.cuda)
         return ready

@@ -38,16 +38,20 @@ class Sampler:
         self.flush = L2Flush(self.torch, flush_size(asked, l2_bytes))
         return self.flush.nbytes
 
-    def prepare(self, ready, kernel_clock):
+    def prepare(self, ready, kernel_clock, steps=None):
         """Calibrates the spin, loads the hold, measures the timer floor and
         opens the kernel clock when asked for; says so in ready (a
-        protocol.Ready)."""
+        protocol.Ready). steps (a worker.Steps) times each of them."""
+        done = steps.done if steps is not None else (lambda name: None)
         self.spin = Spin(calibrate(self.torch))
+        done("spin")
         try:
             self.hold = Hold()
         except Exception as e:  # noqa: B902 - any failure: time with the spin kernel instead
             self.hold_note = "hold kernel unavailable (%s)" % e
+        done("hold")
         ready.timer_floor_ms = self.timer_floor()
+        done("timer_floor")
         if not kernel_clock:
             self.kclock_note = "not asked for (method.kernel_clock: false)"
         elif self.hold is None:
@@ -59,6 +63,7 @@ class Sampler:
             ready.launch_ms = self.kclock.launch_ms
         else:
             ready.kernel_clock_note = self.kclock_note
+        done("kernel_clock")
 
     def capture(self, call):
         """Captures one call in a CUDA graph and returns the graph."""

@@ -1,0 +1,176 @@
+"""The zygote: one process that imports the heavy modules once (numpy,
+torch, triton) and forks every worker of a run from itself, so that a
+worker starts in milliseconds rather than importing them again. It never
+touches a GPU: a CUDA context does not survive a fork, so each worker sets
+up its own after it (in init, as a worker started on its own does). A
+crash, hang or OOM of one worker still leaves the others running: each is
+its own process and process group.
+
+The runner talks to it over the unix socket on fd 3, a SOCK_SEQPACKET
+socket (PROTOCOL.md, "The zygote"), one JSON object per packet:
+
+  {"op": "fork", "id": N, "env": {...}}  with three descriptors
+      (SCM_RIGHTS): the worker's stdout and stderr, its commands (fd 3),
+      its events (fd 4)
+  -> {"id": N, "pid": P}  or  {"id": N, "error": "..."}
+  <- {"exit": P, "status": W}  when worker P ends (W: its wait status)
+  {"op": "ready", "pid": P, "loaded": [...], "threads": T} is the zygote's
+      first message, once its imports are done; the runner forks nothing
+      from a zygote that holds more than one thread (a fork copies only the
+      calling thread, and a lock another one held stays locked forever).
+"""
+
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+
+# The modules a worker is most likely to import, in the order they
+# depend on each other; each one that is missing is left to the worker.
+PRELOAD = ("numpy", "torch", "triton")
+
+# PR_SET_PDEATHSIG: the kernel kills a worker whose zygote died.
+PR_SET_PDEATHSIG = 1
+
+
+def preload():
+    """Imports PRELOAD (what imports), without touching a GPU."""
+    loaded = []
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except Exception:  # noqa: B902 - a worker that needs it says why
+            pass
+    return loaded
+
+
+def die_with_parent():
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:  # noqa: B902 - without it the runner's kill still reaches the group
+        pass
+
+
+def threads():
+    """How many threads this process has (the kernel's count)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+def become_worker(zygote, fds, env):
+    """In the forked child: the worker's own process group, descriptors and
+    environment, then the command loop. Never returns."""
+    code = 1
+    try:
+        sys.argv = sys.argv[:1]
+        os.setpgid(0, 0)
+        die_with_parent()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        zygote.close()
+        out, cmd, ev = fds
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.dup2(cmd, 3)
+        os.dup2(ev, 4)
+        for fd in (out, cmd, ev):
+            if fd > 4:
+                os.close(fd)
+        os.environ.update(env)
+        from .worker import main
+
+        main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: B902 - report any failure on the worker's stderr
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+class Zygote:
+    """The zygote's loop. SIGCHLD only wakes it (set_wakeup_fd): every
+    message is sent from the loop, never from a signal handler, so that
+    two never interleave on the socket."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+
+    def close(self):
+        """What a forked worker must not keep."""
+        self.sock.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+
+    def send(self, msg):
+        self.sock.send(json.dumps(msg).encode())
+
+    def reap(self):
+        """Reports every worker that ended."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.send({"exit": pid, "status": status})
+
+    def serve(self):
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        loaded = preload()
+        self.send({"op": "ready", "pid": os.getpid(), "loaded": loaded, "threads": threads()})
+        while True:
+            ready, _, _ = select.select([self.sock, self.wake_r], [], [])
+            if self.wake_r in ready:
+                os.read(self.wake_r, 4096)
+                self.reap()
+            if self.sock not in ready:
+                continue
+            data, fds, _, _ = socket.recv_fds(self.sock, 65536, 8)
+            if not data:
+                return  # the runner closed its end: the run is over
+            self.fork(json.loads(data), fds)
+
+    def fork(self, req, fds):
+        rid = req.get("id")
+        if req.get("op") != "fork" or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            self.send({"id": rid, "error": "want op fork with 3 descriptors, got %r with %d" % (req.get("op"), len(fds))})
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            self.send({"id": rid, "error": "fork: %s" % e})
+            return
+        if pid == 0:
+            become_worker(self, fds, req.get("env") or {})
+        for fd in fds:
+            os.close(fd)
+        self.send({"id": rid, "pid": pid})
+
+
+def main():
+    fd = int(os.environ.get("XRUN_ZYGOTE_FD", "3"))
+    sock = socket.socket(fileno=fd)
+    Zygote(sock).serve()
