@@ -66,6 +66,10 @@ const (
 	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
 	// it times (they are still read before and after).
 	EnvClockMonitor = "XRUN_CLOCK_MONITOR"
+	// EnvZygote=off makes every Python worker start on its own instead of
+	// being forked from the zygote that imported numpy, torch and triton
+	// once (runner/harness/PROTOCOL.md, "The zygote").
+	EnvZygote = "XRUN_ZYGOTE"
 	// EnvOutToLog=1 makes the runner write its output directory into its
 	// log at the end (runner/outlog), for backends that keep a finished
 	// job's log but not its files.

@@ -34,6 +34,11 @@ type pool struct {
 	tmp         string        // holds the harness while the run lasts
 	logf        func(format string, args ...any)
 	ready       func(*harness.Ready) // hears what every started worker reports
+	// zygote forks the Python workers once it has imported their heavy
+	// modules; nil when they start on their own (a command benchmark,
+	// Options.NoZygote, or the zygote failed to start or died).
+	zygote *harness.Zygote
+	zmu    sync.Mutex
 }
 
 // newPool finds the interpreter and writes the harness (or takes the
@@ -80,19 +85,88 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 		return nil, &InfraError{fmt.Errorf("write the harness: %w", err)}
 	}
 	script, err := harness.WriteScript(p.tmp)
-	if err == nil {
-		p.argv = []string{py, "-u", script}
-		r.Env.Extra = map[string]string{"python_executable": py}
-		rn.logf("python: %s", py)
-		err = rn.checkRefs(ctx, py, p.env)
-	} else {
-		err = &InfraError{err}
-	}
 	if err != nil {
 		os.RemoveAll(p.tmp)
+		return nil, &InfraError{err}
+	}
+	p.argv = []string{py, "-u", script}
+	r.Env.Extra = map[string]string{"python_executable": py}
+	rn.logf("python: %s", py)
+	// The zygote imports while the references are checked.
+	zygote := make(chan struct{})
+	go func() {
+		defer close(zygote)
+		if !o.NoZygote {
+			p.startZygote()
+		}
+	}()
+	err = rn.checkRefs(ctx, py, p.env)
+	<-zygote
+	if err != nil {
+		p.close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// startZygote starts the zygote the workers are forked from; without one
+// they start on their own, as they do after the log line says why.
+func (p *pool) startZygote() {
+	log, err := os.OpenFile(filepath.Join(p.outDir, "logs", "zygote.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.logf("workers start on their own: %v", err)
+		return
+	}
+	defer log.Close() // the zygote's process holds its own descriptor
+	start := time.Now()
+	z, err := harness.StartZygote(p.argv, p.dir, p.env, p.as, log)
+	if err != nil {
+		p.logf("workers start on their own: %v", err)
+		return
+	}
+	p.logf("zygote: imported %s in %.1f s; workers are forked from it", strings.Join(z.Loaded, ", "), time.Since(start).Seconds())
+	p.zygote = z
+}
+
+// start starts a worker for c: forked from the zygote when there is one,
+// else on its own. A zygote that fails is dropped for the rest of the run.
+func (p *pool) start(c harness.Config) (*harness.Worker, error) {
+	p.zmu.Lock()
+	z := p.zygote
+	p.zmu.Unlock()
+	if z != nil {
+		w, err := z.Start(c)
+		if err == nil {
+			return w, nil
+		}
+		p.zmu.Lock()
+		if p.zygote == z {
+			p.zygote = nil
+			p.logf("workers start on their own from now: %v", err)
+			go z.Close()
+		}
+		p.zmu.Unlock()
+	}
+	return harness.Start(c)
+}
+
+// closeZygote ends the zygote; the workers are closed first.
+func (p *pool) closeZygote() {
+	p.zmu.Lock()
+	z := p.zygote
+	p.zygote = nil
+	p.zmu.Unlock()
+	if z != nil {
+		z.Close()
+	}
+}
+
+// close ends the zygote and removes the harness.
+func (p *pool) close() {
+	p.closeZygote()
+	if p.tmp != "" {
+		os.RemoveAll(p.tmp)
+	}
 }
 
 // harnessDir makes the directory the harness is written to: a temporary
@@ -175,7 +249,8 @@ func (p *pool) worker(ctx context.Context, im *impl) (*harness.Worker, error) {
 		im.w.Close(0)
 		im.w = nil
 	}
-	w, err := harness.Start(p.config(im.name, p.argv, ".log"))
+	begin := time.Now()
+	w, err := p.start(p.config(im.name, p.argv, ".log"))
 	if err != nil {
 		im.initErr = &harness.Error{Kind: harness.KindCrash, Where: "harness", Message: err.Error()}
 		return nil, im.initErr
@@ -195,8 +270,28 @@ func (p *pool) worker(ctx context.Context, im *impl) (*harness.Worker, error) {
 		return nil, err
 	}
 	im.w = w
+	p.logf("%s: ready in %.1f s%s", im.name, time.Since(begin).Seconds(), initSteps(ready.InitMS))
 	p.ready(ready)
 	return w, nil
+}
+
+// initStepOrder is the order of a worker's init steps (xrun_harness
+// worker.py and gpu/sampler.py).
+var initStepOrder = []string{"imports", "code", "cuda", "flush", "spin", "hold", "timer_floor", "kernel_clock"}
+
+// initSteps says what a worker's init spent its time on, the steps over
+// 50 ms, in their order: " (imports 2.1 s, cuda 0.4 s)".
+func initSteps(ms map[string]float64) string {
+	var parts []string
+	for _, k := range initStepOrder {
+		if v := ms[k]; v >= 50 {
+			parts = append(parts, fmt.Sprintf("%s %.1f s", strings.ReplaceAll(k, "_", " "), v/1e3))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // startAll starts the workers of impls that have none at the same time:

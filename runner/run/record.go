@@ -157,6 +157,7 @@ var errSetup = errors.New("setup failed")
 // finish evaluates the run, writes the files and posts them.
 func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Results, error) {
 	closeWorkers(rn.impls)
+	rn.pool.closeZygote()
 	rn.killStrays()
 	r := rn.rec.r
 	var retErr error

@@ -53,6 +53,9 @@ type Options struct {
 
 	// NoClockMonitor leaves out the clock readings taken while timing.
 	NoClockMonitor bool
+	// NoZygote starts every Python worker on its own, importing its
+	// modules itself, rather than forked from the zygote.
+	NoZygote bool
 	// OutToLog writes OutDir into the log (stdout) at the end, for a
 	// backend that keeps the log but not the files (runner/outlog).
 	OutToLog bool
@@ -231,9 +234,7 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 	if rn.pool, err = rn.newPool(ctx); err != nil {
 		return rn.abortStopped(parent, ctx, err)
 	}
-	if rn.pool.tmp != "" {
-		defer os.RemoveAll(rn.pool.tmp)
-	}
+	defer rn.pool.close()
 	rn.impls = rn.implementations()
 	defer closeWorkers(rn.impls)
 
