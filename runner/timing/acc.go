@@ -22,6 +22,7 @@ type acc struct {
 	measured float64   // seconds of measured time
 	wall     time.Duration
 	sampled  float64 // seconds spent sampling (warm-ups excluded)
+	warmup   float64 // seconds spent warming up
 	rounds   int
 	done     bool
 	// kernel and busy are the CUPTI spans and kernel time of the same
@@ -42,6 +43,7 @@ type acc struct {
 func (a *acc) add(sm *harness.Samples, took time.Duration) {
 	a.samples = append(a.samples, sm.SamplesMS...)
 	a.discarded += sm.Discarded
+	a.warmup += sm.WarmupMS / 1e3
 	a.cover, a.coverNote, a.spinMS = sm.Cover, sm.CoverNote, sm.SpinMS
 	for _, v := range sm.SamplesMS {
 		a.measured += v / 1e3
@@ -165,4 +167,12 @@ func (a *acc) coverSummary() string {
 		s += fmt.Sprintf("; %d samples discarded (the GPU reached the start event before the call was enqueued, or the hold kernel timed out)", a.discarded)
 	}
 	return s
+}
+
+// wallSummary says where the implementation's wall time on the case went:
+// sampling (what the stopping rule asks for), warm-ups, and the rest (the
+// kernel clock's set-up and reading, the rests' bookkeeping, the pipe).
+func (a *acc) wallSummary() string {
+	rest := max(a.wall.Seconds()-a.sampled-a.warmup, 0)
+	return fmt.Sprintf("; %.2f s of wall time: %.2f s sampling, %.2f s warm-up, %.2f s the rest", a.wall.Seconds(), a.sampled, a.warmup, rest)
 }

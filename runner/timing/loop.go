@@ -229,7 +229,7 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, re
 			a.done = true
 			t.Converged, t.StopReason = conv, reason
 			msg := fmt.Sprintf("%s: median %.4g ms over %d samples in %d rounds (%s)", im.Name, t.MedianMS, t.Samples, t.Rounds, reason)
-			l.c.Logf("%s", msg+a.clockSummary(t)+a.coverSummary())
+			l.c.Logf("%s", msg+a.clockSummary(t)+a.coverSummary()+a.wallSummary())
 		}
 	}
 	rec.Timed(im.Name, start, end, &t)

@@ -260,11 +260,12 @@ func TestBatchCommands(t *testing.T) {
 	}
 }
 
-// Samples the worker discarded are counted over the batches, and said.
+// Samples the worker discarded are counted over the batches, and said,
+// with where the wall time went.
 func TestDiscardedSamples(t *testing.T) {
 	f := &fakeSampler{name: "a", next: func(int, harness.Time) (*harness.Samples, error) {
 		return &harness.Samples{SamplesMS: []float64{1, 1}, KernelMS: []float64{0.5, 0.5}, BusyMS: []float64{0.5, 0.5},
-			Cover: "spin", SpinMS: 0.05, Discarded: 2, SamplingMS: 100}, nil
+			Cover: "spin", SpinMS: 0.05, Discarded: 2, SamplingMS: 100, WarmupMS: 20}, nil
 	}}
 	h, l, impls := setup(Config{}, f)
 	rec := newRecorder()
@@ -277,7 +278,7 @@ func TestDiscardedSamples(t *testing.T) {
 	}
 	log := strings.Join(h.logs, "\n")
 	for _, want := range []string{"a: median 1 ms over 6 samples in 3 rounds (converged)", "timed behind a 0.05 ms spin kernel",
-		"6 samples discarded"} {
+		"6 samples discarded", "0.60 s of wall time: 0.30 s sampling, 0.06 s warm-up, 0.24 s the rest"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
