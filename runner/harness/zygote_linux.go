@@ -52,6 +52,8 @@ type zygoteMsg struct {
 	Status  int      `json:"status"`
 	Loaded  []string `json:"loaded"`
 	Threads int      `json:"threads"`
+	// Unsafe says why forking from the zygote is unsafe ("": it is not).
+	Unsafe string `json:"unsafe"`
 }
 
 // zygoteStart is how long the zygote may take to import its modules.
@@ -105,6 +107,10 @@ func StartZygote(argv []string, dir string, env []string, as *sandbox.User, log 
 			// thread held would stay locked in every worker.
 			z.Close()
 			return nil, fmt.Errorf("start the zygote: it holds %d threads after importing %v, and forking a threaded process is unsafe", m.Threads, m.Loaded)
+		}
+		if m.Unsafe != "" {
+			z.Close()
+			return nil, fmt.Errorf("start the zygote: forking from it is unsafe: %s", m.Unsafe)
 		}
 		z.Loaded = m.Loaded
 		return z, nil

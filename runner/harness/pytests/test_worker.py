@@ -60,3 +60,32 @@ def test_unreadable_lines():
     serve(io.StringIO('\n  \nnot json\n{"op":"exit"}\n'), out)
     (ev,) = [json.loads(x) for x in out.getvalue().splitlines()]
     assert ev["event"] == "error" and ev["id"] is None and "not JSON" in ev["message"]
+
+
+def test_timing_reuses_the_checked_inputs(testdata, monkeypatch):
+    # The first seed is checked last and its inputs timed; another seed's
+    # are made again, and so are the inputs of an implementation that
+    # modified them.
+    from xrun_harness import loader
+
+    made = []
+    real = loader.Code.make_inputs
+
+    def counted(self, params, seed):
+        made.append(seed)
+        return real(self, params, seed)
+
+    monkeypatch.setattr(loader.Code, "make_inputs", counted)
+    check = {"op": "check", "params": PARAMS, "seeds": [1, 2], "tolerance": None}
+
+    def time(seed):
+        return {"op": "time", "params": PARAMS, "seed": seed, "min_samples": 2, "max_samples": 2, "budget_ms": 1e6,
+                "warmup_ms": 1, "flush": False}
+
+    evs = run(INIT, check, time(1), time(2))
+    assert [e["event"] for e in evs] == ["ready", "correctness", "samples", "samples"]
+    assert evs[1]["seeds"] == [1, 2] and evs[1]["passed"]
+    assert made == [2, 1, 2]
+    made.clear()
+    evs = run(dict(INIT, fn="pkg.kernels:zero_inputs", impl_params={}), check, time(1))
+    assert evs[1]["inputs_modified"] and made == [2, 1, 1]

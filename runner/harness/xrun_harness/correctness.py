@@ -186,16 +186,24 @@ def find_replay(digests):
     return None
 
 
-def check(be, code, cmd, params):
+def check(be, code, cmd, params, keep=None):
     """Runs the check command (a protocol.Check) on case params; returns
-    the correctness event. PROTOCOL.md lists the steps."""
+    the correctness event. PROTOCOL.md lists the steps.
+
+    The first seed is the one the case is timed on: it is checked last, and
+    when the implementation passed without modifying its inputs, keep (if
+    given) gets (seed, (args, kwargs)), the inputs it was called on, so that
+    timing need not make them again (for large inputs made on the host,
+    most of a second each)."""
     if code.reference is None:
         raise StageError("reference", ValueError("the spec names no reference to check against"))
     st = Stats(be)
     inputs_modified = False
     digests = []
     dtype = ""
-    for seed in cmd.seeds:
+    seeds = list(cmd.seeds)
+    kept = None
+    for seed in seeds[1:] + seeds[:1]:
         args, kwargs = code.make_inputs(params, seed)
         pristine = clone(be, (args, kwargs))
         rargs, rkwargs = clone(be, (args, kwargs))
@@ -218,8 +226,14 @@ def check(be, code, cmd, params):
             for (path, o), (_, r) in zip(out_leaves, ref_leaves):
                 st.compare(path, o, r, cmd.tolerance)
         digests.append((seed, digest(be, out_leaves), digest(be, ref_leaves)))
+        if seed == seeds[0] and keep is not None:
+            kept = (args, kwargs)
         del args, kwargs, pristine, ref, out, ref_leaves, out_leaves
+    digests.sort(key=lambda d: seeds.index(d[0]))
     replay = find_replay(digests)
+    if kept is not None and not st.reasons and not inputs_modified and replay is None:
+        keep(seeds[0], kept)
+    del kept
     if replay is not None:
         st.fail("the output for seed %d is bitwise identical to the output for seed %d, "
                 "but the references differ (a replayed or cached result)" % (replay[1], replay[0]))

@@ -51,7 +51,7 @@ class Worker:
         if isinstance(cmd, ModelsCmd):
             return self.code.run_models(params)
         if isinstance(cmd, Check):
-            return check(self.be, self.code, cmd, params)
+            return check(self.be, self.code, cmd, params, keep=lambda seed, inputs: self.batches.adopt(params, seed, inputs))
         if isinstance(cmd, Time):
             return self.batches.batch(cmd, params)
         if isinstance(cmd, Profile):

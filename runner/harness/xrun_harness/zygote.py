@@ -14,10 +14,17 @@ socket (PROTOCOL.md, "The zygote"), one JSON object per packet:
       its events (fd 4)
   -> {"id": N, "pid": P}  or  {"id": N, "error": "..."}
   <- {"exit": P, "status": W}  when worker P ends (W: its wait status)
-  {"op": "ready", "pid": P, "loaded": [...], "threads": T} is the zygote's
-      first message, once its imports are done; the runner forks nothing
-      from a zygote that holds more than one thread (a fork copies only the
-      calling thread, and a lock another one held stays locked forever).
+  {"op": "ready", "pid": P, "loaded": [...], "threads": T, "unsafe": "..."}
+      is the zygote's first message, once its imports are done; the runner
+      forks nothing from a zygote that holds more than one thread (a fork
+      copies only the calling thread, and a lock another one held stays
+      locked forever) or says why forking from it is unsafe.
+
+OpenBLAS (numpy's, which torch's import loads) starts a thread per core as
+it loads. The zygote loads it with OPENBLAS_NUM_THREADS=1 and each worker,
+once forked, sets the number of threads OpenBLAS would have started in it
+(openblas_set_num_threads), so that numpy's matrix products run as they do
+in a worker started on its own.
 """
 
 import importlib
@@ -37,16 +44,76 @@ PRELOAD = ("numpy", "torch", "triton")
 PR_SET_PDEATHSIG = 1
 
 
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+# What OpenBLAS calls the function that sets its thread count, by build
+# (its own, 64-bit integer, numpy's and scipy's bundled copies).
+BLAS_SETTERS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
+                "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads")
+
+
 def preload():
-    """Imports PRELOAD (what imports), without touching a GPU."""
+    """Imports PRELOAD (what imports), without touching a GPU, with
+    OpenBLAS held to one thread; the environment is as it was after."""
+    saved = os.environ.get(BLAS_THREADS)
+    os.environ[BLAS_THREADS] = "1"
     loaded = []
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-            loaded.append(name)
-        except Exception:  # noqa: B902 - a worker that needs it says why
-            pass
+    try:
+        for name in PRELOAD:
+            try:
+                importlib.import_module(name)
+                loaded.append(name)
+            except Exception:  # noqa: B902 - a worker that needs it says why
+                pass
+    finally:
+        if saved is None:
+            del os.environ[BLAS_THREADS]
+        else:
+            os.environ[BLAS_THREADS] = saved
     return loaded
+
+
+def blas_libraries():
+    """The paths of the OpenBLAS libraries this process has loaded."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return []
+    return sorted(paths)
+
+
+def blas_setters():
+    """(setters, why): the thread-count setter of every loaded OpenBLAS, or
+    why one has none (then forking from this process would leave a worker's
+    numpy on one thread)."""
+    import ctypes
+
+    setters = []
+    for path in blas_libraries():
+        lib = ctypes.CDLL(path)
+        fn = next((getattr(lib, name) for name in BLAS_SETTERS if hasattr(lib, name)), None)
+        if fn is None:
+            return [], "%s has no openblas_set_num_threads" % path
+        fn.argtypes, fn.restype = [ctypes.c_int], None
+        setters.append(fn)
+    return setters, ""
+
+
+def blas_threads(env):
+    """The threads OpenBLAS starts on its own in a process with env: its
+    variables in its order of precedence, else one per usable core."""
+    for name in (BLAS_THREADS, "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
+        try:
+            n = int(env.get(name, "").split(",")[0])
+        except ValueError:
+            continue
+        if n > 0:
+            return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except OSError:
+        return os.cpu_count() or 1
 
 
 def die_with_parent():
@@ -86,6 +153,8 @@ def become_worker(zygote, fds, env):
             if fd > 4:
                 os.close(fd)
         os.environ.update(env)
+        for setter in zygote.blas:
+            setter(blas_threads(os.environ))
         from .worker import main
 
         main()
@@ -109,6 +178,7 @@ class Zygote:
         self.sock = sock
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
+        self.blas = []
 
     def close(self):
         """What a forked worker must not keep."""
@@ -134,7 +204,8 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         loaded = preload()
-        self.send({"op": "ready", "pid": os.getpid(), "loaded": loaded, "threads": threads()})
+        self.blas, unsafe = blas_setters()
+        self.send({"op": "ready", "pid": os.getpid(), "loaded": loaded, "threads": threads(), "unsafe": unsafe})
         while True:
             ready, _, _ = select.select([self.sock, self.wake_r], [], [])
             if self.wake_r in ready:
