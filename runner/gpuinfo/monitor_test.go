@@ -101,7 +101,11 @@ func TestThrottledDuring(t *testing.T) {
 		{"full clock", &result.Clocks{Readings: 10, SMClockMHz: 1980, MinSMClockMHz: 1965, MaxSMClockMHz: 1980}, 1980, false, ""},
 		{"power cap", &result.Clocks{Readings: 10, SMClockMHz: 1455, MinSMClockMHz: 1155, MaxSMClockMHz: 1980,
 			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 9}, 1980, true, "sw_power_cap in 9 of 10 readings (SM clock median 1455 MHz, 1155-1980 MHz, maximum 1980 MHz)"},
-		{"low clock, no reason", &result.Clocks{Readings: 4, SMClockMHz: 1500, MinSMClockMHz: 1500, MaxSMClockMHz: 1500}, 1980, true, "median SM clock more than 10% under its maximum"},
+		{"low clock, no reason", &result.Clocks{Readings: 4, SMClockMHz: 1500, MinSMClockMHz: 1500, MaxSMClockMHz: 1500}, 1980, true, "median SM clock more than 5% under its maximum"},
+		{"power cap at full clock", &result.Clocks{Readings: 7, SMClockMHz: 1965, MinSMClockMHz: 1965, MaxSMClockMHz: 1965,
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 7}, 1980, false, ""},
+		{"power cap, maximum unknown", &result.Clocks{Readings: 7, SMClockMHz: 1965, MinSMClockMHz: 1965, MaxSMClockMHz: 1965,
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 7}, 0, true, "sw_power_cap in 7 of 7 readings"},
 		{"low clock, maximum unknown", &result.Clocks{Readings: 4, SMClockMHz: 1500, MinSMClockMHz: 1500, MaxSMClockMHz: 1500}, 0, false, ""},
 		{"one dip", &result.Clocks{Readings: 10, SMClockMHz: 1980, MinSMClockMHz: 1200, MaxSMClockMHz: 1980}, 1980, false, ""},
 	}
