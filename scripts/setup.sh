@@ -13,16 +13,29 @@ else
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+start=$SECONDS
+say() { printf 'setup [%3ds]: %s\n' "$((SECONDS - start))" "$*"; }
 # debootstrap: makes the CPU base images without a registry.
 # python3-numpy, python3-torch: the runner's CPU end-to-end tests.
 # python3-pytest: the Python harness's tests (make test-python).
 # openssh-server, openssl: the remote-host tests (sshd and TLS on loopback).
 # hyperfine: the submit benchmark.
-$sudo apt-get install -y -qq --no-install-recommends \
-  debootstrap debian-archive-keyring python3 python3-numpy python3-torch python3-pytest \
-  busybox-static hyperfine openssl openssh-server openssh-client iproute2 \
-  ca-certificates make jq >/dev/null
+pkgs=(debootstrap debian-archive-keyring python3 python3-numpy python3-torch python3-pytest
+  busybox-static hyperfine openssl openssh-server openssh-client iproute2
+  ca-certificates make jq)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	say "the ${#pkgs[@]} packages are installed"
+else
+	say "apt-get update"
+	$sudo apt-get update -qq
+	say "installing ${#missing[@]} packages (${missing[*]}): 1-9 minutes, mostly python3-torch's download"
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	say "installed"
+fi
 command -v go >/dev/null || { echo "setup: Go is not installed; get it from https://go.dev/dl/" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "setup: the Docker daemon is not reachable; start it (systemctl start docker) or set DOCKER_HOST" >&2; exit 1; }
-echo "setup: ready"
+say "ready"
