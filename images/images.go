@@ -46,12 +46,18 @@ type Image struct {
 func (im Image) CPU() bool { return im.CUDA == "" }
 
 // HowToMake says how to make the image on a host: the docker build of its
-// Dockerfile, or the script, run from the repository root.
+// Dockerfile, or the script, run from the repository root. The CUDA bases
+// share one Dockerfile, which takes the row's upstream image and CUDA
+// version as build arguments.
 func (im Image) HowToMake() string {
-	if im.Dockerfile != "" {
-		return fmt.Sprintf("docker build -t %s images/%s", im.Ref, im.Dockerfile)
+	if im.Dockerfile == "" {
+		return "images/" + im.Script
 	}
-	return "images/" + im.Script
+	args := ""
+	if !im.CPU() {
+		args = fmt.Sprintf(" --build-arg FROM=%s --build-arg CUDA=%s", im.From, im.CUDA)
+	}
+	return fmt.Sprintf("docker build -t %s%s images/%s", im.Ref, args, im.Dockerfile)
 }
 
 func (im Image) String() string {

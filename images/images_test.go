@@ -126,13 +126,19 @@ func TestTableMatchesFiles(t *testing.T) {
 			continue
 		}
 		df := string(b)
-		wants := []string{"FROM " + im.From + "\n", "ARG TORCH_VERSION=" + im.Torch + "\n", "#   " + im.HowToMake() + "\n"}
+		wants := []string{"ARG TORCH_VERSION=" + im.Torch + "\n", "#   " + im.HowToMake() + "\n"}
+		if im.CPU() {
+			wants = append(wants, "FROM "+im.From+"\n")
+		}
 		if im.Triton != "" {
 			wants = append(wants, "ARG TRITON_VERSION="+im.Triton+"\n")
 		}
 		if !im.CPU() {
-			tag := "cu" + strings.ReplaceAll(im.CUDA, ".", "")
-			wants = append(wants, "https://download.pytorch.org/whl/"+tag+"\n", "cudnn-devel-ubuntu24.04", "nvidia/cuda:"+im.CUDA+".")
+			// The shared Dockerfile: FROM and CUDA come from the row.
+			wants = append(wants, "FROM ${FROM}\n", "https://download.pytorch.org/whl/cu$(echo \"$CUDA\" | tr -d .)")
+			if !strings.HasPrefix(im.From, "nvidia/cuda:"+im.CUDA+".") || !strings.HasSuffix(im.From, "-cudnn-devel-ubuntu24.04") {
+				t.Errorf("%s: from %s is not the CUDA %s cudnn devel image", im.Ref, im.From, im.CUDA)
+			}
 		}
 		for _, w := range wants {
 			if !strings.Contains(df, w) {
@@ -151,7 +157,7 @@ func TestHowToMake(t *testing.T) {
 		t.Errorf("cpu-torch: %v %q", ok, im.HowToMake())
 	}
 	im, ok = Lookup("xrun/cuda12-torch2.11:py3.12")
-	if !ok || im.HowToMake() != "docker build -t xrun/cuda12-torch2.11:py3.12 images/cuda12" {
+	if !ok || im.HowToMake() != "docker build -t xrun/cuda12-torch2.11:py3.12 --build-arg FROM=nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 --build-arg CUDA=12.8 images/cuda" {
 		t.Errorf("cuda12: %v %q", ok, im.HowToMake())
 	}
 	if _, ok := Lookup("busybox"); ok {
