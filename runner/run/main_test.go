@@ -3,10 +3,13 @@ package run
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -49,5 +52,17 @@ func TestMainPrintsTheTableOnce(t *testing.T) {
 				t.Errorf("runner.log has the table %d times:\n%s", n, log)
 			}
 		})
+	}
+}
+
+// A cancelled run's last line says so in words, with how long it ran:
+// never Go's "context canceled".
+func TestExitLineSaysCancelledInWords(t *testing.T) {
+	got := exitLine(fmt.Errorf("case 2: %w", context.Canceled), 12340*time.Millisecond)
+	if want := "cancelled after 12.3 s; partial results kept"; got != want {
+		t.Errorf("exitLine = %q, want %q", got, want)
+	}
+	if got := exitLine(errors.New("no python3 with numpy"), time.Second); got != "no python3 with numpy" {
+		t.Errorf("exitLine of another error = %q", got)
 	}
 }

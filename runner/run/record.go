@@ -86,9 +86,12 @@ func (rn *runner) abortStopped(parent, ctx context.Context, err error) (*result.
 	if ctx.Err() == nil {
 		return rn.rec.abort(err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		rn.logf("%v", err)
-	} else {
+	switch {
+	case errors.Is(err, context.Canceled):
+		rn.logf("cancelled before the first case")
+	case errors.Is(err, context.DeadlineExceeded):
+		rn.logf("timed out before the first case")
+	default:
 		rn.logf("stopped before the first case, in a step that then failed: %v", err)
 	}
 	return rn.finish(parent, ctx, nil)
