@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/progress"
 )
 
 // The final table is printed once: by Main on stderr when the runner is run
@@ -64,5 +66,41 @@ func TestExitLineSaysCancelledInWords(t *testing.T) {
 	}
 	if got := exitLine(errors.New("no python3 with numpy"), time.Second); got != "no python3 with numpy" {
 		t.Errorf("exitLine of another error = %q", got)
+	}
+}
+
+// Every case logs progress lines the client can read back: the case of
+// how many, checking first, then each implementation as it is timed.
+func TestRunLogsProgressLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), "xrun-runner",
+		[]string{"--experiment", "testdata/numpy-saxpy", "--out", out, "--python", py, "--mode", "cpu"}, &stdout, &stderr)
+	if code != contract.ExitSucceeded {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var events []progress.Event
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if e, ok := progress.Parse(line); ok {
+			events = append(events, e)
+		}
+	}
+	if len(events) == 0 {
+		t.Fatalf("no progress lines in the log:\n%s", stderr.String())
+	}
+	first, last := events[0], events[len(events)-1]
+	if first.Case != 1 || first.Phase != progress.PhaseCheck {
+		t.Errorf("first progress line %+v, want case 1 checking", first)
+	}
+	if last.Case != last.Cases || last.Phase != progress.PhaseTime || last.Impl == "" {
+		t.Errorf("last progress line %+v, want the last case timing an implementation", last)
+	}
+	if last.Cases > 1 && last.Done <= 0 {
+		t.Errorf("last progress line %+v: the finished cases took no time", last)
 	}
 }
