@@ -859,3 +859,43 @@ func TestJobOfAnotherStore(t *testing.T) {
 		t.Errorf("logs, default host down: exit %d, %s", code, down.err)
 	}
 }
+
+// The runner's progress lines reach a stderr that is no terminal as plain
+// lines, one per case and phase, with no control sequences; the log in
+// the store keeps them as the runner wrote them.
+func TestSubmitShowsProgressAsPlainLines(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	log := "22:00:00 case n=1\n" +
+		"22:00:00 progress case=1/2 phase=check elapsed=1.0 case_start=1.0 done=0.0\n" +
+		"22:00:01 progress case=1/2 phase=time impl=ref elapsed=2.0 case_start=1.0 done=0.0\n" +
+		"22:00:01 progress case=1/2 phase=time impl=fast elapsed=2.5 case_start=1.0 done=0.0\n" +
+		"22:00:02 case n=2\n" +
+		"22:00:02 progress case=2/2 phase=check elapsed=5.0 case_start=5.0 done=4.0\n"
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
+		return enginetest.Run{Logs: log, Files: map[string]string{
+			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": log}}
+	}
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	stderr := ta.err.String()
+	for _, want := range []string{
+		"22:00:00 progress: case 1/2, checking, 0:01 elapsed\n",
+		"22:00:01 progress: case 1/2, timing ref, 0:02 elapsed\n",
+		"22:00:02 progress: case 2/2, checking, 0:05 elapsed, about 0:04 left\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "progress case=") || strings.Contains(stderr, "timing fast") || strings.ContainsAny(stderr, "\r\x1b") {
+		t.Errorf("stderr has raw, repeated or drawn progress:\n%q", stderr)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), jobs.LogsFile))
+	if err != nil || !strings.Contains(string(data), "progress case=1/2 phase=time impl=fast") {
+		t.Errorf("the stored log lost the progress lines (%v):\n%s", err, data)
+	}
+}
