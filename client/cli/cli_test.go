@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"os"
@@ -897,5 +898,83 @@ func TestSubmitShowsProgressAsPlainLines(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), jobs.LogsFile))
 	if err != nil || !strings.Contains(string(data), "progress case=1/2 phase=time impl=fast") {
 		t.Errorf("the stored log lost the progress lines (%v):\n%s", err, data)
+	}
+}
+
+// classicBuild is what the daemon's classic builder prints for a small
+// image: most of it says nothing to the person waiting.
+var classicBuild = []string{
+	"Step 1/3 : FROM test/base:1",
+	" ---> 60e853390cda",
+	"Step 2/3 : COPY xrun-runner /usr/local/bin/xrun-runner",
+	" ---> Running in 6e5caf279e97",
+	"Removing intermediate container 6e5caf279e97",
+	" ---> c3d128fec0b3",
+	"Step 3/3 : WORKDIR /xrun/exp",
+	" ---> cb7f4c759989",
+	"Successfully built cb7f4c759989",
+}
+
+// A build is a line per step on stderr; its full output is the job's
+// build.log, and --verbose prints it as it comes.
+func TestSubmitBuildIsALinePerStep(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
+			ta := newTestApp(t)
+			dir := experiment(t, ta)
+			ta.fake.Behave = succeed(t)
+			ta.fake.BuildOutput = classicBuild
+			args := []string{"submit", "--cpu", dir}
+			if verbose {
+				args = []string{"submit", "--cpu", "--verbose", dir}
+			}
+			if code := ta.run(context.Background(), args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, ta.err)
+			}
+			stderr := ta.err.String()
+			if verbose {
+				if !strings.Contains(stderr, strings.Join(classicBuild, "\n")) {
+					t.Errorf("--verbose: the build's output is not on stderr:\n%s", stderr)
+				}
+			} else {
+				for _, want := range []string{"build: step 1/3 FROM test/base:1\n", "build: step 2/3 COPY xrun-runner /usr/local/bin/xrun-runner\n", "build: step 3/3 WORKDIR /xrun/exp\n", "(3 steps; the full build log is the job's build.log"} {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("stderr lacks %q:\n%s", want, stderr)
+					}
+				}
+				for _, noise := range []string{"--->", "Removing intermediate", "Successfully built"} {
+					if strings.Contains(stderr, noise) {
+						t.Errorf("stderr has %q:\n%s", noise, stderr)
+					}
+				}
+			}
+			st, _ := ta.Store()
+			list, _ := st.List()
+			data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), submit.BuildLogFile))
+			if err != nil || string(data) != strings.Join(classicBuild, "\n")+"\n" {
+				t.Errorf("build.log (%v):\n%s", err, data)
+			}
+		})
+	}
+}
+
+// A failed build prints its output in full, once, and names the step.
+func TestSubmitFailedBuildPrintsItsOutput(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.BuildOutput = []string{"Step 1/2 : FROM test/base:1", " ---> 60e853390cda", "Step 2/2 : RUN pip install nothing-here", "ERROR: No matching distribution found for nothing-here"}
+	ta.fake.BuildErr = &engine.BuildError{Step: "Step 2/2 : RUN pip install nothing-here", Message: "exit 1",
+		Last: []string{"Step 2/2 : RUN pip install nothing-here", "ERROR: No matching distribution found for nothing-here"}}
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code == 0 {
+		t.Fatal("a failed build exited 0")
+	}
+	stderr := ta.err.String()
+	if n := strings.Count(stderr, "ERROR: No matching distribution"); n != 1 {
+		t.Errorf("the build's failing line is on stderr %d times, want 1:\n%s", n, stderr)
+	}
+	for _, want := range []string{" ---> 60e853390cda", `image build failed at "Step 2/2 : RUN pip install nothing-here": exit 1`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
 	}
 }

@@ -35,6 +35,7 @@ type submitOptions struct {
 	json    bool
 	labels  []string
 	noCache bool
+	verbose bool
 	// hosts are every --host given: more than one fans out.
 	hosts []string
 	// queue waits for busy GPUs instead of failing.
@@ -110,6 +111,7 @@ configuration on the host until xrun rm removes it.`,
 			&cli.StringFlag{Name: "base", EnvVars: []string{"XRUN_BASE"}, Usage: "base image reference, instead of the one image.base resolves to", Destination: &o.base},
 			&cli.BoolFlag{Name: "json", Usage: "print the job record (attached: after it ends) as JSON on stdout", Destination: &o.json},
 			&cli.StringSliceFlag{Name: "label", Usage: "add label KEY=VALUE to the job's image and container"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print the image build's output in full (default: a line per step; the full output is the job's build.log, and is printed when the build fails)", Destination: &o.verbose},
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
@@ -158,7 +160,7 @@ func (o submitOptions) rerunArgs() *jobs.SubmitArgs {
 }
 
 func (o submitOptions) submitOptions(labels map[string]string) submit.Options {
-	return submit.Options{Dir: o.dir, GPUs: o.gpus, CPU: o.cpu, Timeout: o.timeout, Base: o.base, NoCache: o.noCache, Labels: labels}
+	return submit.Options{Dir: o.dir, GPUs: o.gpus, CPU: o.cpu, Timeout: o.timeout, Base: o.base, NoCache: o.noCache, Verbose: o.verbose, Labels: labels}
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
