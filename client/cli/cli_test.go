@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -976,5 +978,46 @@ func TestSubmitFailedBuildPrintsItsOutput(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// A misspelt function is found before the build, with this machine's
+// python3, and the message lists the module's own functions (not numpy's
+// np) and the closest; --no-preflight leaves it to the container.
+func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	yaml := filepath.Join(dir, "xrun.yaml")
+	data, err := os.ReadFile(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(yaml, bytes.Replace(data, []byte("matmul:blocked"), []byte("matmul:blockd"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta.fake.Behave = succeed(t)
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, ta.err)
+	}
+	msg := ta.err.String()
+	for _, want := range []string{"benchmark.implementations.blocked", "matmul:blockd", "module matmul has no function blockd; did you mean blocked?", "its functions: blocked, flops, make_inputs, reference", "--no-preflight"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "np") && regexp.MustCompile(`\bnp\b`).MatchString(msg) {
+		t.Errorf("message lists an imported name:\n%s", msg)
+	}
+	if len(ta.fake.BuildFiles) != 0 {
+		t.Errorf("%d builds before a spec that cannot work", len(ta.fake.BuildFiles))
+	}
+	if code := ta.run(context.Background(), "submit", "--cpu", "--no-preflight", dir); code != 0 {
+		t.Fatalf("--no-preflight: exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.BuildFiles) != 1 {
+		t.Errorf("--no-preflight: %d builds, want 1", len(ta.fake.BuildFiles))
 	}
 }

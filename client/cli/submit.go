@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,11 +16,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/run"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
@@ -36,6 +39,9 @@ type submitOptions struct {
 	labels  []string
 	noCache bool
 	verbose bool
+	// noPreflight leaves the check of the spec's module:function
+	// references to the container (preflight).
+	noPreflight bool
 	// hosts are every --host given: more than one fans out.
 	hosts []string
 	// queue waits for busy GPUs instead of failing.
@@ -112,6 +118,7 @@ configuration on the host until xrun rm removes it.`,
 			&cli.BoolFlag{Name: "json", Usage: "print the job record (attached: after it ends) as JSON on stdout", Destination: &o.json},
 			&cli.StringSliceFlag{Name: "label", Usage: "add label KEY=VALUE to the job's image and container"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print the image build's output in full (default: a line per step; the full output is the job's build.log, and is printed when the build fails)", Destination: &o.verbose},
+			&cli.BoolFlag{Name: "no-preflight", EnvVars: []string{"XRUN_NO_PREFLIGHT"}, Usage: "do not check the spec's module:function references with this machine's python3 before the build (the container checks them all the same)", Destination: &o.noPreflight},
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
@@ -168,6 +175,11 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if err != nil {
 		return err
 	}
+	if !o.noPreflight {
+		if err := preflight(ctx, r.Prepared, o.dir); err != nil {
+			return err
+		}
+	}
 	m, err := a.Jobs()
 	if err != nil {
 		return err
@@ -193,6 +205,26 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return nil
 	}
 	return job.Outcome(j)
+}
+
+// preflightTimeout bounds the check of references on this machine.
+const preflightTimeout = 10 * time.Second
+
+// preflight checks the spec's module:function references with this
+// machine's python3 before anything is built: a misspelt function is
+// found in a second rather than after the build and the container's start.
+// The experiment's modules are parsed, not imported: none of its code runs
+// here. Without a python3, or when the check cannot run, the container's
+// check is the only one.
+func preflight(ctx context.Context, p *submit.Prepared, dir string) error {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil
+	}
+	if _, err := run.CheckRefsOnHost(ctx, p.Spec, dir, py, preflightTimeout); err != nil {
+		return exit.BadInput(fmt.Errorf("%w\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", err))
+	}
+	return nil
 }
 
 // submitRequest checks a submit's options, loads its spec and reads its
