@@ -1021,3 +1021,49 @@ func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
 		t.Errorf("--no-preflight: %d builds, want 1", len(ta.fake.BuildFiles))
 	}
 }
+
+// A job's error is said once on the terminal: in the streamed log, where
+// the runner said it. The table and xrun's last line point to it; a
+// table that goes to a file (stdout no terminal) keeps it.
+func TestSubmitSaysAFailureOnce(t *testing.T) {
+	const msg = "xrun.yaml:7: benchmark.implementations.loop: ops:saxpy_lop: module ops has no function saxpy_lop"
+	for _, terminal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("terminal=%v", terminal), func(t *testing.T) {
+			ta := newTestApp(t)
+			var screen bytes.Buffer
+			if terminal {
+				// One screen: the status line and the streams land together.
+				ta.Out, ta.Err, ta.OutTTY, ta.ErrTTY = &screen, &screen, &screen, &screen
+			}
+			dir := experiment(t, ta)
+			var r result.Results
+			json.Unmarshal([]byte(resultsJSON(t, "my-kernel", result.StatusFailed)), &r)
+			r.Error = msg
+			data, _ := json.Marshal(r)
+			ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
+				return enginetest.Run{Exit: 3, Logs: "22:39:20 error: " + msg + "\n", Files: map[string]string{"results.json": string(data)}}
+			}
+			if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 3 {
+				t.Fatalf("exit %d, want 3: %s%s", code, ta.err, screen.String())
+			}
+			if terminal {
+				if n := strings.Count(screen.String(), "has no function saxpy_lop"); n != 1 {
+					t.Errorf("the error is on the screen %d times, want 1:\n%s", n, screen.String())
+				}
+				if !strings.Contains(screen.String(), "error: in the log above") {
+					t.Errorf("the table does not point to the log:\n%s", screen.String())
+				}
+				return
+			}
+			if n := strings.Count(ta.err.String(), "has no function saxpy_lop"); n != 1 {
+				t.Errorf("the error is on stderr %d times, want 1:\n%s", n, ta.err)
+			}
+			if !strings.Contains(ta.err.String(), "its error is in the log above") {
+				t.Errorf("xrun's line does not point to the log:\n%s", ta.err)
+			}
+			if !strings.Contains(ta.out.String(), "error: "+msg) {
+				t.Errorf("the table on stdout (a file) lost the error:\n%s", ta.out)
+			}
+		})
+	}
+}

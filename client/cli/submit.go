@@ -197,8 +197,14 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		fmt.Fprintln(a.Out, j.ID)
 		return nil
 	default:
-		if err := a.printStoredResults(j, "text"); err != nil && j.Status == result.StatusSucceeded {
+		// The run's error was streamed in the log just now: the table and
+		// xrun's last line point to it rather than say it again.
+		shown := a.errorInLog(j)
+		if err := a.printSubmitResults(j, shown); err != nil && j.Status == result.StatusSucceeded {
 			return err
+		}
+		if shown {
+			return job.OutcomeShown(j)
 		}
 	}
 	if o.detach {
@@ -338,6 +344,42 @@ func parseLabels(flags []string) (map[string]string, error) {
 		labels[k] = v
 	}
 	return labels, nil
+}
+
+// errorInLog says whether job j's error is a line of its stored log, as
+// the runner logs it ("error: ..."): the attached submit showed it there.
+func (a *App) errorInLog(j *jobs.Job) bool {
+	if j.Error == "" {
+		return false
+	}
+	st, err := a.Store()
+	if err != nil {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+	first, _, _ := strings.Cut(strings.TrimSpace(j.Error), "\n")
+	return err == nil && strings.Contains(string(data), " error: "+first)
+}
+
+// printSubmitResults prints an attached submit's results table; with
+// errorShown the run's error, which the log on the same screen just said,
+// is pointed to rather than repeated (on a terminal; a file or a pipe
+// gets the whole table).
+func (a *App) printSubmitResults(j *jobs.Job, errorShown bool) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	if err != nil {
+		return fmt.Errorf("job %s has no results: %w", j.ID, err)
+	}
+	r, err := result.Decode(data)
+	if err != nil {
+		return fmt.Errorf("read results of job %s: %w", j.ID, err)
+	}
+	shownHere := errorShown && a.OutTTY != nil && a.ErrTTY != nil
+	return report.TextWith(a.Out, r, report.TextOptions{ErrorShown: shownHere})
 }
 
 // printStoredResults prints the job's results.json from the store.

@@ -77,7 +77,9 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 			fmt.Fprintf(stderr, "%s: %v\n", name, terr)
 		}
 	}
-	if err != nil {
+	// An error the run logged as it stopped ("error: ...") is not said
+	// again: the log is where a person reads it.
+	if err != nil && (r == nil || r.Error != err.Error()) {
 		fmt.Fprintf(stderr, "%s: %s\n", name, exitLine(err, time.Since(start)))
 	}
 	if o.OutToLog {

@@ -104,3 +104,30 @@ func TestRunLogsProgressLines(t *testing.T) {
 		t.Errorf("last progress line %+v: the finished cases took no time", last)
 	}
 }
+
+// A run that stops on a bad spec logs its error once: the log's "error:"
+// line, not again as the runner's last line.
+func TestMainSaysTheErrorOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	py := python(t)
+	exp := filepath.Join(t.TempDir(), "numpy-saxpy")
+	if err := os.CopyFS(exp, os.DirFS("testdata/numpy-saxpy")); err != nil {
+		t.Fatal(err)
+	}
+	yaml := filepath.Join(exp, "xrun.yaml")
+	data, _ := os.ReadFile(yaml)
+	if err := os.WriteFile(yaml, bytes.Replace(data, []byte("ops:saxpy_loop"), []byte("ops:saxpy_lop"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), "xrun-runner",
+		[]string{"--experiment", exp, "--out", t.TempDir(), "--python", py, "--mode", "cpu"}, &stdout, &stderr)
+	if code != contract.ExitBadSpec {
+		t.Fatalf("exit %d, want %d\n%s", code, contract.ExitBadSpec, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "has no function saxpy_lop; did you mean saxpy_loop?"); n != 1 {
+		t.Errorf("the error is in the log %d times, want 1:\n%s", n, stderr.String())
+	}
+}
