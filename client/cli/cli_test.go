@@ -1058,7 +1058,7 @@ func TestSubmitSaysAFailureOnce(t *testing.T) {
 			if n := strings.Count(ta.err.String(), "has no function saxpy_lop"); n != 1 {
 				t.Errorf("the error is on stderr %d times, want 1:\n%s", n, ta.err)
 			}
-			if !strings.Contains(ta.err.String(), "its error is in the log above") {
+			if !strings.Contains(ta.err.String(), "what failed is above") {
 				t.Errorf("xrun's line does not point to the log:\n%s", ta.err)
 			}
 			if !strings.Contains(ta.out.String(), "error: "+msg) {

@@ -199,11 +199,13 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	default:
 		// The run's error was streamed in the log just now: the table and
 		// xrun's last line point to it rather than say it again.
-		shown := a.errorInLog(j)
-		if err := a.printSubmitResults(j, shown); err != nil && j.Status == result.StatusSucceeded {
+		inLog := a.errorInLog(j)
+		err := a.printSubmitResults(j, inLog)
+		if err != nil && j.Status == result.StatusSucceeded {
 			return err
 		}
-		if shown {
+		// On one terminal the table just listed what failed.
+		if inLog || err == nil && a.OutTTY != nil && a.ErrTTY != nil {
 			return job.OutcomeShown(j)
 		}
 	}

@@ -16,8 +16,9 @@ import (
 func Outcome(j *jobs.Job) error { return outcome(j, false) }
 
 // OutcomeShown is Outcome for a job whose error the reader has just seen
-// in its streamed log (an attached submit): a failure says its exit code
-// and where to look, not the error again.
+// (an attached submit: in its streamed log, or the results table on the
+// same terminal): a failure says its exit code and where to look, not the
+// error again.
 func OutcomeShown(j *jobs.Job) error { return outcome(j, true) }
 
 func outcome(j *jobs.Job, errorShown bool) error {
@@ -57,7 +58,7 @@ func outcome(j *jobs.Job, errorShown bool) error {
 		msg += "; raise resources.memory in xrun.yaml"
 	}
 	if errorShown {
-		return &exit.Error{Code: code, Err: fmt.Errorf("%s (its error is in the log above; `xrun logs %s`)", msg, j.ID)}
+		return &exit.Error{Code: code, Err: fmt.Errorf("%s (what failed is above; `xrun logs %s`)", msg, j.ID)}
 	}
 	return &exit.Error{Code: code, Err: fmt.Errorf("%s (see `xrun logs %s`)", msg, j.ID)}
 }
