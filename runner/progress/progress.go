@@ -100,7 +100,8 @@ func Parse(line string) (e Event, ok bool) {
 // Remaining estimates the time left at elapsed seconds (Elapsed, or later
 // while the event is the last one seen): the mean time of the finished
 // cases for each case not finished, less what the current case has run.
-// ok is false until a case has finished: no estimate is better than a guess.
+// ok is false until a case has finished, and once the run is past the
+// estimate: no estimate is better than a guess.
 func (e Event) Remaining(elapsed float64) (time.Duration, bool) {
 	finished := e.Case - 1
 	if finished < 1 || e.Done <= 0 {
@@ -108,10 +109,9 @@ func (e Event) Remaining(elapsed float64) (time.Duration, bool) {
 	}
 	mean := e.Done / float64(finished)
 	left := mean*float64(e.Cases-finished) - (elapsed - e.CaseStart)
-	if left < mean*0.05 {
-		// The current case runs longer than the mean: say little rather
-		// than count down below zero.
-		left = mean * 0.05
+	if left < 1 {
+		// The run is past the estimate: there is nothing honest to say.
+		return 0, false
 	}
 	return time.Duration(left * float64(time.Second)), true
 }

@@ -46,8 +46,8 @@ func TestRemaining(t *testing.T) {
 	if !ok || left != 16*time.Second {
 		t.Errorf("Remaining = %v, %v; want 16s", left, ok)
 	}
-	if left, _ := e.Remaining(100); left <= 0 {
-		t.Errorf("Remaining past the estimate = %v, want a little above zero", left)
+	if left, ok := e.Remaining(100); ok {
+		t.Errorf("Remaining past the estimate = %v, want none", left)
 	}
 }
 
