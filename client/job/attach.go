@@ -35,6 +35,7 @@ func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) er
 		err = m.waitJob(ctx, b, j, s)
 	}
 	if ctx.Err() != nil {
+		view.Close() // the status line gives way to what the interrupt says
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace+30*time.Second)
 		defer cancel()
 		return m.interrupt(WithAbort(cleanup, abortOf(ctx)), b, j)
