@@ -34,7 +34,12 @@ func newLogsCommand(a *App) *cli.Command {
 		Name:      "logs",
 		Usage:     "print a job's logs (from its container, or from the job store once it is gone)",
 		ArgsUsage: "JOB",
-		Description: `Examples:
+		Description: `With -f the runner's progress lines (case i of N, the implementation being
+timed, elapsed time, an estimate of the rest once a case has finished) are a
+status line below the log on a terminal, and plain lines elsewhere; without -f
+the log is printed as stored (docs/architecture.md, "The runner's log").
+
+Examples:
   xrun logs 3fa1c2
   xrun logs -f --tail 50 3fa1      # follow until the job ends` + foundOnHost,
 		Flags: append(hostFlags(&o.host),
