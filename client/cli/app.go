@@ -24,6 +24,7 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
+	"github.com/xrun-dev/xrun/client/termview"
 	"github.com/xrun-dev/xrun/runner/termsafe"
 	"github.com/xrun-dev/xrun/runner/version"
 )
@@ -33,6 +34,10 @@ import (
 // manager, each made on first use so that a test can swap any of them.
 type App struct {
 	Out, Err io.Writer
+	// OutTTY and ErrTTY are the raw stdout and stderr where they are
+	// terminals (nil elsewhere): a status line is drawn on them
+	// (termview), the rest goes through Out and Err.
+	OutTTY, ErrTTY io.Writer
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
@@ -65,7 +70,7 @@ type App struct {
 // is a file or a pipe, for xrun logs and the JSON, CSV and Markdown that
 // scripts read (the tables sanitise themselves).
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	return &App{Out: termsafe.Wrap(out), Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+	return &App{Out: termsafe.Wrap(out), Err: termsafe.NewWriter(errw), OutTTY: termview.Terminal(out), ErrTTY: termview.Terminal(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Backends returns the set of engines and clusters this invocation
@@ -85,7 +90,7 @@ func (a *App) Jobs() (*job.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &job.Manager{Store: st, Backends: a.Backends(), Err: a.Err, RunnerFor: a.RunnerFor, Trace: a.Trace, OnJob: a.onJob}, nil
+	return &job.Manager{Store: st, Backends: a.Backends(), Err: a.Err, ErrTTY: a.ErrTTY, RunnerFor: a.RunnerFor, Trace: a.Trace, OnJob: a.onJob}, nil
 }
 
 // Store returns the job store, opening it on first use.

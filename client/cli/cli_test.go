@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -857,5 +860,210 @@ func TestJobOfAnotherStore(t *testing.T) {
 	}
 	if code := down.run(ctx, "logs", "0000deadbeef"); code != ExitUsage || !strings.Contains(down.err.String(), "the default host could not be asked") {
 		t.Errorf("logs, default host down: exit %d, %s", code, down.err)
+	}
+}
+
+// The runner's progress lines reach a stderr that is no terminal as plain
+// lines, one per case and phase, with no control sequences; the log in
+// the store keeps them as the runner wrote them.
+func TestSubmitShowsProgressAsPlainLines(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	log := "22:00:00 case n=1\n" +
+		"22:00:00 progress case=1/2 phase=check elapsed=1.0 case_start=1.0 done=0.0\n" +
+		"22:00:01 progress case=1/2 phase=time impl=ref elapsed=2.0 case_start=1.0 done=0.0\n" +
+		"22:00:01 progress case=1/2 phase=time impl=fast elapsed=2.5 case_start=1.0 done=0.0\n" +
+		"22:00:02 case n=2\n" +
+		"22:00:02 progress case=2/2 phase=check elapsed=5.0 case_start=5.0 done=4.0\n"
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
+		return enginetest.Run{Logs: log, Files: map[string]string{
+			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": log}}
+	}
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	stderr := ta.err.String()
+	for _, want := range []string{
+		"22:00:00 progress: case 1/2, checking, 0:01 elapsed\n",
+		"22:00:01 progress: case 1/2, timing ref, 0:02 elapsed\n",
+		"22:00:02 progress: case 2/2, checking, 0:05 elapsed, about 0:04 left\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "progress case=") || strings.Contains(stderr, "timing fast") || strings.ContainsAny(stderr, "\r\x1b") {
+		t.Errorf("stderr has raw, repeated or drawn progress:\n%q", stderr)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), jobs.LogsFile))
+	if err != nil || !strings.Contains(string(data), "progress case=1/2 phase=time impl=fast") {
+		t.Errorf("the stored log lost the progress lines (%v):\n%s", err, data)
+	}
+}
+
+// classicBuild is what the daemon's classic builder prints for a small
+// image: most of it says nothing to the person waiting.
+var classicBuild = []string{
+	"Step 1/3 : FROM test/base:1",
+	" ---> 60e853390cda",
+	"Step 2/3 : COPY xrun-runner /usr/local/bin/xrun-runner",
+	" ---> Running in 6e5caf279e97",
+	"Removing intermediate container 6e5caf279e97",
+	" ---> c3d128fec0b3",
+	"Step 3/3 : WORKDIR /xrun/exp",
+	" ---> cb7f4c759989",
+	"Successfully built cb7f4c759989",
+}
+
+// A build is a line per step on stderr; its full output is the job's
+// build.log, and --verbose prints it as it comes.
+func TestSubmitBuildIsALinePerStep(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
+			ta := newTestApp(t)
+			dir := experiment(t, ta)
+			ta.fake.Behave = succeed(t)
+			ta.fake.BuildOutput = classicBuild
+			args := []string{"submit", "--cpu", dir}
+			if verbose {
+				args = []string{"submit", "--cpu", "--verbose", dir}
+			}
+			if code := ta.run(context.Background(), args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, ta.err)
+			}
+			stderr := ta.err.String()
+			if verbose {
+				if !strings.Contains(stderr, strings.Join(classicBuild, "\n")) {
+					t.Errorf("--verbose: the build's output is not on stderr:\n%s", stderr)
+				}
+			} else {
+				for _, want := range []string{"build: step 1/3 FROM test/base:1\n", "build: step 2/3 COPY xrun-runner /usr/local/bin/xrun-runner\n", "build: step 3/3 WORKDIR /xrun/exp\n", "(3 steps; the full build log is the job's build.log"} {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("stderr lacks %q:\n%s", want, stderr)
+					}
+				}
+				for _, noise := range []string{"--->", "Removing intermediate", "Successfully built"} {
+					if strings.Contains(stderr, noise) {
+						t.Errorf("stderr has %q:\n%s", noise, stderr)
+					}
+				}
+			}
+			st, _ := ta.Store()
+			list, _ := st.List()
+			data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), submit.BuildLogFile))
+			if err != nil || string(data) != strings.Join(classicBuild, "\n")+"\n" {
+				t.Errorf("build.log (%v):\n%s", err, data)
+			}
+		})
+	}
+}
+
+// A failed build prints its output in full, once, and names the step.
+func TestSubmitFailedBuildPrintsItsOutput(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.BuildOutput = []string{"Step 1/2 : FROM test/base:1", " ---> 60e853390cda", "Step 2/2 : RUN pip install nothing-here", "ERROR: No matching distribution found for nothing-here"}
+	ta.fake.BuildErr = &engine.BuildError{Step: "Step 2/2 : RUN pip install nothing-here", Message: "exit 1",
+		Last: []string{"Step 2/2 : RUN pip install nothing-here", "ERROR: No matching distribution found for nothing-here"}}
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code == 0 {
+		t.Fatal("a failed build exited 0")
+	}
+	stderr := ta.err.String()
+	if n := strings.Count(stderr, "ERROR: No matching distribution"); n != 1 {
+		t.Errorf("the build's failing line is on stderr %d times, want 1:\n%s", n, stderr)
+	}
+	for _, want := range []string{" ---> 60e853390cda", `image build failed at "Step 2/2 : RUN pip install nothing-here": exit 1`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// A misspelt function is found before the build, with this machine's
+// python3, and the message lists the module's own functions (not numpy's
+// np) and the closest; --no-preflight leaves it to the container.
+func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 here")
+	}
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	yaml := filepath.Join(dir, "xrun.yaml")
+	data, err := os.ReadFile(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(yaml, bytes.Replace(data, []byte("matmul:blocked"), []byte("matmul:blockd"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta.fake.Behave = succeed(t)
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, ta.err)
+	}
+	msg := ta.err.String()
+	for _, want := range []string{"benchmark.implementations.blocked", "matmul:blockd", "module matmul has no function blockd; did you mean blocked?", "its functions: blocked, flops, make_inputs, reference", "--no-preflight"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "np") && regexp.MustCompile(`\bnp\b`).MatchString(msg) {
+		t.Errorf("message lists an imported name:\n%s", msg)
+	}
+	if len(ta.fake.BuildFiles) != 0 {
+		t.Errorf("%d builds before a spec that cannot work", len(ta.fake.BuildFiles))
+	}
+	if code := ta.run(context.Background(), "submit", "--cpu", "--no-preflight", dir); code != 0 {
+		t.Fatalf("--no-preflight: exit %d: %s", code, ta.err)
+	}
+	if len(ta.fake.BuildFiles) != 1 {
+		t.Errorf("--no-preflight: %d builds, want 1", len(ta.fake.BuildFiles))
+	}
+}
+
+// A job's error is said once on the terminal: in the streamed log, where
+// the runner said it. The table and xrun's last line point to it; a
+// table that goes to a file (stdout no terminal) keeps it.
+func TestSubmitSaysAFailureOnce(t *testing.T) {
+	const msg = "xrun.yaml:7: benchmark.implementations.loop: ops:saxpy_lop: module ops has no function saxpy_lop"
+	for _, terminal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("terminal=%v", terminal), func(t *testing.T) {
+			ta := newTestApp(t)
+			var screen bytes.Buffer
+			if terminal {
+				// One screen: the status line and the streams land together.
+				ta.Out, ta.Err, ta.OutTTY, ta.ErrTTY = &screen, &screen, &screen, &screen
+			}
+			dir := experiment(t, ta)
+			var r result.Results
+			json.Unmarshal([]byte(resultsJSON(t, "my-kernel", result.StatusFailed)), &r)
+			r.Error = msg
+			data, _ := json.Marshal(r)
+			ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
+				return enginetest.Run{Exit: 3, Logs: "22:39:20 error: " + msg + "\n", Files: map[string]string{"results.json": string(data)}}
+			}
+			if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 3 {
+				t.Fatalf("exit %d, want 3: %s%s", code, ta.err, screen.String())
+			}
+			if terminal {
+				if n := strings.Count(screen.String(), "has no function saxpy_lop"); n != 1 {
+					t.Errorf("the error is on the screen %d times, want 1:\n%s", n, screen.String())
+				}
+				if !strings.Contains(screen.String(), "error: in the log above") {
+					t.Errorf("the table does not point to the log:\n%s", screen.String())
+				}
+				return
+			}
+			if n := strings.Count(ta.err.String(), "has no function saxpy_lop"); n != 1 {
+				t.Errorf("the error is on stderr %d times, want 1:\n%s", n, ta.err)
+			}
+			if !strings.Contains(ta.err.String(), "what failed is above") {
+				t.Errorf("xrun's line does not point to the log:\n%s", ta.err)
+			}
+			if !strings.Contains(ta.out.String(), "error: "+msg) {
+				t.Errorf("the table on stdout (a file) lost the error:\n%s", ta.out)
+			}
+		})
 	}
 }

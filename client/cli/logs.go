@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/termview"
 )
 
 type logsOptions struct {
@@ -32,7 +34,12 @@ func newLogsCommand(a *App) *cli.Command {
 		Name:      "logs",
 		Usage:     "print a job's logs (from its container, or from the job store once it is gone)",
 		ArgsUsage: "JOB",
-		Description: `Examples:
+		Description: `With -f the runner's progress lines (case i of N, the implementation being
+timed, elapsed time, an estimate of the rest once a case has finished) are a
+status line below the log on a terminal, and plain lines elsewhere; without -f
+the log is printed as stored (docs/architecture.md, "The runner's log").
+
+Examples:
   xrun logs 3fa1c2
   xrun logs -f --tail 50 3fa1      # follow until the job ends` + foundOnHost,
 		Flags: append(hostFlags(&o.host),
@@ -69,7 +76,15 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 		// Both of the container's streams go to stdout, as the store's copy
 		// does once the container is gone: the runner logs on stderr, and
 		// xrun logs ID | grep must see it either way.
-		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, a.Out, a.Out)
+		out := io.Writer(a.Out)
+		if o.follow {
+			// Followed, the runner's progress lines become a status line
+			// on a terminal and plain lines elsewhere (termview).
+			view := termview.NewLog(termview.NewStatus(a.Out, a.OutTTY))
+			defer view.Close()
+			out = view
+		}
+		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out, out)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/termview"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -67,14 +68,17 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	if o.cpu {
 		mode = "cpu"
 	}
+	// The runner's progress lines are a status line on a terminal.
+	view := termview.NewLog(termview.NewStatus(a.Err, a.ErrTTY))
 	r, err := run.Run(ctx, run.Options{
 		ExperimentDir: o.dir,
 		OutDir:        out,
 		Mode:          mode,
 		Python:        o.python,
 		ClientVersion: version.Version,
-		Log:           a.Err,
+		Log:           view,
 	})
+	view.Close()
 	if r != nil {
 		var perr error
 		if o.json {

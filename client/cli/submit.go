@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,11 +16,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/run"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
@@ -35,6 +38,10 @@ type submitOptions struct {
 	json    bool
 	labels  []string
 	noCache bool
+	verbose bool
+	// noPreflight leaves the check of the spec's module:function
+	// references to the container (preflight).
+	noPreflight bool
 	// hosts are every --host given: more than one fans out.
 	hosts []string
 	// queue waits for busy GPUs instead of failing.
@@ -110,6 +117,8 @@ configuration on the host until xrun rm removes it.`,
 			&cli.StringFlag{Name: "base", EnvVars: []string{"XRUN_BASE"}, Usage: "base image reference, instead of the one image.base resolves to", Destination: &o.base},
 			&cli.BoolFlag{Name: "json", Usage: "print the job record (attached: after it ends) as JSON on stdout", Destination: &o.json},
 			&cli.StringSliceFlag{Name: "label", Usage: "add label KEY=VALUE to the job's image and container"},
+			&cli.BoolFlag{Name: "verbose", Usage: "print the image build's output in full (default: a line per step; the full output is the job's build.log, and is printed when the build fails)", Destination: &o.verbose},
+			&cli.BoolFlag{Name: "no-preflight", EnvVars: []string{"XRUN_NO_PREFLIGHT"}, Usage: "do not check the spec's module:function references with this machine's python3 before the build (the container checks them all the same)", Destination: &o.noPreflight},
 			&cli.BoolFlag{Name: "no-cache", Usage: "rebuild every layer of the image", Destination: &o.noCache},
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.network},
@@ -158,13 +167,18 @@ func (o submitOptions) rerunArgs() *jobs.SubmitArgs {
 }
 
 func (o submitOptions) submitOptions(labels map[string]string) submit.Options {
-	return submit.Options{Dir: o.dir, GPUs: o.gpus, CPU: o.cpu, Timeout: o.timeout, Base: o.base, NoCache: o.noCache, Labels: labels}
+	return submit.Options{Dir: o.dir, GPUs: o.gpus, CPU: o.cpu, Timeout: o.timeout, Base: o.base, NoCache: o.noCache, Verbose: o.verbose, Labels: labels}
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	r, err := a.submitRequest(o)
 	if err != nil {
 		return err
+	}
+	if !o.noPreflight {
+		if err := preflight(ctx, r.Prepared, o.dir); err != nil {
+			return err
+		}
 	}
 	m, err := a.Jobs()
 	if err != nil {
@@ -183,14 +197,42 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		fmt.Fprintln(a.Out, j.ID)
 		return nil
 	default:
-		if err := a.printStoredResults(j, "text"); err != nil && j.Status == result.StatusSucceeded {
+		// The run's error was streamed in the log just now: the table and
+		// xrun's last line point to it rather than say it again.
+		inLog := a.errorInLog(j)
+		err := a.printSubmitResults(j, inLog)
+		if err != nil && j.Status == result.StatusSucceeded {
 			return err
+		}
+		// On one terminal the table just listed what failed.
+		if inLog || err == nil && a.OutTTY != nil && a.ErrTTY != nil {
+			return job.OutcomeShown(j)
 		}
 	}
 	if o.detach {
 		return nil
 	}
 	return job.Outcome(j)
+}
+
+// preflightTimeout bounds the check of references on this machine.
+const preflightTimeout = 10 * time.Second
+
+// preflight checks the spec's module:function references with this
+// machine's python3 before anything is built: a misspelt function is
+// found in a second rather than after the build and the container's start.
+// The experiment's modules are parsed, not imported: none of its code runs
+// here. Without a python3, or when the check cannot run, the container's
+// check is the only one.
+func preflight(ctx context.Context, p *submit.Prepared, dir string) error {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil
+	}
+	if _, err := run.CheckRefsOnHost(ctx, p.Spec, dir, py, preflightTimeout); err != nil {
+		return exit.BadInput(fmt.Errorf("%w\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", err))
+	}
+	return nil
 }
 
 // submitRequest checks a submit's options, loads its spec and reads its
@@ -304,6 +346,42 @@ func parseLabels(flags []string) (map[string]string, error) {
 		labels[k] = v
 	}
 	return labels, nil
+}
+
+// errorInLog says whether job j's error is a line of its stored log, as
+// the runner logs it ("error: ..."): the attached submit showed it there.
+func (a *App) errorInLog(j *jobs.Job) bool {
+	if j.Error == "" {
+		return false
+	}
+	st, err := a.Store()
+	if err != nil {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+	first, _, _ := strings.Cut(strings.TrimSpace(j.Error), "\n")
+	return err == nil && strings.Contains(string(data), " error: "+first)
+}
+
+// printSubmitResults prints an attached submit's results table; with
+// errorShown the run's error, which the log on the same screen just said,
+// is pointed to rather than repeated (on a terminal; a file or a pipe
+// gets the whole table).
+func (a *App) printSubmitResults(j *jobs.Job, errorShown bool) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	if err != nil {
+		return fmt.Errorf("job %s has no results: %w", j.ID, err)
+	}
+	r, err := result.Decode(data)
+	if err != nil {
+		return fmt.Errorf("read results of job %s: %w", j.ID, err)
+	}
+	shownHere := errorShown && a.OutTTY != nil && a.ErrTTY != nil
+	return report.TextWith(a.Out, r, report.TextOptions{ErrorShown: shownHere})
 }
 
 // printStoredResults prints the job's results.json from the store.

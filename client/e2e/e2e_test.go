@@ -198,7 +198,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	expect(t, xrun(t, time.Minute, "init", dir), 0)
 	// The scaffold as it is, on whatever CPU base the host has.
 	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--label", labelArg, dir)
-	expect(t, r, 0, "Step 1/", "job ", "status: succeeded")
+	expect(t, r, 0, "build: step 1/", "job ", "status: succeeded")
 	for _, want := range []string{"first-kernel", "succeeded", "reference", "blocked", "PASS"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.Stdout)

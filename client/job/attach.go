@@ -9,6 +9,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/termview"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -21,15 +22,20 @@ func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) er
 	logsCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
 	logsDone := make(chan struct{})
+	// The runner's progress lines become a status line on a terminal.
+	view := termview.NewLog(termview.NewStatus(m.Err, m.ErrTTY))
+	defer view.Close()
 	go func() {
 		defer close(logsDone)
-		b.Logs(logsCtx, j, backend.LogOptions{Follow: true}, m.Err, m.Err)
+		b.Logs(logsCtx, j, backend.LogOptions{Follow: true}, view, view)
+		view.Close()
 	}()
 	s, err := b.State(ctx, j)
 	if err == nil && !s.Finished() {
 		err = m.waitJob(ctx, b, j, s)
 	}
 	if ctx.Err() != nil {
+		view.Close() // the status line gives way to what the interrupt says
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace+30*time.Second)
 		defer cancel()
 		return m.interrupt(WithAbort(cleanup, abortOf(ctx)), b, j)

@@ -29,6 +29,10 @@ type Manager struct {
 	// Err receives progress and warnings (stderr); a submit's job log
 	// too while it is attached.
 	Err io.Writer
+	// ErrTTY is Err's terminal, unsanitised, where it is one (nil
+	// elsewhere): the job's progress and the build are a status line
+	// there (termview).
+	ErrTTY io.Writer
 	// RunnerFor returns the runner binary for a daemon's platform
 	// (runnerbin.For); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)

@@ -13,7 +13,15 @@ import (
 // Outcome turns a finished job into nil (succeeded) or the error that
 // says what happened, carrying the exit code xrun exits with: the
 // runner's code for the status (docs/architecture.md).
-func Outcome(j *jobs.Job) error {
+func Outcome(j *jobs.Job) error { return outcome(j, false) }
+
+// OutcomeShown is Outcome for a job whose error the reader has just seen
+// (an attached submit: in its streamed log, or the results table on the
+// same terminal): a failure says its exit code and where to look, not the
+// error again.
+func OutcomeShown(j *jobs.Job) error { return outcome(j, true) }
+
+func outcome(j *jobs.Job, errorShown bool) error {
 	switch j.Status {
 	case result.StatusSucceeded:
 		return nil
@@ -43,11 +51,14 @@ func Outcome(j *jobs.Job) error {
 	if j.ExitCode != nil {
 		msg += fmt.Sprintf(" with exit code %d", *j.ExitCode)
 	}
-	if j.Error != "" {
+	if j.Error != "" && !errorShown {
 		msg += ": " + firstLine(j.Error)
 	}
 	if j.OOMKilled && !strings.Contains(msg, "resources.memory") {
 		msg += "; raise resources.memory in xrun.yaml"
+	}
+	if errorShown {
+		return &exit.Error{Code: code, Err: fmt.Errorf("%s (what failed is above; `xrun logs %s`)", msg, j.ID)}
 	}
 	return &exit.Error{Code: code, Err: fmt.Errorf("%s (see `xrun logs %s`)", msg, j.ID)}
 }

@@ -95,7 +95,7 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 		return nil, err
 	}
 	done()
-	builder := &submit.Builder{Engine: e, Log: m.Err, RunnerFor: m.RunnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
+	builder := &submit.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: m.RunnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
 	if err := builder.Build(ctx, p, r.Build); err != nil {
 		return nil, err
 	}
@@ -112,6 +112,11 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 		return nil, err
 	}
 	s.stage = recorded
+	if len(p.BuildLog) > 0 {
+		if err := m.Store.WriteFile(s.j.ID, submit.BuildLogFile, p.BuildLog); err != nil {
+			fmt.Fprintf(m.Err, "warning: keep the build log: %v\n", err)
+		}
+	}
 	if m.OnJob != nil {
 		m.OnJob(s.j)
 	}

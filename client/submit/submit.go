@@ -24,6 +24,7 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/termview"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -55,6 +56,10 @@ type Options struct {
 	// Base overrides the base image image.base resolves to.
 	Base    string
 	NoCache bool
+	// Verbose prints the image build's output in full; otherwise a line
+	// per step (a status line on a terminal), and the full output only on
+	// a failure.
+	Verbose bool
 	// Labels are the user's labels for the image and the job.
 	Labels map[string]string
 }
@@ -77,6 +82,9 @@ type Prepared struct {
 	Mode    string // gpu or cpu
 	Timeout time.Duration
 	Labels  map[string]string
+	// BuildLog is the image build's full output, empty when the image
+	// was on the host already (BuildLogFile in the job's store).
+	BuildLog []byte
 }
 
 // Load reads and checks the spec and the GPU request: everything that
@@ -123,6 +131,9 @@ type Builder struct {
 	Engine engine.Engine
 	// Log gets progress and warnings, a line at a time.
 	Log io.Writer
+	// TTY is Log's terminal, unsanitised, where it is one (nil
+	// elsewhere): the build's steps are a status line there.
+	TTY io.Writer
 	// RunnerFor returns the runner binary for a platform (runnerbin.For).
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
 	// Step, when set, is called at the start of each step and the
@@ -220,16 +231,23 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(buildctx.WriteExtras(pw, extras...)) }()
-	p.ImageID, err = b.Engine.Build(ctx, pr, engine.BuildOptions{Tag: p.ImageRef, NoCache: o.NoCache}, func(line string) {
-		fmt.Fprintln(b.Log, line)
-	})
+	out := &buildOutput{st: termview.NewStatus(b.Log, b.TTY), verbose: o.Verbose, start: time.Now()}
+	p.ImageID, err = b.Engine.Build(ctx, pr, engine.BuildOptions{Tag: p.ImageRef, NoCache: o.NoCache}, out.line)
 	pr.Close()
+	p.BuildLog = out.full.Bytes()
 	if err != nil {
 		if ctx.Err() != nil {
+			out.st.Clear()
 			return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted during the image build")}
+		}
+		out.failed()
+		var be *engine.BuildError
+		if errors.As(err, &be) && !o.Verbose {
+			be.Last = nil // printed in full just above
 		}
 		return err
 	}
+	out.done(p.ImageRef)
 	return nil
 }
 

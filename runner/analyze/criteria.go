@@ -314,7 +314,9 @@ func notRun(name string, ir *result.ImplResult) string {
 	case result.ImplOK, result.ImplWrong:
 		return name + " has no measurement"
 	}
-	if why == "" {
+	if why == "" || ir.Status != result.ImplNotRun {
+		// A failure is the implementation's result, said where its
+		// result is (the table's "not ok", results.json), not again here.
 		return name + " did not run (" + ir.Status + ")"
 	}
 	return name + " did not run (" + ir.Status + ": " + why + ")"

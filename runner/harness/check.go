@@ -52,6 +52,19 @@ func (p Problem) Where() string {
 // (nil: the runner's own): Python imports a sitecustomize module from
 // PYTHONPATH, the experiment's directory.
 func CheckRefs(ctx context.Context, python, dir string, env []string, refs []Ref, as *sandbox.User) ([]Problem, error) {
+	return checkRefs(ctx, python, dir, env, refs, as, time.Minute)
+}
+
+// CheckRefsOnHost is CheckRefs on the submitting machine, before the image
+// is built, within timeout: it judges only the experiment's own modules
+// (those on env's PYTHONPATH) and leaves the rest, installed packages that
+// may be missing here or differ, to the check in the container. As
+// CheckRefs, it parses the modules and imports none of them.
+func CheckRefsOnHost(ctx context.Context, python, dir string, env []string, refs []Ref, timeout time.Duration) ([]Problem, error) {
+	return checkRefs(ctx, python, dir, env, refs, nil, timeout, "host")
+}
+
+func checkRefs(ctx context.Context, python, dir string, env []string, refs []Ref, as *sandbox.User, timeout time.Duration, mode ...string) ([]Problem, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
@@ -59,12 +72,12 @@ func CheckRefs(ctx context.Context, python, dir string, env []string, refs []Ref
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out, errb bytes.Buffer
 	// The script goes on the command line: no file of it for anyone to
 	// change, wherever TMPDIR is.
-	cmd := exec.CommandContext(ctx, python, "-c", string(checkScript), string(arg))
+	cmd := exec.CommandContext(ctx, python, append([]string{"-c", string(checkScript), string(arg)}, mode...)...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &out, &errb
 	setProcAttr(cmd, as)
 	if err := cmd.Run(); err != nil {

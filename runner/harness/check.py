@@ -7,16 +7,26 @@ modules are located on sys.path (PYTHONPATH holds the experiment and its
 includes) and parsed, so GPU-only code (triton, CUDA extensions built at
 import) is checked on any machine, in milliseconds.
 
-    python3 check.py '[{"key": "benchmark.inputs", "ref": "gla.inputs:make_inputs"}, ...]'
+    python3 check.py '[{"key": "benchmark.inputs", "ref": "gla.inputs:make_inputs"}, ...]' [host]
 
 prints a JSON list of problems, each {key, ref, file, line, message}.
+
+With "host" (xrun submit's check on the submitting machine, before the
+image build) only the experiment's own modules are judged, those under
+PYTHONPATH: an installed package may be absent here, or another version,
+and the check in the container judges those.
 """
 
 import ast
+import difflib
 import json
 import os
 import sys
 from importlib.machinery import PathFinder
+
+
+class Skip(Exception):
+    """A module the host cannot judge: the container's check will."""
 
 
 class Problem(Exception):
@@ -25,7 +35,38 @@ class Problem(Exception):
         self.message, self.file, self.line = message, file, line
 
 
-def locate(modname):
+def roots():
+    """The experiment's directories: PYTHONPATH, as the runner and xrun set it."""
+    return [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def own(origin):
+    return any(os.path.abspath(origin).startswith(r + os.sep) for r in roots())
+
+
+def top_level_modules():
+    """The modules and packages directly in the experiment's directories."""
+    names = set()
+    for r in roots():
+        try:
+            entries = os.listdir(r)
+        except OSError:
+            continue
+        for e in entries:
+            if e.endswith(".py"):
+                names.add(e[:-3])
+            elif e.isidentifier() and os.path.isdir(os.path.join(r, e)):
+                names.add(e)
+    return names
+
+
+def closest(name, candidates):
+    """' (did you mean X?)' for the candidate closest to name, or ''."""
+    m = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+    return "; did you mean %s?" % m[0] if m else ""
+
+
+def locate(modname, host=False):
     """Returns the spec of modname, found package by package without
     executing any __init__.py (whose syntax is checked on the way)."""
     path = None
@@ -37,8 +78,14 @@ def locate(modname):
         if spec is None:
             if i == 0 and name in sys.builtin_module_names:
                 return None
+            hint = closest(parts[i], top_level_modules()) if i == 0 else ""
+            if host and i == 0 and not hint:
+                raise Skip()  # perhaps a package the image installs
             where = "the experiment, its includes and the installed packages" if i == 0 else parts[i - 1]
-            raise Problem("module %s not found (looked in %s)" % (name, where))
+            raise Problem("module %s not found (looked in %s)%s" % (name, where, hint))
+        if host and i == 0 and spec.origin not in (None, "built-in", "frozen") and not own(spec.origin) and \
+                not any(own(p + os.sep + "x") for p in (spec.submodule_search_locations or [])):
+            raise Skip()  # an installed package: the image's version may differ
         if i < len(parts) - 1:
             if spec.submodule_search_locations is None:
                 raise Problem("%s is a module, not a package: %s cannot be in it" % (name, modname), spec.origin or "")
@@ -65,10 +112,11 @@ def parse(file):
 
 
 def defined(tree):
-    """Top-level names a module defines, and whether it may define others
+    """Top-level names a module defines, the functions and classes among
+    them that are its own (not imported), and whether it may define others
     in ways a parse cannot see (star imports, module __getattr__,
     globals())."""
-    names, dynamic = set(), False
+    names, funcs, dynamic = set(), set(), False
 
     def targets(t):
         if isinstance(t, ast.Name):
@@ -84,6 +132,7 @@ def defined(tree):
         for st in body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(st.name)
+                funcs.add(st.name)
                 if st.name == "__getattr__":
                     dynamic = True
             elif isinstance(st, ast.Assign):
@@ -115,31 +164,40 @@ def defined(tree):
                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("globals", "setattr", "exec"):
                         dynamic = True
     walk(tree.body)
-    return names, dynamic
+    return names, funcs, dynamic
 
 
-def check(ref):
+def check(ref, host=False):
     mod, sep, attr = ref.partition(":")
     if not sep or not mod or not attr:
         raise Problem("%r is not module:function" % ref)
-    spec = locate(mod)
+    spec = locate(mod, host)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return  # a builtin, compiled or namespace module: nothing to parse
     tree = parse(spec.origin)
     name = attr.split(".")[0]
-    names, dynamic = defined(tree)
+    names, funcs, dynamic = defined(tree)
     if name in names or dynamic:
         return
-    funcs = sorted(n for n in names if not n.startswith("_"))
-    have = ", ".join(funcs[:12]) + (", ..." if len(funcs) > 12 else "") if funcs else "nothing"
-    raise Problem("module %s has no %s (it defines %s)" % (mod, name, have), spec.origin)
+    # Only the module's own functions are listed: its imports (np, torch)
+    # are not what a spec names.
+    own_funcs = sorted(n for n in funcs if not n.startswith("_"))
+    hint = closest(name, own_funcs) or closest(name, [n for n in names if not n.startswith("_")])
+    if own_funcs:
+        have = "its functions: " + ", ".join(own_funcs[:12]) + (", ..." if len(own_funcs) > 12 else "")
+    else:
+        have = "it defines no functions"
+    raise Problem("module %s has no function %s%s (%s)" % (mod, name, hint, have), spec.origin)
 
 
 def main():
     problems = []
+    host = sys.argv[2:3] == ["host"]
     for t in json.loads(sys.argv[1]):
         try:
-            check(t["ref"])
+            check(t["ref"], host)
+        except Skip:
+            pass
         except Problem as p:
             problems.append({"key": t["key"], "ref": t["ref"], "file": os.path.relpath(p.file) if p.file else "",
                              "line": p.line, "message": p.message})

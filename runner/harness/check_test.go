@@ -55,7 +55,7 @@ func TestCheckRefs(t *testing.T) {
 		got[p.Key] = p
 	}
 	for _, want := range []struct{ key, where, msg string }{
-		{"typo", "ok.py: ", "module ok has no mkae (it defines add, make, np, root)"},
+		{"typo", "ok.py: ", "module ok has no function mkae; did you mean make? (its functions: make)"},
 		{"syntax", "broken.py:2: ", "SyntaxError: invalid syntax"},
 		{"missing", "", "module nosuch not found"},
 		{"pkginit", "bad/__init__.py:1: ", "SyntaxError"},

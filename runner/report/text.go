@@ -21,6 +21,19 @@ import (
 // control sequences are dropped (termsafe) wherever the table goes, a CI
 // log or a file as much as a terminal.
 func Text(w io.Writer, r *result.Results) error {
+	return TextWith(w, r, TextOptions{})
+}
+
+// TextOptions change what Text says.
+type TextOptions struct {
+	// ErrorShown says the run's error is on the reader's screen already
+	// (the log an attached xrun submit just streamed there): the table
+	// points to it rather than saying it again.
+	ErrorShown bool
+}
+
+// TextWith is Text with o.
+func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	ew := &errWriter{w: termsafe.NewWriter(w)}
 	head := []string{r.Experiment}
 	if r.JobID != "" {
@@ -33,7 +46,10 @@ func Text(w io.Writer, r *result.Results) error {
 		head = append(head, r.Mode)
 	}
 	fmt.Fprintf(ew, "%s\n", strings.Join(head, "  "))
-	if r.Error != "" {
+	switch {
+	case r.Error != "" && o.ErrorShown:
+		fmt.Fprintf(ew, "error: in the log above\n")
+	case r.Error != "":
 		fmt.Fprintf(ew, "error: %s\n", firstLine(r.Error))
 	}
 	fmt.Fprintln(ew)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/outlog"
@@ -67,6 +68,7 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 		return contract.ExitInfra
 	}
 	o.Worker = worker
+	start := time.Now()
 	r, err := Run(ctx, o)
 	// Run returns an error with results only when they stopped before any
 	// case (no table to show) or on cancellation (a partial table).
@@ -75,8 +77,10 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 			fmt.Fprintf(stderr, "%s: %v\n", name, terr)
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	// An error the run logged as it stopped ("error: ...") is not said
+	// again: the log is where a person reads it.
+	if err != nil && (r == nil || r.Error != err.Error()) {
+		fmt.Fprintf(stderr, "%s: %s\n", name, exitLine(err, time.Since(start)))
 	}
 	if o.OutToLog {
 		if _, serr := os.Stat(o.OutDir); serr == nil {
@@ -86,6 +90,15 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 		}
 	}
 	return ExitCode(r, err)
+}
+
+// exitLine is the runner's last word on an error: a cancellation (SIGTERM,
+// Ctrl-C, xrun cancel) said in words, not as Go's "context canceled".
+func exitLine(err error, took time.Duration) string {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Sprintf("cancelled after %.1f s; partial results kept", took.Seconds())
+	}
+	return err.Error()
 }
 
 func orString(v, def string) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -167,7 +168,22 @@ func (rn *runner) implementations() []*impl {
 // starts: a misspelt name or a syntax error is a bad spec (exit 3) found
 // in a second, not an error repeated by every case after the GPU work.
 func (rn *runner) checkRefs(ctx context.Context, py string, env []string) error {
-	b := &rn.s.Benchmark
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, SpecRefs(rn.s), rn.o.Worker)
+	if err != nil {
+		// The check is a shortcut: the workers still report what it missed.
+		rn.logf("%v", err)
+		return nil
+	}
+	if err := RefsError(rn.s, problems); err != nil {
+		return &SpecError{err}
+	}
+	return nil
+}
+
+// SpecRefs are the module:function references of s, each with the spec
+// key that names it.
+func SpecRefs(s *spec.Spec) []harness.Ref {
+	b := &s.Benchmark
 	var refs []harness.Ref
 	add := func(key, ref string) {
 		if ref != "" {
@@ -178,7 +194,7 @@ func (rn *runner) checkRefs(ctx context.Context, py string, env []string) error 
 	add("benchmark.reference", b.Reference)
 	for _, im := range b.Implementations {
 		key := "benchmark.implementations." + im.Name
-		if _, ok := rn.s.Lines[key+".fn"]; ok {
+		if _, ok := s.Lines[key+".fn"]; ok {
 			key += ".fn"
 		}
 		add(key, im.Fn)
@@ -187,20 +203,46 @@ func (rn *runner) checkRefs(ctx context.Context, py string, env []string) error 
 	add("benchmark.bytes", b.Bytes)
 	add("benchmark.tokens", b.Tokens)
 	add("benchmark.metrics", b.Metrics)
-	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, refs, rn.o.Worker)
-	if err != nil {
-		// The check is a shortcut: the workers still report what it missed.
-		rn.logf("%v", err)
-		return nil
-	}
+	return refs
+}
+
+// RefsError is the problems the reference check found, a line each
+// ("xrun.yaml:9: benchmark.inputs: ops:mk: ops.py: module ops has no
+// function mk; ..."), or nil for none: one message, whether xrun finds them
+// before the build or the runner in the container.
+func RefsError(s *spec.Spec, problems []harness.Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
 	msgs := make([]string, len(problems))
 	for i, p := range problems {
-		msgs[i] = fmt.Sprintf("%s: %s: %s%s", rn.s.At(p.Key), p.Ref, p.Where(), p.Message)
+		msgs[i] = fmt.Sprintf("%s: %s: %s%s", s.At(p.Key), p.Ref, p.Where(), p.Message)
 	}
-	return &SpecError{errors.New(strings.Join(msgs, "\n"))}
+	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// CheckRefsOnHost checks s's references with python on this machine, as
+// xrun submit does before it builds the image: the experiment's modules
+// are parsed (nothing of them is imported or run), with expDir and its
+// includes on PYTHONPATH as the workers have them. The error is the bad
+// spec; a check that could not run is no error (the container checks).
+func CheckRefsOnHost(ctx context.Context, s *spec.Spec, expDir, python string, timeout time.Duration) (ran bool, err error) {
+	expDir, err = filepath.Abs(expDir)
+	if err != nil {
+		return false, nil
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "PYTHONPATH" && k != "PYTHONSTARTUP" && k != "PYTHONHOME" {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PYTHONPATH="+pythonPath(expDir, s.Include, ""), "PYTHONDONTWRITEBYTECODE=1")
+	problems, cerr := harness.CheckRefsOnHost(ctx, python, expDir, env, SpecRefs(s), timeout)
+	if cerr != nil {
+		return false, nil
+	}
+	return true, RefsError(s, problems)
 }
 
 var smRE = regexp.MustCompile(`^sm_([0-9]{2,3})(a?)$`)

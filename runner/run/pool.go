@@ -150,8 +150,13 @@ func (p *pool) start(c harness.Config) (*harness.Worker, error) {
 	return harness.Start(c)
 }
 
-// closeZygote ends the zygote; the workers are closed first.
+// closeZygote ends the zygote; the workers are closed first. A run
+// stopped before it had a pool (cancelled while it looked for Python) has
+// nothing to close.
 func (p *pool) closeZygote() {
+	if p == nil {
+		return
+	}
 	p.zmu.Lock()
 	z := p.zygote
 	p.zygote = nil

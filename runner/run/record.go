@@ -86,12 +86,25 @@ func (rn *runner) abortStopped(parent, ctx context.Context, err error) (*result.
 	if ctx.Err() == nil {
 		return rn.rec.abort(err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		rn.logf("%v", err)
-	} else {
+	switch {
+	case errors.Is(err, context.Canceled):
+		rn.logf("cancelled before the first case%s", during(err, context.Canceled))
+	case errors.Is(err, context.DeadlineExceeded):
+		rn.logf("timed out before the first case%s", during(err, context.DeadlineExceeded))
+	default:
 		rn.logf("stopped before the first case, in a step that then failed: %v", err)
 	}
 	return rn.finish(parent, ctx, nil)
+}
+
+// during is what the step stopped by cause was doing (" (stopped while
+// looking for Python)"), without Go's words for the cause.
+func during(err, cause error) string {
+	what := strings.TrimSuffix(strings.TrimSuffix(err.Error(), cause.Error()), ": ")
+	if what == "" {
+		return ""
+	}
+	return " (" + what + ")"
 }
 
 // fail records err as im's outcome on the case. It returns a non-nil error

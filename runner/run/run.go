@@ -26,6 +26,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/progress"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -110,7 +111,7 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 	}
 	defer logFile.Close()
 	mu := new(sync.Mutex)
-	rn := &runner{o: o, log: &syncWriter{mu: mu, w: io.MultiWriter(o.Log, logFile)}, logFile: &syncWriter{mu: mu, w: logFile}}
+	rn := &runner{prog: progressState{start: time.Now()}, o: o, log: &syncWriter{mu: mu, w: io.MultiWriter(o.Log, logFile)}, logFile: &syncWriter{mu: mu, w: logFile}}
 	rn.rec = &recorder{path: filepath.Join(o.OutDir, result.FileName), logf: rn.logf}
 	rn.clocks = &clockMonitor{windows: map[windowKey][]gpuinfo.Window{}}
 	return rn.run(ctx)
@@ -185,6 +186,31 @@ type runner struct {
 	// strays says how many processes of the experiment outlived their
 	// workers, once killStrays killed them.
 	strays string
+	// prog is where the run is, for its progress lines.
+	prog progressState
+}
+
+// progressState is what the progress lines say besides the phase.
+type progressState struct {
+	start     time.Time // the runner's start
+	caseN     int       // the case running, from 1
+	cases     int
+	caseStart time.Time
+	done      time.Duration // the finished cases' time
+}
+
+// progress logs the run's progress line (runner/progress): the case, the
+// phase, the implementation being timed, and the times an estimate of the
+// rest needs.
+func (rn *runner) progress(phase, impl string) {
+	p := &rn.prog
+	if p.caseN == 0 {
+		return
+	}
+	now := time.Now()
+	e := progress.Event{Case: p.caseN, Cases: p.cases, Phase: phase, Impl: impl,
+		Elapsed: now.Sub(p.start).Seconds(), CaseStart: p.caseStart.Sub(p.start).Seconds(), Done: p.done.Seconds()}
+	rn.logf("%s", e.Line())
 }
 
 func (rn *runner) logf(format string, args ...any) {
@@ -245,10 +271,13 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 	if runErr == nil {
 		cases := s.Benchmark.Cases(rn.cpu)
 		rn.varying = spec.VaryingKeys(cases)
-		for _, p := range cases {
+		rn.prog.cases = len(cases)
+		for i, p := range cases {
+			rn.prog.caseN, rn.prog.caseStart = i+1, time.Now()
 			if runErr = rn.runCase(ctx, p); runErr != nil {
 				break
 			}
+			rn.prog.done += time.Since(rn.prog.caseStart)
 		}
 	}
 	closeWorkers(rn.impls)
@@ -281,6 +310,7 @@ func (rn *runner) runCase(ctx context.Context, p spec.Params) error {
 		label = "(no parameters)"
 	}
 	rn.logf("case %s", label)
+	rn.progress(progress.PhaseCheck, "")
 	for _, im := range rn.impls {
 		if im.skip != "" {
 			*rn.rec.res(kc.idx, im.name) = result.ImplResult{Status: result.ImplSkipped, Error: im.skip}

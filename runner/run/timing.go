@@ -6,6 +6,7 @@ import (
 
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/progress"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/timing"
 )
@@ -19,6 +20,7 @@ func (rn *runner) newLoop() *timing.Loop {
 		// The first worker's, once it is ready (noteReady).
 		FirstLaunchMS: func() float64 { return m.LaunchMS },
 		Logf:          rn.logf,
+		Batch:         func(name string) { rn.progress(progress.PhaseTime, name) },
 	})
 }
 

@@ -87,6 +87,9 @@ type Config struct {
 	// measured minGaps gaps of their own.
 	FirstLaunchMS func() float64
 	Logf          func(format string, args ...any)
+	// Batch, when set, is called as each batch of an implementation
+	// starts (the runner's progress line).
+	Batch func(name string)
 	// Now is the clock of wall times (nil: time.Now).
 	Now func() time.Time
 }
@@ -189,6 +192,9 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, re
 	warmup := l.c.WarmupMS
 	if a.rounds > 0 {
 		warmup *= laterWarmupShare
+	}
+	if l.c.Batch != nil {
+		l.c.Batch(im.Name)
 	}
 	s, err := im.Open(ctx)
 	start := l.c.Now()

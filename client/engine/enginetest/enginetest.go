@@ -31,7 +31,11 @@ type Engine struct {
 	ImageEnv map[string][]string
 	// BuildFiles are the files of each build context.
 	BuildFiles []map[string][]byte
-	Containers map[string]*Container
+	// BuildOutput, when set, are the lines every build prints (default:
+	// one step); BuildErr, when set, is what it then returns.
+	BuildOutput []string
+	BuildErr    error
+	Containers  map[string]*Container
 	// PullErr, when set, is what every Pull returns.
 	PullErr error
 	// Behave says what a container runs, from its spec.
@@ -157,7 +161,16 @@ func (f *Engine) Build(_ context.Context, r io.Reader, o engine.BuildOptions, pr
 	if err != nil {
 		return "", err
 	}
-	progress("Step 1/1 : FROM fake")
+	lines := f.BuildOutput
+	if lines == nil {
+		lines = []string{"Step 1/1 : FROM fake"}
+	}
+	for _, l := range lines {
+		progress(l)
+	}
+	if f.BuildErr != nil {
+		return "", f.BuildErr
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.BuildFiles = append(f.BuildFiles, files)

@@ -49,8 +49,8 @@ def test_found(exp, ref):
     ("gla.nope:f", "module gla.nope not found (looked in gla)", "", 0),
     ("nope.x:f", "module nope not found (looked in the experiment", "", 0),
     ("mod.x:f", "mod is a module, not a package: mod.x cannot be in it", "mod.py", 0),
-    ("gla.ops:chunk", "module gla.ops has no chunk (it defines A, B, C, Kernel, chunk_gla, in_if, in_try, root)",
-     "gla/ops.py", 0),
+    ("gla.ops:chunk", "module gla.ops has no function chunk; did you mean chunk_gla? (its functions: Kernel, chunk_gla, in_if, "
+     "in_try)", "gla/ops.py", 0),
     ("gla.bad:f", "SyntaxError:", "gla/bad.py", 1),
 ])
 def test_problems(exp, ref, message, file, line):
@@ -58,6 +58,37 @@ def test_problems(exp, ref, message, file, line):
         check.check(ref)
     assert message in e.value.message
     assert e.value.file.endswith(file) and e.value.line == line
+
+
+def test_a_missing_function_lists_only_the_modules_own(exp):
+    """Imported names (np, root) are no functions of the module's to offer."""
+    (exp / "imp.py").write_text("import numpy as np\nfrom math import sqrt as root\ndef make_inputs(p, s): pass\n")
+    with pytest.raises(check.Problem) as e:
+        check.check("imp:make_input")
+    assert e.value.message == "module imp has no function make_input; did you mean make_inputs? (its functions: make_inputs)"
+
+
+def test_a_misspelt_module_gets_the_closest(exp, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(exp))
+    with pytest.raises(check.Problem) as e:
+        check.check("glaa.ops:chunk_gla")
+    assert "module glaa not found" in e.value.message and "did you mean gla?" in e.value.message
+
+
+@pytest.mark.parametrize("ref", ["torch_not_here.nn:relu", "json:no_such_function"])
+def test_host_leaves_installed_packages_to_the_container(exp, monkeypatch, ref):
+    """On the submitting host a package may be missing or another version."""
+    monkeypatch.setenv("PYTHONPATH", str(exp))
+    with pytest.raises(check.Skip):
+        check.check(ref, host=True)
+
+
+def test_host_judges_the_experiments_own_modules(exp, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(exp))
+    with pytest.raises(check.Problem) as e:
+        check.check("gla.ops:chunk", host=True)
+    assert "did you mean chunk_gla?" in e.value.message
+    check.check("gla.ops:chunk_gla", host=True)
 
 
 def test_as_the_runner_runs_it(exp):
