@@ -44,7 +44,7 @@ benchmark:
 		t.Fatalf("err %v, exit %d; want a bad spec", ro.err, ro.code)
 	}
 	for _, want := range []string{
-		"xrun.yaml:7: benchmark.implementations.typo: k:fsat: k.py: module k has no fsat (it defines fast, make_inputs, ref)",
+		"xrun.yaml:7: benchmark.implementations.typo: k:fsat: k.py: module k has no function fsat; did you mean fast? (its functions: fast, make_inputs, ref)",
 		"xrun.yaml:8: benchmark.implementations.broken.fn: broken:f: broken.py:2: SyntaxError: invalid syntax",
 	} {
 		if !strings.Contains(ro.err.Error(), want) {
@@ -54,7 +54,7 @@ benchmark:
 	if strings.Contains(ro.log, "starting worker") {
 		t.Errorf("workers started before the check:\n%s", ro.log)
 	}
-	if r := readResults(t, ro.out); !strings.Contains(r.Error, "has no fsat") {
+	if r := readResults(t, ro.out); !strings.Contains(r.Error, "has no function fsat") {
 		t.Errorf("results.json error %q", r.Error)
 	}
 }
