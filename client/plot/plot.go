@@ -65,10 +65,32 @@ var (
 // embeds, reads better than its default serif at small sizes.
 const sans = "Sans"
 
+// titleWidth is the most characters a title line takes before it wraps:
+// about the plotting area's width at the title's size, beside the legend.
+const titleWidth = 64
+
+// wrapTitle breaks each line of title longer than width after the last
+// ", " that keeps it within width (a line without one stays as it is).
+func wrapTitle(title string, width int) string {
+	var out []string
+	for _, line := range strings.Split(title, "\n") {
+		for len(line) > width {
+			cut := strings.LastIndex(line[:width], ", ")
+			if cut <= 0 {
+				break
+			}
+			out = append(out, line[:cut+1])
+			line = line[cut+2:]
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
 // newPlot is a plot with xrun's text sizes and a light grid.
 func newPlot(title, xlabel, ylabel string) *gplot.Plot {
 	p := gplot.New()
-	p.Title.Text = title
+	p.Title.Text = wrapTitle(title, titleWidth)
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.Title.TextStyle.Font.Variant = sans
 	p.Title.Padding = vg.Points(8)

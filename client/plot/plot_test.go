@@ -142,3 +142,42 @@ func TestTrend(t *testing.T) {
 		t.Errorf("verdicts: step %+v, spike %+v", vs[20], vs[13])
 	}
 }
+
+// A title line wider than the plot wraps after a comma; a short one stays.
+func TestWrapTitle(t *testing.T) {
+	long := "NVIDIA H200, driver 580, CUDA 13, python 3.12.3, torch 2.11.0+cu130, triton 3.6.0, numpy 2.5.2, max 1980 MHz, 700 W"
+	got := wrapTitle("demo · slowed · T=1024\n"+long, 64)
+	want := "demo · slowed · T=1024\nNVIDIA H200, driver 580, CUDA 13, python 3.12.3,\ntorch 2.11.0+cu130, triton 3.6.0, numpy 2.5.2, max 1980 MHz,\n700 W"
+	if got != want {
+		t.Errorf("wrapTitle:\n%s\nwant\n%s", got, want)
+	}
+	if got := wrapTitle("short, title", 64); got != "short, title" {
+		t.Errorf("short title became %q", got)
+	}
+}
+
+// Runs minutes apart are labelled to the second when their minutes repeat,
+// runs nights apart by date.
+func TestRunTicks(t *testing.T) {
+	labels := func(pts []TrendPoint) []string {
+		var out []string
+		for _, tk := range runTicks(pts).Ticks(0, 0) {
+			if tk.Label != "" {
+				out = append(out, tk.Label)
+			}
+		}
+		return out
+	}
+	start := time.Date(2026, 11, 25, 23, 3, 10, 0, time.UTC)
+	var quick, nightly []TrendPoint
+	for i := 0; i < 4; i++ {
+		quick = append(quick, TrendPoint{At: start.Add(time.Duration(i) * 25 * time.Second)})
+		nightly = append(nightly, TrendPoint{At: start.Add(time.Duration(i) * 24 * time.Hour)})
+	}
+	if got := strings.Join(labels(quick), " "); got != "23:03:10 23:03:35 23:04:00 23:04:25" {
+		t.Errorf("runs seconds apart: %s", got)
+	}
+	if got := strings.Join(labels(nightly), " "); got != "11-25 11-26 11-27 11-28" {
+		t.Errorf("nightly runs: %s", got)
+	}
+}

@@ -115,7 +115,7 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 	}
 	if len(stretches) > 0 {
 		leg.add(fmt.Sprintf("stable: median ± max(%gσ, %g%%)", t.Rule.Score, 100*t.Rule.Floor), bandThumb{bandColor})
-		leg.add(fmt.Sprintf("baseline median (%d runs)", t.Rule.Window), lineThumb{rgb(0x4e79a7)})
+		leg.add(fmt.Sprintf("baseline median (last %d runs at most)", t.Rule.Window), lineThumb{rgb(0x4e79a7)})
 	}
 
 	// Change points.
@@ -207,14 +207,30 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 	return f, err
 }
 
-// runTicks labels the runs by date, at most twelve of them; by time of
-// day when every run is of one day.
+// runTicks labels the runs, at most twelve of them, by date, by date and
+// time, by time of day when every run is of one day, or to the second when
+// the minutes would repeat: the shortest labels that tell the labelled
+// runs apart.
 func runTicks(pts []TrendPoint) gplot.Ticker {
-	layout := "01-02"
+	layouts := []string{"01-02", "01-02 15:04"}
 	if pts[0].At.UTC().Format("2006-01-02") == pts[len(pts)-1].At.UTC().Format("2006-01-02") {
-		layout = "15:04"
+		layouts = []string{"15:04", "15:04:05"}
 	}
 	every := max(1, (len(pts)+11)/12)
+	layout := layouts[len(layouts)-1]
+	for _, l := range layouts {
+		seen := map[string]bool{}
+		unique := true
+		for i := 0; i < len(pts); i += every {
+			label := pts[i].At.UTC().Format(l)
+			unique = unique && !seen[label]
+			seen[label] = true
+		}
+		if unique {
+			layout = l
+			break
+		}
+	}
 	var ticks gplot.ConstantTicks
 	for i, pt := range pts {
 		t := gplot.Tick{Value: float64(i)}
