@@ -14,7 +14,7 @@ setup: ## install the Debian packages that building and testing need (quick when
 	./scripts/setup.sh
 
 build: ## build static xrun and xrun-runner into bin/
-	@test -x $(BIN)/xrun || echo "build: xrun and xrun-runner into $(BIN)/ (the first build downloads the Go modules and compiles them: about 7 minutes on 2 cores)"
+	@test -d "$$($(GO) env GOMODCACHE)/github.com/moby" || echo "build: the first build downloads the Go modules and compiles them: about 7 minutes on 2 cores"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun ./client/cmd/xrun
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun-runner ./runner/cmd/xrun-runner
 

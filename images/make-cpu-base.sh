@@ -2,7 +2,8 @@
 # Makes a CPU base image on a host that cannot reach a container registry:
 # a Debian root filesystem from debootstrap (python3, numpy, and with --torch
 # Debian's PyTorch), loaded with `docker import`. Needs root and a Debian
-# mirror. Takes 1-3 min, or 2-12 min with --torch, mostly downloading.
+# mirror. Takes 1-3 min, or 5-22 min with --torch (5 on an idle 2-core machine,
+# 18-22 on a loaded one with a slow mirror), mostly downloading.
 set -euo pipefail
 
 usage() {
@@ -88,7 +89,7 @@ trap cleanup EXIT
 
 packages="python3,python3-numpy"
 took="1-3 minutes"
-if [ "$torch" = 1 ]; then packages="$packages,python3-torch" took="2-12 minutes"; fi
+if [ "$torch" = 1 ]; then packages="$packages,python3-torch" took="5-22 minutes"; fi
 say "debootstrap $suite ($packages) from $mirror: usually $took, mostly downloading"
 
 # progress turns debootstrap's one line per package into a line per stage

@@ -58,6 +58,10 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "matmul.py")); err != nil {
 		t.Error(err)
 	}
+	// The command it suggests can be pasted: the directory has a space.
+	if want := "`xrun submit --cpu '" + dir + "'`"; !strings.Contains(ta.err.String(), want) {
+		t.Errorf("init says %q, want %s", ta.err, want)
+	}
 	if code := ta.run(context.Background(), "init", dir); code != ExitUsage || !strings.Contains(ta.err.String(), "already has an xrun.yaml") {
 		t.Errorf("second init: exit %d, %s", code, ta.err)
 	}

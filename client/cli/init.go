@@ -107,6 +107,14 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 			return fmt.Errorf("init %s: %w", o.dir, err)
 		}
 	}
-	fmt.Fprintf(a.Err, "made experiment %q in %s: run it with `xrun submit --cpu %s`\n", name, o.dir, o.dir)
+	fmt.Fprintf(a.Err, "made experiment %q in %s: run it with `xrun submit --cpu %s`\n", name, o.dir, shellQuote(o.dir))
 	return nil
+}
+
+// shellQuote quotes a path for a command a person pastes into a shell.
+func shellQuote(s string) string {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+:=@,") == "" && s != "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

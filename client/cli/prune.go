@@ -33,8 +33,9 @@ func newPruneCommand(a *App) *cli.Command {
 	return &cli.Command{
 		Name:  "prune",
 		Usage: "remove xrun's job images that no container uses",
-		Description: `Every submit of an edited experiment builds a new image, and the old one stays
-on the host. prune removes the job images (labelled dev.xrun.experiment) that no
+		Description: `A submit builds a new image when the experiment's spec or its image
+layers change (an edit of its code alone is copied into the job's container,
+no build), and the old image stays on the host. prune removes the job images (labelled dev.xrun.experiment) that no
 container on the host uses, running or stopped, built more than --older-than ago
 (the default leaves the hour's builds to submits still on their way to starting a
 container). Base images are never removed. xrun rm a job first to free its image.

@@ -61,7 +61,7 @@ stderr what changed otherwise: the nightly is red only for a worse outcome.
 Examples:
   xrun results 3fa1
   xrun results --markdown 3fa1 >> experiments/039-gla-pingpong/README.md
-  xrun results --json 3fa1 | jq '.comparisons[] | {label, speedup, verdict}'
+  xrun results --json 3fa1 | jq '.comparisons[] | {"label", speedup, verdict}'
   xrun results --csv experiments/039-gla-pingpong/results/2026-11-22-h100 > gla.csv
   xrun results --markdown --plot figures 3fa1 > report.md
   xrun results --expected 3fa1 >/dev/null && echo "as declared"` + foundOnHost,

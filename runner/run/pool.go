@@ -66,7 +66,7 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 		if c := r.Env.Container; c != nil {
 			c.WorkerUser, c.WorkerProcsLimit = o.Worker.String(), n
 		}
-		rn.logf("the experiment's code runs as uid %d, apart from the runner (at most %d processes)", o.Worker.UID, n)
+		rn.logf("the experiment's code runs as uid %d, apart from the runner (at most %d processes and threads: the container's limit less the runner's 256)", o.Worker.UID, n)
 	}
 	if len(b.Command) > 0 {
 		p.argv = append([]string(nil), b.Command...)
