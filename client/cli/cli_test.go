@@ -1071,3 +1071,16 @@ func TestSubmitSaysAFailureOnce(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C stops following a job's log, not the job: xrun says so and exits
+// as an interrupted xrun does.
+func TestLogsFollowInterrupted(t *testing.T) {
+	ta := newTestApp(t)
+	id := submitRunning(t, ta)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	code := ta.run(ctx, "logs", "-f", id)
+	if code != ExitInterrupted || !strings.Contains(ta.err.String(), "stopped following; job "+id+" goes on") {
+		t.Errorf("interrupted logs -f: exit %d, %s", code, ta.err)
+	}
+}

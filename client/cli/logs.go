@@ -85,6 +85,11 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 			out = view
 		}
 		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out, out)
+		if ctx.Err() != nil && o.follow {
+			// Ctrl-C stops the following, not the job: it says so, and
+			// exits as an interrupted xrun does (130).
+			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("stopped following; job %s goes on (xrun logs -f %s to follow it again)", j.ID, j.ID)}
+		}
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}

@@ -266,7 +266,9 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		if v == 0 {
 			return ""
 		}
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		// 12 significant digits: the float64 noise of arithmetic
+		// (0.16317700000000002) is not a digit of the measurement.
+		return strconv.FormatFloat(v, 'g', 12, 64)
 	}
 	for _, r := range rows {
 		rec := []string{r.Experiment, r.JobID, r.Date.UTC().Format(time.RFC3339), r.Status, r.Host, r.GPU, r.GPUUUID,
