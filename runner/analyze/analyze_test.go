@@ -379,3 +379,47 @@ func TestExpectedOutcome(t *testing.T) {
 		t.Errorf("a declared pass: %+v", o)
 	}
 }
+
+func TestWarningsNotConvergedWording(t *testing.T) {
+	m := result.Methodology{TargetRSE: 0.005, MaxSamples: 100000, MaxTimeS: 15}
+	for _, c := range []struct {
+		name string
+		tm   result.Timing
+		want string // "" for no warning
+	}{
+		// Results written before the sample cap could converge: the error
+		// is within the target, so there is nothing to warn about.
+		{"within target at the sample cap", result.Timing{MedianMS: 0.0008, StderrRel: 0.00001, Samples: 100000, StopReason: "max_samples"}, ""},
+		{"above target at the sample cap", result.Timing{MedianMS: 0.0008, StderrRel: 0.009, Samples: 100000, StopReason: "max_samples"},
+			"relative standard error 0.90% after 100000 samples (max_samples: reached the 100000-sample cap), target 0.5%"},
+		{"tiny error shown with digits", result.Timing{MedianMS: 1, StderrRel: 0.0000123, Samples: 50, TotalS: 20, StopReason: "max_time"},
+			"relative standard error 0.0012% after 50 samples and 20 s (max_time: reached the 15 s time cap)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mm := m
+			if c.name == "tiny error shown with digits" {
+				mm.TargetRSE = 0.000001
+			}
+			r := &result.Results{Methodology: mm, Cases: []result.Case{{Label: "n=1", Results: map[string]*result.ImplResult{
+				"reference": {Status: result.ImplOK, Timing: &c.tm}}}}}
+			got := Warnings(r)
+			if c.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("Warnings = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Message, c.want) {
+				t.Fatalf("Warnings = %+v, want one containing %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for f, want := range map[float64]string{0: "0.00%", 0.012: "1.20%", 0.00001: "0.001%", 0.0000123: "0.0012%", 0.00005: "0.01%"} {
+		if got := Percent(f); got != want {
+			t.Errorf("Percent(%g) = %q, want %q", f, got, want)
+		}
+	}
+}
