@@ -287,6 +287,9 @@ func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplRes
 	if ir.Throughput != nil {
 		cell.TFLOPS = ir.Throughput.TFLOPS
 	}
+	if ir.Status == result.ImplWrong && name != r.Baseline {
+		return cell // no speed verdict for an incorrect result
+	}
 	for _, cmp := range r.Comparisons {
 		if cmp.A == name && cmp.B == r.Baseline && sameCase(cmp, c) {
 			cell.Speedup, cell.Verdict = cmp.Speedup, cmp.Verdict

@@ -184,7 +184,8 @@ func Comparisons(r *result.Results, threshold float64) []result.Comparison {
 				continue
 			}
 			cand := timing(c.Results[name])
-			if cand == nil {
+			if cand == nil || c.Results[name].Status == result.ImplWrong {
+				// An incorrect implementation gets no speed verdict.
 				continue
 			}
 			ct, bt := OneClock(*cand, *base)

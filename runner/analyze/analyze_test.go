@@ -423,3 +423,20 @@ func TestPercent(t *testing.T) {
 		}
 	}
 }
+
+// An incorrect implementation gets no speed verdict, even when it was timed.
+func TestComparisonsLeaveOutWrong(t *testing.T) {
+	tm := func(ms float64) *result.Timing {
+		return &result.Timing{MedianMS: ms, Q1MS: ms * 0.99, Q3MS: ms * 1.01, Samples: 100, Converged: true}
+	}
+	r := &result.Results{Baseline: "base", Implementations: []string{"base", "fast", "bad"}, Cases: []result.Case{{Label: "n=1",
+		Results: map[string]*result.ImplResult{
+			"base": {Status: result.ImplOK, Timing: tm(1)},
+			"fast": {Status: result.ImplOK, Timing: tm(0.5)},
+			"bad":  {Status: result.ImplWrong, Timing: tm(0.05)},
+		}}}}
+	got := Comparisons(r, 1.02)
+	if len(got) != 1 || got[0].A != "fast" {
+		t.Errorf("Comparisons = %+v, want fast alone", got)
+	}
+}

@@ -139,6 +139,9 @@ func (m *mdWriter) table(r *result.Results) {
 			continue
 		}
 		row("Speedup "+n+"/"+r.Baseline, func(c result.Case) string {
+			if ir := c.Results[n]; ir != nil && wrong(r, n, ir) {
+				return "-"
+			}
 			if cmp := comparison(r, n, c); cmp != nil {
 				return fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
 			}

@@ -136,6 +136,13 @@ func timing(ir *result.ImplResult) *result.Timing {
 	return ir.Timing
 }
 
+// wrong says that impl's result on a case is incorrect, so it gets no speed
+// verdict, even in results written before the runner stopped timing it. The
+// baseline keeps its place, as the others' speedups are over it.
+func wrong(r *result.Results, impl string, ir *result.ImplResult) bool {
+	return ir.Status == result.ImplWrong && impl != r.Baseline
+}
+
 // comparison finds the comparison of impl on case c.
 func comparison(r *result.Results, impl string, c result.Case) *result.Comparison {
 	for i := range r.Comparisons {

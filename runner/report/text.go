@@ -57,7 +57,7 @@ func Text(w io.Writer, r *result.Results) error {
 						med += "*"
 					}
 				}
-				if cmp := comparison(r, n, c); cmp != nil {
+				if cmp := comparison(r, n, c); cmp != nil && !wrong(r, n, ir) {
 					speed = fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
 					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {

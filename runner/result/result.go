@@ -31,7 +31,7 @@ const (
 // Implementation statuses within a case.
 const (
 	ImplOK      = "ok"      // ran, correct, timed
-	ImplWrong   = "wrong"   // ran, but failed the correctness check (still timed)
+	ImplWrong   = "wrong"   // ran, but failed the correctness check (not timed, unless it is the baseline; its error says so)
 	ImplError   = "error"   // raised, crashed, failed to compile
 	ImplTimeout = "timeout" // exceeded the per-implementation timeout
 	ImplOOM     = "oom"     // ran out of device or host memory
