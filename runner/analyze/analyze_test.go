@@ -440,3 +440,33 @@ func TestComparisonsLeaveOutWrong(t *testing.T) {
 		t.Errorf("Comparisons = %+v, want fast alone", got)
 	}
 }
+
+// A job that did not run to its verdict has its criteria not evaluated:
+// neither a FAIL with a value made up from what the stop left not run, nor
+// a PASS on the part of the sweep that ran.
+func TestCriteriaOfUnfinishedJob(t *testing.T) {
+	s := &spec.Spec{Criteria: []spec.Criterion{
+		{Speedup: "fast", Over: "base", AtLeast: 1.2},
+		{Correct: "all"},
+	}}
+	ok := &result.ImplResult{Status: result.ImplOK, Correctness: &result.Correctness{Passed: true}}
+	for _, status := range []string{result.StatusCancelled, result.StatusTimeout, result.StatusFailed} {
+		r := &result.Results{Status: status, Baseline: "base", Implementations: []string{"base", "fast"}, Cases: []result.Case{{Label: "n=1",
+			Results: map[string]*result.ImplResult{
+				"base": ok,
+				"fast": {Status: result.ImplNotRun, Error: "cancelled", Correctness: &result.Correctness{Passed: true}},
+			}}}}
+		if status == result.StatusFailed {
+			r.Cases = nil // its setup failed
+		}
+		crit, _ := Criteria(s, r)
+		for _, c := range crit {
+			if !c.NotEvaluated || c.Passed || c.Skipped || c.Value != 0 || c.Detail != "job "+status {
+				t.Errorf("%s: criterion %q = %+v, want not evaluated (job %s)", status, c.Name, c, status)
+			}
+		}
+		if o := ExpectedOutcome(&result.Results{Status: status, Criteria: crit}); len(o.Worse) != 1 {
+			t.Errorf("%s: outcome %+v, want the job's status alone", status, o)
+		}
+	}
+}

@@ -85,11 +85,34 @@ func Criteria(s *spec.Spec, r *result.Results) (crit []result.Criterion, allPass
 	allPassed = true
 	for _, c := range s.Criteria {
 		out := evaluate(c, r)
+		if why := unfinished(r); why != "" {
+			// Partial results say nothing about a criterion: a point the
+			// stop left not run would read as failing, and the points
+			// that ran are not the whole sweep.
+			out.Value, out.Passed, out.Skipped, out.NotEvaluated, out.Detail = 0, false, false, true, why
+		}
 		crit = append(crit, out)
 		allPassed = allPassed && (out.Passed || out.Skipped)
 	}
 	return crit, allPassed
 }
+
+// unfinished says why r's job did not run to its verdict ("job cancelled"),
+// or "" when it did (or is still on its way to it). A failed job whose
+// implementations failed ran to its verdict, and its criteria say which
+// failed; one that failed before any case (its setup) did not.
+func unfinished(r *result.Results) string {
+	switch {
+	case r.Status == result.StatusCancelled, r.Status == result.StatusTimeout,
+		r.Status == result.StatusFailed && len(r.Cases) == 0:
+		return NotEvaluatedDetail(r.Status)
+	}
+	return ""
+}
+
+// NotEvaluatedDetail is the detail of a criterion of a job that ended with
+// status before its verdict.
+func NotEvaluatedDetail(status string) string { return "job " + status }
 
 func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	kind := c.Kind()

@@ -46,7 +46,7 @@ func ExpectedOutcome(r *result.Results) Outcome {
 	}
 	for _, c := range r.Criteria {
 		switch {
-		case c.Skipped:
+		case c.Skipped, c.NotEvaluated:
 		case c.Passed && c.Expect == result.ExpectFail:
 			o.Better = append(o.Better, fmt.Sprintf("%q passed (%s), but the experiment declares that it fails", c.Name, fmtValue(c)))
 		case !c.Passed && c.Expect != result.ExpectFail:

@@ -300,12 +300,14 @@ func (m *mdWriter) criteria(r *result.Results) {
 	for _, c := range r.Criteria {
 		mark := "❌"
 		switch {
+		case c.NotEvaluated:
+			mark = "n/a"
 		case c.Skipped:
 			mark = "⏭️"
 		case c.Passed:
 			mark = "✅"
 		}
-		if c.Expect == result.ExpectFail && !c.Skipped {
+		if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
 			if c.Passed {
 				mark += " (declared to fail)"
 			} else {
@@ -313,7 +315,10 @@ func (m *mdWriter) criteria(r *result.Results) {
 			}
 		}
 		line := fmt.Sprintf("- %s **%s**: %s", mark, c.Name, fmtCriterion(c))
-		if c.Skipped {
+		switch {
+		case c.NotEvaluated:
+			line = fmt.Sprintf("- %s **%s**: not evaluated", mark, c.Name)
+		case c.Skipped:
 			line = fmt.Sprintf("- %s **%s**", mark, c.Name)
 		}
 		if c.Detail != "" {

@@ -336,3 +336,26 @@ func TestMarkdownBoundRow(t *testing.T) {
 		t.Errorf("markdown lacks %q:\n%s", want, md.String())
 	}
 }
+
+// A criterion of a job that did not run to its verdict reads as not
+// evaluated: no FAIL, no made-up value.
+func TestCriterionNotEvaluated(t *testing.T) {
+	r := &result.Results{Experiment: "e", Status: result.StatusCancelled, Criteria: []result.Criterion{
+		{Name: "fast >= 1.2x over base at every case", Kind: "speedup", Threshold: 1.2, NotEvaluated: true, Detail: "job cancelled"}}}
+	var text, md bytes.Buffer
+	if err := Text(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{text.String(), md.String()} {
+		if !strings.Contains(out, "fast >= 1.2x over base at every case**: not evaluated; job cancelled") &&
+			!strings.Contains(out, "n/a   fast >= 1.2x over base at every case: not evaluated; job cancelled") {
+			t.Errorf("no not-evaluated line in:\n%s", out)
+		}
+		if strings.Contains(out, "FAIL") || strings.Contains(out, "0x") || strings.Contains(out, "❌") {
+			t.Errorf("a FAIL or a value in:\n%s", out)
+		}
+	}
+}

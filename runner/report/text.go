@@ -105,16 +105,21 @@ func Text(w io.Writer, r *result.Results) error {
 		for _, c := range r.Criteria {
 			mark := "FAIL"
 			switch {
+			case c.NotEvaluated:
+				mark = "n/a "
 			case c.Skipped:
 				mark = "SKIP"
 			case c.Passed:
 				mark = "PASS"
 			}
-			if c.Expect == result.ExpectFail && !c.Skipped {
+			if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
 				mark += " (declared: fail)"
 			}
 			line := fmt.Sprintf("  %s  %s: %s", mark, c.Name, fmtCriterion(c))
-			if c.Skipped {
+			switch {
+			case c.NotEvaluated:
+				line = fmt.Sprintf("  %s  %s: not evaluated", mark, c.Name)
+			case c.Skipped:
 				line = fmt.Sprintf("  %s  %s", mark, c.Name)
 			}
 			if c.Detail != "" && !c.Passed {
