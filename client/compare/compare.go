@@ -15,12 +15,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -75,10 +77,14 @@ type Cell struct {
 	MedianMS float64 `json:"median_ms,omitempty"`
 	// Clock is the clock MedianMS is on (result.ClockKernel, ...).
 	Clock string `json:"clock,omitempty"`
-	// Speedup is over the job's own baseline (1 for the baseline itself).
+	// Speedup is over the job's own baseline (1 for the baseline itself;
+	// none for the reference, as in the job's own results).
 	Speedup float64 `json:"speedup,omitempty"`
-	Verdict string  `json:"verdict,omitempty"`
-	TFLOPS  float64 `json:"tflops,omitempty"`
+	// Baseline marks the job's baseline, which the tables show as
+	// "baseline" rather than 1x, as xrun results does.
+	Baseline bool    `json:"baseline,omitempty"`
+	Verdict  string  `json:"verdict,omitempty"`
+	TFLOPS   float64 `json:"tflops,omitempty"`
 	// VsFirst is the first job's median over this one's: > 1 is faster
 	// here than on the first job's host.
 	VsFirst float64 `json:"vs_first,omitempty"`
@@ -296,11 +302,14 @@ func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplRes
 			return cell
 		}
 	}
-	// No recorded comparison: the baseline is 1x, others the median ratio.
+	// No recorded comparison: the baseline is 1x, the other implementations
+	// the median ratio; the reference, which the runner does not compare,
+	// none (its row reads - in xrun results too).
 	if base := c.Results[r.Baseline]; base != nil && base.Timing != nil && cell.MedianMS > 0 {
-		if name == r.Baseline {
-			cell.Speedup = 1
-		} else if base.Timing.MedianMS > 0 {
+		switch {
+		case name == r.Baseline:
+			cell.Speedup, cell.Baseline = 1, true
+		case base.Timing.MedianMS > 0 && slices.Contains(r.Implementations, name):
 			cell.Speedup = base.Timing.MedianMS / cell.MedianMS
 		}
 	}
@@ -421,11 +430,12 @@ func (rep *Report) Text(w io.Writer) error {
 	for _, j := range rep.Jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
 	}
+	units := rep.units()
 	for _, c := range rep.Cases {
 		fmt.Fprintf(tw, "\n%s\n", c.Label)
 		head := []string{"IMPL"}
-		for _, j := range rep.Jobs {
-			head = append(head, j.Key+": ms", j.Key+": speedup", j.Key+": TFLOPS")
+		for i, j := range rep.Jobs {
+			head = append(head, j.Key+": "+units[i].time.Name, j.Key+": speedup", j.Key+": "+units[i].flops.Name)
 			if j.Key != "1" {
 				head = append(head, j.Key+" vs 1")
 			}
@@ -434,7 +444,7 @@ func (rep *Report) Text(w io.Writer) error {
 		for _, row := range c.Rows {
 			cols := []string{row.Implementation}
 			for i, cell := range row.Cells {
-				cols = append(cols, cellCols(cell, i > 0)...)
+				cols = append(cols, cellCols(cell, i > 0, units[i])...)
 			}
 			fmt.Fprintln(tw, strings.Join(cols, "\t"))
 		}
@@ -459,11 +469,12 @@ func (rep *Report) Markdown(w io.Writer) error {
 	for _, j := range rep.Jobs {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
 	}
+	units := rep.units()
 	for _, c := range rep.Cases {
 		fmt.Fprintf(&b, "\n**%s**\n\n| impl |", c.Label)
 		n := 1
-		for _, j := range rep.Jobs {
-			fmt.Fprintf(&b, " %s: ms | %s: speedup | %s: TFLOPS |", j.Key, j.Key, j.Key)
+		for i, j := range rep.Jobs {
+			fmt.Fprintf(&b, " %s: %s | %s: speedup | %s: %s |", j.Key, units[i].time.Name, j.Key, j.Key, units[i].flops.Name)
 			n += 3
 			if j.Key != "1" {
 				fmt.Fprintf(&b, " %s vs 1 |", j.Key)
@@ -474,7 +485,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 		for _, row := range c.Rows {
 			fmt.Fprintf(&b, "| %s |", row.Implementation)
 			for i, cell := range row.Cells {
-				for _, col := range cellCols(cell, i > 0) {
+				for _, col := range cellCols(cell, i > 0, units[i]) {
 					fmt.Fprintf(&b, " %s |", col)
 				}
 			}
@@ -493,30 +504,55 @@ func (rep *Report) Markdown(w io.Writer) error {
 	return nil
 }
 
+// jobUnits are the units of one job's columns.
+type jobUnits struct{ time, flops numfmt.Unit }
+
+// units picks each job's time and FLOP-rate units from all its cells, so a
+// column reads in one unit from one sweep point to the next.
+func (rep *Report) units() []jobUnits {
+	out := make([]jobUnits, len(rep.Jobs))
+	for i := range rep.Jobs {
+		var ms, tflops []float64
+		for _, c := range rep.Cases {
+			for _, row := range c.Rows {
+				if i < len(row.Cells) {
+					ms = append(ms, row.Cells[i].MedianMS)
+					tflops = append(tflops, row.Cells[i].TFLOPS)
+				}
+			}
+		}
+		out[i] = jobUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...)}
+	}
+	return out
+}
+
 // cellCols renders a cell: a failed or missing implementation shows its
 // status where the time would be.
-func cellCols(c Cell, vs bool) []string {
+func cellCols(c Cell, vs bool, u jobUnits) []string {
 	ms, speed, tflops, ratio := "-", "-", "-", "-"
 	switch {
 	case c.MedianMS > 0:
-		ms = fmtMS(c.MedianMS)
+		ms = u.time.Format(c.MedianMS, 3)
 		if c.Status != result.ImplOK && c.Status != "" {
 			ms += " (" + c.Status + ")"
 		}
 	case c.Status != "":
 		ms = c.Status
 	}
-	if c.Speedup > 0 {
-		speed = strconv.FormatFloat(c.Speedup, 'f', 2, 64) + "x"
+	switch {
+	case c.Baseline:
+		speed = "baseline"
+	case c.Speedup > 0:
+		speed = numfmt.Speedup(c.Speedup)
 		if c.Verdict != "" {
 			speed += " " + c.Verdict
 		}
 	}
 	if c.TFLOPS > 0 {
-		tflops = strconv.FormatFloat(c.TFLOPS, 'f', 2, 64)
+		tflops = u.flops.Format(c.TFLOPS, 3)
 	}
 	if c.VsFirst > 0 {
-		ratio = strconv.FormatFloat(c.VsFirst, 'f', 2, 64) + "x"
+		ratio = numfmt.Speedup(c.VsFirst)
 		if c.VsFirstVerdict != "" {
 			ratio += " " + c.VsFirstVerdict
 		}
@@ -526,17 +562,6 @@ func cellCols(c Cell, vs bool) []string {
 		out = append(out, ratio)
 	}
 	return out
-}
-
-// fmtMS shows three significant digits at least.
-func fmtMS(ms float64) string {
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	case ms >= 1:
-		return strconv.FormatFloat(ms, 'f', 3, 64)
-	}
-	return strconv.FormatFloat(ms, 'f', 4, 64)
 }
 
 func dash(s string) string {

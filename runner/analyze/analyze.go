@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -309,8 +310,8 @@ func Warnings(r *result.Results) []result.Warning {
 	for _, cmp := range r.Comparisons {
 		if cmp.Speedup > ExcessiveSpeedup {
 			out = append(out, result.Warning{Kind: WarnExcessiveSpeedup, Implementation: cmp.A, Label: cmp.Label,
-				Message: fmt.Sprintf("%s is %.1fx faster than %s at %s; check that it does all the work (correctness, inputs, caching)",
-					cmp.A, cmp.Speedup, cmp.B, cmp.Label)})
+				Message: fmt.Sprintf("%s is %s faster than %s at %s; check that it does all the work (correctness, inputs, caching)",
+					cmp.A, numfmt.Speedup(cmp.Speedup), cmp.B, cmp.Label)})
 		}
 	}
 	return out

@@ -202,7 +202,7 @@ func TestCriteria(t *testing.T) {
 		{"speedup median counts the crash as failing", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2, For: "median"},
 			true, 10.64 / 8.2, 1.2, nil, "at the median case"},
 		{"speedup median with a high bar", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.35, For: "median"},
-			false, 10.64 / 8.2, 1.35, []string{"T=2048 (1.3x)"}, ""},
+			false, 10.64 / 8.2, 1.35, []string{"T=2048 (1.30x)"}, ""},
 		{"max error of one impl", spec.Criterion{MaxError: "pipelined", Below: 1e-2, For: "any"},
 			true, 0.004, 1e-2, nil, "max error of pipelined < 0.01 at some case"},
 		{"max error all impls, skipped left out", spec.Criterion{MaxError: "all", Below: 1e-1},
@@ -372,7 +372,7 @@ func TestExpectedOutcome(t *testing.T) {
 		})
 	}
 	o := ExpectedOutcome(&result.Results{Status: result.StatusCriteriaFailed, Criteria: []result.Criterion{crit("x", false, "")}})
-	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.2x)` || o.Declared {
+	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.20x)` || o.Declared {
 		t.Errorf("an undeclared file: %+v", o)
 	}
 	if o := ExpectedOutcome(&result.Results{Status: result.StatusSucceeded, Criteria: []result.Criterion{crit("x", true, result.ExpectPass)}}); !o.Declared || !o.Expected {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -28,7 +29,7 @@ type criterionKind struct {
 
 var kinds = map[string]criterionKind{
 	"speedup": {higherBetter: true, pass: func(v, th float64) bool { return v >= th },
-		format: func(v float64) string { return fmt.Sprintf("%.3gx", v) }},
+		format: numfmt.Speedup},
 	"max_error": {
 		value: func(ir *result.ImplResult) (float64, bool) {
 			if ir.Correctness == nil {

@@ -119,14 +119,15 @@ func (m *mdWriter) table(r *result.Results) {
 		}
 	}
 	names := implNames(r)
+	u := unitsOf(r)
 	for _, n := range names {
 		if !hasTiming(r, n) {
 			continue
 		}
-		row(n+" (ms)", func(c result.Case) string {
+		row(n+" ("+u.time.Name+")", func(c result.Case) string {
 			ir := c.Results[n]
 			if t := timing(ir); t != nil {
-				return fmtMS(t.MedianMS)
+				return u.time.Format(t.MedianMS, timeDigits)
 			}
 			if ir != nil {
 				return ir.Status
@@ -154,10 +155,10 @@ func (m *mdWriter) table(r *result.Results) {
 		format func(float64) string
 	}{
 		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, fmtCount},
-		{"TFLOPS", func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
-			func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }},
-		{"GB/s", func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
-			func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }},
+		{u.flops.Name, func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
+			func(v float64) string { return u.flops.Format(v, 3) }},
+		{u.bw.Name, func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
+			func(v float64) string { return u.bw.Format(v, 3) }},
 	}
 	for _, tr := range through {
 		for _, n := range names {
