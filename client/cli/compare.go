@@ -33,7 +33,8 @@ over its own baseline, its TFLOPS, and the first job's time over its own (above
 FAST or SLOW only when the two jobs' q1-q3 ranges are apart by more than the
 fast_threshold margin (2 %), SAME when they overlap within it, AMBIGUOUS
 otherwise, so that two hosts or two nights can be told apart from noise; and
-each job's host and GPU. Jobs of different experiments are refused (exit 3)
+each job's host (the machine's name the runner recorded, alike for a job and a
+results file, with the alias a job was submitted to: "gpu01 (lab)") and GPU. Jobs of different experiments are refused (exit 3)
 unless --force lines up what they share, with a note; jobs with no sweep point in
 common are lined up with a note. Results are fetched from the hosts when the store has no
 copy yet. A path to a results.json (or to a directory holding one) stands for

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -120,7 +121,7 @@ func Build(in []Input) (*Report, error) {
 		if id == "" {
 			id = r.JobID
 		}
-		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: x.Host, GPU: gpuName(r), Status: r.Status,
+		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: hostName(x.Host, r), GPU: gpuName(r), Status: r.Status,
 			Experiment: r.Experiment, Mode: r.Mode, LaunchMS: r.Methodology.LaunchMS})
 		index[i] = map[string]*result.Case{}
 		for ci := range r.Cases {
@@ -562,6 +563,40 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 		out = append(out, ratio)
 	}
 	return out
+}
+
+// hostName is the name a job's host goes by in the tables, alike for a job
+// and a results file: the machine's host name the runner recorded
+// (env.host), with the alias the job was submitted to where it has one
+// ("gpu01 (lab)"); without a recorded name, the alias, or the host part of
+// the daemon's address ("local" for a socket), never the address itself.
+func hostName(conn string, r *result.Results) string {
+	alias := conn
+	if i := strings.Index(conn, "://"); i >= 0 {
+		scheme, rest := conn[:i], conn[i+3:]
+		alias = ""
+		if r.Env.Host == "" {
+			switch scheme {
+			case "unix", "npipe":
+				alias = "local"
+			default:
+				if at := strings.LastIndex(rest, "@"); at >= 0 {
+					rest = rest[at+1:]
+				}
+				if h, _, err := net.SplitHostPort(rest); err == nil {
+					rest = h
+				}
+				alias, _, _ = strings.Cut(rest, "/")
+			}
+		}
+	}
+	switch {
+	case r.Env.Host == "":
+		return alias
+	case alias == "" || alias == r.Env.Host:
+		return r.Env.Host
+	}
+	return r.Env.Host + " (" + alias + ")"
 }
 
 func dash(s string) string {

@@ -288,3 +288,29 @@ func TestCellsReadLikeResults(t *testing.T) {
 		t.Errorf("lossy or mixed units:\n%s", out)
 	}
 }
+
+// A job and a results file name their host alike: the machine's name, with
+// the alias a job was submitted to; never a daemon's address.
+func TestHostName(t *testing.T) {
+	named := &result.Results{Env: result.Env{Host: "gpu01"}}
+	unnamed := &result.Results{}
+	for _, c := range []struct {
+		conn string
+		r    *result.Results
+		want string
+	}{
+		{"gpu01", named, "gpu01"}, // a results file: its own env.host
+		{"unix:///var/run/docker.sock", named, "gpu01"},
+		{"lab", named, "gpu01 (lab)"},
+		{"ssh://me@lab:2222", named, "gpu01"},
+		{"k8s://ctx/ns", named, "gpu01"},
+		{"unix:///var/run/docker.sock", unnamed, "local"},
+		{"ssh://me@lab:2222", unnamed, "lab"},
+		{"tcp://10.0.0.5:2376", unnamed, "10.0.0.5"},
+		{"lab", unnamed, "lab"},
+	} {
+		if got := hostName(c.conn, c.r); got != c.want {
+			t.Errorf("hostName(%q, env.host %q) = %q, want %q", c.conn, c.r.Env.Host, got, c.want)
+		}
+	}
+}
