@@ -470,3 +470,31 @@ func TestCriteriaOfUnfinishedJob(t *testing.T) {
 		}
 	}
 }
+
+// A run whose candidates were all skipped says that nothing was compared.
+func TestNothingCompared(t *testing.T) {
+	skip := &result.ImplResult{Status: result.ImplSkipped, Error: "needs a GPU (requires: triton); this host has none"}
+	ok := &result.ImplResult{Status: result.ImplOK}
+	mk := func(base *result.ImplResult, others ...*result.ImplResult) *result.Results {
+		r := &result.Results{Baseline: "a", Implementations: []string{"a", "b", "c"}}
+		for i := 0; i < 2; i++ {
+			r.Cases = append(r.Cases, result.Case{Results: map[string]*result.ImplResult{"reference": ok, "a": base, "b": others[0], "c": others[1]}})
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		r    *result.Results
+		want string
+	}{
+		{"all skipped", mk(skip, skip, skip), "nothing compared: all 3 implementations skipped (needs a GPU)"},
+		{"baseline ran", mk(ok, skip, skip), "nothing compared: all 2 implementations beside the baseline skipped (needs a GPU)"},
+		{"one ran", mk(ok, ok, skip), ""},
+		{"none skipped", mk(ok, ok, ok), ""},
+		{"no cases", &result.Results{Implementations: []string{"a"}}, ""},
+	} {
+		if got := NothingCompared(c.r); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -81,6 +81,9 @@ func (m *mdWriter) header(r *result.Results) {
 	if r.Error != "" {
 		m.printf("**Error**: %s\n\n", firstLine(r.Error))
 	}
+	if s := analyze.NothingCompared(r); s != "" {
+		m.printf("**%s**\n\n", s)
+	}
 }
 
 func gpuSummary(r *result.Results) string {

@@ -387,3 +387,20 @@ func TestCriterionNotEvaluated(t *testing.T) {
 		}
 	}
 }
+
+// A --cpu run of a GPU experiment says under its status that nothing was
+// compared.
+func TestTextNothingCompared(t *testing.T) {
+	skip := &result.ImplResult{Status: result.ImplSkipped, Error: "needs a GPU (requires: triton); this host has none"}
+	r := &result.Results{Experiment: "e", Status: result.StatusSucceeded, Mode: "cpu", SweepKeys: []string{"N"},
+		Baseline: "a", Implementations: []string{"a", "b", "c"}}
+	r.Cases = append(r.Cases, result.Case{Params: map[string]any{"N": 8}, Results: map[string]*result.ImplResult{
+		"reference": {Status: result.ImplOK, Timing: timed(1.5)}, "a": skip, "b": skip, "c": skip}})
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "e  succeeded  cpu\nnothing compared: all 3 implementations skipped (needs a GPU)\n"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("table:\n%s\nwant it to start with:\n%s", b.String(), want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/termsafe"
 )
@@ -34,6 +35,9 @@ func Text(w io.Writer, r *result.Results) error {
 	fmt.Fprintf(ew, "%s\n", strings.Join(head, "  "))
 	if r.Error != "" {
 		fmt.Fprintf(ew, "error: %s\n", firstLine(r.Error))
+	}
+	if s := analyze.NothingCompared(r); s != "" {
+		fmt.Fprintln(ew, s)
 	}
 	fmt.Fprintln(ew)
 	if len(r.Cases) > 0 {
