@@ -498,3 +498,23 @@ func TestNothingCompared(t *testing.T) {
 		}
 	}
 }
+
+// by: conservative reads the ratio the FAST verdict reads (baseline q1 over
+// candidate q3): a median ratio above the bar whose ranges overlap it fails.
+func TestSpeedupCriterionConservative(t *testing.T) {
+	r := &result.Results{Baseline: "base", Implementations: []string{"base", "fast"}, Cases: []result.Case{{Label: "n=1",
+		Results: map[string]*result.ImplResult{
+			"base": {Status: result.ImplOK, Timing: &result.Timing{MedianMS: 1.25, Q1MS: 1.1, Q3MS: 1.4, Samples: 100}},
+			"fast": {Status: result.ImplOK, Timing: &result.Timing{MedianMS: 1.0, Q1MS: 0.95, Q3MS: 1.05, Samples: 100}},
+		}}}}
+	median := spec.Criterion{Speedup: "fast", Over: "base", AtLeast: 1.2}
+	cons := median
+	cons.By = "conservative"
+	crit, _ := Criteria(&spec.Spec{Criteria: []spec.Criterion{median, cons}}, r)
+	if !crit[0].Passed || math.Abs(crit[0].Value-1.25) > 1e-9 {
+		t.Errorf("median: %+v, want a pass at 1.25x", crit[0])
+	}
+	if crit[1].Passed || math.Abs(crit[1].Value-1.1/1.05) > 1e-9 || !strings.Contains(crit[1].Name, "conservative") {
+		t.Errorf("conservative: %+v, want a failure at %.4gx", crit[1], 1.1/1.05)
+	}
+}

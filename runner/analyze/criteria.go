@@ -70,7 +70,8 @@ var kinds = map[string]criterionKind{
 // Criteria evaluates the spec's criteria against r, in the order written,
 // and reports whether all passed (true when there are none).
 //
-// Kinds: speedup (base.median/impl.median >= at_least), max_error (max abs
+// Kinds: speedup (base.median/impl.median >= at_least; with by:
+// conservative base.q1/impl.q3), max_error (max abs
 // error < below), correct, and time (median ms < below_ms). "for" says over
 // which cases: all (default: every case passes; the value is the worst),
 // any (some case passes; the value is the best) or median (the median over
@@ -133,7 +134,7 @@ func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	switch kind {
 	case "speedup":
 		out.Threshold = c.AtLeast
-		pts = speedupPoints(c.Speedup, c.Over, r)
+		pts = speedupPoints(c.Speedup, c.Over, c.By == "conservative", r)
 	case "max_error":
 		out.Threshold = c.Below
 		pts = implPoints(c.MaxError, r, k.value)
@@ -265,8 +266,9 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// speedupPoints are base.median / impl.median per case.
-func speedupPoints(impl, over string, r *result.Results) []point {
+// speedupPoints are base.median / impl.median per case, or with
+// conservative base.q1 / impl.q3.
+func speedupPoints(impl, over string, conservative bool, r *result.Results) []point {
 	var pts []point
 	for _, c := range r.Cases {
 		p := point{label: CaseLabel(c)}
@@ -280,6 +282,13 @@ func speedupPoints(impl, over string, r *result.Results) []point {
 		default:
 			ca, cb := OneClock(*ta, *tb)
 			p.value = cb.MedianMS / ca.MedianMS
+			if conservative {
+				if ca.Q3MS > 0 && cb.Q1MS > 0 {
+					p.value = cb.Q1MS / ca.Q3MS
+				} else {
+					p.missing = fmt.Sprintf("%s or %s has no quartiles for the conservative ratio", impl, over)
+				}
+			}
 		}
 		pts = append(pts, p)
 	}
@@ -366,6 +375,9 @@ func criterionName(c spec.Criterion) string {
 	}
 	switch c.Kind() {
 	case "speedup":
+		if c.By == "conservative" {
+			return fmt.Sprintf("%s >= %gx over %s (conservative: q1 over q3) %s", c.Speedup, c.AtLeast, c.Over, where)
+		}
 		return fmt.Sprintf("%s >= %gx over %s %s", c.Speedup, c.AtLeast, c.Over, where)
 	case "max_error":
 		return fmt.Sprintf("max error of %s < %g %s", who(c.MaxError), c.Below, where)

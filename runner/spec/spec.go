@@ -284,6 +284,13 @@ type Criterion struct {
 	Speedup string  `yaml:"speedup" want:"an implementation name"`
 	Over    string  `yaml:"over" want:"an implementation name"`
 	AtLeast float64 `yaml:"at_least"`
+	// By says which ratio a speedup criterion reads: "median" (default:
+	// over.median / speedup.median, the SPEEDUP column's figure) or
+	// "conservative" (over.q1 / speedup.q3, the ratio of the two
+	// interquartile ranges' near ends, as the FAST verdict reads them: it
+	// passes only when the candidate's slow quarter beats the baseline's
+	// fast quarter by at_least).
+	By string `yaml:"by" want:"median or conservative"`
 
 	MaxError string  `yaml:"max_error" want:"an implementation name or all"`
 	Below    float64 `yaml:"below"`
@@ -309,7 +316,7 @@ type Criterion struct {
 // for. A key of another kind (below on a correct criterion) is read by
 // nothing, so it is refused rather than silently ignored.
 var criterionKeys = map[string][]string{
-	"speedup":   {"speedup", "over", "at_least"},
+	"speedup":   {"speedup", "over", "at_least", "by"},
 	"max_error": {"max_error", "below"},
 	"correct":   {"correct"},
 	"time":      {"time", "below_ms"},
