@@ -119,7 +119,10 @@ type Benchmark struct {
 	Inputs string `yaml:"inputs" want:"module:callable, e.g. gla.inputs:make_inputs"`
 	// Reference is "module:callable": the trusted implementation.
 	Reference string `yaml:"reference" want:"module:callable, e.g. gla.reference:chunk_gla"`
-	// Implementations are the named candidates, in the order written.
+	// Implementations are the named candidates, in the order written. A
+	// name mapped to a string ("blocked: matmul:blocked") is shorthand for
+	// {fn: matmul:blocked}: nothing required, so it runs on every run,
+	// --cpu included.
 	Implementations Implementations `yaml:"implementations"`
 	// Baseline names the implementation speedups are measured against;
 	// default: the first implementation.
@@ -145,7 +148,11 @@ type Benchmark struct {
 	Metrics string `yaml:"metrics" want:"module:callable, e.g. gla.inputs:metrics"`
 	// TimeReference times the reference too (default true).
 	TimeReference *bool `yaml:"time_reference"`
-	// Tolerance overrides the per-dtype default tolerance.
+	// Tolerance overrides the per-dtype default tolerance: atol = rtol =
+	// 1e-7 for float64, 1e-4 for float32, 1e-2 for float16 and bfloat16,
+	// 1e-1 for float8, exact for integers, by the dtype of the output or
+	// of the reference, whichever is less precise
+	// (runner/harness/xrun_harness/correctness.py).
 	Tolerance *Tolerance `yaml:"tolerance"`
 	// Command runs a non-Python benchmark that speaks the harness protocol.
 	Command []string `yaml:"command" want:"a list like [./bench, --fast]"`
