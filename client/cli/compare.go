@@ -18,6 +18,7 @@ type compareOptions struct {
 	jobs     []string
 	json     bool
 	markdown bool
+	force    bool
 }
 
 func newCompareCommand(a *App) *cli.Command {
@@ -32,8 +33,10 @@ over its own baseline, its TFLOPS, and the first job's time over its own (above
 FAST or SLOW only when the two jobs' q1-q3 ranges are apart by more than the
 fast_threshold margin (2 %), SAME when they overlap within it, AMBIGUOUS
 otherwise, so that two hosts or two nights can be told apart from noise; and
-each job's host and GPU. Jobs of different
-experiments, or with no sweep point in common, are lined up too, with a note. Results are fetched from the hosts when the store has no
+each job's host (the machine's name the runner recorded, alike for a job and a
+results file, with the alias a job was submitted to: "gpu01 (lab)") and GPU. Jobs of different experiments are refused (exit 3)
+unless --force lines up what they share, with a note; jobs with no sweep point in
+common are lined up with a note. Results are fetched from the hosts when the store has no
 copy yet. A path to a results.json (or to a directory holding one) stands for
 the run that wrote it: results committed with an experiment, or a run of the
 runner without xrun.
@@ -51,6 +54,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the comparison as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables", Destination: &o.markdown},
+			&cli.BoolFlag{Name: "force", Usage: "compare jobs of different experiments (only what they share lines up)", Destination: &o.force},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 2 {
@@ -81,6 +85,14 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 			return err
 		}
 		in = append(in, compare.Input{JobID: j.ID, Host: j.Host, Results: r})
+	}
+	if !o.force {
+		for _, x := range in[1:] {
+			if a, b := in[0].Results.Experiment, x.Results.Experiment; a != b {
+				return usageError("%s ran %s and %s ran %s: compare lines up runs of one experiment (--force lines up what they share)",
+					in[0].JobID, a, x.JobID, b)
+			}
+		}
 	}
 	rep, err := compare.Build(in)
 	if err != nil {

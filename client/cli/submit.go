@@ -74,7 +74,8 @@ job's status. Ctrl-C stops the container gracefully and removes it; a second
 Ctrl-C kills and removes it at once; a third exits without waiting.
 
 Exit codes (the runner's, with xrun's own failures in the same places):
-  0    succeeded
+  0    succeeded; also when every implementation was skipped here (a GPU
+       experiment with --cpu): the table then says "nothing compared: ..."
   1    the criteria failed (and nothing else)
   2    an implementation failed, crashed or ran out of memory
   3    bad arguments, spec or job id

@@ -15,12 +15,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -75,10 +78,14 @@ type Cell struct {
 	MedianMS float64 `json:"median_ms,omitempty"`
 	// Clock is the clock MedianMS is on (result.ClockKernel, ...).
 	Clock string `json:"clock,omitempty"`
-	// Speedup is over the job's own baseline (1 for the baseline itself).
+	// Speedup is over the job's own baseline (1 for the baseline itself;
+	// none for the reference, as in the job's own results).
 	Speedup float64 `json:"speedup,omitempty"`
-	Verdict string  `json:"verdict,omitempty"`
-	TFLOPS  float64 `json:"tflops,omitempty"`
+	// Baseline marks the job's baseline, which the tables show as
+	// "baseline" rather than 1x, as xrun results does.
+	Baseline bool    `json:"baseline,omitempty"`
+	Verdict  string  `json:"verdict,omitempty"`
+	TFLOPS   float64 `json:"tflops,omitempty"`
 	// VsFirst is the first job's median over this one's: > 1 is faster
 	// here than on the first job's host.
 	VsFirst float64 `json:"vs_first,omitempty"`
@@ -114,7 +121,7 @@ func Build(in []Input) (*Report, error) {
 		if id == "" {
 			id = r.JobID
 		}
-		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: x.Host, GPU: gpuName(r), Status: r.Status,
+		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: hostName(x.Host, r), GPU: gpuName(r), Status: r.Status,
 			Experiment: r.Experiment, Mode: r.Mode, LaunchMS: r.Methodology.LaunchMS})
 		index[i] = map[string]*result.Case{}
 		for ci := range r.Cases {
@@ -287,17 +294,23 @@ func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplRes
 	if ir.Throughput != nil {
 		cell.TFLOPS = ir.Throughput.TFLOPS
 	}
+	if ir.Status == result.ImplWrong && name != r.Baseline {
+		return cell // no speed verdict for an incorrect result
+	}
 	for _, cmp := range r.Comparisons {
 		if cmp.A == name && cmp.B == r.Baseline && sameCase(cmp, c) {
 			cell.Speedup, cell.Verdict = cmp.Speedup, cmp.Verdict
 			return cell
 		}
 	}
-	// No recorded comparison: the baseline is 1x, others the median ratio.
+	// No recorded comparison: the baseline is 1x, the other implementations
+	// the median ratio; the reference, which the runner does not compare,
+	// none (its row reads - in xrun results too).
 	if base := c.Results[r.Baseline]; base != nil && base.Timing != nil && cell.MedianMS > 0 {
-		if name == r.Baseline {
-			cell.Speedup = 1
-		} else if base.Timing.MedianMS > 0 {
+		switch {
+		case name == r.Baseline:
+			cell.Speedup, cell.Baseline = 1, true
+		case base.Timing.MedianMS > 0 && slices.Contains(r.Implementations, name):
 			cell.Speedup = base.Timing.MedianMS / cell.MedianMS
 		}
 	}
@@ -418,11 +431,12 @@ func (rep *Report) Text(w io.Writer) error {
 	for _, j := range rep.Jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
 	}
+	units := rep.units()
 	for _, c := range rep.Cases {
 		fmt.Fprintf(tw, "\n%s\n", c.Label)
 		head := []string{"IMPL"}
-		for _, j := range rep.Jobs {
-			head = append(head, j.Key+": ms", j.Key+": speedup", j.Key+": TFLOPS")
+		for i, j := range rep.Jobs {
+			head = append(head, j.Key+": "+units[i].time.Name, j.Key+": speedup", j.Key+": "+units[i].flops.Name)
 			if j.Key != "1" {
 				head = append(head, j.Key+" vs 1")
 			}
@@ -431,7 +445,7 @@ func (rep *Report) Text(w io.Writer) error {
 		for _, row := range c.Rows {
 			cols := []string{row.Implementation}
 			for i, cell := range row.Cells {
-				cols = append(cols, cellCols(cell, i > 0)...)
+				cols = append(cols, cellCols(cell, i > 0, units[i])...)
 			}
 			fmt.Fprintln(tw, strings.Join(cols, "\t"))
 		}
@@ -456,11 +470,12 @@ func (rep *Report) Markdown(w io.Writer) error {
 	for _, j := range rep.Jobs {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
 	}
+	units := rep.units()
 	for _, c := range rep.Cases {
 		fmt.Fprintf(&b, "\n**%s**\n\n| impl |", c.Label)
 		n := 1
-		for _, j := range rep.Jobs {
-			fmt.Fprintf(&b, " %s: ms | %s: speedup | %s: TFLOPS |", j.Key, j.Key, j.Key)
+		for i, j := range rep.Jobs {
+			fmt.Fprintf(&b, " %s: %s | %s: speedup | %s: %s |", j.Key, units[i].time.Name, j.Key, j.Key, units[i].flops.Name)
 			n += 3
 			if j.Key != "1" {
 				fmt.Fprintf(&b, " %s vs 1 |", j.Key)
@@ -471,7 +486,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 		for _, row := range c.Rows {
 			fmt.Fprintf(&b, "| %s |", row.Implementation)
 			for i, cell := range row.Cells {
-				for _, col := range cellCols(cell, i > 0) {
+				for _, col := range cellCols(cell, i > 0, units[i]) {
 					fmt.Fprintf(&b, " %s |", col)
 				}
 			}
@@ -490,30 +505,55 @@ func (rep *Report) Markdown(w io.Writer) error {
 	return nil
 }
 
+// jobUnits are the units of one job's columns.
+type jobUnits struct{ time, flops numfmt.Unit }
+
+// units picks each job's time and FLOP-rate units from all its cells, so a
+// column reads in one unit from one sweep point to the next.
+func (rep *Report) units() []jobUnits {
+	out := make([]jobUnits, len(rep.Jobs))
+	for i := range rep.Jobs {
+		var ms, tflops []float64
+		for _, c := range rep.Cases {
+			for _, row := range c.Rows {
+				if i < len(row.Cells) {
+					ms = append(ms, row.Cells[i].MedianMS)
+					tflops = append(tflops, row.Cells[i].TFLOPS)
+				}
+			}
+		}
+		out[i] = jobUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...)}
+	}
+	return out
+}
+
 // cellCols renders a cell: a failed or missing implementation shows its
 // status where the time would be.
-func cellCols(c Cell, vs bool) []string {
+func cellCols(c Cell, vs bool, u jobUnits) []string {
 	ms, speed, tflops, ratio := "-", "-", "-", "-"
 	switch {
 	case c.MedianMS > 0:
-		ms = fmtMS(c.MedianMS)
+		ms = u.time.Format(c.MedianMS, 3)
 		if c.Status != result.ImplOK && c.Status != "" {
 			ms += " (" + c.Status + ")"
 		}
 	case c.Status != "":
 		ms = c.Status
 	}
-	if c.Speedup > 0 {
-		speed = strconv.FormatFloat(c.Speedup, 'f', 2, 64) + "x"
+	switch {
+	case c.Baseline:
+		speed = "baseline"
+	case c.Speedup > 0:
+		speed = numfmt.Speedup(c.Speedup)
 		if c.Verdict != "" {
 			speed += " " + c.Verdict
 		}
 	}
 	if c.TFLOPS > 0 {
-		tflops = strconv.FormatFloat(c.TFLOPS, 'f', 2, 64)
+		tflops = u.flops.Format(c.TFLOPS, 3)
 	}
 	if c.VsFirst > 0 {
-		ratio = strconv.FormatFloat(c.VsFirst, 'f', 2, 64) + "x"
+		ratio = numfmt.Speedup(c.VsFirst)
 		if c.VsFirstVerdict != "" {
 			ratio += " " + c.VsFirstVerdict
 		}
@@ -525,15 +565,38 @@ func cellCols(c Cell, vs bool) []string {
 	return out
 }
 
-// fmtMS shows three significant digits at least.
-func fmtMS(ms float64) string {
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	case ms >= 1:
-		return strconv.FormatFloat(ms, 'f', 3, 64)
+// hostName is the name a job's host goes by in the tables, alike for a job
+// and a results file: the machine's host name the runner recorded
+// (env.host), with the alias the job was submitted to where it has one
+// ("gpu01 (lab)"); without a recorded name, the alias, or the host part of
+// the daemon's address ("local" for a socket), never the address itself.
+func hostName(conn string, r *result.Results) string {
+	alias := conn
+	if i := strings.Index(conn, "://"); i >= 0 {
+		scheme, rest := conn[:i], conn[i+3:]
+		alias = ""
+		if r.Env.Host == "" {
+			switch scheme {
+			case "unix", "npipe":
+				alias = "local"
+			default:
+				if at := strings.LastIndex(rest, "@"); at >= 0 {
+					rest = rest[at+1:]
+				}
+				if h, _, err := net.SplitHostPort(rest); err == nil {
+					rest = h
+				}
+				alias, _, _ = strings.Cut(rest, "/")
+			}
+		}
 	}
-	return strconv.FormatFloat(ms, 'f', 4, 64)
+	switch {
+	case r.Env.Host == "":
+		return alias
+	case alias == "" || alias == r.Env.Host:
+		return r.Env.Host
+	}
+	return r.Env.Host + " (" + alias + ")"
 }
 
 func dash(s string) string {

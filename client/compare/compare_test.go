@@ -251,3 +251,66 @@ func TestNotesOnJobsThatDoNotLineUp(t *testing.T) {
 		t.Errorf("notes: %q", rep.Notes)
 	}
 }
+
+// Sub-µs times stay apart (a better unit, significant digits), a CPU's FLOP
+// rate reads in GFLOPS rather than 0.00 TFLOPS, the reference gets no
+// speedup (as in xrun results) and an incorrect implementation none either.
+func TestCellsReadLikeResults(t *testing.T) {
+	mk := func(id string, ms float64) *result.Results {
+		return &result.Results{JobID: id, Experiment: "e", Status: result.StatusSucceeded, Mode: "cpu", Baseline: "base",
+			Implementations: []string{"base", "bad"},
+			Cases: []result.Case{{Label: "n=1", Results: map[string]*result.ImplResult{
+				"reference": {Status: result.ImplOK, Timing: timing(ms * 3), Throughput: &result.Throughput{TFLOPS: 0.0004}},
+				"base":      {Status: result.ImplOK, Timing: timing(ms), Throughput: &result.Throughput{TFLOPS: 0.00123}},
+				"bad":       {Status: result.ImplWrong, Timing: timing(ms / 20)},
+			}}}}
+	}
+	rep, err := Build([]Input{{Results: mk("a", 0.000811)}, {Results: mk("b", 0.000802)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.Text(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"1: µs", "1: GFLOPS", "0.811", "0.802", "1.23", "baseline"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, out)
+		}
+	}
+	for _, row := range rep.Cases[0].Rows {
+		if (row.Implementation == "reference" || row.Implementation == "bad") && row.Cells[0].Speedup != 0 {
+			t.Errorf("%s has a speedup: %+v", row.Implementation, row.Cells[0])
+		}
+	}
+	if strings.Contains(out, "0.0008") || strings.Contains(out, "TFLOPS") {
+		t.Errorf("lossy or mixed units:\n%s", out)
+	}
+}
+
+// A job and a results file name their host alike: the machine's name, with
+// the alias a job was submitted to; never a daemon's address.
+func TestHostName(t *testing.T) {
+	named := &result.Results{Env: result.Env{Host: "gpu01"}}
+	unnamed := &result.Results{}
+	for _, c := range []struct {
+		conn string
+		r    *result.Results
+		want string
+	}{
+		{"gpu01", named, "gpu01"}, // a results file: its own env.host
+		{"unix:///var/run/docker.sock", named, "gpu01"},
+		{"lab", named, "gpu01 (lab)"},
+		{"ssh://me@lab:2222", named, "gpu01"},
+		{"k8s://ctx/ns", named, "gpu01"},
+		{"unix:///var/run/docker.sock", unnamed, "local"},
+		{"ssh://me@lab:2222", unnamed, "lab"},
+		{"tcp://10.0.0.5:2376", unnamed, "10.0.0.5"},
+		{"lab", unnamed, "lab"},
+	} {
+		if got := hostName(c.conn, c.r); got != c.want {
+			t.Errorf("hostName(%q, env.host %q) = %q, want %q", c.conn, c.r.Env.Host, got, c.want)
+		}
+	}
+}

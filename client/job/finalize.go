@@ -10,6 +10,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -97,6 +98,11 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 			quoted := "(" + result.ImplNotRun + ": " + r.Error + ")"
 			for i := range r.Criteria {
 				r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, quoted, "("+result.ImplNotRun+": "+j.Error+")")
+			}
+		}
+		for i := range r.Criteria {
+			if c := &r.Criteria[i]; c.NotEvaluated {
+				c.Detail = analyze.NotEvaluatedDetail(j.Status)
 			}
 		}
 		if r.Error == "" || stopReason || !verdict {

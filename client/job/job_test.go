@@ -129,7 +129,8 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	tw := tar.NewWriter(&buf)
 	body := []byte(fmt.Sprintf(`{"schema_version":%d,"status":"cancelled","error":"cancelled","implementations":["slow"],`, result.SchemaVersion) +
 		`"cases":[{"label":"n=1","results":{"slow":{"status":"not_run","error":"cancelled"}}}],` +
-		`"criteria":[{"name":"every implementation correct","kind":"correct","value":0,"threshold":0,"passed":false,"detail":"slow did not run (not_run: cancelled) at n=1"}]}`)
+		`"criteria":[{"name":"every implementation correct","kind":"correct","value":0,"threshold":0,"passed":false,"detail":"slow did not run (not_run: cancelled) at n=1"},` +
+		`{"name":"slow >= 2x over fast","kind":"speedup","value":0,"threshold":2,"passed":false,"not_evaluated":true,"detail":"job cancelled"}]}`)
 	tw.WriteHeader(&tar.Header{Name: "out/" + result.FileName, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644})
 	tw.Write(body)
 	tw.Close()
@@ -161,6 +162,9 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	}
 	if got, want := r.Criteria[0].Detail, "slow did not run (not_run: ran past its timeout of 3s) at n=1"; got != want {
 		t.Errorf("criterion detail %q, want %q", got, want)
+	}
+	if c := r.Criteria[1]; !c.NotEvaluated || c.Detail != "job timeout" {
+		t.Errorf("a criterion the stop left not evaluated: %+v, want its detail to name the timeout", c)
 	}
 }
 

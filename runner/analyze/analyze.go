@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -184,7 +185,8 @@ func Comparisons(r *result.Results, threshold float64) []result.Comparison {
 				continue
 			}
 			cand := timing(c.Results[name])
-			if cand == nil {
+			if cand == nil || c.Results[name].Status == result.ImplWrong {
+				// An incorrect implementation gets no speed verdict.
 				continue
 			}
 			ct, bt := OneClock(*cand, *base)
@@ -261,15 +263,21 @@ func Warnings(r *result.Results) []result.Warning {
 			if t == nil || t.Converged {
 				continue
 			}
-			msg := fmt.Sprintf("%s at %s did not converge: relative standard error %.2f%% after %d samples", name, label, 100*t.StderrRel, t.Samples)
+			target := r.Methodology.TargetRSE
+			if target > 0 && t.StderrRel > 0 && t.StderrRel <= target {
+				// Within the target: a cap stopped the loop before the rule
+				// could decide, but the figure is as tight as asked.
+				continue
+			}
+			msg := fmt.Sprintf("%s at %s did not converge: relative standard error %s after %d samples", name, label, Percent(t.StderrRel), t.Samples)
 			if t.TotalS > 0 {
 				msg += fmt.Sprintf(" and %.3g s", t.TotalS)
 			}
-			if t.StopReason != "" {
-				msg += " (" + t.StopReason + ")"
+			if why := stopWords(t.StopReason, r.Methodology); why != "" {
+				msg += " (" + why + ")"
 			}
-			if r.Methodology.TargetRSE > 0 {
-				msg += fmt.Sprintf(", target %.2g%%", 100*r.Methodology.TargetRSE)
+			if target > 0 {
+				msg += fmt.Sprintf(", target %.2g%%", 100*target)
 			}
 			out = append(out, result.Warning{Kind: WarnNotConverged, Implementation: name, Label: label, Message: msg})
 		}
@@ -302,8 +310,8 @@ func Warnings(r *result.Results) []result.Warning {
 	for _, cmp := range r.Comparisons {
 		if cmp.Speedup > ExcessiveSpeedup {
 			out = append(out, result.Warning{Kind: WarnExcessiveSpeedup, Implementation: cmp.A, Label: cmp.Label,
-				Message: fmt.Sprintf("%s is %.1fx faster than %s at %s; check that it does all the work (correctness, inputs, caching)",
-					cmp.A, cmp.Speedup, cmp.B, cmp.Label)})
+				Message: fmt.Sprintf("%s is %s faster than %s at %s; check that it does all the work (correctness, inputs, caching)",
+					cmp.A, numfmt.Speedup(cmp.Speedup), cmp.B, cmp.Label)})
 		}
 	}
 	return out
@@ -319,4 +327,32 @@ func uniq(names []string) []string {
 		}
 	}
 	return out
+}
+
+// Percent writes a fraction as a percentage with two decimals, or with two
+// significant digits where two decimals would read 0.00%.
+func Percent(f float64) string {
+	p := 100 * f
+	if p != 0 && math.Abs(p) < 0.005 {
+		return fmt.Sprintf("%.2g%%", p)
+	}
+	return fmt.Sprintf("%.2f%%", p)
+}
+
+// stopWords says why a timing loop stopped, in words, keeping the stop
+// reason's name so it can be looked up in results.json.
+func stopWords(reason string, m result.Methodology) string {
+	switch reason {
+	case "max_time":
+		if m.MaxTimeS > 0 {
+			return fmt.Sprintf("max_time: reached the %g s time cap", m.MaxTimeS)
+		}
+	case "max_samples":
+		if m.MaxSamples > 0 {
+			return fmt.Sprintf("max_samples: reached the %d-sample cap", m.MaxSamples)
+		}
+	case "max_wall_time":
+		return "max_wall_time: reached the wall-time cap"
+	}
+	return reason
 }

@@ -202,7 +202,7 @@ func TestCriteria(t *testing.T) {
 		{"speedup median counts the crash as failing", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.2, For: "median"},
 			true, 10.64 / 8.2, 1.2, nil, "at the median case"},
 		{"speedup median with a high bar", spec.Criterion{Speedup: "pipelined", Over: "baseline", AtLeast: 1.35, For: "median"},
-			false, 10.64 / 8.2, 1.35, []string{"T=2048 (1.3x)"}, ""},
+			false, 10.64 / 8.2, 1.35, []string{"T=2048 (1.30x)"}, ""},
 		{"max error of one impl", spec.Criterion{MaxError: "pipelined", Below: 1e-2, For: "any"},
 			true, 0.004, 1e-2, nil, "max error of pipelined < 0.01 at some case"},
 		{"max error all impls, skipped left out", spec.Criterion{MaxError: "all", Below: 1e-1},
@@ -372,10 +372,149 @@ func TestExpectedOutcome(t *testing.T) {
 		})
 	}
 	o := ExpectedOutcome(&result.Results{Status: result.StatusCriteriaFailed, Criteria: []result.Criterion{crit("x", false, "")}})
-	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.2x)` || o.Declared {
+	if len(o.Worse) != 1 || o.Worse[0] != `"x" failed (1.05x against 1.20x)` || o.Declared {
 		t.Errorf("an undeclared file: %+v", o)
 	}
 	if o := ExpectedOutcome(&result.Results{Status: result.StatusSucceeded, Criteria: []result.Criterion{crit("x", true, result.ExpectPass)}}); !o.Declared || !o.Expected {
 		t.Errorf("a declared pass: %+v", o)
+	}
+}
+
+func TestWarningsNotConvergedWording(t *testing.T) {
+	m := result.Methodology{TargetRSE: 0.005, MaxSamples: 100000, MaxTimeS: 15}
+	for _, c := range []struct {
+		name string
+		tm   result.Timing
+		want string // "" for no warning
+	}{
+		// Results written before the sample cap could converge: the error
+		// is within the target, so there is nothing to warn about.
+		{"within target at the sample cap", result.Timing{MedianMS: 0.0008, StderrRel: 0.00001, Samples: 100000, StopReason: "max_samples"}, ""},
+		{"above target at the sample cap", result.Timing{MedianMS: 0.0008, StderrRel: 0.009, Samples: 100000, StopReason: "max_samples"},
+			"relative standard error 0.90% after 100000 samples (max_samples: reached the 100000-sample cap), target 0.5%"},
+		{"tiny error shown with digits", result.Timing{MedianMS: 1, StderrRel: 0.0000123, Samples: 50, TotalS: 20, StopReason: "max_time"},
+			"relative standard error 0.0012% after 50 samples and 20 s (max_time: reached the 15 s time cap)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mm := m
+			if c.name == "tiny error shown with digits" {
+				mm.TargetRSE = 0.000001
+			}
+			r := &result.Results{Methodology: mm, Cases: []result.Case{{Label: "n=1", Results: map[string]*result.ImplResult{
+				"reference": {Status: result.ImplOK, Timing: &c.tm}}}}}
+			got := Warnings(r)
+			if c.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("Warnings = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Message, c.want) {
+				t.Fatalf("Warnings = %+v, want one containing %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for f, want := range map[float64]string{0: "0.00%", 0.012: "1.20%", 0.00001: "0.001%", 0.0000123: "0.0012%", 0.00005: "0.01%"} {
+		if got := Percent(f); got != want {
+			t.Errorf("Percent(%g) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+// An incorrect implementation gets no speed verdict, even when it was timed.
+func TestComparisonsLeaveOutWrong(t *testing.T) {
+	tm := func(ms float64) *result.Timing {
+		return &result.Timing{MedianMS: ms, Q1MS: ms * 0.99, Q3MS: ms * 1.01, Samples: 100, Converged: true}
+	}
+	r := &result.Results{Baseline: "base", Implementations: []string{"base", "fast", "bad"}, Cases: []result.Case{{Label: "n=1",
+		Results: map[string]*result.ImplResult{
+			"base": {Status: result.ImplOK, Timing: tm(1)},
+			"fast": {Status: result.ImplOK, Timing: tm(0.5)},
+			"bad":  {Status: result.ImplWrong, Timing: tm(0.05)},
+		}}}}
+	got := Comparisons(r, 1.02)
+	if len(got) != 1 || got[0].A != "fast" {
+		t.Errorf("Comparisons = %+v, want fast alone", got)
+	}
+}
+
+// A job that did not run to its verdict has its criteria not evaluated:
+// neither a FAIL with a value made up from what the stop left not run, nor
+// a PASS on the part of the sweep that ran.
+func TestCriteriaOfUnfinishedJob(t *testing.T) {
+	s := &spec.Spec{Criteria: []spec.Criterion{
+		{Speedup: "fast", Over: "base", AtLeast: 1.2},
+		{Correct: "all"},
+	}}
+	ok := &result.ImplResult{Status: result.ImplOK, Correctness: &result.Correctness{Passed: true}}
+	for _, status := range []string{result.StatusCancelled, result.StatusTimeout, result.StatusFailed} {
+		r := &result.Results{Status: status, Baseline: "base", Implementations: []string{"base", "fast"}, Cases: []result.Case{{Label: "n=1",
+			Results: map[string]*result.ImplResult{
+				"base": ok,
+				"fast": {Status: result.ImplNotRun, Error: "cancelled", Correctness: &result.Correctness{Passed: true}},
+			}}}}
+		if status == result.StatusFailed {
+			r.Cases = nil // its setup failed
+		}
+		crit, _ := Criteria(s, r)
+		for _, c := range crit {
+			if !c.NotEvaluated || c.Passed || c.Skipped || c.Value != 0 || c.Detail != "job "+status {
+				t.Errorf("%s: criterion %q = %+v, want not evaluated (job %s)", status, c.Name, c, status)
+			}
+		}
+		if o := ExpectedOutcome(&result.Results{Status: status, Criteria: crit}); len(o.Worse) != 1 {
+			t.Errorf("%s: outcome %+v, want the job's status alone", status, o)
+		}
+	}
+}
+
+// A run whose candidates were all skipped says that nothing was compared.
+func TestNothingCompared(t *testing.T) {
+	skip := &result.ImplResult{Status: result.ImplSkipped, Error: "needs a GPU (requires: triton); this host has none"}
+	ok := &result.ImplResult{Status: result.ImplOK}
+	mk := func(base *result.ImplResult, others ...*result.ImplResult) *result.Results {
+		r := &result.Results{Baseline: "a", Implementations: []string{"a", "b", "c"}}
+		for i := 0; i < 2; i++ {
+			r.Cases = append(r.Cases, result.Case{Results: map[string]*result.ImplResult{"reference": ok, "a": base, "b": others[0], "c": others[1]}})
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		r    *result.Results
+		want string
+	}{
+		{"all skipped", mk(skip, skip, skip), "nothing compared: all 3 implementations skipped (needs a GPU)"},
+		{"baseline ran", mk(ok, skip, skip), "nothing compared: all 2 implementations beside the baseline skipped (needs a GPU)"},
+		{"one ran", mk(ok, ok, skip), ""},
+		{"none skipped", mk(ok, ok, ok), ""},
+		{"no cases", &result.Results{Implementations: []string{"a"}}, ""},
+	} {
+		if got := NothingCompared(c.r); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// by: conservative reads the ratio the FAST verdict reads (baseline q1 over
+// candidate q3): a median ratio above the bar whose ranges overlap it fails.
+func TestSpeedupCriterionConservative(t *testing.T) {
+	r := &result.Results{Baseline: "base", Implementations: []string{"base", "fast"}, Cases: []result.Case{{Label: "n=1",
+		Results: map[string]*result.ImplResult{
+			"base": {Status: result.ImplOK, Timing: &result.Timing{MedianMS: 1.25, Q1MS: 1.1, Q3MS: 1.4, Samples: 100}},
+			"fast": {Status: result.ImplOK, Timing: &result.Timing{MedianMS: 1.0, Q1MS: 0.95, Q3MS: 1.05, Samples: 100}},
+		}}}}
+	median := spec.Criterion{Speedup: "fast", Over: "base", AtLeast: 1.2}
+	cons := median
+	cons.By = "conservative"
+	crit, _ := Criteria(&spec.Spec{Criteria: []spec.Criterion{median, cons}}, r)
+	if !crit[0].Passed || math.Abs(crit[0].Value-1.25) > 1e-9 {
+		t.Errorf("median: %+v, want a pass at 1.25x", crit[0])
+	}
+	if crit[1].Passed || math.Abs(crit[1].Value-1.1/1.05) > 1e-9 || !strings.Contains(crit[1].Name, "conservative") {
+		t.Errorf("conservative: %+v, want a failure at %.4gx", crit[1], 1.1/1.05)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -28,7 +29,7 @@ type criterionKind struct {
 
 var kinds = map[string]criterionKind{
 	"speedup": {higherBetter: true, pass: func(v, th float64) bool { return v >= th },
-		format: func(v float64) string { return fmt.Sprintf("%.3gx", v) }},
+		format: numfmt.Speedup},
 	"max_error": {
 		value: func(ir *result.ImplResult) (float64, bool) {
 			if ir.Correctness == nil {
@@ -69,7 +70,8 @@ var kinds = map[string]criterionKind{
 // Criteria evaluates the spec's criteria against r, in the order written,
 // and reports whether all passed (true when there are none).
 //
-// Kinds: speedup (base.median/impl.median >= at_least), max_error (max abs
+// Kinds: speedup (base.median/impl.median >= at_least; with by:
+// conservative base.q1/impl.q3), max_error (max abs
 // error < below), correct, and time (median ms < below_ms). "for" says over
 // which cases: all (default: every case passes; the value is the worst),
 // any (some case passes; the value is the best) or median (the median over
@@ -85,11 +87,34 @@ func Criteria(s *spec.Spec, r *result.Results) (crit []result.Criterion, allPass
 	allPassed = true
 	for _, c := range s.Criteria {
 		out := evaluate(c, r)
+		if why := unfinished(r); why != "" {
+			// Partial results say nothing about a criterion: a point the
+			// stop left not run would read as failing, and the points
+			// that ran are not the whole sweep.
+			out.Value, out.Passed, out.Skipped, out.NotEvaluated, out.Detail = 0, false, false, true, why
+		}
 		crit = append(crit, out)
 		allPassed = allPassed && (out.Passed || out.Skipped)
 	}
 	return crit, allPassed
 }
+
+// unfinished says why r's job did not run to its verdict ("job cancelled"),
+// or "" when it did (or is still on its way to it). A failed job whose
+// implementations failed ran to its verdict, and its criteria say which
+// failed; one that failed before any case (its setup) did not.
+func unfinished(r *result.Results) string {
+	switch {
+	case r.Status == result.StatusCancelled, r.Status == result.StatusTimeout,
+		r.Status == result.StatusFailed && len(r.Cases) == 0:
+		return NotEvaluatedDetail(r.Status)
+	}
+	return ""
+}
+
+// NotEvaluatedDetail is the detail of a criterion of a job that ended with
+// status before its verdict.
+func NotEvaluatedDetail(status string) string { return "job " + status }
 
 func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	kind := c.Kind()
@@ -109,7 +134,7 @@ func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	switch kind {
 	case "speedup":
 		out.Threshold = c.AtLeast
-		pts = speedupPoints(c.Speedup, c.Over, r)
+		pts = speedupPoints(c.Speedup, c.Over, c.By == "conservative", r)
 	case "max_error":
 		out.Threshold = c.Below
 		pts = implPoints(c.MaxError, r, k.value)
@@ -241,8 +266,9 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// speedupPoints are base.median / impl.median per case.
-func speedupPoints(impl, over string, r *result.Results) []point {
+// speedupPoints are base.median / impl.median per case, or with
+// conservative base.q1 / impl.q3.
+func speedupPoints(impl, over string, conservative bool, r *result.Results) []point {
 	var pts []point
 	for _, c := range r.Cases {
 		p := point{label: CaseLabel(c)}
@@ -256,6 +282,13 @@ func speedupPoints(impl, over string, r *result.Results) []point {
 		default:
 			ca, cb := OneClock(*ta, *tb)
 			p.value = cb.MedianMS / ca.MedianMS
+			if conservative {
+				if ca.Q3MS > 0 && cb.Q1MS > 0 {
+					p.value = cb.Q1MS / ca.Q3MS
+				} else {
+					p.missing = fmt.Sprintf("%s or %s has no quartiles for the conservative ratio", impl, over)
+				}
+			}
 		}
 		pts = append(pts, p)
 	}
@@ -344,6 +377,9 @@ func criterionName(c spec.Criterion) string {
 	}
 	switch c.Kind() {
 	case "speedup":
+		if c.By == "conservative" {
+			return fmt.Sprintf("%s >= %gx over %s (conservative: q1 over q3) %s", c.Speedup, c.AtLeast, c.Over, where)
+		}
 		return fmt.Sprintf("%s >= %gx over %s %s", c.Speedup, c.AtLeast, c.Over, where)
 	case "max_error":
 		return fmt.Sprintf("max error of %s < %g %s", who(c.MaxError), c.Below, where)

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -46,7 +47,7 @@ func ExpectedOutcome(r *result.Results) Outcome {
 	}
 	for _, c := range r.Criteria {
 		switch {
-		case c.Skipped:
+		case c.Skipped, c.NotEvaluated:
 		case c.Passed && c.Expect == result.ExpectFail:
 			o.Better = append(o.Better, fmt.Sprintf("%q passed (%s), but the experiment declares that it fails", c.Name, fmtValue(c)))
 		case !c.Passed && c.Expect != result.ExpectFail:
@@ -62,4 +63,68 @@ func fmtValue(c result.Criterion) string {
 		return fmt.Sprintf("%s against %s", k.format(c.Value), k.format(c.Threshold))
 	}
 	return fmt.Sprintf("%.4g against %.4g", c.Value, c.Threshold)
+}
+
+// NothingCompared says, in one line, that r compared nothing because every
+// implementation beside the baseline was skipped on every case (a GPU
+// experiment submitted with --cpu): "nothing compared: all 3
+// implementations skipped (needs a GPU)". It is "" when something ran to
+// be compared, or when nothing was skipped. Such a run still succeeds: the
+// skips are what the run was asked for, and the criteria over them are
+// skipped, not failed; this line keeps the success from reading as a
+// result.
+func NothingCompared(r *result.Results) string {
+	if len(r.Cases) == 0 {
+		return ""
+	}
+	skipped, reason := 0, ""
+	baselineRan := false
+	for _, n := range r.Implementations {
+		all := true
+		for _, c := range r.Cases {
+			ir := c.Results[n]
+			if ir == nil || ir.Status != result.ImplSkipped {
+				all = false
+				break
+			}
+			if why := shortReason(ir.Error); reason == "" {
+				reason = why
+			} else if why != reason {
+				reason = "-"
+			}
+		}
+		switch {
+		case all:
+			skipped++
+		case n == r.Baseline:
+			baselineRan = true
+		default:
+			return "" // a candidate ran on some case
+		}
+	}
+	if skipped == 0 {
+		return ""
+	}
+	beside := ""
+	if baselineRan {
+		beside = " beside the baseline"
+	}
+	what := fmt.Sprintf("all %d implementations%s skipped", skipped, beside)
+	if skipped == 1 {
+		what = fmt.Sprintf("the only implementation%s skipped", beside)
+	}
+	if reason != "" && reason != "-" {
+		what += " (" + reason + ")"
+	}
+	return "nothing compared: " + what
+}
+
+// shortReason is a skip's reason without its details: "needs a GPU" of
+// "needs a GPU (requires: triton); this host has none".
+func shortReason(s string) string {
+	s = firstLine(s)
+	if i := strings.IndexAny(s, "(;"); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
 }

@@ -81,6 +81,9 @@ func (m *mdWriter) header(r *result.Results) {
 	if r.Error != "" {
 		m.printf("**Error**: %s\n\n", firstLine(r.Error))
 	}
+	if s := analyze.NothingCompared(r); s != "" {
+		m.printf("**%s**\n\n", s)
+	}
 }
 
 func gpuSummary(r *result.Results) string {
@@ -119,14 +122,15 @@ func (m *mdWriter) table(r *result.Results) {
 		}
 	}
 	names := implNames(r)
+	u := unitsOf(r)
 	for _, n := range names {
 		if !hasTiming(r, n) {
 			continue
 		}
-		row(n+" (ms)", func(c result.Case) string {
+		row(n+" ("+u.time.Name+")", func(c result.Case) string {
 			ir := c.Results[n]
 			if t := timing(ir); t != nil {
-				return fmtMS(t.MedianMS)
+				return u.time.Format(t.MedianMS, timeDigits)
 			}
 			if ir != nil {
 				return ir.Status
@@ -139,6 +143,9 @@ func (m *mdWriter) table(r *result.Results) {
 			continue
 		}
 		row("Speedup "+n+"/"+r.Baseline, func(c result.Case) string {
+			if ir := c.Results[n]; ir != nil && wrong(r, n, ir) {
+				return "-"
+			}
 			if cmp := comparison(r, n, c); cmp != nil {
 				return fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
 			}
@@ -151,10 +158,10 @@ func (m *mdWriter) table(r *result.Results) {
 		format func(float64) string
 	}{
 		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, fmtCount},
-		{"TFLOPS", func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
-			func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }},
-		{"GB/s", func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
-			func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }},
+		{u.flops.Name, func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
+			func(v float64) string { return u.flops.Format(v, 3) }},
+		{u.bw.Name, func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
+			func(v float64) string { return u.bw.Format(v, 3) }},
 	}
 	for _, tr := range through {
 		for _, n := range names {
@@ -297,12 +304,14 @@ func (m *mdWriter) criteria(r *result.Results) {
 	for _, c := range r.Criteria {
 		mark := "❌"
 		switch {
+		case c.NotEvaluated:
+			mark = "n/a"
 		case c.Skipped:
 			mark = "⏭️"
 		case c.Passed:
 			mark = "✅"
 		}
-		if c.Expect == result.ExpectFail && !c.Skipped {
+		if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
 			if c.Passed {
 				mark += " (declared to fail)"
 			} else {
@@ -310,7 +319,10 @@ func (m *mdWriter) criteria(r *result.Results) {
 			}
 		}
 		line := fmt.Sprintf("- %s **%s**: %s", mark, c.Name, fmtCriterion(c))
-		if c.Skipped {
+		switch {
+		case c.NotEvaluated:
+			line = fmt.Sprintf("- %s **%s**: not evaluated", mark, c.Name)
+		case c.Skipped:
 			line = fmt.Sprintf("- %s **%s**", mark, c.Name)
 		}
 		if c.Detail != "" {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -136,6 +137,13 @@ func timing(ir *result.ImplResult) *result.Timing {
 	return ir.Timing
 }
 
+// wrong says that impl's result on a case is incorrect, so it gets no speed
+// verdict, even in results written before the runner stopped timing it. The
+// baseline keeps its place, as the others' speedups are over it.
+func wrong(r *result.Results, impl string, ir *result.ImplResult) bool {
+	return ir.Status == result.ImplWrong && impl != r.Baseline
+}
+
 // comparison finds the comparison of impl on case c.
 func comparison(r *result.Results, impl string, c result.Case) *result.Comparison {
 	for i := range r.Comparisons {
@@ -160,24 +168,34 @@ func sameParams(a, b map[string]any) bool {
 	return true
 }
 
-// fmtMS prints a time in milliseconds with about four significant digits.
-func fmtMS(v float64) string {
-	switch {
-	case v >= 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 1:
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	case v >= 0.01:
-		return strconv.FormatFloat(v, 'f', 4, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+// timeDigits is how many significant digits a time shows.
+const timeDigits = 4
+
+// fmtMS prints a time in milliseconds with four significant digits.
+func fmtMS(v float64) string { return numfmt.Sig(v, timeDigits) }
+
+func fmtSpeedup(v float64) string { return numfmt.Speedup(v) }
+
+// tableUnits are the units of a table's columns, each picked from every
+// value the column shows.
+type tableUnits struct {
+	time, flops, bw numfmt.Unit
 }
 
-func fmtSpeedup(v float64) string {
-	if v >= 100 {
-		return strconv.FormatFloat(v, 'f', 0, 64) + "x"
+func unitsOf(r *result.Results) tableUnits {
+	var ms, tflops, gbps []float64
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if t := timing(ir); t != nil {
+				ms = append(ms, t.MedianMS, t.Q1MS, t.Q3MS)
+			}
+			if ir != nil && ir.Throughput != nil {
+				tflops = append(tflops, ir.Throughput.TFLOPS)
+				gbps = append(gbps, ir.Throughput.GBps)
+			}
+		}
 	}
-	return strconv.FormatFloat(v, 'f', 3, 64) + "x"
+	return tableUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...), bw: numfmt.BandwidthUnit(gbps...)}
 }
 
 func fmtErr(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }

@@ -190,7 +190,7 @@ func TestColumns(t *testing.T) {
 func TestFormat(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{fmtCount(725602.4), "725,602"}, {fmtCount(999), "999"}, {fmtCount(1000), "1,000"}, {fmtCount(-1234567), "-1,234,567"},
-		{fmtMS(5.6449), "5.645"}, {fmtMS(0.01234), "0.0123"}, {fmtMS(0.000912), "0.000912"}, {fmtMS(1234.4), "1234"},
+		{fmtMS(5.6449), "5.645"}, {fmtMS(0.01234), "0.01234"}, {fmtMS(0.000912), "0.0009120"}, {fmtMS(1234.4), "1234"},
 		{fmtSpeedup(0.2737), "0.274x"}, {fmtErr(0), "0"}, {fmtErr(0.0039062), "0.00391"},
 	} {
 		if c.got != c.want {
@@ -250,25 +250,53 @@ RuntimeError: this kernel is broken on purpose`
 }
 
 // The table shows the rate nearer its peak: GB/s for a memory-bound
-// kernel, whose TFLOPS would read 0.00.
+// kernel, whose FLOP rate says little; each rate in the unit its column
+// picked, with three significant digits.
 func TestFmtBound(t *testing.T) {
+	one := func(tp result.Throughput) tableUnits {
+		return unitsOf(&result.Results{Cases: []result.Case{{Results: map[string]*result.ImplResult{"a": {Throughput: &tp}}}}})
+	}
 	for _, c := range []struct {
 		name string
 		t    result.Throughput
 		want string
 	}{
-		{"memory bound", result.Throughput{TFLOPS: 0.0031, GBps: 2680, PctPeakFlops: 0.0003, PctPeakBW: 80}, "2680.0 GB/s 80%"},
-		{"compute bound", result.Throughput{TFLOPS: 612.4, GBps: 310, PctPeakFlops: 61.9, PctPeakBW: 9.3}, "612.40 TFLOPS 62%"},
+		{"memory bound", result.Throughput{TFLOPS: 0.0031, GBps: 2680, PctPeakFlops: 0.0003, PctPeakBW: 80}, "2680 GB/s 80%"},
+		{"compute bound", result.Throughput{TFLOPS: 612.4, GBps: 310, PctPeakFlops: 61.9, PctPeakBW: 9.3}, "612 TFLOPS 62%"},
 		{"no bytes model", result.Throughput{TFLOPS: 1.52, PctPeakFlops: 2.3}, "1.52 TFLOPS 2.3%"},
-		{"no peaks, tiny flops", result.Throughput{TFLOPS: 0.001, GBps: 12.5}, "12.5 GB/s"},
-		{"no peaks", result.Throughput{TFLOPS: 0.8, GBps: 12.5}, "0.80 TFLOPS"},
-		{"a CPU's small case", result.Throughput{TFLOPS: 0.0021, GBps: 0.004}, "2.1 GFLOPS"},
-		{"a CPU's small case, bytes only", result.Throughput{GBps: 0.0042}, "4.2 MB/s"},
+		{"no peaks, tiny flops", result.Throughput{TFLOPS: 0.001, GBps: 12.5}, "1.00 GFLOPS"},
+		{"no peaks", result.Throughput{TFLOPS: 0.8, GBps: 12.5}, "800 GFLOPS"},
+		{"a CPU's small case", result.Throughput{TFLOPS: 0.0021, GBps: 0.004}, "2.10 GFLOPS"},
+		{"a CPU's small case, bytes only", result.Throughput{GBps: 0.0042}, "4.20 MB/s"},
 		{"no model", result.Throughput{TokensPerS: 1e6}, "-"},
 	} {
-		if got := fmtBound(&c.t); got != c.want {
+		if got := fmtBound(&c.t, one(c.t)); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// One unit per column: a CPU sweep whose rates span GFLOPS and TFLOPS
+// reads in one of them, never 0.00.
+func TestOneUnitPerColumn(t *testing.T) {
+	r := &result.Results{Experiment: "e", Status: result.StatusSucceeded, Mode: "cpu", SweepKeys: []string{"N"}, Implementations: []string{"mine"}}
+	for i, v := range []struct{ ms, tflops float64 }{{0.000811, 0.00123}, {0.000802, 0.0123}, {0.5, 0.0125}} {
+		tm := timed(v.ms)
+		r.Cases = append(r.Cases, result.Case{Params: map[string]any{"N": i}, Results: map[string]*result.ImplResult{
+			"mine": {Status: result.ImplOK, Timing: tm, Throughput: &result.Throughput{TFLOPS: v.tflops}}}})
+	}
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"MEDIAN µs", "0.8110", "0.8020", "500.0", "1.23 GFLOPS", "12.3 GFLOPS", "12.5 GFLOPS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "TFLOPS") || strings.Contains(out, "0.00 ") {
+		t.Errorf("mixed or lossy units:\n%s", out)
 	}
 }
 
@@ -334,5 +362,45 @@ func TestMarkdownBoundRow(t *testing.T) {
 	}
 	if want := "| a FLOP/B | 10 (memory-bound) | 1e+04 (compute-bound) |"; !strings.Contains(md.String(), want) {
 		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+}
+
+// A criterion of a job that did not run to its verdict reads as not
+// evaluated: no FAIL, no made-up value.
+func TestCriterionNotEvaluated(t *testing.T) {
+	r := &result.Results{Experiment: "e", Status: result.StatusCancelled, Criteria: []result.Criterion{
+		{Name: "fast >= 1.2x over base at every case", Kind: "speedup", Threshold: 1.2, NotEvaluated: true, Detail: "job cancelled"}}}
+	var text, md bytes.Buffer
+	if err := Text(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{text.String(), md.String()} {
+		if !strings.Contains(out, "fast >= 1.2x over base at every case**: not evaluated; job cancelled") &&
+			!strings.Contains(out, "n/a   fast >= 1.2x over base at every case: not evaluated; job cancelled") {
+			t.Errorf("no not-evaluated line in:\n%s", out)
+		}
+		if strings.Contains(out, "FAIL") || strings.Contains(out, "0x") || strings.Contains(out, "❌") {
+			t.Errorf("a FAIL or a value in:\n%s", out)
+		}
+	}
+}
+
+// A --cpu run of a GPU experiment says under its status that nothing was
+// compared.
+func TestTextNothingCompared(t *testing.T) {
+	skip := &result.ImplResult{Status: result.ImplSkipped, Error: "needs a GPU (requires: triton); this host has none"}
+	r := &result.Results{Experiment: "e", Status: result.StatusSucceeded, Mode: "cpu", SweepKeys: []string{"N"},
+		Baseline: "a", Implementations: []string{"a", "b", "c"}}
+	r.Cases = append(r.Cases, result.Case{Params: map[string]any{"N": 8}, Results: map[string]*result.ImplResult{
+		"reference": {Status: result.ImplOK, Timing: timed(1.5)}, "a": skip, "b": skip, "c": skip}})
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "e  succeeded  cpu\nnothing compared: all 3 implementations skipped (needs a GPU)\n"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("table:\n%s\nwant it to start with:\n%s", b.String(), want)
 	}
 }

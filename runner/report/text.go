@@ -3,10 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/termsafe"
 )
@@ -52,6 +52,9 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	case r.Error != "":
 		fmt.Fprintf(ew, "error: %s\n", firstLine(r.Error))
 	}
+	if s := analyze.NothingCompared(r); s != "" {
+		fmt.Fprintln(ew, s)
+	}
 	fmt.Fprintln(ew)
 	if len(r.Cases) > 0 {
 		// SPEEDUP only when some row is compared (a run with one
@@ -59,6 +62,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 		var rows [][]string
 		compared := false
 		cols := columns(r)
+		u := unitsOf(r)
 		for i, c := range r.Cases {
 			for _, n := range implNames(r) {
 				ir := c.Results[n]
@@ -67,13 +71,13 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 				}
 				med, iqr, speed, through, maxErr := "-", "-", "-", "-", "-"
 				if t := timing(ir); t != nil {
-					med = fmtMS(t.MedianMS)
-					iqr = fmtMS(t.Q1MS) + "-" + fmtMS(t.Q3MS)
+					med = u.time.Format(t.MedianMS, timeDigits)
+					iqr = u.time.Format(t.Q1MS, timeDigits) + "-" + u.time.Format(t.Q3MS, timeDigits)
 					if !t.Converged {
 						med += "*"
 					}
 				}
-				if cmp := comparison(r, n, c); cmp != nil {
+				if cmp := comparison(r, n, c); cmp != nil && !wrong(r, n, ir) {
 					speed = fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
 					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {
@@ -81,7 +85,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					compared = true
 				}
 				if ir.Throughput != nil {
-					through = fmtBound(ir.Throughput)
+					through = fmtBound(ir.Throughput, u)
 				}
 				if ir.Correctness != nil {
 					maxErr = fmtErr(ir.Correctness.MaxAbsError)
@@ -90,7 +94,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 			}
 		}
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		head := []string{"CASE", "IMPL", "STATUS", "MEDIAN ms", "Q1-Q3 ms", "SPEEDUP", "THROUGHPUT", "MAX ERR"}
+		head := []string{"CASE", "IMPL", "STATUS", "MEDIAN " + u.time.Name, "Q1-Q3 " + u.time.Name, "SPEEDUP", "THROUGHPUT", "MAX ERR"}
 		for _, row := range append([][]string{head}, rows...) {
 			if !compared {
 				row = append(row[:5:5], row[6:]...)
@@ -121,16 +125,21 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 		for _, c := range r.Criteria {
 			mark := "FAIL"
 			switch {
+			case c.NotEvaluated:
+				mark = "n/a "
 			case c.Skipped:
 				mark = "SKIP"
 			case c.Passed:
 				mark = "PASS"
 			}
-			if c.Expect == result.ExpectFail && !c.Skipped {
+			if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
 				mark += " (declared: fail)"
 			}
 			line := fmt.Sprintf("  %s  %s: %s", mark, c.Name, fmtCriterion(c))
-			if c.Skipped {
+			switch {
+			case c.NotEvaluated:
+				line = fmt.Sprintf("  %s  %s: not evaluated", mark, c.Name)
+			case c.Skipped:
 				line = fmt.Sprintf("  %s  %s", mark, c.Name)
 			}
 			if c.Detail != "" && !c.Passed {
@@ -153,26 +162,23 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 
 // fmtBound shows the throughput against the bound that applies: of the
 // compute and memory rates, the one nearer its peak (a memory-bound
-// kernel's TFLOPS would read 0.00 while its GB/s say it is at 80%). With no
-// peaks known (a CPU run, a GPU missing from the table) it is TFLOPS unless
-// they round to zero, then GB/s, then GFLOPS (a CPU's small sweep points);
-// "-" with no work model.
-func fmtBound(t *result.Throughput) string {
-	flops := strconv.FormatFloat(t.TFLOPS, 'f', 2, 64) + " TFLOPS"
-	bw := strconv.FormatFloat(t.GBps, 'f', 1, 64) + " GB/s"
+// kernel's FLOP rate says little while its GB/s say it is at 80%). With no
+// peaks known (a CPU run, a GPU missing from the table) it is the FLOP rate
+// where the model counts FLOPs, else the bandwidth; "-" with no work model.
+// Each rate is in the unit the table picked for it from all its values, with
+// three significant digits.
+func fmtBound(t *result.Throughput, u tableUnits) string {
+	flops := u.flops.Format(t.TFLOPS, 3) + " " + u.flops.Name
+	bw := u.bw.Format(t.GBps, 3) + " " + u.bw.Name
 	switch {
 	case t.PctPeakFlops > 0 && t.PctPeakFlops >= t.PctPeakBW:
 		return flops + " " + fmtPct(t.PctPeakFlops)
 	case t.PctPeakBW > 0:
 		return bw + " " + fmtPct(t.PctPeakBW)
-	case t.TFLOPS >= 0.005:
-		return flops
-	case t.GBps >= 0.05:
-		return bw
 	case t.TFLOPS > 0:
-		return strconv.FormatFloat(t.TFLOPS*1e3, 'g', 3, 64) + " GFLOPS"
+		return flops
 	case t.GBps > 0:
-		return strconv.FormatFloat(t.GBps*1e3, 'g', 3, 64) + " MB/s"
+		return bw
 	}
 	return "-"
 }

@@ -31,7 +31,7 @@ const (
 // Implementation statuses within a case.
 const (
 	ImplOK      = "ok"      // ran, correct, timed
-	ImplWrong   = "wrong"   // ran, but failed the correctness check (still timed)
+	ImplWrong   = "wrong"   // ran, but failed the correctness check (not timed, unless it is the baseline; its error says so)
 	ImplError   = "error"   // raised, crashed, failed to compile
 	ImplTimeout = "timeout" // exceeded the per-implementation timeout
 	ImplOOM     = "oom"     // ran out of device or host memory
@@ -459,8 +459,12 @@ type Criterion struct {
 	Passed    bool    `json:"passed"`
 	// Skipped is set when nothing the criterion needs ran here (GPU-only
 	// implementations on a CPU run): it is neither passed nor failed.
-	Skipped bool   `json:"skipped,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	Skipped bool `json:"skipped,omitempty"`
+	// NotEvaluated is set when the job did not run to its verdict
+	// (cancelled, timed out, failed before the end): the criterion is
+	// neither passed nor failed, and Detail says why ("job cancelled").
+	NotEvaluated bool   `json:"not_evaluated,omitempty"`
+	Detail       string `json:"detail,omitempty"`
 	// Expect is the outcome the experiment declares for the criterion:
 	// ExpectFail for a hypothesis its published results refute,
 	// ExpectPass otherwise. Files written before declarations leave it

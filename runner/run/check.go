@@ -139,6 +139,9 @@ func (rn *runner) applyCheck(ctx context.Context, kc *kcase, j *checkJob) error 
 	if !j.corr.Passed {
 		ir.Status = result.ImplWrong
 		ir.Error = "wrong result: " + j.corr.Reason
+		if j.im.name != rn.s.Benchmark.BaselineName() {
+			ir.Error += "; " + notTimedWrong
+		}
 		rn.logf("%s: WRONG: %s", j.im.name, j.corr.Reason)
 	} else {
 		rn.logf("%s: correct (max abs error %.3g, max rel error %.3g)", j.im.name, j.corr.MaxAbsError, j.corr.MaxRelError)
@@ -146,6 +149,11 @@ func (rn *runner) applyCheck(ctx context.Context, kc *kcase, j *checkJob) error 
 	rn.rec.write()
 	return nil
 }
+
+// notTimedWrong ends the error of an incorrect implementation: an incorrect
+// result gets no speed verdict, so its timing is not spent. The baseline is
+// timed still, as the others' speedups are over it.
+const notTimedWrong = "not timed: an incorrect implementation gets no speed verdict"
 
 // tolerance is the implementation's tolerance, else the benchmark's, else
 // nil: the harness's default for each output's dtype.

@@ -161,9 +161,10 @@ func TestFailuresAreIsolated(t *testing.T) {
 		{name: "reference", status: result.ImplOK, timed: true},
 		{name: "good", status: result.ImplOK, timed: true},
 		{name: "noisy", status: result.ImplOK, timed: true},
-		{name: "wrong", status: result.ImplWrong, timed: true, errSub: "elements outside atol=0.0001"},
-		{name: "zeroes", status: result.ImplWrong, timed: true, errSub: "modified its inputs", modified: true},
-		{name: "replay", status: result.ImplWrong, timed: true, errSub: "replayed or cached", replayed: true},
+		// An incorrect implementation is not timed: it gets no speed verdict.
+		{name: "wrong", status: result.ImplWrong, errSub: "elements outside atol=0.0001"},
+		{name: "zeroes", status: result.ImplWrong, errSub: "modified its inputs", modified: true},
+		{name: "replay", status: result.ImplWrong, errSub: "replayed or cached", replayed: true},
 		{name: "raises", status: result.ImplError, errSub: "RuntimeError: kernel launch failed: bad block size"},
 		{name: "segfault", status: result.ImplCrashed, errSub: "segmentation fault", tailSub: "Fatal Python error: Segmentation fault"},
 		{name: "hangs", status: result.ImplTimeout, errSub: "no answer to check"},
@@ -182,6 +183,9 @@ func TestFailuresAreIsolated(t *testing.T) {
 		}
 		if !strings.Contains(ir.Error, tt.errSub) {
 			t.Errorf("%s: error %q lacks %q", tt.name, ir.Error, tt.errSub)
+		}
+		if tt.status == result.ImplWrong && !strings.HasSuffix(ir.Error, notTimedWrong) {
+			t.Errorf("%s: error %q does not say why it was not timed", tt.name, ir.Error)
 		}
 		if !strings.Contains(ir.StderrTail, tt.tailSub) {
 			t.Errorf("%s: stderr tail %q lacks %q", tt.name, ir.StderrTail, tt.tailSub)

@@ -29,6 +29,9 @@ func (rn *runner) newLoop() *timing.Loop {
 func (rn *runner) time(ctx context.Context, kc *kcase) error {
 	var impls []timing.Impl
 	for _, im := range rn.live(kc) {
+		if ir := rn.rec.r.Cases[kc.idx].Results[im.name]; ir != nil && ir.Status == result.ImplWrong && im.name != rn.s.Benchmark.BaselineName() {
+			continue
+		}
 		impls = append(impls, timing.Impl{Name: im.name, Reference: im.isRef,
 			Open: func(ctx context.Context) (timing.Sampler, error) {
 				w, err := rn.pool.worker(ctx, im)

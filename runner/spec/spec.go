@@ -119,7 +119,10 @@ type Benchmark struct {
 	Inputs string `yaml:"inputs" want:"module:callable, e.g. gla.inputs:make_inputs"`
 	// Reference is "module:callable": the trusted implementation.
 	Reference string `yaml:"reference" want:"module:callable, e.g. gla.reference:chunk_gla"`
-	// Implementations are the named candidates, in the order written.
+	// Implementations are the named candidates, in the order written. A
+	// name mapped to a string ("blocked: matmul:blocked") is shorthand for
+	// {fn: matmul:blocked}: nothing required, so it runs on every run,
+	// --cpu included.
 	Implementations Implementations `yaml:"implementations"`
 	// Baseline names the implementation speedups are measured against;
 	// default: the first implementation.
@@ -145,7 +148,11 @@ type Benchmark struct {
 	Metrics string `yaml:"metrics" want:"module:callable, e.g. gla.inputs:metrics"`
 	// TimeReference times the reference too (default true).
 	TimeReference *bool `yaml:"time_reference"`
-	// Tolerance overrides the per-dtype default tolerance.
+	// Tolerance overrides the per-dtype default tolerance: atol = rtol =
+	// 1e-7 for float64, 1e-4 for float32, 1e-2 for float16 and bfloat16,
+	// 1e-1 for float8, exact for integers, by the dtype of the output or
+	// of the reference, whichever is less precise
+	// (runner/harness/xrun_harness/correctness.py).
 	Tolerance *Tolerance `yaml:"tolerance"`
 	// Command runs a non-Python benchmark that speaks the harness protocol.
 	Command []string `yaml:"command" want:"a list like [./bench, --fast]"`
@@ -284,6 +291,13 @@ type Criterion struct {
 	Speedup string  `yaml:"speedup" want:"an implementation name"`
 	Over    string  `yaml:"over" want:"an implementation name"`
 	AtLeast float64 `yaml:"at_least"`
+	// By says which ratio a speedup criterion reads: "median" (default:
+	// over.median / speedup.median, the SPEEDUP column's figure) or
+	// "conservative" (over.q1 / speedup.q3, the ratio of the two
+	// interquartile ranges' near ends, as the FAST verdict reads them: it
+	// passes only when the candidate's slow quarter beats the baseline's
+	// fast quarter by at_least).
+	By string `yaml:"by" want:"median or conservative"`
 
 	MaxError string  `yaml:"max_error" want:"an implementation name or all"`
 	Below    float64 `yaml:"below"`
@@ -309,7 +323,7 @@ type Criterion struct {
 // for. A key of another kind (below on a correct criterion) is read by
 // nothing, so it is refused rather than silently ignored.
 var criterionKeys = map[string][]string{
-	"speedup":   {"speedup", "over", "at_least"},
+	"speedup":   {"speedup", "over", "at_least", "by"},
 	"max_error": {"max_error", "below"},
 	"correct":   {"correct"},
 	"time":      {"time", "below_ms"},

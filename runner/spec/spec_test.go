@@ -110,6 +110,8 @@ func TestParseErrors(t *testing.T) {
 		{"criterion bad for", base + "criteria:\n  - {correct: all, for: most}\n", []string{"criteria[0].for: \"most\" is not allowed; use one of all, any, median"}},
 		{"criterion bad expect", base + "criteria:\n  - {correct: all,\n     expect: failed}\n", []string{"xrun.yaml:8: criteria[0].expect: \"failed\" is not allowed; use pass (the default) or fail"}},
 		{"criterion expect not a string", base + "criteria:\n  - {correct: all, expect: [fail]}\n", []string{"xrun.yaml:7: criteria[0].expect: found a list; write pass or fail"}},
+		{"criterion bad by", base + "criteria:\n  - {speedup: a, over: a, at_least: 1, by: mean}\n", []string{"xrun.yaml:7: criteria[0].by: \"mean\" is not allowed; use median (the default: the ratio of the medians) or conservative"}},
+		{"by on another kind", base + "criteria:\n  - {correct: all, by: conservative}\n", []string{"criteria[0].by: not a key of a correct criterion (by belongs to speedup)"}},
 		{"criterion no threshold", base + "criteria:\n  - {max_error: all}\n", []string{"criteria[0].below: must be > 0"}},
 		{"bad baseline", base + "  baseline: z\n", []string{"benchmark.baseline: \"z\" is not an implementation"}},
 		{"bad env", base + "env: [\"A-B\"]\n", []string{"env[0]: \"A-B\" is not a variable name"}},

@@ -117,6 +117,7 @@ func typeCases() []typeCase {
 		crit2(crit(".below_ms", "{time: a, below_ms: 2ms}", `found "2ms"; write a number`)),
 		crit2(crit(".for", "{correct: all, for: [all]}", `found a list; write all, any or median`)),
 		crit2(crit(".expect", "{correct: all, expect: [fail]}", `found a list; write pass or fail`)),
+		crit2(crit(".by", "{speedup: a, over: a, at_least: 1, by: [median]}", `found a list; write median or conservative`)),
 	}
 }
 
@@ -189,7 +190,7 @@ func TestCriterionKeysOfItsKind(t *testing.T) {
 		{"{correct: all, below: 0.1}", "xrun.yaml:7: criteria[0].below: not a key of a correct criterion (below belongs to max_error); allowed: name, correct, for"},
 		{"{max_error: all, below: 0.1, at_least: 2}", "xrun.yaml:7: criteria[0].at_least: not a key of a max_error criterion (at_least belongs to speedup); allowed: name, max_error, below, for"},
 		{"{time: a, below_ms: 1, below: 1}", "criteria[0].below: not a key of a time criterion (below belongs to max_error); allowed: name, time, below_ms, for"},
-		{"{speedup: a, over: a, at_least: 1, below_ms: 2}", "criteria[0].below_ms: not a key of a speedup criterion (below_ms belongs to time); allowed: name, speedup, over, at_least, for"},
+		{"{speedup: a, over: a, at_least: 1, below_ms: 2}", "criteria[0].below_ms: not a key of a speedup criterion (below_ms belongs to time); allowed: name, speedup, over, at_least, by, for"},
 		{"{correct: all, max_error: \"\"}", "criteria[0].max_error: not a key of a correct criterion"},
 	} {
 		_, err := Parse("xrun.yaml", []byte(base+"  - "+tc.criterion+"\n"))

@@ -33,6 +33,9 @@ const MaxCases = 10000
 // ForValues are the allowed values of a criterion's "for".
 var ForValues = []string{"all", "any", "median"}
 
+// ByValues are the allowed values of a speedup criterion's "by".
+var ByValues = []string{"median", "conservative"}
+
 // ExpectValues are the allowed values of a criterion's "expect".
 var ExpectValues = []string{"pass", "fail"}
 
@@ -82,6 +85,9 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 		checkCriterionKeys(key, c.Kind(), lines, bad)
 		if c.For != "" && !contains(ForValues, c.For) {
 			bad(key+".for", "%q is not allowed; use one of %s", c.For, strings.Join(ForValues, ", "))
+		}
+		if c.By != "" && !contains(ByValues, c.By) {
+			bad(key+".by", "%q is not allowed; use median (the default: the ratio of the medians) or conservative (baseline q1 over candidate q3)", c.By)
 		}
 		if c.Expect != "" && !contains(ExpectValues, c.Expect) {
 			bad(key+".expect", "%q is not allowed; use pass (the default) or fail (the experiment's published outcome is that this criterion fails)", c.Expect)

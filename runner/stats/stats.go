@@ -248,16 +248,22 @@ func RuleFrom(m spec.Method) Rule {
 // per batch of samples rather than after each one.
 func (r Rule) Check(samples []float64, measuredS, sampledS float64) (stop, converged bool, reason string) {
 	n := len(samples)
-	if n >= max(r.MinSamples, 2) && sampledS >= r.MinTimeS {
+	atTimeCap := r.MaxTimeS > 0 && measuredS >= r.MaxTimeS
+	atSampleCap := r.MaxSamples > 0 && n >= r.MaxSamples
+	// A cap reached before the minimum sampling time (a fast kernel fills
+	// the sample cap in less wall time than min_time_s) still converged when
+	// the error is within the target: the minimum guards against deciding on
+	// a short burst, and going on is not possible.
+	if n >= max(r.MinSamples, 2) && (sampledS >= r.MinTimeS || atTimeCap || atSampleCap) {
 		se, med := medianAndSE(samples)
 		if med > 0 && se/med <= r.TargetRSE {
 			return true, true, ReasonConverged
 		}
 	}
 	switch {
-	case r.MaxTimeS > 0 && measuredS >= r.MaxTimeS:
+	case atTimeCap:
 		return true, false, ReasonMaxTime
-	case r.MaxSamples > 0 && n >= r.MaxSamples:
+	case atSampleCap:
 		return true, false, ReasonMaxSamples
 	}
 	return false, false, ""

@@ -184,6 +184,10 @@ func TestRuleCheck(t *testing.T) {
 		{"noisy at sample cap", noisy(100000, 5), 14, 20, true, false, ReasonMaxSamples},
 		{"converged at the cap wins", constant(100, 1), 20, 30, true, true, ReasonConverged},
 		{"cap before minimums", constant(5, 1), 15, 20, true, false, ReasonMaxTime},
+		// A sub-microsecond kernel fills the sample cap before min_time_s of
+		// sampling with an error far below the target: that converged.
+		{"tight at the sample cap before min time", constant(100000, 1), 0.08, 0.3, true, true, ReasonConverged},
+		{"noisy at the sample cap before min time", noisy(100000, 5), 0.08, 0.3, true, false, ReasonMaxSamples},
 		{"zero median never converges", constant(20, 0), 1, 2, false, false, ""},
 		{"slightly noisy converges", noisy(2000, 0.05), 1, 2, true, true, ReasonConverged},
 	} {

@@ -1,0 +1,79 @@
+// Package numfmt owns how figures read in xrun's tables: significant digits
+// rather than fixed decimals (0.000811 and 0.000802 ms stay apart), one
+// unit per column picked from the column's values (no GFLOPS beside TFLOPS,
+// no TFLOPS 0.00 on a CPU), and one form of speedup everywhere.
+package numfmt
+
+import (
+	"math"
+	"strconv"
+)
+
+// Sig writes v with n significant digits in plain notation; digits left of
+// the point are all kept (1374, not 1.37e+03).
+func Sig(v float64, n int) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	mag := int(math.Floor(math.Log10(math.Abs(v))))
+	dec := n - 1 - mag
+	if dec < 0 {
+		dec = 0
+	}
+	s := strconv.FormatFloat(v, 'f', dec, 64)
+	// Rounding can carry into a new digit (9.996 -> 10.00): drop the extra one.
+	if r, err := strconv.ParseFloat(s, 64); err == nil && dec > 0 && math.Abs(r) >= math.Pow(10, float64(mag+1)) {
+		s = strconv.FormatFloat(v, 'f', dec-1, 64)
+	}
+	return s
+}
+
+// Speedup writes a ratio with three significant digits and an x: 37.7x,
+// 1374x, 0.912x.
+func Speedup(v float64) string { return Sig(v, 3) + "x" }
+
+// Unit is a column's unit: its name and what one of it is in the column's
+// base unit (milliseconds for times, TFLOPS for compute, GB/s for memory).
+type Unit struct {
+	Name  string
+	Scale float64
+}
+
+// Format writes v (in the base unit) in u with digits significant digits.
+func (u Unit) Format(v float64, digits int) string { return Sig(v/u.Scale, digits) }
+
+var (
+	timeUnits  = []Unit{{"ms", 1}, {"µs", 1e-3}}
+	flopsUnits = []Unit{{"TFLOPS", 1}, {"GFLOPS", 1e-3}, {"MFLOPS", 1e-6}}
+	bwUnits    = []Unit{{"GB/s", 1}, {"MB/s", 1e-3}}
+)
+
+// TimeUnit picks ms or µs for a column of times in milliseconds (ms is how
+// results.json and the criteria speak; µs where every time is below 1 ms).
+func TimeUnit(ms ...float64) Unit { return pick(timeUnits, ms) }
+
+// FlopsUnit picks TFLOPS, GFLOPS or MFLOPS for a column of TFLOPS values.
+func FlopsUnit(tflops ...float64) Unit { return pick(flopsUnits, tflops) }
+
+// BandwidthUnit picks GB/s or MB/s for a column of GB/s values (peaks are
+// quoted in GB/s, so TB/s is never picked).
+func BandwidthUnit(gbps ...float64) Unit { return pick(bwUnits, gbps) }
+
+// pick returns the largest of units (largest first) in which the largest
+// value is at least 1, else the smallest unit: the column's big values read
+// as plain numbers and its small ones keep their significant digits.
+func pick(units []Unit, vals []float64) Unit {
+	most := 0.0
+	for _, v := range vals {
+		most = math.Max(most, v)
+	}
+	if most <= 0 {
+		return units[0]
+	}
+	for _, u := range units {
+		if most/u.Scale >= 1 {
+			return u
+		}
+	}
+	return units[len(units)-1]
+}

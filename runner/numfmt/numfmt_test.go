@@ -1,0 +1,55 @@
+package numfmt
+
+import "testing"
+
+func TestSig(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		n    int
+		want string
+	}{
+		{0.000811, 3, "0.000811"}, {0.000802, 3, "0.000802"}, {1.2345, 4, "1.234"},
+		{12.3456, 4, "12.35"}, {1374.2, 3, "1374"}, {9.996, 3, "10.0"}, {0.9996, 3, "1.00"}, {0, 3, "0"},
+	} {
+		if got := Sig(c.v, c.n); got != c.want {
+			t.Errorf("Sig(%g, %d) = %q, want %q", c.v, c.n, got, c.want)
+		}
+	}
+}
+
+func TestSpeedup(t *testing.T) {
+	for v, want := range map[float64]string{37.665: "37.7x", 1374.4: "1374x", 0.9123: "0.912x", 21.207: "21.2x", 1: "1.00x", 2.412: "2.41x"} {
+		if got := Speedup(v); got != want {
+			t.Errorf("Speedup(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestUnits(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		got  Unit
+		want string
+	}{
+		{"times of ms", TimeUnit(1.5, 12), "ms"},
+		{"sub-µs times", TimeUnit(0.000811, 0.000802), "µs"},
+		{"µs times", TimeUnit(0.0123, 0.5), "µs"},
+		{"one time of ms sets the column", TimeUnit(0.05, 3), "ms"},
+		{"no values", TimeUnit(), "ms"},
+		{"GPU compute", FlopsUnit(312, 0.5), "TFLOPS"},
+		{"H100 compute", FlopsUnit(312, 45), "TFLOPS"},
+		{"CPU compute", FlopsUnit(0.00123, 0.01), "GFLOPS"},
+		{"tiny CPU compute", FlopsUnit(0.0000005), "MFLOPS"},
+		{"CPU compute below a GFLOPS", FlopsUnit(0.0005), "MFLOPS"},
+		{"bandwidth", BandwidthUnit(2500, 800), "GB/s"},
+		{"CPU bandwidth", BandwidthUnit(0.04, 12), "GB/s"},
+		{"slow CPU bandwidth", BandwidthUnit(0.04, 0.5), "MB/s"},
+	} {
+		if c.got.Name != c.want {
+			t.Errorf("%s: unit %s, want %s", c.name, c.got.Name, c.want)
+		}
+	}
+	if got := TimeUnit(0.000811).Format(0.000811, 3); got != "0.811" {
+		t.Errorf("0.000811 ms in µs = %q", got)
+	}
+}
