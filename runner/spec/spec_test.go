@@ -93,8 +93,8 @@ func TestParseErrors(t *testing.T) {
 		name, yaml string
 		want       []string // substrings of the error
 	}{
-		{"unknown top key", base + "criterai: []\n", []string{"xrun.yaml:6: criterai: unknown key at the top level; allowed: name,"}},
-		{"unknown nested key", "name: x\nbenchmark:\n  inputs: m:i\n  referense: m:r\n", []string{"xrun.yaml:4: benchmark.referense: unknown key in benchmark; allowed: inputs, reference"}},
+		{"unknown top key", base + "criterai: []\n", []string{"xrun.yaml:6: criterai: unknown key at the top level (did you mean criteria?); allowed: name,"}},
+		{"unknown nested key", "name: x\nbenchmark:\n  inputs: m:i\n  referense: m:r\n", []string{"xrun.yaml:4: benchmark.referense: unknown key in benchmark (did you mean reference?); allowed: inputs, reference"}},
 		{"unknown impl key", "name: x\nbenchmark:\n  inputs: m:i\n  reference: m:r\n  implementations:\n    a: {fn: m:a, require: [gpu]}\n", []string{"xrun.yaml:6: benchmark.implementations.a.require: unknown key"}},
 		{"missing name", "benchmark:\n  inputs: m:i\n  reference: m:r\n  implementations: {a: m:a}\n", []string{"name: missing"}},
 		{"bad name", strings.Replace(base, "name: x", "name: Bad Name", 1), []string{"xrun.yaml:1: name: \"Bad Name\" is not allowed"}},
