@@ -105,7 +105,11 @@ def parse(file):
                 src = f.read()
             parsed[file] = ast.parse(src, filename=file)
         except SyntaxError as e:
-            raise Problem("%s: %s" % (type(e).__name__, e.msg), e.filename or file, e.lineno or 0)
+            msg = "%s: %s" % (type(e).__name__, e.msg)
+            text = (e.text or "").strip()
+            if text:
+                msg += ": " + (text if len(text) <= 60 else text[:57] + "...")
+            raise Problem(msg, e.filename or file, e.lineno or 0)
         except (OSError, ValueError) as e:
             raise Problem("cannot read %s: %s" % (file, e), file)
     return parsed[file]
@@ -192,6 +196,9 @@ def check(ref, host=False):
 
 def main():
     problems = []
+    # One problem of a file (a syntax error) is said once, under the first
+    # key that names the file, with the others that do.
+    first = {}
     host = sys.argv[2:3] == ["host"]
     for t in json.loads(sys.argv[1]):
         try:
@@ -199,8 +206,18 @@ def main():
         except Skip:
             pass
         except Problem as p:
+            where = (p.file, p.line, p.message)
+            if p.file and where in first:
+                first[where].append(t["key"])
+                continue
             problems.append({"key": t["key"], "ref": t["ref"], "file": os.path.relpath(p.file) if p.file else "",
                              "line": p.line, "message": p.message})
+            first[where] = []
+            problems[-1]["_also"] = first[where]
+    for p in problems:
+        also = p.pop("_also", [])
+        if also:
+            p["message"] += " (also named by %s)" % ", ".join(also)
     json.dump(problems, sys.stdout)
 
 

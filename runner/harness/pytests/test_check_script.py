@@ -99,3 +99,19 @@ def test_as_the_runner_runs_it(exp):
                          check=True, capture_output=True, text=True).stdout
     (p,) = json.loads(out)
     assert (p["key"], p["ref"], p["file"], p["line"]) == ("benchmark.reference", "gla.ops:nope", os.path.join("gla", "ops.py"), 0)
+
+
+def test_a_file_problem_is_said_once(exp):
+    """A syntax error is one problem of the file, not one per key naming it;
+    it shows the line."""
+    with open(os.path.join(HARNESS, "check.py")) as f:
+        src = f.read()
+    refs = [{"key": "benchmark.inputs", "ref": "gla.bad:f"}, {"key": "benchmark.reference", "ref": "gla.bad:g"},
+            {"key": "benchmark.implementations.x.fn", "ref": "gla.bad:h"}, {"key": "benchmark.flops", "ref": "gla.ops:nope"}]
+    out = subprocess.run([sys.executable, "-c", src, json.dumps(refs)], cwd=str(exp), env=dict(os.environ, PYTHONPATH=str(exp)),
+                         check=True, capture_output=True, text=True).stdout
+    bad, nope = json.loads(out)
+    assert bad["key"] == "benchmark.inputs" and bad["line"] == 1
+    assert bad["message"].startswith("SyntaxError: ") and ": def f(:" in bad["message"]
+    assert bad["message"].endswith("(also named by benchmark.reference, benchmark.implementations.x.fn)")
+    assert nope["key"] == "benchmark.flops"
