@@ -118,7 +118,8 @@ func TestCancelWithAnUnwritableStore(t *testing.T) {
 	s := jobStatus(t, id)
 	if s.Status != result.StatusCancelled || !strings.Contains(s.Error, "a cancel whose record could not be saved") {
 		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
-		t.Errorf("status after the store is writable again: %s (%s); the job's log:\n%s", s.Status, s.Error, logs)
+		rec, _ := os.ReadFile(filepath.Join(s.StoreDir, "job.json"))
+		t.Errorf("status after the store is writable again: %s (%s); the job's log:\n%s\nrecord:\n%s", s.Status, s.Error, logs, rec)
 	}
 	if row := psAll(t, dataDir)[id]; row.Status != s.Status {
 		t.Errorf("ps says %s, status %s", row.Status, s.Status)

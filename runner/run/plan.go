@@ -193,6 +193,11 @@ func SpecRefs(s *spec.Spec) []harness.Ref {
 	add("benchmark.inputs", b.Inputs)
 	add("benchmark.reference", b.Reference)
 	for _, im := range b.Implementations {
+		if len(b.Command) > 0 {
+			// A command benchmark's implementations are its arguments,
+			// not module:function references.
+			break
+		}
 		key := "benchmark.implementations." + im.Name
 		if _, ok := s.Lines[key+".fn"]; ok {
 			key += ".fn"
