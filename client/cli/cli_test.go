@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -857,5 +858,20 @@ func TestJobOfAnotherStore(t *testing.T) {
 	}
 	if code := down.run(ctx, "logs", "0000deadbeef"); code != ExitUsage || !strings.Contains(down.err.String(), "the default host could not be asked") {
 		t.Errorf("logs, default host down: exit %d, %s", code, down.err)
+	}
+}
+
+// xrun run --local of a GPU spec on a machine without a GPU is the user's
+// choice to make: exit 3, naming xrun's own flag.
+func TestRunLocalWithoutGPU(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skip("this machine has nvidia-smi")
+	}
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	code := ta.run(context.Background(), "run", "--local", "--out", t.TempDir(), dir)
+	if code != ExitUsage || !strings.Contains(ta.err.String(), "but this machine has none") ||
+		!strings.Contains(ta.err.String(), "pass --cpu to run the CPU sweep instead") || strings.Contains(ta.err.String(), "XRUN_MODE") {
+		t.Errorf("exit %d, stderr:\n%s", code, ta.err)
 	}
 }

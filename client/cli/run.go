@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,6 +72,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		ExperimentDir: o.dir,
 		OutDir:        out,
 		Mode:          mode,
+		CPUHint:       "pass --cpu",
 		Python:        o.python,
 		ClientVersion: version.Version,
 		Log:           a.Err,
@@ -86,6 +88,10 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 			err = perr
 		}
 		fmt.Fprintf(a.Err, "results: %s\n", filepath.Join(out, result.FileName))
+	}
+	var ng *run.NoGPUError
+	if errors.As(err, &ng) {
+		return &ExitError{Code: ExitUsage, Err: err}
 	}
 	if code := run.ExitCode(r, err); code != 0 {
 		return &ExitError{Code: code, Err: err}
