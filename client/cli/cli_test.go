@@ -623,6 +623,7 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
 		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},
 		{"two job ids", []string{"logs", "3fa1", "9c2e"}, false, ExitUsage, "logs takes one job id (or the start of one), got 2 arguments"},
+		{"cpu with gpus", []string{"submit", "--cpu", "--gpus", "1", dir}, false, ExitUsage, "xrun: --cpu runs without GPUs: leave out --gpus 1 (or --cpu)"},
 		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
 	}
 	for _, tt := range tests {

@@ -214,6 +214,9 @@ func (a *App) submitRequest(o submitOptions) (job.SubmitRequest, error) {
 			return r, usageError("--profile profiles GPU kernels: leave out --cpu")
 		}
 	}
+	if o.cpu && o.gpus != "" {
+		return r, usageError("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", o.gpus)
+	}
 	if o.host.K8s && o.network != "default" {
 		return r, usageError("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", o.network)
 	}
