@@ -488,7 +488,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if !strings.Contains(ta.out.String(), "line1") { // the fake ignores --tail on a live container
 		t.Errorf("logs: %q", ta.out)
 	}
-	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "cancel it first") {
+	if code := ta.run(ctx, "rm", id); code != ExitUsage || !strings.Contains(ta.err.String(), "cancel it first (xrun cancel "+id+") or use --force") {
 		t.Errorf("rm of a running job: exit %d, %s", code, ta.err)
 	}
 	if code := ta.run(ctx, "cancel", id); code != 0 {

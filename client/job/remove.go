@@ -58,7 +58,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (stri
 	}
 	if ok {
 		if !s.Finished() && !o.Force {
-			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s: cancel it first, or pass --force", j.ID, j.Status)}
+			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s: cancel it first (xrun cancel %s) or use --force", j.ID, j.Status, j.ID)}
 		}
 		b, err := m.Backends.For(ctx, j)
 		if err != nil {
@@ -126,7 +126,7 @@ func RemoveListed(ctx context.Context, b backend.Backend, ref string, force bool
 	}
 	for _, l := range hits {
 		if !l.State.Finished() && !force {
-			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s on %s: cancel it first, or pass --force", l.Job.ID, l.State.Detail, b.Where())}
+			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s on %s: cancel it first (xrun cancel %s) or use --force", l.Job.ID, l.State.Detail, b.Where(), l.Job.ID)}
 		}
 		if err := b.Remove(ctx, &l.Job, force); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return "", err
