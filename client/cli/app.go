@@ -25,7 +25,6 @@ import (
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/runner/termsafe"
-	"github.com/xrun-dev/xrun/runner/version"
 )
 
 // App is the state shared by the commands of one xrun invocation: where
@@ -143,9 +142,22 @@ func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
 // Command returns the xrun command tree.
 func (a *App) Command() *cli.App {
 	app := &cli.App{
-		Name:    "xrun",
-		Usage:   "package GPU-kernel experiments into container images and run them on your own Docker hosts",
-		Version: version.Version,
+		Name:  "xrun",
+		Usage: "package GPU-kernel experiments into container images and run them on your own Docker hosts",
+		// --version prints what xrun version prints: one format.
+		HideVersion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as xrun version)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return runVersion(a, versionOptions{})
+			}
+			if c.NArg() > 0 {
+				return usageError("%q is not an xrun command (see xrun --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
 		Description: `xrun builds an experiment directory (xrun.yaml + code) into an image on a Docker
 host, runs it there with the in-container runner, and keeps the job's record, logs
 and results under $XDG_DATA_HOME/xrun/jobs.

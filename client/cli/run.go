@@ -40,7 +40,7 @@ Examples:
 			&cli.BoolFlag{Name: "local", Usage: "run here, without a container (required: the only mode for now)", Destination: &o.local},
 			&cli.BoolFlag{Name: "cpu", Usage: "run the CPU sweep even when a GPU is present", Destination: &o.cpu},
 			&cli.StringFlag{Name: "out", Usage: "output directory (default DIR/.xrun/out)", Destination: &o.out},
-			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_PYTHON"}, Usage: "Python interpreter (default python3)", Destination: &o.python},
+			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_PYTHON"}, Usage: "Python interpreter for the harness (the one picked is logged as python: PATH)", DefaultText: "the first of python3, /usr/bin/python3, /usr/local/bin/python3, /opt/conda/bin/python3, python that imports numpy", Destination: &o.python},
 			&cli.BoolFlag{Name: "json", Usage: "print results.json instead of the table", Destination: &o.json},
 		},
 		Action: func(c *cli.Context) error {

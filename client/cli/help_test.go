@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// helpLine returns the line of xrun args... --help that describes flag.
+func helpLine(t *testing.T, flag string, args ...string) string {
+	t.Helper()
+	ta := newTestApp(t)
+	if code := ta.run(context.Background(), append(args, "--help")...); code != 0 {
+		t.Fatalf("%v --help: exit %d: %s", args, code, ta.err)
+	}
+	for _, l := range strings.Split(ta.out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), flag+" ") {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	t.Fatalf("%v --help has no %s:\n%s", args, flag, ta.out)
+	return ""
+}
+
+func TestFlagHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		flag string
+		want string
+	}{
+		{[]string{"submit"}, "--timeout", "--timeout value stop the job after this long (default: resources.timeout) [$XRUN_TIMEOUT]"},
+		{[]string{"submit"}, "--env", "--env value, -e value [ --env value, -e value ] pass host variable NAME (or NAME=value) to the job at run time, added to the spec's env list"},
+		{[]string{"run"}, "--python", "--python value Python interpreter for the harness (the one picked is logged as python: PATH) (default: the first of python3, /usr/bin/python3, /usr/local/bin/python3, /opt/conda/bin/python3, python that imports numpy) [$XRUN_PYTHON]"},
+	}
+	for _, tt := range tests {
+		if got := helpLine(t, tt.flag, tt.args...); got != tt.want {
+			t.Errorf("xrun %v --help, %s:\n got %s\nwant %s", tt.args, tt.flag, got, tt.want)
+		}
+	}
+}
+
+// xrun --version, -v and xrun version print one format.
+func TestVersionFormats(t *testing.T) {
+	var outs []string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
+		ta := newTestApp(t)
+		if code := ta.run(context.Background(), args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, ta.err)
+		}
+		outs = append(outs, ta.out.String())
+	}
+	if !strings.HasPrefix(outs[0], "xrun ") || outs[1] != outs[0] || outs[2] != outs[0] {
+		t.Errorf("version formats differ: %q", outs)
+	}
+	ta := newTestApp(t)
+	if code := ta.run(context.Background(), "bogus"); code != ExitUsage || !strings.Contains(ta.err.String(), `"bogus" is not an xrun command`) {
+		t.Errorf("xrun bogus: exit %d, %s", code, ta.err)
+	}
+}
