@@ -50,6 +50,9 @@ func (e *HostError) Error() string {
 	case KindAPITooOld:
 		return fmt.Sprintf("Docker host %s speaks Engine API %s, older than the %s (Docker 20.10) xrun needs: upgrade Docker on that host", h, e.Reason, MinAPIVersion)
 	}
+	if e.Reason == "" {
+		return fmt.Sprintf("cannot reach the Docker daemon at %s: check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h)
+	}
 	return fmt.Sprintf("cannot reach the Docker daemon at %s (%s): check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h, e.Reason)
 }
 
@@ -126,6 +129,11 @@ func shortReason(msg string) string {
 	msg = strings.TrimSpace(msg)
 	if i := strings.Index(msg, ". Is the docker daemon running?"); i > 0 {
 		msg = msg[:i]
+	}
+	// The SDK's "Cannot connect to the Docker daemon at HOST" repeats what
+	// the message around it says: no reason is better than the same twice.
+	if strings.HasPrefix(msg, "Cannot connect to the Docker daemon at ") {
+		return ""
 	}
 	// "error during connect: Get "http://...": dial tcp 127.0.0.1:1:
 	// connect: connection refused": the dial error says it all.

@@ -189,6 +189,7 @@ func TestClassify(t *testing.T) {
 		{"client cert refused", tcp, errors.New(`error during connect: Get "https://h:2376/_ping": remote error: tls: bad certificate`), KindTLSVerify, "remote error: tls: bad certificate"},
 		{"api too old", tcp, errors.New("API version 1.24 is not supported by this client: the minimum supported API version is 1.40"), KindAPITooOld, "1.24"},
 		{"refused", tcp, errors.New(`error during connect: Get "http://h:2376/_ping": dial tcp 10.0.0.1:2376: connect: connection refused`), KindUnreachable, "dial tcp 10.0.0.1:2376: connect: connection refused"},
+		{"sdk's own words", tcp, errors.New("Cannot connect to the Docker daemon at tcp://h:2376. Is the docker daemon running?"), KindUnreachable, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +203,9 @@ func TestClassify(t *testing.T) {
 			msg := he.Error()
 			if !strings.Contains(msg, tc.t.Name) || strings.Contains(msg, "\n") {
 				t.Fatalf("message must be one line naming the host: %q", msg)
+			}
+			if strings.Count(strings.ToLower(msg), "connect to the docker daemon")+strings.Count(msg, "reach the Docker daemon") > 1 || strings.Contains(msg, "()") {
+				t.Fatalf("message says it twice: %q", msg)
 			}
 			if !errors.Is(he, tc.err) {
 				t.Fatal("the cause is not wrapped")
