@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -50,10 +51,29 @@ func (e *HostError) Error() string {
 	case KindAPITooOld:
 		return fmt.Sprintf("Docker host %s speaks Engine API %s, older than the %s (Docker 20.10) xrun needs: upgrade Docker on that host", h, e.Reason, MinAPIVersion)
 	}
+	if strings.HasPrefix(e.Target.Host, "ssh://") {
+		return fmt.Sprintf("Docker host %s did not answer over ssh (%s): check that `%s docker version` works from here (host up, name and port right, no firewall in the way)", h, e.Reason, sshCommand(e.Target.Host))
+	}
 	if e.Reason == "" {
 		return fmt.Sprintf("cannot reach the Docker daemon at %s: check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h)
 	}
 	return fmt.Sprintf("cannot reach the Docker daemon at %s (%s): check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h, e.Reason)
+}
+
+// sshCommand is the ssh command line that reaches an ssh:// address.
+func sshCommand(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.Hostname() == "" {
+		return "ssh " + strings.TrimPrefix(addr, "ssh://")
+	}
+	dest := u.Hostname()
+	if u.User != nil {
+		dest = u.User.Username() + "@" + dest
+	}
+	if p := u.Port(); p != "" {
+		return "ssh -p " + p + " " + dest
+	}
+	return "ssh " + dest
 }
 
 func (e *HostError) Unwrap() error { return e.Err }

@@ -253,11 +253,20 @@ func TestVersionLess(t *testing.T) {
 	}
 }
 
+// An ssh host that does not answer is named, with the command to check it.
+func TestSSHUnreachableMessage(t *testing.T) {
+	e := &HostError{Target: Target{Name: "ssh://me@gpu1:2222", Host: "ssh://me@gpu1:2222"}, Kind: KindUnreachable, Reason: "no answer within 15s"}
+	want := "Docker host ssh://me@gpu1:2222 did not answer over ssh (no answer within 15s): check that `ssh -p 2222 me@gpu1 docker version` works from here (host up, name and port right, no firewall in the way)"
+	if got := e.Error(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 func TestSSHFlags(t *testing.T) {
-	if got := sshFlags([]string{"-i", "k"}); !reflect.DeepEqual(got, []string{"-i", "k", "-o", "BatchMode=yes"}) {
+	if got := sshFlags([]string{"-i", "k"}); !reflect.DeepEqual(got, []string{"-i", "k", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"}) {
 		t.Fatalf("got %v", got)
 	}
-	if got := sshFlags([]string{"-o", "BatchMode=no"}); !reflect.DeepEqual(got, []string{"-o", "BatchMode=no"}) {
+	if got := sshFlags([]string{"-o", "BatchMode=no", "-o", "ConnectTimeout=3"}); !reflect.DeepEqual(got, []string{"-o", "BatchMode=no", "-o", "ConnectTimeout=3"}) {
 		t.Fatalf("got %v", got)
 	}
 }
