@@ -32,6 +32,9 @@ import (
 // manager, each made on first use so that a test can swap any of them.
 type App struct {
 	Out, Err io.Writer
+	// OutTerminal is whether Out is a terminal: a person reading, rather
+	// than a script, which gets the bare table.
+	OutTerminal bool
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
@@ -64,7 +67,9 @@ type App struct {
 // is a file or a pipe, for xrun logs and the JSON, CSV and Markdown that
 // scripts read (the tables sanitise themselves).
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	return &App{Out: termsafe.Wrap(out), Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+	w := termsafe.Wrap(out)
+	_, tty := w.(*termsafe.Writer)
+	return &App{Out: w, OutTerminal: tty, Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Backends returns the set of engines and clusters this invocation

@@ -57,3 +57,20 @@ func TestVersionFormats(t *testing.T) {
 		t.Errorf("xrun bogus: exit %d, %s", code, ta.err)
 	}
 }
+
+// ps with nothing to list says so to a person; a script gets the header,
+// and --json an empty list.
+func TestPsEmpty(t *testing.T) {
+	ta := newTestApp(t)
+	ta.OutTerminal = true
+	if code := ta.run(context.Background(), "ps"); code != 0 || ta.out.String() != "no running jobs (xrun ps --all lists finished ones)\n" {
+		t.Errorf("ps on a terminal: exit %d, %q", code, ta.out)
+	}
+	if code := ta.run(context.Background(), "ps", "--json"); code != 0 || strings.TrimSpace(ta.out.String()) != "[]" {
+		t.Errorf("ps --json: exit %d, %q", code, ta.out)
+	}
+	ta.OutTerminal = false
+	if code := ta.run(context.Background(), "ps"); code != 0 || !strings.HasPrefix(ta.out.String(), "JOB ID") {
+		t.Errorf("ps to a pipe: exit %d, %q", code, ta.out)
+	}
+}

@@ -69,6 +69,14 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	if o.json {
 		return writeJSON(a.Out, shown)
 	}
+	if len(shown) == 0 && a.OutTerminal {
+		if o.all {
+			_, err := fmt.Fprintln(a.Out, "no jobs")
+			return err
+		}
+		_, err := fmt.Fprintln(a.Out, "no running jobs (xrun ps --all lists finished ones)")
+		return err
+	}
 	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tGPUS\tHOST\tCREATED\tIMAGE")
 	now := time.Now()
