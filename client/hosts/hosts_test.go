@@ -313,3 +313,14 @@ func TestRef(t *testing.T) {
 		}
 	}
 }
+
+// docs/gpu-host.md names the Engine API and Docker release xrun checks for.
+func TestGPUHostDocNamesMinAPIVersion(t *testing.T) {
+	b, err := os.ReadFile("../../docs/gpu-host.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "API "+MinAPIVersion+"+, Docker 20.10") {
+		t.Errorf("docs/gpu-host.md does not name API %s (Docker 20.10)", MinAPIVersion)
+	}
+}
