@@ -353,13 +353,20 @@ func TestSubmitErrors(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
 		ta.fake.DaemonInfo.NvidiaRuntime = false
+		// The base is not on the host and cannot be pulled: the missing
+		// runtime is still what is named.
+		delete(ta.fake.ImageIDs, "test/base:1")
+		ta.fake.PullErr = errors.New("pull access denied for test/base")
 		code := ta.run(context.Background(), "submit", dir)
-		if code != ExitInfra || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
-			t.Errorf("exit %d: %s", code, ta.err)
+		want := "xrun: Docker host unix:///fake.sock has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit on the host (docs/gpu-host.md)\n"
+		if code != ExitInfra || ta.err.String() != want {
+			t.Errorf("exit %d: got\n%s\nwant\n%s", code, ta.err, want)
 		}
-		if len(ta.fake.BuildFiles) != 0 || len(ta.fake.Containers) != 0 {
+		// Only the empty probe image is built, and the base not looked at.
+		if len(ta.fake.BuildFiles) != 1 || !strings.HasPrefix(string(ta.fake.BuildFiles[0]["Dockerfile"]), "FROM scratch\n") || len(ta.fake.Containers) != 0 {
 			t.Error("built or left a container before failing")
 		}
+
 	})
 	t.Run("--gpus 0", func(t *testing.T) {
 		ta := newTestApp(t)
