@@ -66,7 +66,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	dir := experiment(t, ta)
 	ta.fake.Behave = succeed(t)
 	ctx := context.Background()
-	if code := ta.run(ctx, "submit", "--cpu", "--env", "SECRET_TOKEN", "--label", "team=kernels", dir); code != 0 {
+	if code := ta.run(ctx, "submit", "--cpu", "--keep", "--env", "SECRET_TOKEN", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
 	if len(ta.fake.BuildFiles) != 1 {
@@ -104,7 +104,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 			t.Errorf("store lacks %s", f)
 		}
 	}
-	// The container: labels, env at run time, no GPUs, not removed.
+	// The container (kept by --keep): labels, env at run time, no GPUs.
 	c, err := ta.fake.Inspect(ctx, j.ContainerID)
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +165,8 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	}
 	list, _ = st.List()
 	hashes := map[string]bool{}
-	for _, j := range list {
-		c, _ := ta.fake.Inspect(ctx, j.ContainerID)
-		hashes[c.Labels[contract.LabelCodeHash]] = true
+	for _, c := range ta.fake.Made() {
+		hashes[c.C.Labels[contract.LabelCodeHash]] = true
 	}
 	if len(list) != 3 || len(hashes) != 2 {
 		t.Errorf("%d jobs with %d code hashes; want 3 jobs, 2 hashes", len(list), len(hashes))
@@ -345,6 +344,35 @@ func TestSubmitGPURequests(t *testing.T) {
 		if c.C.Labels[contract.LabelGPUs] != tt.label || c.C.Labels[gpus.LabelGPUIDs] != strings.Join(tt.want.IDs, ",") || c.C.Labels[contract.LabelMode] != "gpu" {
 			t.Errorf("%v: labels %v", tt.args, c.C.Labels)
 		}
+	}
+}
+
+// An attached job's container goes once its results and logs are in the
+// store, as with docker run --rm; --keep keeps it, and a detached job's
+// stays for xrun wait to fetch from.
+func TestAttachedRemovesContainer(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 || len(ta.fake.Containers) != 0 || len(ta.fake.Removed) != 1 {
+		t.Fatalf("%d jobs, containers left %d, removed %d", len(list), len(ta.fake.Containers), len(ta.fake.Removed))
+	}
+	for _, f := range []string{jobs.ResultsFile, jobs.LogsFile} {
+		if !st.Has(list[0].ID, f) {
+			t.Errorf("store lacks %s", f)
+		}
+	}
+	if code := ta.run(ctx, "logs", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") {
+		t.Errorf("logs after the container went: exit %d, %q %s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "submit", "--cpu", "--keep", dir); code != 0 || len(ta.fake.Containers) != 1 {
+		t.Errorf("--keep: exit %d, %d containers", code, len(ta.fake.Containers))
 	}
 }
 
@@ -738,7 +766,7 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 			t.Fatalf("root %v: exit %d: %s", root, code, ta.err)
 		}
 		var s engine.ContainerSpec
-		for _, c := range ta.fake.Containers {
+		for _, c := range ta.fake.Made() {
 			s = c.Spec
 		}
 		if s.PidsLimit != submit.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {

@@ -29,6 +29,7 @@ type submitOptions struct {
 	detach  bool
 	gpus    string
 	cpu     bool
+	keep    bool
 	env     []string
 	timeout time.Duration
 	base    string
@@ -103,6 +104,7 @@ configuration on the host until xrun rm removes it.`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
+			&cli.BoolFlag{Name: "keep", Usage: "attached: keep the job's exited container on the host (by default it is removed once its results and logs are in the store)", Destination: &o.keep},
 			&cli.BoolFlag{Name: "queue", EnvVars: []string{"XRUN_QUEUE"}, Usage: "when the GPUs asked for are held by other jobs, wait for them instead of failing", Destination: &o.queue},
 			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.cpu},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, added to the spec's env list"},
@@ -246,7 +248,7 @@ func (a *App) submitRequest(o submitOptions) (job.SubmitRequest, error) {
 	}
 	return job.SubmitRequest{
 		Prepared: p, Build: so, Where: o.host, Registry: o.registry, PullSecret: o.pullSecret,
-		Job: jo, Detach: o.detach, Queue: o.queue, Rerun: o.rerunArgs(), NoCacheVolume: o.noCacheVolume,
+		Job: jo, Detach: o.detach, Queue: o.queue, Keep: o.keep, Rerun: o.rerunArgs(), NoCacheVolume: o.noCacheVolume,
 	}, nil
 }
 
