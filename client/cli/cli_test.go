@@ -376,6 +376,28 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	}
 }
 
+// --quiet: stdout is the job id (-d) or "ID STATUS", stderr empty.
+func TestSubmitQuiet(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-q", "--cpu", dir); code != 0 || ta.err.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 || ta.out.String() != list[0].ID+" succeeded\n" {
+		t.Errorf("stdout %q", ta.out)
+	}
+	if code := ta.run(ctx, "submit", "--quiet", "-d", "--cpu", dir); code != 0 || ta.err.Len() != 0 || len(strings.TrimSpace(ta.out.String())) != 12 {
+		t.Errorf("-q -d: exit %d, stdout %q, stderr %q", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "submit", "-q", "--json", "--cpu", dir); code != ExitUsage {
+		t.Errorf("-q --json: exit %d", code)
+	}
+}
+
 func TestSubmitErrors(t *testing.T) {
 	t.Run("no NVIDIA runtime", func(t *testing.T) {
 		ta := newTestApp(t)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +31,7 @@ type submitOptions struct {
 	gpus    string
 	cpu     bool
 	keep    bool
+	quiet   bool
 	env     []string
 	timeout time.Duration
 	base    string
@@ -104,6 +106,7 @@ configuration on the host until xrun rm removes it.`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "for scripts: no build or log output on stderr (errors still), and on stdout only the job id (-d) or, attached, one line: the job id and its final status", Destination: &o.quiet},
 			&cli.BoolFlag{Name: "keep", Usage: "attached: keep the job's exited container on the host (by default it is removed once its results and logs are in the store)", Destination: &o.keep},
 			&cli.BoolFlag{Name: "queue", EnvVars: []string{"XRUN_QUEUE"}, Usage: "when the GPUs asked for are held by other jobs, wait for them instead of failing", Destination: &o.queue},
 			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.cpu},
@@ -125,6 +128,9 @@ configuration on the host until xrun rm removes it.`,
 				return usageError("submit takes one experiment directory, got %d arguments (see xrun submit --help)", c.NArg())
 			}
 			o.dir = c.Args().First()
+			if o.quiet && o.json {
+				return usageError("--quiet and --json both say what stdout gets: give one")
+			}
 			if o.network != "default" && o.network != "none" {
 				return usageError("--network %q: give default or none", o.network)
 			}
@@ -172,11 +178,16 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.quiet {
+		m.Err = io.Discard
+	}
 	j, err := m.Submit(ctx, r)
 	if err != nil {
 		return err
 	}
 	switch {
+	case o.quiet && !o.detach:
+		fmt.Fprintf(a.Out, "%s %s\n", j.ID, j.Status)
 	case o.json:
 		if err := writeJSON(a.Out, j); err != nil {
 			return err
