@@ -43,6 +43,7 @@ Examples:
 			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_PYTHON"}, Usage: "Python interpreter for the harness (the one picked is logged as python: PATH)", DefaultText: "the first of python3, /usr/bin/python3, /usr/local/bin/python3, /opt/conda/bin/python3, python that imports numpy", Destination: &o.python},
 			&cli.BoolFlag{Name: "json", Usage: "print results.json instead of the table", Destination: &o.json},
 		},
+		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("run takes one experiment directory, got %d arguments", c.NArg())

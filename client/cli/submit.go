@@ -123,6 +123,7 @@ configuration on the host until xrun rm removes it.`,
 			&cli.BoolFlag{Name: "no-cache-volume", EnvVars: []string{"XRUN_NO_CACHE_VOLUME"}, Usage: "start the job with empty compile caches (Triton, TorchInductor, CUDA extensions) instead of the host's cache volume of this experiment, base and GPU model", Destination: &o.noCacheVolume},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.pullSecret},
 		),
+		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("submit takes one experiment directory, got %d arguments (see xrun submit --help)", c.NArg())
