@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // helpLine returns the line of xrun args... --help that describes flag.
@@ -72,5 +75,46 @@ func TestPsEmpty(t *testing.T) {
 	ta.OutTerminal = false
 	if code := ta.run(context.Background(), "ps"); code != 0 || !strings.HasPrefix(ta.out.String(), "JOB ID") {
 		t.Errorf("ps to a pipe: exit %d, %q", code, ta.out)
+	}
+}
+
+// A job records who submitted it; ps shows the owner, and rm and cancel
+// of another user's job need --force.
+func TestOwner(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-q", "-d", "--cpu", dir); code != 0 {
+		t.Fatal(ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	st, _ := ta.Store()
+	j, err := st.Load(id)
+	if err != nil || j.Owner != jobs.CurrentUser() || j.Owner == "" {
+		t.Fatalf("owner %q, want %q (%v)", j.Owner, jobs.CurrentUser(), err)
+	}
+	if c := ta.fake.Containers[j.ContainerID]; c == nil || c.C.Labels[contract.LabelOwner] != j.Owner {
+		t.Errorf("container lacks the owner label")
+	}
+	if code := ta.run(ctx, "ps", "--all"); code != 0 || !strings.Contains(ta.out.String(), "OWNER") || !strings.Contains(ta.out.String(), " "+j.Owner+" ") {
+		t.Errorf("ps --all:\n%s", ta.out)
+	}
+	j.Owner = "someone-else"
+	if err := st.Save(j); err != nil {
+		t.Fatal(err)
+	}
+	want := "xrun: job " + id + " is someone-else's, not yours (" + jobs.CurrentUser() + "): xrun cancel --force " + id + " to cancel it anyway\n"
+	if code := ta.run(ctx, "cancel", id); code != ExitUsage || ta.err.String() != want {
+		t.Errorf("cancel: exit %d, %q, want %q", code, ta.err, want)
+	}
+	if code := ta.run(ctx, "rm", id); code != ExitUsage || !strings.Contains(ta.err.String(), "xrun rm --force "+id+" to remove it anyway") {
+		t.Errorf("rm: exit %d, %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "cancel", "--force", id); code != 0 {
+		t.Errorf("cancel --force: exit %d, %s", code, ta.err)
+	}
+	if code := ta.run(ctx, "rm", "--force", id); code != 0 {
+		t.Errorf("rm --force: exit %d, %s", code, ta.err)
 	}
 }

@@ -78,10 +78,14 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tGPUS\tHOST\tCREATED\tIMAGE")
+	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tOWNER\tGPUS\tHOST\tCREATED\tIMAGE")
 	now := time.Now()
 	for _, j := range shown {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, j.GPUs, j.Host, ago(j.Created, now), j.ImageRef)
+		owner := j.Owner
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, ago(j.Created, now), j.ImageRef)
 	}
 	return tw.Flush()
 }

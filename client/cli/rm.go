@@ -37,7 +37,7 @@ Examples:
   xrun rm --keep-record 3fa1
   xrun rm --host ssh://me@gpu-box 9c2e   # a job listed by xrun ps --host ssh://me@gpu-box`,
 		Flags: append(hostFlags(&o.host),
-			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "remove a running job too", Destination: &o.force},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "remove a running job, or another user's, too", Destination: &o.force},
 			&cli.BoolFlag{Name: "keep-record", Usage: "remove the container only; keep the record, results and logs", Destination: &o.keep},
 		),
 		BashComplete: completeJobs(a),

@@ -239,6 +239,7 @@ func newRecord(p *submit.Prepared, where, dir string) *jobs.Job {
 		Mode:       p.Mode,
 		Status:     jobs.StatusCreated,
 		Creator:    jobs.Creator(),
+		Owner:      jobs.CurrentUser(),
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		j.ExperimentDir = abs

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,6 +57,8 @@ type Job struct {
 	// Creator is the xrun process that creates the job (Creator()):
 	// a job still created whose submitter is gone will never start.
 	Creator string `json:"creator,omitempty"`
+	// Owner is the user who submitted the job (CurrentUser).
+	Owner string `json:"owner,omitempty"`
 	// Submit is how the job was submitted, beside what the fields above
 	// say (directory, host, GPUs, mode, timeout), so that it can be rerun
 	// the same way (xrun regress --confirm).
@@ -445,4 +449,16 @@ type AmbiguousError struct {
 
 func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("job prefix %q matches %d jobs (%s): give more characters", e.Ref, len(e.Candidates), strings.Join(e.Candidates, ", "))
+}
+
+// CurrentUser is the name jobs are owned by: the login name, else $USER,
+// else the uid.
+func CurrentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return strconv.Itoa(os.Getuid())
 }

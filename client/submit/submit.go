@@ -448,6 +448,9 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 	if p.Timeout > 0 {
 		labels[contract.LabelTimeout] = p.Timeout.String()
 	}
+	if j.Owner != "" {
+		labels[contract.LabelOwner] = j.Owner
+	}
 	if p.GPUIDs != "" {
 		labels[gpus.LabelGPUIDs] = p.GPUIDs
 	}
