@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -116,5 +117,43 @@ func TestOwner(t *testing.T) {
 	}
 	if code := ta.run(ctx, "rm", "--force", id); code != 0 {
 		t.Errorf("rm --force: exit %d, %s", code, ta.err)
+	}
+}
+
+// rm --finished removes the user's finished jobs (older than --older-than),
+// with --dry-run naming them only, and a summary line on stderr.
+func TestRmFinished(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		if code := ta.run(ctx, "submit", "-q", "--cpu", dir); code != 0 {
+			t.Fatal(ta.err)
+		}
+		ids = append(ids, strings.Fields(ta.out.String())[0])
+	}
+	st, _ := ta.Store()
+	old := time.Now().Add(-100 * time.Hour)
+	for i, id := range ids[:2] {
+		j, _ := st.Load(id)
+		j.Finished = &old
+		if i == 1 {
+			j.Owner = "someone-else"
+		}
+		st.Save(j)
+	}
+	if code := ta.run(ctx, "rm", "--finished", "--older-than", "72h", "--dry-run"); code != 0 || ta.out.String() != ids[0]+"\n" || ta.err.String() != "would remove 1 of 3 jobs (dry run: none removed)\n" {
+		t.Errorf("dry run: exit %d, out %q, err %q", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "rm", "--finished", "--older-than", "72h"); code != 0 || ta.out.String() != ids[0]+"\n" || ta.err.String() != "removed 1 of 3 jobs; 2 left\n" {
+		t.Errorf("rm --finished: exit %d, out %q, err %q", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "rm", "--finished", "--all-users"); code != 0 || ta.err.String() != "removed 2 of 2 jobs; 0 left\n" {
+		t.Errorf("rm --finished --all-users: exit %d, out %q, err %q", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "rm", "--dry-run", ids[0]); code != ExitUsage {
+		t.Errorf("--dry-run without --finished: exit %d", code)
 	}
 }
