@@ -35,6 +35,9 @@ type App struct {
 	// OutTerminal is whether Out is a terminal: a person reading, rather
 	// than a script, which gets the bare table.
 	OutTerminal bool
+	// StdoutClosed, when set, returns a channel closed when stdout loses
+	// its reader; an attached submit then leaves its job running detached.
+	StdoutClosed func() <-chan struct{}
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
@@ -69,7 +72,7 @@ type App struct {
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
 	w := termsafe.Wrap(out)
 	_, tty := w.(*termsafe.Writer)
-	return &App{Out: w, OutTerminal: tty, Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+	return &App{Out: w, OutTerminal: tty, StdoutClosed: func() <-chan struct{} { return stdoutClosed(out) }, Err: termsafe.NewWriter(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Backends returns the set of engines and clusters this invocation

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -155,5 +157,30 @@ func TestRmFinished(t *testing.T) {
 	}
 	if code := ta.run(ctx, "rm", "--dry-run", ids[0]); code != ExitUsage {
 		t.Errorf("--dry-run without --finished: exit %d", code)
+	}
+}
+
+// An attached submit whose stdout loses its reader leaves the job running,
+// says so once on stderr and exits 0.
+func TestSubmitStdoutClosed(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
+	closed := make(chan struct{})
+	close(closed)
+	ta.StdoutClosed = func() <-chan struct{} { return closed }
+	code := ta.run(context.Background(), "submit", "--cpu", dir)
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if code != 0 || len(list) != 1 || list[0].Status != "running" {
+		t.Fatalf("exit %d, jobs %v: %s", code, list, ta.err)
+	}
+	id := list[0].ID
+	want := "xrun: stdout was closed: job " + id + " goes on detached; follow it with xrun logs -f " + id + "\n"
+	if !strings.HasSuffix(ta.err.String(), want) || strings.Count(ta.err.String(), "stdout was closed") != 1 {
+		t.Errorf("stderr %q lacks %q", ta.err, want)
+	}
+	if len(ta.fake.Containers) != 1 || ta.fake.Stops != 0 {
+		t.Errorf("the job was stopped or removed")
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -102,7 +103,11 @@ Jobs run as uid 65532 without capabilities (--root to run as root; --root
 with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192
 processes and threads, and a memory limit of resources.memory, else three
 quarters of the host's memory. --env values are kept in the container's
-configuration on the host until xrun rm removes it.`,
+configuration on the host until xrun rm removes it.
+
+When stdout is closed during an attached submit (xrun submit DIR | head -3), xrun
+says once on stderr that the job goes on detached and how to follow it (xrun
+logs -f ID), and exits 0: the job was not asked to stop.`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
@@ -182,7 +187,14 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if o.quiet {
 		m.Err = io.Discard
 	}
+	if !o.detach && a.StdoutClosed != nil {
+		m.Detach = a.StdoutClosed()
+	}
 	j, err := m.Submit(ctx, r)
+	if errors.Is(err, job.ErrDetached) {
+		// Whoever read stdout has stopped; the job was not asked to.
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -151,11 +151,15 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if r.Detach {
 		return s.j, m.Store.Save(s.j)
 	}
-	defer s.release()
 	m.Store.Save(s.j)
 	if err := m.Attach(ctx, s.b, s.j); err != nil {
+		if !errors.Is(err, ErrDetached) {
+			// A job left detached keeps its GPUs, as one of submit -d.
+			s.release()
+		}
 		return s.j, err
 	}
+	s.release()
 	if !r.Keep {
 		m.removeStored(s.b, s.j)
 	}
