@@ -66,8 +66,9 @@ func newSubmitCommand(a *App) *cli.Command {
 content hash is already on the host), and runs the runner in a container.
 
 Attached (the default), it streams the job's logs to stderr, copies /xrun/out
-back into the job store, prints the results table on stdout and exits with the
-job's status. Ctrl-C stops the container gracefully and removes it; a second
+back into the job store, removes the exited container once the results and logs
+are stored (--keep keeps it), prints the results table on stdout and exits with
+the job's status. Ctrl-C stops the container gracefully and removes it; a second
 Ctrl-C kills and removes it at once; a third exits without waiting.
 
 Exit codes (the runner's, with xrun's own failures in the same places):
@@ -103,7 +104,8 @@ Jobs run as uid 65532 without capabilities (--root to run as root; --root
 with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192
 processes and threads, and a memory limit of resources.memory, else three
 quarters of the host's memory. --env values are kept in the container's
-configuration on the host until xrun rm removes it.
+configuration on the host until the container is removed (at the end of an
+attached run without --keep, else by xrun rm).
 
 When stdout is closed during an attached submit (xrun submit DIR | head -3), xrun
 says once on stderr that the job goes on detached and how to follow it (xrun
