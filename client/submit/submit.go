@@ -376,7 +376,10 @@ func ProbeGPUScratch(ctx context.Context, e engine.Engine, gpus *backend.GPUs) e
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if _, err := e.Build(ctx, &buf, engine.BuildOptions{Tag: ProbeImage}, func(string) {}); err != nil {
+	// The experiment label makes it one of xrun's images, which xrun
+	// prune removes once no container uses it.
+	o := engine.BuildOptions{Tag: ProbeImage, Labels: map[string]string{contract.LabelExperiment: "gpu-probe"}}
+	if _, err := e.Build(ctx, &buf, o, func(string) {}); err != nil {
 		return fmt.Errorf("build the GPU probe image on %s: %w", e.Host(), err)
 	}
 	return ProbeGPU(ctx, e, ProbeImage, gpus)
