@@ -184,3 +184,21 @@ func TestSubmitStdoutClosed(t *testing.T) {
 		t.Errorf("the job was stopped or removed")
 	}
 }
+
+// ps -q prints the ids alone, for scripts; nothing when there are none.
+func TestPsQuiet(t *testing.T) {
+	ta := newTestApp(t)
+	ta.OutTerminal = true
+	if code := ta.run(context.Background(), "ps", "-q"); code != 0 || ta.out.Len() != 0 {
+		t.Errorf("ps -q with no jobs: exit %d, %q", code, ta.out)
+	}
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	if code := ta.run(context.Background(), "submit", "-q", "--cpu", dir); code != 0 {
+		t.Fatal(ta.err)
+	}
+	id := strings.Fields(ta.out.String())[0]
+	if code := ta.run(context.Background(), "ps", "-a", "-q"); code != 0 || ta.out.String() != id+"\n" {
+		t.Errorf("ps -a -q: exit %d, %q", code, ta.out)
+	}
+}

@@ -16,6 +16,7 @@ type psOptions struct {
 	hosts []string
 	all   bool
 	json  bool
+	quiet bool
 }
 
 func newPsCommand(a *App) *cli.Command {
@@ -35,6 +36,7 @@ Examples:
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "list finished jobs too", Destination: &o.all},
 			&cli.BoolFlag{Name: "json", Usage: "print the jobs as a JSON array", Destination: &o.json},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print the job ids alone, one a line (xrun rm $(xrun ps -a -q))", Destination: &o.quiet},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -65,6 +67,12 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	shown, err := m.List(ctx, sels, o.all, func(msg string) { fmt.Fprintf(a.Err, "warning: %s\n", msg) })
 	if err != nil {
 		return err
+	}
+	if o.quiet {
+		for _, j := range shown {
+			fmt.Fprintln(a.Out, j.ID)
+		}
+		return nil
 	}
 	if o.json {
 		return writeJSON(a.Out, shown)
