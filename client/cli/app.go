@@ -26,7 +26,6 @@ import (
 	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/client/termview"
 	"github.com/xrun-dev/xrun/runner/termsafe"
-	"github.com/xrun-dev/xrun/runner/version"
 )
 
 // App is the state shared by the commands of one xrun invocation: where
@@ -38,6 +37,12 @@ type App struct {
 	// terminals (nil elsewhere): a status line is drawn on them
 	// (termview), the rest goes through Out and Err.
 	OutTTY, ErrTTY io.Writer
+	// OutTerminal is whether Out is a terminal: a person reading, rather
+	// than a script, which gets the bare table.
+	OutTerminal bool
+	// StdoutClosed, when set, returns a channel closed when stdout loses
+	// its reader; an attached submit then leaves its job running detached.
+	StdoutClosed func() <-chan struct{}
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
@@ -70,7 +75,11 @@ type App struct {
 // is a file or a pipe, for xrun logs and the JSON, CSV and Markdown that
 // scripts read (the tables sanitise themselves).
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	return &App{Out: termsafe.Wrap(out), Err: termsafe.NewWriter(errw), OutTTY: termview.Terminal(out), ErrTTY: termview.Terminal(errw), Getenv: getenv, RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+	w := termsafe.Wrap(out)
+	_, tty := w.(*termsafe.Writer)
+	return &App{Out: w, OutTerminal: tty, OutTTY: termview.Terminal(out), ErrTTY: termview.Terminal(errw),
+		StdoutClosed: func() <-chan struct{} { return stdoutClosed(out) }, Err: termsafe.NewWriter(errw), Getenv: getenv,
+		RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Backends returns the set of engines and clusters this invocation
@@ -148,9 +157,22 @@ func WithAbort(ctx context.Context, abort <-chan struct{}) context.Context {
 // Command returns the xrun command tree.
 func (a *App) Command() *cli.App {
 	app := &cli.App{
-		Name:    "xrun",
-		Usage:   "package GPU-kernel experiments into container images and run them on your own Docker hosts",
-		Version: version.Version,
+		Name:  "xrun",
+		Usage: "package GPU-kernel experiments into container images and run them on your own Docker hosts",
+		// --version prints what xrun version prints: one format.
+		HideVersion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as xrun version)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return runVersion(a, versionOptions{})
+			}
+			if c.NArg() > 0 {
+				return usageError("%q is not an xrun command (see xrun --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
 		Description: `xrun builds an experiment directory (xrun.yaml + code) into an image on a Docker
 host, runs it there with the in-container runner, and keeps the job's record, logs
 and results under $XDG_DATA_HOME/xrun/jobs.

@@ -15,6 +15,11 @@ import (
 // before the command name, and anything after an unknown command, are
 // left alone.
 func flagsFirst(app *cli.App, args []string) []string {
+	// A completion request keeps its words as typed: urfave/cli looks for
+	// its flag last, and for the word being completed before it.
+	if n := len(args); n > 0 && args[n-1] == "--generate-bash-completion" {
+		return args
+	}
 	at := -1
 	var cmd *cli.Command
 	for i := 1; i < len(args); i++ {

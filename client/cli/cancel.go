@@ -6,12 +6,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/job"
 )
 
 type cancelOptions struct {
 	// host is where to look for a job this store has no record of (findJob).
-	host backends.Selection
-	job  string
+	host  backends.Selection
+	job   string
+	force bool
 }
 
 func newCancelCommand(a *App) *cli.Command {
@@ -25,7 +27,8 @@ SIGKILL after 10 s. The container stays until xrun rm.
 
 Examples:
   xrun cancel 3fa1` + foundOnHost,
-		Flags:        hostFlags(&o.host),
+		Flags: append(hostFlags(&o.host),
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "cancel another user's job too", Destination: &o.force}),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
 			if err := oneJob(c, &o.job, &o.host); err != nil {
@@ -43,6 +46,9 @@ func runCancel(ctx context.Context, a *App, o cancelOptions) error {
 	}
 	j, err := m.Find(ctx, o.job, o.host)
 	if err != nil {
+		return err
+	}
+	if err := job.CheckOwner(j, o.force, "cancel"); err != nil {
 		return err
 	}
 	ended, err := m.Cancel(ctx, j)

@@ -72,7 +72,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	dir := experiment(t, ta)
 	ta.fake.Behave = succeed(t)
 	ctx := context.Background()
-	if code := ta.run(ctx, "submit", "--cpu", "--env", "SECRET_TOKEN", "--label", "team=kernels", dir); code != 0 {
+	if code := ta.run(ctx, "submit", "--cpu", "--keep", "--env", "SECRET_TOKEN", "--label", "team=kernels", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
 	if len(ta.fake.BuildFiles) != 1 {
@@ -110,7 +110,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 			t.Errorf("store lacks %s", f)
 		}
 	}
-	// The container: labels, env at run time, no GPUs, not removed.
+	// The container (kept by --keep): labels, env at run time, no GPUs.
 	c, err := ta.fake.Inspect(ctx, j.ContainerID)
 	if err != nil {
 		t.Fatal(err)
@@ -171,9 +171,8 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	}
 	list, _ = st.List()
 	hashes := map[string]bool{}
-	for _, j := range list {
-		c, _ := ta.fake.Inspect(ctx, j.ContainerID)
-		hashes[c.Labels[contract.LabelCodeHash]] = true
+	for _, c := range ta.fake.Made() {
+		hashes[c.C.Labels[contract.LabelCodeHash]] = true
 	}
 	if len(list) != 3 || len(hashes) != 2 {
 		t.Errorf("%d jobs with %d code hashes; want 3 jobs, 2 hashes", len(list), len(hashes))
@@ -354,18 +353,76 @@ func TestSubmitGPURequests(t *testing.T) {
 	}
 }
 
+// An attached job's container goes once its results and logs are in the
+// store, as with docker run --rm; --keep keeps it, and a detached job's
+// stays for xrun wait to fetch from.
+func TestAttachedRemovesContainer(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 || len(ta.fake.Containers) != 0 || len(ta.fake.Removed) != 1 {
+		t.Fatalf("%d jobs, containers left %d, removed %d", len(list), len(ta.fake.Containers), len(ta.fake.Removed))
+	}
+	for _, f := range []string{jobs.ResultsFile, jobs.LogsFile} {
+		if !st.Has(list[0].ID, f) {
+			t.Errorf("store lacks %s", f)
+		}
+	}
+	if code := ta.run(ctx, "logs", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") {
+		t.Errorf("logs after the container went: exit %d, %q %s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "submit", "--cpu", "--keep", dir); code != 0 || len(ta.fake.Containers) != 1 {
+		t.Errorf("--keep: exit %d, %d containers", code, len(ta.fake.Containers))
+	}
+}
+
+// --quiet: stdout is the job id (-d) or "ID STATUS", stderr empty.
+func TestSubmitQuiet(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-q", "--cpu", dir); code != 0 || ta.err.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if len(list) != 1 || ta.out.String() != list[0].ID+" succeeded\n" {
+		t.Errorf("stdout %q", ta.out)
+	}
+	if code := ta.run(ctx, "submit", "--quiet", "-d", "--cpu", dir); code != 0 || ta.err.Len() != 0 || len(strings.TrimSpace(ta.out.String())) != 12 {
+		t.Errorf("-q -d: exit %d, stdout %q, stderr %q", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "submit", "-q", "--json", "--cpu", dir); code != ExitUsage {
+		t.Errorf("-q --json: exit %d", code)
+	}
+}
+
 func TestSubmitErrors(t *testing.T) {
 	t.Run("no NVIDIA runtime", func(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
 		ta.fake.DaemonInfo.NvidiaRuntime = false
+		// The base is not on the host and cannot be pulled: the missing
+		// runtime is still what is named.
+		delete(ta.fake.ImageIDs, "test/base:1")
+		ta.fake.PullErr = errors.New("pull access denied for test/base")
 		code := ta.run(context.Background(), "submit", dir)
-		if code != ExitInfra || !strings.Contains(ta.err.String(), "no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
-			t.Errorf("exit %d: %s", code, ta.err)
+		want := "xrun: Docker host unix:///fake.sock has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit on the host (docs/gpu-host.md)\n"
+		if code != ExitInfra || ta.err.String() != want {
+			t.Errorf("exit %d: got\n%s\nwant\n%s", code, ta.err, want)
 		}
-		if len(ta.fake.BuildFiles) != 0 || len(ta.fake.Containers) != 0 {
+		// Only the empty probe image is built, and the base not looked at.
+		if len(ta.fake.BuildFiles) != 1 || !strings.HasPrefix(string(ta.fake.BuildFiles[0]["Dockerfile"]), "FROM scratch\n") || len(ta.fake.Containers) != 0 {
 			t.Error("built or left a container before failing")
 		}
+
 	})
 	t.Run("--gpus 0", func(t *testing.T) {
 		ta := newTestApp(t)
@@ -494,7 +551,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if !strings.Contains(ta.out.String(), "line1") { // the fake ignores --tail on a live container
 		t.Errorf("logs: %q", ta.out)
 	}
-	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "cancel it first") {
+	if code := ta.run(ctx, "rm", id); code != ExitUsage || !strings.Contains(ta.err.String(), "cancel it first (xrun cancel "+id+") or use --force") {
 		t.Errorf("rm of a running job: exit %d, %s", code, ta.err)
 	}
 	if code := ta.run(ctx, "cancel", id); code != 0 {
@@ -629,6 +686,7 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
 		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},
 		{"two job ids", []string{"logs", "3fa1", "9c2e"}, false, ExitUsage, "logs takes one job id (or the start of one), got 2 arguments"},
+		{"cpu with gpus", []string{"submit", "--cpu", "--gpus", "1", dir}, false, ExitUsage, "xrun: --cpu runs without GPUs: leave out --gpus 1 (or --cpu)"},
 		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
 	}
 	for _, tt := range tests {
@@ -736,7 +794,7 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 			t.Fatalf("root %v: exit %d: %s", root, code, ta.err)
 		}
 		var s engine.ContainerSpec
-		for _, c := range ta.fake.Containers {
+		for _, c := range ta.fake.Made() {
 			s = c.Spec
 		}
 		if s.PidsLimit != submit.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
@@ -1082,5 +1140,20 @@ func TestLogsFollowInterrupted(t *testing.T) {
 	code := ta.run(ctx, "logs", "-f", id)
 	if code != ExitInterrupted || !strings.Contains(ta.err.String(), "stopped following; job "+id+" goes on") {
 		t.Errorf("interrupted logs -f: exit %d, %s", code, ta.err)
+	}
+}
+
+// xrun run --local of a GPU spec on a machine without a GPU is the user's
+// choice to make: exit 3, naming xrun's own flag.
+func TestRunLocalWithoutGPU(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skip("this machine has nvidia-smi")
+	}
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	code := ta.run(context.Background(), "run", "--local", "--out", t.TempDir(), dir)
+	if code != ExitUsage || !strings.Contains(ta.err.String(), "but this machine has none") ||
+		!strings.Contains(ta.err.String(), "pass --cpu to run the CPU sweep instead") || strings.Contains(ta.err.String(), "XRUN_MODE") {
+		t.Errorf("exit %d, stderr:\n%s", code, ta.err)
 	}
 }

@@ -130,3 +130,12 @@ func completeJobs(a *App) cli.BashCompleteFunc {
 		}
 	}
 }
+
+// completeDirs is for commands that take a directory: their flags when a
+// flag is being typed, else nothing, so that the shell completes paths
+// (bash's -o default, zsh's _files) rather than urfave/cli's "help h".
+func completeDirs(c *cli.Context) {
+	if n := len(os.Args); n > 2 && strings.HasPrefix(os.Args[n-2], "-") {
+		cli.DefaultCompleteWithFlags(c.Command)(c)
+	}
+}

@@ -42,6 +42,7 @@ Examples:
 			&cli.StringFlag{Name: "name", Usage: "experiment name (default: the directory's name)", Destination: &o.name},
 			&cli.StringFlag{Name: "base", Usage: "image.base to write (default: none, so xrun picks its GPU or CPU base)", Destination: &o.base},
 		},
+		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("init takes one directory, got %d arguments", c.NArg())

@@ -16,6 +16,7 @@ type psOptions struct {
 	hosts []string
 	all   bool
 	json  bool
+	quiet bool
 }
 
 func newPsCommand(a *App) *cli.Command {
@@ -35,6 +36,7 @@ Examples:
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "list finished jobs too", Destination: &o.all},
 			&cli.BoolFlag{Name: "json", Usage: "print the jobs as a JSON array", Destination: &o.json},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print the job ids alone, one a line (xrun rm $(xrun ps -a -q))", Destination: &o.quiet},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -66,14 +68,32 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.quiet {
+		for _, j := range shown {
+			fmt.Fprintln(a.Out, j.ID)
+		}
+		return nil
+	}
 	if o.json {
 		return writeJSON(a.Out, shown)
 	}
+	if len(shown) == 0 && a.OutTerminal {
+		if o.all {
+			_, err := fmt.Fprintln(a.Out, "no jobs")
+			return err
+		}
+		_, err := fmt.Fprintln(a.Out, "no running jobs (xrun ps --all lists finished ones)")
+		return err
+	}
 	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tGPUS\tHOST\tCREATED\tIMAGE")
+	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tOWNER\tGPUS\tHOST\tCREATED\tIMAGE")
 	now := time.Now()
 	for _, j := range shown {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, j.GPUs, j.Host, ago(j.Created, now), j.ImageRef)
+		owner := j.Owner
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, ago(j.Created, now), j.ImageRef)
 	}
 	return tw.Flush()
 }

@@ -105,7 +105,7 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	}
 	// The rerun ran on the same GPU, with the same options.
 	var rerun *enginetest.Container
-	for _, c := range ta.fake.Containers {
+	for _, c := range ta.fake.Made() {
 		if c.C.Labels["dev.xrun.job"] == run.Rerun {
 			rerun = c
 		}

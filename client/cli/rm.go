@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/jobs"
 )
 
 type rmOptions struct {
@@ -17,6 +19,12 @@ type rmOptions struct {
 	jobs  []string
 	force bool
 	keep  bool
+	// finished removes every finished job of the store (the user's own
+	// unless allUsers) that ended more than olderThan ago.
+	finished  bool
+	olderThan time.Duration
+	allUsers  bool
+	dryRun    bool
 }
 
 func newRmCommand(a *App) *cli.Command {
@@ -24,7 +32,7 @@ func newRmCommand(a *App) *cli.Command {
 	return &cli.Command{
 		Name:      "rm",
 		Usage:     "remove jobs' containers and records",
-		ArgsUsage: "JOB...",
+		ArgsUsage: "JOB... | --finished",
 		Description: `Results and logs are fetched into the store before the container goes; with
 --keep-record the record (and its results) stay, so xrun results still works.
 A job this store has no record of (submitted from another machine or with
@@ -35,15 +43,34 @@ Examples:
   xrun rm 3fa1
   xrun rm --force 3fa1            # stop it first when it still runs
   xrun rm --keep-record 3fa1
-  xrun rm --host ssh://me@gpu-box 9c2e   # a job listed by xrun ps --host ssh://me@gpu-box`,
+  xrun rm --host ssh://me@gpu-box 9c2e   # a job listed by xrun ps --host ssh://me@gpu-box
+  xrun rm --finished --older-than 72h --dry-run   # what would go
+  xrun rm --finished                     # every finished job of yours
+
+With --finished, the jobs of the store that ended (succeeded, failed, cancelled,
+timed out) more than --older-than ago are removed, yours alone unless
+--all-users; a summary line on stderr says how many went and how many stay.`,
 		Flags: append(hostFlags(&o.host),
-			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "remove a running job too", Destination: &o.force},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "remove a running job, or another user's, too", Destination: &o.force},
+			&cli.BoolFlag{Name: "finished", Usage: "remove every finished job of the store (yours, unless --all-users) instead of named ones", Destination: &o.finished},
+			&cli.DurationFlag{Name: "older-than", Usage: "with --finished: only jobs that ended longer ago than this", DefaultText: "any age", Destination: &o.olderThan},
+			&cli.BoolFlag{Name: "all-users", Usage: "with --finished: other users' jobs too", Destination: &o.allUsers},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "with --finished: print the jobs that would be removed, and remove none", Destination: &o.dryRun},
 			&cli.BoolFlag{Name: "keep-record", Usage: "remove the container only; keep the record, results and logs", Destination: &o.keep},
 		),
 		BashComplete: completeJobs(a),
 		Action: func(c *cli.Context) error {
+			if o.finished {
+				if c.NArg() > 0 {
+					return usageError("rm --finished takes no job ids: it picks the finished jobs itself")
+				}
+				return runRmFinished(c.Context, a, o)
+			}
+			if o.olderThan != 0 || o.allUsers || o.dryRun {
+				return usageError("--older-than, --all-users and --dry-run go with --finished")
+			}
 			if c.NArg() == 0 {
-				return usageError("rm takes one or more job ids")
+				return usageError("rm takes one or more job ids, or --finished")
 			}
 			o.host.MoveContextToKube()
 			o.jobs = c.Args().Slice()
@@ -65,6 +92,55 @@ func runRm(ctx context.Context, a *App, o rmOptions) error {
 			continue
 		}
 		fmt.Fprintln(a.Out, id)
+	}
+	return errors.Join(errs...)
+}
+
+// runRmFinished removes the store's finished jobs that o selects, and
+// says on stderr how many went and how many stay.
+func runRmFinished(ctx context.Context, a *App, o rmOptions) error {
+	if o.olderThan < 0 {
+		return usageError("--older-than %s: give a duration >= 0", o.olderThan)
+	}
+	m, err := a.Jobs()
+	if err != nil {
+		return err
+	}
+	list, err := m.Store.List()
+	if err != nil {
+		return err
+	}
+	me := jobs.CurrentUser()
+	now := time.Now()
+	var picked []*jobs.Job
+	for _, j := range list {
+		switch {
+		case !jobs.Final(j.Status) || j.Finished == nil:
+		case now.Sub(*j.Finished) < o.olderThan:
+		case !o.allUsers && j.Owner != "" && j.Owner != me:
+		default:
+			picked = append(picked, j)
+		}
+	}
+	var errs []error
+	removed := 0
+	for _, j := range picked {
+		if o.dryRun {
+			fmt.Fprintln(a.Out, j.ID)
+			continue
+		}
+		id, err := m.Remove(ctx, j.ID, job.RemoveOptions{Where: o.host, Force: o.allUsers, KeepRecord: o.keep})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+		fmt.Fprintln(a.Out, id)
+	}
+	if o.dryRun {
+		fmt.Fprintf(a.Err, "would remove %d of %d jobs (dry run: none removed)\n", len(picked), len(list))
+	} else {
+		fmt.Fprintf(a.Err, "removed %d of %d jobs; %d left\n", removed, len(list), len(list)-removed)
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,9 +41,10 @@ Examples:
 			&cli.BoolFlag{Name: "local", Usage: "run here, without a container (required: the only mode for now)", Destination: &o.local},
 			&cli.BoolFlag{Name: "cpu", Usage: "run the CPU sweep even when a GPU is present", Destination: &o.cpu},
 			&cli.StringFlag{Name: "out", Usage: "output directory (default DIR/.xrun/out)", Destination: &o.out},
-			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_PYTHON"}, Usage: "Python interpreter (default python3)", Destination: &o.python},
+			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_PYTHON"}, Usage: "Python interpreter for the harness (the one picked is logged as python: PATH)", DefaultText: "the first of python3, /usr/bin/python3, /usr/local/bin/python3, /opt/conda/bin/python3, python that imports numpy", Destination: &o.python},
 			&cli.BoolFlag{Name: "json", Usage: "print results.json instead of the table", Destination: &o.json},
 		},
+		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("run takes one experiment directory, got %d arguments", c.NArg())
@@ -74,6 +76,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		ExperimentDir: o.dir,
 		OutDir:        out,
 		Mode:          mode,
+		CPUHint:       "pass --cpu",
 		Python:        o.python,
 		ClientVersion: version.Version,
 		Log:           view,
@@ -90,6 +93,10 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 			err = perr
 		}
 		fmt.Fprintf(a.Err, "results: %s\n", filepath.Join(out, result.FileName))
+	}
+	var ng *run.NoGPUError
+	if errors.As(err, &ng) {
+		return &ExitError{Code: ExitUsage, Err: err}
 	}
 	if code := run.ExitCode(r, err); code != 0 {
 		return &ExitError{Code: code, Err: err}

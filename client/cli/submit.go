@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +34,8 @@ type submitOptions struct {
 	detach  bool
 	gpus    string
 	cpu     bool
+	keep    bool
+	quiet   bool
 	env     []string
 	timeout time.Duration
 	base    string
@@ -69,8 +73,9 @@ func newSubmitCommand(a *App) *cli.Command {
 content hash is already on the host), and runs the runner in a container.
 
 Attached (the default), it streams the job's logs to stderr, copies /xrun/out
-back into the job store, prints the results table on stdout and exits with the
-job's status. Ctrl-C stops the container gracefully and removes it; a second
+back into the job store, removes the exited container once the results and logs
+are stored (--keep keeps it), prints the results table on stdout and exits with
+the job's status. Ctrl-C stops the container gracefully and removes it; a second
 Ctrl-C kills and removes it at once; a third exits without waiting.
 
 Exit codes (the runner's, with xrun's own failures in the same places):
@@ -107,14 +112,21 @@ Jobs run as uid 65532 without capabilities (--root to run as root; --root
 with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192
 processes and threads, and a memory limit of resources.memory, else three
 quarters of the host's memory. --env values are kept in the container's
-configuration on the host until xrun rm removes it.`,
+configuration on the host until the container is removed (at the end of an
+attached run without --keep, else by xrun rm).
+
+When stdout is closed during an attached submit (xrun submit DIR | head -3), xrun
+says once on stderr that the job goes on detached and how to follow it (xrun
+logs -f ID), and exits 0: the job was not asked to stop.`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.gpus},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "for scripts: no build or log output on stderr (errors still), and on stdout only the job id (-d) or, attached, one line: the job id and its final status", Destination: &o.quiet},
+			&cli.BoolFlag{Name: "keep", Usage: "attached: keep the job's exited container on the host (by default it is removed once its results and logs are in the store)", Destination: &o.keep},
 			&cli.BoolFlag{Name: "queue", EnvVars: []string{"XRUN_QUEUE"}, Usage: "when the GPUs asked for are held by other jobs, wait for them instead of failing", Destination: &o.queue},
 			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.cpu},
-			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, besides the spec's env:"},
-			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"XRUN_TIMEOUT"}, Usage: "stop the job after this long (default: resources.timeout)", Destination: &o.timeout},
+			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, added to the spec's env list"},
+			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"XRUN_TIMEOUT"}, Usage: "stop the job after this long", DefaultText: "resources.timeout", Destination: &o.timeout},
 			&cli.StringFlag{Name: "base", EnvVars: []string{"XRUN_BASE"}, Usage: "base image reference, instead of the one image.base resolves to", Destination: &o.base},
 			&cli.BoolFlag{Name: "json", Usage: "print the job record (attached: after it ends) as JSON on stdout", Destination: &o.json},
 			&cli.StringSliceFlag{Name: "label", Usage: "add label KEY=VALUE to the job's image and container"},
@@ -128,11 +140,15 @@ configuration on the host until xrun rm removes it.`,
 			&cli.BoolFlag{Name: "no-cache-volume", EnvVars: []string{"XRUN_NO_CACHE_VOLUME"}, Usage: "start the job with empty compile caches (Triton, TorchInductor, CUDA extensions) instead of the host's cache volume of this experiment, base and GPU model", Destination: &o.noCacheVolume},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.pullSecret},
 		),
+		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError("submit takes one experiment directory, got %d arguments (see xrun submit --help)", c.NArg())
 			}
 			o.dir = c.Args().First()
+			if o.quiet && o.json {
+				return usageError("--quiet and --json both say what stdout gets: give one")
+			}
 			if o.network != "default" && o.network != "none" {
 				return usageError("--network %q: give default or none", o.network)
 			}
@@ -185,11 +201,23 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.quiet {
+		m.Err = io.Discard
+	}
+	if !o.detach && a.StdoutClosed != nil {
+		m.Detach = a.StdoutClosed()
+	}
 	j, err := m.Submit(ctx, r)
+	if errors.Is(err, job.ErrDetached) {
+		// Whoever read stdout has stopped; the job was not asked to.
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	switch {
+	case o.quiet && !o.detach:
+		fmt.Fprintf(a.Out, "%s %s\n", j.ID, j.Status)
 	case o.json:
 		if err := writeJSON(a.Out, j); err != nil {
 			return err
@@ -257,6 +285,9 @@ func (a *App) submitRequest(o submitOptions) (job.SubmitRequest, error) {
 			return r, usageError("--profile profiles GPU kernels: leave out --cpu")
 		}
 	}
+	if o.cpu && o.gpus != "" {
+		return r, usageError("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", o.gpus)
+	}
 	if o.host.K8s && o.network != "default" {
 		return r, usageError("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", o.network)
 	}
@@ -286,7 +317,7 @@ func (a *App) submitRequest(o submitOptions) (job.SubmitRequest, error) {
 	}
 	return job.SubmitRequest{
 		Prepared: p, Build: so, Where: o.host, Registry: o.registry, PullSecret: o.pullSecret,
-		Job: jo, Detach: o.detach, Queue: o.queue, Rerun: o.rerunArgs(), NoCacheVolume: o.noCacheVolume,
+		Job: jo, Detach: o.detach, Queue: o.queue, Keep: o.keep, Rerun: o.rerunArgs(), NoCacheVolume: o.noCacheVolume,
 	}, nil
 }
 

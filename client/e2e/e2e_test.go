@@ -587,7 +587,7 @@ func TestNoGPURuntime(t *testing.T) {
 		t.Skip("this host has an NVIDIA runtime")
 	}
 	r := xrun(t, 2*time.Minute, "submit", "--base", Base, "--label", labelArg, fixturePath("quick"))
-	expect(t, r, 4, "this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu")
+	expect(t, r, 4, "has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit")
 }
 
 func TestUnreachableDaemon(t *testing.T) {

@@ -3,6 +3,7 @@ package hosts
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -17,8 +18,14 @@ import (
 // MinAPIVersion is the oldest Engine API xrun supports (Docker 20.10).
 const MinAPIVersion = "1.41"
 
-// pingTimeout bounds the first contact, so a silent host fails in seconds.
-const pingTimeout = 20 * time.Second
+// pingTimeout bounds the first contact, so a silent host fails in seconds;
+// sshConnectTimeout bounds ssh's own TCP connect within it, so that an ssh
+// host that does not answer is told as ssh's "Connection timed out" rather
+// than as the ping's deadline.
+const (
+	pingTimeout       = 15 * time.Second
+	sshConnectTimeout = 10
+)
 
 // ClientOptions returns the moby client options that reach t: the address,
 // and for ssh:// a dialer running ssh, for tcp:// with TLS an HTTP client
@@ -63,11 +70,16 @@ func (t Target) ClientOptions() ([]client.Opt, error) {
 }
 
 // sshFlags adds BatchMode (a password prompt would hang a background
-// process; keys and agents still work) unless the user set it.
+// process; keys and agents still work) and a ConnectTimeout, each unless
+// the user set it.
 func sshFlags(user []string) []string {
 	flags := append([]string(nil), user...)
-	if !strings.Contains(strings.Join(flags, " "), "BatchMode") {
+	given := strings.Join(flags, " ")
+	if !strings.Contains(given, "BatchMode") {
 		flags = append(flags, "-o", "BatchMode=yes")
+	}
+	if !strings.Contains(given, "ConnectTimeout") {
+		flags = append(flags, "-o", "ConnectTimeout="+strconv.Itoa(sshConnectTimeout))
 	}
 	return flags
 }
@@ -107,6 +119,9 @@ func Check(ctx context.Context, t Target, cli *client.Client) error {
 	defer cancel()
 	ping, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return &HostError{Target: t, Kind: KindUnreachable, Reason: fmt.Sprintf("no answer within %s", pingTimeout), Err: err}
+		}
 		return Classify(t, err)
 	}
 	if ping.APIVersion != "" && versionLess(ping.APIVersion, MinAPIVersion) {

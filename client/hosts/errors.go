@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -50,7 +51,29 @@ func (e *HostError) Error() string {
 	case KindAPITooOld:
 		return fmt.Sprintf("Docker host %s speaks Engine API %s, older than the %s (Docker 20.10) xrun needs: upgrade Docker on that host", h, e.Reason, MinAPIVersion)
 	}
+	if strings.HasPrefix(e.Target.Host, "ssh://") {
+		return fmt.Sprintf("Docker host %s did not answer over ssh (%s): check that `%s docker version` works from here (host up, name and port right, no firewall in the way)", h, e.Reason, sshCommand(e.Target.Host))
+	}
+	if e.Reason == "" {
+		return fmt.Sprintf("cannot reach the Docker daemon at %s: check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h)
+	}
 	return fmt.Sprintf("cannot reach the Docker daemon at %s (%s): check that the host is up and its daemon running, or pick another with --host or DOCKER_HOST", h, e.Reason)
+}
+
+// sshCommand is the ssh command line that reaches an ssh:// address.
+func sshCommand(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.Hostname() == "" {
+		return "ssh " + strings.TrimPrefix(addr, "ssh://")
+	}
+	dest := u.Hostname()
+	if u.User != nil {
+		dest = u.User.Username() + "@" + dest
+	}
+	if p := u.Port(); p != "" {
+		return "ssh -p " + p + " " + dest
+	}
+	return "ssh " + dest
 }
 
 func (e *HostError) Unwrap() error { return e.Err }
@@ -126,6 +149,11 @@ func shortReason(msg string) string {
 	msg = strings.TrimSpace(msg)
 	if i := strings.Index(msg, ". Is the docker daemon running?"); i > 0 {
 		msg = msg[:i]
+	}
+	// The SDK's "Cannot connect to the Docker daemon at HOST" repeats what
+	// the message around it says: no reason is better than the same twice.
+	if strings.HasPrefix(msg, "Cannot connect to the Docker daemon at ") {
+		return ""
 	}
 	// "error during connect: Get "http://...": dial tcp 127.0.0.1:1:
 	// connect: connection refused": the dial error says it all.

@@ -189,6 +189,7 @@ func TestClassify(t *testing.T) {
 		{"client cert refused", tcp, errors.New(`error during connect: Get "https://h:2376/_ping": remote error: tls: bad certificate`), KindTLSVerify, "remote error: tls: bad certificate"},
 		{"api too old", tcp, errors.New("API version 1.24 is not supported by this client: the minimum supported API version is 1.40"), KindAPITooOld, "1.24"},
 		{"refused", tcp, errors.New(`error during connect: Get "http://h:2376/_ping": dial tcp 10.0.0.1:2376: connect: connection refused`), KindUnreachable, "dial tcp 10.0.0.1:2376: connect: connection refused"},
+		{"sdk's own words", tcp, errors.New("Cannot connect to the Docker daemon at tcp://h:2376. Is the docker daemon running?"), KindUnreachable, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +203,9 @@ func TestClassify(t *testing.T) {
 			msg := he.Error()
 			if !strings.Contains(msg, tc.t.Name) || strings.Contains(msg, "\n") {
 				t.Fatalf("message must be one line naming the host: %q", msg)
+			}
+			if strings.Count(strings.ToLower(msg), "connect to the docker daemon")+strings.Count(msg, "reach the Docker daemon") > 1 || strings.Contains(msg, "()") {
+				t.Fatalf("message says it twice: %q", msg)
 			}
 			if !errors.Is(he, tc.err) {
 				t.Fatal("the cause is not wrapped")
@@ -249,11 +253,20 @@ func TestVersionLess(t *testing.T) {
 	}
 }
 
+// An ssh host that does not answer is named, with the command to check it.
+func TestSSHUnreachableMessage(t *testing.T) {
+	e := &HostError{Target: Target{Name: "ssh://me@gpu1:2222", Host: "ssh://me@gpu1:2222"}, Kind: KindUnreachable, Reason: "no answer within 15s"}
+	want := "Docker host ssh://me@gpu1:2222 did not answer over ssh (no answer within 15s): check that `ssh -p 2222 me@gpu1 docker version` works from here (host up, name and port right, no firewall in the way)"
+	if got := e.Error(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 func TestSSHFlags(t *testing.T) {
-	if got := sshFlags([]string{"-i", "k"}); !reflect.DeepEqual(got, []string{"-i", "k", "-o", "BatchMode=yes"}) {
+	if got := sshFlags([]string{"-i", "k"}); !reflect.DeepEqual(got, []string{"-i", "k", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"}) {
 		t.Fatalf("got %v", got)
 	}
-	if got := sshFlags([]string{"-o", "BatchMode=no"}); !reflect.DeepEqual(got, []string{"-o", "BatchMode=no"}) {
+	if got := sshFlags([]string{"-o", "BatchMode=no", "-o", "ConnectTimeout=3"}); !reflect.DeepEqual(got, []string{"-o", "BatchMode=no", "-o", "ConnectTimeout=3"}) {
 		t.Fatalf("got %v", got)
 	}
 }
@@ -298,5 +311,16 @@ func TestRef(t *testing.T) {
 		if got := tc.t.Ref(); got != tc.want {
 			t.Errorf("%+v: Ref = %q, want %q", tc.t, got, tc.want)
 		}
+	}
+}
+
+// docs/gpu-host.md names the Engine API and Docker release xrun checks for.
+func TestGPUHostDocNamesMinAPIVersion(t *testing.T) {
+	b, err := os.ReadFile("../../docs/gpu-host.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "API "+MinAPIVersion+"+, Docker 20.10") {
+		t.Errorf("docs/gpu-host.md does not name API %s (Docker 20.10)", MinAPIVersion)
 	}
 }

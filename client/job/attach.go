@@ -32,7 +32,27 @@ func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) er
 	}()
 	s, err := b.State(ctx, j)
 	if err == nil && !s.Finished() {
-		err = m.waitJob(ctx, b, j, s)
+		waitCtx, stopWait := context.WithCancel(ctx)
+		detached := make(chan struct{})
+		go func() {
+			select {
+			case <-m.Detach: // nil: never
+				close(detached)
+				stopWait()
+			case <-waitCtx.Done():
+			}
+		}()
+		err = m.waitJob(waitCtx, b, j, s)
+		stopWait()
+		select {
+		case <-detached:
+			if ctx.Err() == nil {
+				stopLogs()
+				fmt.Fprintf(m.Err, "xrun: stdout was closed: job %s goes on detached; follow it with xrun logs -f %s\n", j.ID, j.ID)
+				return ErrDetached
+			}
+		default:
+		}
 	}
 	if ctx.Err() != nil {
 		view.Close() // the status line gives way to what the interrupt says

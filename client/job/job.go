@@ -13,6 +13,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -41,7 +42,13 @@ type Manager struct {
 	// OnJob, when set, gets the job record as soon as a submit creates it
 	// (a fan-out learns each host's job this way).
 	OnJob func(*jobs.Job)
+	// Detach, when it closes, leaves an attached job running on its own
+	// (stdout was closed): Attach returns ErrDetached.
+	Detach <-chan struct{}
 }
+
+// ErrDetached is Attach's error when m.Detach closed: the job goes on.
+var ErrDetached = errors.New("detached: the job goes on")
 
 // step returns a function that prints how long a step took, with Trace.
 func (m *Manager) step(name string) func() {

@@ -49,6 +49,9 @@ func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (stri
 	if err != nil {
 		return "", err
 	}
+	if err := CheckOwner(j, o.Force, "rm"); err != nil {
+		return "", err
+	}
 	s, ok, err := m.Refresh(ctx, j)
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return "", err
@@ -58,7 +61,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (stri
 	}
 	if ok {
 		if !s.Finished() && !o.Force {
-			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s: cancel it first, or pass --force", j.ID, j.Status)}
+			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s: cancel it first (xrun cancel %s) or use --force", j.ID, j.Status, j.ID)}
 		}
 		b, err := m.Backends.For(ctx, j)
 		if err != nil {
@@ -125,8 +128,11 @@ func RemoveListed(ctx context.Context, b backend.Backend, ref string, force bool
 		return "", err
 	}
 	for _, l := range hits {
+		if err := CheckOwner(&l.Job, force, "rm"); err != nil {
+			return "", err
+		}
 		if !l.State.Finished() && !force {
-			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s on %s: cancel it first, or pass --force", l.Job.ID, l.State.Detail, b.Where())}
+			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s on %s: cancel it first (xrun cancel %s) or use --force", l.Job.ID, l.State.Detail, b.Where(), l.Job.ID)}
 		}
 		if err := b.Remove(ctx, &l.Job, force); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return "", err
@@ -167,4 +173,21 @@ func (m *Manager) Cancel(ctx context.Context, j *jobs.Job) (ended bool, err erro
 		return false, nil
 	}
 	return false, err
+}
+
+// CheckOwner refuses (exit 3) to let command (rm, cancel) touch another
+// user's job on a shared host unless force. A job without an owner (from
+// an xrun before owners) is anyone's.
+func CheckOwner(j *jobs.Job, force bool, command string) error {
+	if force || j.Owner == "" {
+		return nil
+	}
+	if me := jobs.CurrentUser(); j.Owner != me {
+		verb := map[string]string{"rm": "remove"}[command]
+		if verb == "" {
+			verb = command
+		}
+		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s's, not yours (%s): xrun %s --force %s to %s it anyway", j.ID, j.Owner, me, command, j.ID, verb)}
+	}
+	return nil
 }

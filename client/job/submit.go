@@ -35,6 +35,9 @@ type SubmitRequest struct {
 	Detach bool
 	// Queue waits for GPUs other jobs hold instead of failing.
 	Queue bool
+	// Keep leaves an attached job's exited container on the host; else it
+	// is removed once the job's results and logs are in the store.
+	Keep bool
 	// Rerun is recorded with the job, for xrun regress --confirm.
 	Rerun *jobs.SubmitArgs
 	// NoCacheVolume leaves the compile caches in the job's own container
@@ -153,9 +156,34 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if r.Detach {
 		return s.j, m.Store.Save(s.j)
 	}
-	defer s.release()
 	m.Store.Save(s.j)
-	return s.j, m.Attach(ctx, s.b, s.j)
+	if err := m.Attach(ctx, s.b, s.j); err != nil {
+		if !errors.Is(err, ErrDetached) {
+			// A job left detached keeps its GPUs, as one of submit -d.
+			s.release()
+		}
+		return s.j, err
+	}
+	s.release()
+	if !r.Keep {
+		m.removeStored(s.b, s.j)
+	}
+	return s.j, nil
+}
+
+// removeStored removes the exited container of job j, as docker run --rm
+// does, but only once the store holds the job's end: its final status,
+// and its results and logs where the job wrote any. A failed removal is a
+// warning: the job's outcome stands.
+func (m *Manager) removeStored(b backend.Backend, j *jobs.Job) {
+	if !jobs.Final(j.Status) || j.Finished == nil || j.ContainerID == "" || !m.Store.Has(j.ID, jobs.LogsFile) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
+	defer cancel()
+	if err := b.Remove(ctx, j, false); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		fmt.Fprintf(m.Err, "warning: job %s: its container is left on %s: %v (xrun rm %s removes it)\n", j.ID, b.Where(), err, j.ID)
+	}
 }
 
 // abort undoes what a submit that failed with err, or was interrupted
@@ -220,6 +248,7 @@ func newRecord(p *submit.Prepared, where, dir string) *jobs.Job {
 		Mode:       p.Mode,
 		Status:     jobs.StatusCreated,
 		Creator:    jobs.Creator(),
+		Owner:      jobs.CurrentUser(),
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		j.ExperimentDir = abs

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,6 +57,8 @@ type Job struct {
 	// Creator is the xrun process that creates the job (Creator()):
 	// a job still created whose submitter is gone will never start.
 	Creator string `json:"creator,omitempty"`
+	// Owner is the user who submitted the job (CurrentUser).
+	Owner string `json:"owner,omitempty"`
 	// Submit is how the job was submitted, beside what the fields above
 	// say (directory, host, GPUs, mode, timeout), so that it can be rerun
 	// the same way (xrun regress --confirm).
@@ -357,11 +361,70 @@ func (e *NotFoundError) Error() string {
 		return msg + ": a job id is 12 hex digits, or the start of them (`xrun ps --all` lists them)"
 	case n == 0:
 		return msg + ": there are no jobs yet (submit one with `xrun submit DIR`)"
-	case n <= 10:
+	case n <= maxSuggested:
 		return msg + ": known jobs are " + strings.Join(e.Known, ", ")
 	default:
-		return msg + ": list the jobs with `xrun ps --all`"
+		return msg + ": closest are " + strings.Join(closest(e.Ref, e.Known, maxSuggested), ", ") + " (`xrun ps --all` lists all " + fmt.Sprint(n) + ")"
 	}
+}
+
+// maxSuggested is how many job ids an unknown id's error names at most.
+const maxSuggested = 5
+
+// closest returns the n ids of known nearest to ref: the longest prefix
+// in common first, then the fewest edits of ref into the id's start.
+func closest(ref string, known []string, n int) []string {
+	type scored struct {
+		id           string
+		prefix, dist int
+	}
+	ss := make([]scored, len(known))
+	for i, id := range known {
+		p := 0
+		for p < len(ref) && p < len(id) && ref[p] == id[p] {
+			p++
+		}
+		head := id
+		if len(head) > len(ref) {
+			head = head[:len(ref)]
+		}
+		ss[i] = scored{id, p, editDistance(ref, head)}
+	}
+	sort.SliceStable(ss, func(i, j int) bool {
+		if ss[i].prefix != ss[j].prefix {
+			return ss[i].prefix > ss[j].prefix
+		}
+		if ss[i].dist != ss[j].dist {
+			return ss[i].dist < ss[j].dist
+		}
+		return ss[i].id < ss[j].id
+	})
+	out := make([]string, 0, n)
+	for _, s := range ss[:min(n, len(ss))] {
+		out = append(out, s.id)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // RecordError is a job record that exists but cannot be read: cut short
@@ -386,4 +449,16 @@ type AmbiguousError struct {
 
 func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("job prefix %q matches %d jobs (%s): give more characters", e.Ref, len(e.Candidates), strings.Join(e.Candidates, ", "))
+}
+
+// CurrentUser is the name jobs are owned by: the login name, else $USER,
+// else the uid.
+func CurrentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return strconv.Itoa(os.Getuid())
 }

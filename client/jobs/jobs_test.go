@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,5 +250,18 @@ func TestCreator(t *testing.T) {
 	}
 	if CreatorGone("") || CreatorGone("nonsense") {
 		t.Error("an unknown submitter must not be taken for gone")
+	}
+}
+
+// An unknown id among many names the five closest and points to ps --all.
+func TestNotFoundNamesClosest(t *testing.T) {
+	var known []string
+	for i := range 40 {
+		known = append(known, fmt.Sprintf("%02x%010d", i*6, i))
+	}
+	e := &NotFoundError{Ref: "3cz", Known: known}
+	want := `no job "3cz": closest are 3c0000000010, 300000000008, 360000000009, 0c0000000002, 6c0000000018 (` + "`xrun ps --all`" + ` lists all 40)`
+	if got := e.Error(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

@@ -7,6 +7,8 @@
 package submit
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -161,6 +163,16 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		return err
 	}
 	done()
+	// The GPU runtime is checked before the base, which for a GPU job is a
+	// CUDA image of gigabytes: a host without the runtime is told so, not
+	// that the CUDA base is missing.
+	probed := false
+	if b.ProbeGPUs && p.GPUs != nil && !p.Info.NvidiaRuntime {
+		if err := ProbeGPUScratch(ctx, b.Engine, p.GPUs); err != nil {
+			return err
+		}
+		probed = true
+	}
 	done = b.step("context")
 	if p.Code, err = buildctx.Collect(o.Dir, p.Spec, b.contextProgress()); err != nil {
 		return exit.BadInput(err)
@@ -172,7 +184,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		return err
 	}
 	done()
-	if b.ProbeGPUs && p.GPUs != nil && !p.Info.NvidiaRuntime {
+	if b.ProbeGPUs && p.GPUs != nil && !p.Info.NvidiaRuntime && !probed {
 		if err := ProbeGPU(ctx, b.Engine, base, p.GPUs); err != nil {
 			return err
 		}
@@ -348,6 +360,49 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 	return nil
 }
 
+// NoGPURuntimeError is a GPU job asked of a Docker host that cannot give
+// containers GPUs. Its message is one sentence: what is missing, what to do.
+type NoGPURuntimeError struct {
+	Host string
+	Err  error // the daemon's refusal, errors.Is engine.ErrNoGPURuntime
+}
+
+func (e *NoGPURuntimeError) Error() string {
+	return fmt.Sprintf("Docker host %s has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit on the host (docs/gpu-host.md)", e.Host)
+}
+
+func (e *NoGPURuntimeError) Unwrap() error { return e.Err }
+
+// ProbeImage is the empty image ProbeGPUScratch starts: FROM scratch and
+// a label, built on the host in a second, with nothing to pull.
+const ProbeImage = "xrun/gpu-probe:scratch"
+
+// ProbeGPUScratch is ProbeGPU on an empty image, for before the base is
+// on the host. The daemon picks the device driver before it looks for the
+// command, so a missing runtime fails the start either way; a host that
+// has one fails it on the missing "true" instead, which ProbeGPU ignores.
+func ProbeGPUScratch(ctx context.Context, e engine.Engine, gpus *backend.GPUs) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	df := []byte("FROM scratch\nLABEL org.opencontainers.image.title=xrun-gpu-probe\n")
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(df); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	// The experiment label makes it one of xrun's images, which xrun
+	// prune removes once no container uses it.
+	o := engine.BuildOptions{Tag: ProbeImage, Labels: map[string]string{contract.LabelExperiment: "gpu-probe"}}
+	if _, err := e.Build(ctx, &buf, o, func(string) {}); err != nil {
+		return fmt.Errorf("build the GPU probe image on %s: %w", e.Host(), err)
+	}
+	return ProbeGPU(ctx, e, ProbeImage, gpus)
+}
+
 // ProbeGPU starts a throwaway container of base with the job's GPU
 // request. A daemon can serve GPU requests without a registered "nvidia"
 // runtime (the nvidia-container-runtime-hook on its PATH is enough), so
@@ -365,7 +420,11 @@ func ProbeGPU(ctx context.Context, e engine.Engine, base string, gpus *backend.G
 		defer cancel()
 		e.Remove(rctx, id, true)
 	}()
-	if err := e.Start(ctx, id); errors.Is(err, engine.ErrNoGPURuntime) || errors.Is(err, engine.ErrIncompleteGPURuntime) {
+	err = e.Start(ctx, id)
+	switch {
+	case errors.Is(err, engine.ErrNoGPURuntime):
+		return &NoGPURuntimeError{Host: e.Host(), Err: err}
+	case errors.Is(err, engine.ErrIncompleteGPURuntime):
 		return fmt.Errorf("host %s: %w", e.Host(), err)
 	}
 	// Any other failure (no "true" in a scratch base, no GPU free) is the
@@ -409,6 +468,9 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 	}
 	if p.Timeout > 0 {
 		labels[contract.LabelTimeout] = p.Timeout.String()
+	}
+	if j.Owner != "" {
+		labels[contract.LabelOwner] = j.Owner
 	}
 	if p.GPUIDs != "" {
 		labels[gpus.LabelGPUIDs] = p.GPUIDs

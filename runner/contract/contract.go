@@ -117,6 +117,9 @@ const (
 	LabelImage         = "dev.xrun.image"
 	LabelMode          = "dev.xrun.mode"
 	LabelTimeout       = "dev.xrun.timeout"
+	// LabelOwner is the user who submitted the job (on a shared host, rm
+	// and cancel of another user's job need --force).
+	LabelOwner = "dev.xrun.owner"
 	// LabelCodeHash (on job containers) is the content hash of the
 	// experiment's code copied into it.
 	LabelCodeHash = "dev.xrun.code-hash"

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -22,14 +23,33 @@ type InfraError struct{ Err error }
 func (e *InfraError) Error() string { return e.Err.Error() }
 func (e *InfraError) Unwrap() error { return e.Err }
 
+// NoGPUError is a spec that asks for GPUs on a machine without one. In a
+// container it is the host's problem (exit code 4); xrun run --local, where
+// the user picks the mode, tells it as a usage error.
+type NoGPUError struct {
+	GPUs string // resources.gpus as written
+	Err  error  // why no GPU was found
+	Hint string // how the caller asks for the CPU sweep (Options.CPUHint)
+}
+
+func (e *NoGPUError) Error() string {
+	hint := e.Hint
+	if hint == "" {
+		hint = "set XRUN_MODE=cpu (or --mode cpu)"
+	}
+	return fmt.Sprintf("the spec asks for GPUs (resources.gpus: %s) but this machine has none (%v): %s to run the CPU sweep instead", e.GPUs, e.Err, hint)
+}
+func (e *NoGPUError) Unwrap() error { return e.Err }
+
 // ExitCode maps Run's outcome to the process exit code.
 func ExitCode(r *result.Results, err error) int {
 	var se *SpecError
 	var ie *InfraError
+	var ng *NoGPUError
 	switch {
 	case errors.As(err, &se):
 		return contract.ExitBadSpec
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &ng):
 		return contract.ExitInfra
 	case errors.Is(err, context.Canceled):
 		return contract.ExitCancelled

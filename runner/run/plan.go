@@ -70,7 +70,7 @@ func (rn *runner) pickMode(ctx context.Context) error {
 			case rn.o.Mode == "gpu":
 				return &InfraError{fmt.Errorf("mode gpu was asked for, but %v", err)}
 			case !s.Resources.GPUs.None():
-				return &InfraError{fmt.Errorf("the spec asks for GPUs (resources.gpus: %s) but this machine has none: %v; set XRUN_MODE=cpu (or --mode cpu) to run the CPU sweep instead", s.Resources.GPUs, err)}
+				return &NoGPUError{GPUs: fmt.Sprint(s.Resources.GPUs), Err: err, Hint: rn.o.CPUHint}
 			}
 			rn.logf("no GPU (%v): running the CPU sweep", err)
 			rn.cpu = true

@@ -40,6 +40,9 @@ type Options struct {
 	ExperimentDir, OutDir string
 	// Mode is "gpu", "cpu" or "" (gpu when nvidia-smi finds a GPU).
 	Mode string
+	// CPUHint is how the caller asks for the CPU sweep, for the error on a
+	// machine without a GPU ("" is XRUN_MODE=cpu, the runner's own).
+	CPUHint string
 	// Python is the interpreter for the harness; "" finds one with numpy.
 	Python string
 

@@ -428,11 +428,17 @@ func TestSpecWantsGPUButNoneFound(t *testing.T) {
 	noGPU(t)
 	dir := copyFixture(t, "command", func(s string) string { return s + "resources: {gpus: 1}\n" })
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
-	var ie *InfraError
-	if !errors.As(ro.err, &ie) || ro.code != contract.ExitInfra || !strings.Contains(ro.err.Error(), "XRUN_MODE=cpu") {
+	var ng *NoGPUError
+	if !errors.As(ro.err, &ng) || ro.code != contract.ExitInfra || !strings.Contains(ro.err.Error(), "XRUN_MODE=cpu") {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	readResults(t, ro.out)
+	// The caller's own way to ask for the CPU sweep replaces XRUN_MODE.
+	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir, CPUHint: "pass --cpu"})
+	if !errors.As(ro.err, &ng) || !strings.HasSuffix(ro.err.Error(), ": pass --cpu to run the CPU sweep instead") {
+		t.Fatalf("with CPUHint: %v", ro.err)
+	}
+	var ie *InfraError
 	// Asking for the CPU on purpose runs it.
 	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir, Mode: "cpu"})
 	if ro.code != contract.ExitSucceeded {

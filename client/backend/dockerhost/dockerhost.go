@@ -223,7 +223,7 @@ func (b *Backend) jobOf(c engine.Container) jobs.Job {
 		ID: l[contract.LabelJob], Host: b.Where(), ContainerID: c.ID, ContainerName: c.Name,
 		Experiment: l[contract.LabelExperiment], ImageRef: l[contract.LabelImage], ImageID: c.ImageID,
 		SpecHash: l[contract.LabelSpecHash], GPUs: l[contract.LabelGPUs], Mode: l[contract.LabelMode],
-		Timeout: l[contract.LabelTimeout], Created: c.Created,
+		Timeout: l[contract.LabelTimeout], Created: c.Created, Owner: l[contract.LabelOwner],
 	}
 }
 

@@ -127,7 +127,7 @@ func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) 
 			ID: id, Host: b.Where(), ContainerID: string(job.UID), ContainerName: job.Name,
 			Experiment: a[contract.LabelExperiment], ImageRef: a[contract.LabelImage],
 			SpecHash: a[contract.LabelSpecHash], GPUs: a[contract.LabelGPUs], Mode: a[contract.LabelMode],
-			Timeout: a[contract.LabelTimeout], Created: job.CreationTimestamp.Time,
+			Timeout: a[contract.LabelTimeout], Created: job.CreationTimestamp.Time, Owner: a[contract.LabelOwner],
 		}})
 	}
 	return out, nil

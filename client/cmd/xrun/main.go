@@ -29,6 +29,10 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	abort := make(chan struct{})
 	ctx = cli.WithAbort(ctx, abort)
+	// A closed stdout (xrun submit DIR | head) is an EPIPE error to the
+	// write, not a SIGPIPE death: an attached submit leaves its job
+	// detached and says so.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {

@@ -309,7 +309,7 @@ func TestHostWithoutNVIDIARuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code := run(t, "submit", "--host", plainHost, "--base", ref, experiment(t, "gpu-add", nil))
-	if code == 0 || !strings.Contains(stderr, "this host has no NVIDIA container runtime; install nvidia-container-toolkit or pass --cpu") {
+	if code == 0 || !strings.Contains(stderr, "has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit") {
 		t.Errorf("exit %d", code)
 	}
 }

@@ -36,6 +36,8 @@ type Engine struct {
 	BuildOutput []string
 	BuildErr    error
 	Containers  map[string]*Container
+	// Removed are the containers Remove deleted, in order.
+	Removed []*Container
 	// PullErr, when set, is what every Pull returns.
 	PullErr error
 	// Behave says what a container runs, from its spec.
@@ -411,7 +413,19 @@ func (f *Engine) Remove(_ context.Context, id string, force bool) error {
 		f.exit(c, 137)
 	}
 	delete(f.Containers, c.C.ID)
+	f.Removed = append(f.Removed, c)
 	return nil
+}
+
+// Made returns every container made, removed ones included.
+func (f *Engine) Made() []*Container {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := append([]*Container(nil), f.Removed...)
+	for _, c := range f.Containers {
+		all = append(all, c)
+	}
+	return all
 }
 
 // CopyTo records the names of the files copied into a container.
