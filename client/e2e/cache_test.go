@@ -62,8 +62,12 @@ func TestCompileCacheVolume(t *testing.T) {
 	if own.Volume != "" || own.Files != 0 {
 		t.Errorf("--no-cache-volume: %+v, want the job's own empty caches", own)
 	}
-	// No container may use the volume for prune to take it.
-	expect(t, xrun(t, time.Minute, append([]string{"rm", "--keep-record"}, jobsOf(t, "e2e-cache")...)...), 0)
+	// No container may use the volume for prune to take it: attached jobs
+	// removed theirs once their results were in the store.
+	if left := jobsOf(t, "e2e-cache"); len(left) != 0 {
+		t.Errorf("attached jobs left their containers: %v", left)
+		expect(t, xrun(t, time.Minute, append([]string{"rm", "--keep-record"}, left...)...), 0)
+	}
 	dry := xrun(t, time.Minute, "prune", "--caches", "--dry-run")
 	expect(t, dry, 0)
 	if !strings.Contains(dry.Stdout, "would remove cache volume "+first.Volume) {

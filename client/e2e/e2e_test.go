@@ -197,7 +197,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "first-kernel")
 	expect(t, xrun(t, time.Minute, "init", dir), 0)
 	// The scaffold as it is, on whatever CPU base the host has.
-	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--label", labelArg, dir)
+	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--keep", "--label", labelArg, dir)
 	expect(t, r, 0, "build: step 1/", "job ", "status: succeeded")
 	for _, want := range []string{"first-kernel", "succeeded", "reference", "blocked", "PASS"} {
 		if !strings.Contains(r.Stdout, want) {
@@ -217,7 +217,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 			t.Errorf("store: %v", err)
 		}
 	}
-	// Attached jobs keep their container (no auto-remove) until xrun rm.
+	// --keep keeps an attached job's container until xrun rm.
 	if cs := jobContainers(t, m[1]); len(cs) != 1 || cs[0].State != "exited" {
 		t.Errorf("containers of the job: %+v", cs)
 	}

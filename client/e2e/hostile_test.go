@@ -292,6 +292,6 @@ func TestHostileTokenHunt(t *testing.T) {
 // submitWithEnv submits fixture with extra environment variables set.
 func submitWithEnv(t *testing.T, fixture string, extra ...string) res {
 	t.Helper()
-	args := []string{"submit", "--cpu", "--base", Base, "--label", labelArg, fixturePath(fixture)}
+	args := []string{"submit", "--cpu", "--keep", "--base", Base, "--label", labelArg, fixturePath(fixture)}
 	return xruntest.Run(t, 8*time.Minute, xrunBin, append(env(), extra...), args...)
 }

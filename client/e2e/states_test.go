@@ -59,7 +59,7 @@ func psAll(t *testing.T, data string) map[string]psJob {
 // Another store lists this store's failed and cancelled jobs with their
 // exit codes and statuses, not as succeeded 0.
 func TestPsShowsOtherStoresExitCodes(t *testing.T) {
-	failed := jobIDOf(t, submit(t, 5*time.Minute, "fail"))
+	failed := jobIDOf(t, submit(t, 5*time.Minute, "fail", "--keep"))
 	r := submit(t, 5*time.Minute, "slow", "-d")
 	expect(t, r, 0)
 	cancelled := strings.TrimSpace(r.Stdout)

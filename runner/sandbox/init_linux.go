@@ -8,6 +8,20 @@ import (
 	"time"
 )
 
+// initSignals receives PID 1's signals from this package's init on: a
+// SIGTERM (a cancel) that came before any handler would make Go's runtime
+// raise it again, which PID 1 ignores, and then exit with code 2 and no
+// word, read as a failed job. Package init runs before the runner's own
+// packages are set up, so the window is the runtime's start alone.
+var initSignals chan os.Signal
+
+func init() {
+	if os.Getpid() == 1 {
+		initSignals = make(chan os.Signal, 32)
+		signal.Notify(initSignals, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	}
+}
+
 // Init makes a runner that is its container's first process (PID 1) the
 // container's init: it starts the runner again as its child, passes the
 // child every signal (docker stop's SIGTERM among them), reaps the
@@ -24,8 +38,7 @@ func Init() (code int, isInit bool) {
 	if err != nil {
 		exe = "/proc/self/exe"
 	}
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	sigs := initSignals
 	child, err := syscall.ForkExec(exe, os.Args, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "xrun-runner: start the runner under its init: %v\n", err)
