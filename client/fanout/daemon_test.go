@@ -148,7 +148,7 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if err := rep.Text(&table); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "fast      1.000  2.00x") {
+	if !strings.Contains(table.String(), "fast      1.00   2.00x") {
 		t.Fatalf("comparison:\n%s", table.String())
 	}
 	t.Logf("progress:\n%s\ncomparison:\n%s", out.String(), table.String())

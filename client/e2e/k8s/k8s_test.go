@@ -212,7 +212,9 @@ func jobGone(t *testing.T, name string) bool {
 // runs the Job to the end, prints the table and fetches results.json
 // through the log; logs, ps, results and rm then work on the job.
 func TestAttachedRun(t *testing.T) {
-	r := submit(t, 10*time.Minute, "quick", "--cpu")
+	// --keep: an attached run deletes its Job once the results are in the
+	// store, and this test looks at it from another store afterwards.
+	r := submit(t, 10*time.Minute, "quick", "--cpu", "--keep")
 	expect(t, r, 0, "pushing "+registry+"/xrun/e2e-quick:")
 	m := jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil {

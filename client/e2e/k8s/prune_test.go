@@ -49,7 +49,7 @@ func TestPruneRegistry(t *testing.T) {
 	if err := os.WriteFile(f, append(src, []byte("\n# "+t.Name()+" "+time.Now().String()+"\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := submit(t, 10*time.Minute, dir, "--cpu")
+	r := submit(t, 10*time.Minute, dir, "--cpu", "--keep")
 	expect(t, r, 0)
 	m, j := pushLine.FindStringSubmatch(r.Stderr), jobLine.FindStringSubmatch(r.Stderr)
 	if m == nil || j == nil {
