@@ -331,6 +331,16 @@ func (m *mdWriter) criteria(r *result.Results) {
 		m.printf("%s\n", line)
 	}
 	verdict := "all criteria passed"
+	skipped := 0
+	for _, c := range r.Criteria {
+		if c.Skipped {
+			skipped++
+		}
+	}
+	if skipped > 0 {
+		// A skipped criterion did not pass: it was not evaluated here.
+		verdict = fmt.Sprintf("every criterion evaluated passed; %d of %d skipped", skipped, len(r.Criteria))
+	}
 	if !r.Success {
 		verdict = "not successful (" + r.Status + ")"
 	}

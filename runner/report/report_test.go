@@ -404,3 +404,18 @@ func TestTextNothingCompared(t *testing.T) {
 		t.Errorf("table:\n%s\nwant it to start with:\n%s", b.String(), want)
 	}
 }
+
+// A run whose criteria passed where they could be evaluated, one skipped
+// (a GPU-only implementation on a CPU run), does not read as all passed.
+func TestMarkdownOutcomeWithASkippedCriterion(t *testing.T) {
+	r := &result.Results{Experiment: "e", Status: result.StatusSucceeded, Success: true, Criteria: []result.Criterion{
+		{Name: "every implementation correct", Kind: "correct", Passed: true},
+		{Name: "fast >= 1.2x over base", Kind: "speedup", Threshold: 1.2, Skipped: true, Detail: "fast skipped (needs a GPU)"}}}
+	var md bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "**Outcome**: every criterion evaluated passed; 1 of 2 skipped"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+}
