@@ -13,15 +13,21 @@ import (
 func FailureSentence(r *result.Results) string {
 	var first, where string
 	var ir *result.ImplResult
-	n := 0
+	n, sameImpl := 0, 0
+	others := map[string]bool{}
 	for _, c := range r.Cases {
 		for _, name := range append([]string{"reference"}, r.Implementations...) {
 			x := c.Results[name]
 			if x == nil || x.Status == result.ImplOK || x.Status == result.ImplSkipped || x.Status == result.ImplNotRun {
 				continue
 			}
-			if n == 0 {
+			switch {
+			case n == 0:
 				first, where, ir = name, c.Label, x
+			case name == first:
+				sameImpl++
+			default:
+				others[name] = true
 			}
 			n++
 		}
@@ -50,8 +56,13 @@ func FailureSentence(r *result.Results) string {
 	default:
 		s = fmt.Sprintf("implementation %s %s at %s: %s", first, statusWord(ir.Status), where, msg)
 	}
-	if n > 1 {
-		s += fmt.Sprintf("; %d more failed", n-1)
+	// What else failed, said as what it is: more cases of the same
+	// implementation, other implementations.
+	if sameImpl > 0 {
+		s += fmt.Sprintf("; %s failed at %d more %s", first, sameImpl, plural(sameImpl, "case", "cases"))
+	}
+	if len(others) > 0 {
+		s += fmt.Sprintf("; %d other %s failed", len(others), plural(len(others), "implementation", "implementations"))
 	}
 	return s
 }
@@ -69,4 +80,11 @@ func statusWord(status string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -40,10 +40,16 @@ func TestFailureSentence(t *testing.T) {
 			"big": {Status: "oom", Error: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB.\nTraceback..."}}},
 	}}
 	got := FailureSentence(r)
-	want := "implementation fast crashed at n=2: the worker died during check (signal 11, segmentation fault); 1 more failed"
+	want := "implementation fast crashed at n=2: the worker died during check (signal 11, segmentation fault); 1 other implementation failed"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	// More cases of the same implementation are said as cases.
+	r.Cases = append(r.Cases, result.Case{Label: "n=3", Results: map[string]*result.ImplResult{"fast": {Status: "crashed", Error: "x"}}})
+	if got, want := FailureSentence(r), "; fast failed at 1 more case; 1 other implementation failed"; !strings.HasSuffix(got, want) {
+		t.Errorf("got %q, want it to end %q", got, want)
+	}
+	r.Cases = r.Cases[:2]
 	r.Cases[1].Results["fast"].Status = "ok"
 	got = FailureSentence(r)
 	want = "implementation big ran out of GPU memory at n=2 (torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB.): make the case smaller or run it on a GPU with more memory"

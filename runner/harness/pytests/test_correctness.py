@@ -102,6 +102,8 @@ def test_check_passes(be):
 def test_check_fails(be):
     c = run_check(be, lambda x, y: x - y)
     assert not c.passed and c.mismatch_fraction > 0.9 and "elements outside atol=0.0001 rtol=0.0001" in c.reason
+    # One output wrong at every seed is one reason, with its worst count.
+    assert c.reason.count("elements outside") == 1 and c.reason.endswith("(the most of 3 seeds)")
     c = run_check(be, lambda x, y: x - y, tol=Tolerance(atol=100.0, rtol=0.0))
     assert c.passed and c.tolerance.atol == 100.0
 

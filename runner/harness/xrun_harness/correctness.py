@@ -69,10 +69,27 @@ class Stats:
         self.atol = 0.0
         self.rtol = 0.0
         self.reasons = []
+        # Per output and kind of mismatch: (where in reasons, the counts of
+        # each seed), so that one output wrong at every seed is one reason
+        # with its worst count, not one per seed.
+        self.counted = {}
 
     def fail(self, reason):
         if reason not in self.reasons:
             self.reasons.append(reason)
+
+    def fail_count(self, key, fmt, count, *args):
+        """A mismatch of count elements (fmt % (count,) + args): the
+        worst over the seeds, and at how many of them."""
+        if key not in self.counted:
+            self.counted[key] = (len(self.reasons), [])
+            self.reasons.append("")
+        i, counts = self.counted[key]
+        counts.append(count)
+        text = fmt % ((max(counts),) + args)
+        if len(counts) > 1:
+            text += " (the most of %d seeds)" % len(counts)
+        self.reasons[i] = text
 
     def compare(self, path, out, ref, tol):
         """Adds one output leaf against the reference's; tol is a Tolerance,
@@ -117,11 +134,11 @@ class Stats:
         self.rms_rel = max(self.rms_rel, finite(num / max(den, TINY)) if num > 0 else 0.0)
         self.mismatched += nan_mis + inf_mis + bad_fin
         if nan_mis:
-            self.fail("%s: %d NaN positions differ from the reference" % (path, nan_mis))
+            self.fail_count((path, "nan"), "%s: %%d NaN positions differ from the reference" % path.replace("%", "%%"), nan_mis)
         if inf_mis:
-            self.fail("%s: %d Inf positions differ from the reference" % (path, inf_mis))
+            self.fail_count((path, "inf"), "%s: %%d Inf positions differ from the reference" % path.replace("%", "%%"), inf_mis)
         if bad_fin:
-            self.fail("%s: %d of %d elements outside atol=%g rtol=%g" % (path, bad_fin, n, atol, rtol))
+            self.fail_count((path, "outside"), "%s: %%d of %d elements outside atol=%g rtol=%g" % (path.replace("%", "%%"), n, atol, rtol), bad_fin)
 
 
 def numpy_error_figures(np, o, r, atol, rtol):
