@@ -62,7 +62,7 @@ func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 			t.Errorf("xrun %v from another store: stdout lacks %q:\n%s", c.args, c.want, r.Stdout)
 		}
 	}
-	expect(t, xrunIn(t, third, time.Minute, "status", "0000deadbeef"), 3, "nor on ")
+	expect(t, xrunIn(t, third, time.Minute, "status", "0000deadbeef"), 3, " either")
 	rm = xrunIn(t, third, time.Minute, "rm", id)
 	expect(t, rm, 0)
 	if cs := jobContainers(t, id); len(cs) != 0 {

@@ -53,7 +53,7 @@ func (m *Manager) Find(ctx context.Context, ref string, sel backends.Selection) 
 	hits, merr := FindListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {
 	case errors.Is(merr, ErrNoContainer):
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w, nor on %s", nf, b.Where())}
+		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w; not on %s either", nf, b.Where())}
 	case merr != nil:
 		return nil, merr
 	}
