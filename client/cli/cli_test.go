@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
@@ -1048,7 +1049,7 @@ func TestSubmitFailedBuildPrintsItsOutput(t *testing.T) {
 // np) and the closest; --no-preflight leaves it to the container.
 func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3 here")
+		testenv.Missing(t, "no python3 here: the check before the build runs it (scripts/setup.sh installs it)")
 	}
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
