@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/suggest"
 )
 
 // Record file names inside a job directory.
@@ -388,7 +390,7 @@ func closest(ref string, known []string, n int) []string {
 		if len(head) > len(ref) {
 			head = head[:len(ref)]
 		}
-		ss[i] = scored{id, p, editDistance(ref, head)}
+		ss[i] = scored{id, p, suggest.Distance(ref, head)}
 	}
 	sort.SliceStable(ss, func(i, j int) bool {
 		if ss[i].prefix != ss[j].prefix {
@@ -404,27 +406,6 @@ func closest(ref string, known []string, n int) []string {
 		out = append(out, s.id)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // RecordError is a job record that exists but cannot be read: cut short

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/xrun-dev/xrun/runner/suggest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -292,7 +293,7 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, want, path string, lin
 				where = "in " + path
 			}
 			msg := fmt.Sprintf("unknown key %s", where)
-			if near := closestKey(k.Value, yamlKeys(t)); near != "" {
+			if near := suggest.Closest(k.Value, yamlKeys(t)); near != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", near)
 			}
 			*errs = append(*errs, &Error{File: file, Line: k.Line, Key: p,
@@ -427,37 +428,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-// closestKey is the key of keys nearest to k by edit distance, when it is
-// a likely typo (at most 2 edits, and fewer than half of k's letters); "".
-func closestKey(k string, keys []string) string {
-	best, bestD := "", 3
-	for _, c := range keys {
-		if d := editDistance(k, c); d < bestD && 2*d < len(k) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
