@@ -15,6 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/regress/summary"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
 type historyOptions struct {
@@ -243,12 +244,12 @@ func historyText(a *App, judged []history.Judged) error {
 		for _, j := range ser {
 			ms, q := "-", "-"
 			if j.MedianMS > 0 {
-				ms = fmtMS(j.MedianMS)
-				q = fmtMS(j.Q1MS) + "-" + fmtMS(j.Q3MS)
+				ms = numfmt.FixedMS(j.MedianMS)
+				q = numfmt.FixedMS(j.Q1MS) + "-" + numfmt.FixedMS(j.Q3MS)
 			}
 			base, change := "-", "-"
 			if v := j.Verdict; v.Median > 0 {
-				base, change = fmt.Sprintf("%s (%d)", fmtMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
+				base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
 			}
 			host := j.Host
 			if host == "" {
@@ -353,16 +354,6 @@ func pointsOf(js []history.Judged) []history.Point {
 		out[i] = j.Point
 	}
 	return out
-}
-
-func fmtMS(ms float64) string {
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	case ms >= 1:
-		return strconv.FormatFloat(ms, 'f', 3, 64)
-	}
-	return strconv.FormatFloat(ms, 'f', 4, 64)
 }
 
 func dashed(s string) string {

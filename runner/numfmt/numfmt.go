@@ -77,3 +77,16 @@ func pick(units []Unit, vals []float64) Unit {
 	}
 	return units[len(units)-1]
 }
+
+// FixedMS writes a time in milliseconds with fixed decimals, as the history
+// and regression tables show a series: one decimal from 100 ms, three from
+// 1 ms, four below.
+func FixedMS(ms float64) string {
+	switch {
+	case ms >= 100:
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	case ms >= 1:
+		return strconv.FormatFloat(ms, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 4, 64)
+}

@@ -53,3 +53,11 @@ func TestUnits(t *testing.T) {
 		t.Errorf("0.000811 ms in µs = %q", got)
 	}
 }
+
+func TestFixedMS(t *testing.T) {
+	for ms, want := range map[float64]string{123.456: "123.5", 5.6789: "5.679", 0.24620799: "0.2462"} {
+		if got := FixedMS(ms); got != want {
+			t.Errorf("FixedMS(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}

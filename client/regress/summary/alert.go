@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
 // Alert is what a confirmed regression sends: to a file (--alert), which
@@ -69,7 +70,7 @@ func (rep *Report) Alert() *Alert {
 	fmt.Fprintf(&b, "xrun: %d confirmed regression(s) in %s\n", len(regs), strings.Join(exps, ", "))
 	for _, g := range regs {
 		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%), job %s confirmed by %s\n", g.Experiment,
-			g.Implementation, g.Case, g.GPU, fmtMS(g.MedianMS), fmtMS(g.BaselineMS), 100*g.Change, g.JobID, g.ConfirmedBy)
+			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), 100*g.Change, g.JobID, g.ConfirmedBy)
 	}
 	return &Alert{Title: "Nightly regression: " + strings.Join(exps, ", "), Text: b.String(), Regressions: regs, Created: time.Now().UTC()}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
 // Report is the judgement of one or more runs.
@@ -308,10 +309,10 @@ func cols(p Point) []string {
 	v := p.Verdict
 	ms, base, change, score, pv := "-", "-", "-", "-", "-"
 	if p.MedianMS > 0 {
-		ms = fmtMS(p.MedianMS)
+		ms = numfmt.FixedMS(p.MedianMS)
 	}
 	if v.Median > 0 {
-		base = fmt.Sprintf("%s (%d)", fmtMS(v.Median), v.Baseline)
+		base = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
 		change = fmt.Sprintf("%+.1f%%", 100*v.Change)
 		score = fmtScore(v.Score)
 	} else if v.Baseline > 0 || v.Status == regress.Insufficient {
@@ -371,16 +372,6 @@ func fmtP(p float64) string {
 		return "<1e-4"
 	}
 	return strconv.FormatFloat(p, 'g', 2, 64)
-}
-
-func fmtMS(ms float64) string {
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	case ms >= 1:
-		return strconv.FormatFloat(ms, 'f', 3, 64)
-	}
-	return strconv.FormatFloat(ms, 'f', 4, 64)
 }
 
 func dash(s string) string {
