@@ -192,17 +192,16 @@ func SpecRefs(s *spec.Spec) []harness.Ref {
 	}
 	add("benchmark.inputs", b.Inputs)
 	add("benchmark.reference", b.Reference)
-	for _, im := range b.Implementations {
-		if len(b.Command) > 0 {
-			// A command benchmark's implementations are its arguments,
-			// not module:function references.
-			break
+	// A command benchmark's implementations are its arguments, not
+	// module:function references.
+	if len(b.Command) == 0 {
+		for _, im := range b.Implementations {
+			key := "benchmark.implementations." + im.Name
+			if _, ok := s.Lines[key+".fn"]; ok {
+				key += ".fn"
+			}
+			add(key, im.Fn)
 		}
-		key := "benchmark.implementations." + im.Name
-		if _, ok := s.Lines[key+".fn"]; ok {
-			key += ".fn"
-		}
-		add(key, im.Fn)
 	}
 	add("benchmark.flops", b.Flops)
 	add("benchmark.bytes", b.Bytes)
