@@ -23,9 +23,8 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/runnerbin"
-	"github.com/xrun-dev/xrun/client/termview"
-	"github.com/xrun-dev/xrun/runner/termsafe"
 )
 
 // App is the state shared by the commands of one xrun invocation: where
@@ -35,7 +34,7 @@ type App struct {
 	Out, Err io.Writer
 	// OutTTY and ErrTTY are the raw stdout and stderr where they are
 	// terminals (nil elsewhere): a status line is drawn on them
-	// (termview), the rest goes through Out and Err.
+	// (render), the rest goes through Out and Err.
 	OutTTY, ErrTTY io.Writer
 	// OutTerminal is whether Out is a terminal: a person reading, rather
 	// than a script, which gets the bare table.
@@ -69,16 +68,15 @@ type App struct {
 
 // NewApp returns an App writing to out and errw, reading the process
 // environment and talking to real daemons. What goes to errw, and to out
-// where it is a terminal, loses its control sequences (termsafe): much of
+// where it is a terminal, loses its control sequences (render.Safe): much of
 // it (logs, error strings from results) is the experiment's own output,
 // and a CI log renders escapes as a terminal does. Out keeps them where it
 // is a file or a pipe, for xrun logs and the JSON, CSV and Markdown that
 // scripts read (the tables sanitise themselves).
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
-	w := termsafe.Wrap(out)
-	_, tty := w.(*termsafe.Writer)
-	return &App{Out: w, OutTerminal: tty, OutTTY: termview.Terminal(out), ErrTTY: termview.Terminal(errw),
-		StdoutClosed: func() <-chan struct{} { return stdoutClosed(out) }, Err: termsafe.NewWriter(errw), Getenv: getenv,
+	w, tty := render.Safe(out)
+	return &App{Out: w, OutTerminal: tty, OutTTY: render.Terminal(out), ErrTTY: render.Terminal(errw),
+		StdoutClosed: func() <-chan struct{} { return stdoutClosed(out) }, Err: render.SafeAlways(errw), Getenv: getenv,
 		RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
 }
 

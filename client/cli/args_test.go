@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestFlagsFirst(t *testing.T) {
@@ -62,23 +61,6 @@ func TestFlagAfterJobID(t *testing.T) {
 	}
 }
 
-func TestAgo(t *testing.T) {
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		d    time.Duration
-		want string
-	}{{time.Second, "1 second ago"}, {30 * time.Second, "30 seconds ago"}, {61 * time.Second, "1 minute ago"},
-		{150 * time.Minute, "2 hours ago"}, {time.Hour, "1 hour ago"}, {72 * time.Hour, "3 days ago"}} {
-		if got := ago(now.Add(-c.d), now); got != c.want {
-			t.Errorf("ago(%s) = %q, want %q", c.d, got, c.want)
-		}
-	}
-	if got := ago(time.Time{}, now); got != "-" {
-		t.Errorf("zero time: %q", got)
-	}
-}
-
-// Bad --timeout and --env values are refused before anything is built.
 func TestSubmitFlagValues(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -12,6 +12,7 @@ import (
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/fanout"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 // runSubmitFanout submits the experiment to every host at once. Each
@@ -60,7 +61,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		if started == nil {
 			started = []*jobs.Job{}
 		}
-		if err := writeJSON(a.Out, started); err != nil {
+		if err := render.JSON(a.Out, started); err != nil {
 			return err
 		}
 	case o.detach:

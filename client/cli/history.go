@@ -15,6 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/regress/summary"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
@@ -167,7 +168,7 @@ func runHistory(ctx context.Context, a *App, o historyOptions) error {
 	}
 	switch {
 	case o.json:
-		return writeJSON(a.Out, historyJSON(shown))
+		return render.JSON(a.Out, historyJSON(shown))
 	case o.csv:
 		rows := make([]flat.Row, len(shown))
 		for i, j := range shown {

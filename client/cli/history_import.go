@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 type historyImportOptions struct {
@@ -54,7 +55,7 @@ func runHistoryImport(a *App, o historyImportOptions) error {
 		}
 	}
 	if o.json {
-		return writeJSON(a.Out, all)
+		return render.JSON(a.Out, all)
 	}
 	for _, im := range all {
 		verb := "imported"

@@ -16,7 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/termview"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 type logsOptions struct {
@@ -79,8 +79,8 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 		out := io.Writer(a.Out)
 		if o.follow {
 			// Followed, the runner's progress lines become a status line
-			// on a terminal and plain lines elsewhere (termview).
-			view := termview.NewLog(termview.NewStatus(a.Out, a.OutTTY))
+			// on a terminal and plain lines elsewhere (render).
+			view := render.NewLog(render.NewStatus(a.Out, a.OutTTY))
 			defer view.Close()
 			out = view
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 type pruneOptions struct {
@@ -208,7 +209,7 @@ func (a *App) prunedOne(r *pruneReport, p pruned, o pruneOptions) {
 	switch {
 	case o.json:
 	case o.dryRun:
-		fmt.Fprintf(a.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, fmtBytes(p.Bytes), r.madeWord, ago(p.Created, time.Now()))
+		fmt.Fprintf(a.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, fmtBytes(p.Bytes), r.madeWord, render.Ago(p.Created, time.Now()))
 	default:
 		fmt.Fprintf(a.Out, "removed %s (%s)\n", p.Ref, p.Experiment)
 	}
@@ -218,7 +219,7 @@ func (a *App) prunedOne(r *pruneReport, p pruned, o pruneOptions) {
 // returns the removals that failed.
 func (a *App) finishPrune(r *pruneReport, o pruneOptions) error {
 	if o.json {
-		if err := writeJSON(a.Out, r); err != nil {
+		if err := render.JSON(a.Out, r); err != nil {
 			return err
 		}
 		return errors.Join(r.errs...)

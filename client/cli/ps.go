@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 type psOptions struct {
@@ -75,7 +76,7 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		return nil
 	}
 	if o.json {
-		return writeJSON(a.Out, shown)
+		return render.JSON(a.Out, shown)
 	}
 	if len(shown) == 0 && a.OutTerminal {
 		if o.all {
@@ -93,7 +94,7 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		if owner == "" {
 			owner = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, ago(j.Created, now), j.ImageRef)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, render.Ago(j.Created, now), j.ImageRef)
 	}
 	return tw.Flush()
 }

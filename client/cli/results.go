@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
-	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/plot"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -119,27 +115,20 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 			return err
 		}
 	}
+	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
 	var r *result.Results
-	if o.csv || o.plot != "" || o.expected {
-		if r, err = result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile)); err != nil {
+	if o.plot != "" || o.expected {
+		if r, err = result.ReadFile(path); err != nil {
 			return fmt.Errorf("read results of job %s: %w", j.ID, err)
 		}
 	}
-	var figs []plot.Figure
+	ro := render.Options{}
 	if o.plot != "" {
-		if figs, err = a.plotResults(r, o.plot); err != nil {
+		if ro.Figures, err = a.figures(r, o.plot); err != nil {
 			return err
 		}
 	}
-	switch {
-	case o.csv:
-		err = flat.WriteCSV(a.Out, flat.Rows(r))
-	default:
-		if err = a.printStoredResults(j, o.format()); err == nil && o.markdown {
-			err = writeFigureLinks(a.Out, figs)
-		}
-	}
-	if err != nil {
+	if err := a.printStoredResults(j, o.format(), ro); err != nil {
 		return err
 	}
 	// The table alone can read as a pass (criteria met by the cases that
@@ -154,16 +143,16 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 	return job.Outcome(j)
 }
 
-func (o resultsOptions) format() string {
+func (o resultsOptions) format() render.Format {
 	switch {
 	case o.json:
-		return "json"
+		return render.RawJSON
 	case o.markdown:
-		return "markdown"
+		return render.Markdown
 	case o.csv:
-		return "csv"
+		return render.CSV
 	}
-	return "text"
+	return render.Table
 }
 
 // runResultsFile prints a results.json as runResults prints a job's, and
@@ -177,23 +166,16 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	if err != nil {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
 	}
-	var figs []plot.Figure
+	ro := render.Options{}
 	if o.plot != "" {
-		if figs, err = a.plotResults(r, o.plot); err != nil {
+		if ro.Figures, err = a.figures(r, o.plot); err != nil {
 			return err
 		}
 	}
-	switch o.format() {
-	case "json":
+	if o.format() == render.RawJSON {
 		_, err = a.Out.Write(data)
-	case "csv":
-		err = flat.WriteCSV(a.Out, flat.Rows(r))
-	case "markdown":
-		if err = report.Markdown(a.Out, r); err == nil {
-			err = writeFigureLinks(a.Out, figs)
-		}
-	default:
-		err = report.Text(a.Out, r)
+	} else {
+		err = render.Results(a.Out, r, o.format(), ro)
 	}
 	if err != nil {
 		return err
@@ -205,60 +187,22 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	return outcome
 }
 
-// plotResults writes r's figures to dir and lists them on stderr.
-func (a *App) plotResults(r *result.Results, dir string) ([]plot.Figure, error) {
-	figs, err := plot.Sweep(r, dir)
-	if err != nil {
+// figures writes r's figures to dir and lists them on stderr.
+func (a *App) figures(r *result.Results, dir string) ([]plot.Figure, error) {
+	figs, err := render.Figures(r, dir, a.Err)
+	if errors.Is(err, render.ErrFigureDir) {
 		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
-	roof, err := plot.Roofline(r, dir)
-	switch {
-	case errors.Is(err, plot.ErrNoRoofline):
-		fmt.Fprintf(a.Err, "no roofline: %v\n", strings.TrimPrefix(err.Error(), plot.ErrNoRoofline.Error()+": "))
-	case err != nil:
-		return nil, err
-	default:
-		figs = append(figs, roof)
-	}
-	for _, f := range figs {
-		fmt.Fprintf(a.Err, "wrote %s and %s\n", f.PNG, f.SVG)
-	}
-	return figs, nil
-}
-
-// writeFigureLinks ends a markdown report with its figures, linked by the
-// paths they were written to.
-func writeFigureLinks(w io.Writer, figs []plot.Figure) error {
-	if len(figs) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("\n## Figures\n\n")
-	for _, f := range figs {
-		title, _, _ := strings.Cut(f.Title, "\n")
-		fmt.Fprintf(&b, "![%s](%s) ([SVG](%s))\n\n", title, filepath.ToSlash(f.PNG), filepath.ToSlash(f.SVG))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return figs, err
 }
 
 // expectedOutcome prints how r came out against its experiment's
 // declaration on stderr, and returns nil when nothing came out worse,
 // else outcome (the code of r's status).
 func (a *App) expectedOutcome(r *result.Results, outcome error) error {
-	o := analyze.ExpectedOutcome(r)
-	if !o.Declared {
-		fmt.Fprintf(a.Err, "note: %s predates declared outcomes (expect: in the criteria): every criterion counts as declared to pass\n", r.Experiment)
-	}
-	switch {
-	case o.Expected:
-		fmt.Fprintf(a.Err, "outcome: %s, as the experiment declares\n", r.Status)
-		return nil
-	case len(o.Worse) == 0:
-		fmt.Fprintf(a.Err, "outcome: %s, changed from the declared one: %s\n", r.Status, strings.Join(o.Better, "; "))
+	if !render.Outcome(r, a.Err) {
 		return nil
 	}
-	fmt.Fprintf(a.Err, "outcome: %s, worse than declared: %s\n", r.Status, strings.Join(o.Worse, "; "))
 	if outcome == nil {
 		return &ExitError{Code: ExitCriteriaFailed, Err: fmt.Errorf("%s: the outcome is worse than the experiment declares", r.Experiment)}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/termview"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -71,7 +71,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		mode = "cpu"
 	}
 	// The runner's progress lines are a status line on a terminal.
-	view := termview.NewLog(termview.NewStatus(a.Err, a.ErrTTY))
+	view := render.NewLog(render.NewStatus(a.Err, a.ErrTTY))
 	r, err := run.Run(ctx, run.Options{
 		ExperimentDir: o.dir,
 		OutDir:        out,
@@ -85,7 +85,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	if r != nil {
 		var perr error
 		if o.json {
-			perr = writeJSON(a.Out, r)
+			perr = render.JSON(a.Out, r)
 		} else {
 			perr = report.Text(a.Out, r)
 		}

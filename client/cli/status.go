@@ -13,7 +13,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/runner/termsafe"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 type statusOptions struct {
@@ -77,11 +77,11 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 		s.Container = stateOf(c)
 	}
 	if o.json {
-		return writeJSON(a.Out, s)
+		return render.JSON(a.Out, s)
 	}
 	// The error is the experiment's text: no control sequences, wherever
 	// the output goes.
-	tw := tabwriter.NewWriter(termsafe.NewWriter(a.Out), 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(render.SafeAlways(a.Out), 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)

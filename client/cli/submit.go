@@ -21,8 +21,8 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/submit"
-	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/run"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -219,7 +219,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 	case o.quiet && !o.detach:
 		fmt.Fprintf(a.Out, "%s %s\n", j.ID, j.Status)
 	case o.json:
-		if err := writeJSON(a.Out, j); err != nil {
+		if err := render.JSON(a.Out, j); err != nil {
 			return err
 		}
 	case o.detach:
@@ -400,6 +400,12 @@ func (a *App) errorInLog(j *jobs.Job) bool {
 // is pointed to rather than repeated (on a terminal; a file or a pipe
 // gets the whole table).
 func (a *App) printSubmitResults(j *jobs.Job, errorShown bool) error {
+	shownHere := errorShown && a.OutTTY != nil && a.ErrTTY != nil
+	return a.printStoredResults(j, render.Table, render.Options{ErrorShown: shownHere})
+}
+
+// printStoredResults prints the job's results.json from the store.
+func (a *App) printStoredResults(j *jobs.Job, f render.Format, o render.Options) error {
 	st, err := a.Store()
 	if err != nil {
 		return err
@@ -408,26 +414,7 @@ func (a *App) printSubmitResults(j *jobs.Job, errorShown bool) error {
 	if err != nil {
 		return fmt.Errorf("job %s has no results: %w", j.ID, err)
 	}
-	r, err := result.Decode(data)
-	if err != nil {
-		return fmt.Errorf("read results of job %s: %w", j.ID, err)
-	}
-	shownHere := errorShown && a.OutTTY != nil && a.ErrTTY != nil
-	return report.TextWith(a.Out, r, report.TextOptions{ErrorShown: shownHere})
-}
-
-// printStoredResults prints the job's results.json from the store.
-func (a *App) printStoredResults(j *jobs.Job, format string) error {
-	st, err := a.Store()
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("job %s has no results: %w", j.ID, err)
-	}
-	if format == "json" {
+	if f == render.RawJSON {
 		_, err := a.Out.Write(data)
 		return err
 	}
@@ -435,8 +422,5 @@ func (a *App) printStoredResults(j *jobs.Job, format string) error {
 	if err != nil {
 		return fmt.Errorf("read results of job %s: %w", j.ID, err)
 	}
-	if format == "markdown" {
-		return report.Markdown(a.Out, r)
-	}
-	return report.Text(a.Out, r)
+	return render.Results(a.Out, r, f, o)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -37,7 +38,7 @@ func newVersionCommand(a *App) *cli.Command {
 func runVersion(a *App, o versionOptions) error {
 	v := versionInfo{Version: version.Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if o.json {
-		return writeJSON(a.Out, v)
+		return render.JSON(a.Out, v)
 	}
 	_, err := fmt.Fprintf(a.Out, "xrun %s (%s, %s/%s)\n", v.Version, v.Go, v.OS, v.Arch)
 	return err

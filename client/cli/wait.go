@@ -8,6 +8,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -56,7 +57,7 @@ func runWait(ctx context.Context, a *App, o waitOptions) error {
 		return err
 	}
 	if o.json {
-		if err := writeJSON(a.Out, j); err != nil {
+		if err := render.JSON(a.Out, j); err != nil {
 			return err
 		}
 	} else {

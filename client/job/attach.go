@@ -9,7 +9,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/termview"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -23,7 +23,7 @@ func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) er
 	defer stopLogs()
 	logsDone := make(chan struct{})
 	// The runner's progress lines become a status line on a terminal.
-	view := termview.NewLog(termview.NewStatus(m.Err, m.ErrTTY))
+	view := render.NewLog(render.NewStatus(m.Err, m.ErrTTY))
 	defer view.Close()
 	go func() {
 		defer close(logsDone)

@@ -32,7 +32,7 @@ type Manager struct {
 	Err io.Writer
 	// ErrTTY is Err's terminal, unsanitised, where it is one (nil
 	// elsewhere): the job's progress and the build are a status line
-	// there (termview).
+	// there (render).
 	ErrTTY io.Writer
 	// RunnerFor returns the runner binary for a daemon's platform
 	// (runnerbin.For); tests replace it.

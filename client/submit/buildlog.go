@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/termview"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 // buildOutput is what a person sees of an image build: one line per step
@@ -15,7 +15,7 @@ import (
 // terminal, or every line the daemon sent with verbose. The full output
 // is kept (Prepared.BuildLog), for the job's store and for a failure.
 type buildOutput struct {
-	st      *termview.Status
+	st      *render.Status
 	verbose bool
 	full    bytes.Buffer
 	steps   int

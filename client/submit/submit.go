@@ -26,7 +26,7 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/termview"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -243,7 +243,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(buildctx.WriteExtras(pw, extras...)) }()
-	out := &buildOutput{st: termview.NewStatus(b.Log, b.TTY), verbose: o.Verbose, start: time.Now()}
+	out := &buildOutput{st: render.NewStatus(b.Log, b.TTY), verbose: o.Verbose, start: time.Now()}
 	p.ImageID, err = b.Engine.Build(ctx, pr, engine.BuildOptions{Tag: p.ImageRef, NoCache: o.NoCache}, out.line)
 	pr.Close()
 	p.BuildLog = out.full.Bytes()

@@ -1,4 +1,4 @@
-package termview
+package render
 
 import (
 	"bytes"

@@ -1,8 +1,4 @@
-// Package termview shows what xrun streams (a job's log, an image build) the
-// way its reader needs it: on a terminal, the lines scroll and a single
-// status line below them is redrawn in place; anywhere else (a pipe, a file,
-// a CI log) every update is an ordinary line, with no control sequences.
-package termview
+package render
 
 import (
 	"io"
