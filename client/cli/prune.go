@@ -3,17 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/xrun-dev/xrun/runner/contract"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
-	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/prune"
 	"github.com/xrun-dev/xrun/client/render"
 )
 
@@ -93,194 +90,59 @@ Examples:
 }
 
 func runPrune(ctx context.Context, a *App, o pruneOptions) error {
+	po := o.options(a)
 	e, err := a.Backends().Engine(ctx, o.host)
 	if err != nil {
 		return err
 	}
-	filter := map[string]string{contract.LabelExperiment: ""}
-	for k, v := range o.labels {
-		filter[k] = v
-	}
-	ims, err := e.Images(ctx, filter)
+	rep, err := prune.Host(ctx, e, po)
 	if err != nil {
 		return err
 	}
-	// Any container counts, not only xrun's: an image someone runs by
-	// hand is in use too.
-	cs, err := e.List(ctx, nil, true)
+	return a.finishPrune(rep, o, po)
+}
+
+// runPruneRegistry is prune --k8s: the cluster's registry.
+func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
+	po := o.options(a)
+	kb, err := a.Backends().Kube(ctx, o.host.Kube)
 	if err != nil {
 		return err
 	}
-	used := map[string]bool{}
-	for _, c := range cs {
-		used[c.ImageID] = true
+	// This store's cluster jobs name the repositories that a registry
+	// which does not list its repositories would not show.
+	var known []*jobs.Job
+	if st, err := a.Store(); err == nil {
+		known, _ = st.List()
 	}
-	// The classic builder leaves each build step as an image: those go
-	// with the image built on them (RemoveImage prunes untagged parents).
-	parents := map[string]bool{}
-	for _, im := range ims {
-		parents[im.Parent] = true
+	rep, err := prune.Registry(ctx, kb, o.registry, known, po, a.Err)
+	var bad *prune.BadRegistryError
+	if errors.As(err, &bad) {
+		return usageError("--registry: %v", bad.Err)
 	}
-	cutoff := time.Now().Add(-o.olderThan)
-	var remove []engine.Image
-	inUse, young := 0, 0
-	for _, im := range ims {
-		switch {
-		case parents[im.ID] && len(tags(im)) == 0:
-		case used[im.ID]:
-			inUse++
-		case im.Created.After(cutoff):
-			young++
-		default:
-			remove = append(remove, im)
-		}
+	if err != nil {
+		return err
 	}
-	sort.SliceStable(remove, func(i, j int) bool { return remove[i].Created.Before(remove[j].Created) })
-	rep := &pruneReport{Where: e.Host(), DryRun: o.dryRun, InUse: inUse, Young: young, Removed: []pruned{},
-		inUseWords: "in use by containers", madeWord: "built", freedNote: "layers shared with kept images stay"}
-	for _, im := range remove {
-		name := strings.Join(tags(im), ", ")
-		if name == "" {
-			name = "untagged " + shortID(im.ID)
-		}
-		p := pruned{Ref: name, ID: im.ID, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Size, Created: im.Created}
-		if !o.dryRun {
-			if err := e.RemoveImage(ctx, im.ID); errors.Is(err, engine.ErrNotFound) {
-				continue // gone since it was listed
-			} else if err != nil {
-				rep.fail(err)
-				continue
-			}
-		}
-		a.prunedOne(rep, p, o)
-	}
-	a.pruneCaches(ctx, e, rep, o)
-	return a.finishPrune(rep, o)
+	return a.finishPrune(rep, o, po)
 }
 
-// pruned is one image that prune removed (or, with --dry-run, would remove).
-type pruned struct {
-	// Ref is the image's tags, or its reference in the registry.
-	Ref string `json:"ref"`
-	// ID is the image's id, or its manifest's digest in the registry.
-	ID         string    `json:"id"`
-	Experiment string    `json:"experiment,omitempty"`
-	Bytes      int64     `json:"bytes"`
-	Created    time.Time `json:"created"`
-}
-
-// pruneReport is what a prune did: xrun prune --json prints it.
-type pruneReport struct {
-	// Where is the Docker host or the registry pruned.
-	Where   string   `json:"where"`
-	DryRun  bool     `json:"dry_run"`
-	Removed []pruned `json:"removed"`
-	// Bytes is the size of the removed images (layers that kept images
-	// share stay).
-	Bytes int64 `json:"bytes"`
-	// InUse, Young and Shared count the images kept: used by a container
-	// (on a cluster: named by a Job), made within --older-than, and (in a
-	// registry) sharing their manifest with a kept tag.
-	InUse  int `json:"kept_in_use"`
-	Young  int `json:"kept_young"`
-	Shared int `json:"kept_shared"`
-	// Caches are the compile-cache volumes removed (Docker hosts), of
-	// CacheBytes in all; CachesInUse and CachesKept count those kept (in
-	// use by a container; their base is still there, without --caches).
-	Caches      []prunedCache `json:"caches,omitempty"`
-	CacheBytes  int64         `json:"cache_bytes,omitempty"`
-	CachesInUse int           `json:"caches_kept_in_use,omitempty"`
-	CachesKept  int           `json:"caches_kept,omitempty"`
-	Errors      []string      `json:"errors,omitempty"`
-
-	inUseWords, madeWord, freedNote string
-	errs                            []error
-}
-
-func (r *pruneReport) fail(err error) {
-	r.errs = append(r.errs, err)
-	r.Errors = append(r.Errors, err.Error())
-}
-
-// prunedOne records p, and prints it unless the report goes out as JSON.
-func (a *App) prunedOne(r *pruneReport, p pruned, o pruneOptions) {
-	r.Removed = append(r.Removed, p)
-	r.Bytes += p.Bytes
-	switch {
-	case o.json:
-	case o.dryRun:
-		fmt.Fprintf(a.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, fmtBytes(p.Bytes), r.madeWord, render.Ago(p.Created, time.Now()))
-	default:
-		fmt.Fprintf(a.Out, "removed %s (%s)\n", p.Ref, p.Experiment)
+func (o pruneOptions) options(a *App) prune.Options {
+	po := prune.Options{DryRun: o.dryRun, OlderThan: o.olderThan, Labels: o.labels, Caches: o.caches, Out: a.Out}
+	if o.json {
+		po.Out = nil
 	}
+	return po
 }
 
-// finishPrune prints the report as JSON, or a summary line on stderr, and
+// finishPrune prints the report as JSON, or its summary on stderr, and
 // returns the removals that failed.
-func (a *App) finishPrune(r *pruneReport, o pruneOptions) error {
+func (a *App) finishPrune(r *prune.Report, o pruneOptions, po prune.Options) error {
 	if o.json {
 		if err := render.JSON(a.Out, r); err != nil {
 			return err
 		}
-		return errors.Join(r.errs...)
+		return r.Err()
 	}
-	verb := "removed"
-	if o.dryRun {
-		verb = "would remove"
-	}
-	kept := fmt.Sprintf("kept %d %s", r.InUse, r.inUseWords)
-	if o.olderThan > 0 {
-		kept += fmt.Sprintf(" and %d %s in the last %s", r.Young, r.madeWord, o.olderThan)
-	}
-	if r.Shared > 0 {
-		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", r.Shared)
-	}
-	noun := "images"
-	if len(r.Removed) == 1 {
-		noun = "image"
-	}
-	fmt.Fprintf(a.Err, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), noun, r.Where, fmtBytes(r.Bytes), r.freedNote, kept)
-	if len(r.Caches) > 0 || r.CachesInUse+r.CachesKept > 0 {
-		fmt.Fprintf(a.Err, "%s %d compile-cache %s (%s); kept %d in use and %d whose base is on the host (--caches removes those)\n",
-			verb, len(r.Caches), plural(len(r.Caches), "volume", "volumes"), r.cacheSize(), r.CachesInUse, r.CachesKept)
-	}
-	return errors.Join(r.errs...)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// tags are an image's real tags ("<none>:<none>" is none).
-func tags(im engine.Image) []string {
-	var out []string
-	for _, t := range im.Tags {
-		if t != "<none>:<none>" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func shortID(id string) string {
-	id = strings.TrimPrefix(id, "sha256:")
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
-// fmtBytes renders a size as docker does: "1.2GB", "85.3MB".
-func fmtBytes(n int64) string {
-	f := float64(n)
-	for _, u := range []string{"B", "kB", "MB", "GB"} {
-		if f < 1000 {
-			return fmt.Sprintf("%.3g%s", f, u)
-		}
-		f /= 1000
-	}
-	return fmt.Sprintf("%.3gTB", f)
+	r.Summary(a.Err, po)
+	return r.Err()
 }

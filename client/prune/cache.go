@@ -1,4 +1,4 @@
-package cli
+package prune
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"sort"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
-// prunedCache is a compile-cache volume that prune removed (or would).
-type prunedCache struct {
+// Cache is a compile-cache volume that a prune removed (or would).
+type Cache struct {
 	Volume     string `json:"volume"`
 	Experiment string `json:"experiment,omitempty"`
 	GPUModel   string `json:"gpu_model,omitempty"`
@@ -22,10 +23,10 @@ type prunedCache struct {
 	Why string `json:"why"`
 }
 
-// pruneCaches removes the compile-cache volumes that no container uses
-// and whose base image is gone (no job can use them again), or, with
-// --caches, every one that no container uses.
-func (a *App) pruneCaches(ctx context.Context, e engine.Engine, r *pruneReport, o pruneOptions) {
+// caches removes the compile-cache volumes that no container uses and
+// whose base image is gone (no job can use them again), or, with
+// o.Caches, every one that no container uses.
+func caches(ctx context.Context, e engine.Engine, r *Report, o Options) {
 	vols, err := e.Volumes(ctx, map[string]string{contract.LabelCache: ""})
 	if err != nil {
 		r.fail(err)
@@ -38,7 +39,7 @@ func (a *App) pruneCaches(ctx context.Context, e engine.Engine, r *pruneReport, 
 			continue
 		}
 		why := "asked"
-		if !o.caches {
+		if !o.Caches {
 			if base := v.Labels[contract.LabelBaseID]; base == "" {
 				r.CachesKept++
 				continue
@@ -48,8 +49,8 @@ func (a *App) pruneCaches(ctx context.Context, e engine.Engine, r *pruneReport, 
 			}
 			why = "base gone"
 		}
-		p := prunedCache{Volume: v.Name, Experiment: v.Labels[contract.LabelExperiment], GPUModel: v.Labels[contract.LabelGPUModel], Bytes: v.Size, Why: why}
-		if !o.dryRun {
+		p := Cache{Volume: v.Name, Experiment: v.Labels[contract.LabelExperiment], GPUModel: v.Labels[contract.LabelGPUModel], Bytes: v.Size, Why: why}
+		if !o.DryRun {
 			if err := e.RemoveVolume(ctx, v.Name); errors.Is(err, engine.ErrNotFound) {
 				continue
 			} else if err != nil {
@@ -61,24 +62,24 @@ func (a *App) pruneCaches(ctx context.Context, e engine.Engine, r *pruneReport, 
 		if p.Bytes > 0 {
 			r.CacheBytes += p.Bytes
 		}
-		if o.json {
+		if o.Out == nil {
 			continue
 		}
 		size := "size unknown"
 		if p.Bytes >= 0 {
-			size = fmtBytes(p.Bytes)
+			size = render.Bytes(p.Bytes)
 		}
 		verb := "removed"
-		if o.dryRun {
+		if o.DryRun {
 			verb = "would remove"
 		}
-		fmt.Fprintf(a.Out, "%s cache volume %s (%s, %s, %s; %s)\n", verb, p.Volume, p.Experiment, p.GPUModel, size, p.Why)
+		fmt.Fprintf(o.Out, "%s cache volume %s (%s, %s, %s; %s)\n", verb, p.Volume, p.Experiment, p.GPUModel, size, p.Why)
 	}
 }
 
 // cacheSize says how much the removed caches held, as far as the daemon
 // reported their sizes (daemons before API 1.42 do not, cheaply).
-func (r *pruneReport) cacheSize() string {
+func (r *Report) cacheSize() string {
 	unknown := 0
 	for _, c := range r.Caches {
 		if c.Bytes < 0 {
@@ -89,7 +90,7 @@ func (r *pruneReport) cacheSize() string {
 	case unknown == len(r.Caches):
 		return "size unknown"
 	case unknown > 0:
-		return "at least " + fmtBytes(r.CacheBytes)
+		return "at least " + render.Bytes(r.CacheBytes)
 	}
-	return fmtBytes(r.CacheBytes)
+	return render.Bytes(r.CacheBytes)
 }

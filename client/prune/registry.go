@@ -1,28 +1,36 @@
-package cli
+package prune
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/registry"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
-// runPruneRegistry is prune --k8s: it deletes the job images in the
-// cluster's registry that no Job of the cluster names and that were pushed
-// more than --older-than ago. A manifest goes only when every tag that
-// points at it may go.
-func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
-	kb, err := a.Backends().Kube(ctx, o.host.Kube)
-	if err != nil {
-		return err
-	}
+// BadRegistryError is Registry's error for a registry address it
+// cannot use.
+type BadRegistryError struct{ Err error }
+
+func (e *BadRegistryError) Error() string { return e.Err.Error() }
+func (e *BadRegistryError) Unwrap() error { return e.Err }
+
+// Registry deletes the job images in the registry at addr
+// (HOST[:PORT][/PATH]) that no Job of kb's cluster names and that were
+// pushed more than o.OlderThan ago. A manifest goes only when every tag
+// that points at it may go. known are the job records of this client,
+// whose cluster jobs name repositories a registry that does not list
+// its repositories would not show; note gets what the registry could
+// not tell.
+func Registry(ctx context.Context, kb *kube.Backend, addr string, known []*jobs.Job, o Options, note io.Writer) (*Report, error) {
 	images, err := kb.ImagesInUse(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Compared without the registry's host: the cluster may pull from
 	// registry.lab:5000 what this client calls 10.0.0.5:5000.
@@ -32,47 +40,41 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 		used[registry.WithoutHost(ref)] = true
 		knownRepos[registry.Repository(ref)] = true
 	}
-	// The repositories this store's cluster jobs were pushed to, for a
-	// registry that does not list its repositories.
-	if st, err := a.Store(); err == nil {
-		if list, err := st.List(); err == nil {
-			for _, j := range list {
-				if kube.IsRef(j.Host) && j.ImageRef != "" {
-					knownRepos[registry.Repository(j.ImageRef)] = true
-				}
-			}
+	for _, j := range known {
+		if kube.IsRef(j.Host) && j.ImageRef != "" {
+			knownRepos[registry.Repository(j.ImageRef)] = true
 		}
 	}
-	reg, err := registry.New(o.registry)
+	reg, err := registry.New(addr)
 	if err != nil {
-		return usageError("--registry: %v", err)
+		return nil, &BadRegistryError{Err: err}
 	}
-	known := make([]string, 0, len(knownRepos))
+	repos := make([]string, 0, len(knownRepos))
 	for r := range knownRepos {
-		known = append(known, r)
+		repos = append(repos, r)
 	}
-	sort.Strings(known)
-	ims, note, err := reg.Images(ctx, known)
+	sort.Strings(repos)
+	ims, msg, err := reg.Images(ctx, repos)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if note != "" {
-		fmt.Fprintf(a.Err, "note: %s\n", note)
+	if msg != "" {
+		fmt.Fprintf(note, "note: %s\n", msg)
 	}
-	plan := planRegistryPrune(ims, used, o.labels, time.Now().Add(-o.olderThan))
-	rep := &pruneReport{Where: reg.String(), DryRun: o.dryRun, InUse: plan.inUse, Young: plan.young, Shared: plan.shared,
-		Removed: []pruned{}, inUseWords: "named by Jobs of the cluster", madeWord: "pushed",
+	plan := planRegistryPrune(ims, used, o.Labels, time.Now().Add(-o.OlderThan))
+	rep := &Report{Where: reg.String(), DryRun: o.DryRun, InUse: plan.inUse, Young: plan.young, Shared: plan.shared,
+		Removed: []Removed{}, inUseWords: "named by Jobs of the cluster", madeWord: "pushed",
 		freedNote: "once its garbage collection frees the layers no other image has"}
 	for _, im := range plan.remove {
-		if !o.dryRun {
+		if !o.DryRun {
 			if err := reg.Delete(ctx, im.Ref, im.Digest); err != nil {
 				rep.fail(err)
 				continue
 			}
 		}
-		a.prunedOne(rep, pruned{Ref: im.Ref, ID: im.Digest, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Bytes, Created: im.Created}, o)
+		rep.removed(Removed{Ref: im.Ref, ID: im.Digest, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Bytes, Created: im.Created}, o)
 	}
-	return a.finishPrune(rep, o)
+	return rep, nil
 }
 
 // registryPrune is what prune --k8s removes and why it keeps the rest.
