@@ -20,9 +20,9 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/runnerbin"
 )
@@ -60,7 +60,7 @@ type App struct {
 	mu       sync.Mutex
 	backends *backends.Set
 	store    *jobs.Store
-	hist     *history.Store
+	hist     *nightly.History
 	// onJob, when set, gets the job record as soon as submit creates it
 	// (fan-out learns each host's job this way).
 	onJob func(*jobs.Job)

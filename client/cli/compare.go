@@ -72,7 +72,7 @@ Examples:
 func runCompare(ctx context.Context, a *App, o compareOptions) error {
 	var in []compare.Input
 	for _, ref := range o.jobs {
-		if path, ok := resultsFile(ref); ok {
+		if path, ok := result.Locate(ref); ok {
 			r, err := result.ReadFile(path)
 			if err != nil {
 				return err
@@ -105,23 +105,6 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 		return rep.Markdown(a.Out)
 	}
 	return rep.Text(a.Out)
-}
-
-// resultsFile reports whether ref names a results.json, or a directory
-// holding one, rather than a job: results kept with an experiment, or of a
-// run without xrun submit.
-func resultsFile(ref string) (string, bool) {
-	fi, err := os.Stat(ref)
-	if err != nil {
-		return "", false
-	}
-	if fi.IsDir() {
-		ref = filepath.Join(ref, result.FileName)
-		if _, err := os.Stat(ref); err != nil {
-			return "", false
-		}
-	}
-	return ref, true
 }
 
 // jobResults returns a job's results, fetching them from its host into

@@ -17,6 +17,7 @@ const (
 	ExitInfra          = exit.Infra
 	ExitTimeout        = exit.Timeout
 	ExitInterrupted    = exit.Interrupted
+	ExitRegressed      = exit.Regressed // xrun regress: a confirmed regression
 )
 
 func firstLine(s string) string {

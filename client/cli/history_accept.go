@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/urfave/cli/v2"
-
-	"github.com/xrun-dev/xrun/client/history"
 )
 
 type historyAcceptOptions struct {
@@ -45,78 +41,25 @@ Examples:
 				if c.NArg() > 0 {
 					return usageError("history accept --list takes no job")
 				}
-				return runHistoryChanges(a)
+				n, err := a.history()
+				if err != nil {
+					return err
+				}
+				return n.Changes()
 			}
 			if c.NArg() != 1 {
 				return usageError("history accept takes one job id or results.json, got %d arguments", c.NArg())
 			}
 			o.ref = c.Args().First()
-			return runHistoryAccept(a, o)
+			n, err := a.syncedHistory()
+			if err != nil {
+				return err
+			}
+			m, err := a.Jobs()
+			if err != nil {
+				return err
+			}
+			return n.Accept(m, o.ref, o.impl, o.cases, o.note)
 		},
 	}
-}
-
-func runHistoryAccept(a *App, o historyAcceptOptions) error {
-	cases, err := parseCases(o.cases)
-	if err != nil {
-		return err
-	}
-	h, err := a.syncedHistory()
-	if err != nil {
-		return err
-	}
-	run, _, _, err := a.historyRun(h, o.ref)
-	if err != nil {
-		return err
-	}
-	points, err := h.Points(history.Filter{Job: run.JobID, Implementation: o.impl, Case: cases})
-	if err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
-	}
-	var ids []int64
-	for _, p := range points {
-		if p.RunID == run.ID {
-			ids = append(ids, p.SeriesID)
-		}
-	}
-	if len(ids) == 0 {
-		return usageError("job %s has no timing that matches --impl %q and --case %v", run.JobID, o.impl, o.cases)
-	}
-	n, err := h.MarkChange(ids, run.At, run.JobID, o.note)
-	if err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
-	}
-	fmt.Fprintf(a.Out, "accepted: %d series of %s start a new baseline at job %s (%s)\n", n, run.Experiment, run.JobID, run.At.Format("2006-01-02 15:04 UTC"))
-	return nil
-}
-
-func runHistoryChanges(a *App) error {
-	h, err := a.History()
-	if err != nil {
-		return err
-	}
-	changes, err := h.ChangePoints()
-	if err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
-	}
-	var ids []int64
-	for id := range changes {
-		ids = append(ids, id)
-	}
-	if len(ids) == 0 {
-		fmt.Fprintln(a.Err, "no change points")
-		return nil
-	}
-	points, err := h.Points(history.Filter{Series: ids})
-	if err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
-	}
-	for _, ser := range history.Series(points) {
-		k := ser[0].Key
-		for _, c := range changes[ser[0].SeriesID] {
-			fmt.Fprintf(a.Out, "%s  series %d: %s · %s · %s  job %s  %s\n", c.At.Format("2006-01-02 15:04"), c.SeriesID,
-				k.Experiment, k.Implementation, k.Case, c.JobID, c.Note)
-		}
-	}
-	return nil
 }

@@ -27,7 +27,7 @@ Example:
 				return err
 			}
 			if err := h.Backup(c.Args().First()); err != nil {
-				return &ExitError{Code: ExitInfra, Err: err}
+				return err
 			}
 			fmt.Fprintf(a.Err, "wrote %s\n", c.Args().First())
 			return nil

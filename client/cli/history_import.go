@@ -1,12 +1,7 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/urfave/cli/v2"
-
-	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/render"
 )
 
 type historyImportOptions struct {
@@ -36,33 +31,11 @@ Examples:
 				return usageError("history import takes one or more results.json files or directories")
 			}
 			o.paths = c.Args().Slice()
-			return runHistoryImport(a, o)
+			n, err := a.history()
+			if err != nil {
+				return err
+			}
+			return n.Import(o.paths, o.json)
 		},
 	}
-}
-
-func runHistoryImport(a *App, o historyImportOptions) error {
-	h, err := a.History()
-	if err != nil {
-		return err
-	}
-	all := []history.Imported{}
-	for _, p := range o.paths {
-		ims, err := h.ImportFile(p)
-		all = append(all, ims...)
-		if err != nil {
-			return &ExitError{Code: ExitUsage, Err: err}
-		}
-	}
-	if o.json {
-		return render.JSON(a.Out, all)
-	}
-	for _, im := range all {
-		verb := "imported"
-		if im.Replaced {
-			verb = "replaced"
-		}
-		fmt.Fprintf(a.Out, "%s %s: %s, %d timings\n", verb, im.JobID, im.Experiment, im.Points)
-	}
-	return nil
 }

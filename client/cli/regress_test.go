@@ -64,10 +64,11 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 		ms.Store(1.0 + 0.002*float64(i%3))
 		submit()
 	}
-	h, err := ta.History()
+	n, err := ta.history()
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := n.Store()
 	runsIn, _ := h.Runs("my-kernel")
 	if len(runsIn) != 12 {
 		t.Fatalf("%d runs in the history after 12 jobs", len(runsIn))
@@ -157,8 +158,8 @@ func TestResultsOfAFile(t *testing.T) {
 	if code := ta.run(ctx, "regress", path); code != 0 || !strings.Contains(ta.out.String(), "1 insufficient") {
 		t.Errorf("regress of a file: exit %d\n%s%s", code, ta.out, ta.err)
 	}
-	h, _ := ta.History()
-	if pts, _ := h.Points(history.Filter{Experiment: "my-kernel"}); len(pts) != 1 {
+	n, _ := ta.history()
+	if pts, _ := n.Store().Points(history.Filter{Experiment: "my-kernel"}); len(pts) != 1 {
 		t.Errorf("the file's run is not in the history: %+v", pts)
 	}
 	if code := ta.run(ctx, "history", "nosuch"); code != ExitUsage {

@@ -80,7 +80,7 @@ Examples:
 				return usageError("give one of --json, --markdown and --csv")
 			}
 			if c.NArg() == 1 {
-				if path, ok := resultsFile(c.Args().First()); ok {
+				if path, ok := result.Locate(c.Args().First()); ok {
 					return runResultsFile(a, path, o)
 				}
 			}

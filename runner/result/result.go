@@ -508,6 +508,22 @@ func ReadFile(path string) (*Results, error) {
 	return Decode(data)
 }
 
+// Locate reports whether ref names a results file: a file, or a
+// directory holding a FileName; path is the file.
+func Locate(ref string) (path string, ok bool) {
+	fi, err := os.Stat(ref)
+	if err != nil {
+		return "", false
+	}
+	if fi.IsDir() {
+		ref = filepath.Join(ref, FileName)
+		if _, err := os.Stat(ref); err != nil {
+			return "", false
+		}
+	}
+	return ref, true
+}
+
 // WriteFile writes r to path atomically: a reader sees the old file or the
 // new one, never a torn write, even if the process dies mid-way.
 func WriteFile(path string, r *Results) error {

@@ -1,0 +1,99 @@
+package nightly
+
+import (
+	"fmt"
+
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/render"
+)
+
+// Accept marks a change point at the run ref names (a job id or a
+// results.json), for every series of the run that impl and cases (K=V)
+// pick: the change it shows is accepted, and the series start a new
+// baseline there.
+func (n *History) Accept(m *job.Manager, ref, impl string, cases []string, note string) error {
+	want, err := parseCases(cases)
+	if err != nil {
+		return err
+	}
+	h := n.h
+	run, _, _, err := n.run(m, ref)
+	if err != nil {
+		return err
+	}
+	points, err := h.Points(history.Filter{Job: run.JobID, Implementation: impl, Case: want})
+	if err != nil {
+		return infra(err)
+	}
+	var ids []int64
+	for _, p := range points {
+		if p.RunID == run.ID {
+			ids = append(ids, p.SeriesID)
+		}
+	}
+	if len(ids) == 0 {
+		return exit.Usagef("job %s has no timing that matches --impl %q and --case %v", run.JobID, impl, cases)
+	}
+	c, err := h.MarkChange(ids, run.At, run.JobID, note)
+	if err != nil {
+		return infra(err)
+	}
+	fmt.Fprintf(n.Out, "accepted: %d series of %s start a new baseline at job %s (%s)\n", c, run.Experiment, run.JobID, run.At.Format("2006-01-02 15:04 UTC"))
+	return nil
+}
+
+// Changes lists the change points.
+func (n *History) Changes() error {
+	h := n.h
+	changes, err := h.ChangePoints()
+	if err != nil {
+		return infra(err)
+	}
+	var ids []int64
+	for id := range changes {
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		fmt.Fprintln(n.Err, "no change points")
+		return nil
+	}
+	points, err := h.Points(history.Filter{Series: ids})
+	if err != nil {
+		return infra(err)
+	}
+	for _, ser := range history.Series(points) {
+		k := ser[0].Key
+		for _, c := range changes[ser[0].SeriesID] {
+			fmt.Fprintf(n.Out, "%s  series %d: %s · %s · %s  job %s  %s\n", c.At.Format("2006-01-02 15:04"), c.SeriesID,
+				k.Experiment, k.Implementation, k.Case, c.JobID, c.Note)
+		}
+	}
+	return nil
+}
+
+// Import adds the results.json files at paths (files, or directories
+// searched for them) to the history, and says what it imported (asJSON:
+// as JSON).
+func (n *History) Import(paths []string, asJSON bool) error {
+	all := []history.Imported{}
+	for _, p := range paths {
+		ims, err := n.h.ImportFile(p)
+		all = append(all, ims...)
+		if err != nil {
+			return exit.BadInput(err)
+		}
+	}
+	if asJSON {
+		return render.JSON(n.Out, all)
+	}
+	for _, im := range all {
+		verb := "imported"
+		if im.Replaced {
+			verb = "replaced"
+		}
+		fmt.Fprintf(n.Out, "%s %s: %s, %d timings\n", verb, im.JobID, im.Experiment, im.Points)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+// Package nightly reads the results history the way a nightly run does:
+// the history's series as a table, JSON, CSV or trend figures (Show), the
+// regression rule's report over the latest runs with confirmation reruns
+// and alerts (Regress), accepted change points (Accept) and imports of
+// results.json files (Import). The history itself (an SQLite file) is
+// client/history's; the rule is client/regress's.
+package nightly
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// EnvPath names the variable that says where the history is.
+const EnvPath = history.EnvPath
+
+// Path is where the results history is: flag (--history) when given, else
+// $XRUN_HISTORY, else beside the job store at storeRoot (history.db in its
+// parent: $XDG_DATA_HOME/xrun/history.db).
+func Path(flag string, getenv func(string) string, storeRoot string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if p := getenv(EnvPath); p != "" {
+		return p, nil
+	}
+	if storeRoot != "" {
+		return filepath.Join(filepath.Dir(storeRoot), history.FileName), nil
+	}
+	return history.DefaultPath(getenv)
+}
+
+// History is the results history open for one xrun invocation: tables
+// and reports go to Out, notes (imports, figures written) to Err.
+type History struct {
+	h        *history.Store
+	Out, Err io.Writer
+}
+
+// Open opens the history at path.
+func Open(path string, out, errw io.Writer) (*History, error) {
+	h, err := history.Open(path)
+	if err != nil {
+		return nil, infra(err)
+	}
+	return &History{h: h, Out: out, Err: errw}, nil
+}
+
+// Backup writes a consistent copy of the history to path.
+func (n *History) Backup(path string) error {
+	if err := n.h.Backup(path); err != nil {
+		return infra(err)
+	}
+	return nil
+}
+
+// Store is the history underneath.
+func (n *History) Store() *history.Store { return n.h }
+
+// Close closes the history's file.
+func (n *History) Close() error { return n.h.Close() }
+
+// Sync imports the finished jobs of st the history lacks, saying how many
+// on Err.
+func (n *History) Sync(st *jobs.Store) error {
+	c, err := n.h.ImportStore(st)
+	if err != nil {
+		return infra(err)
+	}
+	if c > 0 {
+		fmt.Fprintf(n.Err, "results history: imported %d finished job(s) from the job store\n", c)
+	}
+	return nil
+}
+
+// Record imports a finished job's results, the job store's Finished hook.
+// A failure is a warning on Err: the job's record and results are in the
+// store, and the next history or regress imports them.
+func (n *History) Record(st *jobs.Store, j *jobs.Job) {
+	if !st.Has(j.ID, jobs.ResultsFile) {
+		return
+	}
+	if _, err := n.h.ImportJob(st, j); err != nil && !errors.Is(err, history.ErrRunning) {
+		fmt.Fprintf(n.Err, "warning: results history: %v (xrun history imports the job later)\n", err)
+	}
+}
+
+// Query picks series and runs of the history, as the history command's
+// arguments give them.
+type Query struct {
+	Experiment, Implementation string
+	// Cases are K=V parameters a case must have.
+	Cases []string
+	// Host and GPU match a part of the host's name or address, and of the
+	// GPU's model or UUID.
+	Host, GPU string
+	// Since is a date (2026-11-01) or an age (30d, 12h).
+	Since string
+}
+
+// Filter checks q and turns it into the history's filter; its errors are
+// the user's to fix (exit 3).
+func (q Query) Filter(now time.Time) (history.Filter, error) {
+	f := history.Filter{Experiment: q.Experiment, Implementation: q.Implementation, Host: q.Host, GPU: q.GPU}
+	var err error
+	if f.Case, err = parseCases(q.Cases); err != nil {
+		return f, err
+	}
+	f.Since, err = parseSince(q.Since, now)
+	return f, err
+}
+
+// parseCases reads --case K=V flags.
+func parseCases(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, exit.Usagef("--case %q: give PARAM=VALUE, e.g. --case T=1024", f)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// parseSince reads a date (2006-01-02, RFC 3339) or an age (30d, 12h).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, exit.Usagef("--since %q: give a date (2026-11-01) or an age (30d, 12h)", s)
+}
+
+// run finds the run ref names: a results.json (or a directory holding
+// one), imported first; a job id the history has; or a job of m's store
+// (an id or its start), imported when the history lacks it. It returns
+// the run, its results when at hand, and its job record when the store
+// has one.
+func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results, *jobs.Job, error) {
+	h, st := n.h, m.Store
+	if path, ok := result.Locate(ref); ok {
+		r, err := result.ReadFile(path)
+		if err != nil {
+			return history.Run{}, nil, nil, exit.BadInput(err)
+		}
+		abs, _ := filepath.Abs(path)
+		im, err := h.Import(r, history.Source{Origin: abs})
+		if err != nil {
+			return history.Run{}, nil, nil, exit.BadInput(fmt.Errorf("import %s: %w", path, err))
+		}
+		run, err := n.lastRun(im.JobID)
+		return run, r, nil, err
+	}
+	if runs, err := h.RunsOfJob(ref); err == nil && len(runs) > 0 {
+		run := runs[len(runs)-1]
+		r, j := storedResults(st, run.JobID)
+		if r == nil && run.Source != history.SourceStore {
+			r, _ = result.ReadFile(run.Source)
+		}
+		return run, r, j, nil
+	}
+	j, err := m.Resolve(ref)
+	if err != nil {
+		return history.Run{}, nil, nil, err
+	}
+	if !st.Has(j.ID, jobs.ResultsFile) {
+		return history.Run{}, nil, j, exit.Usagef("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
+	}
+	if _, err := h.ImportJob(st, j); err != nil {
+		return history.Run{}, nil, j, exit.BadInput(err)
+	}
+	run, err := n.lastRun(j.ID)
+	r, _ := storedResults(st, j.ID)
+	return run, r, j, err
+}
+
+func (n *History) lastRun(id string) (history.Run, error) {
+	runs, err := n.h.RunsOfJob(id)
+	if err != nil {
+		return history.Run{}, infra(err)
+	}
+	if len(runs) == 0 {
+		return history.Run{}, infra(fmt.Errorf("job %s is not in the results history after its import", id))
+	}
+	return runs[len(runs)-1], nil
+}
+
+// storedResults returns the store's results and record of job id, when
+// it has them.
+func storedResults(st *jobs.Store, id string) (*result.Results, *jobs.Job) {
+	j, err := st.Load(id)
+	if err != nil {
+		return nil, nil
+	}
+	r, err := result.ReadFile(filepath.Join(st.Dir(id), jobs.ResultsFile))
+	if err != nil {
+		return nil, j
+	}
+	return r, j
+}
+
+// infra marks err as the history's failure (exit 4).
+func infra(err error) error { return &exit.Error{Code: exit.Infra, Err: err} }

@@ -1,0 +1,241 @@
+package nightly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/regress/summary"
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// RegressOptions say what Regress judges and how it reports.
+type RegressOptions struct {
+	// Refs are the runs to judge (job ids, results.json files); none: the
+	// latest run of each experiment on each kind of machine and host.
+	Refs []string
+	Rule regress.Rule
+	// Rerun, when set, reruns a job with suspects at once (on its host
+	// and GPUs) and returns the rerun's record, to confirm or clear them.
+	Rerun func(ctx context.Context, j *jobs.Job) (*jobs.Job, error)
+	// JSON and Markdown pick the report's form (neither: text); All lists
+	// stable timings too.
+	JSON, Markdown, All bool
+	// Alert is a file, and Webhook a URL (posted with the bearer
+	// WebhookToken), for the alert of a confirmed regression.
+	Alert, Webhook, WebhookToken string
+	// Plot is a directory for the trend of each timing that is not stable.
+	Plot string
+}
+
+// Regress judges runs by the rule, prints the report, and exits 5
+// (exit.Regressed) with a confirmed regression.
+func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions) error {
+	h := n.h
+	type target struct {
+		run history.Run
+		r   *result.Results
+		j   *jobs.Job
+	}
+	var targets []target
+	if len(o.Refs) == 0 {
+		runs, err := latestRuns(h)
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return exit.Usagef("the results history is empty: submit a job, or xrun history import PATH")
+		}
+		for _, run := range runs {
+			r, j := storedResults(m.Store, run.JobID)
+			if r == nil && run.Source != history.SourceStore {
+				r, _ = result.ReadFile(run.Source)
+			}
+			targets = append(targets, target{run, r, j})
+		}
+	}
+	for _, ref := range o.Refs {
+		run, r, j, err := n.run(m, ref)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, target{run, r, j})
+	}
+	rep := &summary.Report{Rule: o.Rule}
+	failed := error(nil)
+	for _, t := range targets {
+		judged, err := h.Judge(t.run.JobID, o.Rule)
+		if err != nil {
+			return infra(err)
+		}
+		sr := summary.NewRun(t.run, judged)
+		if t.r != nil {
+			out := analyze.ExpectedOutcome(t.r)
+			sr.Outcome = &out
+		}
+		if o.Rerun != nil && len(sr.Suspects()) > 0 {
+			if err := n.confirm(ctx, m, &sr, t.j, o); err != nil {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the suspects of job %s were not rerun: %v", t.run.Experiment, t.run.JobID, err))
+				var ee *exit.Error
+				if !errors.As(err, &ee) || ee.Code == exit.Infra {
+					failed = err
+				}
+			}
+		} else if n := len(sr.Suspects()); n > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d suspect(s) in job %s wait for confirmation: xrun regress --confirm %s reruns them now, or the next run confirms or clears them",
+				t.run.Experiment, n, t.run.JobID, t.run.JobID))
+		}
+		rep.Runs = append(rep.Runs, sr)
+	}
+	rep.Finish()
+	if o.Plot != "" {
+		if err := n.plotVerdicts(rep, o); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case o.JSON:
+		err = rep.JSON(n.Out)
+	case o.Markdown:
+		err = rep.Markdown(n.Out, o.All)
+	default:
+		err = rep.Text(n.Out, o.All)
+	}
+	if err != nil {
+		return err
+	}
+	if al := rep.Alert(); al != nil {
+		if o.Alert != "" {
+			if err := al.WriteFile(o.Alert); err != nil {
+				failed = err
+			} else {
+				fmt.Fprintf(n.Err, "wrote the alert to %s\n", o.Alert)
+			}
+		}
+		if o.Webhook != "" {
+			if err := al.Post(ctx, o.Webhook, o.WebhookToken); err != nil {
+				failed = err
+				fmt.Fprintf(n.Err, "warning: %v\n", err)
+			}
+		}
+	}
+	if rep.Regressed > 0 {
+		msg := fmt.Sprintf("%d confirmed regression(s)", rep.Regressed)
+		if failed != nil {
+			msg += fmt.Sprintf("; and %v", failed)
+		}
+		return &exit.Error{Code: exit.Regressed, Err: errors.New(msg)}
+	}
+	if failed != nil {
+		return infra(failed)
+	}
+	return nil
+}
+
+// plotVerdicts draws the trend of every series whose run is regressed,
+// improved, suspect, noisy or errored, into o.plot, and records the
+// figures in the report.
+func (n *History) plotVerdicts(rep *summary.Report, o RegressOptions) error {
+	h := n.h
+	for ri := range rep.Runs {
+		r := &rep.Runs[ri]
+		for pi := range r.Points {
+			p := &r.Points[pi]
+			if st := p.Verdict.Status; st == regress.Stable || st == regress.Insufficient {
+				continue
+			}
+			points, err := h.Points(history.Filter{Series: []int64{p.Series}})
+			if err != nil {
+				return infra(err)
+			}
+			judged, err := h.Walk(points, o.Rule)
+			if err != nil {
+				return infra(err)
+			}
+			// The series up to the run (and its rerun), as it was judged.
+			last := r.JobID
+			if p.Rerun != nil {
+				last = r.Rerun
+			}
+			for i, j := range judged {
+				if j.JobID == last {
+					judged = judged[:i+1]
+					break
+				}
+			}
+			f, err := n.plotSeries(judged, o.Plot, o.Rule)
+			if err != nil {
+				return err
+			}
+			p.Figure = f.PNG
+		}
+	}
+	return nil
+}
+
+// latestRuns is the latest run of each experiment on each kind of machine
+// (GPU model) and host.
+func latestRuns(h *history.Store) ([]history.Run, error) {
+	runs, err := h.Runs("")
+	if err != nil {
+		return nil, infra(err)
+	}
+	latest := map[string]history.Run{}
+	for _, r := range runs { // in time order: the last one wins
+		latest[r.Experiment+"\x00"+r.GPU+"\x00"+r.Host+"\x00"+r.Address] = r
+	}
+	out := make([]history.Run, 0, len(latest))
+	for _, r := range latest {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Experiment != out[j].Experiment {
+			return out[i].Experiment < out[j].Experiment
+		}
+		return out[i].At.Before(out[j].At)
+	})
+	return out, nil
+}
+
+// confirm reruns the job of sr with o.Rerun and applies the rerun's
+// verdicts to sr's suspects.
+func (n *History) confirm(ctx context.Context, m *job.Manager, sr *summary.Run, j *jobs.Job, o RegressOptions) error {
+	switch {
+	case j == nil:
+		return fmt.Errorf("it is not a job of this store (a results.json): the next run confirms or clears them")
+	case j.ExperimentDir == "":
+		return fmt.Errorf("its record does not say which directory it ran")
+	case kube.IsRef(j.Host):
+		return fmt.Errorf("it ran on a Kubernetes cluster, which picks the GPU: the next run confirms or clears them")
+	}
+	fmt.Fprintf(n.Err, "regress: rerunning job %s (%s) on %s to confirm %d suspect(s)\n", j.ID, j.Experiment, j.Host, len(sr.Suspects()))
+	rerun, err := o.Rerun(ctx, j)
+	if rerun == nil {
+		return err
+	}
+	st := m.Store
+	if !st.Has(rerun.ID, jobs.ResultsFile) {
+		if err == nil {
+			err = fmt.Errorf("job %s has no results", rerun.ID)
+		}
+		return fmt.Errorf("rerun job %s: %w", rerun.ID, err)
+	}
+	if _, ierr := n.h.ImportJob(st, rerun); ierr != nil {
+		return infra(ierr)
+	}
+	judged, jerr := n.h.Judge(rerun.ID, o.Rule)
+	if jerr != nil {
+		return infra(jerr)
+	}
+	sr.Confirm(rerun.ID, judged)
+	return nil
+}

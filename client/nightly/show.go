@@ -1,0 +1,261 @@
+package nightly
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/flat"
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/plot"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/regress/summary"
+	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/runner/numfmt"
+)
+
+// ShowOptions say what Show prints.
+type ShowOptions struct {
+	Filter history.Filter
+	Rule   regress.Rule
+	// JSON and CSV pick the form (neither: the table).
+	JSON, CSV bool
+	// Plot is a directory for each series' trend figure ("": none).
+	Plot string
+}
+
+// Show prints the series of the history that o.Filter picks, each run
+// with the rule's verdict.
+func (n *History) Show(o ShowOptions) error {
+	h := n.h
+	points, err := h.Points(o.Filter)
+	if err != nil {
+		return infra(err)
+	}
+	if len(points) == 0 {
+		return exit.Usagef("the results history has no run that matches (%s); xrun history import PATH adds results.json files", describeFilter(o.Filter))
+	}
+	// The verdicts need each series whole: the filters pick series, and
+	// the rule reads all of their runs (before --since too).
+	full, err := h.Points(history.Filter{Series: seriesIDs(points)})
+	if err != nil {
+		return infra(err)
+	}
+	judged, err := h.Walk(full, o.Rule)
+	if err != nil {
+		return infra(err)
+	}
+	keep := map[[2]int64]bool{}
+	for _, p := range points {
+		keep[[2]int64{p.SeriesID, p.RunID}] = true
+	}
+	var shown []history.Judged
+	for _, j := range judged {
+		if keep[[2]int64{j.SeriesID, j.RunID}] {
+			shown = append(shown, j)
+		}
+	}
+	if o.Plot != "" {
+		if err := n.plotTrends(judged, o.Plot, o.Rule); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.JSON:
+		return render.JSON(n.Out, historyJSON(shown))
+	case o.CSV:
+		rows := make([]flat.Row, len(shown))
+		for i, j := range shown {
+			rows[i] = j.Row
+			rows[i].Regress = summary.StatusText(summary.Point{Verdict: j.Verdict})
+		}
+		return flat.WriteCSV(n.Out, rows)
+	}
+	return n.text(shown)
+}
+
+func seriesIDs(points []history.Point) []int64 {
+	var ids []int64
+	for _, s := range history.Series(points) {
+		ids = append(ids, s[0].SeriesID)
+	}
+	return ids
+}
+
+func describeFilter(f history.Filter) string {
+	var parts []string
+	if f.Experiment != "" {
+		parts = append(parts, "experiment "+f.Experiment)
+	}
+	if f.Implementation != "" {
+		parts = append(parts, "--impl "+f.Implementation)
+	}
+	for k, v := range f.Case {
+		parts = append(parts, "--case "+k+"="+v)
+	}
+	if f.Host != "" {
+		parts = append(parts, "--host "+f.Host)
+	}
+	if f.GPU != "" {
+		parts = append(parts, "--gpu "+f.GPU)
+	}
+	if !f.Since.IsZero() {
+		parts = append(parts, "since "+f.Since.UTC().Format(time.RFC3339))
+	}
+	if len(parts) == 0 {
+		return "it is empty"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// machine describes a series' kind of machine.
+func machine(k history.Key) string {
+	parts := []string{k.GPU}
+	if k.Driver != "" {
+		parts = append(parts, "driver "+k.Driver)
+	}
+	if k.CUDA != "" {
+		parts = append(parts, "CUDA "+k.CUDA)
+	}
+	if k.Stack != "" {
+		parts = append(parts, k.Stack)
+	}
+	if k.ClockPolicy != "" {
+		parts = append(parts, k.ClockPolicy)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// text prints each series: a heading, then one line per run.
+func (n *History) text(judged []history.Judged) error {
+	tw := tabwriter.NewWriter(n.Out, 0, 0, 2, ' ', 0)
+	for i, ser := range judgedSeries(judged) {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		k := ser[0].Key
+		fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, machine(k))
+		fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tSTATUS")
+		for _, j := range ser {
+			ms, q := "-", "-"
+			if j.MedianMS > 0 {
+				ms = numfmt.FixedMS(j.MedianMS)
+				q = numfmt.FixedMS(j.Q1MS) + "-" + numfmt.FixedMS(j.Q3MS)
+			}
+			base, change := "-", "-"
+			if v := j.Verdict; v.Median > 0 {
+				base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
+			}
+			host := j.Host
+			if host == "" {
+				host = j.Address
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Date.Format("2006-01-02 15:04"), j.JobID, dashed(host), ms, q,
+				base, change, summary.StatusText(summary.Point{Verdict: j.Verdict}))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write history: %w", err)
+	}
+	return nil
+}
+
+func judgedSeries(judged []history.Judged) [][]history.Judged {
+	var out [][]history.Judged
+	for i := 0; i < len(judged); {
+		j := i
+		for j < len(judged) && judged[j].SeriesID == judged[i].SeriesID {
+			j++
+		}
+		out = append(out, judged[i:j])
+		i = j
+	}
+	return out
+}
+
+// seriesJSON is one series in xrun history --json.
+type seriesJSON struct {
+	ID     int64       `json:"series"`
+	Key    history.Key `json:"key"`
+	Points []pointJSON `json:"points"`
+}
+
+type pointJSON struct {
+	Date     time.Time       `json:"date"`
+	JobID    string          `json:"job_id"`
+	Host     string          `json:"host,omitempty"`
+	Address  string          `json:"address,omitempty"`
+	GPUUUID  string          `json:"gpu_uuid,omitempty"`
+	Status   string          `json:"impl_status"`
+	MedianMS float64         `json:"median_ms,omitempty"`
+	Q1MS     float64         `json:"q1_ms,omitempty"`
+	Q3MS     float64         `json:"q3_ms,omitempty"`
+	Clock    string          `json:"clock,omitempty"`
+	Commit   string          `json:"commit,omitempty"`
+	Source   string          `json:"source"`
+	Verdict  regress.Verdict `json:"verdict"`
+}
+
+func historyJSON(judged []history.Judged) []seriesJSON {
+	out := []seriesJSON{}
+	for _, ser := range judgedSeries(judged) {
+		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key}
+		for _, j := range ser {
+			s.Points = append(s.Points, pointJSON{Date: j.Date, JobID: j.JobID, Host: j.Host, Address: j.Address, GPUUUID: j.GPUUUID,
+				Status: j.ImplStatus, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS, Clock: j.Clock, Commit: j.Commit,
+				Source: j.Source, Verdict: j.Verdict})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// plotTrends draws each series' trend into dir.
+func (n *History) plotTrends(judged []history.Judged, dir string, rule regress.Rule) error {
+	for _, ser := range judgedSeries(judged) {
+		if _, err := n.plotSeries(ser, dir, rule); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plotSeries draws one judged series' trend into dir and says so on
+// stderr.
+func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule) (plot.Figure, error) {
+	changes, err := n.h.ChangePoints(ser[0].SeriesID)
+	if err != nil {
+		return plot.Figure{}, infra(err)
+	}
+	k := ser[0].Key
+	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: rule}
+	values := history.Values(pointsOf(ser), changes[ser[0].SeriesID])
+	for i, j := range ser {
+		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
+			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
+	}
+	name := fmt.Sprintf("trend-%d-%s-%s", ser[0].SeriesID, k.Implementation, k.Case)
+	f, err := plot.TrendFigure(t, dir, plot.FileName(name))
+	if err != nil {
+		return f, err
+	}
+	fmt.Fprintf(n.Err, "wrote %s and %s\n", f.PNG, f.SVG)
+	return f, nil
+}
+
+func pointsOf(js []history.Judged) []history.Point {
+	out := make([]history.Point, len(js))
+	for i, j := range js {
+		out[i] = j.Point
+	}
+	return out
+}
+
+func dashed(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
