@@ -39,7 +39,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		var got outcome
 		child.onJob = func(j *jobs.Job) { got.job = j }
 		oh := o
-		oh.host = backends.Selection{Host: h}
+		oh.Where = backends.Selection{Host: h}
 		err := runSubmit(ctx, child, oh)
 		got.out = out.String()
 		var ee *ExitError
@@ -64,7 +64,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		if err := render.JSON(a.Out, started); err != nil {
 			return err
 		}
-	case o.detach:
+	case o.Detach:
 		for _, r := range res {
 			if r.Err == nil && r.Value.job != nil {
 				fmt.Fprintf(a.Out, "%s\t%s\n", r.Value.job.ID, r.Host)

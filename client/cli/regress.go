@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/regress"
@@ -117,20 +118,20 @@ Examples:
 // host and GPUs, plus env: regress --confirm's rerun. Its progress goes
 // to stderr, its table nowhere; its results join the history as it ends.
 func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, error) {
-	so := submitOptions{dir: j.ExperimentDir, host: backends.Selection{Host: j.Host}, cpu: j.Mode == "cpu", queue: true, network: "default"}
+	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: backends.Selection{Host: j.Host}, CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
 	if j.Mode != "cpu" {
-		so.gpus = sameGPUs(j.GPUs)
+		so.GPUs = sameGPUs(j.GPUs)
 	}
 	if d, err := time.ParseDuration(j.Timeout); err == nil && d > 0 {
-		so.timeout = d
+		so.Timeout = d
 	}
 	if s := j.Submit; s != nil {
-		so.base, so.labels, so.root, so.env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
+		so.Base, so.Labels, so.Root, so.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
 		if s.Network != "" {
-			so.network = s.Network
+			so.Network = s.Network
 		}
 	}
-	so.env = append(so.env, env...)
+	so.Env = append(so.Env, env...)
 	var out bytes.Buffer
 	child := &App{Out: &out, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
 		HistoryPath: a.HistoryPath, Trace: a.Trace}

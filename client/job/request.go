@@ -1,0 +1,200 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/submit"
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/profile"
+	"github.com/xrun-dev/xrun/runner/run"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// preflightTimeout bounds the check of references on this machine.
+const preflightTimeout = 10 * time.Second
+
+// Preflight checks the spec's module:function references with this
+// machine's python3 before anything is built: a misspelt function is
+// found in a second rather than after the build and the container's start.
+// The experiment's modules are parsed, not imported: none of its code runs
+// here. Without a python3, or when the check cannot run, the container's
+// check is the only one.
+func Preflight(ctx context.Context, r SubmitRequest) error {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil
+	}
+	if _, err := run.CheckRefsOnHost(ctx, r.Prepared.Spec, r.Build.Dir, py, preflightTimeout); err != nil {
+		return exit.BadInput(fmt.Errorf("%w\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", err))
+	}
+	return nil
+}
+
+// Args are a submit as its command line asks for it.
+type Args struct {
+	// Dir is the experiment directory.
+	Dir string
+	// Where picks the Docker host, or with K8s the cluster.
+	Where backends.Selection
+	// Detach, Queue and Keep are SubmitRequest's.
+	Detach, Queue, Keep bool
+	// GPUs asks for GPUs (a count, device ids, all); CPU runs without.
+	GPUs string
+	CPU  bool
+	// Env are NAME (read from this shell) or NAME=value, added to the
+	// spec's env names.
+	Env     []string
+	Timeout time.Duration
+	// Base replaces the base image that image.base resolves to.
+	Base             string
+	NoCache, Verbose bool
+	// Labels are KEY=VALUE labels of the image and container.
+	Labels []string
+	// Root runs the job as root; Network is "default" or "none".
+	Root    bool
+	Network string
+	// Profile asks the runner for Nsight Compute reports (runner/profile).
+	Profile string
+	// Registry and PullSecret are the cluster's (Where.K8s).
+	Registry, PullSecret string
+	NoCacheVolume        bool
+}
+
+// Request checks a submit's arguments, loads its spec and reads its
+// environment from getenv (nil: the process's), before any connection or
+// build: every mistake of the command line is found in a second, not
+// after minutes of building. warn gets the spec's env names that are not
+// set here (the job runs without them).
+func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest, error) {
+	var r SubmitRequest
+	if a.Timeout < 0 {
+		return r, exit.Usagef("--timeout %s: give a duration > 0 (or leave it out for resources.timeout)", a.Timeout)
+	}
+	labels, err := parseLabels(a.Labels)
+	if err != nil {
+		return r, err
+	}
+	so := submit.Options{Dir: a.Dir, GPUs: a.GPUs, CPU: a.CPU, Timeout: a.Timeout, Base: a.Base, NoCache: a.NoCache, Verbose: a.Verbose, Labels: labels}
+	if a.Profile != "" {
+		if _, err := profile.Parse(a.Profile); err != nil {
+			return r, exit.Usagef("--profile %q: %v", a.Profile, err)
+		}
+		if a.CPU {
+			return r, exit.Usagef("--profile profiles GPU kernels: leave out --cpu")
+		}
+	}
+	if a.CPU && a.GPUs != "" {
+		return r, exit.Usagef("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", a.GPUs)
+	}
+	if a.Where.K8s && a.Network != "default" {
+		return r, exit.Usagef("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", a.Network)
+	}
+	p, err := submit.Load(so)
+	if err != nil {
+		return r, err
+	}
+	// --env is read before the connection and the build, which take minutes.
+	env, err := jobEnv(p.Spec, a.Env, getenv, warn)
+	if err != nil {
+		return r, err
+	}
+	if a.Where.K8s && p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
+		return r, exit.Usagef("--gpus %s does not apply with --k8s: the scheduler picks the GPUs; give a count", p.GPULabel)
+	}
+	if a.Profile != "" {
+		env = append(env, contract.EnvProfile+"="+a.Profile)
+	}
+	jo := submit.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none"}
+	if _, hasURL := lookupEnv(getenv, contract.EnvPostURL); hasURL {
+		jo.PostToken, _ = lookupEnv(getenv, contract.EnvPostToken)
+	}
+	if a.Profile != "" && a.Root {
+		// Nsight Compute reads the GPU's counters; where the driver lets
+		// only administrators, root needs this capability too.
+		jo.CapAdd = []string{profile.AdminCapability}
+	}
+	return SubmitRequest{
+		Prepared: p, Build: so, Where: a.Where, Registry: a.Registry, PullSecret: a.PullSecret,
+		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume,
+	}, nil
+}
+
+// rerunArgs are the arguments a rerun of the job repeats
+// (jobs.SubmitArgs): the names of --env variables, never their values.
+func (a Args) rerunArgs() *jobs.SubmitArgs {
+	r := &jobs.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network}
+	for _, e := range a.Env {
+		name, _, _ := strings.Cut(e, "=")
+		r.Env = append(r.Env, name)
+	}
+	return r
+}
+
+// jobEnv is the spec's env names and --env, read from this shell at submit
+// time: values go to the container, never into the image.
+func jobEnv(s *spec.Spec, flags []string, getenv func(string) string, warn io.Writer) ([]string, error) {
+	var env []string
+	for _, name := range s.Env {
+		if v, ok := lookupEnv(getenv, name); ok {
+			env = append(env, name+"="+v)
+		} else {
+			fmt.Fprintf(warn, "warning: %s lists env %s, which is not set here; the job runs without it\n", spec.FileName, name)
+		}
+	}
+	for _, f := range flags {
+		name, value, hasValue := strings.Cut(f, "=")
+		if !envName.MatchString(name) {
+			return nil, exit.Usagef("--env %q: give NAME or NAME=value, NAME of letters, digits and _ (not starting with a digit)", f)
+		}
+		if !hasValue {
+			v, ok := lookupEnv(getenv, name)
+			if !ok {
+				return nil, exit.Usagef("--env %s: the variable is not set in this shell; set it or pass --env %s=value", name, name)
+			}
+			value = v
+		}
+		env = append(env, name+"="+value)
+	}
+	// The POST token is not among them: it goes to the runner alone
+	// (backend.Spec.PostToken).
+	if v, ok := lookupEnv(getenv, contract.EnvPostURL); ok {
+		env = append(env, contract.EnvPostURL+"="+v)
+	}
+	return env, nil
+}
+
+// envName is a variable name a shell can set and a program can read.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	if getenv == nil {
+		return os.LookupEnv(name)
+	}
+	v := getenv(name)
+	return v, v != ""
+}
+
+func parseLabels(flags []string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, exit.Usagef("--label %q: give KEY=VALUE", f)
+		}
+		if strings.HasPrefix(k, "dev.xrun.") && k != "dev.xrun.test" {
+			return nil, exit.Usagef("--label %s: the dev.xrun. prefix is xrun's own", k)
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}
