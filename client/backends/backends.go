@@ -49,13 +49,16 @@ func (sel *Selection) MoveContextToKube() {
 	}
 }
 
+// Connector makes the engine of the Docker host sel picks.
+type Connector func(ctx context.Context, sel Selection) (engine.Engine, error)
+
 // Set makes and caches the engines and cluster connections of one xrun
 // invocation. Its zero value connects to real daemons and clusters.
 type Set struct {
 	// Getenv reads the environment (nil: the process's).
 	Getenv func(string) string
 	// Connect makes the engine of a Docker host; tests replace it.
-	Connect func(ctx context.Context, sel Selection) (engine.Engine, error)
+	Connect Connector
 	// KubeLog receives a cluster backend's progress (image pushes).
 	KubeLog interface{ Write([]byte) (int, error) }
 

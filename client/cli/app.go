@@ -19,12 +19,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
-	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/client/runnerbin"
 )
 
 // App is the state shared by the commands of one xrun invocation: where
@@ -45,9 +43,9 @@ type App struct {
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
-	Connect func(ctx context.Context, sel backends.Selection) (engine.Engine, error)
+	Connect backends.Connector
 	// RunnerFor returns the runner binary for the daemon's platform
-	// (runnerbin.For); tests replace it.
+	// (nil: client/runnerbin's, which job.Manager uses); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
 	// StoreRoot overrides the job store location (default: jobs.DefaultRoot).
 	StoreRoot string
@@ -77,7 +75,7 @@ func NewApp(out, errw io.Writer, getenv func(string) string) *App {
 	w, tty := render.Safe(out)
 	return &App{Out: w, OutTerminal: tty, OutTTY: render.Terminal(out), ErrTTY: render.Terminal(errw),
 		StdoutClosed: func() <-chan struct{} { return stdoutClosed(out) }, Err: render.SafeAlways(errw), Getenv: getenv,
-		RunnerFor: runnerbin.For, Trace: getenv("XRUN_TRACE") != ""}
+		Trace: getenv("XRUN_TRACE") != ""}
 }
 
 // Backends returns the set of engines and clusters this invocation

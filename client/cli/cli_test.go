@@ -22,6 +22,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/report"
@@ -625,15 +626,6 @@ func TestBadJobID(t *testing.T) {
 	}
 }
 
-func TestTailLines(t *testing.T) {
-	in := []byte("a\nb\nc\n")
-	for tail, want := range map[string]string{"all": "a\nb\nc\n", "2": "b\nc\n", "0": "", "9": "a\nb\nc\n"} {
-		if got := string(tailLines(in, tail)); got != want {
-			t.Errorf("tail %s = %q, want %q", tail, got, want)
-		}
-	}
-}
-
 func TestIsRunner(t *testing.T) {
 	for args, want := range map[string]bool{
 		"/usr/local/bin/xrun-runner --experiment /x": true,
@@ -882,7 +874,7 @@ func TestJobOfAnotherStore(t *testing.T) {
 	if code := other.run(ctx, "status", "--json", id[:6]); code != 0 {
 		t.Fatalf("status from another store: exit %d, %s", code, other.err)
 	}
-	var s jobStatus
+	var s job.Status
 	if err := json.Unmarshal(other.out.Bytes(), &s); err != nil || s.ID != id || s.Status != jobs.StatusRunning || s.Container == nil {
 		t.Errorf("status = %s (%v)", other.out, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/nightly"
-	"github.com/xrun-dev/xrun/client/regress"
 )
 
 type historyOptions struct {
@@ -15,7 +14,7 @@ type historyOptions struct {
 }
 
 func newHistoryCommand(a *App) *cli.Command {
-	o := historyOptions{show: nightly.ShowOptions{Rule: regress.Default()}}
+	o := historyOptions{show: nightly.ShowOptions{Rule: nightly.DefaultRule()}}
 	return &cli.Command{
 		Name:      "history",
 		Usage:     "list the results history: each series (one implementation at one case on one kind of machine) over time, with the regression rule's verdicts",

@@ -1,21 +1,15 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backends"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 )
 
@@ -67,64 +61,26 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := a.Store()
+	m, err := a.Jobs()
 	if err != nil {
 		return err
 	}
-	b, err := a.Backends().For(ctx, j)
-	if err == nil {
-		// Both of the container's streams go to stdout, as the store's copy
-		// does once the container is gone: the runner logs on stderr, and
-		// xrun logs ID | grep must see it either way.
-		out := io.Writer(a.Out)
-		if o.follow {
-			// Followed, the runner's progress lines become a status line
-			// on a terminal and plain lines elsewhere (render).
-			view := render.NewLog(render.NewStatus(a.Out, a.OutTTY))
-			defer view.Close()
-			out = view
-		}
-		err = b.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out, out)
-		if ctx.Err() != nil && o.follow {
-			// Ctrl-C stops the following, not the job: it says so, and
-			// exits as an interrupted xrun does (130).
-			return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("stopped following; job %s goes on (xrun logs -f %s to follow it again)", j.ID, j.ID)}
-		}
-		if err == nil || ctx.Err() != nil {
-			return nil
-		}
+	// Both of the container's streams go to stdout, as the store's copy
+	// does once the container is gone: the runner logs on stderr, and
+	// xrun logs ID | grep must see it either way.
+	out := io.Writer(a.Out)
+	if o.follow {
+		// Followed, the runner's progress lines become a status line on a
+		// terminal and plain lines elsewhere (render).
+		view := render.NewLog(render.NewStatus(a.Out, a.OutTTY))
+		defer view.Close()
+		out = view
 	}
-	// The container (or its host) is gone: the copy in the store is all there is.
-	data, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
-	if rerr != nil {
-		if errors.Is(err, backend.ErrNotFound) {
-			return fmt.Errorf("job %s: its container is gone and no logs were saved before it was removed", j.ID)
-		}
-		return err
+	err = m.Logs(ctx, j, job.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out)
+	if ctx.Err() != nil && o.follow {
+		// Ctrl-C stops the following, not the job: it says so, and exits
+		// as an interrupted xrun does (130).
+		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("stopped following; job %s goes on (xrun logs -f %s to follow it again)", j.ID, j.ID)}
 	}
-	_, err = a.Out.Write(tailLines(data, o.tail))
 	return err
-}
-
-// tailLines returns the last n lines of data ("all": everything).
-func tailLines(data []byte, tail string) []byte {
-	n, err := strconv.Atoi(tail)
-	if err != nil {
-		return data
-	}
-	var lines [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	for sc.Scan() {
-		lines = append(lines, append([]byte(nil), sc.Bytes()...))
-	}
-	if n < len(lines) {
-		lines = lines[len(lines)-n:]
-	}
-	var out bytes.Buffer
-	for _, l := range lines {
-		out.Write(l)
-		out.WriteByte('\n')
-	}
-	return out.Bytes()
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
-	"github.com/xrun-dev/xrun/client/regress"
 )
 
 type regressOptions struct {
@@ -23,7 +22,7 @@ type regressOptions struct {
 }
 
 func newRegressCommand(a *App) *cli.Command {
-	o := regressOptions{RegressOptions: nightly.RegressOptions{Rule: regress.Default()}}
+	o := regressOptions{RegressOptions: nightly.RegressOptions{Rule: nightly.DefaultRule()}}
 	return &cli.Command{
 		Name:      "regress",
 		Usage:     "judge runs against their history: regressed, improved, suspect, stable, insufficient, noisy or errored, per timing",

@@ -12,7 +12,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -124,8 +123,8 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 	}
 	ro := render.Options{}
 	if o.plot != "" {
-		if ro.Figures, err = a.figures(r, o.plot); err != nil {
-			return err
+		if ro.Figures, err = render.Figures(r, o.plot, a.Err); err != nil {
+			return figureError(err)
 		}
 	}
 	if err := a.printStoredResults(j, o.format(), ro); err != nil {
@@ -168,8 +167,8 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	}
 	ro := render.Options{}
 	if o.plot != "" {
-		if ro.Figures, err = a.figures(r, o.plot); err != nil {
-			return err
+		if ro.Figures, err = render.Figures(r, o.plot, a.Err); err != nil {
+			return figureError(err)
 		}
 	}
 	if o.format() == render.RawJSON {
@@ -187,13 +186,13 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	return outcome
 }
 
-// figures writes r's figures to dir and lists them on stderr.
-func (a *App) figures(r *result.Results, dir string) ([]plot.Figure, error) {
-	figs, err := render.Figures(r, dir, a.Err)
+// figureError is the exit error of render.Figures': a directory it
+// cannot write to, or a run with nothing to draw, is the user's to fix.
+func figureError(err error) error {
 	if errors.Is(err, render.ErrFigureDir) {
-		return nil, &ExitError{Code: ExitUsage, Err: err}
+		return &ExitError{Code: ExitUsage, Err: err}
 	}
-	return figs, err
+	return err
 }
 
 // expectedOutcome prints how r came out against its experiment's

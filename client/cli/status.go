@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
@@ -21,23 +20,6 @@ type statusOptions struct {
 	host backends.Selection
 	job  string
 	json bool
-}
-
-// jobStatus is what `xrun status --json` prints: the record and, while
-// the host still has it, the container's state.
-type jobStatus struct {
-	*jobs.Job
-	Container *containerState `json:"container,omitempty"`
-	StoreDir  string          `json:"store_dir"`
-}
-
-type containerState struct {
-	State      string     `json:"state"`
-	Message    string     `json:"message,omitempty"`
-	ExitCode   int        `json:"exit_code"`
-	OOMKilled  bool       `json:"oom_killed"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 func newStatusCommand(a *App) *cli.Command {
@@ -71,11 +53,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	if err != nil {
 		return err
 	}
-	c, ok := m.Look(ctx, j)
-	s := jobStatus{Job: j, StoreDir: m.Store.Dir(j.ID)}
-	if ok {
-		s.Container = stateOf(c)
-	}
+	s := m.Status(ctx, j)
 	if o.json {
 		return render.JSON(a.Out, s)
 	}
@@ -118,17 +96,4 @@ func runStatus(ctx context.Context, a *App, o statusOptions) error {
 	}
 	row("store", s.StoreDir)
 	return tw.Flush()
-}
-
-func stateOf(b backend.State) *containerState {
-	s := &containerState{State: b.Detail, Message: b.Message, ExitCode: b.ExitCode, OOMKilled: b.OOMKilled}
-	if !b.StartedAt.IsZero() {
-		t := b.StartedAt
-		s.StartedAt = &t
-	}
-	if !b.FinishedAt.IsZero() {
-		t := b.FinishedAt
-		s.FinishedAt = &t
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -98,7 +99,11 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 		return nil, err
 	}
 	done()
-	builder := &submit.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: m.RunnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
+	runnerFor := m.RunnerFor
+	if runnerFor == nil {
+		runnerFor = runnerbin.For
+	}
+	builder := &submit.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
 	if err := builder.Build(ctx, p, r.Build); err != nil {
 		return nil, err
 	}

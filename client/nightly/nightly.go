@@ -19,11 +19,16 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // EnvPath names the variable that says where the history is.
 const EnvPath = history.EnvPath
+
+// DefaultRule is the regression rule the history and regress commands
+// judge by unless told otherwise (docs/regressions.md).
+func DefaultRule() regress.Rule { return regress.Default() }
 
 // Path is where the results history is: flag (--history) when given, else
 // $XRUN_HISTORY, else beside the job store at storeRoot (history.db in its

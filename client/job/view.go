@@ -1,0 +1,112 @@
+package job
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/jobs"
+)
+
+// Status is what `xrun status --json` prints: the record and, while
+// the host still has it, the container's state.
+type Status struct {
+	*jobs.Job
+	Container *ContainerState `json:"container,omitempty"`
+	StoreDir  string          `json:"store_dir"`
+}
+
+// ContainerState is the state of a job's container (or Kubernetes Job),
+// as its backend reports it.
+type ContainerState struct {
+	State      string     `json:"state"`
+	Message    string     `json:"message,omitempty"`
+	ExitCode   int        `json:"exit_code"`
+	OOMKilled  bool       `json:"oom_killed"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// Status brings j up to date (Look) and describes it with its
+// container's state, while its host has the container.
+func (m *Manager) Status(ctx context.Context, j *jobs.Job) Status {
+	c, ok := m.Look(ctx, j)
+	s := Status{Job: j, StoreDir: m.Store.Dir(j.ID)}
+	if ok {
+		s.Container = containerState(c)
+	}
+	return s
+}
+
+func containerState(b backend.State) *ContainerState {
+	s := &ContainerState{State: b.Detail, Message: b.Message, ExitCode: b.ExitCode, OOMKilled: b.OOMKilled}
+	if !b.StartedAt.IsZero() {
+		t := b.StartedAt
+		s.StartedAt = &t
+	}
+	if !b.FinishedAt.IsZero() {
+		t := b.FinishedAt
+		s.FinishedAt = &t
+	}
+	return s
+}
+
+// LogOptions select which of a job's logs Logs writes (its backend's
+// options).
+type LogOptions = backend.LogOptions
+
+// Logs writes job j's log to out: its backend's while the backend has the
+// job (with o.Follow until the job ends or ctx does; both of the
+// container's streams go to out, as the store's copy has them), else the
+// copy in the store, its last o.Tail lines. Once ctx has ended it returns
+// nil.
+func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o LogOptions, out io.Writer) error {
+	b, err := m.Backends.For(ctx, j)
+	if err == nil {
+		err = b.Logs(ctx, j, o, out, out)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+	}
+	// The container (or its host) is gone: the copy in the store is all there is.
+	data, rerr := os.ReadFile(filepath.Join(m.Store.Dir(j.ID), jobs.LogsFile))
+	if rerr != nil {
+		if errors.Is(err, backend.ErrNotFound) {
+			return fmt.Errorf("job %s: its container is gone and no logs were saved before it was removed", j.ID)
+		}
+		return err
+	}
+	_, err = out.Write(tailLines(data, o.Tail))
+	return err
+}
+
+// tailLines returns the last n lines of data ("all": everything).
+func tailLines(data []byte, tail string) []byte {
+	n, err := strconv.Atoi(tail)
+	if err != nil {
+		return data
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	var out bytes.Buffer
+	for _, l := range lines {
+		out.Write(l)
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
+}
