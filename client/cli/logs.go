@@ -8,15 +8,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
 )
 
 type logsOptions struct {
-	// host is where to look for a job this store has no record of (findJob).
-	host       backends.Selection
-	job        string
+	ref        jobRef
 	follow     bool
 	tail       string
 	timestamps bool
@@ -24,10 +22,9 @@ type logsOptions struct {
 
 func newLogsCommand(a *App) *cli.Command {
 	var o logsOptions
-	return &cli.Command{
-		Name:      "logs",
-		Usage:     "print a job's logs (from its container, or from the job store once it is gone)",
-		ArgsUsage: "JOB",
+	return forOneJob(a, &o.ref, &cli.Command{
+		Name:  "logs",
+		Usage: "print a job's logs (from its container, or from the job store once it is gone)",
 		Description: `With -f the runner's progress lines (case i of N, the implementation being
 timed, elapsed time, an estimate of the rest once a case has finished) are a
 status line below the log on a terminal, and plain lines elsewhere; without -f
@@ -36,35 +33,26 @@ the log is printed as stored (docs/architecture.md, "The runner's log").
 Examples:
   xrun logs 3fa1c2
   xrun logs -f --tail 50 3fa1      # follow until the job ends` + foundOnHost,
-		Flags: append(hostFlags(&o.host),
+		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the job ends", Destination: &o.follow},
 			&cli.StringFlag{Name: "tail", Aliases: []string{"n"}, Value: "all", Usage: "print only the last N lines", Destination: &o.tail},
 			&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "prefix each line with its time", Destination: &o.timestamps},
-		),
-		BashComplete: completeJobs(a),
-		Action: func(c *cli.Context) error {
-			if err := oneJob(c, &o.job, &o.host); err != nil {
-				return err
-			}
-			return runLogs(c.Context, a, o)
 		},
-	}
+	}, o.check, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+		return runLogs(ctx, a, o, m, j)
+	})
 }
 
-func runLogs(ctx context.Context, a *App, o logsOptions) error {
+func (o *logsOptions) check() error {
 	if o.tail != "all" {
 		if n, err := strconv.Atoi(o.tail); err != nil || n < 0 {
 			return usageError("--tail %q: give a number of lines or all", o.tail)
 		}
 	}
-	j, err := a.findJob(ctx, o.job, o.host)
-	if err != nil {
-		return err
-	}
-	m, err := a.Jobs()
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *jobs.Job) error {
 	// Both of the container's streams go to stdout, as the store's copy
 	// does once the container is gone: the runner logs on stderr, and
 	// xrun logs ID | grep must see it either way.
@@ -76,7 +64,7 @@ func runLogs(ctx context.Context, a *App, o logsOptions) error {
 		defer view.Close()
 		out = view
 	}
-	err = m.Logs(ctx, j, job.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out)
+	err := m.Logs(ctx, j, job.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out)
 	if ctx.Err() != nil && o.follow {
 		// Ctrl-C stops the following, not the job: it says so, and exits
 		// as an interrupted xrun does (130).

@@ -1,17 +1,58 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/jobs"
 )
 
-// oneJob reads the one JOB argument of a command that takes a job through
-// findJob, and settles where else to look for it.
-func oneJob(c *cli.Context, job *string, host *backends.Selection) error {
+// jobRef is the JOB argument of a command that acts on one job: an id
+// or its start, and where to look for a job this store has no record of
+// (job.Manager.Find).
+type jobRef struct {
+	host backends.Selection
+	id   string
+}
+
+// read reads the one JOB argument, and settles where else to look for it.
+func (r *jobRef) read(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError("%s takes one job id (or the start of one), got %d arguments", c.Command.Name, c.NArg())
 	}
-	*job = c.Args().First()
-	host.MoveContextToKube()
+	r.id = c.Args().First()
+	r.host.MoveContextToKube()
 	return nil
+}
+
+// forOneJob completes cmd, a command that acts on the one job its JOB
+// argument names: the host flags come first among its flags, completion
+// offers the store's job ids, and act runs with the job found. check,
+// when set, checks the command's own options first, before any I/O.
+func forOneJob(a *App, ref *jobRef, cmd *cli.Command, check func() error, act func(ctx context.Context, m *job.Manager, j *jobs.Job) error) *cli.Command {
+	cmd.ArgsUsage = "JOB"
+	cmd.Flags = append(hostFlags(&ref.host), cmd.Flags...)
+	cmd.BashComplete = completeJobs(a)
+	cmd.Action = func(c *cli.Context) error {
+		if err := ref.read(c); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		m, err := a.Jobs()
+		if err != nil {
+			return err
+		}
+		j, err := m.Find(c.Context, ref.id, ref.host)
+		if err != nil {
+			return err
+		}
+		return act(c.Context, m, j)
+	}
+	return cmd
 }

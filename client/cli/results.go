@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
@@ -17,9 +16,7 @@ import (
 )
 
 type resultsOptions struct {
-	// host is where to look for a job this store has no record of (findJob).
-	host     backends.Selection
-	job      string
+	ref      jobRef
 	json     bool
 	markdown bool
 	csv      bool
@@ -31,7 +28,7 @@ type resultsOptions struct {
 
 func newResultsCommand(a *App) *cli.Command {
 	var o resultsOptions
-	return &cli.Command{
+	cmd := forOneJob(a, &o.ref, &cli.Command{
 		Name:      "results",
 		Usage:     "print a job's results (or a results.json's): a table, results.json, markdown tables, CSV, and figures",
 		ArgsUsage: "JOB|RESULTS",
@@ -60,46 +57,47 @@ Examples:
   xrun results --csv experiments/039-gla-pingpong/results/2026-11-22-h100 > gla.csv
   xrun results --markdown --plot figures 3fa1 > report.md
   xrun results --expected 3fa1 >/dev/null && echo "as declared"` + foundOnHost,
-		Flags: append(hostFlags(&o.host),
+		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print results.json as it is", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables with ✅/❌ criteria", Destination: &o.markdown},
 			&cli.BoolFlag{Name: "csv", Usage: "print one CSV row per implementation and case", Destination: &o.csv},
 			&cli.StringFlag{Name: "plot", Usage: "write the figures (PNG and SVG) to `DIR`", Destination: &o.plot},
 			&cli.BoolFlag{Name: "expected", Usage: "exit 0 when the outcome is the one the experiment declares", Destination: &o.expected},
-		),
-		BashComplete: completeJobs(a),
-		Action: func(c *cli.Context) error {
-			n := 0
-			for _, b := range []bool{o.json, o.markdown, o.csv} {
-				if b {
-					n++
-				}
-			}
-			if n > 1 {
-				return usageError("give one of --json, --markdown and --csv")
-			}
-			if c.NArg() == 1 {
-				if path, ok := result.Locate(c.Args().First()); ok {
-					return runResultsFile(a, path, o)
-				}
-			}
-			if err := oneJob(c, &o.job, &o.host); err != nil {
-				return err
-			}
-			return runResults(c.Context, a, o)
 		},
+	}, o.check, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+		return runResults(ctx, a, o, m, j)
+	})
+	// A path to a results.json stands for the run that wrote it.
+	cmd.ArgsUsage = "JOB|RESULTS"
+	byJob := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		if c.NArg() == 1 {
+			if path, ok := result.Locate(c.Args().First()); ok {
+				if err := o.check(); err != nil {
+					return err
+				}
+				return runResultsFile(a, path, o)
+			}
+		}
+		return byJob(c)
 	}
+	return cmd
 }
 
-func runResults(ctx context.Context, a *App, o resultsOptions) error {
-	m, err := a.Jobs()
-	if err != nil {
-		return err
+func (o *resultsOptions) check() error {
+	n := 0
+	for _, b := range []bool{o.json, o.markdown, o.csv} {
+		if b {
+			n++
+		}
 	}
-	j, err := m.Find(ctx, o.job, o.host)
-	if err != nil {
-		return err
+	if n > 1 {
+		return usageError("give one of --json, --markdown and --csv")
 	}
+	return nil
+}
+
+func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j *jobs.Job) error {
 	st := m.Store
 	if !st.Has(j.ID, jobs.ResultsFile) {
 		if err := m.EnsureResults(ctx, j); err != nil {
@@ -116,6 +114,7 @@ func runResults(ctx context.Context, a *App, o resultsOptions) error {
 	}
 	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
 	var r *result.Results
+	var err error
 	if o.plot != "" || o.expected {
 		if r, err = result.ReadFile(path); err != nil {
 			return fmt.Errorf("read results of job %s: %w", j.ID, err)

@@ -10,49 +10,33 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
 )
 
 type statusOptions struct {
-	// host is where to look for a job this store has no record of (findJob).
-	host backends.Selection
-	job  string
+	ref  jobRef
 	json bool
 }
 
 func newStatusCommand(a *App) *cli.Command {
 	var o statusOptions
-	return &cli.Command{
-		Name:      "status",
-		Usage:     "show a job's state (and stop it when it ran past its timeout)",
-		ArgsUsage: "JOB",
+	return forOneJob(a, &o.ref, &cli.Command{
+		Name:  "status",
+		Usage: "show a job's state (and stop it when it ran past its timeout)",
 		Description: `Examples:
   xrun status 3fa1
   xrun status --json 3fa1 | jq -r .status` + foundOnHost,
-		Flags: append(hostFlags(&o.host),
+		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the job record and container state as JSON", Destination: &o.json},
-		),
-		BashComplete: completeJobs(a),
-		Action: func(c *cli.Context) error {
-			if err := oneJob(c, &o.job, &o.host); err != nil {
-				return err
-			}
-			return runStatus(c.Context, a, o)
 		},
-	}
+	}, nil, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+		return runStatus(ctx, a, o, m, j)
+	})
 }
 
-func runStatus(ctx context.Context, a *App, o statusOptions) error {
-	m, err := a.Jobs()
-	if err != nil {
-		return err
-	}
-	j, err := m.Find(ctx, o.job, o.host)
-	if err != nil {
-		return err
-	}
+func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *jobs.Job) error {
 	s := m.Status(ctx, j)
 	if o.json {
 		return render.JSON(a.Out, s)
