@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
@@ -108,14 +109,6 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 			return fmt.Errorf("init %s: %w", o.dir, err)
 		}
 	}
-	fmt.Fprintf(a.Err, "made experiment %q in %s: run it with `xrun submit --cpu %s`\n", name, o.dir, shellQuote(o.dir))
+	fmt.Fprintf(a.Err, "made experiment %q in %s: run it with `xrun submit --cpu %s`\n", name, o.dir, render.ShellQuote(o.dir))
 	return nil
-}
-
-// shellQuote quotes a path for a command a person pastes into a shell.
-func shellQuote(s string) string {
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+:=@,") == "" && s != "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -49,7 +50,6 @@ type Options struct {
 var (
 	aptRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(:[a-z0-9-]+)?(=[A-Za-z0-9.+~:-]+)?$`)
 	labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
-	plainRE = regexp.MustCompile(`^[A-Za-z0-9._+=/:@,%^-]+$`)
 )
 
 // Generate returns the Dockerfile for o. The same options always give the
@@ -71,7 +71,7 @@ func Generate(o Options) ([]byte, error) {
 	if len(o.Python) > 0 {
 		quoted := make([]string, len(o.Python))
 		for i, r := range o.Python {
-			quoted[i] = shellQuote(r)
+			quoted[i] = render.ShellQuote(r)
 		}
 		// PEP 668 bases (Debian 12, Ubuntu 24.04) refuse pip installs into
 		// the system Python without PIP_BREAK_SYSTEM_PACKAGES; older pips
@@ -174,15 +174,6 @@ func aptPackages(ps []string) []string {
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func isSpaceOrControl(r rune) bool { return r == ' ' || isControl(r) }
-
-// shellQuote quotes s for /bin/sh when it holds anything beyond plain
-// characters ("numpy>=2" would otherwise be a redirection).
-func shellQuote(s string) string {
-	if plainRE.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // labelQuote quotes a LABEL value: the builder unescapes \\, \" and \$ in
 // double quotes and would otherwise expand $VARIABLES.

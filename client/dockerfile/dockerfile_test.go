@@ -121,21 +121,3 @@ func TestGenerateErrors(t *testing.T) {
 		t.Fatalf("valid options: %v", err)
 	}
 }
-
-func TestShellQuote(t *testing.T) {
-	tests := map[string]string{
-		"numpy":             "numpy",
-		"triton==3.6.0":     "triton==3.6.0",
-		"numpy>=2":          "'numpy>=2'",
-		"a b":               "'a b'",
-		"it's":              `'it'\''s'`,
-		"torch[cuda]":       "'torch[cuda]'",
-		"$(reboot)":         "'$(reboot)'",
-		"git+https://x/y@v": "git+https://x/y@v",
-	}
-	for in, want := range tests {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
