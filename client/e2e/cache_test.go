@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -97,4 +98,63 @@ func jobsOf(t *testing.T, experiment string) []string {
 		ids = append(ids, c.Labels["dev.xrun.job"])
 	}
 	return ids
+}
+
+// A broken entry in the cache volume is rebuilt, never the job's failure:
+// the implementation that fails on it runs again with fresh caches, passes,
+// and its entry replaces the broken one, which the next job loads.
+func TestCompileCacheBrokenEntry(t *testing.T) {
+	const exp = "e2e-cacheentry"
+	for _, v := range dockerCLIList(t, "volume", "ls", "-q", "--filter", "label=dev.xrun.experiment="+exp) {
+		dockerCLI(t, "volume", "rm", v)
+	}
+	first := cacheOf(t, submit(t, 5*time.Minute, "cacheentry"))
+	if first.Volume == "" || len(first.Fresh) != 0 {
+		t.Fatalf("first job's cache: %+v, want a new volume", first)
+	}
+	defer dockerCLI(t, "volume", "rm", first.Volume)
+	entry := "/c/triton/vecadd/kernel.json"
+	inVolume := func(script string) string {
+		return dockerCLI(t, "run", "--rm", "--network", "none", "--entrypoint", "sh", "-v", first.Volume+":/c", Base, "-c", script)
+	}
+	if got := inVolume("cat " + entry); !strings.Contains(got, `"op": "add"`) {
+		t.Fatalf("the first job left %q in the volume, want its kernel", got)
+	}
+	// Cut short, as a write that was not atomic would leave it.
+	inVolume(`printf '{"op": "ad' >` + entry)
+
+	r := submit(t, 5*time.Minute, "cacheentry")
+	second := cacheOf(t, r)
+	if len(second.Fresh) != 1 || second.Fresh[0].Impl != "cached" || !second.Fresh[0].Passed || second.Fresh[0].Replaced < 1 ||
+		!strings.Contains(second.Fresh[0].Error, "JSONDecodeError") {
+		t.Errorf("second job's env.cache.fresh: %+v, want cached run again and passed", second.Fresh)
+	}
+	log := storeFile(t, r, "runner.log")
+	for _, want := range []string{"cached: failed during check while it used the compile caches of volume " + first.Volume, "cached: passed with fresh caches, so an entry of the volume's was broken"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("runner.log lacks %q:\n%s", want, log)
+		}
+	}
+	if got := inVolume("cat " + entry); !strings.Contains(got, `"op": "add"`) {
+		t.Errorf("after the second job the volume holds %q, want the rebuilt kernel", got)
+	}
+
+	r = submit(t, 5*time.Minute, "cacheentry")
+	third := cacheOf(t, r)
+	if len(third.Fresh) != 0 || third.Files == 0 {
+		t.Errorf("third job's cache: %+v, want the volume's, used as it is", third)
+	}
+	if w := storeFile(t, r, "logs/cached.log"); !strings.Contains(w, "kernel: loaded from the cache") {
+		t.Errorf("the third job did not load the kernel from the volume:\n%s", w)
+	}
+}
+
+// storeFile is a file of the store's copy of job r's output directory.
+func storeFile(t *testing.T, r res, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(jobStatus(t, jobIDOf(t, r)).StoreDir, "out", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

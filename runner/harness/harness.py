@@ -1,7 +1,9 @@
 """Starts an xrun harness worker: the xrun_harness package beside this file
 (PROTOCOL.md). The runner writes both into a directory of its own and runs
 `python3 -u harness.py` in the experiment's directory; with --zygote, the
-zygote that forks the run's workers instead."""
+zygote that forks the run's workers instead; with --cache-copy SRC DST, the
+copy of an implementation's fresh compile caches into the volume's
+(PROTOCOL.md, "Compile caches")."""
 import os
 import sys
 
@@ -9,6 +11,8 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if sys.argv[1:] == ["--zygote"]:
         from xrun_harness.zygote import main
+    elif sys.argv[1:2] == ["--cache-copy"]:
+        from xrun_harness.cachecopy import main
     else:
         from xrun_harness.worker import main
     main()

@@ -123,6 +123,24 @@ type Cache struct {
 	// Files and Bytes are what they held at the start: 0 on a first run.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
+	// Fresh are the implementations that failed while they used the
+	// volume's caches and ran again with fresh, empty caches of their own
+	// (a broken entry is rebuilt, never the job's failure).
+	Fresh []FreshCache `json:"fresh,omitempty"`
+}
+
+// FreshCache is an implementation run again with fresh compile caches
+// after it failed with the volume's.
+type FreshCache struct {
+	Impl string `json:"impl"`
+	// Error is how it failed with the volume's caches (its first line).
+	Error string `json:"error"`
+	// Passed says the run with fresh caches got past where the first
+	// failed: an entry of the volume was broken, and the implementation's
+	// fresh entries replaced the volume's (Replaced files). False: it
+	// failed again, and its results hold that failure, its own.
+	Passed   bool `json:"passed"`
+	Replaced int  `json:"replaced,omitempty"`
 }
 
 // Container is what the runner saw of the container it ran in: the limits

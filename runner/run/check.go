@@ -114,9 +114,20 @@ func (rn *runner) check(ctx context.Context, kc *kcase) error {
 	return nil
 }
 
-// checkOne runs j's check in its worker. It touches nothing but j and the
-// worker, so that checks can run concurrently.
+// checkOne runs j's check in its worker, and once more with fresh compile
+// caches when it fails with the volume's (freshCaches). It touches nothing
+// but j, its implementation and worker, and what freshCaches guards, so
+// that checks can run concurrently.
 func (rn *runner) checkOne(ctx context.Context, kc *kcase, j *checkJob) {
+	rn.checkOnce(ctx, kc, j)
+	if j.err != nil && rn.pool.fresh.again(ctx, j.im, "check", j.err) {
+		rn.checkOnce(ctx, kc, j)
+		rn.pool.fresh.done(ctx, j.im, j.err)
+	}
+}
+
+// checkOnce is checkOne, once.
+func (rn *runner) checkOnce(ctx context.Context, kc *kcase, j *checkJob) {
 	j.corr, j.err = nil, nil
 	w, err := rn.pool.worker(ctx, j.im)
 	if err == nil {

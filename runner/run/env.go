@@ -39,6 +39,7 @@ func OptionsFromEnv() Options {
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
 		Profile:        os.Getenv(contract.EnvProfile),
 		HostName:       os.Getenv(contract.EnvHostName),
+		CacheVolume:    os.Getenv(contract.EnvCacheVolume),
 	}
 }
 
@@ -66,7 +67,7 @@ func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 		env.Host, _ = os.Hostname()
 	}
 	env.Container = containerFacts("/")
-	env.Cache = cacheFacts(contract.CacheDir)
+	env.Cache = cacheFacts(o.CacheDir, o.CacheVolume)
 	env.GitCommit, env.GitDirty = o.GitCommit, o.GitDirty
 	// git reads the experiment's own .git (hooks, fsmonitor): only a run
 	// that trusts that code, outside the sandbox, asks it.
@@ -136,8 +137,9 @@ func pythonPath(expDir string, includes []string, existing string) string {
 	return strings.Join(parts, string(os.PathListSeparator))
 }
 
-// workerEnv is this process's environment with the workers' additions.
-func workerEnv(expDir string, includes []string, device string) []string {
+// workerEnv is this process's environment with the workers' additions,
+// the compile caches in cacheDir.
+func workerEnv(expDir string, includes []string, device, cacheDir string) []string {
 	var env []string
 	existing := ""
 	for _, kv := range os.Environ() {
@@ -159,7 +161,7 @@ func workerEnv(expDir string, includes []string, device string) []string {
 		"PYTHONDONTWRITEBYTECODE=1",
 		"XRUN_DEVICE="+device,
 	)
-	return append(env, cacheEnv(contract.CacheDir)...)
+	return append(env, cacheEnv(cacheDir)...)
 }
 
 // cacheVars point each compiler's cache into the job's cache directory:
@@ -188,14 +190,14 @@ func cacheEnv(dir string) []string {
 	return env
 }
 
-// cacheFacts says what the compile caches in dir hold as the job starts
-// (nil when the job has no cache directory): counted up to a bound, so
-// that a huge cache costs no more than a fraction of a second.
-func cacheFacts(dir string) *result.Cache {
+// cacheFacts says what the compile caches in dir, kept in volume, hold as
+// the job starts (nil when the job has no cache directory): counted up to
+// a bound, so that a huge cache costs no more than a fraction of a second.
+func cacheFacts(dir, volume string) *result.Cache {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil
 	}
-	c := &result.Cache{Dir: dir, Volume: os.Getenv(contract.EnvCacheVolume)}
+	c := &result.Cache{Dir: dir, Volume: volume}
 	const maxFiles = 200000
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || c.Files >= maxFiles {

@@ -46,6 +46,11 @@ type impl struct {
 	// startErr is a failure of a start made ahead of time (startAll), for
 	// the next use to report instead of starting again.
 	startErr error
+	// fresh is where its compile caches are once it ran again with fresh
+	// ones (freshCaches); "" while it uses the job's. freshIdx is its
+	// entry in env.cache.fresh.
+	fresh    string
+	freshIdx int
 }
 
 // pickMode decides between GPU and CPU and reads the GPUs.

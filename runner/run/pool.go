@@ -39,6 +39,9 @@ type pool struct {
 	// Options.NoZygote, or the zygote failed to start or died).
 	zygote *harness.Zygote
 	zmu    sync.Mutex
+	// fresh runs an implementation again with fresh compile caches when
+	// it fails with the volume's.
+	fresh *freshCaches
 }
 
 // newPool finds the interpreter and writes the harness (or takes the
@@ -52,12 +55,13 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 		device = "cpu"
 	}
 	p := &pool{
-		env: workerEnv(o.ExperimentDir, s.Include, device), dir: o.ExperimentDir, outDir: o.OutDir, as: o.Worker,
+		env: workerEnv(o.ExperimentDir, s.Include, device, o.CacheDir), dir: o.ExperimentDir, outDir: o.OutDir, as: o.Worker,
 		timeout: rn.timeout, base: rn.baseInit(b), logf: rn.logf, ready: rn.noteReady,
 	}
 	if c := r.Env.Container; c != nil {
 		p.memoryLimit = c.MemoryLimitBytes
 	}
+	p.fresh = newFreshCaches(r.Env.Cache, p.env, &rn.mu, rn.logf)
 	if o.Worker != nil {
 		n, err := o.Worker.LimitProcs("/sys/fs/cgroup")
 		if err != nil {
@@ -90,6 +94,9 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 		return nil, &InfraError{err}
 	}
 	p.argv = []string{py, "-u", script}
+	p.fresh.copyBack = func(ctx context.Context, src, dst string) (int, error) {
+		return copyCaches(ctx, py, script, p.dir, p.env, p.as, src, dst)
+	}
 	r.Env.Extra = map[string]string{"python_executable": py}
 	rn.logf("python: %s", py)
 	// The zygote imports while the references are checked.
@@ -238,8 +245,19 @@ func (p *pool) config(name string, argv []string, suffix string) harness.Config 
 }
 
 // worker returns im's worker, starting it (and sending init) when it has
-// none or its last one died.
+// none or its last one died; one that fails to start with the volume's
+// compile caches starts again with fresh ones (freshCaches).
 func (p *pool) worker(ctx context.Context, im *impl) (*harness.Worker, error) {
+	w, err := p.open(ctx, im)
+	if err != nil && p.fresh.again(ctx, im, "start", err) {
+		w, err = p.open(ctx, im)
+		p.fresh.done(ctx, im, err)
+	}
+	return w, err
+}
+
+// open is worker, once.
+func (p *pool) open(ctx context.Context, im *impl) (*harness.Worker, error) {
 	if im.initErr != nil {
 		return nil, im.initErr
 	}
@@ -255,7 +273,16 @@ func (p *pool) worker(ctx context.Context, im *impl) (*harness.Worker, error) {
 		im.w = nil
 	}
 	begin := time.Now()
-	w, err := p.start(p.config(im.name, p.argv, ".log"))
+	var w *harness.Worker
+	var err error
+	if im.fresh != "" {
+		// On its own: the zygote's environment points into the volume.
+		c := p.config(im.name, p.argv, ".log")
+		c.Env = freshEnv(c.Env, p.fresh.shared, im.fresh)
+		w, err = harness.Start(c)
+	} else {
+		w, err = p.start(p.config(im.name, p.argv, ".log"))
+	}
 	if err != nil {
 		im.initErr = &harness.Error{Kind: harness.KindCrash, Where: "harness", Message: err.Error()}
 		return nil, im.initErr

@@ -69,6 +69,11 @@ type Options struct {
 	// HostName is the machine's name as the client knows it
 	// (XRUN_HOST_NAME); "" records the runner's own host name.
 	HostName string
+	// CacheDir holds the compile caches (default contract.CacheDir; the
+	// workers get none where it does not exist), and CacheVolume names the
+	// volume it is, kept across jobs (XRUN_CACHE_VOLUME; "" when the
+	// caches are the job's own).
+	CacheDir, CacheVolume string
 	// Worker is the user every process of the experiment runs as, apart
 	// from the runner (runner/sandbox); nil runs them as the runner's own
 	// user. With one, OutDir must be the runner's alone.
@@ -131,6 +136,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = contract.CacheDir
 	}
 	switch o.Mode {
 	case "", "gpu", "cpu":

@@ -642,7 +642,7 @@ func TestHostEnvHost(t *testing.T) {
 func TestWorkerEnvHidesToken(t *testing.T) {
 	t.Setenv(contract.EnvPostToken, "secret")
 	t.Setenv("PYTHONPATH", "/old")
-	env := workerEnv("/exp", nil, "cpu")
+	env := workerEnv("/exp", nil, "cpu", contract.CacheDir)
 	joined := strings.Join(env, "\n")
 	if strings.Contains(joined, "secret") || !strings.Contains(joined, "PYTHONPATH=/exp:/old") || !strings.Contains(joined, "XRUN_DEVICE=cpu") {
 		t.Errorf("env:\n%s", joined)

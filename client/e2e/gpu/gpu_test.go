@@ -44,6 +44,7 @@ var (
 	tmpDir    string
 	eng       engine.Engine
 	gpuName   string // the host's first GPU, as nvidia-smi names it
+	cudaBase  string // the cuda-torch base the suite's experiments use
 )
 
 func TestMain(m *testing.M) { os.Exit(mainGPU(m)) }
@@ -88,6 +89,7 @@ func mainGPU(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "gpu e2e:", err)
 		return 1
 	}
+	cudaBase = base
 	found, err := gpus.Discover(ctx, eng, base)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpu e2e: %v (is %s on the host? scripts/gpu-host/make-base.sh makes it)\n", err, base)

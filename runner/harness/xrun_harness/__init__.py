@@ -17,4 +17,5 @@ Requires Python >= 3.9 and numpy; torch (CPU or CUDA) and triton are optional.
     timing       the time command: inputs, warm-up, stopping rule, host samples
     gpu/         the GPU samples: flush, hold and spin kernels, kernel clock
     worker       the command loop
+    cachecopy    harness.py --cache-copy: fresh compile caches into the volume's
 """
