@@ -9,6 +9,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -22,6 +23,82 @@ var ErrNotFound = errors.New("not found")
 // ErrUnreachable is returned (wrapped) when the host or cluster does not
 // answer, or stopped answering (a daemon restart): it may come back.
 var ErrUnreachable = errors.New("unreachable")
+
+// UnsupportedError is a backend's refusal of a job it cannot run as
+// asked. Its text is the backend's own; the command line words it in its
+// flags.
+type UnsupportedError struct {
+	// Backend names the kind of place ("Kubernetes").
+	Backend string
+	Asked   Request
+	// Instead says what decides in the backend's place.
+	Instead string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s does not apply on %s: %s", e.Asked, e.Backend, e.Instead)
+}
+
+// Request is a part of a job's spec a backend may not support.
+type Request int
+
+const (
+	// GPUsByID asks for GPUs by device id, or for all of them.
+	GPUsByID Request = iota + 1
+	// NoNetwork asks for a job without a network.
+	NoNetwork
+)
+
+func (r Request) String() string {
+	switch r {
+	case GPUsByID:
+		return "GPUs by device id or all"
+	case NoNetwork:
+		return "no network"
+	}
+	return fmt.Sprintf("request %d", int(r))
+}
+
+// MissingError says a backend lacks a setting it needs to go on.
+type MissingError struct {
+	Setting Setting
+	// Why the setting is needed.
+	Why string
+}
+
+func (e *MissingError) Error() string { return fmt.Sprintf("no %s: %s", e.Setting, e.Why) }
+
+// Setting is a backend setting that may be missing.
+type Setting int
+
+const (
+	// Registry is where a cluster pulls job images from.
+	Registry Setting = iota + 1
+	// KubeContext is the kubeconfig's context that names the cluster.
+	KubeContext
+)
+
+func (s Setting) String() string {
+	switch s {
+	case Registry:
+		return "registry"
+	case KubeContext:
+		return "kubeconfig context"
+	}
+	return fmt.Sprintf("setting %d", int(s))
+}
+
+// RunningError is Remove's refusal, without force, of a job that has not
+// ended.
+type RunningError struct {
+	JobID string
+	// State is the backend's word for the job's state.
+	State string
+}
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("job %s is %s: cancel it first", e.JobID, e.State)
+}
 
 // CreateTimeout bounds a create request that ctx (Ctrl-C) does not cut short.
 const CreateTimeout = 2 * time.Minute

@@ -273,7 +273,7 @@ func (a *App) report(err error) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(a.Err, "xrun: %v\n", ee.Err)
+			fmt.Fprintf(a.Err, "xrun: %s\n", worded(ee.Err))
 		}
 		return ee.Code
 	}
@@ -284,7 +284,7 @@ func (a *App) report(err error) int {
 		}
 		return ce.ExitCode()
 	}
-	fmt.Fprintf(a.Err, "xrun: %v\n", err)
+	fmt.Fprintf(a.Err, "xrun: %s\n", worded(err))
 	return ExitInfra
 }
 

@@ -88,10 +88,10 @@ func (b *Backend) deleteLeft(ctx context.Context, id string) {
 // Supported refuses what a Kubernetes Job cannot do as asked.
 func Supported(s backend.Spec) error {
 	if s.GPUs != nil && (len(s.GPUs.IDs) > 0 || s.GPUs.Count < 0) {
-		return errors.New("--gpus with device ids or all does not apply on Kubernetes: the scheduler picks the GPUs; give a count")
+		return &backend.UnsupportedError{Backend: "Kubernetes", Asked: backend.GPUsByID, Instead: "the scheduler picks the GPUs; give a count"}
 	}
 	if s.NoNetwork {
-		return errors.New("--network none does not apply on Kubernetes: a NetworkPolicy of the namespace decides the job's network")
+		return &backend.UnsupportedError{Backend: "Kubernetes", Asked: backend.NoNetwork, Instead: "a NetworkPolicy of the namespace decides the job's network"}
 	}
 	return nil
 }
@@ -111,7 +111,7 @@ func CodeImage(registry string, s backend.Spec) string {
 // per code) and pushes it.
 func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, error) {
 	if b.Registry == "" {
-		return "", errors.New("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
+		return "", &backend.MissingError{Setting: backend.Registry, Why: "the cluster pulls the job's image from one (docs/kubernetes.md)"}
 	}
 	if b.Builder == nil {
 		return "", errors.New("no Docker host to build the job's image on")

@@ -14,7 +14,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -112,7 +111,7 @@ func Connect(ctx context.Context, sel Selection) (*Backend, error) {
 		name = raw.CurrentContext
 	}
 	if name == "" {
-		return nil, errors.New("the kubeconfig has no current context: pass --context, or point KUBECONFIG at the cluster's kubeconfig (docs/kubernetes.md)")
+		return nil, &backend.MissingError{Setting: backend.KubeContext, Why: "the kubeconfig has no current context (docs/kubernetes.md)"}
 	}
 	if _, ok := raw.Contexts[name]; !ok {
 		return nil, fmt.Errorf("the kubeconfig has no context %q (it has: %s)", name, strings.Join(contextNames(raw.Contexts), ", "))

@@ -67,7 +67,7 @@ func (b *Backend) Remove(ctx context.Context, j *jobs.Job, force bool) error {
 			return err
 		}
 		if !s.Finished() {
-			return fmt.Errorf("job %s is %s: cancel it first, or pass --force", j.ID, s.Detail)
+			return &backend.RunningError{JobID: j.ID, State: s.Detail}
 		}
 	}
 	if err := b.Client.BatchV1().Jobs(b.Namespace).Delete(ctx, j.ContainerName, opts); err != nil {
