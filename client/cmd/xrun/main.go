@@ -1,6 +1,8 @@
 // Command xrun packages GPU-kernel experiments into container images and
 // runs them on your own Docker hosts. Called as xrun-runner (or with
-// __runner first) it is the in-container runner instead.
+// __runner first) it is the in-container runner instead; with __run-local
+// or __local-job first, the runner or the supervisor of a job of xrun run
+// --local.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/cli"
 )
 
@@ -20,6 +23,10 @@ import (
 const abortGrace = 15 * time.Second
 
 func main() {
+	if local.IsSupervisor(os.Args) {
+		// The supervisor of a job of xrun run --local (client/backend/local).
+		os.Exit(local.Supervise(os.Args[2]))
+	}
 	if cli.IsRunner(os.Args) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := cli.RunnerMain(ctx, os.Args, os.Stdout, os.Stderr)
