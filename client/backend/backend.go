@@ -1,6 +1,7 @@
 // Package backend is the contract between xrun's job lifecycle and the
-// places jobs run: a Docker host (client/backend/dockerhost) or a
-// Kubernetes cluster (client/backend/kube). A backend makes, starts,
+// places jobs run: a Docker host (client/backend/dockerhost), a
+// Kubernetes cluster (client/backend/kube) or this machine without a
+// container (client/backend/local). A backend makes, starts,
 // watches, stops and removes one job's container and hands back its logs
 // and the runner's output directory; what a job's status means, when its
 // results are fetched and what is recorded is client/lifecycle's alone.
@@ -190,6 +191,19 @@ type Spec struct {
 	// contract.CacheDir, made with CacheLabels on first use.
 	CacheVolume string
 	CacheLabels map[string]string
+	// Command and OutDir are a job that runs as a process of this
+	// machine (client/backend/local), in place of Image and Code: the
+	// runner's command line, run with Env added to the environment of
+	// the xrun that starts it, and the directory it writes its output to
+	// (what CopyOut returns).
+	Command []string
+	OutDir  string
+}
+
+// Handler is a Backend that names what runs a job in its own words
+// ("process 4242"), where "container NAME" or "Job NAME" would not fit.
+type Handler interface {
+	Handle(j *jobs.Job) string
 }
 
 // GPUs asks for GPUs: a count, device ids, or all (Count -1).

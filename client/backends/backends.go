@@ -7,12 +7,16 @@ package backends
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/hosts"
@@ -61,6 +65,9 @@ type Set struct {
 	Connect Connector
 	// KubeLog receives a cluster backend's progress (image pushes).
 	KubeLog interface{ Write([]byte) (int, error) }
+	// LocalRoot holds the directories of the jobs run on this machine
+	// without a container (client/backend/local); "" leaves them out.
+	LocalRoot string
 
 	mu      sync.Mutex
 	engines map[Selection]engine.Engine
@@ -141,11 +148,32 @@ func (s *Set) Kube(ctx context.Context, sel kube.Selection) (*kube.Backend, erro
 	return b, nil
 }
 
-// For returns the backend of the Docker host or cluster that job j was
-// submitted to (its record's Host).
+// Local returns the backend of the jobs run on this machine without a
+// container (xrun run --local).
+func (s *Set) Local() (*local.Backend, error) {
+	if s.LocalRoot == "" {
+		return nil, errors.New("no directory for local jobs: set XDG_DATA_HOME or HOME")
+	}
+	return local.New(s.LocalRoot), nil
+}
+
+// For returns the backend of the Docker host, cluster or machine that job
+// j was submitted to (its record's Host). A job run on another machine's
+// processes (a job store shared over a network file system) is not this
+// machine's to look at: that is an unreachable host.
 func (s *Set) For(ctx context.Context, j *jobs.Job) (backend.Backend, error) {
 	if kube.IsRef(j.Host) {
 		return s.Kube(ctx, kube.ParseRef(j.Host))
+	}
+	if local.IsRef(j.Host) {
+		b, err := s.Local()
+		if err != nil {
+			return nil, err
+		}
+		if b.Where() != j.Host {
+			return nil, fmt.Errorf("job %s runs as a process of %s, not of this machine (%s): look at it with xrun there (%w)", j.ID, strings.TrimPrefix(j.Host, local.Scheme), b.Host, backend.ErrUnreachable)
+		}
+		return b, nil
 	}
 	e, err := s.Engine(ctx, Selection{Host: j.Host})
 	if err != nil {

@@ -85,6 +85,11 @@ func (a *App) Backends() *backends.Set {
 	defer a.mu.Unlock()
 	if a.backends == nil {
 		a.backends = &backends.Set{Getenv: a.Getenv, Connect: a.Connect, KubeLog: a.Err}
+		// Jobs run on this machine without a container keep their
+		// directories beside the job store (client/backend/local).
+		if root, err := a.storeRoot(); err == nil {
+			a.backends.LocalRoot = filepath.Join(filepath.Dir(root), "local")
+		}
 	}
 	return a.backends
 }
@@ -105,16 +110,9 @@ func (a *App) Store() (*jobs.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
-	root := a.StoreRoot
-	if root == "" {
-		if d := a.getenv("XDG_DATA_HOME"); d != "" {
-			root = filepath.Join(d, "xrun", "jobs")
-		} else {
-			var err error
-			if root, err = jobs.DefaultRoot(); err != nil {
-				return nil, err
-			}
-		}
+	root, err := a.storeRoot()
+	if err != nil {
+		return nil, err
 	}
 	s, err := jobs.Open(root)
 	if err != nil {
@@ -124,6 +122,18 @@ func (a *App) Store() (*jobs.Store, error) {
 	s.Finished = a.recordHistory
 	a.store = s
 	return s, nil
+}
+
+// storeRoot is where the job store is: StoreRoot, else
+// $XDG_DATA_HOME/xrun/jobs, else ~/.local/share/xrun/jobs.
+func (a *App) storeRoot() (string, error) {
+	if a.StoreRoot != "" {
+		return a.StoreRoot, nil
+	}
+	if d := a.getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "xrun", "jobs"), nil
+	}
+	return jobs.DefaultRoot()
 }
 
 func (a *App) getenv(k string) string {

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/run"
-	"github.com/xrun-dev/xrun/runner/version"
 )
 
 type runOptions struct {
@@ -33,6 +30,11 @@ func newRunCommand(a *App) *cli.Command {
 		ArgsUsage: "DIR",
 		Description: `For development, and for GPU boxes without Docker: the experiment's Python
 dependencies must already be importable by python3 here.
+
+The run is a job of this machine (host local://HOSTNAME): it is recorded in the
+job store, followed here to its end as an attached xrun submit is, and xrun ps,
+logs, status, wait, results and cancel take its id. Ctrl-C stops the runner
+gracefully (it writes partial results); a second Ctrl-C kills it.
 
 Examples:
   xrun run --local --cpu my-kernel
@@ -59,47 +61,41 @@ Examples:
 }
 
 func runRun(ctx context.Context, a *App, o runOptions) error {
-	out := o.out
-	if out == "" {
-		out = filepath.Join(o.dir, ".xrun", "out")
+	m, err := a.Jobs()
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("make output directory: %w", err)
+	req, out, err := m.Local(job.LocalArgs{Dir: o.dir, Out: o.out, CPU: o.cpu, Python: o.python})
+	if err != nil {
+		return err
 	}
-	mode := ""
-	if o.cpu {
-		mode = "cpu"
+	if a.StdoutClosed != nil {
+		m.Detach = a.StdoutClosed()
 	}
-	// The runner's progress lines are a status line on a terminal.
-	view := render.NewLog(render.NewStatus(a.Err, a.ErrTTY))
-	r, err := run.Run(ctx, run.Options{
-		ExperimentDir: o.dir,
-		OutDir:        out,
-		Mode:          mode,
-		CPUHint:       "pass --cpu",
-		Python:        o.python,
-		ClientVersion: version.Version,
-		Log:           view,
-	})
-	view.Close()
-	if r != nil {
-		var perr error
-		if o.json {
-			perr = render.JSON(a.Out, r)
-		} else {
-			perr = report.Text(a.Out, r)
-		}
-		if perr != nil && err == nil {
-			err = perr
-		}
+	j, err := m.RunLocal(ctx, req)
+	if errors.Is(err, job.ErrDetached) {
+		return nil // whoever read stdout has stopped; the job was not asked to
+	}
+	if j == nil {
+		return err
+	}
+	inLog := a.errorInLog(j)
+	f, ro := render.Table, render.Options{ErrorShown: inLog && a.OutTTY != nil && a.ErrTTY != nil}
+	if o.json {
+		f = render.RawJSON
+	}
+	perr := a.printStoredResults(j, f, ro)
+	if perr == nil {
 		fmt.Fprintf(a.Err, "results: %s\n", filepath.Join(out, result.FileName))
 	}
-	var ng *run.NoGPUError
-	if errors.As(err, &ng) {
-		return &ExitError{Code: ExitUsage, Err: err}
+	if err != nil {
+		return err // interrupted (the partial results are above), or never started
 	}
-	if code := run.ExitCode(r, err); code != 0 {
-		return &ExitError{Code: code, Err: err}
+	if perr != nil && j.Status == result.StatusSucceeded {
+		return perr
 	}
-	return nil
+	if inLog || perr == nil && a.OutTTY != nil && a.ErrTTY != nil {
+		return job.LocalOutcome(j, job.OutcomeShown(j))
+	}
+	return job.LocalOutcome(j, job.Outcome(j))
 }

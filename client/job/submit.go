@@ -141,8 +141,16 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if p.GPUIDs != "" {
 		s.j.GPUs = p.GPUIDs
 	}
-	done = m.step("create")
-	err = s.b.Create(ctx, s.j, p.JobSpec(ctx, s.j, r.Build.Dir, jo))
+	return s.launch(ctx, p.JobSpec(ctx, s.j, r.Build.Dir, jo))
+}
+
+// launch makes and starts the recorded job from spec on s.b and, unless
+// s.r.Detach, follows it to its end (Attach) and removes what is left of
+// it once its end is stored (unless s.r.Keep).
+func (s *submission) launch(ctx context.Context, spec backend.Spec) (*jobs.Job, error) {
+	m, r := s.m, s.r
+	done := m.step("create")
+	err := s.b.Create(ctx, s.j, spec)
 	done()
 	if err != nil {
 		return s.j, err
@@ -265,8 +273,11 @@ func newRecord(p *submit.Prepared, where, dir string) *jobs.Job {
 }
 
 // Handle names what runs job j on b: "container NAME" on a Docker host,
-// "Job NAME" on a cluster.
+// "Job NAME" on a cluster, and what a backend.Handler says elsewhere.
 func Handle(b backend.Backend, j *jobs.Job) string {
+	if h, ok := b.(backend.Handler); ok {
+		return h.Handle(j)
+	}
 	if kube.IsRef(b.Where()) {
 		return "Job " + j.ContainerName
 	}

@@ -11,16 +11,21 @@ import (
 // "BOOT_ID:PID:START" (Linux's boot id, and the process's start time in
 // clock ticks since boot, so that a pid used again is not taken for it);
 // "" where it cannot be told.
-func Creator() string {
+func Creator() string { return Process(os.Getpid()) }
+
+// Process names the running process pid as Creator does, so that
+// CreatorGone tells when it has ended; "" where it cannot be told (no
+// such process, or no /proc).
+func Process(pid int) string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
-	start, ok := startTime(os.Getpid())
+	start, ok := startTime(pid)
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%s:%d:%s", strings.TrimSpace(string(boot)), os.Getpid(), start)
+	return fmt.Sprintf("%s:%d:%s", strings.TrimSpace(string(boot)), pid, start)
 }
 
 // CreatorGone reports that the process s names (Creator) has ended:

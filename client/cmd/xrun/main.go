@@ -1,6 +1,8 @@
 // Command xrun packages GPU-kernel experiments into container images and
 // runs them on your own Docker hosts. Called as xrun-runner (or with
-// __runner first) it is the in-container runner instead.
+// __runner first) it is the in-container runner instead; with __run-local
+// or __local-job first, the runner or the supervisor of a job of xrun run
+// --local.
 package main
 
 import (
@@ -11,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/cli"
+	"github.com/xrun-dev/xrun/runner/run"
 )
 
 // abortGrace is how long a second Ctrl-C waits for the command's fast
@@ -20,9 +24,19 @@ import (
 const abortGrace = 15 * time.Second
 
 func main() {
-	if cli.IsRunner(os.Args) {
+	if local.IsSupervisor(os.Args) {
+		// The supervisor of a job of xrun run --local (client/backend/local).
+		os.Exit(local.Supervise(os.Args[2]))
+	}
+	if local.IsRunner(os.Args) || run.IsRunner(os.Args) {
+		// The runner of a local job, or the in-container runner.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := cli.RunnerMain(ctx, os.Args, os.Stdout, os.Stderr)
+		code := 0
+		if local.IsRunner(os.Args) {
+			code = local.RunnerMain(ctx, os.Args[2:], os.Stderr)
+		} else {
+			code = run.RunnerMain(ctx, os.Args, os.Stdout, os.Stderr)
+		}
 		stop()
 		os.Exit(code)
 	}

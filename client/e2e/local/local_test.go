@@ -1,0 +1,169 @@
+//go:build integration
+
+// Package local_test runs xrun run --local as a user does, without
+// Docker: the run is a job of this machine (client/backend/local), and
+// status, logs, results, wait and ps take its id afterwards.
+package local_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/testenv"
+)
+
+var (
+	xrunBin string
+	dataDir string
+	repo    string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(mainLocal(m))
+}
+
+func mainLocal(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "xrun-local-")
+	if err != nil {
+		return xruntest.Unavailable("local", "%v", err)
+	}
+	defer os.RemoveAll(tmp)
+	repo = xruntest.Repo()
+	xrunBin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
+	if err := xruntest.Build(repo, xrunBin); err != nil {
+		return xruntest.Unavailable("local", "%v", err)
+	}
+	return m.Run()
+}
+
+func env() []string {
+	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "XRUN_HOST=", "XRUN_CONTEXT=")
+}
+
+func xrun(t *testing.T, limit time.Duration, args ...string) xruntest.Result {
+	t.Helper()
+	return xruntest.Run(t, limit, xrunBin, env(), args...)
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	// A copy: the run writes nothing into the repository's fixtures.
+	dst := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("cp", "-r", filepath.Join(repo, "client", "e2e", "testdata", name), dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy fixture: %v\n%s", err, out)
+	}
+	return dst
+}
+
+var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in process \d+ on (local://\S+)`)
+
+func TestRunLocalIsAJob(t *testing.T) {
+	out := t.TempDir()
+	r := xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixture(t, "quick"))
+	if r.Code == 4 && strings.Contains(r.Stderr, "numpy") {
+		testenv.Missing(t, "no python3 with numpy on this machine (apt-get install python3-numpy): %s", r.Stderr)
+	}
+	xruntest.Expect(t, r, 0, "status: succeeded", "results: "+filepath.Join(out, "results.json"))
+	m := jobLine.FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no job line on stderr:\n%s", r.Stderr)
+	}
+	id, host := m[1], m[2]
+	if !strings.Contains(r.Stdout, "loop") {
+		t.Errorf("no table on stdout:\n%s", r.Stdout)
+	}
+	if rs, err := result.ReadFile(filepath.Join(out, "results.json")); err != nil || !rs.Success || rs.JobID != id {
+		t.Errorf("--out's results: %v %+v", err, rs)
+	}
+
+	st := xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
+	if st.ID != id || st.Status != "succeeded" || st.Host != host || st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Errorf("status --json: %+v", st)
+	}
+	logs := xrun(t, time.Minute, "logs", id)
+	xruntest.Expect(t, logs, 0)
+	if !strings.Contains(logs.Stdout, "status: succeeded") || !strings.Contains(logs.Stdout, "loop: correct") {
+		t.Errorf("logs:\n%s", logs.Stdout)
+	}
+	res := xrun(t, time.Minute, "results", "--json", id)
+	xruntest.Expect(t, res, 0)
+	var rs result.Results
+	if err := json.Unmarshal([]byte(res.Stdout), &rs); err != nil || rs.JobID != id || rs.Experiment != "e2e-quick" || !rs.Success {
+		t.Errorf("results --json: %v\n%s", err, res.Stdout)
+	}
+	xruntest.Expect(t, xrun(t, time.Minute, "wait", id), 0)
+	ps := xrun(t, time.Minute, "ps", "--all")
+	xruntest.Expect(t, ps, 0)
+	if !regexp.MustCompile(id + `\s+e2e-quick\s+succeeded\s.*` + regexp.QuoteMeta(host)).MatchString(ps.Stdout) {
+		t.Errorf("ps --all does not list the job:\n%s", ps.Stdout)
+	}
+	// Its results and log are in the store: its directory on this
+	// machine is gone, as an attached submit's container is.
+	if left, _ := os.ReadDir(filepath.Join(dataDir, "xrun", "local")); len(left) != 0 {
+		t.Errorf("the local job's directory is left: %v", left)
+	}
+}
+
+// Ctrl-C stops the runner gracefully: partial results, status cancelled,
+// exit 130, and no process left behind.
+func TestRunLocalInterrupted(t *testing.T) {
+	cmd := exec.Command(xrunBin, "run", "--local", "--cpu", "--out", t.TempDir(), fixture(t, "slow"))
+	cmd.Env = env()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var id, all string
+	sc := bufio.NewScanner(stderr)
+	deadline := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	for sc.Scan() {
+		all += sc.Text() + "\n"
+		if m := jobLine.FindStringSubmatch(sc.Text()); m != nil {
+			id = m[1]
+		}
+		if id != "" && strings.Contains(sc.Text(), "ready in") {
+			break
+		}
+	}
+	if id == "" {
+		if strings.Contains(all, "numpy") {
+			testenv.Missing(t, "no python3 with numpy on this machine (apt-get install python3-numpy): %s", all)
+		}
+		t.Fatalf("the run did not start:\n%s", all)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for sc.Scan() {
+		all += sc.Text() + "\n"
+	}
+	err = cmd.Wait()
+	if cmd.ProcessState.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, all)
+	}
+	for _, want := range []string{"interrupted: stopping and removing process", "stopped and removed process"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, all)
+		}
+	}
+	st := xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
+	if st.Status != "cancelled" {
+		t.Errorf("status after Ctrl-C: %+v", st)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "__run-local.*"+id).Output(); len(out) > 0 {
+		t.Errorf("the runner outlived Ctrl-C: pids %s", out)
+	}
+}

@@ -1,0 +1,125 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/local"
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/submit"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// LocalRequest is a run of the runner on this machine without a
+// container (xrun run --local): a job of Backend (client/backend/local)
+// that needs no image, followed to its end as an attached submit is.
+type LocalRequest struct {
+	Backend backend.Backend
+	// Record is the job's record before it is created: its experiment,
+	// directory, spec hash, mode and GPUs. The rest is filled in here.
+	Record *jobs.Job
+	// Spec is what Backend runs, made once the job has its id.
+	Spec func(j *jobs.Job) backend.Spec
+}
+
+// LocalArgs are a run of the runner on this machine as `xrun run --local`
+// asks for it.
+type LocalArgs struct {
+	// Dir is the experiment directory; Out the output directory ("":
+	// Dir/.xrun/out).
+	Dir, Out string
+	// CPU runs the CPU sweep even where a GPU is; else the runner picks.
+	CPU bool
+	// Python is the harness's interpreter ("": the runner picks).
+	Python string
+}
+
+// Local checks a, makes its output directory and returns the request for
+// RunLocal, and the output directory: a job of the local backend whose
+// runner is this xrun binary (client/backend/local).
+func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
+	s, err := spec.Load(a.Dir)
+	if err != nil {
+		return LocalRequest{}, "", exit.BadInput(err)
+	}
+	out := a.Out
+	if out == "" {
+		out = filepath.Join(a.Dir, ".xrun", "out")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return LocalRequest{}, "", fmt.Errorf("make output directory: %w", err)
+	}
+	dir, err := filepath.Abs(a.Dir)
+	if err != nil {
+		return LocalRequest{}, "", err
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return LocalRequest{}, "", err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return LocalRequest{}, "", fmt.Errorf("find the xrun binary to run the runner: %w", err)
+	}
+	b, err := m.Backends.Local()
+	if err != nil {
+		return LocalRequest{}, "", &exit.Error{Code: exit.Infra, Err: err}
+	}
+	// The runner picks GPU or CPU where no --cpu says.
+	rec := &jobs.Job{Experiment: s.Name, ExperimentDir: dir, SpecHash: s.Hash, Mode: "auto", GPUs: "-"}
+	if a.CPU {
+		rec.Mode, rec.GPUs = "cpu", "0"
+	}
+	if t := s.Resources.Timeout.Duration; t > 0 {
+		rec.Timeout = t.String()
+	}
+	return LocalRequest{Backend: b, Record: rec, Spec: func(j *jobs.Job) backend.Spec {
+		argv := local.Command(exe, dir, absOut, a.CPU, a.Python, j.ID)
+		return backend.Spec{Name: submit.JobName(s.Name, j.ID), Command: argv, OutDir: absOut}
+	}}, out, nil
+}
+
+// LocalOutcome is a local job's outcome err (Outcome, OutcomeShown) with
+// the exit code the runner gives it (run.ExitCode): a run past
+// resources.timeout, which the runner stops itself, is a failure (2)
+// there.
+func LocalOutcome(j *jobs.Job, err error) error {
+	if j.Status == result.StatusTimeout && j.StoppedBy == "" {
+		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("job %s ran past resources.timeout (%s): raise it in %s (see the results above or `xrun results %s`)", j.ID, j.Timeout, spec.FileName, j.ID)}
+	}
+	return err
+}
+
+// RunLocal records the job, makes and starts it and follows it to its end
+// (Attach), with the same cleanup as Submit for one that fails or is
+// interrupted on the way. Once its results and logs are in the store, its
+// directory on the backend is removed. It returns the job as far as it
+// got and an error for a run that failed or was interrupted, not for the
+// job's own outcome (Outcome says that).
+func (m *Manager) RunLocal(ctx context.Context, r LocalRequest) (*jobs.Job, error) {
+	s := &submission{m: m, b: r.Backend, release: func() {}}
+	j, err := s.runLocal(ctx, r)
+	if err != nil {
+		return j, s.abort(ctx, err)
+	}
+	return j, nil
+}
+
+func (s *submission) runLocal(ctx context.Context, r LocalRequest) (*jobs.Job, error) {
+	j := r.Record
+	j.Host, j.Status = s.b.Where(), jobs.StatusCreated
+	j.Creator, j.Owner = jobs.Creator(), jobs.CurrentUser()
+	if err := s.m.Store.Create(j); err != nil {
+		return nil, err
+	}
+	s.j, s.stage = j, recorded
+	if s.m.OnJob != nil {
+		s.m.OnJob(j)
+	}
+	return s.launch(ctx, r.Spec(j))
+}
