@@ -10,7 +10,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/compare"
-	"github.com/xrun-dev/xrun/client/fanout"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
 )
@@ -32,7 +32,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		job *jobs.Job
 		out string
 	}
-	res := fanout.Run(ctx, hostList, a.Err, func(ctx context.Context, h string, w io.Writer) (outcome, error) {
+	res := job.FanOut(ctx, hostList, a.Err, func(ctx context.Context, h string, w io.Writer) (outcome, error) {
 		var out bytes.Buffer
 		child := &App{Out: &out, Err: w, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot, Trace: a.Trace}
 		defer child.Close()

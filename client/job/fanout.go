@@ -1,8 +1,4 @@
-// Package fanout runs one piece of work on several Docker hosts in
-// parallel: each host's progress is written as lines prefixed with its
-// name, a failure on one host is recorded for that host while the others
-// go on, and the outcome of every host comes back in the order given.
-package fanout
+package job
 
 import (
 	"bytes"
@@ -18,27 +14,29 @@ import (
 )
 
 // Result is the outcome on one host.
-type Result[T any] struct {
+type HostResult[T any] struct {
 	Host    string
 	Value   T
 	Err     error
 	Elapsed time.Duration
 }
 
-// Func does the work on one host; out receives its progress (any number
-// of bytes at a time; fanout splits it into lines).
-type Func[T any] func(ctx context.Context, host string, out io.Writer) (T, error)
+// HostFunc does the work on one host; out receives its progress (any number
+// of bytes at a time; FanOut splits it into lines).
+type HostFunc[T any] func(ctx context.Context, host string, out io.Writer) (T, error)
 
-// Run calls fn for every host at once and waits for all of them. A
+// FanOut runs one piece of work (a submit) on several Docker hosts in
+// parallel: it calls fn for every host at once and waits for all of them,
+// and the outcome of every host comes back in the order given. A
 // failing host does not cancel the others; only ctx does. Progress lines
 // go to w as "host | line", never interleaved mid-line.
-func Run[T any](ctx context.Context, hostNames []string, w io.Writer, fn Func[T]) []Result[T] {
+func FanOut[T any](ctx context.Context, hostNames []string, w io.Writer, fn HostFunc[T]) []HostResult[T] {
 	width := 0
 	for _, h := range hostNames {
 		width = max(width, len(h))
 	}
 	var mu sync.Mutex // serializes whole lines to w
-	results := make([]Result[T], len(hostNames))
+	results := make([]HostResult[T], len(hostNames))
 	var g errgroup.Group // no shared context: one failure must not stop the rest
 	for i, h := range hostNames {
 		g.Go(func() error {
@@ -46,7 +44,7 @@ func Run[T any](ctx context.Context, hostNames []string, w io.Writer, fn Func[T]
 			start := time.Now()
 			v, err := fn(ctx, h, lw)
 			lw.flush()
-			results[i] = Result[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
+			results[i] = HostResult[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
 			if err != nil {
 				lw.line("failed: " + oneLine(err.Error()))
 			}
@@ -57,9 +55,9 @@ func Run[T any](ctx context.Context, hostNames []string, w io.Writer, fn Func[T]
 	return results
 }
 
-// Err joins the failures as "host: error", or returns nil when every host
+// HostErrors joins the failures as "host: error", or returns nil when every host
 // succeeded.
-func Err[T any](results []Result[T]) error {
+func HostErrors[T any](results []HostResult[T]) error {
 	var errs []error
 	for _, r := range results {
 		if r.Err != nil {
@@ -69,8 +67,8 @@ func Err[T any](results []Result[T]) error {
 	return errors.Join(errs...)
 }
 
-// Failed counts the hosts that failed.
-func Failed[T any](results []Result[T]) int {
+// FailedHosts counts the hosts that failed.
+func FailedHosts[T any](results []HostResult[T]) int {
 	n := 0
 	for _, r := range results {
 		if r.Err != nil {

@@ -1,4 +1,6 @@
-package fanout_test
+//go:build integration
+
+package job_test
 
 import (
 	"bytes"
@@ -17,8 +19,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/xrun-dev/xrun/client/compare"
-	"github.com/xrun-dev/xrun/client/fanout"
 	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -120,13 +122,13 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	job := func(ctx context.Context, h string, w io.Writer) (*result.Results, error) {
+	work := func(ctx context.Context, h string, w io.Writer) (*result.Results, error) {
 		return runJob(ctx, targets[h], w)
 	}
 
 	var out lockedBuilder
-	res := fanout.Run(ctx, []string{"local", "second"}, &out, job)
-	if err := fanout.Err(res); err != nil {
+	res := job.FanOut(ctx, []string{"local", "second"}, &out, work)
+	if err := job.HostErrors(res); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"local  | connected to", "second | connected to", "second | job fan", "local  | job fan"} {
@@ -155,7 +157,7 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 
 	d.Stop(t)
 	out = lockedBuilder{}
-	res = fanout.Run(ctx, []string{"local", "second"}, &out, job)
+	res = job.FanOut(ctx, []string{"local", "second"}, &out, work)
 	if res[0].Err != nil || res[0].Value == nil {
 		t.Fatalf("the local host did not complete: %v\n%s", res[0].Err, out.String())
 	}
@@ -166,8 +168,8 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if !strings.Contains(out.String(), "second | failed: cannot reach the Docker daemon at second (tcp://127.0.0.1:") {
 		t.Fatalf("the failure is not reported for its host:\n%s", out.String())
 	}
-	if fanout.Failed(res) != 1 {
-		t.Fatalf("%d failures", fanout.Failed(res))
+	if job.FailedHosts(res) != 1 {
+		t.Fatalf("%d failures", job.FailedHosts(res))
 	}
 	t.Logf("with the second daemon stopped:\n%s", out.String())
 }

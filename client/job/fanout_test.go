@@ -1,4 +1,4 @@
-package fanout
+package job
 
 import (
 	"bytes"
@@ -30,11 +30,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestRun(t *testing.T) {
+func TestFanOut(t *testing.T) {
 	var out syncBuffer
 	hosts := []string{"lab", "cloud-a100", "desk"}
 	start := time.Now()
-	res := Run(context.Background(), hosts, &out, func(ctx context.Context, h string, w io.Writer) (string, error) {
+	res := FanOut(context.Background(), hosts, &out, func(ctx context.Context, h string, w io.Writer) (string, error) {
 		for i := 0; i < 50; i++ {
 			// Partial writes must still come out as whole lines.
 			fmt.Fprintf(w, "%s step ", h)
@@ -58,10 +58,10 @@ func TestRun(t *testing.T) {
 	if res[0].Value != "job-lab" || res[2].Value != "job-desk" || res[1].Err == nil {
 		t.Fatalf("results: %+v", res)
 	}
-	if Failed(res) != 1 {
-		t.Fatalf("Failed = %d", Failed(res))
+	if FailedHosts(res) != 1 {
+		t.Fatalf("Failed = %d", FailedHosts(res))
 	}
-	err := Err(res)
+	err := HostErrors(res)
 	var he *HostError
 	if !errors.As(err, &he) || he.Host != "cloud-a100" {
 		t.Fatalf("Err = %v", err)
@@ -96,7 +96,7 @@ func TestHostError(t *testing.T) {
 	if got := (&HostError{Host: "lab", Err: errors.New("cannot reach Docker host lab")}).Error(); got != "cannot reach Docker host lab" {
 		t.Fatal(got)
 	}
-	if Err([]Result[int]{{Host: "a"}, {Host: "b"}}) != nil {
+	if HostErrors([]HostResult[int]{{Host: "a"}, {Host: "b"}}) != nil {
 		t.Fatal("no failures should be nil")
 	}
 }
