@@ -172,9 +172,9 @@ func TestNightlyRegression(t *testing.T) {
 		t.Errorf("after the killed writer: %d runs of e2e-drift (%v)", len(runs), err)
 	}
 	for _, id := range append(stable, slow) {
-		defer xrun(t, time.Minute, "rm", "--force", id)
+		defer x.Run(t, time.Minute, "rm", "--force", id)
 	}
-	defer xrun(t, time.Minute, "rm", "--force", rep.Runs[0].Rerun)
+	defer x.Run(t, time.Minute, "rm", "--force", rep.Runs[0].Rerun)
 }
 
 // Exit codes the test expects of xrun.
