@@ -294,5 +294,5 @@ func TestHostileTokenHunt(t *testing.T) {
 func submitWithEnv(t *testing.T, fixture string, extra ...string) res {
 	t.Helper()
 	args := []string{"submit", "--json", "--cpu", "--keep", "--base", Base, "--label", labelArg, fixturePath(fixture)}
-	return xruntest.Run(t, 8*time.Minute, xrunBin, append(env(), extra...), args...)
+	return x.RunEnv(t, 8*time.Minute, extra, args...)
 }

@@ -281,7 +281,7 @@ func TestRmUnreadableRecordOnNamedHost(t *testing.T) {
 // runIn runs xrun with extra environment variables.
 func runIn(t *testing.T, extra []string, args ...string) res {
 	t.Helper()
-	return xruntest.Run(t, time.Minute, xrunBin, append(env(), extra...), args...)
+	return x.RunEnv(t, time.Minute, extra, args...)
 }
 
 // A daemon that restarts under a running job: while it is down, status

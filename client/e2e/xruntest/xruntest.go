@@ -1,8 +1,9 @@
 // Package xruntest builds the xrun binary and runs it as a user would, for
 // the end-to-end suites (client/e2e, client/e2e/k8s, client/e2e/gpu,
 // client/hosts): the build, the CPU base they submit on, one call with a
-// time limit, its exit code and output, and the check every suite makes of
-// them.
+// time limit, its exit code and output, the check every suite makes of
+// them, and the JSON the suites read a job from (its id comes from
+// submit --json or ps --json, never from what xrun says to a person).
 package xruntest
 
 import (
@@ -273,6 +274,12 @@ type Xrun struct {
 func (x *Xrun) Run(t testing.TB, limit time.Duration, args ...string) Result {
 	t.Helper()
 	return Run(t, limit, x.Bin, x.Env(), args...)
+}
+
+// RunEnv is Run with the variables extra added to the environment.
+func (x *Xrun) RunEnv(t testing.TB, limit time.Duration, extra []string, args ...string) Result {
+	t.Helper()
+	return Run(t, limit, x.Bin, append(x.Env(), extra...), args...)
 }
 
 // Status is what `xrun status --json ID` says of job id; it fails t
