@@ -165,6 +165,12 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return nil
 	}
 	if err != nil {
+		// A job that was recorded and then failed to start, was interrupted
+		// or could not be finished has a record all the same: --json prints
+		// it, so that a script learns the job's id and how it ended.
+		if o.json && j != nil {
+			writeJSON(a.Out, j)
+		}
 		return err
 	}
 	switch {

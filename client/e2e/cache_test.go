@@ -11,15 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // cacheOf submits the cache fixture with flags and returns what its
 // results say of the compile caches it started with.
-func cacheOf(t *testing.T, r res) *result.Cache {
+func cacheOf(t *testing.T, flags ...string) *result.Cache {
 	t.Helper()
+	r := submit(t, 5*time.Minute, "cache", append([]string{"--json"}, flags...)...)
 	expect(t, r, 0)
-	s := jobStatus(t, jobIDOf(t, r))
+	s := x.Status(t, xruntest.JobID(t, r))
 	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +39,11 @@ func TestCompileCacheVolume(t *testing.T) {
 	for _, v := range dockerCLIList(t, "volume", "ls", "-q", "--filter", "label=dev.xrun.experiment=e2e-cache") {
 		dockerCLI(t, "volume", "rm", v)
 	}
-	first := cacheOf(t, submit(t, 5*time.Minute, "cache"))
+	first := cacheOf(t)
 	if first.Volume == "" || !strings.HasPrefix(first.Volume, "xrun-cache-e2e-cache-") || first.Files != 0 {
 		t.Errorf("first job's cache: %+v, want a new volume of the experiment", first)
 	}
-	second := cacheOf(t, submit(t, 5*time.Minute, "cache"))
+	second := cacheOf(t)
 	if second.Volume != first.Volume || second.Files == 0 || second.Bytes < 4096 {
 		t.Errorf("second job's cache: %+v, want the first's volume with its entry", second)
 	}
@@ -59,7 +61,7 @@ func TestCompileCacheVolume(t *testing.T) {
 	if codes[0] != 0 || codes[1] != 0 {
 		t.Errorf("two jobs sharing the cache exited %v", codes)
 	}
-	own := cacheOf(t, submit(t, 5*time.Minute, "cache", "--no-cache-volume"))
+	own := cacheOf(t, "--no-cache-volume")
 	if own.Volume != "" || own.Files != 0 {
 		t.Errorf("--no-cache-volume: %+v, want the job's own empty caches", own)
 	}
@@ -67,14 +69,14 @@ func TestCompileCacheVolume(t *testing.T) {
 	// removed theirs once their results were in the store.
 	if left := jobsOf(t, "e2e-cache"); len(left) != 0 {
 		t.Errorf("attached jobs left their containers: %v", left)
-		expect(t, xrun(t, time.Minute, append([]string{"rm", "--keep-record"}, left...)...), 0)
+		expect(t, x.Run(t, time.Minute, append([]string{"rm", "--keep-record"}, left...)...), 0)
 	}
-	dry := xrun(t, time.Minute, "prune", "--caches", "--dry-run")
+	dry := x.Run(t, time.Minute, "prune", "--caches", "--dry-run")
 	expect(t, dry, 0)
 	if !strings.Contains(dry.Stdout, "would remove cache volume "+first.Volume) {
 		t.Errorf("prune --caches --dry-run:\n%s\n%s", dry.Stdout, dry.Stderr)
 	}
-	expect(t, xrun(t, time.Minute, "prune", "--caches"), 0)
+	expect(t, x.Run(t, time.Minute, "prune", "--caches"), 0)
 	if got := dockerCLIList(t, "volume", "ls", "-q", "--filter", "name="+first.Volume); len(got) != 0 {
 		t.Errorf("prune --caches left %v", got)
 	}

@@ -20,7 +20,7 @@ func TestCompletionBash(t *testing.T) {
 	if err != nil {
 		testenv.Missing(t, "no bash on PATH")
 	}
-	script := xrun(t, time.Minute, "completion", "bash")
+	script := x.Run(t, time.Minute, "completion", "bash")
 	expect(t, script, 0)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "xrun.bash")
@@ -54,7 +54,7 @@ func TestCompletionBash(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
-	defer xrun(t, time.Minute, "rm", "-f", id)
+	defer x.Run(t, time.Minute, "rm", "-f", id)
 	if got := complete("xrun", "logs", id[:10]); strings.TrimSpace(got) != id {
 		t.Errorf("xrun logs %s<TAB>: %q", id[:10], got)
 	}
@@ -62,11 +62,11 @@ func TestCompletionBash(t *testing.T) {
 		t.Errorf("xrun rm --for<TAB>: %q", got)
 	}
 	for _, sh := range []string{"zsh", "fish"} {
-		s := xrun(t, time.Minute, "completion", sh)
+		s := x.Run(t, time.Minute, "completion", sh)
 		expect(t, s, 0)
 		if !strings.Contains(s.Stdout, "xrun") {
 			t.Errorf("%s script:\n%s", sh, s.Stdout)
 		}
 	}
-	expect(t, xrun(t, time.Minute, "completion", "tcsh"), 3, "unknown shell")
+	expect(t, x.Run(t, time.Minute, "completion", "tcsh"), 3, "unknown shell")
 }

@@ -82,6 +82,7 @@ func mainE2E(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	xrunBin = filepath.Join(tmp, "xrun")
+	x.Bin = xrunBin
 	dataDir = filepath.Join(tmp, "data")
 	if err := xruntest.Build(repo, xrunBin); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v", err)
@@ -139,11 +140,8 @@ type res = xruntest.Result
 
 var expect = xruntest.Expect
 
-// xrun runs the binary with args and waits at most limit.
-func xrun(t *testing.T, limit time.Duration, args ...string) res {
-	t.Helper()
-	return xruntest.Run(t, limit, xrunBin, env(), args...)
-}
+// x is the binary under test, with the store dataDir.
+var x = &xruntest.Xrun{Env: env}
 
 func env() []string {
 	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "XRUN_HOST=", "XRUN_CONTEXT=")
@@ -153,7 +151,15 @@ func env() []string {
 func submit(t *testing.T, limit time.Duration, fixture string, flags ...string) res {
 	t.Helper()
 	args := append([]string{"submit", "--cpu", "--base", Base, "--label", labelArg}, flags...)
-	return xrun(t, limit, append(args, fixturePath(fixture))...)
+	return x.Run(t, limit, append(args, fixturePath(fixture))...)
+}
+
+// submitted is submit for a test of what a person sees of an attached
+// submit (no --json): it returns the id of the job too, from
+// `xrun ps --all --json` (xruntest.Xrun.Submitted).
+func submitted(t *testing.T, limit time.Duration, fixture string, flags ...string) (res, string) {
+	t.Helper()
+	return x.Submitted(t, fixturePath(fixture), func() res { return submit(t, limit, fixture, flags...) })
 }
 
 func fixturePath(name string) string {
@@ -162,8 +168,6 @@ func fixturePath(name string) string {
 	}
 	return filepath.Join(repo, "client", "e2e", "testdata", name)
 }
-
-var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in container`)
 
 // jobContainers returns the containers of job id on the daemon.
 func jobContainers(t *testing.T, id string) []engine.Container {
@@ -175,17 +179,12 @@ func jobContainers(t *testing.T, id string) []engine.Container {
 	return cs
 }
 
-func jobStatus(t *testing.T, id string) xruntest.Status {
-	t.Helper()
-	return xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
-}
-
 // waitRunning polls until the job's container runs.
 func waitRunning(t *testing.T, id string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if s := jobStatus(t, id); s.Container != nil && s.Container.State == "running" {
+		if s := x.Status(t, id); s.Container != nil && s.Container.State == "running" {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -195,20 +194,18 @@ func waitRunning(t *testing.T, id string) {
 
 func TestInitThenSubmitAttached(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "first-kernel")
-	expect(t, xrun(t, time.Minute, "init", dir), 0)
+	expect(t, x.Run(t, time.Minute, "init", dir), 0)
 	// The scaffold as it is, on whatever CPU base the host has.
-	r := xrun(t, 5*time.Minute, "submit", "--cpu", "--keep", "--label", labelArg, dir)
-	expect(t, r, 0, "build: step 1/", "job ", "status: succeeded")
+	r, id := x.Submitted(t, dir, func() res {
+		return x.Run(t, 5*time.Minute, "submit", "--cpu", "--keep", "--label", labelArg, dir)
+	})
+	expect(t, r, 0, "build: step 1/", "job "+id+" running in container", "status: succeeded")
 	for _, want := range []string{"first-kernel", "succeeded", "reference", "blocked", "PASS"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.Stdout)
 		}
 	}
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatalf("no job id in stderr:\n%s", r.Stderr)
-	}
-	s := jobStatus(t, m[1])
+	s := x.Status(t, id)
 	if s.Status != result.StatusSucceeded {
 		t.Errorf("status %+v", s)
 	}
@@ -218,7 +215,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 		}
 	}
 	// --keep keeps an attached job's container until xrun rm.
-	if cs := jobContainers(t, m[1]); len(cs) != 1 || cs[0].State != "exited" {
+	if cs := jobContainers(t, id); len(cs) != 1 || cs[0].State != "exited" {
 		t.Errorf("containers of the job: %+v", cs)
 	}
 	// The job ran unprivileged, with limits, and recorded them.
@@ -233,7 +230,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	if name := strings.TrimSpace(dockerCLI(t, "info", "--format", "{{.Name}}")); rs.Env.Host != name {
 		t.Errorf("env.host %q, want the daemon's host name %q", rs.Env.Host, name)
 	}
-	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+m[1])
+	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+id)
 	// The runner starts as root with the capabilities to run the
 	// experiment as the job user and kill its processes (Docker may write
 	// them with or without CAP_).
@@ -259,32 +256,32 @@ func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(id) {
 		t.Fatalf("detached stdout %q, want the job id alone", r.Stdout)
 	}
-	logs := xrun(t, 3*time.Minute, "logs", "-f", id[:6])
+	logs := x.Run(t, 3*time.Minute, "logs", "-f", id[:6])
 	expect(t, logs, 0)
 	if !strings.Contains(logs.Stdout, "status: succeeded") {
 		t.Errorf("logs -f did not follow to the end on stdout:\nstdout:\n%s\nstderr:\n%s", logs.Stdout, logs.Stderr)
 	}
-	w := xrun(t, time.Minute, "wait", id)
+	w := x.Run(t, time.Minute, "wait", id)
 	expect(t, w, 0)
 	if strings.TrimSpace(w.Stdout) != "succeeded" {
 		t.Errorf("wait printed %q", w.Stdout)
 	}
 	// The container is still there: its log, both streams, on stdout.
-	if l := xrun(t, time.Minute, "logs", id); !strings.Contains(l.Stdout, "status: succeeded") || l.Stderr != "" {
+	if l := x.Run(t, time.Minute, "logs", id); !strings.Contains(l.Stdout, "status: succeeded") || l.Stderr != "" {
 		t.Errorf("logs of a finished job: stdout:\n%s\nstderr:\n%s", l.Stdout, l.Stderr)
 	}
-	js := xrun(t, time.Minute, "results", "--json", id)
+	js := x.Run(t, time.Minute, "results", "--json", id)
 	expect(t, js, 0)
 	rs, err := result.Decode([]byte(js.Stdout))
 	if err != nil || rs.JobID != id || rs.Experiment != "e2e-quick" || !rs.Success {
 		t.Errorf("results --json: %v %+v", err, rs)
 	}
-	md := xrun(t, time.Minute, "results", "--markdown", id)
+	md := x.Run(t, time.Minute, "results", "--markdown", id)
 	expect(t, md, 0)
 	if !strings.Contains(md.Stdout, "| N=1024 | N=4096 |") || !strings.Contains(md.Stdout, "✅") {
 		t.Errorf("markdown:\n%s", md.Stdout)
 	}
-	ps := xrun(t, time.Minute, "ps", "--all", "--json")
+	ps := x.Run(t, time.Minute, "ps", "--all", "--json")
 	expect(t, ps, 0)
 	if !strings.Contains(ps.Stdout, id) {
 		t.Errorf("ps --all lacks %s", id)
@@ -294,13 +291,13 @@ func TestDetachedLifecycleAndSkippedRebuild(t *testing.T) {
 	again := submit(t, 2*time.Minute, "quick", "-d")
 	expect(t, again, 0, "build skipped")
 	id2 := strings.TrimSpace(again.Stdout)
-	expect(t, xrun(t, 2*time.Minute, "wait", id2), 0)
+	expect(t, x.Run(t, 2*time.Minute, "wait", id2), 0)
 
-	expect(t, xrun(t, time.Minute, "rm", id, id2), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id, id2), 0)
 	if cs := jobContainers(t, id); len(cs) != 0 {
 		t.Errorf("rm left %d containers", len(cs))
 	}
-	bad := xrun(t, time.Minute, "status", id)
+	bad := x.Run(t, time.Minute, "status", id)
 	expect(t, bad, 3, "no job \""+id+"\"")
 }
 
@@ -309,15 +306,15 @@ func TestCancelRunningJob(t *testing.T) {
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
 	waitRunning(t, id)
-	c := xrun(t, time.Minute, "cancel", id)
+	c := x.Run(t, time.Minute, "cancel", id)
 	expect(t, c, 0, "cancelled job "+id)
-	s := jobStatus(t, id)
+	s := x.Status(t, id)
 	if s.Status != result.StatusCancelled || s.Container == nil || s.Container.State != "exited" {
 		t.Errorf("after cancel: %+v", s)
 	}
-	w := xrun(t, time.Minute, "wait", id)
+	w := x.Run(t, time.Minute, "wait", id)
 	expect(t, w, 130, "was cancelled")
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
 
 func TestInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
@@ -330,42 +327,50 @@ func TestTwiceInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 	interruptAttached(t, 20*time.Millisecond)
 }
 
-// startSlowSubmit starts an attached submit of the slow fixture, its
-// stderr kept for the test to read while it runs.
-func startSlowSubmit(t *testing.T) (*exec.Cmd, *syncBuffer) {
+// startSlowSubmit starts an attached submit --json of the slow fixture,
+// its stderr kept for the test to read while it runs; stdout gets the
+// job's record once it ends.
+func startSlowSubmit(t *testing.T) (*exec.Cmd, *syncBuffer, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(xrunBin, "submit", "--cpu", "--base", Base, "--label", labelArg, fixturePath("slow"))
+	cmd := exec.Command(xrunBin, "submit", "--json", "--cpu", "--base", Base, "--label", labelArg, fixturePath("slow"))
 	cmd.Env = env()
-	errb := &syncBuffer{}
-	cmd.Stderr = errb
+	outb, errb := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = outb, errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, errb
+	return cmd, outb, errb
+}
+
+// ended is how cmd, a submit started by startSlowSubmit, ended.
+func ended(cmd *exec.Cmd, outb, errb *syncBuffer) res {
+	return res{Code: cmd.ProcessState.ExitCode(), Stdout: outb.String(), Stderr: errb.String()}
 }
 
 // interruptAttached runs the slow fixture attached and sends it SIGINT once
 // it runs, and again after second when that is not zero; xrun must exit
-// 130 having removed the container and recorded the job cancelled.
+// 130 having removed the container and recorded the job cancelled, and
+// print that record.
 func interruptAttached(t *testing.T, second time.Duration) {
-	cmd, errb := startSlowSubmit(t)
+	before := map[string]bool{}
+	for _, c := range slowContainers(t) {
+		before[c.ID] = true
+	}
+	cmd, outb, errb := startSlowSubmit(t)
 	defer cmd.Process.Kill()
+	// The job: the one new container of the fixture, once it runs.
 	var id string
 	deadline := time.Now().Add(3 * time.Minute)
 	for id == "" && time.Now().Before(deadline) {
-		if m := jobLine.FindStringSubmatch(errb.String()); m != nil {
-			id = m[1]
+		for _, c := range slowContainers(t) {
+			if !before[c.ID] && c.State == "running" {
+				id = c.Labels["dev.xrun.job"]
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if id == "" {
-		t.Fatalf("the job did not start:\n%s", errb.String())
-	}
-	for time.Now().Before(deadline) {
-		if cs := jobContainers(t, id); len(cs) == 1 && cs[0].State == "running" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		t.Fatalf("the job did not start running:\n%s", errb.String())
 	}
 	time.Sleep(time.Second) // let the runner start its workers
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -390,10 +395,13 @@ func interruptAttached(t *testing.T, second time.Duration) {
 	if !strings.Contains(errb.String(), "stopped and removed container") {
 		t.Errorf("stderr does not say the container was removed:\n%s", errb.String())
 	}
+	if j, _ := xruntest.DecodeJob(t, ended(cmd, outb, errb)); j.ID != id || j.Status != result.StatusCancelled {
+		t.Errorf("submit --json printed job %q %s, want %s cancelled", j.ID, j.Status, id)
+	}
 	if cs := jobContainers(t, id); len(cs) != 0 {
 		t.Errorf("%d containers left behind: %+v", len(cs), cs)
 	}
-	if s := jobStatus(t, id); s.Status != result.StatusCancelled {
+	if s := x.Status(t, id); s.Status != result.StatusCancelled {
 		t.Errorf("record after Ctrl-C: %+v", s)
 	}
 }
@@ -437,18 +445,16 @@ func slowContainers(t *testing.T) []engine.Container {
 	return cs
 }
 
-var interruptedJob = regexp.MustCompile(`job ([0-9a-f]{12}) interrupted`)
-
 // interruptEarly submits the slow fixture attached and sends it SIGINT
 // delay after ready (polled) first holds; xrun must exit 130 and leave no
 // container of the fixture that was not there before, and a job it
-// recorded must be cancelled.
+// recorded must be cancelled, and its record printed.
 func interruptEarly(t *testing.T, ready func(errb *syncBuffer, before map[string]bool) bool, delay time.Duration) {
 	before := map[string]bool{}
 	for _, c := range slowContainers(t) {
 		before[c.ID] = true
 	}
-	cmd, errb := startSlowSubmit(t)
+	cmd, outb, errb := startSlowSubmit(t)
 	defer cmd.Process.Kill()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -488,40 +494,36 @@ func interruptEarly(t *testing.T, ready func(errb *syncBuffer, before map[string
 			t.Errorf("container %s (%s) left behind:\n%s", c.Name, c.State, out)
 		}
 	}
-	m := interruptedJob.FindStringSubmatch(out)
-	if m == nil {
-		m = jobLine.FindStringSubmatch(out)
-	}
-	if m == nil {
+	j, ok := xruntest.DecodeJob(t, ended(cmd, outb, errb))
+	if !ok {
 		if !strings.Contains(out, "interrupted before the job was created") {
-			t.Errorf("stderr names no job and does not say none was made:\n%s", out)
+			t.Errorf("submit --json printed no job and stderr does not say none was made:\n%s", out)
 		}
 		return
 	}
-	if s := jobStatus(t, m[1]); s.Status != result.StatusCancelled {
+	if j.Status != result.StatusCancelled {
+		t.Errorf("submit --json printed job %s %s, want cancelled\n%s", j.ID, j.Status, out)
+	}
+	if s := x.Status(t, j.ID); s.Status != result.StatusCancelled {
 		t.Errorf("record after Ctrl-C: %+v\n%s", s, out)
 	}
-	expect(t, xrun(t, time.Minute, "rm", m[1]), 0)
+	expect(t, x.Run(t, time.Minute, "rm", j.ID), 0)
 }
 
 func TestAttachedTimeout(t *testing.T) {
-	r := submit(t, 5*time.Minute, "slow", "--timeout", "4s")
+	r, id := submitted(t, 5*time.Minute, "slow", "--timeout", "4s")
 	expect(t, r, 124, "timed out after 4s", "raise resources.timeout")
-	agree(t, r, result.StatusTimeout, 124)
+	agree(t, id, result.StatusTimeout, 124)
 }
 
-// agree checks that the record and the store's results.json of the job
-// that r ran say status, and that xrun results exits with code.
-func agree(t *testing.T, r res, want string, code int) {
+// agree checks that the record and the store's results.json of job id
+// say status, and that xrun results exits with code.
+func agree(t *testing.T, id string, want string, code int) {
 	t.Helper()
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatalf("no job id in stderr:\n%s", r.Stderr)
-	}
-	if s := jobStatus(t, m[1]); s.Status != want {
+	if s := x.Status(t, id); s.Status != want {
 		t.Errorf("record says %s, want %s", s.Status, want)
 	}
-	js := xrun(t, time.Minute, "results", "--json", m[1])
+	js := x.Run(t, time.Minute, "results", "--json", id)
 	expect(t, js, code)
 	if rs, err := result.Decode([]byte(js.Stdout)); err != nil || rs.Status != want {
 		t.Errorf("results.json says %v, want %s (%v)", rs, want, err)
@@ -529,13 +531,9 @@ func agree(t *testing.T, r res, want string, code int) {
 }
 
 func TestFailingImplementationExitsNonZero(t *testing.T) {
-	r := submit(t, 5*time.Minute, "fail")
+	r, id := submitted(t, 5*time.Minute, "fail")
 	expect(t, r, 2, "this kernel is broken on purpose")
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatal("no job id")
-	}
-	if s := jobStatus(t, m[1]); s.Status != result.StatusFailed || s.ExitCode == nil || *s.ExitCode != 2 {
+	if s := x.Status(t, id); s.Status != result.StatusFailed || s.ExitCode == nil || *s.ExitCode != 2 {
 		t.Errorf("status %+v", s)
 	}
 	if !strings.Contains(r.Stdout, "broken") {
@@ -552,7 +550,7 @@ func TestFailingImplementationExitsNonZero(t *testing.T) {
 		t.Errorf("no traceback under the table:\n%s", r.Stdout)
 	}
 	// xrun results of a failed job shows it and exits with the job's code.
-	res := xrun(t, time.Minute, "results", m[1])
+	res := x.Run(t, time.Minute, "results", id)
 	expect(t, res, 2)
 	if !strings.Contains(res.Stdout, frame) || !strings.Contains(res.Stdout, "broken.py\", line") {
 		t.Errorf("xrun results shows no traceback:\n%s", res.Stdout)
@@ -560,7 +558,7 @@ func TestFailingImplementationExitsNonZero(t *testing.T) {
 }
 
 func TestOOMKilledJob(t *testing.T) {
-	r := submit(t, 5*time.Minute, "oom")
+	r, id := submitted(t, 5*time.Minute, "oom")
 	if r.Code == 0 {
 		t.Fatalf("an OOM job succeeded:\n%s", r.Stderr)
 	}
@@ -570,7 +568,7 @@ func TestOOMKilledJob(t *testing.T) {
 	if strings.Contains(r.Stderr, "host memory") || strings.Contains(r.Stderr, "before its verdict") {
 		t.Errorf("one worker's OOM is worded as the host's or the runner's:\n%s", r.Stderr)
 	}
-	agree(t, r, result.StatusFailed, 2)
+	agree(t, id, result.StatusFailed, 2)
 }
 
 func TestFailingBuildShowsTheStep(t *testing.T) {
@@ -586,12 +584,12 @@ func TestNoGPURuntime(t *testing.T) {
 	if info.NvidiaRuntime {
 		t.Skip("this host has an NVIDIA runtime")
 	}
-	r := xrun(t, 2*time.Minute, "submit", "--base", Base, "--label", labelArg, fixturePath("quick"))
+	r := x.Run(t, 2*time.Minute, "submit", "--base", Base, "--label", labelArg, fixturePath("quick"))
 	expect(t, r, 4, "has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit")
 }
 
 func TestUnreachableDaemon(t *testing.T) {
-	r := xrun(t, time.Minute, "submit", "--cpu", "--host", "unix:///nonexistent/docker.sock", fixturePath("quick"))
+	r := x.Run(t, time.Minute, "submit", "--cpu", "--host", "unix:///nonexistent/docker.sock", fixturePath("quick"))
 	expect(t, r, 4, "cannot reach the Docker daemon at unix:///nonexistent/docker.sock")
 	if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n != 0 {
 		t.Errorf("the error is %d lines:\n%s", n+1, r.Stderr)
@@ -630,13 +628,13 @@ func TestTruncatedRecordRemovedByRmForce(t *testing.T) {
 	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps := xrun(t, time.Minute, "ps")
+	ps := x.Run(t, time.Minute, "ps")
 	expect(t, ps, 0, path)
 	if !regexp.MustCompile(id + `\s.*unreadable`).MatchString(ps.Stdout) {
 		t.Errorf("ps does not list %s as unreadable:\n%s", id, ps.Stdout)
 	}
-	expect(t, xrun(t, time.Minute, "rm", id), 4, "xrun rm -f "+id)
-	expect(t, xrun(t, time.Minute, "rm", "-f", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 4, "xrun rm -f "+id)
+	expect(t, x.Run(t, time.Minute, "rm", "-f", id), 0)
 	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
 		t.Errorf("rm -f left the job's directory: %v", err)
 	}
@@ -647,14 +645,14 @@ func TestTruncatedRecordRemovedByRmForce(t *testing.T) {
 
 func TestBadJobID(t *testing.T) {
 	for _, cmd := range []string{"logs", "status", "wait", "results", "cancel"} {
-		r := xrun(t, time.Minute, cmd, "0000deadbeef")
+		r := x.Run(t, time.Minute, cmd, "0000deadbeef")
 		expect(t, r, 3, `no job "0000deadbeef"`)
 	}
 }
 
 func TestRunLocalWithoutDocker(t *testing.T) {
 	out := t.TempDir()
-	r := xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixturePath("quick"))
+	r := x.Run(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixturePath("quick"))
 	if r.Code == 4 && strings.Contains(r.Stderr, "numpy") {
 		testenv.Missing(t, "no python3 with numpy on this machine (apt-get install python3-numpy): %s", r.Stderr)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/xrun-dev/xrun/runner/testenv"
 
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -41,10 +43,10 @@ func TestExperimentsOnCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := xrun(t, 10*time.Minute, "submit", "--cpu", "--base", TorchBase, "--label", labelArg, dir)
+			r := x.Run(t, 10*time.Minute, "submit", "--json", "--cpu", "--base", TorchBase, "--label", labelArg, dir)
 			expect(t, r, 0)
-			id := jobIDOf(t, r)
-			out := xrun(t, time.Minute, "results", "--json", id)
+			id := xruntest.JobID(t, r)
+			out := x.Run(t, time.Minute, "results", "--json", id)
 			expect(t, out, 0)
 			res, err := result.Decode([]byte(out.Stdout))
 			if err != nil {
@@ -74,17 +76,7 @@ func TestExperimentsOnCPU(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d implementation checks passed on the CPU", s.Name, checked)
-			expect(t, xrun(t, time.Minute, "rm", id), 0)
+			expect(t, x.Run(t, time.Minute, "rm", id), 0)
 		})
 	}
-}
-
-// jobIDOf reads the job id an attached submit announced on stderr.
-func jobIDOf(t *testing.T, r res) string {
-	t.Helper()
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatalf("no job id in the submit's stderr:\n%s", r.Stderr)
-	}
-	return m[1]
 }

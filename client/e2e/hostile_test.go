@@ -33,8 +33,8 @@ func hostileJob(t *testing.T, name string, code int, flags ...string) (res, xrun
 	if r.Code != code {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, code, r.Stdout, r.Stderr)
 	}
-	id := jobIDOf(t, r)
-	s := jobStatus(t, id)
+	id := xruntest.JobID(t, r)
+	s := x.Status(t, id)
 	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {
 		t.Fatalf("the store's results.json of job %s: %v", id, err)
@@ -134,8 +134,8 @@ func TestHostileForkBomb(t *testing.T) {
 	if r.Code != 0 && r.Code != 2 {
 		t.Fatalf("exit %d, want 0, or 2 for implementations the bomb starved\nstderr:\n%s", r.Code, r.Stderr)
 	}
-	id := jobIDOf(t, r)
-	s := jobStatus(t, id)
+	id := xruntest.JobID(t, r)
+	s := x.Status(t, id)
 	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestHostileFlood(t *testing.T) {
 	if r.MaxRSSBytes > 200<<20 {
 		t.Errorf("xrun submit held %d MiB while following and storing the flood", r.MaxRSSBytes>>20)
 	}
-	w := xrun(t, 5*time.Minute, "logs", jobIDOf(t, r))
+	w := x.Run(t, 5*time.Minute, "logs", xruntest.JobID(t, r))
 	if w.Code != 0 || w.MaxRSSBytes > 200<<20 {
 		t.Errorf("xrun logs of the flood: exit %d, peak RSS %d MiB", w.Code, w.MaxRSSBytes>>20)
 	}
@@ -259,8 +259,8 @@ func TestHostileTokenHunt(t *testing.T) {
 	token := fmt.Sprintf("secret-%d", time.Now().UnixNano())
 	r := submitWithEnv(t, "hostile/token", "XRUN_POST_URL="+ps.url, "XRUN_POST_TOKEN="+token)
 	expect(t, r, 0)
-	id := jobIDOf(t, r)
-	s := jobStatus(t, id)
+	id := xruntest.JobID(t, r)
+	s := x.Status(t, id)
 	if f := storeHas(t, s.StoreDir, token); len(f) > 0 {
 		t.Errorf("the token reached the job's files: %v", f)
 	}
@@ -289,9 +289,10 @@ func TestHostileTokenHunt(t *testing.T) {
 	}
 }
 
-// submitWithEnv submits fixture with extra environment variables set.
+// submitWithEnv submits fixture (--json) with extra environment variables
+// set.
 func submitWithEnv(t *testing.T, fixture string, extra ...string) res {
 	t.Helper()
-	args := []string{"submit", "--cpu", "--keep", "--base", Base, "--label", labelArg, fixturePath(fixture)}
-	return xruntest.Run(t, 8*time.Minute, xrunBin, append(env(), extra...), args...)
+	args := []string{"submit", "--json", "--cpu", "--keep", "--base", Base, "--label", labelArg, fixturePath(fixture)}
+	return x.RunEnv(t, 8*time.Minute, extra, args...)
 }

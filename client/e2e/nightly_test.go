@@ -34,7 +34,7 @@ func TestNightlyScript(t *testing.T) {
 		t.Fatalf("submit.json (%v): %s", err, data)
 	}
 	id := jobs[0].ID
-	defer xrun(t, time.Minute, "rm", "--force", id)
+	defer x.Run(t, time.Minute, "rm", "--force", id)
 	md, err := os.ReadFile(filepath.Join(d, id+".md"))
 	if err != nil || !strings.Contains(string(md), "e2e-quick") || !strings.Contains(string(md), "## Figures") {
 		t.Errorf("%s.md (%v):\n%s", id, err, md)
@@ -77,6 +77,6 @@ func TestNightlyScriptExpectedFailureIsGreen(t *testing.T) {
 	}
 	data, _ := os.ReadFile(filepath.Join(out, "drift", "submit.json"))
 	if json.Unmarshal(data, &jobs) == nil && jobs.ID != "" {
-		xrun(t, time.Minute, "rm", "--force", jobs.ID)
+		x.Run(t, time.Minute, "rm", "--force", jobs.ID)
 	}
 }

@@ -19,7 +19,7 @@ func TestPrune(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "-d", "--label", mark)
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
-	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+	expect(t, x.Run(t, 3*time.Minute, "wait", id), 0)
 	image := func() []string {
 		k, v, _ := strings.Cut(mark, "=")
 		ims, err := eng.Images(context.Background(), map[string]string{k: v})
@@ -36,16 +36,16 @@ func TestPrune(t *testing.T) {
 		t.Fatal("the job's image carries no test label")
 	}
 
-	held := xrun(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	held := x.Run(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
 	expect(t, held, 0, "removed 0 images", "kept 1 in use by containers")
 	if len(image()) == 0 {
 		t.Fatal("prune removed an image a container uses")
 	}
 
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
-	young := xrun(t, time.Minute, "prune", "--dry-run", "--label", mark)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
+	young := x.Run(t, time.Minute, "prune", "--dry-run", "--label", mark)
 	expect(t, young, 0, "would remove 0 images", "1 built in the last 1h0m0s")
-	dry := xrun(t, time.Minute, "prune", "--dry-run", "--older-than", "0", "--label", mark)
+	dry := x.Run(t, time.Minute, "prune", "--dry-run", "--older-than", "0", "--label", mark)
 	expect(t, dry, 0, "would remove 1 image ")
 	if !strings.Contains(dry.Stdout, "would remove ") || !strings.Contains(dry.Stdout, "e2e-quick") {
 		t.Errorf("dry run lists:\n%s", dry.Stdout)
@@ -53,7 +53,7 @@ func TestPrune(t *testing.T) {
 	if len(image()) == 0 {
 		t.Fatal("--dry-run removed the image")
 	}
-	p := xrun(t, time.Minute, "prune", "--older-than", "0", "--label", mark, "--json")
+	p := x.Run(t, time.Minute, "prune", "--older-than", "0", "--label", mark, "--json")
 	expect(t, p, 0)
 	var rep struct {
 		DryRun  bool `json:"dry_run"`

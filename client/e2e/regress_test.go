@@ -31,8 +31,7 @@ func TestNightlyRegression(t *testing.T) {
 	hist := filepath.Join(dir, "history.db")
 	run := func(limit time.Duration, slowdown string, args ...string) res {
 		t.Helper()
-		e := append(env(), "XRUN_HISTORY="+hist, "DRIFT_SLOWDOWN="+slowdown)
-		return xruntest.Run(t, limit, xrunBin, e, args...)
+		return x.RunEnv(t, limit, []string{"XRUN_HISTORY=" + hist, "DRIFT_SLOWDOWN=" + slowdown}, args...)
 	}
 	submitDrift := func(slowdown string) string {
 		t.Helper()
@@ -41,14 +40,9 @@ func TestNightlyRegression(t *testing.T) {
 			fixturePath("drift"))
 		// The criterion declared to fail fails: exit 1, and the outcome is the declared one.
 		expect(t, r, ExitCriteriaFailedCode)
-		var j struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil || j.ID == "" {
-			t.Fatalf("submit --json printed %q (%v)", r.Stdout, err)
-		}
-		t.Logf("DRIFT_SLOWDOWN=%s: job %s in %.1f s", slowdown, j.ID, time.Since(start).Seconds())
-		return j.ID
+		id := xruntest.JobID(t, r)
+		t.Logf("DRIFT_SLOWDOWN=%s: job %s in %.1f s", slowdown, id, time.Since(start).Seconds())
+		return id
 	}
 	judge := func(id string, extra ...string) (summary.Report, res) {
 		t.Helper()
@@ -172,9 +166,9 @@ func TestNightlyRegression(t *testing.T) {
 		t.Errorf("after the killed writer: %d runs of e2e-drift (%v)", len(runs), err)
 	}
 	for _, id := range append(stable, slow) {
-		defer xrun(t, time.Minute, "rm", "--force", id)
+		defer x.Run(t, time.Minute, "rm", "--force", id)
 	}
-	defer xrun(t, time.Minute, "rm", "--force", rep.Runs[0].Rerun)
+	defer x.Run(t, time.Minute, "rm", "--force", rep.Runs[0].Rerun)
 }
 
 // Exit codes the test expects of xrun.

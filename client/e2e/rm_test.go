@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// xrunIn runs the binary like xrun, with XDG_DATA_HOME=data: another
+// xrunIn runs the binary like x.Run, with XDG_DATA_HOME=data: another
 // machine's (or user's) job store.
 func xrunIn(t *testing.T, data string, limit time.Duration, args ...string) res {
 	t.Helper()
 	saved := dataDir
 	dataDir = data
 	defer func() { dataDir = saved }()
-	return xrun(t, limit, args...)
+	return x.Run(t, limit, args...)
 }
 
 // Every row ps shows can be given to rm, including a job whose container
@@ -25,7 +25,7 @@ func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
-	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+	expect(t, x.Run(t, 3*time.Minute, "wait", id), 0)
 
 	other := t.TempDir()
 	ps := xrunIn(t, other, time.Minute, "ps", "--all")
@@ -46,7 +46,7 @@ func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	r = submit(t, 5*time.Minute, "quick", "-d")
 	expect(t, r, 0)
 	id = strings.TrimSpace(r.Stdout)
-	expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+	expect(t, x.Run(t, 3*time.Minute, "wait", id), 0)
 	third := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -70,6 +70,6 @@ func TestRmJobListedByPsWithoutRecord(t *testing.T) {
 	}
 	expect(t, xrunIn(t, other, time.Minute, "rm", "0000deadbeef"), 3, `no job "0000deadbeef"`)
 	// The submitting store still has its record, results included.
-	expect(t, xrun(t, time.Minute, "results", id), 0)
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "results", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }

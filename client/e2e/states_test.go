@@ -34,23 +34,12 @@ import (
 // neither.
 func requireRoot(t *testing.T) { t.Helper(); testenv.Root(t, "chattr, mount") }
 
-// psJob is one row of `ps --all --json`.
-type psJob struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	ExitCode *int   `json:"exit_code"`
-	Error    string `json:"error"`
-}
-
-func psAll(t *testing.T, data string) map[string]psJob {
+// psAll is what `ps --all --json` lists with the store data, by job id.
+func psAll(t *testing.T, data string) map[string]xruntest.Job {
 	t.Helper()
 	r := xrunIn(t, data, time.Minute, "ps", "--all", "--json")
-	var rows []psJob
-	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
-		t.Fatalf("ps --all --json: exit %d: %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
-	}
-	out := map[string]psJob{}
-	for _, j := range rows {
+	out := map[string]xruntest.Job{}
+	for _, j := range xruntest.DecodeJobs(t, r) {
 		out[j.ID] = j
 	}
 	return out
@@ -59,12 +48,12 @@ func psAll(t *testing.T, data string) map[string]psJob {
 // Another store lists this store's failed and cancelled jobs with their
 // exit codes and statuses, not as succeeded 0.
 func TestPsShowsOtherStoresExitCodes(t *testing.T) {
-	failed := jobIDOf(t, submit(t, 5*time.Minute, "fail", "--keep"))
+	failed := xruntest.JobID(t, submit(t, 5*time.Minute, "fail", "--keep", "--json"))
 	r := submit(t, 5*time.Minute, "slow", "-d")
 	expect(t, r, 0)
 	cancelled := strings.TrimSpace(r.Stdout)
 	waitRunning(t, cancelled)
-	expect(t, xrun(t, time.Minute, "cancel", cancelled), 0, "cancelled job "+cancelled)
+	expect(t, x.Run(t, time.Minute, "cancel", cancelled), 0, "cancelled job "+cancelled)
 	other := t.TempDir()
 	rows := psAll(t, other)
 	for id, want := range map[string]struct {
@@ -101,7 +90,7 @@ func TestCancelWithAnUnwritableStore(t *testing.T) {
 	dir := filepath.Join(dataDir, "xrun", "jobs", id)
 	chattr(t, "+i", dir)
 	defer chattr(t, "-i", dir)
-	c := xrun(t, 2*time.Minute, "cancel", id)
+	c := x.Run(t, 2*time.Minute, "cancel", id)
 	expect(t, c, 4, "was cancelled, but its record could not be saved")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -115,7 +104,7 @@ func TestCancelWithAnUnwritableStore(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	chattr(t, "-i", dir)
-	s := jobStatus(t, id)
+	s := x.Status(t, id)
 	if s.Status != result.StatusCancelled || !strings.Contains(s.Error, "a cancel whose record could not be saved") {
 		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
 		rec, _ := os.ReadFile(filepath.Join(s.StoreDir, "job.json"))
@@ -124,7 +113,7 @@ func TestCancelWithAnUnwritableStore(t *testing.T) {
 	if row := psAll(t, dataDir)[id]; row.Status != s.Status {
 		t.Errorf("ps says %s, status %s", row.Status, s.Status)
 	}
-	w := xrun(t, time.Minute, "wait", id)
+	w := x.Run(t, time.Minute, "wait", id)
 	if w.Code != 130 || strings.TrimSpace(w.Stdout) != result.StatusCancelled {
 		t.Errorf("wait: exit %d, %q", w.Code, w.Stdout)
 	}
@@ -256,19 +245,19 @@ func TestSubmitKilledDuringTheCodeCopy(t *testing.T) {
 	if err != nil || json.Unmarshal(rec, &j) != nil || j.Status != jobs.StatusCreated {
 		t.Fatalf("the killed submit left no record of job %s in its created state: %v %s", id, err, rec)
 	}
-	w := xrun(t, time.Minute, "wait", id)
+	w := x.Run(t, time.Minute, "wait", id)
 	expect(t, w, 130, "never started: the xrun that submitted it")
 	if cs := jobContainers(t, id); len(cs) != 0 {
 		t.Errorf("the never-started container is still there: %+v", cs)
 	}
-	s := jobStatus(t, id)
+	s := x.Status(t, id)
 	if s.Status != result.StatusCancelled || !strings.Contains(s.Error, "never started") {
 		t.Errorf("status %s (%s)", s.Status, s.Error)
 	}
 	if row := psAll(t, dataDir)[id]; row.Status != result.StatusCancelled {
 		t.Errorf("ps says %s", row.Status)
 	}
-	expect(t, xrun(t, time.Minute, "cancel", id), 0, "already ended (cancelled)")
+	expect(t, x.Run(t, time.Minute, "cancel", id), 0, "already ended (cancelled)")
 }
 
 // rm -f of an unreadable record looks for the job's container on the host
@@ -292,7 +281,7 @@ func TestRmUnreadableRecordOnNamedHost(t *testing.T) {
 // runIn runs xrun with extra environment variables.
 func runIn(t *testing.T, extra []string, args ...string) res {
 	t.Helper()
-	return xruntest.Run(t, time.Minute, xrunBin, append(env(), extra...), args...)
+	return x.RunEnv(t, time.Minute, extra, args...)
 }
 
 // A daemon that restarts under a running job: while it is down, status
@@ -301,12 +290,12 @@ func runIn(t *testing.T, extra []string, args ...string) res {
 func TestDaemonRestartUnderARunningJob(t *testing.T) {
 	d := testhosts.StartDaemon(t)
 	base := testhosts.EnsureBusybox(t, d.Socket)
-	r := xrun(t, 5*time.Minute, "submit", "-d", "--cpu", "--host", d.Socket, "--base", base, fixturePath("setupsleep"))
+	r := x.Run(t, 5*time.Minute, "submit", "-d", "--cpu", "--host", d.Socket, "--base", base, fixturePath("setupsleep"))
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
 	// Running, and in its setup: the runner has set itself up.
 	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(xrun(t, time.Minute, "logs", id).Stdout, "setup: sleep 300") {
+	for !strings.Contains(x.Run(t, time.Minute, "logs", id).Stdout, "setup: sleep 300") {
 		if time.Now().After(deadline) {
 			t.Fatalf("job %s did not reach its setup on the test daemon", id)
 		}
@@ -322,7 +311,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Stop(t)
-	if s := jobStatus(t, id); s.Status != jobs.StatusUnknown {
+	if s := x.Status(t, id); s.Status != jobs.StatusUnknown {
 		t.Errorf("status while the daemon is down: %s (%s), want unknown", s.Status, s.Error)
 	}
 	if row := psAll(t, dataDir)[id]; row.Status != jobs.StatusUnknown {
@@ -342,7 +331,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 	if code != 130 || !strings.Contains(werr.String(), "waiting for it to come back") {
 		t.Errorf("wait: exit %d\nstdout: %s\nstderr: %s", code, wout.String(), werr.String())
 	}
-	s := jobStatus(t, id)
+	s := x.Status(t, id)
 	if s.Status != result.StatusCancelled || s.Error != job.StoppedOutside {
 		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
 		state, _ := exec.Command("docker", "-H", d.Socket, "inspect", "--format", "{{json .State}}", "xrun-e2e-setup-sleep-"+id).CombinedOutput()

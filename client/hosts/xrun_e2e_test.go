@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,35 +26,32 @@ const base = "xrun/cpu-base:bookworm"
 // remoteLabel marks what these tests leave on the local daemon, for cleanup.
 const remoteLabel = "dev.xrun.test=remote"
 
-// xrunEnv is the environment of the xrun binary under test.
+// xrunEnv is the xrun binary under test in its environment.
 type xrunEnv struct {
-	bin  string
-	env  []string
+	xruntest.Xrun
 	repo string
 }
 
 type run = xruntest.Result
 
-func (x *xrunEnv) run(t *testing.T, limit time.Duration, args ...string) run {
-	t.Helper()
-	return xruntest.Run(t, limit, x.bin, x.env, args...)
+// experiment is the directory of the experiment the tests submit.
+func (x *xrunEnv) experiment() string {
+	return filepath.Join(x.repo, "client", "hosts", "testdata", "remote-quick")
 }
 
 func (x *xrunEnv) submit(t *testing.T, flags ...string) run {
 	t.Helper()
 	args := append([]string{"submit", "--cpu", "--base", base, "--label", remoteLabel}, flags...)
-	return x.run(t, 4*time.Minute, append(args, filepath.Join(x.repo, "client", "hosts", "testdata", "remote-quick"))...)
+	return x.Run(t, 4*time.Minute, append(args, x.experiment())...)
 }
 
 var expectCode = xruntest.Expect
 
-var jobRunning = regexp.MustCompile(`job ([0-9a-f]{12}) running in container \S+ on (\S+)`)
-
-// jobIDs maps each host named in "job ID running ... on HOST" lines to its job.
-func jobIDs(stderr string) map[string]string {
+// jobIDs maps the host of each job in js to its id.
+func jobIDs(js []xruntest.Job) map[string]string {
 	ids := map[string]string{}
-	for _, m := range jobRunning.FindAllStringSubmatch(stderr, -1) {
-		ids[m[2]] = m[1]
+	for _, j := range js {
+		ids[j.Host] = j.ID
 	}
 	return ids
 }
@@ -93,8 +89,8 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	testhosts.CopyImage(t, base, testhosts.LocalHost, d.Socket)
 
 	tmp := t.TempDir()
-	x := &xrunEnv{bin: filepath.Join(tmp, "xrun"), repo: repo}
-	if err := xruntest.Build(repo, x.bin); err != nil {
+	x := &xrunEnv{Xrun: xruntest.Xrun{Bin: filepath.Join(tmp, "xrun")}, repo: repo}
+	if err := xruntest.Build(repo, x.Bin); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`hosts:
@@ -114,12 +110,13 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(tmp, "config", "xrun", "config.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	x.env = append(os.Environ(),
+	env := append(os.Environ(),
 		"XDG_DATA_HOME="+filepath.Join(tmp, "data"),
 		"XDG_CONFIG_HOME="+filepath.Join(tmp, "config"),
 		"XDG_CACHE_HOME="+filepath.Join(tmp, "cache"),
 		"DOCKER_CONFIG="+filepath.Join(tmp, "docker"),
 		"XRUN_HOST=", "XRUN_CONTEXT=", "DOCKER_HOST=", "DOCKER_CONTEXT=", "DOCKER_TLS_VERIFY=", "DOCKER_CERT_PATH=")
+	x.Env = func() []string { return env }
 	t.Cleanup(func() { cleanupLocal(t) })
 
 	// The same experiment over the three transports.
@@ -129,20 +126,21 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 		{"ssh", "lab"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := x.submit(t, "--host", tc.host)
+			r := x.submit(t, "--json", "--host", tc.host)
 			expectCode(t, r, 0, "on "+tc.host)
-			id := jobIDs(r.Stderr)[tc.host]
-			if id == "" {
-				t.Fatalf("no job line for %s:\n%s", tc.host, r.Stderr)
+			j, _ := xruntest.DecodeJob(t, r)
+			if j.Host != tc.host {
+				t.Fatalf("submit --json printed job %q on %q, want one on %s:\n%s", j.ID, j.Host, tc.host, r.Stdout)
 			}
-			res := x.run(t, time.Minute, "results", "--json", id)
+			id := j.ID
+			res := x.Run(t, time.Minute, "results", "--json", id)
 			expectCode(t, res, 0)
 			doc, err := result.Decode([]byte(res.Stdout))
 			if err != nil || !doc.Success || doc.JobID != id {
 				t.Fatalf("results of %s: %v\n%s", id, err, res.Stdout)
 			}
 			// A later command reaches the job's host from its record.
-			expectCode(t, x.run(t, time.Minute, "status", id), 0)
+			expectCode(t, x.Run(t, time.Minute, "status", id), 0)
 		})
 	}
 
@@ -155,14 +153,15 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 
 	var ids map[string]string
 	t.Run("fan-out and compare", func(t *testing.T) {
-		r := x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls")
+		// Without --json, as a person sees it: the ids come from ps --json.
+		r, made := x.SubmittedJobs(t, x.experiment(), func() run { return x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls") })
 		expectCode(t, r, 0, fmt.Sprintf("%-*s | ", len(testhosts.LocalHost), "second-tls"), testhosts.LocalHost+" | ")
 		t.Logf("xrun submit --host %s --host second-tls:\nstderr:\n%s\nstdout:\n%s", testhosts.LocalHost, r.Stderr, r.Stdout)
-		ids = jobIDs(r.Stderr)
-		if ids[testhosts.LocalHost] == "" || ids["second-tls"] == "" {
-			t.Fatalf("job ids %v\n%s", ids, r.Stderr)
+		ids = jobIDs(made)
+		if len(made) != 2 || ids[testhosts.LocalHost] == "" || ids["second-tls"] == "" {
+			t.Fatalf("new jobs %+v\n%s", made, r.Stderr)
 		}
-		c := x.run(t, time.Minute, "compare", ids[testhosts.LocalHost], ids["second-tls"])
+		c := x.Run(t, time.Minute, "compare", ids[testhosts.LocalHost], ids["second-tls"])
 		expectCode(t, c, 0)
 		// The host column names the daemon's machine, with the alias the
 		// job was submitted to: "NAME (second-tls)".
@@ -171,7 +170,7 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 				t.Fatalf("compare lacks %q:\n%s", want, c.Stdout)
 			}
 		}
-		cj := x.run(t, time.Minute, "compare", "--json", ids[testhosts.LocalHost], ids["second-tls"])
+		cj := x.Run(t, time.Minute, "compare", "--json", ids[testhosts.LocalHost], ids["second-tls"])
 		expectCode(t, cj, 0)
 		var rep struct {
 			Jobs []struct{ Host string } `json:"jobs"`
@@ -182,7 +181,7 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	})
 
 	t.Run("ps across hosts", func(t *testing.T) {
-		r := x.run(t, time.Minute, "ps", "--all", "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
+		r := x.Run(t, time.Minute, "ps", "--all", "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
 		expectCode(t, r, 0)
 		for _, id := range ids {
 			if !strings.Contains(r.Stdout, id) {
@@ -193,7 +192,7 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 
 	t.Run("fan-out with one host stopped", func(t *testing.T) {
 		d.Stop(t)
-		r := x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls")
+		r := x.submit(t, "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
 		if r.Code == 0 {
 			t.Fatalf("exit 0 with a host down\nstderr:\n%s", r.Stderr)
 		}
@@ -201,11 +200,12 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 			t.Fatalf("the failure is not reported for its host:\n%s", r.Stderr)
 		}
 		t.Logf("with second-tls stopped (exit %d):\n%s", r.Code, r.Stderr)
-		id := jobIDs(r.Stderr)[testhosts.LocalHost]
-		if id == "" {
-			t.Fatalf("the local job did not run:\n%s", r.Stderr)
+		started := xruntest.DecodeJobs(t, r)
+		id := jobIDs(started)[testhosts.LocalHost]
+		if id == "" || len(started) != 1 {
+			t.Fatalf("submit --json printed %+v, want the local job alone:\n%s", started, r.Stderr)
 		}
-		st := x.run(t, time.Minute, "status", "--json", id)
+		st := x.Run(t, time.Minute, "status", "--json", id)
 		expectCode(t, st, 0)
 		if !strings.Contains(st.Stdout, `"succeeded"`) {
 			t.Fatalf("the local job did not complete:\n%s", st.Stdout)

@@ -38,7 +38,6 @@ import (
 )
 
 var (
-	xrunBin   string
 	host      string
 	plainHost string
 	tmpDir    string
@@ -62,9 +61,9 @@ func mainGPU(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmpDir)
-	if xrunBin = os.Getenv("XRUN_BIN"); xrunBin == "" {
-		xrunBin = filepath.Join(tmpDir, "xrun")
-		if err := xruntest.Build(repoRoot(), xrunBin); err != nil {
+	if x.Bin = os.Getenv("XRUN_BIN"); x.Bin == "" {
+		x.Bin = filepath.Join(tmpDir, "xrun")
+		if err := xruntest.Build(repoRoot(), x.Bin); err != nil {
 			fmt.Fprintf(os.Stderr, "gpu e2e: %v", err)
 			return 1
 		}
@@ -114,15 +113,21 @@ func repoRoot() string {
 	}
 }
 
-// run is one xrun command against the GPU host, with a store of the
-// test's own; it returns stdout, stderr and the exit code.
+// x is the binary under test against the GPU host, with a store of the
+// suite's own.
+var x = &xruntest.Xrun{Env: func() []string {
+	return append(os.Environ(), "DOCKER_HOST="+host, "XDG_DATA_HOME="+filepath.Join(tmpDir, "data"),
+		"XDG_CACHE_HOME="+filepath.Join(tmpDir, "cache"))
+}}
+
+// run is one xrun command (x), logged; it returns stdout, stderr and the
+// exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, xrunBin, args...)
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+host, "XDG_DATA_HOME="+filepath.Join(tmpDir, "data"),
-		"XDG_CACHE_HOME="+filepath.Join(tmpDir, "cache"))
+	cmd := exec.CommandContext(ctx, x.Bin, args...)
+	cmd.Env = x.Env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -167,29 +172,27 @@ func experiment(t *testing.T, name string, edit func(string) string) string {
 	return dir
 }
 
-var jobIDRE = regexp.MustCompile(`job ([0-9a-z]{12}) running in container`)
-
-// jobResults reads the results.json the store holds for the job whose
-// attached run printed stderr.
-func jobResults(t *testing.T, stderr string) (string, *result.Results) {
+// jobResults reads the results.json the store holds for job id.
+func jobResults(t *testing.T, id string) *result.Results {
 	t.Helper()
-	m := jobIDRE.FindStringSubmatch(stderr)
-	if m == nil {
-		t.Fatalf("no job id in:\n%s", stderr)
-	}
-	r, err := result.ReadFile(filepath.Join(tmpDir, "data", "xrun", "jobs", m[1], "results.json"))
+	r, err := result.ReadFile(filepath.Join(tmpDir, "data", "xrun", "jobs", id, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m[1], r
+	return r
 }
 
 func TestSubmitOneGPU(t *testing.T) {
-	out, stderr, code := run(t, "submit", "--gpus", "1", experiment(t, "gpu-add", nil))
-	if code != 0 || !strings.Contains(out, "succeeded") {
-		t.Fatalf("exit %d\n%s", code, out)
+	// Without --json, as a person sees it: the id comes from ps --json.
+	dir := experiment(t, "gpu-add", nil)
+	sr, id := x.Submitted(t, dir, func() xruntest.Result {
+		out, stderr, code := run(t, "submit", "--gpus", "1", dir)
+		return xruntest.Result{Code: code, Stdout: out, Stderr: stderr}
+	})
+	if sr.Code != 0 || !strings.Contains(sr.Stdout, "succeeded") {
+		t.Fatalf("exit %d\n%s", sr.Code, sr.Stdout)
 	}
-	_, r := jobResults(t, stderr)
+	r := jobResults(t, id)
 	if len(r.Env.GPUs) != 1 || r.Env.GPUs[0].Name != gpuName || r.Mode != "gpu" {
 		t.Errorf("env GPUs %+v, mode %s: want one %s", r.Env.GPUs, r.Mode, gpuName)
 	}
@@ -248,11 +251,11 @@ func TestTwoJobsOneGPU(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "cannot give this job 1 GPU now (0 free; held: GPU 0 by job "+id) {
 		t.Errorf("second job without --queue: exit %d", code)
 	}
-	_, stderr, code = run(t, "submit", "--queue", dir)
+	out, stderr, code := run(t, "submit", "--json", "--queue", dir)
 	if code != 0 || !strings.Contains(stderr, "queued on") {
 		t.Fatalf("second job with --queue: exit %d", code)
 	}
-	_, second := jobResults(t, stderr)
+	second := jobResults(t, xruntest.JobID(t, xruntest.Result{Code: code, Stdout: out, Stderr: stderr}))
 	if _, _, code := run(t, "wait", id); code != 0 {
 		t.Fatalf("wait %s: exit %d", id, code)
 	}

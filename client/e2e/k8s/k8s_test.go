@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +42,6 @@ import (
 const Base = "xrun/cpu-base:bookworm"
 
 var (
-	xrunBin    string
 	dataDir    string
 	repo       string
 	kubeconfig string
@@ -109,8 +107,8 @@ func mainK8s(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(tmp)
-	xrunBin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
-	if err := xruntest.Build(repo, xrunBin); err != nil {
+	x.Bin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
+	if err := xruntest.Build(repo, x.Bin); err != nil {
 		fmt.Fprintf(os.Stderr, "k8s: %v", err)
 		return 1
 	}
@@ -163,32 +161,32 @@ type res = xruntest.Result
 
 var expect = xruntest.Expect
 
-func xrun(t *testing.T, limit time.Duration, args ...string) res {
-	t.Helper()
-	return xruntest.Run(t, limit, xrunBin, append(os.Environ(), "XDG_DATA_HOME="+dataDir, "KUBECONFIG="+kubeconfig,
-		"XRUN_K8S_REGISTRY="+registry, "XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_K8S="), args...)
-}
+// x is the binary under test, with the store dataDir and the cluster's
+// kubeconfig and registry.
+var x = &xruntest.Xrun{Env: func() []string {
+	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "KUBECONFIG="+kubeconfig,
+		"XRUN_K8S_REGISTRY="+registry, "XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_K8S=")
+}}
 
-// submit submits fixture (in client/e2e/testdata, or here) to the cluster
-// as a CPU job on the CPU base.
-func submit(t *testing.T, limit time.Duration, fixture string, flags ...string) res {
-	t.Helper()
+// fixtureDir is the directory of fixture: in client/e2e/testdata, or
+// here, or fixture itself when it is absolute.
+func fixtureDir(fixture string) string {
+	if filepath.IsAbs(fixture) {
+		return fixture
+	}
 	dir := filepath.Join(repo, "client", "e2e", "testdata", fixture)
 	if _, err := os.Stat(dir); err != nil {
 		dir = filepath.Join(repo, "client", "e2e", "k8s", "testdata", fixture)
 	}
-	if filepath.IsAbs(fixture) {
-		dir = fixture
-	}
-	args := append([]string{"submit", "--k8s", "--base", Base, "--label", "dev.xrun.test=k8s"}, flags...)
-	return xrun(t, limit, append(args, dir)...)
+	return dir
 }
 
-var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in Job (\S+) on k8s://`)
-
-func jobStatus(t *testing.T, id string) xruntest.Status {
+// submit submits fixture (fixtureDir) to the cluster as a CPU job on the
+// CPU base.
+func submit(t *testing.T, limit time.Duration, fixture string, flags ...string) res {
 	t.Helper()
-	return xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
+	args := append([]string{"submit", "--k8s", "--base", Base, "--label", "dev.xrun.test=k8s"}, flags...)
+	return x.Run(t, limit, append(args, fixtureDir(fixture))...)
 }
 
 // until polls cond every second until it holds or limit passes.
@@ -214,20 +212,18 @@ func jobGone(t *testing.T, name string) bool {
 func TestAttachedRun(t *testing.T) {
 	// --keep: an attached run deletes its Job once the results are in the
 	// store, and this test looks at it from another store afterwards.
-	r := submit(t, 10*time.Minute, "quick", "--cpu", "--keep")
+	// Without --json, as a person sees it: the id comes from ps --json.
+	r, id := x.Submitted(t, fixtureDir("quick"), func() res { return submit(t, 10*time.Minute, "quick", "--cpu", "--keep") })
 	expect(t, r, 0, "pushing "+registry+"/xrun/e2e-quick:")
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatalf("no job line:\n%s", r.Stderr)
-	}
-	id, name := m[1], m[2]
 	if !strings.Contains(r.Stdout, "loop") {
 		t.Errorf("no results table on stdout:\n%s", r.Stdout)
 	}
-	s := jobStatus(t, id)
-	if s.Status != result.StatusSucceeded || !strings.HasPrefix(s.Host, "k8s://") {
+	s := x.Status(t, id)
+	if s.Status != result.StatusSucceeded || !strings.HasPrefix(s.Host, "k8s://") || s.ContainerName == "" {
 		t.Fatalf("status %+v", s)
 	}
+	name := s.ContainerName
+	expect(t, r, 0, "job "+id+" running in Job "+name+" on k8s://")
 	var res result.Results
 	data, err := os.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {
@@ -250,29 +246,29 @@ func TestAttachedRun(t *testing.T) {
 	if err != nil || bytes.Contains(stored, []byte(outlog.Prefix)) || !bytes.Contains(stored, []byte("status: succeeded")) {
 		t.Errorf("store's logs.txt (%v), frame lines must not be in it:\n%s", err, stored)
 	}
-	logs := xrun(t, time.Minute, "logs", id)
+	logs := x.Run(t, time.Minute, "logs", id)
 	expect(t, logs, 0)
 	if strings.Contains(logs.Stdout, outlog.Prefix) || !strings.Contains(logs.Stdout, "status: succeeded") {
 		t.Errorf("logs (frame lines must not show):\n%s", logs.Stdout)
 	}
-	ps := xrun(t, time.Minute, "ps", "--all", "--k8s")
+	ps := x.Run(t, time.Minute, "ps", "--all", "--k8s")
 	expect(t, ps, 0)
 	if !strings.Contains(ps.Stdout, id) {
 		t.Errorf("ps --all --k8s lacks %s:\n%s", id, ps.Stdout)
 	}
-	expect(t, xrun(t, time.Minute, "results", id), 0)
+	expect(t, x.Run(t, time.Minute, "results", id), 0)
 	// Another store finds the job on the cluster by its id and follows it.
 	saved := dataDir
 	dataDir = t.TempDir()
-	other := xrun(t, time.Minute, "status", "--k8s", id[:8])
-	otherResults := xrun(t, time.Minute, "results", "--json", id)
+	other := x.Run(t, time.Minute, "status", "--k8s", id[:8])
+	otherResults := x.Run(t, time.Minute, "results", "--json", id)
 	dataDir = saved
 	expect(t, other, 0)
 	expect(t, otherResults, 0)
 	if !strings.Contains(other.Stdout, "succeeded") || !strings.Contains(otherResults.Stdout, `"experiment": "e2e-quick"`) {
 		t.Errorf("the job from another store:\nstatus:\n%s\nresults:\n%s", other.Stdout, otherResults.Stdout)
 	}
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 	until(t, time.Minute, "Job deleted", func() bool { return jobGone(t, name) })
 }
 
@@ -282,10 +278,10 @@ func TestDetachedCancel(t *testing.T) {
 	r := submit(t, 5*time.Minute, "slow", "--cpu", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
-	until(t, 3*time.Minute, "job running", func() bool { return jobStatus(t, id).Status == "running" })
+	until(t, 3*time.Minute, "job running", func() bool { return x.Status(t, id).Status == "running" })
 	time.Sleep(3 * time.Second) // the runner is making the inputs
-	expect(t, xrun(t, 2*time.Minute, "cancel", id), 0, "cancelled job "+id)
-	s := jobStatus(t, id)
+	expect(t, x.Run(t, 2*time.Minute, "cancel", id), 0, "cancelled job "+id)
+	s := x.Status(t, id)
 	if s.Status != result.StatusCancelled {
 		t.Fatalf("status after cancel: %+v", s)
 	}
@@ -297,20 +293,20 @@ func TestDetachedCancel(t *testing.T) {
 	if err := json.Unmarshal(data, &res); err != nil || res.Status != result.StatusCancelled {
 		t.Errorf("results.json status %q: %v", res.Status, err)
 	}
-	w := xrun(t, time.Minute, "wait", id)
+	w := x.Run(t, time.Minute, "wait", id)
 	expect(t, w, contract.ExitCancelled)
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
 
 // A job past its timeout is stopped and recorded as timed out (124).
 func TestTimeout(t *testing.T) {
-	r := submit(t, 5*time.Minute, "slow", "--cpu", "--timeout", "20s")
+	r := submit(t, 5*time.Minute, "slow", "--cpu", "--timeout", "20s", "--json")
 	expect(t, r, 124, "ran past its timeout of 20s")
-	id := jobLine.FindStringSubmatch(r.Stderr)[1]
-	if s := jobStatus(t, id); s.Status != result.StatusTimeout {
+	id := xruntest.JobID(t, r)
+	if s := x.Status(t, id); s.Status != result.StatusTimeout {
 		t.Errorf("status %+v", s)
 	}
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
 
 // A GPU job on a cluster without GPUs waits, and says why; a gpu_type no
@@ -320,22 +316,22 @@ func TestGPUScheduling(t *testing.T) {
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
 	until(t, 2*time.Minute, "unschedulable", func() bool {
-		s := jobStatus(t, id)
+		s := x.Status(t, id)
 		return s.Container != nil && strings.Contains(s.Container.Message, "nvidia.com/gpu")
 	})
-	if s := jobStatus(t, id); s.Status != "created" || s.Container.State != "unschedulable" {
+	if s := x.Status(t, id); s.Status != "created" || s.Container.State != "unschedulable" {
 		t.Errorf("status %+v %+v", s, s.Container)
 	}
-	expect(t, xrun(t, 2*time.Minute, "cancel", id), 0)
-	if s := jobStatus(t, id); s.Status != result.StatusCancelled {
+	expect(t, x.Run(t, 2*time.Minute, "cancel", id), 0)
+	if s := x.Status(t, id); s.Status != result.StatusCancelled {
 		t.Errorf("status after cancel: %+v", s)
 	}
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 
 	dir := withGPUType(t, "quick", "resources: {timeout: 5m}", "H100")
 	r = submit(t, 5*time.Minute, dir, "--gpus", "1")
 	expect(t, r, contract.ExitInfra, `gpu_type "H100": no node of the cluster has that GPU`)
-	expect(t, xrun(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitBadSpec, "does not apply with --k8s")
+	expect(t, x.Run(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitBadSpec, "does not apply with --k8s")
 }
 
 // An evicted pod is replaced by the Job controller and the job still
@@ -344,7 +340,7 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 	r := submit(t, 5*time.Minute, "steady", "--cpu", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
-	until(t, 3*time.Minute, "job running", func() bool { return jobStatus(t, id).Status == "running" })
+	until(t, 3*time.Minute, "job running", func() bool { return x.Status(t, id).Status == "running" })
 	ctx := context.Background()
 	pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
 	if err != nil || len(pods.Items) != 1 {
@@ -354,7 +350,7 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 	if err := kc.PolicyV1().Evictions("default").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "default"}}); err != nil {
 		t.Fatalf("evict %s: %v", first, err)
 	}
-	w := xrun(t, 5*time.Minute, "wait", id)
+	w := x.Run(t, 5*time.Minute, "wait", id)
 	expect(t, w, 0)
 	// The eviction deleted the first pod; the Job controller made another.
 	pods, _ = kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
@@ -366,17 +362,17 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 		t.Errorf("the evicted pod %s was not replaced: pods %v", first, names)
 	}
 	// The log is the replacement's, which ran to the end.
-	if logs := xrun(t, time.Minute, "logs", id); !strings.Contains(logs.Stdout, "status: succeeded") {
+	if logs := x.Run(t, time.Minute, "logs", id); !strings.Contains(logs.Stdout, "status: succeeded") {
 		t.Errorf("logs of the replacement:\n%s", logs.Stdout)
 	}
-	s := jobStatus(t, id)
+	s := x.Status(t, id)
 	if s.Status != result.StatusSucceeded {
 		t.Errorf("status %+v", s)
 	}
 	if _, err := os.Stat(filepath.Join(s.StoreDir, "results.json")); err != nil {
 		t.Errorf("results after eviction: %v", err)
 	}
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
 
 // A GPU job whose gpu_type a node has lands on that node with the GPU
@@ -432,8 +428,8 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 	if !scheduled {
 		t.Errorf("the job was not scheduled on %s", node)
 	}
-	xrun(t, 2*time.Minute, "cancel", id)
-	expect(t, xrun(t, time.Minute, "rm", "--force", id), 0)
+	x.Run(t, 2*time.Minute, "cancel", id)
+	expect(t, x.Run(t, time.Minute, "rm", "--force", id), 0)
 }
 
 // withGPUType copies fixture (client/e2e/testdata) to a temporary dir with

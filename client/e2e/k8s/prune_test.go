@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 )
 
 var pushLine = regexp.MustCompile(`pushing (\S+)`)
@@ -49,28 +51,28 @@ func TestPruneRegistry(t *testing.T) {
 	if err := os.WriteFile(f, append(src, []byte("\n# "+t.Name()+" "+time.Now().String()+"\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := submit(t, 10*time.Minute, dir, "--cpu", "--keep")
+	r := submit(t, 10*time.Minute, dir, "--cpu", "--keep", "--json")
 	expect(t, r, 0)
-	m, j := pushLine.FindStringSubmatch(r.Stderr), jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil || j == nil {
-		t.Fatalf("no push or job line:\n%s", r.Stderr)
+	m := pushLine.FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no push line:\n%s", r.Stderr)
 	}
-	ref, id := m[1], j[1]
+	ref, id := m[1], xruntest.JobID(t, r)
 	if manifestStatus(t, ref) != http.StatusOK {
 		t.Fatalf("%s is not in the registry after the submit", ref)
 	}
 
 	// The Job is still on the cluster: its image stays.
-	dry := xrun(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run")
+	dry := x.Run(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run")
 	expect(t, dry, 0, "named by Jobs of the cluster")
 	if strings.Contains(dry.Stdout, ref) {
 		t.Errorf("prune would remove the image of a Job on the cluster:\n%s", dry.Stdout)
 	}
-	young := xrun(t, time.Minute, "prune", "--k8s", "--dry-run")
+	young := x.Run(t, time.Minute, "prune", "--k8s", "--dry-run")
 	expect(t, young, 0, "pushed in the last 1h0m0s")
 
-	expect(t, xrun(t, time.Minute, "rm", id), 0)
-	p := xrun(t, 2*time.Minute, "prune", "--k8s", "--older-than", "0")
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
+	p := x.Run(t, 2*time.Minute, "prune", "--k8s", "--older-than", "0")
 	expect(t, p, 0)
 	if !strings.Contains(p.Stdout, "removed "+ref) {
 		t.Errorf("prune did not remove %s:\nstdout:\n%s\nstderr:\n%s", ref, p.Stdout, p.Stderr)
@@ -79,7 +81,7 @@ func TestPruneRegistry(t *testing.T) {
 		t.Errorf("%s after prune: HTTP %d, want 404", ref, s)
 	}
 	// Nothing left to remove, and a registry is needed.
-	again := xrun(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run", "--json")
+	again := x.Run(t, time.Minute, "prune", "--k8s", "--older-than", "0", "--dry-run", "--json")
 	expect(t, again, 0)
 	var rep struct {
 		Where   string            `json:"where"`
@@ -98,5 +100,5 @@ func pruneWithoutRegistry(t *testing.T) res {
 	saved := registry
 	registry = ""
 	defer func() { registry = saved }()
-	return xrun(t, time.Minute, "prune", "--k8s")
+	return x.Run(t, time.Minute, "prune", "--k8s")
 }

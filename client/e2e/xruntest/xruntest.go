@@ -1,8 +1,9 @@
 // Package xruntest builds the xrun binary and runs it as a user would, for
 // the end-to-end suites (client/e2e, client/e2e/k8s, client/e2e/gpu,
 // client/hosts): the build, the CPU base they submit on, one call with a
-// time limit, its exit code and output, and the check every suite makes of
-// them.
+// time limit, its exit code and output, the check every suite makes of
+// them, and the JSON the suites read a job from (its id comes from
+// submit --json or ps --json, never from what xrun says to a person).
 package xruntest
 
 import (
@@ -183,12 +184,14 @@ func Expect(t testing.TB, r Result, code int, stderrHas ...string) {
 
 // Status is what `xrun status --json` prints, as far as the suites read it.
 type Status struct {
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	Host      string `json:"host"`
-	ExitCode  *int   `json:"exit_code"`
-	Error     string `json:"error"`
-	Container *struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Host   string `json:"host"`
+	// ContainerName names the job's container, or its Job on a cluster.
+	ContainerName string `json:"container_name"`
+	ExitCode      *int   `json:"exit_code"`
+	Error         string `json:"error"`
+	Container     *struct {
 		State   string `json:"state"`
 		Message string `json:"message"`
 	} `json:"container"`
@@ -205,4 +208,128 @@ func DecodeStatus(t testing.TB, r Result) Status {
 		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
 	}
 	return s
+}
+
+// Job is a job record as `xrun submit --json` and `xrun ps --json` print
+// it, as far as the suites read it.
+type Job struct {
+	ID            string `json:"id"`
+	Host          string `json:"host"`
+	ContainerName string `json:"container_name"`
+	Experiment    string `json:"experiment"`
+	ExperimentDir string `json:"experiment_dir"`
+	Status        string `json:"status"`
+	ExitCode      *int   `json:"exit_code"`
+	Error         string `json:"error"`
+}
+
+// DecodeJob reads the job record r, an `xrun submit --json` call on one
+// host, printed, whatever its exit code: a submit prints one for every
+// job it recorded, however the job ended. ok is false when stdout is
+// empty (the submit failed or was interrupted before it recorded a job);
+// anything else that is not a record fails t.
+func DecodeJob(t testing.TB, r Result) (j Job, ok bool) {
+	t.Helper()
+	if strings.TrimSpace(r.Stdout) == "" {
+		return j, false
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil || j.ID == "" {
+		t.Fatalf("submit --json (exit %d) printed no job record: %v\nstdout:\n%s\nstderr:\n%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	return j, true
+}
+
+// JobID is the id of the job r, an `xrun submit --json` call on one host,
+// printed the record of; it fails t when r printed none.
+func JobID(t testing.TB, r Result) string {
+	t.Helper()
+	j, ok := DecodeJob(t, r)
+	if !ok {
+		t.Fatalf("submit --json (exit %d) printed no job record\nstderr:\n%s", r.Code, r.Stderr)
+	}
+	return j.ID
+}
+
+// DecodeJobs reads the jobs r printed as a JSON array, whatever its exit
+// code: an `xrun ps --json` call, or an `xrun submit --json` with several
+// --host (the jobs that started). Anything else fails t.
+func DecodeJobs(t testing.TB, r Result) []Job {
+	t.Helper()
+	var js []Job
+	if err := json.Unmarshal([]byte(r.Stdout), &js); err != nil {
+		t.Fatalf("exit %d: stdout is no JSON array of jobs: %v\nstdout:\n%s\nstderr:\n%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	return js
+}
+
+// Xrun is the binary under test in a suite's environment.
+type Xrun struct {
+	Bin string
+	// Env is the environment of a call, read at each call: a suite may
+	// switch job stores between calls.
+	Env func() []string
+}
+
+// Run runs the binary with args and waits at most limit (Run).
+func (x *Xrun) Run(t testing.TB, limit time.Duration, args ...string) Result {
+	t.Helper()
+	return Run(t, limit, x.Bin, x.Env(), args...)
+}
+
+// RunEnv is Run with the variables extra added to the environment.
+func (x *Xrun) RunEnv(t testing.TB, limit time.Duration, extra []string, args ...string) Result {
+	t.Helper()
+	return Run(t, limit, x.Bin, append(x.Env(), extra...), args...)
+}
+
+// Status is what `xrun status --json ID` says of job id; it fails t
+// unless the call succeeds.
+func (x *Xrun) Status(t testing.TB, id string) Status {
+	t.Helper()
+	return DecodeStatus(t, x.Run(t, time.Minute, "status", "--json", id))
+}
+
+// Jobs are the jobs `xrun ps --all --json` lists; it fails t unless the
+// call succeeds.
+func (x *Xrun) Jobs(t testing.TB) []Job {
+	t.Helper()
+	r := x.Run(t, time.Minute, "ps", "--all", "--json")
+	Expect(t, r, 0)
+	return DecodeJobs(t, r)
+}
+
+// Submitted calls submit, a submit of directory dir that prints what a
+// person sees (not --json), and returns its result and the id of the job
+// it made: the one job of dir that `xrun ps --all --json` lists after the
+// call and did not before. It fails t unless there is exactly one.
+func (x *Xrun) Submitted(t testing.TB, dir string, submit func() Result) (Result, string) {
+	t.Helper()
+	r, js := x.SubmittedJobs(t, dir, submit)
+	if len(js) != 1 {
+		t.Fatalf("ps --all --json lists %d new jobs of %s, want 1: %+v\nsubmit exited %d\nstderr:\n%s", len(js), dir, js, r.Code, r.Stderr)
+	}
+	return r, js[0].ID
+}
+
+// SubmittedJobs is Submitted for a submit that may make several jobs
+// (one per --host) or none: it returns every job of dir that
+// `xrun ps --all --json` lists after the call and did not before.
+func (x *Xrun) SubmittedJobs(t testing.TB, dir string, submit func() Result) (Result, []Job) {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]bool{}
+	for _, j := range x.Jobs(t) {
+		before[j.ID] = true
+	}
+	r := submit()
+	var made []Job
+	for _, j := range x.Jobs(t) {
+		if !before[j.ID] && j.ExperimentDir == abs {
+			made = append(made, j)
+		}
+	}
+	return r, made
 }
