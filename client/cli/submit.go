@@ -169,7 +169,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		// or could not be finished has a record all the same: --json prints
 		// it, so that a script learns the job's id and how it ended.
 		if o.json && j != nil {
-			writeJSON(a.Out, j)
+			render.JSON(a.Out, j)
 		}
 		return err
 	}

@@ -21,6 +21,13 @@ func cacheOf(t *testing.T, flags ...string) *result.Cache {
 	t.Helper()
 	r := submit(t, 5*time.Minute, "cache", append([]string{"--json"}, flags...)...)
 	expect(t, r, 0)
+	return cacheOfJob(t, r)
+}
+
+// cacheOfJob is what the results of job r (a submit with --json) say of
+// the compile caches it started with.
+func cacheOfJob(t *testing.T, r res) *result.Cache {
+	t.Helper()
 	s := x.Status(t, xruntest.JobID(t, r))
 	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {
@@ -110,7 +117,9 @@ func TestCompileCacheBrokenEntry(t *testing.T) {
 	for _, v := range dockerCLIList(t, "volume", "ls", "-q", "--filter", "label=dev.xrun.experiment="+exp) {
 		dockerCLI(t, "volume", "rm", v)
 	}
-	first := cacheOf(t, submit(t, 5*time.Minute, "cacheentry"))
+	r := submit(t, 5*time.Minute, "cacheentry", "--json")
+	expect(t, r, 0)
+	first := cacheOfJob(t, r)
 	if first.Volume == "" || len(first.Fresh) != 0 {
 		t.Fatalf("first job's cache: %+v, want a new volume", first)
 	}
@@ -125,8 +134,9 @@ func TestCompileCacheBrokenEntry(t *testing.T) {
 	// Cut short, as a write that was not atomic would leave it.
 	inVolume(`printf '{"op": "ad' >` + entry)
 
-	r := submit(t, 5*time.Minute, "cacheentry")
-	second := cacheOf(t, r)
+	r = submit(t, 5*time.Minute, "cacheentry", "--json")
+	expect(t, r, 0)
+	second := cacheOfJob(t, r)
 	if len(second.Fresh) != 1 || second.Fresh[0].Impl != "cached" || !second.Fresh[0].Passed || second.Fresh[0].Replaced < 1 ||
 		!strings.Contains(second.Fresh[0].Error, "JSONDecodeError") {
 		t.Errorf("second job's env.cache.fresh: %+v, want cached run again and passed", second.Fresh)
@@ -141,8 +151,9 @@ func TestCompileCacheBrokenEntry(t *testing.T) {
 		t.Errorf("after the second job the volume holds %q, want the rebuilt kernel", got)
 	}
 
-	r = submit(t, 5*time.Minute, "cacheentry")
-	third := cacheOf(t, r)
+	r = submit(t, 5*time.Minute, "cacheentry", "--json")
+	expect(t, r, 0)
+	third := cacheOfJob(t, r)
 	if len(third.Fresh) != 0 || third.Files == 0 {
 		t.Errorf("third job's cache: %+v, want the volume's, used as it is", third)
 	}
@@ -151,10 +162,11 @@ func TestCompileCacheBrokenEntry(t *testing.T) {
 	}
 }
 
-// storeFile is a file of the store's copy of job r's output directory.
+// storeFile is a file of the store's copy of the output directory of
+// job r (a submit with --json).
 func storeFile(t *testing.T, r res, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(jobStatus(t, jobIDOf(t, r)).StoreDir, "out", name))
+	b, err := os.ReadFile(filepath.Join(x.Status(t, xruntest.JobID(t, r)).StoreDir, "out", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // A Triton kernel's entry broken in the cache volume between two submits:
@@ -16,11 +19,17 @@ import (
 // submit loads as it is.
 func TestTritonCacheBrokenEntry(t *testing.T) {
 	dir := experiment(t, "gpu-triton-cache", nil)
-	out, stderr, code := run(t, "submit", "--gpus", "1", dir)
-	if code != 0 {
-		t.Fatalf("first submit: exit %d\n%s", code, out)
+	submit := func() (*result.Results, string, int) {
+		out, stderr, code := run(t, "submit", "--json", "--gpus", "1", dir)
+		if code != 0 {
+			return nil, lastLines(stderr, 40), code
+		}
+		return jobResults(t, xruntest.JobID(t, xruntest.Result{Code: code, Stdout: out, Stderr: stderr})), "", 0
 	}
-	_, r := jobResults(t, stderr)
+	r, log, code := submit()
+	if code != 0 {
+		t.Fatalf("first submit: exit %d\n%s", code, log)
+	}
 	if r.Env.Cache == nil || r.Env.Cache.Volume == "" {
 		t.Fatalf("first submit's env.cache %+v, want the cache volume", r.Env.Cache)
 	}
@@ -33,11 +42,10 @@ func TestTritonCacheBrokenEntry(t *testing.T) {
 		t.Fatalf("no Triton entry in volume %s to break", vol)
 	}
 
-	out, stderr, code = run(t, "submit", "--gpus", "1", dir)
+	r, log, code = submit()
 	if code != 0 {
-		t.Fatalf("second submit, on the broken entry: exit %d\n%s\n%s", code, out, lastLines(stderr, 40))
+		t.Fatalf("second submit, on the broken entry: exit %d\n%s", code, log)
 	}
-	_, r = jobResults(t, stderr)
 	if ir := r.Cases[0].Results["triton_add"]; ir == nil || ir.Timing == nil {
 		t.Errorf("triton_add was not timed: %+v", ir)
 	}
@@ -45,11 +53,11 @@ func TestTritonCacheBrokenEntry(t *testing.T) {
 		t.Errorf("second submit's env.cache.fresh %+v, want triton_add run again with fresh caches and passed", f)
 	}
 
-	out, stderr, code = run(t, "submit", "--gpus", "1", dir)
+	r, log, code = submit()
 	if code != 0 {
-		t.Fatalf("third submit: exit %d\n%s", code, out)
+		t.Fatalf("third submit: exit %d\n%s", code, log)
 	}
-	if _, r = jobResults(t, stderr); len(r.Env.Cache.Fresh) != 0 || r.Env.Cache.Files == 0 {
+	if len(r.Env.Cache.Fresh) != 0 || r.Env.Cache.Files == 0 {
 		t.Errorf("third submit's env.cache %+v, want the volume's entries, used as they are", r.Env.Cache)
 	}
 }
