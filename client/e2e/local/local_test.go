@@ -40,6 +40,7 @@ func mainLocal(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	repo = xruntest.Repo()
 	xrunBin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
+	x.Bin = xrunBin
 	if err := xruntest.Build(repo, xrunBin); err != nil {
 		return xruntest.Unavailable("local", "%v", err)
 	}
@@ -50,9 +51,12 @@ func env() []string {
 	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "XRUN_HOST=", "XRUN_CONTEXT=")
 }
 
+// x is the binary under test, with the store dataDir.
+var x = &xruntest.Xrun{Env: env}
+
 func xrun(t *testing.T, limit time.Duration, args ...string) xruntest.Result {
 	t.Helper()
-	return xruntest.Run(t, limit, xrunBin, env(), args...)
+	return x.Run(t, limit, args...)
 }
 
 func fixture(t *testing.T, name string) string {
@@ -65,20 +69,20 @@ func fixture(t *testing.T, name string) string {
 	return dst
 }
 
-var jobLine = regexp.MustCompile(`job ([0-9a-f]{12}) running in process \d+ on (local://\S+)`)
-
 func TestRunLocalIsAJob(t *testing.T) {
-	out := t.TempDir()
-	r := xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, fixture(t, "quick"))
+	out, dir := t.TempDir(), fixture(t, "quick")
+	// As a person runs it: the job's id comes from ps --json.
+	r, id := x.Submitted(t, dir, func() xruntest.Result {
+		return xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, dir)
+	})
 	if r.Code == 4 && strings.Contains(r.Stderr, "numpy") {
 		testenv.Missing(t, "no python3 with numpy on this machine (apt-get install python3-numpy): %s", r.Stderr)
 	}
 	xruntest.Expect(t, r, 0, "status: succeeded", "results: "+filepath.Join(out, "results.json"))
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatalf("no job line on stderr:\n%s", r.Stderr)
+	host := x.Status(t, id).Host
+	if !strings.HasPrefix(host, "local://") || !regexp.MustCompile(`job `+id+` running in process \d+ on `+regexp.QuoteMeta(host)).MatchString(r.Stderr) {
+		t.Errorf("host %q; stderr does not say the job runs in a process there:\n%s", host, r.Stderr)
 	}
-	id, host := m[1], m[2]
 	if !strings.Contains(r.Stdout, "loop") {
 		t.Errorf("no table on stdout:\n%s", r.Stdout)
 	}
@@ -117,7 +121,8 @@ func TestRunLocalIsAJob(t *testing.T) {
 // Ctrl-C stops the runner gracefully: partial results, status cancelled,
 // exit 130, and no process left behind.
 func TestRunLocalInterrupted(t *testing.T) {
-	cmd := exec.Command(xrunBin, "run", "--local", "--cpu", "--out", t.TempDir(), fixture(t, "slow"))
+	dir := fixture(t, "slow")
+	cmd := exec.Command(xrunBin, "run", "--local", "--cpu", "--out", t.TempDir(), dir)
 	cmd.Env = env()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -133,10 +138,13 @@ func TestRunLocalInterrupted(t *testing.T) {
 	defer deadline.Stop()
 	for sc.Scan() {
 		all += sc.Text() + "\n"
-		if m := jobLine.FindStringSubmatch(sc.Text()); m != nil {
-			id = m[1]
-		}
-		if id != "" && strings.Contains(sc.Text(), "ready in") {
+		if strings.Contains(sc.Text(), "ready in") {
+			// The runner's workers are up: the job is in the store.
+			for _, j := range x.Jobs(t) {
+				if j.ExperimentDir == dir {
+					id = j.ID
+				}
+			}
 			break
 		}
 	}
