@@ -3,13 +3,15 @@
 package gpu
 
 import (
-	"os"
-	"os/exec"
+	"bytes"
+	"context"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -34,9 +36,9 @@ func TestTritonCacheBrokenEntry(t *testing.T) {
 		t.Fatalf("first submit's env.cache %+v, want the cache volume", r.Env.Cache)
 	}
 	vol := r.Env.Cache.Volume
-	defer hostDocker(t, "volume", "rm", vol)
+	defer eng.RemoveVolume(context.Background(), vol)
 	// Every metadata file and kernel image Triton keeps, cut to 10 bytes.
-	n := hostDocker(t, "run", "--rm", "--network", "none", "--entrypoint", "sh", "-v", vol+":/c", cudaBase, "-c",
+	n := inVolume(t, vol,
 		`find /c/triton -type f \( -name '*.json' -o -name '*.cubin' \) -exec truncate -s 10 {} + -print | wc -l`)
 	if k, _ := strconv.Atoi(strings.TrimSpace(n)); k == 0 {
 		t.Fatalf("no Triton entry in volume %s to break", vol)
@@ -62,15 +64,31 @@ func TestTritonCacheBrokenEntry(t *testing.T) {
 	}
 }
 
-// hostDocker runs the docker CLI against the GPU host and returns its
-// output.
-func hostDocker(t *testing.T, args ...string) string {
+// inVolume runs script with sh in a container of the CUDA base on the GPU
+// host, with volume vol at /c and no network, and returns its output (a
+// GPU machine made a Docker host by scripts/gpu-host has no docker CLI:
+// the engine API does it).
+func inVolume(t *testing.T, vol, script string) string {
 	t.Helper()
-	cmd := exec.Command("docker", args...)
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
-	b, err := cmd.CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := eng.Create(ctx, engine.ContainerSpec{Image: cudaBase, Entrypoint: []string{"sh", "-c"}, Cmd: []string{script},
+		NetworkDisabled: true, Labels: map[string]string{"dev.xrun.test": "gpu-e2e"}, Mounts: []engine.Mount{{Volume: vol, Target: "/c"}}})
 	if err != nil {
-		t.Fatalf("docker %v: %v\n%s", args, err, b)
+		t.Fatal(err)
 	}
-	return string(b)
+	defer eng.Remove(context.Background(), id, true)
+	wait := eng.Wait(ctx, id, true)
+	if err := eng.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	res := <-wait
+	var out bytes.Buffer
+	if err := eng.Logs(ctx, id, engine.LogOptions{Tail: "all"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil || res.ExitCode != 0 {
+		t.Fatalf("sh -c %q in %s: exit %d, %v\n%s", script, cudaBase, res.ExitCode, res.Err, out.String())
+	}
+	return out.String()
 }
