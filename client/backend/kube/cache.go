@@ -89,6 +89,8 @@ func addCache(pod *corev1.PodSpec, c *corev1.Container, dir, ref string) {
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{"chown", contract.JobUser, contract.CacheDir},
 		VolumeMounts:    []corev1.VolumeMount{mount},
+		// chown's complaint, for the job's state.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{
 			RunAsUser:                &root,
 			RunAsGroup:               &root,

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,5 +152,39 @@ func TestCreateCacheAndPodSecurity(t *testing.T) {
 	made, _ := b.Client.BatchV1().Jobs("lab").Get(context.Background(), JobName(testSpec().Name), metav1.GetOptions{})
 	if len(made.Spec.Template.Spec.InitContainers) != 1 {
 		t.Error("a namespace that cannot be read lost the cache")
+	}
+}
+
+// Until the init container is done, what holds the pod up is its own:
+// its image's pull, or its failure, which ends the job as xrun's (4), not
+// as the runner's exit code.
+func TestStateOfCacheInit(t *testing.T) {
+	now := time.Now()
+	job := JobObject(cacheSpec(), "r/x:1", "0123456789ab", "", nil)
+	no := false
+	job.Spec.Suspend = &no
+	initializing := &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}
+	withInit := func(phase corev1.PodPhase, init corev1.ContainerState) corev1.Pod {
+		p := pod("p1", now, phase, initializing.DeepCopy())
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: CacheInitName, State: init}}
+		return p
+	}
+	pulling := withInit(corev1.PodPending, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}})
+	if s := StateOf(job, []corev1.Pod{pulling}); s.Phase != backend.Pending || s.Detail != "ImagePullBackOff" || s.Message != "not found" {
+		t.Errorf("init's image pulling: %+v", s)
+	}
+	running := withInit(corev1.PodPending, corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
+	if s := StateOf(job, []corev1.Pod{running}); s.Phase != backend.Pending || s.Detail != "PodInitializing" {
+		t.Errorf("init running: %+v", s)
+	}
+	failed := withInit(corev1.PodFailed, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "chown: Operation not permitted"}})
+	if s := StateOf(job, []corev1.Pod{failed}); s.Phase != backend.Exited || s.ExitCode != contract.ExitInfra || !strings.Contains(s.Message, "init container cache-owner exited 1") || !strings.Contains(s.Message, "Operation not permitted") {
+		t.Errorf("init failed: %+v", s)
+	}
+	// Once it is done, the runner's status counts.
+	done := withInit(corev1.PodRunning, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}})
+	done.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}
+	if s := StateOf(job, []corev1.Pod{done}); s.Phase != backend.Running {
+		t.Errorf("init done, runner running: %+v", s)
 	}
 }
