@@ -3,6 +3,7 @@
 package k8s
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -117,5 +121,30 @@ func TestNodeCompileCache(t *testing.T) {
 	}
 	if dirs, _ := filepath.Glob(filepath.Join(kube.CacheHostDir, prefix+"*")); len(dirs) != 1 {
 		t.Errorf("the experiment's directories on the node: %v, want one", dirs)
+	}
+}
+
+// A namespace whose Pod Security level refuses hostPath volumes runs the
+// job without the node's cache, and the submit says so.
+func TestNodeCompileCachePodSecurity(t *testing.T) {
+	ctx := context.Background()
+	const ns = "xrun-e2e-baseline"
+	_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns, Labels: map[string]string{kube.PodSecurityEnforceLabel: "baseline"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kc.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
+	// The Job controller makes pods under the namespace's default service
+	// account, which the service account controller adds.
+	until(t, time.Minute, "default service account", func() bool {
+		_, err := kc.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+	r := submit(t, 5*time.Minute, "cache", "--cpu", "--namespace", ns)
+	expect(t, r, 0, "namespace "+ns+" enforces Pod Security baseline")
+	if c := cacheOf(t, r); c.Volume != "" || c.Files != 0 {
+		t.Errorf("cache under Pod Security baseline: %+v, want the job's own", c)
 	}
 }
