@@ -63,7 +63,8 @@ type Set struct {
 	Getenv func(string) string
 	// Connect makes the engine of a Docker host; tests replace it.
 	Connect Connector
-	// KubeLog receives a cluster backend's progress (image pushes).
+	// KubeLog receives a cluster backend's progress (image pushes) and what
+	// a submit leaves out (the compile cache).
 	KubeLog interface{ Write([]byte) (int, error) }
 	// LocalRoot holds the directories of the jobs run on this machine
 	// without a container (client/backend/local); "" leaves them out.

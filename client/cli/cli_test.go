@@ -644,6 +644,7 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		{"unknown flag", []string{"ps", "--bogus"}, false, ExitUsage, "xrun: unknown flag --bogus (see xrun ps --help)"},
 		{"bad duration", []string{"submit", "--timeout", "ten", "x"}, false, ExitUsage, `xrun: --timeout "ten": not a duration (30s, 10m, 1h30m) (see xrun submit --help)`},
 		{"bad duration of another command", []string{"prune", "--older-than", "5x"}, false, ExitUsage, `--older-than "5x": not a duration`},
+		{"prune a cluster's caches", []string{"prune", "--k8s", "--caches"}, false, ExitUsage, "--caches does not apply with --k8s: a cluster's compile caches are directories of its nodes (/var/lib/xrun/cache)"},
 		{"unknown global flag", []string{"--bogus"}, false, ExitUsage, "(see xrun --help)"},
 		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
 		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},

@@ -46,7 +46,9 @@ The next job of that experiment then compiles again.
 With --k8s it prunes the cluster's registry instead (--registry, as given to
 submit): the job images under REGISTRY/xrun/ that no Job of the cluster, in any
 namespace, names, pushed more than --older-than ago. The registry must allow
-deletes; its garbage collection then frees their layers.
+deletes; its garbage collection then frees their layers. A cluster's compile
+caches are directories of its nodes (/var/lib/xrun/cache), which prune leaves
+to the cluster's admin (docs/kubernetes.md).
 
 Examples:
   xrun prune --dry-run
@@ -59,7 +61,7 @@ Examples:
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
 			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
 			&cli.BoolFlag{Name: "json", Usage: "print what was removed (or would be) and what was kept as JSON", Destination: &o.json},
-			&cli.BoolFlag{Name: "caches", Usage: "remove every compile-cache volume that no container uses, not only those whose base image is gone", Destination: &o.caches},
+			&cli.BoolFlag{Name: "caches", Usage: "remove every compile-cache volume that no container uses, not only those whose base image is gone (Docker hosts)", Destination: &o.caches},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
 		),
 		Action: func(c *cli.Context) error {
@@ -79,6 +81,9 @@ Examples:
 				o.labels[k] = v
 			}
 			if o.host.K8s {
+				if o.caches {
+					return usageError("--caches does not apply with --k8s: %s", prune.NodeCachesNote)
+				}
 				if o.registry == "" {
 					return usageError("prune --k8s prunes the cluster's registry: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY")
 				}

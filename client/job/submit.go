@@ -134,9 +134,11 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 			s.release = func() {}
 			return s.j, err
 		}
-		if !r.NoCacheVolume {
-			jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel)
-		}
+	} else {
+		gpuModel = clusterGPUModel(p)
+	}
+	if !r.NoCacheVolume {
+		jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel)
 	}
 	if p.GPUIDs != "" {
 		s.j.GPUs = p.GPUIDs

@@ -20,6 +20,11 @@ type BadRegistryError struct{ Err error }
 func (e *BadRegistryError) Error() string { return e.Err.Error() }
 func (e *BadRegistryError) Unwrap() error { return e.Err }
 
+// NodeCachesNote says where a cluster's compile caches are and who
+// cleans them: they are directories of its nodes, which a prune from the
+// client does not reach (docs/kubernetes.md, "Compile caches").
+var NodeCachesNote = "a cluster's compile caches are directories of its nodes (" + kube.CacheHostDir + "), which prune does not reach; docs/kubernetes.md says how the cluster's admin cleans them"
+
 // Registry deletes the job images in the registry at addr
 // (HOST[:PORT][/PATH]) that no Job of kb's cluster names and that were
 // pushed more than o.OlderThan ago. A manifest goes only when every tag

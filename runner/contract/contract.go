@@ -20,8 +20,9 @@ const (
 	RunnerPath = "/usr/local/bin/xrun-runner"
 	// CacheDir holds the compile caches (Triton, TorchInductor, CUDA
 	// extensions, the CUDA JIT cache), writable by JobUser: a named volume
-	// kept across the jobs of one experiment, base and GPU model on a host
-	// (xrun submit --no-cache-volume: the container's own, new each job).
+	// kept across the jobs of one experiment, base and GPU model on a host,
+	// a directory of the node on a Kubernetes cluster (xrun submit
+	// --no-cache-volume: the container's own, new each job).
 	CacheDir = "/xrun/cache"
 	// RunnerDir belongs to root like OutDir and holds the runner's own
 	// files while it runs (the harness) and the POST token the client
@@ -89,8 +90,9 @@ const (
 	// EnvWorkerUser ("uid:gid") makes the runner, started as root, run the
 	// experiment's code as that user (runner/sandbox).
 	EnvWorkerUser = "XRUN_WORKER_USER"
-	// EnvCacheVolume names the volume at CacheDir, for the record
-	// (results.json env.cache); unset when the job has none.
+	// EnvCacheVolume names the volume at CacheDir (on a cluster: the
+	// node's directory), for the record (results.json env.cache); unset
+	// when the job has none.
 	EnvCacheVolume = "XRUN_CACHE_VOLUME"
 )
 

@@ -117,8 +117,9 @@ type Env struct {
 type Cache struct {
 	Dir string `json:"dir"`
 	// Volume names the host's volume that keeps them across the jobs of
-	// one experiment, base and GPU model; empty when they were the job's
-	// own, empty at its start (xrun submit --no-cache-volume).
+	// one experiment, base and GPU model (on a Kubernetes cluster: the
+	// node's directory, /var/lib/xrun/cache/NAME); empty when they were
+	// the job's own, empty at its start (xrun submit --no-cache-volume).
 	Volume string `json:"volume,omitempty"`
 	// Files and Bytes are what they held at the start: 0 on a first run.
 	Files int   `json:"files"`

@@ -38,6 +38,14 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	if err != nil {
 		return err
 	}
+	if s.CacheVolume != "" {
+		if ok, level := b.cacheAllowed(ctx); !ok {
+			if b.Log != nil {
+				fmt.Fprintf(b.Log, "namespace %s enforces Pod Security %s, which refuses a node's directory: the job starts with empty compile caches\n", b.Namespace, level)
+			}
+			s = withoutCache(s)
+		}
+	}
 	job := JobObject(s, ref, j.ID, b.PullSecret, affinity)
 	job.Namespace = b.Namespace
 	if err := ctx.Err(); err != nil {
@@ -221,7 +229,8 @@ func labelValue(v string) string {
 
 // JobObject is the Job that runs spec s with image ref: suspended, never
 // retried but for disruptions, the runner unprivileged unless s.Root, its
-// output written into its log.
+// output written into its log, and s.CacheVolume a directory of the node
+// (CachePath).
 func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.Affinity) *batchv1.Job {
 	labels := map[string]string{contract.LabelJob: jobID}
 	if v := labelValue(s.Labels[contract.LabelExperiment]); v != "" {
@@ -240,6 +249,11 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 			v = ref
 		case contract.EnvHostName:
 			continue // the builder's name: the node's comes below
+		case contract.EnvCacheVolume:
+			// The record names the node's directory (env.host the node).
+			if v = CachePath(s.CacheVolume); v == "" {
+				continue
+			}
 		}
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
@@ -307,6 +321,9 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 		Volumes: []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: shm},
 		}}},
+	}
+	if dir := CachePath(s.CacheVolume); dir != "" {
+		addCache(&pod, &pod.Containers[0], dir, ref)
 	}
 	if s.Timeout > 0 {
 		d := int64((s.Timeout + DeadlineSlack).Seconds())

@@ -83,7 +83,8 @@ type Backend struct {
 	Registry string
 	// PullSecret names a docker-registry secret of the namespace for pulls.
 	PullSecret string
-	// Log gets the progress of the code image's build and push.
+	// Log gets the progress of the code image's build and push, and
+	// what a submit leaves out (the compile cache).
 	Log io.Writer
 	// Poll is how often a job's state is read while waiting (default 1 s).
 	Poll time.Duration

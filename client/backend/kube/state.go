@@ -86,8 +86,20 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 			cs = &pod.Status.ContainerStatuses[i]
 		}
 	}
+	// Until its init containers are done, the runner waits as
+	// PodInitializing: what holds the pod up (its image's pull, a failed
+	// init) is said by the init container's status.
+	if init := pendingInit(&pod); init != nil && (cs == nil || cs.State.Waiting != nil) {
+		cs = init
+	}
 	timedOut := pod.Status.Reason == "DeadlineExceeded"
 	switch {
+	case cs != nil && cs.Name != ContainerName && cs.State.Terminated != nil:
+		// An init container failed: the runner never ran.
+		t := cs.State.Terminated
+		s.Phase, s.Detail, s.ExitCode = backend.Exited, "init failed", contract.ExitInfra
+		s.Message = strings.TrimSpace(fmt.Sprintf("init container %s exited %d (%s): %s", cs.Name, t.ExitCode, t.Reason, t.Message))
+		s.TimedOut, s.FinishedAt = timedOut, t.FinishedAt.Time
 	case cs != nil && cs.State.Terminated != nil:
 		t := cs.State.Terminated
 		s.Phase, s.Detail, s.ExitCode = backend.Exited, "exited", int(t.ExitCode)
@@ -118,6 +130,22 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 		}
 	}
 	return s
+}
+
+// pendingInit is the status of the first init container of pod that has
+// not finished well, nil when there is none.
+func pendingInit(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.InitContainerStatuses {
+		ics := &pod.Status.InitContainerStatuses[i]
+		if t := ics.State.Terminated; t != nil && t.ExitCode == 0 {
+			continue
+		}
+		if ics.State.Running != nil {
+			return nil // the runner's status says "PodInitializing"
+		}
+		return ics
+	}
+	return nil
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

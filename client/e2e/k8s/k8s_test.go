@@ -113,6 +113,10 @@ func mainK8s(m *testing.M) int {
 		return 1
 	}
 	defer cleanup()
+	// The node is this machine: its compile caches (kube.CacheHostDir)
+	// go with the suite.
+	recordCaches()
+	defer cleanupCaches()
 	return m.Run()
 }
 

@@ -1,0 +1,57 @@
+package job
+
+import (
+	"context"
+	"testing"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/submit"
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+// baseEngine says that every image is built on base.
+type baseEngine struct {
+	engine.Engine
+	base string
+}
+
+func (e baseEngine) ImageConfig(context.Context, string) (engine.ImageConfig, error) {
+	return engine.ImageConfig{Labels: map[string]string{contract.LabelBaseID: e.base}}, nil
+}
+
+// A cluster job's cache key holds what is known before scheduling: CPU or
+// GPU, and the spec's gpu_type; two bases or two gpu_types never share.
+func TestClusterCacheKey(t *testing.T) {
+	prepared := func(gpus *backend.GPUs, gpuType string) *submit.Prepared {
+		return &submit.Prepared{Spec: &spec.Spec{Name: "softmax", Resources: spec.Resources{GPUType: gpuType}}, GPUs: gpus, ImageRef: "xrun/softmax:1"}
+	}
+	one := &backend.GPUs{Count: 1}
+	for _, tc := range []struct {
+		p    *submit.Prepared
+		want string
+	}{
+		{prepared(nil, ""), "cpu"},
+		{prepared(nil, "H100"), "cpu"},
+		{prepared(one, ""), "gpu"},
+		{prepared(one, "H100"), "gpu_type h100"},
+		{prepared(one, "h100"), "gpu_type h100"},
+	} {
+		if got := clusterGPUModel(tc.p); got != tc.want {
+			t.Errorf("clusterGPUModel(gpus %v, gpu_type %q) = %q, want %q", tc.p.GPUs, tc.p.Spec.Resources.GPUType, got, tc.want)
+		}
+	}
+	ctx := context.Background()
+	names := map[string]string{}
+	for _, k := range []struct{ base, model string }{{"sha256:a", "cpu"}, {"sha256:b", "cpu"}, {"sha256:a", "gpu"}, {"sha256:a", "gpu_type h100"}, {"sha256:a", "gpu_type a100"}} {
+		name, labels := cacheVolume(ctx, baseEngine{base: k.base}, prepared(one, ""), k.model)
+		if prev, ok := names[name]; ok {
+			t.Errorf("%v and %s share the cache %s", k, prev, name)
+		}
+		names[name] = k.base + " " + k.model
+		if labels[contract.LabelGPUModel] != k.model || labels[contract.LabelBaseID] != k.base {
+			t.Errorf("labels %v", labels)
+		}
+	}
+}
