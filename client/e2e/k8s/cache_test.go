@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -53,16 +54,12 @@ func cleanupCaches() {
 	}
 }
 
-// cacheOf returns what the results of the attached submit r say of the
-// compile caches the job started with.
+// cacheOf returns what the results of the attached submit r (with
+// --json) say of the compile caches the job started with.
 func cacheOf(t *testing.T, r res) *result.Cache {
 	t.Helper()
 	expect(t, r, 0)
-	m := jobLine.FindStringSubmatch(r.Stderr)
-	if m == nil {
-		t.Fatalf("no job line:\n%s", r.Stderr)
-	}
-	s := jobStatus(t, m[1])
+	s := x.Status(t, xruntest.JobID(t, r))
 	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +79,7 @@ func TestNodeCompileCache(t *testing.T) {
 	for _, d := range old {
 		os.RemoveAll(d)
 	}
-	first := cacheOf(t, submit(t, 5*time.Minute, "cache", "--cpu"))
+	first := cacheOf(t, submit(t, 5*time.Minute, "cache", "--json", "--cpu"))
 	if !strings.HasPrefix(first.Volume, kube.CacheHostDir+"/"+prefix) || first.Files != 0 {
 		t.Fatalf("first job's cache: %+v, want a new directory of the node", first)
 	}
@@ -97,7 +94,7 @@ func TestNodeCompileCache(t *testing.T) {
 	if _, err := os.Stat(entry); err != nil {
 		t.Errorf("the first job's entry on the node: %v", err)
 	}
-	second := cacheOf(t, submit(t, 5*time.Minute, "cache", "--cpu"))
+	second := cacheOf(t, submit(t, 5*time.Minute, "cache", "--json", "--cpu"))
 	if second.Volume != first.Volume || second.Files == 0 || second.Bytes < 4096 {
 		t.Errorf("second job's cache: %+v, want the first's directory with its entry", second)
 	}
@@ -115,7 +112,7 @@ func TestNodeCompileCache(t *testing.T) {
 	if codes[0] != 0 || codes[1] != 0 {
 		t.Errorf("two jobs sharing the cache exited %v", codes)
 	}
-	own := cacheOf(t, submit(t, 5*time.Minute, "cache", "--cpu", "--no-cache-volume"))
+	own := cacheOf(t, submit(t, 5*time.Minute, "cache", "--json", "--cpu", "--no-cache-volume"))
 	if own.Volume != "" || own.Files != 0 {
 		t.Errorf("--no-cache-volume: %+v, want the job's own empty caches", own)
 	}
@@ -142,7 +139,7 @@ func TestNodeCompileCachePodSecurity(t *testing.T) {
 		_, err := kc.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	})
-	r := submit(t, 5*time.Minute, "cache", "--cpu", "--namespace", ns)
+	r := submit(t, 5*time.Minute, "cache", "--json", "--cpu", "--namespace", ns)
 	expect(t, r, 0, "namespace "+ns+" enforces Pod Security baseline")
 	if c := cacheOf(t, r); c.Volume != "" || c.Files != 0 {
 		t.Errorf("cache under Pod Security baseline: %+v, want the job's own", c)
