@@ -4,11 +4,6 @@
 package result
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -503,73 +498,6 @@ type Warning struct {
 	Implementation string `json:"implementation,omitempty"`
 	Label          string `json:"label,omitempty"`
 	Message        string `json:"message"`
-}
-
-// Decode reads a results document and checks its schema version.
-func Decode(data []byte) (*Results, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var r Results
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("decode results: %w", err)
-	}
-	if r.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("decode results: schema_version %d, this build reads %d", r.SchemaVersion, SchemaVersion)
-	}
-	return &r, nil
-}
-
-// ReadFile reads and decodes a results file.
-func ReadFile(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Decode(data)
-}
-
-// Locate reports whether ref names a results file: a file, or a
-// directory holding a FileName; path is the file.
-func Locate(ref string) (path string, ok bool) {
-	fi, err := os.Stat(ref)
-	if err != nil {
-		return "", false
-	}
-	if fi.IsDir() {
-		ref = filepath.Join(ref, FileName)
-		if _, err := os.Stat(ref); err != nil {
-			return "", false
-		}
-	}
-	return ref, true
-}
-
-// WriteFile writes r to path atomically: a reader sees the old file or the
-// new one, never a torn write, even if the process dies mid-way.
-func WriteFile(path string, r *Results) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
-	if err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write results: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write results: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	return nil
 }
 
 // StopInProgress is the stop reason of a timing whose rounds go on.
