@@ -73,17 +73,8 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
-	idx := make([]int, 0, len(e.Holders))
-	for i := range e.Holders {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	var held []string
-	for _, i := range idx {
-		held = append(held, fmt.Sprintf("GPU %d by job %s", i, e.Holders[i]))
-	}
 	return fmt.Sprintf("host %s cannot give this job %s now (%d free; held: %s): wait for them with --queue, or ask for fewer",
-		e.Host, e.Request, e.Free, strings.Join(held, ", "))
+		e.Host, e.Request, e.Free, e.held("GPU %d by job %s", ", "))
 }
 
 // Assigner hands out GPUs of one host.
@@ -146,16 +137,22 @@ func (a *Assigner) Acquire(ctx context.Context, jobID string, req Request) ([]GP
 }
 
 func (e *BusyError) waiting() string {
+	return fmt.Sprintf("queued on %s for %s (held: %s)", e.Host, e.Request, e.held("%d:%s", " "))
+}
+
+// held lists the held GPUs in index order, each as format gives its index
+// and its job, joined by sep.
+func (e *BusyError) held(format, sep string) string {
 	idx := make([]int, 0, len(e.Holders))
 	for i := range e.Holders {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	var held []string
-	for _, i := range idx {
-		held = append(held, fmt.Sprintf("%d:%s", i, e.Holders[i]))
+	held := make([]string, len(idx))
+	for k, i := range idx {
+		held[k] = fmt.Sprintf(format, i, e.Holders[i])
 	}
-	return fmt.Sprintf("queued on %s for %s (held: %s)", e.Host, e.Request, strings.Join(held, " "))
+	return strings.Join(held, sep)
 }
 
 // candidates returns the GPUs that may serve req and how many it needs.

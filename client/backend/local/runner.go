@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -71,4 +74,24 @@ func RunnerMain(ctx context.Context, args []string, stderr io.Writer) int {
 		return contract.ExitBadSpec
 	}
 	return run.ExitCode(r, err)
+}
+
+// Role runs what the xrun binary is asked to be when it is not the
+// command line (args are os.Args): a local job's supervisor (SuperviseArg),
+// a local job's runner (RunnerArg), or the in-container runner
+// (run.IsRunner); ok is false when args ask for the command line. The
+// runners stop on SIGINT and SIGTERM.
+func Role(args []string) (code int, ok bool) {
+	switch {
+	case IsSupervisor(args):
+		return Supervise(args[2]), true
+	case IsRunner(args), run.IsRunner(args):
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if IsRunner(args) {
+			return RunnerMain(ctx, args[2:], os.Stderr), true
+		}
+		return run.RunnerMain(ctx, args, os.Stdout, os.Stderr), true
+	}
+	return 0, false
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/cli"
-	"github.com/xrun-dev/xrun/runner/run"
 )
 
 // abortGrace is how long a second Ctrl-C waits for the command's fast
@@ -24,20 +23,8 @@ import (
 const abortGrace = 15 * time.Second
 
 func main() {
-	if local.IsSupervisor(os.Args) {
-		// The supervisor of a job of xrun run --local (client/backend/local).
-		os.Exit(local.Supervise(os.Args[2]))
-	}
-	if local.IsRunner(os.Args) || run.IsRunner(os.Args) {
-		// The runner of a local job, or the in-container runner.
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := 0
-		if local.IsRunner(os.Args) {
-			code = local.RunnerMain(ctx, os.Args[2:], os.Stderr)
-		} else {
-			code = run.RunnerMain(ctx, os.Args, os.Stdout, os.Stderr)
-		}
-		stop()
+	if code, ok := local.Role(os.Args); ok {
+		// A local job's supervisor or runner, or the in-container runner.
 		os.Exit(code)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
