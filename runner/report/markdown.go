@@ -302,33 +302,7 @@ func (m *mdWriter) criteria(r *result.Results) {
 		return
 	}
 	for _, c := range r.Criteria {
-		mark := "❌"
-		switch {
-		case c.NotEvaluated:
-			mark = "n/a"
-		case c.Skipped:
-			mark = "⏭️"
-		case c.Passed:
-			mark = "✅"
-		}
-		if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
-			if c.Passed {
-				mark += " (declared to fail)"
-			} else {
-				mark += " (expected)"
-			}
-		}
-		line := fmt.Sprintf("- %s **%s**: %s", mark, c.Name, fmtCriterion(c))
-		switch {
-		case c.NotEvaluated:
-			line = fmt.Sprintf("- %s **%s**: not evaluated", mark, c.Name)
-		case c.Skipped:
-			line = fmt.Sprintf("- %s **%s**", mark, c.Name)
-		}
-		if c.Detail != "" {
-			line += "; " + c.Detail
-		}
-		m.printf("%s\n", line)
+		m.printf("%s\n", markdownCriterion.line(c))
 	}
 	verdict := "all criteria passed"
 	skipped := 0

@@ -226,6 +226,59 @@ func fmtPct(v float64) string {
 }
 
 // fmtCriterion prints a criterion's value and its bar.
+// criterionStyle is how a report lists a criterion: a mark for its
+// outcome, its name and what it measured.
+type criterionStyle struct {
+	// The marks of a criterion that failed, was not evaluated (the job
+	// ended before), was skipped, and passed.
+	fail, notEvaluated, skipped, passed string
+	// declaredPassed and declaredFailed follow the mark of a criterion
+	// declared to fail (expect: fail) that passed, and that failed.
+	declaredPassed, declaredFailed string
+	// format puts the mark and the name together.
+	format string
+	// detailWhenPassed adds a passed criterion's detail too.
+	detailWhenPassed bool
+}
+
+var (
+	textCriterion = criterionStyle{fail: "FAIL", notEvaluated: "n/a ", skipped: "SKIP", passed: "PASS",
+		declaredPassed: " (declared: fail)", declaredFailed: " (declared: fail)", format: "  %s  %s"}
+	markdownCriterion = criterionStyle{fail: "❌", notEvaluated: "n/a", skipped: "⏭️", passed: "✅",
+		declaredPassed: " (declared to fail)", declaredFailed: " (expected)", format: "- %s **%s**", detailWhenPassed: true}
+)
+
+// line is criterion c as st lists it.
+func (st criterionStyle) line(c result.Criterion) string {
+	mark := st.fail
+	switch {
+	case c.NotEvaluated:
+		mark = st.notEvaluated
+	case c.Skipped:
+		mark = st.skipped
+	case c.Passed:
+		mark = st.passed
+	}
+	if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
+		if c.Passed {
+			mark += st.declaredPassed
+		} else {
+			mark += st.declaredFailed
+		}
+	}
+	line := fmt.Sprintf(st.format, mark, c.Name)
+	switch {
+	case c.NotEvaluated:
+		line += ": not evaluated"
+	case !c.Skipped:
+		line += ": " + fmtCriterion(c)
+	}
+	if c.Detail != "" && (st.detailWhenPassed || !c.Passed) {
+		line += "; " + c.Detail
+	}
+	return line
+}
+
 func fmtCriterion(c result.Criterion) string {
 	switch c.Kind {
 	case "speedup":

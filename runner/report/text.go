@@ -123,29 +123,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	if len(r.Criteria) > 0 {
 		fmt.Fprintln(ew, "\ncriteria:")
 		for _, c := range r.Criteria {
-			mark := "FAIL"
-			switch {
-			case c.NotEvaluated:
-				mark = "n/a "
-			case c.Skipped:
-				mark = "SKIP"
-			case c.Passed:
-				mark = "PASS"
-			}
-			if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
-				mark += " (declared: fail)"
-			}
-			line := fmt.Sprintf("  %s  %s: %s", mark, c.Name, fmtCriterion(c))
-			switch {
-			case c.NotEvaluated:
-				line = fmt.Sprintf("  %s  %s: not evaluated", mark, c.Name)
-			case c.Skipped:
-				line = fmt.Sprintf("  %s  %s", mark, c.Name)
-			}
-			if c.Detail != "" && !c.Passed {
-				line += "; " + c.Detail
-			}
-			fmt.Fprintln(ew, line)
+			fmt.Fprintln(ew, textCriterion.line(c))
 		}
 	}
 	if len(r.Warnings) > 0 {
