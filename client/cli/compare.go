@@ -71,10 +71,22 @@ Examples:
 
 func runCompare(ctx context.Context, a *App, o compareOptions) error {
 	var in []compare.Input
+	seen := map[string]string{} // job id or results file -> the argument that named it
+	same := func(key, ref string) error {
+		if first, ok := seen[key]; ok {
+			return usageError("%s and %s are the same run: compare lines up different runs", first, ref)
+		}
+		seen[key] = ref
+		return nil
+	}
 	for _, ref := range o.jobs {
 		if path, ok := result.Locate(ref); ok {
 			r, err := result.ReadFile(path)
 			if err != nil {
+				return err
+			}
+			abs, _ := filepath.Abs(path)
+			if err := same(abs, ref); err != nil {
 				return err
 			}
 			in = append(in, compare.Input{JobID: ref, Host: r.Env.Host, Results: r})
@@ -82,6 +94,9 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 		}
 		j, r, err := a.jobResults(ctx, ref)
 		if err != nil {
+			return err
+		}
+		if err := same(j.ID, ref); err != nil {
 			return err
 		}
 		in = append(in, compare.Input{JobID: j.ID, Host: j.Host, Results: r})

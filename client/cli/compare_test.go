@@ -35,4 +35,9 @@ func TestCompareDifferentExperiments(t *testing.T) {
 	if code := ta.run(context.Background(), "compare", "--force", a, b); code != 0 || !strings.Contains(ta.out.String(), "different experiments") {
 		t.Errorf("compare --force: exit %d, stdout %q, stderr %q", code, ta.out, ta.err)
 	}
+	// One run twice, by its directory and by its file, is nothing to
+	// compare.
+	if code := ta.run(context.Background(), "compare", a, filepath.Join(a, result.FileName)); code != ExitUsage || !strings.Contains(ta.err.String(), "are the same run") {
+		t.Errorf("compare of a run with itself: exit %d, stderr %q", code, ta.err)
+	}
 }
