@@ -69,6 +69,36 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 	}
 }
 
+// A spec that asks for no GPU (resources.gpus: 0) runs as --cpu does, with
+// no GPU runtime asked of the host; --gpus still asks for one.
+func TestSpecWithoutGPUsIsACPUJob(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	path := filepath.Join(dir, "xrun.yaml")
+	y, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(y), "gpus: 1 ", "gpus: 0 ", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta.fake.Behave = succeed(t)
+	if code := ta.run(context.Background(), "submit", "--json", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	var j jobs.Job
+	if err := json.Unmarshal(ta.out.Bytes(), &j); err != nil || j.Mode != "cpu" || j.GPUs != "0" {
+		t.Errorf("job %+v (%v): want a CPU job", j, err)
+	}
+	cpu := false
+	for _, c := range ta.fake.Made() {
+		cpu = cpu || slices.Contains(c.Spec.Env, contract.EnvMode+"=cpu") && c.Spec.GPUs == nil
+	}
+	if !cpu {
+		t.Error("no container of the job ran in CPU mode without GPUs")
+	}
+}
+
 func TestSubmitAttachedCPU(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)

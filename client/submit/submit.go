@@ -100,7 +100,8 @@ func Load(o Options) (*Prepared, error) {
 	if o.Timeout > 0 {
 		p.Timeout = o.Timeout
 	}
-	if o.CPU {
+	// resources.gpus: 0 is a CPU experiment, unless --gpus asks otherwise.
+	if o.CPU || o.GPUs == "" && s.Resources.GPUs.Zero {
 		p.Mode, p.GPULabel = "cpu", "0"
 		return p, nil
 	}

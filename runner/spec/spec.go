@@ -63,6 +63,8 @@ type Image struct {
 
 // Resources says what the job needs from the host.
 type Resources struct {
+	// GPUs is the job's GPUs by default (unset: one); 0 or none makes it a
+	// CPU job, as submit --cpu does.
 	GPUs GPUs `yaml:"gpus"`
 	// GPUType, when set, is a substring the GPU name must contain ("H100").
 	GPUType string `yaml:"gpu_type"`
@@ -87,6 +89,9 @@ type GPUs struct {
 	Count int      // > 0 when a count was asked for
 	IDs   []string // device indexes or UUIDs
 	All   bool
+	// Zero is set when no GPU was asked for in so many words ("0",
+	// "none"), which an unset request is not.
+	Zero bool
 }
 
 // None reports whether no GPU was asked for.

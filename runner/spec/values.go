@@ -410,8 +410,10 @@ func ParseGPUs(s string) (GPUs, error) {
 		return GPUs{IDs: ids}, nil
 	}
 	switch s {
-	case "", "0", "none":
+	case "":
 		return GPUs{}, nil
+	case "0", "none":
+		return GPUs{Zero: true}, nil
 	case "all":
 		return GPUs{All: true}, nil
 	}
@@ -419,7 +421,7 @@ func ParseGPUs(s string) (GPUs, error) {
 		if n < 0 {
 			return GPUs{}, fmt.Errorf("gpus %q: a count must be >= 0", s)
 		}
-		return GPUs{Count: n}, nil
+		return GPUs{Count: n, Zero: n == 0}, nil
 	}
 	ids, err := splitIDs(s, s)
 	if err != nil {
