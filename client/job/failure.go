@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -59,10 +60,10 @@ func FailureSentence(r *result.Results) string {
 	// What else failed, said as what it is: more cases of the same
 	// implementation, other implementations.
 	if sameImpl > 0 {
-		s += fmt.Sprintf("; %s failed at %d more %s", first, sameImpl, plural(sameImpl, "case", "cases"))
+		s += fmt.Sprintf("; %s failed at %d more %s", first, sameImpl, render.Plural(sameImpl, "case", "cases"))
 	}
 	if len(others) > 0 {
-		s += fmt.Sprintf("; %d other %s failed", len(others), plural(len(others), "implementation", "implementations"))
+		s += fmt.Sprintf("; %d other %s failed", len(others), render.Plural(len(others), "implementation", "implementations"))
 	}
 	return s
 }
@@ -80,11 +81,4 @@ func statusWord(status string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -46,7 +46,7 @@ func FanOut[T any](ctx context.Context, hostNames []string, w io.Writer, fn Host
 			lw.flush()
 			results[i] = HostResult[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
 			if err != nil {
-				lw.line("failed: " + oneLine(err.Error()))
+				lw.line("failed: " + firstLine(err.Error()))
 			}
 			return nil
 		})
@@ -130,11 +130,4 @@ func (l *lineWriter) line(s string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	io.WriteString(l.w, l.prefix+s+"\n")
-}
-
-// oneLine keeps the first line of a message (a build error's log tail
-// has been shown as progress already).
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
