@@ -103,9 +103,6 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if err != nil {
 		return r, err
 	}
-	// A spec that asks for no GPU (resources.gpus: 0) is built and run as
-	// --cpu is.
-	so.CPU = p.Mode == "cpu"
 	// --env is read before the connection and the build, which take minutes.
 	env, err := jobEnv(p.Spec, a.Env, getenv, warn)
 	if err != nil {

@@ -180,7 +180,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	}
 	done()
 	done = b.step("base")
-	base, err := b.pickBase(ctx, p.Spec.Image, o)
+	base, err := b.pickBase(ctx, p.Spec.Image, o.Base, p.Mode == "cpu")
 	if err != nil {
 		return err
 	}
@@ -298,19 +298,21 @@ func (b *Builder) contextProgress() *buildctx.Reporter {
 	}
 }
 
-// pickBase resolves the base image and makes sure it is on the host. A
-// CPU run of a spec that names no base, or a base of the table, takes any
-// CPU base of the table that the host has (one made offline with
-// images/make-cpu-base.sh) when the default CPU base is missing.
-func (b *Builder) pickBase(ctx context.Context, img spec.Image, o Options) (string, error) {
-	if o.Base != "" {
-		return o.Base, b.ensureBase(ctx, o.Base, o.CPU)
+// pickBase resolves the base image (override: --base) and makes sure it
+// is on the host. A CPU run (cpu: the job's mode, from --cpu or the
+// spec's resources.gpus: 0) of a spec that names no base, or a base of
+// the table, takes any CPU base of the table that the host has (one made
+// offline with images/make-cpu-base.sh) when the default CPU base is
+// missing.
+func (b *Builder) pickBase(ctx context.Context, img spec.Image, override string, cpu bool) (string, error) {
+	if override != "" {
+		return override, b.ensureBase(ctx, override, cpu)
 	}
-	base, err := images.Resolve(img, o.CPU)
+	base, err := images.Resolve(img, cpu)
 	if err != nil {
 		return "", exit.BadInput(err)
 	}
-	if o.CPU && img.Torch == "" && img.CUDA == "" && (img.Base == "" || images.Named(img.Base)) {
+	if cpu && img.Torch == "" && img.CUDA == "" && (img.Base == "" || images.Named(img.Base)) {
 		if ok, err := b.Engine.ImageExists(ctx, base); err != nil || ok {
 			return base, err
 		}
@@ -324,7 +326,7 @@ func (b *Builder) pickBase(ctx context.Context, img spec.Image, o Options) (stri
 			}
 		}
 	}
-	return base, b.ensureBase(ctx, base, o.CPU)
+	return base, b.ensureBase(ctx, base, cpu)
 }
 
 // ensureBase makes sure the base image is on the host, pulling it once;
