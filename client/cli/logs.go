@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
@@ -64,7 +65,7 @@ func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *jobs
 		defer view.Close()
 		out = view
 	}
-	err := m.Logs(ctx, j, job.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out)
+	err := m.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out)
 	if ctx.Err() != nil && o.follow {
 		// Ctrl-C stops the following, not the job: it says so, and exits
 		// as an interrupted xrun does (130).

@@ -59,16 +59,12 @@ func containerState(b backend.State) *ContainerState {
 	return s
 }
 
-// LogOptions select which of a job's logs Logs writes (its backend's
-// options).
-type LogOptions = backend.LogOptions
-
 // Logs writes job j's log to out: its backend's while the backend has the
 // job (with o.Follow until the job ends or ctx does; both of the
 // container's streams go to out, as the store's copy has them), else the
 // copy in the store, its last o.Tail lines. Once ctx has ended it returns
 // nil.
-func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o LogOptions, out io.Writer) error {
+func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, out io.Writer) error {
 	b, err := m.Backends.For(ctx, j)
 	if err == nil {
 		err = b.Logs(ctx, j, o, out, out)
