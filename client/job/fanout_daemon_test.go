@@ -1,6 +1,6 @@
 //go:build integration
 
-package job_test
+package job
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +19,9 @@ import (
 
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
-
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // runJob runs a job container on target that prints a results document
 // (as the runner writes it) naming the host's daemon, and decodes it.
@@ -126,9 +107,9 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 		return runJob(ctx, targets[h], w)
 	}
 
-	var out lockedBuilder
-	res := job.FanOut(ctx, []string{"local", "second"}, &out, work)
-	if err := job.HostErrors(res); err != nil {
+	var out syncBuffer
+	res := FanOut(ctx, []string{"local", "second"}, &out, work)
+	if err := HostErrors(res); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"local  | connected to", "second | connected to", "second | job fan", "local  | job fan"} {
@@ -156,8 +137,8 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	t.Logf("progress:\n%s\ncomparison:\n%s", out.String(), table.String())
 
 	d.Stop(t)
-	out = lockedBuilder{}
-	res = job.FanOut(ctx, []string{"local", "second"}, &out, work)
+	out = syncBuffer{}
+	res = FanOut(ctx, []string{"local", "second"}, &out, work)
 	if res[0].Err != nil || res[0].Value == nil {
 		t.Fatalf("the local host did not complete: %v\n%s", res[0].Err, out.String())
 	}
@@ -168,8 +149,8 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if !strings.Contains(out.String(), "second | failed: cannot reach the Docker daemon at second (tcp://127.0.0.1:") {
 		t.Fatalf("the failure is not reported for its host:\n%s", out.String())
 	}
-	if job.FailedHosts(res) != 1 {
-		t.Fatalf("%d failures", job.FailedHosts(res))
+	if FailedHosts(res) != 1 {
+		t.Fatalf("%d failures", FailedHosts(res))
 	}
 	t.Logf("with the second daemon stopped:\n%s", out.String())
 }
