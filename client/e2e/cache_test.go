@@ -28,15 +28,7 @@ func cacheOf(t *testing.T, flags ...string) *result.Cache {
 // the compile caches it started with.
 func cacheOfJob(t *testing.T, r res) *result.Cache {
 	t.Helper()
-	s := x.Status(t, xruntest.JobID(t, r))
-	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs.Env.Cache == nil {
-		t.Fatal("results.json says nothing of the compile caches (env.cache)")
-	}
-	return rs.Env.Cache
+	return xruntest.Cache(t, x.Results(t, xruntest.JobID(t, r)))
 }
 
 // The compile caches of an experiment outlive its jobs in a volume of the

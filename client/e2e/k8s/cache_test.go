@@ -59,15 +59,7 @@ func cleanupCaches() {
 func cacheOf(t *testing.T, r res) *result.Cache {
 	t.Helper()
 	expect(t, r, 0)
-	s := x.Status(t, xruntest.JobID(t, r))
-	rs, err := result.ReadFile(filepath.Join(s.StoreDir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs.Env.Cache == nil {
-		t.Fatal("results.json says nothing of the compile caches (env.cache)")
-	}
-	return rs.Env.Cache
+	return xruntest.Cache(t, x.Results(t, xruntest.JobID(t, r)))
 }
 
 // The compile caches of an experiment outlive its cluster jobs in a

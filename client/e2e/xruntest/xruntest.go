@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/client/engine"
@@ -287,6 +288,27 @@ func (x *Xrun) RunEnv(t testing.TB, limit time.Duration, extra []string, args ..
 func (x *Xrun) Status(t testing.TB, id string) Status {
 	t.Helper()
 	return DecodeStatus(t, x.Run(t, time.Minute, "status", "--json", id))
+}
+
+// Results are the results.json the job store holds for job id; it fails
+// t unless the store has them.
+func (x *Xrun) Results(t testing.TB, id string) *result.Results {
+	t.Helper()
+	r, err := result.ReadFile(filepath.Join(x.Status(t, id).StoreDir, result.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Cache is what results r say of the compile caches their job started
+// with; it fails t when they say nothing (env.cache).
+func Cache(t testing.TB, r *result.Results) *result.Cache {
+	t.Helper()
+	if r.Env.Cache == nil {
+		t.Fatal("results.json says nothing of the compile caches (env.cache)")
+	}
+	return r.Env.Cache
 }
 
 // Jobs are the jobs `xrun ps --all --json` lists; it fails t unless the
