@@ -184,30 +184,38 @@ func (s *Store) WriteFile(id, name string, data []byte) error {
 // atomically, as WriteFile does: a fill that fails (a full disk) leaves
 // the file as it was, and no temporary file behind.
 func (s *Store) WriteFrom(id, name string, fill func(io.Writer) error) error {
-	dir := s.Dir(id)
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
+	if err := WriteAtomic(filepath.Join(s.Dir(id), name), 0o644, fill); err != nil {
 		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	}
+	return nil
+}
+
+// WriteAtomic writes what fill writes to path with permissions perm,
+// atomically: a temporary file beside it, synced, then renamed over it.
+// A reader sees the old file or the new one, never a torn write; a fill
+// that fails (a full disk) leaves the file as it was and no temporary
+// file behind.
+func WriteAtomic(path string, perm os.FileMode, fill func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	if err := fill(tmp); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s of job %s: %w", name, id, err)
+	if err := os.Chmod(tmp.Name(), perm); err != nil {
+		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("write %s of job %s: %w", name, id, err)
-	}
-	return nil
+	return os.Rename(tmp.Name(), path)
 }
 
 // Has reports whether job id's directory holds name.
