@@ -1140,7 +1140,7 @@ func TestLogsFollowInterrupted(t *testing.T) {
 // choice to make: exit 3, naming xrun's own flag.
 func TestRunLocalWithoutGPU(t *testing.T) {
 	if _, err := exec.LookPath("nvidia-smi"); err == nil {
-		t.Skip("this machine has nvidia-smi")
+		t.Skip("this machine has nvidia-smi: the test needs a machine without a GPU (CI's has none)")
 	}
 	ta := newTestApp(t)
 	dir := experiment(t, ta)

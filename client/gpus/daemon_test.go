@@ -197,7 +197,7 @@ func TestDiscoverWithoutGPURuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.NvidiaRuntime {
-		t.Skip("this host has an NVIDIA runtime")
+		t.Skip("this host has an NVIDIA runtime: the test needs one without (on a GPU host, the GPU suite's TestHostWithoutNVIDIARuntime runs this case against a daemon without it)")
 	}
 	_, err = gpus.Discover(context.Background(), e, image)
 	if err == nil || !strings.Contains(err.Error(), "list the GPUs of host") {

@@ -15,7 +15,7 @@ import (
 
 func TestSelf(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("ELF builds need linux")
+		t.Skip("ELF builds need linux (CI runs on linux)")
 	}
 	src := fakeModule(t)
 	dir := t.TempDir()
