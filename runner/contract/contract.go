@@ -94,7 +94,22 @@ const (
 	// node's directory), for the record (results.json env.cache); unset
 	// when the job has none.
 	EnvCacheVolume = "XRUN_CACHE_VOLUME"
+	// EnvStandby (a number of seconds) starts the runner as a standby:
+	// it finds Python, writes the harness and starts the zygote before
+	// any job exists, then waits at most that long for StandbyGoFile and
+	// runs the job it names. Without one it exits, having run nothing.
+	EnvStandby = "XRUN_STANDBY"
 )
+
+// StandbyGoFile is what the client copies into a standby container, after
+// the experiment's code and the POST token, to hand it a job: a JSON
+// object {"env": {NAME: VALUE}} with the variables that differ from one
+// submit to the next (EnvCodeHash, EnvGitCommit, EnvGitDirty), which the
+// runner sets before it reads its options. Root's alone, like the token.
+const StandbyGoFile = RunnerDir + "/go.json"
+
+// StandbyEnv are the variables StandbyGoFile may set.
+var StandbyEnv = []string{EnvCodeHash, EnvGitCommit, EnvGitDirty}
 
 // Exit codes of the runner (docs/architecture.md); the client exits with
 // the same codes for the same outcomes.

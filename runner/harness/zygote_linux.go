@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +59,9 @@ type zygoteMsg struct {
 
 // zygoteStart is how long the zygote may take to import its modules.
 const zygoteStart = 2 * time.Minute
+
+// zygoteMaxPacket is the largest request the zygote reads (zygote.py).
+const zygoteMaxPacket = 128 << 10
 
 // StartZygote starts the zygote as harness worker argv (python -u
 // harness.py) with --zygote, in dir with env, as user as, and waits until
@@ -235,10 +239,25 @@ func (z *Zygote) fork(c Config, out, cmd, ev *os.File) (int, error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	z.nextID++
-	env := map[string]string{"XRUN_CMD_FD": "3", "XRUN_EVENT_FD": "4", "XRUN_IMPL": c.Name}
-	req, err := json.Marshal(map[string]any{"op": "fork", "id": z.nextID, "env": env})
+	// The worker's whole environment and directory: a standby's zygote
+	// started before the job's were known (runner/run/standby.go).
+	base := c.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make(map[string]string, len(base)+3)
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	env["XRUN_CMD_FD"], env["XRUN_EVENT_FD"], env["XRUN_IMPL"] = "3", "4", c.Name
+	req, err := json.Marshal(map[string]any{"op": "fork", "id": z.nextID, "env": env, "cwd": c.Dir})
 	if err != nil {
 		return 0, err
+	}
+	if len(req) > zygoteMaxPacket {
+		return 0, fmt.Errorf("the worker's environment is %d bytes, more than a fork request holds (%d)", len(req), zygoteMaxPacket)
 	}
 	rights := syscall.UnixRights(int(out.Fd()), int(cmd.Fd()), int(ev.Fd()))
 	if _, _, err := z.conn.WriteMsgUnix(req, rights, nil); err != nil {

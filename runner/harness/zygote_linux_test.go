@@ -142,3 +142,33 @@ func TestZygoteDeathEndsItsWorkers(t *testing.T) {
 		t.Fatal("a dead zygote forked a worker")
 	}
 }
+
+// A standby's zygote starts before the job: in /, without the
+// experiment's PYTHONPATH. Its worker gets the job's directory and
+// environment at the fork, and imports the experiment's code from them.
+func TestZygoteStartedBeforeTheJob(t *testing.T) {
+	py := testPython(t)
+	dir := t.TempDir()
+	path, err := WriteScript(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{py, "-u", path}
+	var log bytes.Buffer
+	z, err := StartZygote(argv, "/", append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), nil, &log)
+	if err != nil {
+		t.Fatalf("%v\nzygote log:\n%s", err, log.String())
+	}
+	t.Cleanup(z.Close)
+	td, _ := filepath.Abs("testdata")
+	env := append(os.Environ(), "PYTHONPATH="+td, "PYTHONDONTWRITEBYTECODE=1")
+	w, err := z.Start(Config{Name: "late", Argv: argv, Dir: td, Env: env, LogPath: filepath.Join(dir, "late.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(2 * time.Second) })
+	if _, err := w.Init(ctxT(t, 60*time.Second), Init{Impl: "impl", Fn: "pkg.kernels:add", Reference: "pkg.kernels:add", Inputs: "pkg.kernels:make_inputs", Device: "cpu"}); err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, "late.log"))
+		t.Fatalf("init of a worker forked with the job's PYTHONPATH: %v\nworker log:\n%s", err, b)
+	}
+}

@@ -68,6 +68,24 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 		return contract.ExitInfra
 	}
 	o.Worker = worker
+	idle, err := standbyIdle()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return contract.ExitBadSpec
+	}
+	if idle > 0 {
+		if o, err = standby(ctx, o, idle); err != nil {
+			switch {
+			case errors.Is(err, errNoJob):
+				fmt.Fprintf(stderr, "%s: %v; it ran nothing\n", name, err)
+				return contract.ExitSucceeded
+			case ctx.Err() != nil:
+				return contract.ExitCancelled
+			}
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return contract.ExitInfra
+		}
+	}
 	start := time.Now()
 	r, err := Run(ctx, o)
 	// Run returns an error with results only when they stopped before any

@@ -80,20 +80,24 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 		r.Env.Extra = map[string]string{"benchmark": "command"}
 		return p, nil
 	}
-	py, err := harness.FindPython(ctx, o.Python, o.Worker)
-	if err != nil {
-		return nil, &InfraError{err}
+	warm := o.Warm != nil && p.useWarm(o.Warm)
+	if !warm {
+		py, err := harness.FindPython(ctx, o.Python, o.Worker)
+		if err != nil {
+			return nil, &InfraError{err}
+		}
+		if p.tmp, err = harnessDir(o.Worker != nil); err != nil {
+			os.RemoveAll(p.tmp)
+			return nil, &InfraError{fmt.Errorf("write the harness: %w", err)}
+		}
+		script, err := harness.WriteScript(p.tmp)
+		if err != nil {
+			os.RemoveAll(p.tmp)
+			return nil, &InfraError{err}
+		}
+		p.argv = []string{py, "-u", script}
 	}
-	if p.tmp, err = harnessDir(o.Worker != nil); err != nil {
-		os.RemoveAll(p.tmp)
-		return nil, &InfraError{fmt.Errorf("write the harness: %w", err)}
-	}
-	script, err := harness.WriteScript(p.tmp)
-	if err != nil {
-		os.RemoveAll(p.tmp)
-		return nil, &InfraError{err}
-	}
-	p.argv = []string{py, "-u", script}
+	py, script := p.argv[0], p.argv[2]
 	p.fresh.copyBack = func(ctx context.Context, src, dst string) (int, error) {
 		return copyCaches(ctx, py, script, p.dir, p.env, p.as, src, dst)
 	}
@@ -103,11 +107,14 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 	zygote := make(chan struct{})
 	go func() {
 		defer close(zygote)
-		if !o.NoZygote {
+		switch {
+		case warm:
+			p.adoptZygote(o.Warm)
+		case !o.NoZygote:
 			p.startZygote()
 		}
 	}()
-	err = rn.checkRefs(ctx, py, p.env)
+	err := rn.checkRefs(ctx, py, p.env)
 	<-zygote
 	if err != nil {
 		p.close()

@@ -78,6 +78,9 @@ type Options struct {
 	// from the runner (runner/sandbox); nil runs them as the runner's own
 	// user. With one, OutDir must be the runner's alone.
 	Worker *sandbox.User
+	// Warm is what a standby prepared before the job came (standby.go);
+	// nil: the run prepares everything itself.
+	Warm *Warm
 
 	// Log receives progress (runner.log gets the same). The final table
 	// goes to runner.log only: the caller prints it where it belongs

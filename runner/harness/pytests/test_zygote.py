@@ -35,3 +35,19 @@ def test_blas_setters_of_this_process():
     setters, why = zygote.blas_setters()
     assert why == ""
     assert len(setters) == len(zygote.blas_libraries())
+
+
+def test_become_gives_the_worker_its_environment_path_and_directory(monkeypatch, tmp_path):
+    monkeypatch.setattr(zygote, "START_ENV", {"ZYGOTE_ONLY": "1", "PYTHONPATH": "/zygote/path"})
+    monkeypatch.setenv("ZYGOTE_ONLY", "1")
+    monkeypatch.setenv("PYTHONPATH", "/zygote/path")
+    monkeypatch.setenv("SET_BY_AN_IMPORT", "kept")
+    monkeypatch.setattr(zygote.sys, "path", ["/harness", "/zygote/path", "/usr/lib/python3"])
+    monkeypatch.chdir("/")
+    monkeypatch.delenv("JOB", raising=False)
+    zygote.become({"PYTHONPATH": "/xrun/exp:/xrun/exp/lib", "JOB": "yes"}, str(tmp_path))
+    assert os.environ.get("JOB") == "yes"
+    assert "ZYGOTE_ONLY" not in os.environ
+    assert os.environ.get("SET_BY_AN_IMPORT") == "kept"
+    assert zygote.sys.path == ["/harness", "/xrun/exp", "/xrun/exp/lib", "/usr/lib/python3"]
+    assert os.getcwd() == str(tmp_path)

@@ -9,7 +9,7 @@ its own process and process group.
 The runner talks to it over the unix socket on fd 3, a SOCK_SEQPACKET
 socket (PROTOCOL.md, "The zygote"), one JSON object per packet:
 
-  {"op": "fork", "id": N, "env": {...}}  with three descriptors
+  {"op": "fork", "id": N, "env": {...}, "cwd": DIR}  with three descriptors
       (SCM_RIGHTS): the worker's stdout and stderr, its commands (fd 3),
       its events (fd 4)
   -> {"id": N, "pid": P}  or  {"id": N, "error": "..."}
@@ -40,11 +40,18 @@ import traceback
 # depend on each other; each one that is missing is left to the worker.
 PRELOAD = ("numpy", "torch", "triton")
 
+# The largest request read (zygote_linux.go's zygoteMaxPacket): a fork
+# request carries the worker's whole environment.
+MAX_PACKET = 128 << 10
+
 # PR_SET_PDEATHSIG: the kernel kills a worker whose zygote died.
 PR_SET_PDEATHSIG = 1
 
 
 BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+# The zygote's environment as it started (main).
+START_ENV = {}
 
 # What OpenBLAS calls the function that sets its thread count, by build
 # (its own, 64-bit integer, numpy's and scipy's bundled copies).
@@ -133,7 +140,25 @@ def threads():
         return 0
 
 
-def become_worker(zygote, fds, env):
+def become(env, cwd):
+    """The worker's environment, directory and import path: what a worker
+    started on its own with env in cwd would have: the zygote's
+    variables it lacks go, those the imports set stay. The zygote's own
+    PYTHONPATH entries (it starts before the experiment's are known) give
+    way to the worker's."""
+    before = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for k in START_ENV:
+        if k not in env:
+            os.environ.pop(k, None)  # what the imports set themselves stays
+    os.environ.update(env)
+    if cwd:
+        os.chdir(cwd)
+    after = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    rest = [p for p in sys.path[1:] if p not in before and p not in after]
+    sys.path[:] = sys.path[:1] + after + rest
+
+
+def become_worker(zygote, fds, env, cwd=""):
     """In the forked child: the worker's own process group, descriptors and
     environment, then the command loop. Never returns."""
     code = 1
@@ -152,7 +177,7 @@ def become_worker(zygote, fds, env):
         for fd in (out, cmd, ev):
             if fd > 4:
                 os.close(fd)
-        os.environ.update(env)
+        become(env, cwd)
         for setter in zygote.blas:
             setter(blas_threads(os.environ))
         from .worker import main
@@ -213,7 +238,7 @@ class Zygote:
                 self.reap()
             if self.sock not in ready:
                 continue
-            data, fds, _, _ = socket.recv_fds(self.sock, 65536, 8)
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_PACKET, 8)
             if not data:
                 return  # the runner closed its end: the run is over
             self.fork(json.loads(data), fds)
@@ -235,13 +260,14 @@ class Zygote:
             self.send({"id": rid, "error": "fork: %s" % e})
             return
         if pid == 0:
-            become_worker(self, fds, req.get("env") or {})
+            become_worker(self, fds, req.get("env") or dict(os.environ), req.get("cwd") or "")
         for fd in fds:
             os.close(fd)
         self.send({"id": rid, "pid": pid})
 
 
 def main():
+    START_ENV.update(os.environ)
     fd = int(os.environ.get("XRUN_ZYGOTE_FD", "3"))
     sock = socket.socket(fileno=fd)
     Zygote(sock).serve()
