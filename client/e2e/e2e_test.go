@@ -144,7 +144,9 @@ var expect = xruntest.Expect
 var x = &xruntest.Xrun{Env: env}
 
 func env() []string {
-	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "XRUN_HOST=", "XRUN_CONTEXT=")
+	// Standbys are off but in TestStandby: they would be containers the
+	// other tests do not expect on the host.
+	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_NO_STANDBY=1")
 }
 
 // submit runs xrun submit on a fixture on the CPU base, labelled for cleanup.

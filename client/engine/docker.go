@@ -264,6 +264,14 @@ func (d *Docker) Remove(ctx context.Context, id string, force bool) error {
 	return nil
 }
 
+// Rename renames the container.
+func (d *Docker) Rename(ctx context.Context, id, name string) error {
+	if _, err := d.cli.ContainerRename(ctx, id, client.ContainerRenameOptions{NewName: name}); err != nil {
+		return fmt.Errorf("rename container %s to %s: %w", short(id), name, translate(err))
+	}
+	return nil
+}
+
 // CopyTo unpacks tar into dir of the container.
 func (d *Docker) CopyTo(ctx context.Context, id, dir string, tar io.Reader) error {
 	if _, err := d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: dir, Content: tar}); err != nil {

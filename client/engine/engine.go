@@ -53,6 +53,10 @@ type Engine interface {
 	Kill(ctx context.Context, id, signal string) error
 	// Remove deletes a container, stopping it first when force is true.
 	Remove(ctx context.Context, id string, force bool) error
+	// Rename gives container id a new name; it fails when a container
+	// has that name already (the daemon's names are unique, so of two
+	// renames to one name only one succeeds).
+	Rename(ctx context.Context, id, name string) error
 	// CopyTo unpacks a tar stream into directory dir of a created (or
 	// running) container.
 	CopyTo(ctx context.Context, id, dir string, tar io.Reader) error

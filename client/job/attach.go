@@ -18,6 +18,12 @@ import (
 // store (Finalize). Cancelling ctx (Ctrl-C) stops and removes the job
 // (interrupt).
 func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) error {
+	return m.attach(ctx, b, j, func() {})
+}
+
+// attach is Attach, calling ended as soon as the job is seen to end (not
+// when it is interrupted or detached), before its results are fetched.
+func (m *Manager) attach(ctx context.Context, b backend.Backend, j *jobs.Job, ended func()) error {
 	fmt.Fprintf(m.Err, "job %s running in %s on %s\n", j.ID, Handle(b, j), b.Where())
 	logsCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
@@ -63,6 +69,7 @@ func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) er
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return err
 	}
+	ended()
 	// The log's last lines, before the results.
 	select {
 	case <-logsDone:

@@ -68,6 +68,7 @@ type Args struct {
 	// Registry and PullSecret are the cluster's (Where.K8s).
 	Registry, PullSecret string
 	NoCacheVolume        bool
+	NoStandby            bool
 }
 
 // Request checks a submit's arguments, loads its spec and reads its
@@ -125,7 +126,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	}
 	return SubmitRequest{
 		Prepared: p, Build: so, Where: a.Where, Registry: a.Registry, PullSecret: a.PullSecret,
-		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume,
+		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume, NoStandby: a.NoStandby,
 	}, nil
 }
 

@@ -44,6 +44,9 @@ type SubmitRequest struct {
 	// NoCacheVolume leaves the compile caches in the job's own container
 	// (CacheVolume).
 	NoCacheVolume bool
+	// NoStandby neither claims a Docker host's standby container for the
+	// job nor leaves one for the next submit (dockerhost.MakeStandby).
+	NoStandby bool
 }
 
 // stage is how far a submit got: it decides what a failure or a Ctrl-C
@@ -66,6 +69,13 @@ type submission struct {
 	stage stage
 	// release frees the GPUs the job holds (a no-op without any).
 	release func()
+	// standby is the standby container the submit claimed, until the job
+	// is handed to it or it is discarded; next is the spec of a job with
+	// id on the same host and settings, for the standby an attached job
+	// leaves behind (nil: none).
+	standby *dockerhost.Standby
+	next    func(id string) backend.Spec
+	made    chan error // the standby being made (leaveStandby)
 }
 
 // Submit builds the job's image, records the job, reserves its GPUs,
@@ -116,8 +126,17 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	}
 	s.j = newRecord(p, s.b.Where(), r.Build.Dir)
 	s.j.Submit = r.Rerun
+	if kb == nil && !r.NoStandby {
+		// The job takes the id its standby was made for.
+		if s.standby = s.b.(*dockerhost.Backend).ClaimStandby(ctx, p.Spec.Name, s.j.Owner); s.standby != nil {
+			s.j.ID = s.standby.JobID
+		}
+	}
 	if err := m.Store.Create(s.j); err != nil {
 		return nil, err
+	}
+	if s.standby != nil && s.j.ID != s.standby.JobID {
+		s.dropStandby() // the store has that id already
 	}
 	s.stage = recorded
 	if len(p.BuildLog) > 0 {
@@ -143,7 +162,79 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if p.GPUIDs != "" {
 		s.j.GPUs = p.GPUIDs
 	}
+	if kb == nil && !r.NoStandby && !r.Detach {
+		owner := s.j.Owner
+		s.next = func(id string) backend.Spec {
+			return p.JobSpec(ctx, &jobs.Job{ID: id, Owner: owner}, r.Build.Dir, jo)
+		}
+	}
 	return s.launch(ctx, p.JobSpec(ctx, s.j, r.Build.Dir, jo))
+}
+
+// dropStandby removes the standby the submit claimed and did not use.
+func (s *submission) dropStandby() {
+	if s.standby == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
+	defer cancel()
+	s.standby.Discard(ctx)
+	s.standby = nil
+}
+
+// start makes and starts the job's container, or hands the job to the
+// standby the submit claimed when that was made for the same settings.
+func (s *submission) start(ctx context.Context, spec backend.Spec) error {
+	m := s.m
+	if st := s.standby; st != nil {
+		s.standby = nil
+		done := m.step("hand to the standby")
+		err := st.Hand(ctx, s.j, spec)
+		done()
+		if !errors.Is(err, dockerhost.ErrStandbyMismatch) {
+			return err
+		}
+	}
+	done := m.step("create")
+	err := s.b.Create(ctx, s.j, spec)
+	done()
+	if err != nil {
+		return err
+	}
+	s.stage = created
+	if err := m.Store.Save(s.j); err != nil {
+		return err
+	}
+	done = m.step("start")
+	defer done()
+	return s.b.Start(ctx, s.j)
+}
+
+// leaveStandby starts making the standby of the next submit (s.next),
+// once the job has ended: it overlaps the fetch of the job's results.
+// waitStandby waits for it; a standby that cannot be made is a note, not
+// the job's failure.
+func (s *submission) leaveStandby() {
+	if s.next == nil || s.made != nil {
+		return
+	}
+	s.made = make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), backend.CreateTimeout)
+		defer cancel()
+		done := s.m.step("leave standby")
+		defer done()
+		s.made <- s.b.(*dockerhost.Backend).MakeStandby(ctx, s.next(jobs.NewID()), dockerhost.DefaultStandbyIdle)
+	}()
+}
+
+func (s *submission) waitStandby() {
+	if s.made == nil {
+		return
+	}
+	if err := <-s.made; err != nil {
+		fmt.Fprintf(s.m.Err, "note: %v; the next submit starts cold\n", err)
+	}
 }
 
 // launch makes and starts the recorded job from spec on s.b and, unless
@@ -151,28 +242,17 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 // it once its end is stored (unless s.r.Keep).
 func (s *submission) launch(ctx context.Context, spec backend.Spec) (*jobs.Job, error) {
 	m, r := s.m, s.r
-	done := m.step("create")
-	err := s.b.Create(ctx, s.j, spec)
-	done()
-	if err != nil {
+	if err := s.start(ctx, spec); err != nil {
 		return s.j, err
 	}
-	s.stage = created
-	if err := m.Store.Save(s.j); err != nil {
-		return s.j, err
-	}
-	done = m.step("start")
-	if err := s.b.Start(ctx, s.j); err != nil {
-		return s.j, err
-	}
-	done()
 	s.stage = started
 	s.j.Status = jobs.StatusRunning
 	if r.Detach {
 		return s.j, m.Store.Save(s.j)
 	}
 	m.Store.Save(s.j)
-	if err := m.Attach(ctx, s.b, s.j); err != nil {
+	if err := m.attach(ctx, s.b, s.j, s.leaveStandby); err != nil {
+		s.waitStandby()
 		if !errors.Is(err, ErrDetached) {
 			// A job left detached keeps its GPUs, as one of submit -d.
 			s.release()
@@ -181,8 +261,11 @@ func (s *submission) launch(ctx context.Context, spec backend.Spec) (*jobs.Job, 
 	}
 	s.release()
 	if !r.Keep {
+		done := m.step("remove")
 		m.removeStored(s.b, s.j)
+		done()
 	}
+	s.waitStandby()
 	return s.j, nil
 }
 
@@ -209,6 +292,7 @@ func (s *submission) abort(ctx context.Context, err error) error {
 		return err // Attach has stopped and recorded the job already
 	}
 	defer s.release()
+	s.dropStandby()
 	switch {
 	case s.stage == unrecorded:
 		return interruptedBeforeJob(ctx, err)

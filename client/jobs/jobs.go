@@ -33,22 +33,25 @@ const (
 
 // Job is one submitted job as the client recorded it.
 type Job struct {
-	ID            string     `json:"id"`
-	Host          string     `json:"host"`
-	ContainerID   string     `json:"container_id,omitempty"`
-	ContainerName string     `json:"container_name,omitempty"`
-	Experiment    string     `json:"experiment"`
-	ExperimentDir string     `json:"experiment_dir,omitempty"`
-	ImageRef      string     `json:"image_ref,omitempty"`
-	ImageID       string     `json:"image_id,omitempty"`
-	SpecHash      string     `json:"spec_hash,omitempty"`
-	GPUs          string     `json:"gpus"`
-	Mode          string     `json:"mode"` // gpu or cpu
-	Timeout       string     `json:"timeout,omitempty"`
-	Created       time.Time  `json:"created"`
-	Finished      *time.Time `json:"finished,omitempty"`
-	Status        string     `json:"status"`
-	ExitCode      *int       `json:"exit_code,omitempty"`
+	ID            string    `json:"id"`
+	Host          string    `json:"host"`
+	ContainerID   string    `json:"container_id,omitempty"`
+	ContainerName string    `json:"container_name,omitempty"`
+	Experiment    string    `json:"experiment"`
+	ExperimentDir string    `json:"experiment_dir,omitempty"`
+	ImageRef      string    `json:"image_ref,omitempty"`
+	ImageID       string    `json:"image_id,omitempty"`
+	SpecHash      string    `json:"spec_hash,omitempty"`
+	GPUs          string    `json:"gpus"`
+	Mode          string    `json:"mode"` // gpu or cpu
+	Timeout       string    `json:"timeout,omitempty"`
+	Created       time.Time `json:"created"`
+	// Started is when a standby container was handed the job (its
+	// container started before the job); nil for any other job.
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+	Status   string     `json:"status"`
+	ExitCode *int       `json:"exit_code,omitempty"`
 	// OOMKilled is set when the kernel's OOM killer ended a process of
 	// the job's container; Status says how the job ended all the same.
 	OOMKilled bool `json:"oom_killed,omitempty"`

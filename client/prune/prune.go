@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -43,6 +44,12 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 	filter := map[string]string{contract.LabelExperiment: ""}
 	for k, v := range o.Labels {
 		filter[k] = v
+	}
+	// Standbys hold images and cache volumes for a next submit that a
+	// prune says is not coming soon: they go first.
+	standbys, err := dockerhost.New(e).RemoveStandbys(ctx, o.DryRun)
+	if err != nil {
+		return nil, err
 	}
 	ims, err := e.Images(ctx, filter)
 	if err != nil {
@@ -79,7 +86,7 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 		}
 	}
 	sort.SliceStable(remove, func(i, j int) bool { return remove[i].Created.Before(remove[j].Created) })
-	rep := &Report{Where: e.Host(), DryRun: o.DryRun, InUse: inUse, Young: young, Removed: []Removed{},
+	rep := &Report{Where: e.Host(), DryRun: o.DryRun, InUse: inUse, Young: young, Removed: []Removed{}, Standbys: standbys,
 		inUseWords: "in use by containers", madeWord: "built", freedNote: "layers shared with kept images stay"}
 	for _, im := range remove {
 		name := strings.Join(tags(im), ", ")
@@ -135,6 +142,9 @@ type Report struct {
 	CachesInUse int      `json:"caches_kept_in_use,omitempty"`
 	CachesKept  int      `json:"caches_kept,omitempty"`
 	Errors      []string `json:"errors,omitempty"`
+	// Standbys counts the standby containers removed (Docker hosts),
+	// which wait for an experiment's next submit.
+	Standbys int `json:"standbys,omitempty"`
 
 	inUseWords, madeWord, freedNote string
 	errs                            []error
@@ -176,6 +186,9 @@ func (r *Report) Summary(w io.Writer, o Options) {
 		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", r.Shared)
 	}
 	fmt.Fprintf(w, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), render.Plural(len(r.Removed), "image", "images"), r.Where, render.Bytes(r.Bytes), r.freedNote, kept)
+	if r.Standbys > 0 {
+		fmt.Fprintf(w, "%s %d standby %s (the next submit of %s starts cold)\n", verb, r.Standbys, render.Plural(r.Standbys, "container", "containers"), render.Plural(r.Standbys, "its experiment", "their experiments"))
+	}
 	if len(r.Caches) > 0 || r.CachesInUse+r.CachesKept > 0 {
 		fmt.Fprintf(w, "%s %d compile-cache %s (%s); kept %d in use and %d whose base is on the host (--caches removes those)\n",
 			verb, len(r.Caches), render.Plural(len(r.Caches), "volume", "volumes"), r.cacheSize(), r.CachesInUse, r.CachesKept)

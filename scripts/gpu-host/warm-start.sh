@@ -10,6 +10,9 @@
 # summary.tsv (wall time and the time to the first timed batch, from the
 # submit), one line per submit; OUTDIR/summary.tsv has both, with the binary
 # and the round. docs/performance.md ("Warm starts") reads them.
+# PAUSE (seconds, default 0) passes between two submits: the time a
+# researcher takes to edit, in which a standby the new xrun left finishes
+# its imports rather than sharing the CPU with the other binary's job.
 set -uo pipefail
 out=$1 old=$2 new=$3 rounds=$4
 shift 4
@@ -19,6 +22,7 @@ printf 'binary\tround\texperiment\tjob\texit\twall_s\tto_first_timing_s\n' > "$o
 for exp in "$@"; do
   for round in $(seq 1 "$rounds"); do
     for side in old new; do
+      sleep "${PAUSE:-0}"
       bin=$old
       [ "$side" = new ] && bin=$new
       dir=$out/$side/round$round

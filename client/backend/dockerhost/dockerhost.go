@@ -94,6 +94,12 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 		return err
 	}
 	j.ContainerID = id
+	return b.copyIn(ctx, id, s)
+}
+
+// copyIn copies the POST token and the code of s into container id, and
+// removes the container when that fails.
+func (b *Backend) copyIn(ctx context.Context, id string, s backend.Spec) error {
 	if s.PostToken != "" {
 		if err := b.Engine.CopyTo(ctx, id, "/", secretTar(contract.PostTokenFile, s.PostToken)); err != nil {
 			b.remove(ctx, id)
@@ -108,7 +114,7 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(s.Code.WriteCode(pw)) }()
-	err = b.Engine.CopyTo(ctx, id, "/xrun", pr)
+	err := b.Engine.CopyTo(ctx, id, "/xrun", pr)
 	pr.Close()
 	if err != nil {
 		b.remove(ctx, id)
@@ -164,7 +170,18 @@ func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error)
 	if err != nil {
 		return backend.State{}, notFound(err)
 	}
-	return StateOf(c), nil
+	s := StateOf(c)
+	if c.Labels[LabelStandby] != "" {
+		// The container started before its job (a standby): the job's
+		// time runs from when it was handed over, which only the
+		// submitting client's record knows. Without it the runner's own
+		// timeout is the job's.
+		s.StartedAt = time.Time{}
+		if j.Started != nil {
+			s.StartedAt = *j.Started
+		}
+	}
+	return s, nil
 }
 
 // Wait waits for a started (or exited) container to stop.
@@ -208,7 +225,7 @@ func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) 
 	}
 	var out []backend.Listed
 	for _, c := range cs {
-		if c.Labels[contract.LabelJob] == ProbeLabel {
+		if c.Labels[contract.LabelJob] == ProbeLabel || waiting(c) {
 			continue
 		}
 		out = append(out, backend.Listed{Job: b.jobOf(c), State: StateOf(c)})

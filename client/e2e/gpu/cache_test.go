@@ -92,3 +92,30 @@ func inVolume(t *testing.T, vol, script string) string {
 	}
 	return out.String()
 }
+
+// The second submit of a GPU experiment runs in the standby the first
+// left: torch and Triton imported before it came, its kernels correct and
+// timed, and prune removes the standby the second left.
+func TestStandbyOnGPU(t *testing.T) {
+	dir := experiment(t, "gpu-triton-cache", nil)
+	on := []string{"XRUN_NO_STANDBY=false"}
+	submit := func() (*result.Results, xruntest.Result) {
+		r := x.RunEnv(t, 8*time.Minute, on, "submit", "--json", "--gpus", "1", dir)
+		if r.Code != 0 {
+			t.Fatalf("submit: exit %d\n%s", r.Code, lastLines(r.Stderr, 40))
+		}
+		return jobResults(t, xruntest.JobID(t, r)), r
+	}
+	submit()
+	r, second := submit()
+	if !strings.Contains(second.Stderr, "standby: waited") || !strings.Contains(second.Stderr, "torch, triton") {
+		t.Errorf("the second submit did not run in a standby with torch and triton imported:\n%s", lastLines(second.Stderr, 40))
+	}
+	if ir := r.Cases[0].Results["triton_add"]; ir == nil || ir.Timing == nil || ir.Correctness == nil || !ir.Correctness.Passed {
+		t.Errorf("triton_add in the standby: %+v", ir)
+	}
+	p := x.RunEnv(t, time.Minute, on, "prune")
+	if p.Code != 0 || !strings.Contains(p.Stderr, "removed 1 standby container") {
+		t.Errorf("prune: exit %d\n%s", p.Code, p.Stderr)
+	}
+}

@@ -116,8 +116,10 @@ func repoRoot() string {
 // x is the binary under test against the GPU host, with a store of the
 // suite's own.
 var x = &xruntest.Xrun{Env: func() []string {
+	// Standbys are off but in TestStandbyOnGPU: they are containers the
+	// other tests do not expect on the host.
 	return append(os.Environ(), "DOCKER_HOST="+host, "XDG_DATA_HOME="+filepath.Join(tmpDir, "data"),
-		"XDG_CACHE_HOME="+filepath.Join(tmpDir, "cache"))
+		"XDG_CACHE_HOME="+filepath.Join(tmpDir, "cache"), "XRUN_NO_STANDBY=1")
 }}
 
 // run is one xrun command (x), logged; it returns stdout, stderr and the

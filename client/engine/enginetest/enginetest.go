@@ -417,6 +417,21 @@ func (f *Engine) Remove(_ context.Context, id string, force bool) error {
 	return nil
 }
 
+// Rename renames a container; a name in use is a conflict.
+func (f *Engine) Rename(_ context.Context, id, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if _, dup := f.byName(name); dup {
+		return fmt.Errorf("rename container %s: Conflict. The container name %q is already in use", id, "/"+name)
+	}
+	c.C.Name = name
+	return nil
+}
+
 // Made returns every container made, removed ones included.
 func (f *Engine) Made() []*Container {
 	f.mu.Lock()

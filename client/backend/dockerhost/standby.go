@@ -1,0 +1,309 @@
+package dockerhost
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// A standby is the container of an experiment's next job, started before
+// that job exists: its runner finds Python, writes the harness and lets
+// the zygote import numpy, torch and triton, then waits
+// (runner/run/standby.go). The next submit of the same experiment with the
+// same image, settings and GPUs claims it, copies the code in and hands it
+// the job, and skips the container's start and those imports. It runs no
+// experiment code before that, and serves one job: it is that job's
+// container from then on. docs/performance.md, "Warm starts", has the
+// figures; docs/architecture.md the design.
+
+// LabelStandby marks a standby; its value is StandbyKey of its spec.
+const LabelStandby = "dev.xrun.standby"
+
+// labelStandbyUntil is when a standby stops waiting (RFC 3339): a
+// submit claims none that would stop within standbyMargin, in case it
+// stops before its job reaches it.
+const labelStandbyUntil = "dev.xrun.standby-until"
+
+// standbyMargin is the least time a claimed standby must still wait.
+const standbyMargin = time.Minute
+
+// standbySuffix ends the name of a standby no job has claimed yet; the
+// claim renames it to its job's name.
+const standbySuffix = "-standby"
+
+// DefaultStandbyIdle is how long a standby waits for its job before it
+// exits having run nothing.
+const DefaultStandbyIdle = 15 * time.Minute
+
+// ErrStandbyMismatch says a claimed standby was made for other settings
+// than the job's (an edited spec, a new image, other GPUs), or would stop
+// waiting too soon: it is discarded and the job gets a container of its
+// own.
+var ErrStandbyMismatch = errors.New("the standby was made for other settings")
+
+// perSubmit are the labels and variables that differ between two submits
+// of the same experiment and settings: the standby gets them when it is
+// handed its job (contract.StandbyEnv), or has none (the code's hash, the
+// GPUs held, which a waiting standby must not claim).
+var perSubmitLabels = []string{contract.LabelCodeHash, gpus.LabelGPUIDs, LabelStandby, labelStandbyUntil}
+
+// StandbyKey is what a standby and its job must share: the container
+// spec of s less its name, its per-submit variables and labels. A job
+// adopts its standby's id, so s carries it already.
+func StandbyKey(s backend.Spec) string {
+	cs := ContainerSpec(s)
+	cs.Name = ""
+	cs.Env = slices.DeleteFunc(slices.Clone(cs.Env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == contract.EnvStandby || slices.Contains(contract.StandbyEnv, k)
+	})
+	sort.Strings(cs.Env)
+	labels := map[string]string{}
+	for k, v := range cs.Labels {
+		if !slices.Contains(perSubmitLabels, k) {
+			labels[k] = v
+		}
+	}
+	cs.Labels = labels
+	b, err := json.Marshal(cs)
+	if err != nil {
+		panic(err) // a struct of strings, numbers and maps
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// standbySpec is the standby of s, a job spec made for the standby's
+// own job id: no code, no token and no per-submit values yet, waiting
+// idle at most.
+func standbySpec(s backend.Spec, idle time.Duration) backend.Spec {
+	key := StandbyKey(s)
+	s.Name += standbySuffix
+	s.Code, s.PostToken = nil, ""
+	s.Env = slices.DeleteFunc(slices.Clone(s.Env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(contract.StandbyEnv, k)
+	})
+	s.Env = append(s.Env, contract.EnvStandby+"="+strconv.Itoa(int(idle.Seconds())))
+	labels := map[string]string{}
+	for k, v := range s.Labels {
+		if !slices.Contains(perSubmitLabels, k) {
+			labels[k] = v
+		}
+	}
+	labels[LabelStandby] = key
+	labels[labelStandbyUntil] = time.Now().Add(idle).UTC().Format(time.RFC3339)
+	s.Labels = labels
+	return s
+}
+
+// MakeStandby starts the standby for the next submit of s's experiment,
+// s being that job's spec (with its own new id), and removes the other
+// standbys of the experiment and owner on the host, running or exited:
+// one waits per experiment.
+func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Duration) error {
+	ss := standbySpec(s, idle)
+	b.removeStandbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner])
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CreateTimeout)
+	id, err := b.Engine.Create(cctx, ContainerSpec(ss))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("make a standby for the next submit: %w", err)
+	}
+	if err := b.Engine.Start(ctx, id); err != nil {
+		b.remove(ctx, id)
+		return fmt.Errorf("start the standby for the next submit: %w", err)
+	}
+	return nil
+}
+
+// standbys lists the standbys of experiment and owner ("": any) on the
+// host, exited ones included.
+func (b *Backend) standbys(ctx context.Context, experiment, owner string) ([]engine.Container, error) {
+	sel := map[string]string{LabelStandby: ""}
+	if experiment != "" {
+		sel[contract.LabelExperiment] = experiment
+	}
+	if owner != "" {
+		sel[contract.LabelOwner] = owner
+	}
+	cs, err := b.Engine.List(ctx, sel, true)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(cs, func(c engine.Container) bool { return !waiting(c) }), nil
+}
+
+// lasts says standby c still waits for a job long enough to take one.
+func lasts(c engine.Container) bool {
+	until, err := time.Parse(time.RFC3339, c.Labels[labelStandbyUntil])
+	return err == nil && time.Until(until) > standbyMargin
+}
+
+// waiting says c is a standby no job has claimed.
+func waiting(c engine.Container) bool {
+	return c.Labels[LabelStandby] != "" && strings.HasSuffix(strings.TrimPrefix(c.Name, "/"), standbySuffix)
+}
+
+// removeStandbys removes the waiting standbys of experiment and owner.
+func (b *Backend) removeStandbys(ctx context.Context, experiment, owner string) {
+	cs, err := b.standbys(ctx, experiment, owner)
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		b.remove(ctx, c.ID)
+	}
+}
+
+// RemoveStandbys removes every waiting standby on the host (xrun prune),
+// or with dry only counts them, and returns how many.
+func (b *Backend) RemoveStandbys(ctx context.Context, dry bool) (int, error) {
+	cs, err := b.standbys(ctx, "", "")
+	if err != nil || dry {
+		return len(cs), err
+	}
+	n := 0
+	for _, c := range cs {
+		if err := b.Engine.Remove(ctx, c.ID, true); err == nil {
+			n++
+		} else if !errors.Is(err, engine.ErrNotFound) {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Standby is a standby one submit claimed: no other can.
+type Standby struct {
+	// JobID is the id the standby was made for, which the job takes.
+	JobID string
+	b     *Backend
+	c     engine.Container
+}
+
+// ClaimStandby claims a running standby of experiment and owner, the
+// newest first, by renaming it to its job's name: the daemon's names are
+// unique, so of two submits at once only one gets it. nil when there is
+// none to claim.
+func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *Standby {
+	cs, err := b.standbys(ctx, experiment, owner)
+	if err != nil {
+		return nil
+	}
+	sort.Slice(cs, func(i, k int) bool { return cs[i].Created.After(cs[k].Created) })
+	for _, c := range cs {
+		if c.State != "running" || c.Labels[contract.LabelJob] == "" || !lasts(c) {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(c.Name, "/"), standbySuffix)
+		if err := b.Engine.Rename(ctx, c.ID, name); err != nil {
+			continue // another submit's, or gone
+		}
+		c.Name = name
+		return &Standby{JobID: c.Labels[contract.LabelJob], b: b, c: c}
+	}
+	return nil
+}
+
+// Discard removes a claimed standby the job does not use.
+func (st *Standby) Discard(ctx context.Context) { st.b.remove(ctx, st.c.ID) }
+
+// Hand gives the claimed standby job j, whose spec is s: when s is the
+// spec the standby was made for (ErrStandbyMismatch when not), it copies
+// the POST token, the code and the per-submit values in, and the job runs
+// from then on; j.Started records when, for the job's timeout. On any
+// failure the standby is removed; the job may then start a container of
+// its own.
+func (st *Standby) Hand(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+	if st.c.Labels[LabelStandby] != StandbyKey(s) || st.JobID != j.ID || s.Name != st.c.Name || !lasts(st.c) {
+		st.Discard(ctx)
+		return ErrStandbyMismatch
+	}
+	env := map[string]string{}
+	for _, kv := range s.Env {
+		if k, v, _ := strings.Cut(kv, "="); slices.Contains(contract.StandbyEnv, k) {
+			env[k] = v
+		}
+	}
+	g, _ := json.Marshal(map[string]any{"env": env})
+	// One copy: the token, the code, and last the go file, which the
+	// runner waits for (a tar is unpacked in order).
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(handTar(pw, s, g)) }()
+	now := time.Now().UTC()
+	err := st.b.Engine.CopyTo(ctx, st.c.ID, "/xrun", pr)
+	pr.Close()
+	if err != nil {
+		st.Discard(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("hand the job to its standby container: %w", err)
+	}
+	j.ContainerID, j.ContainerName, j.Started = st.c.ID, st.c.Name, &now
+	return nil
+}
+
+// handTar writes the tar a standby is handed its job with, unpacked at
+// /xrun: the POST token, the code, the go file with goJSON.
+func handTar(w io.Writer, s backend.Spec, goJSON []byte) error {
+	tw := tar.NewWriter(w)
+	secret := func(path string, data []byte) error {
+		name, ok := strings.CutPrefix(path, "/xrun/")
+		if !ok {
+			return fmt.Errorf("%s is not under /xrun", path)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o400, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if s.PostToken != "" {
+		if err := secret(contract.PostTokenFile, []byte(s.PostToken)); err != nil {
+			return err
+		}
+	}
+	if s.Code != nil {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(s.Code.WriteCode(pw)) }()
+		tr := tar.NewReader(pr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err == nil {
+				err = tw.WriteHeader(h)
+			}
+			if err == nil {
+				_, err = io.Copy(tw, tr)
+			}
+			if err != nil {
+				pr.CloseWithError(err)
+				return fmt.Errorf("copy the experiment's code (%d files) into the job's container: %w", len(s.Code.Files), err)
+			}
+		}
+	}
+	if err := secret(contract.StandbyGoFile, goJSON); err != nil {
+		return err
+	}
+	return tw.Close()
+}

@@ -1,0 +1,184 @@
+package dockerhost
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
+	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// jobSpec is the spec of job id of experiment k, as submit.JobSpec makes
+// it, with code hash code.
+func jobSpec(id, code string) backend.Spec {
+	return backend.Spec{
+		Name: "xrun-k-" + id, Image: "test/base:1",
+		Env: []string{contract.EnvJobID + "=" + id, contract.EnvCodeHash + "=" + code, "A=1"},
+		Labels: map[string]string{contract.LabelJob: id, contract.LabelExperiment: "k", contract.LabelOwner: "me",
+			contract.LabelCodeHash: code, gpus.LabelGPUIDs: "0"},
+		GPUs: &backend.GPUs{IDs: []string{"0"}}, PostToken: "s3cr3t",
+	}
+}
+
+// hanging makes every container of f run until removed.
+func hanging() *enginetest.Engine {
+	f := enginetest.New()
+	f.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
+	return f
+}
+
+// A standby waits under a name of its own with its job's id, without
+// the per-submit values, the token or a claim on GPUs; ps does not list
+// it. The next submit claims it, takes its id and hands it the code,
+// the token and its code hash in one copy, ending with the go file;
+// the job's time runs from then.
+func TestStandbyClaimedAndHanded(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	if err := b.MakeStandby(ctx, jobSpec("0a", "code1"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	made := f.Made()
+	if len(made) != 1 {
+		t.Fatalf("made %d containers, want the standby", len(made))
+	}
+	sc := made[0]
+	if sc.C.Name != "xrun-k-0a-standby" || sc.C.State != "running" {
+		t.Errorf("standby %q is %s, want xrun-k-0a-standby running", sc.C.Name, sc.C.State)
+	}
+	if _, has := sc.Spec.Labels[gpus.LabelGPUIDs]; has || sc.Spec.Labels[contract.LabelCodeHash] != "" {
+		t.Errorf("standby labels %v: want no GPU claim and no code hash", sc.Spec.Labels)
+	}
+	if !slices.Contains(sc.Spec.Env, contract.EnvStandby+"=3600") || slices.ContainsFunc(sc.Spec.Env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvCodeHash+"=") }) {
+		t.Errorf("standby env %v: want %s=3600 and no code hash", sc.Spec.Env, contract.EnvStandby)
+	}
+	if len(sc.Copied) != 0 {
+		t.Errorf("the standby got %v before its job", sc.Copied)
+	}
+	if ls, _ := b.List(ctx, true); len(ls) != 0 {
+		t.Errorf("List shows the waiting standby: %+v", ls)
+	}
+
+	st := b.ClaimStandby(ctx, "k", "me")
+	if st == nil || st.JobID != "0a" {
+		t.Fatalf("claimed %+v, want the standby of job 0a", st)
+	}
+	if again := b.ClaimStandby(ctx, "k", "me"); again != nil {
+		t.Errorf("a claimed standby was claimed again: %+v", again)
+	}
+	j := &jobs.Job{ID: st.JobID}
+	if err := st.Hand(ctx, j, jobSpec("0a", "code2")); err != nil {
+		t.Fatal(err)
+	}
+	if j.ContainerID != sc.C.ID || j.ContainerName != "xrun-k-0a" || j.Started == nil {
+		t.Errorf("job %+v: want the standby's container, renamed, and when it was handed over", j)
+	}
+	want := []string{contract.PostTokenFile, contract.StandbyGoFile}
+	if len(sc.Copied) != 2 || !slices.Equal(sc.Copied, want) {
+		t.Errorf("copied %v, want %v in that order", sc.Copied, want)
+	}
+	s, err := b.State(ctx, j)
+	if err != nil || !s.StartedAt.Equal(*j.Started) {
+		t.Errorf("state %+v (%v): the job's time must run from the hand-over", s, err)
+	}
+	if ls, _ := b.List(ctx, true); len(ls) != 1 || ls[0].Job.ID != "0a" {
+		t.Errorf("List after the hand-over: %+v, want job 0a", ls)
+	}
+}
+
+// Of submits claiming at once, one gets the standby.
+func TestStandbyClaimedOnce(t *testing.T) {
+	ctx := context.Background()
+	b := New(hanging())
+	if err := b.MakeStandby(ctx, jobSpec("0b", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if b.ClaimStandby(ctx, "k", "me") != nil {
+				mu.Lock()
+				got++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if got != 1 {
+		t.Errorf("%d claims got the standby, want 1", got)
+	}
+}
+
+// A standby made for other settings, or about to stop waiting, is
+// removed, and the job starts a container of its own.
+func TestStandbyMismatch(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(*backend.Spec)
+		idle time.Duration
+	}{
+		{"other environment", func(s *backend.Spec) { s.Env = append(s.Env, "B=2") }, time.Hour},
+		{"other GPU", func(s *backend.Spec) { s.GPUs = &backend.GPUs{IDs: []string{"1"}} }, time.Hour},
+		{"stops waiting soon", func(*backend.Spec) {}, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := hanging()
+			b := New(f)
+			if err := b.MakeStandby(ctx, jobSpec("0c", "c"), tc.idle); err != nil {
+				t.Fatal(err)
+			}
+			st := &Standby{JobID: "0c", b: b, c: f.Made()[0].C}
+			st.c.Name = "xrun-k-0c"
+			s := jobSpec("0c", "c")
+			tc.edit(&s)
+			j := &jobs.Job{ID: "0c"}
+			if err := st.Hand(ctx, j, s); !errors.Is(err, ErrStandbyMismatch) {
+				t.Errorf("hand: %v, want ErrStandbyMismatch", err)
+			}
+			if len(f.Containers) != 0 || j.ContainerID != "" {
+				t.Errorf("left %d containers, job %+v: the standby must go", len(f.Containers), j)
+			}
+		})
+	}
+}
+
+// A new standby replaces the experiment's others; prune removes all.
+func TestStandbyReplacedAndPruned(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	for _, id := range []string{"01", "02"} {
+		if err := b.MakeStandby(ctx, jobSpec(id, "c"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.Containers) != 1 {
+		t.Errorf("%d standbys of one experiment, want the newest alone", len(f.Containers))
+	}
+	other := jobSpec("03", "c")
+	other.Labels[contract.LabelExperiment] = "other"
+	if err := b.MakeStandby(ctx, other, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.RemoveStandbys(ctx, true); n != 2 || err != nil || len(f.Containers) != 2 {
+		t.Errorf("dry run: %d, %v, %d containers; want 2 counted, none removed", n, err, len(f.Containers))
+	}
+	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
+		t.Errorf("prune: %d, %v, %d left; want 2 removed", n, err, len(f.Containers))
+	}
+}
