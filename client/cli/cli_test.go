@@ -398,8 +398,9 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	}
 	st, _ := ta.Store()
 	list, _ := st.List()
-	if len(list) != 1 || len(ta.fake.Containers) != 0 || len(ta.fake.Removed) != 1 {
-		t.Fatalf("%d jobs, containers left %d, removed %d", len(list), len(ta.fake.Containers), len(ta.fake.Removed))
+	left, standbys := jobContainers(ta.fake)
+	if len(list) != 1 || left != 0 || len(ta.fake.Removed) != 1 || standbys != 1 {
+		t.Fatalf("%d jobs, containers left %d, removed %d, standbys %d: want the job's container removed and a standby for the next", len(list), left, len(ta.fake.Removed), standbys)
 	}
 	for _, f := range []string{jobs.ResultsFile, jobs.LogsFile} {
 		if !st.Has(list[0].ID, f) {
@@ -409,9 +410,22 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	if code := ta.run(ctx, "logs", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") {
 		t.Errorf("logs after the container went: exit %d, %q %s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "submit", "--cpu", "--keep", dir); code != 0 || len(ta.fake.Containers) != 1 {
-		t.Errorf("--keep: exit %d, %d containers", code, len(ta.fake.Containers))
+	code := ta.run(ctx, "submit", "--cpu", "--keep", dir)
+	if left, standbys := jobContainers(ta.fake); code != 0 || left != 1 || standbys != 1 {
+		t.Errorf("--keep: exit %d, %d job containers and %d standbys, want 1 and 1", code, left, standbys)
 	}
+}
+
+// jobContainers counts f's job containers and its waiting standbys.
+func jobContainers(f *enginetest.Engine) (running, standbys int) {
+	for _, c := range f.Containers {
+		if contract.WaitingStandby(c.C.Name, c.C.Labels) {
+			standbys++
+		} else {
+			running++
+		}
+	}
+	return running, standbys
 }
 
 // --quiet: stdout is the job id (-d) or "ID STATUS", stderr empty.

@@ -36,7 +36,8 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 		// Start holds f.mu: the running set is a consistent snapshot.
 		held := map[string]string{}
 		for _, c := range f.Containers {
-			if c.C.State == "running" {
+			// A standby holds no GPU until it runs its job (Ran).
+			if c.C.State == "running" && c.Ran && c.C.Labels[contract.LabelJob] != s.Labels[contract.LabelJob] {
 				for _, g := range strings.Split(c.C.Labels[gpus.LabelGPUIDs], ",") {
 					held[g] = c.C.Labels[contract.LabelJob]
 				}

@@ -4,6 +4,8 @@
 // codes and the labels that mark a job's containers and images.
 package contract
 
+import "strings"
+
 // Paths in a job's container.
 const (
 	// ExperimentDir holds the experiment's code (its includes inside),
@@ -107,6 +109,21 @@ const (
 // submit to the next (EnvCodeHash, EnvGitCommit, EnvGitDirty), which the
 // runner sets before it reads its options. Root's alone, like the token.
 const StandbyGoFile = RunnerDir + "/go.json"
+
+// LabelStandby marks a standby container (EnvStandby) on a Docker host;
+// its value is the key of the settings it was made for. A standby no job
+// has claimed has a name that ends in StandbySuffix: the claim renames it
+// to its job's, and from then on it is that job's container.
+const (
+	LabelStandby  = "dev.xrun.standby"
+	StandbySuffix = "-standby"
+)
+
+// WaitingStandby says a container of that name and labels is a standby
+// no job has claimed: nobody's job, holding no GPU.
+func WaitingStandby(name string, labels map[string]string) bool {
+	return labels[LabelStandby] != "" && strings.HasSuffix(name, StandbySuffix)
+}
 
 // StandbyEnv are the variables StandbyGoFile may set.
 var StandbyEnv = []string{EnvCodeHash, EnvGitCommit, EnvGitDirty}

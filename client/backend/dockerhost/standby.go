@@ -17,7 +17,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -33,7 +32,7 @@ import (
 // figures; docs/architecture.md the design.
 
 // LabelStandby marks a standby; its value is StandbyKey of its spec.
-const LabelStandby = "dev.xrun.standby"
+const LabelStandby = contract.LabelStandby
 
 // labelStandbyUntil is when a standby stops waiting (RFC 3339): a
 // submit claims none that would stop within standbyMargin, in case it
@@ -45,7 +44,7 @@ const standbyMargin = time.Minute
 
 // standbySuffix ends the name of a standby no job has claimed yet; the
 // claim renames it to its job's name.
-const standbySuffix = "-standby"
+const standbySuffix = contract.StandbySuffix
 
 // DefaultStandbyIdle is how long a standby waits for its job before it
 // exits having run nothing.
@@ -57,11 +56,12 @@ const DefaultStandbyIdle = 15 * time.Minute
 // own.
 var ErrStandbyMismatch = errors.New("the standby was made for other settings")
 
-// perSubmit are the labels and variables that differ between two submits
-// of the same experiment and settings: the standby gets them when it is
-// handed its job (contract.StandbyEnv), or has none (the code's hash, the
-// GPUs held, which a waiting standby must not claim).
-var perSubmitLabels = []string{contract.LabelCodeHash, gpus.LabelGPUIDs, LabelStandby, labelStandbyUntil}
+// perSubmitLabels are the labels that differ between two submits of the
+// same experiment and settings (the code's hash), or that only a standby
+// has. The variables that differ are contract.StandbyEnv: the standby
+// gets them when it is handed its job. A waiting standby's GPU label
+// holds no GPU (gpus.Assigner skips it): its job's does.
+var perSubmitLabels = []string{contract.LabelCodeHash, LabelStandby, labelStandbyUntil}
 
 // StandbyKey is what a standby and its job must share: the container
 // spec of s less its name, its per-submit variables and labels. A job
@@ -158,7 +158,7 @@ func lasts(c engine.Container) bool {
 
 // waiting says c is a standby no job has claimed.
 func waiting(c engine.Container) bool {
-	return c.Labels[LabelStandby] != "" && strings.HasSuffix(strings.TrimPrefix(c.Name, "/"), standbySuffix)
+	return contract.WaitingStandby(strings.TrimPrefix(c.Name, "/"), c.Labels)
 }
 
 // removeStandbys removes the waiting standbys of experiment and owner.

@@ -11,10 +11,13 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // Engine is an in-memory engine.Engine with the daemon's rules that
@@ -68,6 +71,11 @@ type Container struct {
 	done chan struct{}
 	// Copied are the paths CopyTo put into it.
 	Copied []string
+	// standby: started, waiting for its job (CopyTo).
+	standby bool
+	// Ran says Behave was asked what the container runs: it was
+	// started, and handed its job when it is a standby.
+	Ran bool
 }
 
 // New returns an Engine of a linux/amd64 daemon with an NVIDIA runtime
@@ -143,18 +151,26 @@ func (f *Engine) Images(context.Context, map[string]string) ([]engine.Image, err
 
 // readTar returns the entries of a tar stream by name.
 func readTar(r io.Reader) (map[string][]byte, error) {
+	files, _, err := readTarOrdered(r)
+	return files, err
+}
+
+// readTarOrdered is readTar with the names in the tar's order.
+func readTarOrdered(r io.Reader) (map[string][]byte, []string, error) {
 	files := map[string][]byte{}
+	var names []string
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return files, nil
+			return files, names, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, _ := io.ReadAll(tr)
 		files[h.Name] = data
+		names = append(names, h.Name)
 	}
 }
 
@@ -329,13 +345,22 @@ func (f *Engine) Start(ctx context.Context, id string) error {
 	if c.Spec.GPUs != nil && !f.DaemonInfo.NvidiaRuntime {
 		return fmt.Errorf("start container: %w", engine.ErrNoGPURuntime)
 	}
-	c.Run = f.Behave(c.Spec)
 	c.C.State = "running"
 	c.C.StartedAt = time.Now()
+	if slices.ContainsFunc(c.Spec.Env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvStandby+"=") }) {
+		c.standby = true // it waits for its job (CopyTo)
+		return nil
+	}
+	f.run(c)
+	return nil
+}
+
+// run runs what Behave says c runs; f.mu is held.
+func (f *Engine) run(c *Container) {
+	c.Run, c.Ran = f.Behave(c.Spec), true
 	if !c.Run.Hang {
 		f.exit(c, c.Run.Exit)
 	}
-	return nil
 }
 
 func (f *Engine) exit(c *Container, code int) {
@@ -428,7 +453,7 @@ func (f *Engine) Rename(_ context.Context, id, name string) error {
 	if _, dup := f.byName(name); dup {
 		return fmt.Errorf("rename container %s: Conflict. The container name %q is already in use", id, "/"+name)
 	}
-	c.C.Name = name
+	c.C.Name, c.Spec.Name = name, name
 	return nil
 }
 
@@ -443,14 +468,16 @@ func (f *Engine) Made() []*Container {
 	return all
 }
 
-// CopyTo records the names of the files copied into a container.
+// CopyTo records the names of the files copied into a container, in
+// order. A standby (contract.EnvStandby) handed its job
+// (contract.StandbyGoFile) runs it then, as Start runs other containers.
 func (f *Engine) CopyTo(_ context.Context, id, dir string, r io.Reader) error {
-	files, err := readTar(r)
+	_, order, err := readTarOrdered(r)
 	if err != nil {
 		return err
 	}
 	var names []string
-	for name := range files {
+	for _, name := range order {
 		names = append(names, path.Join(dir, name))
 	}
 	f.mu.Lock()
@@ -460,6 +487,10 @@ func (f *Engine) CopyTo(_ context.Context, id, dir string, r io.Reader) error {
 		return err
 	}
 	c.Copied = append(c.Copied, names...)
+	if c.standby && c.C.State == "running" && slices.Contains(names, contract.StandbyGoFile) {
+		c.standby = false
+		f.run(c)
+	}
 	return nil
 }
 
