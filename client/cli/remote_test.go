@@ -34,16 +34,23 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 	var overlaps []string
 	f.Behave = func(s engine.ContainerSpec) enginetest.Run {
 		// Start holds f.mu: the running set is a consistent snapshot.
+		// The GPUs a container gets are its device request's; a standby
+		// uses none until it runs its job (Ran).
+		ids := func(s engine.ContainerSpec) []string {
+			if s.GPUs == nil || len(s.GPUs.IDs) == 0 {
+				return []string{""}
+			}
+			return s.GPUs.IDs
+		}
 		held := map[string]string{}
 		for _, c := range f.Containers {
-			// A standby holds no GPU until it runs its job (Ran).
 			if c.C.State == "running" && c.Ran && c.C.Labels[contract.LabelJob] != s.Labels[contract.LabelJob] {
-				for _, g := range strings.Split(c.C.Labels[gpus.LabelGPUIDs], ",") {
+				for _, g := range ids(c.Spec) {
 					held[g] = c.C.Labels[contract.LabelJob]
 				}
 			}
 		}
-		for _, g := range strings.Split(s.Labels[gpus.LabelGPUIDs], ",") {
+		for _, g := range ids(s) {
 			if other, ok := held[g]; ok || g == "" {
 				overlaps = append(overlaps, fmt.Sprintf("job %s started on GPU %q held by %s", s.Labels[contract.LabelJob], g, other))
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -57,11 +58,14 @@ const DefaultStandbyIdle = 15 * time.Minute
 var ErrStandbyMismatch = errors.New("the standby was made for other settings")
 
 // perSubmitLabels are the labels that differ between two submits of the
-// same experiment and settings (the code's hash), or that only a standby
-// has. The variables that differ are contract.StandbyEnv: the standby
-// gets them when it is handed its job. A waiting standby's GPU label
-// holds no GPU (gpus.Assigner skips it): its job's does.
-var perSubmitLabels = []string{contract.LabelCodeHash, LabelStandby, labelStandbyUntil}
+// same experiment and settings (the code's hash), that only a standby
+// has, or that a standby must not carry: the GPUs a job holds, which
+// every xrun, older ones included, counts as busy (the standby's GPUs are
+// in its device request, which the key compares). The job in a standby
+// holds its GPUs by their reservations (gpus.Assigner), as every job does.
+// The variables that differ are contract.StandbyEnv: the standby gets
+// them when it is handed its job.
+var perSubmitLabels = []string{contract.LabelCodeHash, gpus.LabelGPUIDs, LabelStandby, labelStandbyUntil}
 
 // StandbyKey is what a standby and its job must share: the container
 // spec of s less its name, its per-submit variables and labels. A job

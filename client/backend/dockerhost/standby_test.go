@@ -56,8 +56,11 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 	if sc.C.Name != "xrun-k-0a-standby" || sc.C.State != "running" {
 		t.Errorf("standby %q is %s, want xrun-k-0a-standby running", sc.C.Name, sc.C.State)
 	}
-	if sc.Spec.Labels[contract.LabelCodeHash] != "" || !contract.WaitingStandby(sc.C.Name, sc.C.Labels) {
-		t.Errorf("standby labels %v: want no code hash, and a waiting standby's", sc.Spec.Labels)
+	if _, has := sc.Spec.Labels[gpus.LabelGPUIDs]; has || sc.Spec.Labels[contract.LabelCodeHash] != "" || !contract.WaitingStandby(sc.C.Name, sc.C.Labels) {
+		t.Errorf("standby labels %v: want no GPU label, no code hash, and a waiting standby's", sc.Spec.Labels)
+	}
+	if sc.Spec.GPUs == nil || !slices.Equal(sc.Spec.GPUs.IDs, []string{"0"}) {
+		t.Errorf("standby GPUs %+v, want its job's device request", sc.Spec.GPUs)
 	}
 	if !slices.Contains(sc.Spec.Env, contract.EnvStandby+"=3600") || slices.ContainsFunc(sc.Spec.Env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvCodeHash+"=") }) {
 		t.Errorf("standby env %v: want %s=3600 and no code hash", sc.Spec.Env, contract.EnvStandby)
