@@ -38,6 +38,10 @@ container on the host uses, running or stopped, built more than --older-than ago
 (the default leaves the hour's builds to submits still on their way to starting a
 container). Base images are never removed. xrun rm a job first to free its image.
 
+It first removes the standby containers that wait on the host for an
+experiment's next submit (an attached submit leaves one; they hold images and
+cache volumes); that next submit then starts cold.
+
 It also removes the compile-cache volumes (Triton, TorchInductor, CUDA extension
 builds; one per experiment, base and GPU model) that no container uses and whose
 base image is gone from the host; --caches removes every one no container uses.

@@ -82,6 +82,15 @@ quarters of the host's memory. --env values are kept in the container's
 configuration on the host until the container is removed (at the end of an
 attached run without --keep, else by xrun rm).
 
+On a Docker host an attached submit, once its job ends, leaves a standby for
+the experiment's next submit: a container of the same image and settings whose
+runner has imported numpy, torch and triton and waits (15 minutes at most) for
+its job. The next submit with the same spec, image, environment and GPUs runs
+in it ("standby: waited ..." in its log) and skips the container's start and
+those imports. It holds no GPU while it waits, xrun ps does not list it, and
+xrun prune removes it; --no-standby (XRUN_NO_STANDBY=1) neither uses nor leaves
+one.
+
 When stdout is closed during an attached submit (xrun submit DIR | head -3), xrun
 says once on stderr that the job goes on detached and how to follow it (xrun
 logs -f ID), and exits 0: the job was not asked to stop.`,
