@@ -5,6 +5,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -135,9 +136,10 @@ func TestStandby(t *testing.T) {
 		t.Errorf("--no-standby changed the waiting standbys from %v to %v", before, after)
 	}
 
+	// The host may have other experiments' standbys: prune takes them all.
 	p := x.Run(t, time.Minute, "prune")
 	expect(t, p, 0)
-	if !strings.Contains(p.Stderr, "removed 1 standby container") {
+	if !regexp.MustCompile(`removed [1-9][0-9]* standby containers?`).MatchString(p.Stderr) {
 		t.Errorf("prune does not say it removed the standby:\n%s", p.Stderr)
 	}
 	if got := waitingStandbys(t, "e2e-standby"); len(got) != 0 {

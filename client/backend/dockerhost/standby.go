@@ -134,7 +134,23 @@ func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Dur
 		b.remove(ctx, id)
 		return fmt.Errorf("start the standby for the next submit: %w", err)
 	}
+	// Two submits that ended at once each made one: the newest stays,
+	// which both see alike.
+	if cs, err := b.standbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner]); err == nil && len(cs) > 1 {
+		sort.Slice(cs, func(i, k int) bool { return newer(cs[i], cs[k]) })
+		for _, c := range cs[1:] {
+			b.remove(ctx, c.ID)
+		}
+	}
 	return nil
+}
+
+// newer orders standbys newest first, by creation and then by id.
+func newer(a, b engine.Container) bool {
+	if !a.Created.Equal(b.Created) {
+		return a.Created.After(b.Created)
+	}
+	return a.ID > b.ID
 }
 
 // standbys lists the standbys of experiment and owner ("": any) on the
@@ -211,7 +227,7 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 	if err != nil {
 		return nil
 	}
-	sort.Slice(cs, func(i, k int) bool { return cs[i].Created.After(cs[k].Created) })
+	sort.Slice(cs, func(i, k int) bool { return newer(cs[i], cs[k]) })
 	for _, c := range cs {
 		if c.State != "running" || c.Labels[contract.LabelJob] == "" || !lasts(c) {
 			continue

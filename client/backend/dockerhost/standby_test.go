@@ -3,6 +3,7 @@ package dockerhost
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -183,5 +184,26 @@ func TestStandbyReplacedAndPruned(t *testing.T) {
 	}
 	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
 		t.Errorf("prune: %d, %v, %d left; want 2 removed", n, err, len(f.Containers))
+	}
+}
+
+// Submits that end at once leave one standby between them.
+func TestStandbyMadeAtOnceLeavesOne(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.MakeStandby(ctx, jobSpec(fmt.Sprintf("1%d", i), "c"), time.Hour); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(f.Containers); n != 1 {
+		t.Errorf("%d standbys after six made at once, want 1", n)
 	}
 }
