@@ -583,9 +583,7 @@ func TestNoGPURuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.NvidiaRuntime {
-		t.Skip("this host has an NVIDIA runtime: the test needs one without (on a GPU host, the GPU suite's TestHostWithoutNVIDIARuntime runs this case against a daemon without it)")
-	}
+	testenv.NoNVIDIARuntime(t, info.NvidiaRuntime)
 	r := x.Run(t, 2*time.Minute, "submit", "--base", Base, "--label", labelArg, fixturePath("quick"))
 	expect(t, r, 4, "has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit")
 }

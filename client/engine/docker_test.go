@@ -259,9 +259,7 @@ func TestDockerGPURequestWithoutRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.NvidiaRuntime {
-		t.Skip("this host has an NVIDIA runtime: the test needs one without (on a GPU host, the GPU suite's TestHostWithoutNVIDIARuntime runs this case against a daemon without it)")
-	}
+	testenv.NoNVIDIARuntime(t, info.NvidiaRuntime)
 	img := busyboxImage(t, d)
 	id, err := d.Create(ctx, ContainerSpec{Image: img, Cmd: []string{"true"}, GPUs: &GPURequest{Count: 1}, Labels: map[string]string{testLabel: testValue}})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 // TestConcurrentSubmits runs 20 submits at once against one real daemon
@@ -196,9 +197,7 @@ func TestDiscoverWithoutGPURuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.NvidiaRuntime {
-		t.Skip("this host has an NVIDIA runtime: the test needs one without (on a GPU host, the GPU suite's TestHostWithoutNVIDIARuntime runs this case against a daemon without it)")
-	}
+	testenv.NoNVIDIARuntime(t, info.NvidiaRuntime)
 	_, err = gpus.Discover(context.Background(), e, image)
 	if err == nil || !strings.Contains(err.Error(), "list the GPUs of host") {
 		t.Fatalf("got %v", err)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 func TestSelf(t *testing.T) {
@@ -75,7 +77,7 @@ func fakeModule(t *testing.T) string {
 
 func TestBuildFromSource(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no Go toolchain")
+		testenv.Missing(t, "no Go toolchain on PATH (https://go.dev/dl): the runner is built from source")
 	}
 	src := fakeModule(t)
 	cache := t.TempDir()
@@ -134,7 +136,7 @@ func TestBuildFromSource(t *testing.T) {
 // architectures the CUDA images exist for.
 func TestBuildFromCheckout(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no Go toolchain")
+		testenv.Missing(t, "no Go toolchain on PATH (https://go.dev/dl): the runner is built from source")
 	}
 	wd, _ := os.Getwd()
 	root := moduleRoot(wd)

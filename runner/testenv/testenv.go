@@ -44,3 +44,15 @@ func Unavailable(suite, format string, args ...any) int {
 	fmt.Fprintf(os.Stderr, "%s: skipping the suite (it fails under CI=true)\n", suite)
 	return 0
 }
+
+// NoNVIDIARuntime is for a test of a Docker host without the NVIDIA
+// runtime, given whether the daemon under test has one: with one it is
+// Missing (CI's machine has none, so there it fails), and on a GPU host
+// the GPU suite's TestHostWithoutNVIDIARuntime runs the case against a
+// daemon without it.
+func NoNVIDIARuntime(t testing.TB, has bool) {
+	t.Helper()
+	if has {
+		Missing(t, "this host has an NVIDIA runtime: the test needs one without (on a GPU host, the GPU suite's TestHostWithoutNVIDIARuntime runs this case against a daemon without it)")
+	}
+}
