@@ -284,7 +284,7 @@ func (a *Assigner) labelHeld(ctx context.Context, jobID string) (map[int]string,
 	held := map[int]string{}
 	for _, c := range cs {
 		j := c.Labels[contract.LabelJob]
-		if j == jobID || c.Finished() || contract.WaitingStandby(strings.TrimPrefix(c.Name, "/"), c.Labels) {
+		if j == jobID || c.Finished() {
 			continue
 		}
 		for _, s := range strings.Split(c.Labels[LabelGPUIDs], ",") {

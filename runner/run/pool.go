@@ -82,20 +82,11 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 	}
 	warm := o.Warm != nil && p.useWarm(o.Warm)
 	if !warm {
-		py, err := harness.FindPython(ctx, o.Python, o.Worker)
+		argv, tmp, err := prepareHarness(ctx, o.Python, o.Worker)
 		if err != nil {
 			return nil, &InfraError{err}
 		}
-		if p.tmp, err = harnessDir(o.Worker != nil); err != nil {
-			os.RemoveAll(p.tmp)
-			return nil, &InfraError{fmt.Errorf("write the harness: %w", err)}
-		}
-		script, err := harness.WriteScript(p.tmp)
-		if err != nil {
-			os.RemoveAll(p.tmp)
-			return nil, &InfraError{err}
-		}
-		p.argv = []string{py, "-u", script}
+		p.argv, p.tmp = argv, tmp
 	}
 	py, script := p.argv[0], p.argv[2]
 	p.fresh.copyBack = func(ctx context.Context, src, dst string) (int, error) {
@@ -126,20 +117,45 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 // startZygote starts the zygote the workers are forked from; without one
 // they start on their own, as they do after the log line says why.
 func (p *pool) startZygote() {
-	log, err := os.OpenFile(filepath.Join(p.outDir, "logs", "zygote.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		p.logf("workers start on their own: %v", err)
-		return
-	}
-	defer log.Close() // the zygote's process holds its own descriptor
 	start := time.Now()
-	z, err := harness.StartZygote(p.argv, p.dir, p.env, p.as, log)
+	z, err := startZygote(p.argv, p.dir, p.env, p.as, p.outDir)
 	if err != nil {
 		p.logf("workers start on their own: %v", err)
 		return
 	}
 	p.logf("zygote: imported %s in %.1f s; workers are forked from it", strings.Join(z.Loaded, ", "), time.Since(start).Seconds())
 	p.zygote = z
+}
+
+// startZygote starts the zygote of harness argv in dir with env, as user
+// as, its output in outDir/logs/zygote.log.
+func startZygote(argv []string, dir string, env []string, as *sandbox.User, outDir string) (*harness.Zygote, error) {
+	log, err := os.OpenFile(filepath.Join(outDir, "logs", "zygote.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close() // the zygote's process holds its own descriptor
+	return harness.StartZygote(argv, dir, env, as, log)
+}
+
+// prepareHarness finds Python (python, else the first python3 with numpy)
+// and writes the harness into a new directory, tmp, which the caller
+// removes: argv runs it.
+func prepareHarness(ctx context.Context, python string, worker *sandbox.User) (argv []string, tmp string, err error) {
+	py, err := harness.FindPython(ctx, python, worker)
+	if err != nil {
+		return nil, "", err
+	}
+	if tmp, err = harnessDir(worker != nil); err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", fmt.Errorf("write the harness: %w", err)
+	}
+	script, err := harness.WriteScript(tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", err
+	}
+	return []string{py, "-u", script}, tmp, nil
 }
 
 // start starts a worker for c: forked from the zygote when there is one,

@@ -26,7 +26,10 @@ import (
 
 // Warm is what a standby prepared before its job came, for newPool.
 type Warm struct {
-	Python, Script, Tmp string
+	// Argv runs the harness; Tmp holds it. Nil and "" when the standby
+	// could not prepare them (err says why).
+	Argv []string
+	Tmp  string
 	// zygote is closed once the zygote is started (z) or failed (err).
 	zygote chan struct{}
 	z      *harness.Zygote
@@ -64,21 +67,13 @@ func prewarm(ctx context.Context, o Options) *Warm {
 	w := &Warm{zygote: make(chan struct{})}
 	o, err := o.withDefaults()
 	if err == nil {
-		w.Python, err = harness.FindPython(ctx, o.Python, o.Worker)
+		w.Argv, w.Tmp, err = prepareHarness(ctx, o.Python, o.Worker)
 	}
-	if err == nil {
-		w.Tmp, err = harnessDir(o.Worker != nil)
-	}
-	if err == nil {
-		w.Script, err = harness.WriteScript(w.Tmp)
+	if err == nil && o.NoZygote {
+		err = errors.New(contract.EnvZygote + "=off")
 	}
 	if err != nil {
 		w.err = err
-		close(w.zygote)
-		return w
-	}
-	if o.NoZygote {
-		w.err = errors.New(contract.EnvZygote + "=off")
 		close(w.zygote)
 		return w
 	}
@@ -89,19 +84,12 @@ func prewarm(ctx context.Context, o Options) *Warm {
 	go func() {
 		defer close(w.zygote)
 		start := time.Now()
-		if err := os.MkdirAll(filepath.Join(o.OutDir, "logs"), 0o755); err != nil {
-			w.err = err
+		if w.err = os.MkdirAll(filepath.Join(o.OutDir, "logs"), 0o755); w.err != nil {
 			return
 		}
-		log, err := os.OpenFile(filepath.Join(o.OutDir, "logs", "zygote.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			w.err = err
-			return
-		}
-		defer log.Close()
 		// The experiment's directory is empty: the zygote starts in /
 		// and each worker moves into its own directory as it is forked.
-		w.z, w.err = harness.StartZygote([]string{w.Python, "-u", w.Script}, "/", workerEnv(o.ExperimentDir, nil, device, o.CacheDir), o.Worker, log)
+		w.z, w.err = startZygote(w.Argv, "/", workerEnv(o.ExperimentDir, nil, device, o.CacheDir), o.Worker, o.OutDir)
 		w.took = time.Since(start)
 	}()
 	return w
@@ -187,14 +175,11 @@ func standby(ctx context.Context, o Options, idle time.Duration) (Options, error
 // useWarm gives p the harness and Python the standby prepared; false
 // when it has neither (newPool then does both itself).
 func (p *pool) useWarm(w *Warm) bool {
-	if w.Python == "" || w.Script == "" {
+	if w.Argv == nil {
 		p.logf("standby: waited %.1f s for this job and prepared nothing: %v", w.Waited.Seconds(), w.err)
-		if w.Tmp != "" {
-			os.RemoveAll(w.Tmp)
-		}
 		return false
 	}
-	p.argv, p.tmp = []string{w.Python, "-u", w.Script}, w.Tmp
+	p.argv, p.tmp = w.Argv, w.Tmp
 	return true
 }
 

@@ -5,7 +5,6 @@ package dockerhost
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,47 +93,84 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 		return err
 	}
 	j.ContainerID = id
-	return b.copyIn(ctx, id, s)
+	return b.copyIn(ctx, id, s, nil)
 }
 
-// copyIn copies the POST token and the code of s into container id, and
-// removes the container when that fails.
-func (b *Backend) copyIn(ctx context.Context, id string, s backend.Spec) error {
-	if s.PostToken != "" {
-		if err := b.Engine.CopyTo(ctx, id, "/", secretTar(contract.PostTokenFile, s.PostToken)); err != nil {
-			b.remove(ctx, id)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("copy the POST token into the job's container: %w", err)
-		}
-	}
-	if s.Code == nil {
+// copyIn copies the POST token and the code of s into container id in one
+// copy, and last goJSON as contract.StandbyGoFile when it is set (a
+// standby's job, standby.go); it removes the container when that fails.
+func (b *Backend) copyIn(ctx context.Context, id string, s backend.Spec, goJSON []byte) error {
+	if s.PostToken == "" && s.Code == nil && goJSON == nil {
 		return nil
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.Code.WriteCode(pw)) }()
+	go func() { pw.CloseWithError(inTar(pw, s, goJSON)) }()
 	err := b.Engine.CopyTo(ctx, id, "/xrun", pr)
 	pr.Close()
-	if err != nil {
-		b.remove(ctx, id)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("copy the experiment's code (%d files, %s) into the job's container: %w", len(s.Code.Files), units.HumanSize(float64(s.Code.Bytes)), err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	b.remove(ctx, id)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var what []string
+	if s.PostToken != "" {
+		what = append(what, "the POST token")
+	}
+	if s.Code != nil {
+		what = append(what, fmt.Sprintf("the experiment's code (%d files, %s)", len(s.Code.Files), units.HumanSize(float64(s.Code.Bytes))))
+	}
+	if goJSON != nil {
+		what = append(what, "the job")
+	}
+	return fmt.Errorf("copy %s into the job's container: %w", strings.Join(what, " and "), err)
 }
 
-// secretTar is a tar of one file at path (absolute), readable by root alone.
-func secretTar(path, data string) io.Reader {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	// Errors cannot happen writing to a bytes.Buffer.
-	_ = tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o400, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-	_, _ = tw.Write([]byte(data))
-	_ = tw.Close()
-	return &buf
+// inTar writes what copyIn copies, a tar unpacked at /xrun in order: the
+// POST token, the code, the go file.
+func inTar(w io.Writer, s backend.Spec, goJSON []byte) error {
+	tw := tar.NewWriter(w)
+	secret := func(path string, data []byte) error {
+		// Readable by root alone.
+		if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/xrun/"), Mode: 0o400, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if s.PostToken != "" {
+		if err := secret(contract.PostTokenFile, []byte(s.PostToken)); err != nil {
+			return err
+		}
+	}
+	if s.Code != nil {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(s.Code.WriteCode(pw)) }()
+		tr := tar.NewReader(pr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err == nil {
+				err = tw.WriteHeader(h)
+			}
+			if err == nil {
+				_, err = io.Copy(tw, tr)
+			}
+			if err != nil {
+				pr.CloseWithError(err)
+				return err
+			}
+		}
+	}
+	if goJSON != nil {
+		if err := secret(contract.StandbyGoFile, goJSON); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
 }
 
 // remove force-removes container id, also once ctx is done.

@@ -1,14 +1,12 @@
 package dockerhost
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -71,20 +69,10 @@ var perSubmitLabels = []string{contract.LabelCodeHash, gpus.LabelGPUIDs, LabelSt
 // spec of s less its name, its per-submit variables and labels. A job
 // adopts its standby's id, so s carries it already.
 func StandbyKey(s backend.Spec) string {
-	cs := ContainerSpec(s)
+	cs := ContainerSpec(withoutPerSubmit(s))
 	cs.Name = ""
-	cs.Env = slices.DeleteFunc(slices.Clone(cs.Env), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return k == contract.EnvStandby || slices.Contains(contract.StandbyEnv, k)
-	})
+	cs.Env = slices.DeleteFunc(cs.Env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvStandby+"=") })
 	sort.Strings(cs.Env)
-	labels := map[string]string{}
-	for k, v := range cs.Labels {
-		if !slices.Contains(perSubmitLabels, k) {
-			labels[k] = v
-		}
-	}
-	cs.Labels = labels
 	b, err := json.Marshal(cs)
 	if err != nil {
 		panic(err) // a struct of strings, numbers and maps
@@ -98,32 +86,37 @@ func StandbyKey(s backend.Spec) string {
 // idle at most.
 func standbySpec(s backend.Spec, idle time.Duration) backend.Spec {
 	key := StandbyKey(s)
+	s = withoutPerSubmit(s)
 	s.Name += standbySuffix
 	s.Code, s.PostToken = nil, ""
+	s.Env = append(s.Env, contract.EnvStandby+"="+strconv.Itoa(int(idle.Seconds())))
+	s.Labels[LabelStandby] = key
+	s.Labels[labelStandbyUntil] = time.Now().Add(idle).UTC().Format(time.RFC3339)
+	return s
+}
+
+// withoutPerSubmit is s less its per-submit variables (contract.StandbyEnv)
+// and labels (perSubmitLabels), in copies of its slices and maps.
+func withoutPerSubmit(s backend.Spec) backend.Spec {
 	s.Env = slices.DeleteFunc(slices.Clone(s.Env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(contract.StandbyEnv, k)
 	})
-	s.Env = append(s.Env, contract.EnvStandby+"="+strconv.Itoa(int(idle.Seconds())))
 	labels := map[string]string{}
 	for k, v := range s.Labels {
 		if !slices.Contains(perSubmitLabels, k) {
 			labels[k] = v
 		}
 	}
-	labels[LabelStandby] = key
-	labels[labelStandbyUntil] = time.Now().Add(idle).UTC().Format(time.RFC3339)
 	s.Labels = labels
 	return s
 }
 
 // MakeStandby starts the standby for the next submit of s's experiment,
-// s being that job's spec (with its own new id), and removes the other
-// standbys of the experiment and owner on the host, running or exited:
-// one waits per experiment.
+// s being that job's spec (with its own new id), then removes the other
+// standbys of the experiment and owner on the host, running or exited.
 func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Duration) error {
 	ss := standbySpec(s, idle)
-	b.removeStandbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner])
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CreateTimeout)
 	id, err := b.Engine.Create(cctx, ContainerSpec(ss))
 	cancel()
@@ -134,8 +127,8 @@ func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Dur
 		b.remove(ctx, id)
 		return fmt.Errorf("start the standby for the next submit: %w", err)
 	}
-	// Two submits that ended at once each made one: the newest stays,
-	// which both see alike.
+	// One standby waits per experiment and owner: the newest, which two
+	// submits that made one at once see alike.
 	if cs, err := b.standbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner]); err == nil && len(cs) > 1 {
 		sort.Slice(cs, func(i, k int) bool { return newer(cs[i], cs[k]) })
 		for _, c := range cs[1:] {
@@ -179,17 +172,6 @@ func lasts(c engine.Container) bool {
 // waiting says c is a standby no job has claimed.
 func waiting(c engine.Container) bool {
 	return contract.WaitingStandby(strings.TrimPrefix(c.Name, "/"), c.Labels)
-}
-
-// removeStandbys removes the waiting standbys of experiment and owner.
-func (b *Backend) removeStandbys(ctx context.Context, experiment, owner string) {
-	cs, err := b.standbys(ctx, experiment, owner)
-	if err != nil {
-		return
-	}
-	for _, c := range cs {
-		b.remove(ctx, c.ID)
-	}
 }
 
 // RemoveStandbys removes every waiting standby on the host (xrun prune),
@@ -263,67 +245,10 @@ func (st *Standby) Hand(ctx context.Context, j *jobs.Job, s backend.Spec) error 
 		}
 	}
 	g, _ := json.Marshal(map[string]any{"env": env})
-	// One copy: the token, the code, and last the go file, which the
-	// runner waits for (a tar is unpacked in order).
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(handTar(pw, s, g)) }()
 	now := time.Now().UTC()
-	err := st.b.Engine.CopyTo(ctx, st.c.ID, "/xrun", pr)
-	pr.Close()
-	if err != nil {
-		st.Discard(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("hand the job to its standby container: %w", err)
+	if err := st.b.copyIn(ctx, st.c.ID, s, g); err != nil {
+		return err
 	}
 	j.ContainerID, j.ContainerName, j.Started = st.c.ID, st.c.Name, &now
 	return nil
-}
-
-// handTar writes the tar a standby is handed its job with, unpacked at
-// /xrun: the POST token, the code, the go file with goJSON.
-func handTar(w io.Writer, s backend.Spec, goJSON []byte) error {
-	tw := tar.NewWriter(w)
-	secret := func(path string, data []byte) error {
-		name, ok := strings.CutPrefix(path, "/xrun/")
-		if !ok {
-			return fmt.Errorf("%s is not under /xrun", path)
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o400, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	if s.PostToken != "" {
-		if err := secret(contract.PostTokenFile, []byte(s.PostToken)); err != nil {
-			return err
-		}
-	}
-	if s.Code != nil {
-		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(s.Code.WriteCode(pw)) }()
-		tr := tar.NewReader(pr)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err == nil {
-				err = tw.WriteHeader(h)
-			}
-			if err == nil {
-				_, err = io.Copy(tw, tr)
-			}
-			if err != nil {
-				pr.CloseWithError(err)
-				return fmt.Errorf("copy the experiment's code (%d files) into the job's container: %w", len(s.Code.Files), err)
-			}
-		}
-	}
-	if err := secret(contract.StandbyGoFile, goJSON); err != nil {
-		return err
-	}
-	return tw.Close()
 }
