@@ -124,6 +124,11 @@ func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Dur
 		return fmt.Errorf("make a standby for the next submit: %w", err)
 	}
 	if err := b.Engine.Start(ctx, id); err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			// A submit that ended at the same time made a newer standby
+			// and removed this one before it started: one still waits.
+			return nil
+		}
 		b.remove(ctx, id)
 		return fmt.Errorf("start the standby for the next submit: %w", err)
 	}
