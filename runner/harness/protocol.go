@@ -78,7 +78,7 @@ type Init struct {
 	// CUDAGraph times replays of a CUDA graph of one call.
 	CUDAGraph bool `json:"cuda_graph,omitempty"`
 	// KernelClock asks a GPU worker for the kernel clock beside the events
-	// (CUPTI through torch's profiler).
+	// (CUPTI's activity API, else CUPTI through torch's profiler).
 	KernelClock bool `json:"kernel_clock,omitempty"`
 	// Profile starts a worker that only runs calls for Nsight Compute: no
 	// flush buffer, hold kernel or kernel clock.
@@ -115,9 +115,12 @@ type Ready struct {
 	// otherwise KernelClockNote says why not. LaunchMS is the cost of one
 	// launch that the kernel clock adds to each call's CUPTI span
 	// (Methodology.LaunchMS).
-	KernelClock     string  `json:"kernel_clock,omitempty"`
-	KernelClockNote string  `json:"kernel_clock_note,omitempty"`
-	LaunchMS        float64 `json:"launch_ms,omitempty"`
+	KernelClock     string `json:"kernel_clock,omitempty"`
+	KernelClockNote string `json:"kernel_clock_note,omitempty"`
+	// KernelClockReader says how the worker reads CUPTI
+	// (Methodology.KernelClockReader).
+	KernelClockReader string  `json:"kernel_clock_reader,omitempty"`
+	LaunchMS          float64 `json:"launch_ms,omitempty"`
 	// InitMS is what init spent its time on, in ms, by step ("imports",
 	// "code", "cuda", "flush", "spin", "hold", "timer_floor",
 	// "kernel_clock"), for the runner's log.

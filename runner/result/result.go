@@ -233,10 +233,15 @@ type Methodology struct {
 	// the previous sample before each sample.
 	RestRatio float64 `json:"rest_ratio"`
 	// KernelClock is the second GPU clock read beside the events: "cupti"
-	// (CUPTI's kernel records through torch's profiler), or "" when the
-	// workers could not read it (KernelClockNote says why).
+	// (CUPTI's kernel records), or "" when the workers could not read it
+	// (KernelClockNote says why).
 	KernelClock     string `json:"kernel_clock,omitempty"`
 	KernelClockNote string `json:"kernel_clock_note,omitempty"`
+	// KernelClockReader is how the first worker read CUPTI's records:
+	// "activity" (CUPTI's activity API, directly) or "profiler" (torch's
+	// profiler, where the activity API could not be opened: the same
+	// records, 0.1 s or more a batch slower).
+	KernelClockReader string `json:"kernel_clock_reader,omitempty"`
 	// LaunchMS is the GPU's cost of one kernel launch, which CUPTI's kernel
 	// records leave out and Nsight Compute's gpu__time_duration counts: the
 	// interquartile mean of the gaps between back-to-back one-thread

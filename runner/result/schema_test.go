@@ -74,7 +74,7 @@ func full() *Results {
 		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
 			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5,
-			KernelClock: "cupti", KernelClockNote: "unavailable in one worker", LaunchMS: 0.0011, KernelClockMaxMS: 0.1, ClockRule: "the kernel clock where every sample has it"},
+			KernelClock: "cupti", KernelClockNote: "unavailable in one worker", KernelClockReader: "activity", LaunchMS: 0.0011, KernelClockMaxMS: 0.1, ClockRule: "the kernel clock where every sample has it"},
 		Mode: "gpu", SweepKeys: []string{"T"}, Implementations: []string{"baseline", "pipelined"}, Baseline: "baseline",
 		Cases: []Case{{Params: map[string]any{"T": 1024, "dtype": "bfloat16", "causal": true}, Label: "T=1024",
 			Flops: 8.6e9, Bytes: 1.2e8, Tokens: 4096,

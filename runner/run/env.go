@@ -224,7 +224,7 @@ func (rn *runner) noteReady(rd *harness.Ready) {
 	m := &rn.rec.r.Methodology
 	switch {
 	case rd.KernelClock != "" && m.KernelClock == "":
-		m.KernelClock, m.LaunchMS = rd.KernelClock, rd.LaunchMS
+		m.KernelClock, m.KernelClockReader, m.LaunchMS = rd.KernelClock, rd.KernelClockReader, rd.LaunchMS
 	case rd.KernelClock == "" && rd.KernelClockNote != "" && m.KernelClockNote == "":
 		m.KernelClockNote = rd.KernelClockNote
 	}

@@ -241,7 +241,7 @@ type Method struct {
 	// KernelClock: read CUPTI's kernel records beside the CUDA events and
 	// take the headline figures from them where every sample has one
 	// (default true; false for the events alone, for example when the
-	// experiment runs torch's profiler itself).
+	// experiment runs torch's profiler or CUPTI itself).
 	KernelClock *bool `yaml:"kernel_clock"`
 	// KernelClockMaxMS: a call whose GPU time is this or more (three
 	// event-timed calls before its first samples) is timed on the events

@@ -204,6 +204,13 @@ func TestSubmitOneGPU(t *testing.T) {
 	}
 	if ir := r.Cases[0].Results["torch_add"]; ir == nil || ir.Timing == nil || ir.Timing.Samples < 10 {
 		t.Errorf("torch_add was not timed: %+v", ir)
+	} else if ir.Timing.Clock != result.ClockKernel {
+		t.Errorf("torch_add (about 50 µs) was timed on %q, want the kernel clock", ir.Timing.Clock)
+	}
+	// The workers read CUPTI's activity API themselves, not through
+	// torch's profiler, which costs each batch 0.1 s more.
+	if m := r.Methodology; m.KernelClock != "cupti" || m.KernelClockReader != "activity" {
+		t.Errorf("kernel clock %q read by %q (note %q), want cupti by activity", m.KernelClock, m.KernelClockReader, m.KernelClockNote)
 	}
 }
 

@@ -1,5 +1,5 @@
 """The GPU code's pure parts: the kernel clock's bookkeeping on CUPTI
-records as torch's profiler returns them, the spin's rule, the hold's
+records as the readers return them, the spin's rule, the hold's
 time-out and the flush size. The GPU paths themselves run on fake CUDA in
 the Go tests (worker_test.go) and on real GPUs in the GPU suite."""
 import pytest

@@ -256,6 +256,9 @@ class Ready:
     kernel_clock: Optional[str] = None
     launch_ms: Optional[float] = None
     kernel_clock_note: Optional[str] = None
+    # How the kernel clock reads CUPTI: "activity" (its activity API) or
+    # "profiler" (torch's profiler).
+    kernel_clock_reader: Optional[str] = None
     # What init spent its time on, in ms: imports, the experiment's code,
     # the CUDA context, the flush buffer, the spin and hold kernels, the
     # timer floor, the kernel clock.

@@ -1,6 +1,6 @@
 """The kernel clock: the GPU's own record of the kernels a call ran (CUPTI's
-kernel, memory copy and memory set records, read through torch's profiler),
-beside the CUDA events (PROTOCOL.md, "time")."""
+kernel, memory copy and memory set records), beside the CUDA events
+(PROTOCOL.md, "time")."""
 
 from dataclasses import dataclass
 from typing import List, Optional
@@ -12,63 +12,34 @@ TOUCH_LAUNCHES = 33
 
 
 class KernelClock:
-    """CUPTI's records through torch's profiler (kineto).
+    """CUPTI's records of the kernels, memory copies and memory sets the
+    GPU ran, a second clock beside the event pair for the same samples.
 
-    Beside the event pair, a second clock for the same samples. Two CUDA
-    events around a call also count the GPU's processing of the events and
-    the launch between them and the kernel (about 2.3 us on an H100, 15% or
-    more of a kernel of a few microseconds); CUPTI's records time each
-    kernel from its start to its end with a 32 ns resolution. A call's
-    window is the records launched between the hold kernel and the mark
-    kernel that follows its end event (by CUPTI's correlation ids, which
-    number the launches in the order they were made, on any stream).
+    Two CUDA events around a call also count the GPU's processing of the
+    events and the launch between them and the kernel (about 2.3 us on an
+    H100, 15% or more of a kernel of a few microseconds); CUPTI's records
+    time each kernel from its start to its end with a 32 ns resolution. A
+    call's window is the records launched between the hold kernel and the
+    mark kernel that follows its end event (by CUPTI's correlation ids,
+    which number the launches in the order they were made, on any stream).
 
     start() and stop() bracket a batch of samples; stop() returns the GPU
     records as (correlation id, name, start ns, end ns), sorted by
-    correlation id. launch_ms is the GPU's cost of one launch, which the
-    records leave out (calibrate).
+    correlation id; abandon() stops a batch that failed, ignoring its
+    records. launch_ms is the GPU's cost of one launch, which the records
+    leave out (calibrate). Two readers give the records: ActivityClock
+    (activityclock.py, CUPTI's activity API through ctypes) and, where it
+    cannot be opened, ProfilerClock (torch's profiler); reader names it.
     """
 
+    reader = ""
+
     def __init__(self, torch, hold, word):
-        from torch.autograd import profiler as ap
-        from torch._C._autograd import DeviceType
         self.torch = torch
         self.hold = hold
         self.word = word  # the touch kernel's target: a device tensor
-        self.ap = ap
-        try:
-            prof = ap.profile(use_device="cuda")
-        except TypeError:  # torch before use_device
-            prof = ap.profile(use_cuda=True)
-        self.config = prof.config()
-        self.activities = {torch.autograd.ProfilerActivity.CUDA}
-        self.cuda = DeviceType.CUDA
         self.on = False
         self.launch_ms = 0.0
-
-    def start(self):
-        # Each batch prepares again: enabling a profiler that was disabled
-        # without it crashes (torch 2.11).
-        self.ap._prepare_profiler(self.config, self.activities)
-        self.ap._enable_profiler(self.config, self.activities)
-        self.on = True
-
-    def stop(self):
-        self.on = False
-        res = self.ap._disable_profiler()
-        cuda = self.cuda
-        out = [(e.correlation_id(), e.name(), e.start_ns(), e.end_ns()) for e in res.events() if e.device_type() == cuda]
-        out.sort()
-        return out
-
-    def abandon(self):
-        """Stops a batch that failed, ignoring its records."""
-        if self.on:
-            self.on = False
-            try:
-                self.ap._disable_profiler()
-            except Exception:  # noqa: B902 - nothing to save
-                pass
 
     def touch_gaps(self):
         """Queues TOUCH_LAUNCHES touch kernels behind the hold, so that they
@@ -98,20 +69,70 @@ class KernelClock:
         self.launch_ms = iq_mean(gaps)
 
 
-def open_kernel_clock(torch, hold):
+class ProfilerClock(KernelClock):
+    """The records through torch's profiler (kineto). Each batch sets the
+    profiler up and stops it, and the stop turns every record, the CUDA
+    API calls' included, into events: 0.1-0.15 s a batch of small calls
+    on an H100 or H200, where ActivityClock takes 0.01-0.02 s."""
+
+    reader = "profiler"
+
+    def __init__(self, torch, hold, word):
+        super().__init__(torch, hold, word)
+        from torch.autograd import profiler as ap
+        from torch._C._autograd import DeviceType
+        self.ap = ap
+        try:
+            prof = ap.profile(use_device="cuda")
+        except TypeError:  # torch before use_device
+            prof = ap.profile(use_cuda=True)
+        self.config = prof.config()
+        self.activities = {torch.autograd.ProfilerActivity.CUDA}
+        self.cuda = DeviceType.CUDA
+
+    def start(self):
+        # Each batch prepares again: enabling a profiler that was disabled
+        # without it crashes (torch 2.11).
+        self.ap._prepare_profiler(self.config, self.activities)
+        self.ap._enable_profiler(self.config, self.activities)
+        self.on = True
+
+    def stop(self):
+        self.on = False
+        res = self.ap._disable_profiler()
+        cuda = self.cuda
+        out = [(e.correlation_id(), e.name(), e.start_ns(), e.end_ns()) for e in res.events() if e.device_type() == cuda]
+        out.sort()
+        return out
+
+    def abandon(self):
+        if self.on:
+            self.on = False
+            try:
+                self.ap._disable_profiler()
+            except Exception:  # noqa: B902 - nothing to save
+                pass
+
+
+def open_kernel_clock(torch, hold, readers=None):
     """(KernelClock, "") with its launch cost measured, or (None, why not):
-    where torch's profiler cannot give nanosecond kernel records, or finds
-    no touch kernel, the worker times on the events alone."""
+    the first of readers (ActivityClock, then ProfilerClock) that opens and
+    records the touch kernels' launch gaps. Where none can, the worker
+    times on the events alone."""
+    from .activityclock import ActivityClock
     word = torch.zeros(2, dtype=torch.int32, device="cuda")
-    kc = None
-    try:
-        kc = KernelClock(torch, hold, word)
-        kc.calibrate()
-        return kc, ""
-    except Exception as e:  # noqa: B902 - any failure: the events alone
-        if kc is not None:
-            kc.abandon()
-        return None, "CUPTI through torch's profiler is unavailable (%s: %s)" % (type(e).__name__, e)
+    why = []
+    for reader in readers or (ActivityClock, ProfilerClock):
+        kc = None
+        try:
+            kc = reader(torch, hold, word)
+            kc.calibrate()
+            return kc, ""
+        except Exception as e:  # noqa: B902 - any failure: the next reader
+            if kc is not None:
+                kc.abandon()
+            why.append("%s: %s: %s" % (reader.__name__, type(e).__name__, e))
+    return None, "CUPTI is unavailable (%s)" % "; ".join(why)
 
 
 def call_windows(records):

@@ -60,6 +60,7 @@ class Sampler:
             self.kclock, self.kclock_note = open_kernel_clock(self.torch, self.hold)
         if self.kclock is not None:
             ready.kernel_clock = "cupti"
+            ready.kernel_clock_reader = self.kclock.reader
             ready.launch_ms = self.kclock.launch_ms
         else:
             ready.kernel_clock_note = self.kclock_note
