@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints where the CUPTI of this machine's toolkit keeps the fields the
-# harness's direct kernel clock reads (runner/harness/xrun_harness/gpu/
-# cupticlock.py), for the newest kernel, memcpy and memset record structs
+# harness's kernel clock reads from CUPTI's activity API
+# (runner/harness/xrun_harness/gpu/activityclock.py), for the newest kernel, memcpy and memset record structs
 # its header declares (the header: the argument, else the first found in
 # /usr/local/cuda* or beside torch's CUDA libraries). Needs gcc.
 #   scripts/gpu-host/cupti-offsets.sh [cupti_activity.h]
