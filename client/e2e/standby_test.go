@@ -76,9 +76,11 @@ func TestStandby(t *testing.T) {
 		}
 	}
 
-	// The next submit, with other code, runs in it.
-	if err := os.WriteFile(filepath.Join(dir, "vecadd.py"), append(mustRead(t, filepath.Join(dir, "vecadd.py")), "\n# edited\n"...), 0o644); err != nil {
-		t.Fatal(err)
+	// The next submit, with other code and an edited xrun.yaml, runs in it.
+	for _, f := range []string{"vecadd.py", "xrun.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, f), append(mustRead(t, filepath.Join(dir, f)), "\n# edited\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	second := sub()
 	expect(t, second, 0)
@@ -92,6 +94,9 @@ func TestStandby(t *testing.T) {
 	r1, r2 := x.Results(t, id1), x.Results(t, id2)
 	if r2.Image.CodeHash == "" || r2.Image.CodeHash == r1.Image.CodeHash {
 		t.Errorf("code hash of the job run in the standby %q, first job's %q: want the edited code's", r2.Image.CodeHash, r1.Image.CodeHash)
+	}
+	if r2.SpecHash == "" || r2.SpecHash == r1.SpecHash {
+		t.Errorf("spec hash of the job run in the standby %q, first job's %q: want the edited xrun.yaml's", r2.SpecHash, r1.SpecHash)
 	}
 	if st := x.Status(t, id2); st.Status != "succeeded" {
 		t.Errorf("the job run in the standby: status %+v", st)

@@ -10,6 +10,8 @@
 # round; OUTDIR/medians.tsv every timing's median, samples, relative
 # standard error and wall time, read from results.json.
 # docs/performance.md ("The minimum sampling time") reads them.
+# PAUSE (seconds, default 0) passes before each submit: a researcher's edit,
+# in which the standby the previous submit left finishes its imports.
 set -uo pipefail
 out=$1 rounds=$2 values=$3
 shift 3
@@ -33,6 +35,7 @@ for exp in "$@"; do
   done
   for round in $(seq 1 "$rounds"); do
     for setting in default $values; do
+      sleep "${PAUSE:-0}"
       dir=$exp
       [ "$setting" = default ] || dir=$out/specs/$setting/$name
       run=$out/$setting/round$round

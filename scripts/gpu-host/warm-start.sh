@@ -13,6 +13,11 @@
 # PAUSE (seconds, default 0) passes between two submits: the time a
 # researcher takes to edit, in which a standby the new xrun left finishes
 # its imports rather than sharing the CPU with the other binary's job.
+# Each binary submits its own copy of an experiment (OUTDIR/exp-old/NAME,
+# named NAME-old in its xrun.yaml; likewise -new): a standby serves the next
+# submit of its experiment, and a new one replaces the experiment's older
+# ones, so two binaries submitting one experiment in turn would remove each
+# other's.
 set -uo pipefail
 out=$1 old=$2 new=$3 rounds=$4
 shift 4
@@ -20,13 +25,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 printf 'binary\tround\texperiment\tjob\texit\twall_s\tto_first_timing_s\n' > "$out/summary.tsv"
 for exp in "$@"; do
+  for side in old new; do
+    rm -rf "$out/exp-$side/$(basename "$exp")"
+    mkdir -p "$out/exp-$side"
+    cp -r "$exp" "$out/exp-$side/"
+    sed -i "s/^name: *\(.*\)$/name: \1-$side/" "$out/exp-$side/$(basename "$exp")/xrun.yaml"
+  done
   for round in $(seq 1 "$rounds"); do
     for side in old new; do
       sleep "${PAUSE:-0}"
       bin=$old
       [ "$side" = new ] && bin=$new
       dir=$out/$side/round$round
-      XRUN=$bin "$here/run-experiments.sh" "$dir" attached "$exp" | tail -1 |
+      XRUN=$bin "$here/run-experiments.sh" "$dir" attached "$out/exp-$side/$(basename "$exp")" | tail -1 |
         awk -v s="$side" -v r="$round" -F'\t' '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s, r, $1, $3, $4, $5, $6 }' >> "$out/summary.tsv"
     done
   done

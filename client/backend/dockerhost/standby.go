@@ -56,14 +56,15 @@ const DefaultStandbyIdle = 15 * time.Minute
 var ErrStandbyMismatch = errors.New("the standby was made for other settings")
 
 // perSubmitLabels are the labels that differ between two submits of the
-// same experiment and settings (the code's hash), that only a standby
+// same experiment and settings (the hashes of the code and of xrun.yaml,
+// which the runner reads from the code it is handed), that only a standby
 // has, or that a standby must not carry: the GPUs a job holds, which
 // every xrun, older ones included, counts as busy (the standby's GPUs are
 // in its device request, which the key compares). The job in a standby
 // holds its GPUs by their reservations (gpus.Assigner), as every job does.
 // The variables that differ are contract.StandbyEnv: the standby gets
 // them when it is handed its job.
-var perSubmitLabels = []string{contract.LabelCodeHash, gpus.LabelGPUIDs, LabelStandby, labelStandbyUntil}
+var perSubmitLabels = []string{contract.LabelCodeHash, contract.LabelSpecHash, gpus.LabelGPUIDs, LabelStandby, labelStandbyUntil}
 
 // StandbyKey is what a standby and its job must share: the container
 // spec of s less its name, its per-submit variables and labels. A job

@@ -20,12 +20,13 @@ import (
 
 // jobSpec is the spec of job id of experiment k, as submit.JobSpec makes
 // it, with code hash code.
+// The spec hash follows the code: an edit of xrun.yaml changes both.
 func jobSpec(id, code string) backend.Spec {
 	return backend.Spec{
 		Name: "xrun-k-" + id, Image: "test/base:1",
 		Env: []string{contract.EnvJobID + "=" + id, contract.EnvCodeHash + "=" + code, "A=1"},
 		Labels: map[string]string{contract.LabelJob: id, contract.LabelExperiment: "k", contract.LabelOwner: "me",
-			contract.LabelCodeHash: code, gpus.LabelGPUIDs: "0"},
+			contract.LabelCodeHash: code, contract.LabelSpecHash: "spec-" + code, gpus.LabelGPUIDs: "0"},
 		GPUs: &backend.GPUs{IDs: []string{"0"}}, PostToken: "s3cr3t",
 	}
 }
@@ -57,8 +58,8 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 	if sc.C.Name != "xrun-k-0a-standby" || sc.C.State != "running" {
 		t.Errorf("standby %q is %s, want xrun-k-0a-standby running", sc.C.Name, sc.C.State)
 	}
-	if _, has := sc.Spec.Labels[gpus.LabelGPUIDs]; has || sc.Spec.Labels[contract.LabelCodeHash] != "" || !contract.WaitingStandby(sc.C.Name, sc.C.Labels) {
-		t.Errorf("standby labels %v: want no GPU label, no code hash, and a waiting standby's", sc.Spec.Labels)
+	if _, has := sc.Spec.Labels[gpus.LabelGPUIDs]; has || sc.Spec.Labels[contract.LabelCodeHash] != "" || sc.Spec.Labels[contract.LabelSpecHash] != "" || !contract.WaitingStandby(sc.C.Name, sc.C.Labels) {
+		t.Errorf("standby labels %v: want no GPU label, no code or spec hash, and a waiting standby's", sc.Spec.Labels)
 	}
 	if sc.Spec.GPUs == nil || !slices.Equal(sc.Spec.GPUs.IDs, []string{"0"}) {
 		t.Errorf("standby GPUs %+v, want its job's device request", sc.Spec.GPUs)
