@@ -148,6 +148,14 @@ func Parse(file string, data []byte) (*Spec, error) {
 // locate adds the line to a yaml.v3 error that lacks one: a control
 // character, or bytes that are not UTF-8, are found by scanning data.
 func locate(data []byte, err error) error {
+	// The YAML decoder blames the line before a tab-indented one.
+	if strings.Contains(err.Error(), "found a tab character") {
+		for i, l := range strings.Split(string(data), "\n") {
+			if indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]; strings.Contains(indent, "\t") {
+				return fmt.Errorf("line %d: a tab indents this line; YAML indents with spaces only: replace it with spaces", i+1)
+			}
+		}
+	}
 	if yamlLine.MatchString(strings.TrimPrefix(err.Error(), "yaml: ")) {
 		return err
 	}

@@ -120,6 +120,7 @@ func TestParseErrors(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", []string{"top level must be a mapping"}},
 		{"empty", "", []string{"the file is empty"}},
 		{"syntax", "name: [x\n", []string{"xrun.yaml:"}},
+		{"tab indent", "name: x\nbenchmark:\n  inputs: m:i\n\treference: m:r\n", []string{"xrun.yaml:4: a tab indents this line; YAML indents with spaces only"}},
 		{"sweep without values", base + "  sweep: {T: []}\n", []string{"xrun.yaml:6: benchmark.sweep.T: sweep axis \"T\" has no values; list at least one"}},
 		{"min over max", base + "  method: {min_time_s: 5, max_time_s: 1}\n", []string{"min_time_s: is larger than max_time_s"}},
 		{"sweep over the case cap", base + "  sweep: " + bigSweep(7, 30) + "\n",
