@@ -69,6 +69,35 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 	}
 }
 
+// Where the default CPU base is missing and another CPU base of the table
+// is on the host, the submit that builds says which it used; one that
+// builds nothing says nothing of it.
+func TestCPUBaseFallbackSaidOnce(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	path := filepath.Join(dir, "xrun.yaml")
+	y, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(y), "  base: test/base:1\n", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta.fake.ImageIDs["xrun/cpu-torch:bookworm"] = "sha256:cafe"
+	ta.fake.Behave = succeed(t)
+	const said = "is not on unix:///fake.sock: using xrun/cpu-torch:bookworm"
+	if code := ta.run(context.Background(), "submit", "--cpu", "--no-standby", dir); code != 0 || !strings.Contains(ta.err.String(), said) {
+		t.Fatalf("exit %d, stderr:\n%s\nwant %q", code, ta.err, said)
+	}
+	if b := ta.fake.BuildFiles[0]["Dockerfile"]; !strings.Contains(string(b), "FROM xrun/cpu-torch:bookworm") {
+		t.Errorf("Dockerfile:\n%s", b)
+	}
+	ta.err.Reset()
+	if code := ta.run(context.Background(), "submit", "--cpu", "--no-standby", dir); code != 0 || strings.Contains(ta.err.String(), said) || !strings.Contains(ta.err.String(), "build skipped") {
+		t.Errorf("resubmit: exit %d, stderr:\n%s\nwant the build skipped and no word of the base", code, ta.err)
+	}
+}
+
 // A spec that asks for no GPU (resources.gpus: 0) runs as --cpu does, with
 // no GPU runtime asked of the host; --gpus still asks for one.
 func TestSpecWithoutGPUsIsACPUJob(t *testing.T) {

@@ -180,7 +180,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	}
 	done()
 	done = b.step("base")
-	base, err := b.pickBase(ctx, p.Spec.Image, o.Base, p.Mode == "cpu")
+	base, baseNote, err := b.pickBase(ctx, p.Spec.Image, o.Base, p.Mode == "cpu")
 	if err != nil {
 		return err
 	}
@@ -240,6 +240,9 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	case !errors.Is(err, engine.ErrNotFound):
 		return err
 	default:
+		if baseNote != "" {
+			b.logf("%s", baseNote)
+		}
 		b.logf("building %s on %s", p.ImageRef, b.Engine.Host())
 	}
 	pr, pw := io.Pipe()
@@ -305,30 +308,30 @@ func (b *Builder) contextProgress() *buildctx.Reporter {
 // spec's resources.gpus: 0) of a spec that names no base, or a base of
 // the table, takes any CPU base of the table that the host has (one made
 // offline with images/make-cpu-base.sh) when the default CPU base is
-// missing.
-func (b *Builder) pickBase(ctx context.Context, img spec.Image, override string, cpu bool) (string, error) {
+// missing; note then says so, for the build's output (a submit that
+// builds nothing does not repeat it).
+func (b *Builder) pickBase(ctx context.Context, img spec.Image, override string, cpu bool) (base, note string, err error) {
 	if override != "" {
-		return override, b.ensureBase(ctx, override, cpu)
+		return override, "", b.ensureBase(ctx, override, cpu)
 	}
-	base, err := images.Resolve(img, cpu)
+	base, err = images.Resolve(img, cpu)
 	if err != nil {
-		return "", exit.BadInput(err)
+		return "", "", exit.BadInput(err)
 	}
 	if cpu && img.Torch == "" && img.CUDA == "" && (img.Base == "" || images.Named(img.Base)) {
 		if ok, err := b.Engine.ImageExists(ctx, base); err != nil || ok {
-			return base, err
+			return base, "", err
 		}
 		for _, row := range images.Default().Images {
 			if !row.CPU() || row.Ref == base {
 				continue
 			}
 			if ok, _ := b.Engine.ImageExists(ctx, row.Ref); ok {
-				b.logf("default CPU base %s is not on %s: using %s", base, b.Engine.Host(), row.Ref)
-				return row.Ref, nil
+				return row.Ref, fmt.Sprintf("default CPU base %s is not on %s: using %s", base, b.Engine.Host(), row.Ref), nil
 			}
 		}
 	}
-	return base, b.ensureBase(ctx, base, cpu)
+	return base, "", b.ensureBase(ctx, base, cpu)
 }
 
 // ensureBase makes sure the base image is on the host, pulling it once;
