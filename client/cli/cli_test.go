@@ -439,6 +439,11 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	if code := ta.run(ctx, "logs", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") {
 		t.Errorf("logs after the container went: exit %d, %q %s", code, ta.out, ta.err)
 	}
+	// The saved log has the runner's times alone: --timestamps says so.
+	if code := ta.run(ctx, "logs", "-t", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") ||
+		!strings.Contains(ta.err.String(), "is gone from its host") || !strings.Contains(ta.err.String(), "--timestamps adds none") {
+		t.Errorf("logs -t after the container went: exit %d, %q %s", code, ta.out, ta.err)
+	}
 	code := ta.run(ctx, "submit", "--cpu", "--keep", dir)
 	if left, standbys := jobContainers(ta.fake); code != 0 || left != 1 || standbys != 1 {
 		t.Errorf("--keep: exit %d, %d job containers and %d standbys, want 1 and 1", code, left, standbys)

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
@@ -67,6 +69,9 @@ func containerState(b backend.State) *ContainerState {
 func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, out io.Writer) error {
 	b, err := m.Backends.For(ctx, j)
 	if err == nil {
+		if o.Timestamps && strings.HasPrefix(j.Host, local.Scheme) {
+			m.untimed(j, "ran on this machine (xrun run --local)")
+		}
 		err = b.Logs(ctx, j, o, out, out)
 		if err == nil || ctx.Err() != nil {
 			return nil
@@ -80,8 +85,19 @@ func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, o
 		}
 		return err
 	}
+	if o.Timestamps && !strings.HasPrefix(j.Host, local.Scheme) {
+		m.untimed(j, "is gone from its host, and this is the log saved from it")
+	}
 	_, err = out.Write(tailLines(data, o.Tail))
 	return err
+}
+
+// untimed says, on stderr, that --timestamps adds nothing to job j's log,
+// whose lines have the runner's own times alone: j what.
+func (m *Manager) untimed(j *jobs.Job, what string) {
+	if m.Err != nil {
+		fmt.Fprintf(m.Err, "xrun: job %s %s: its lines have the runner's own times (HH:MM:SS, UTC) and no others, so --timestamps adds none\n", j.ID, what)
+	}
 }
 
 // tailLines returns the last n lines of data ("all": everything).

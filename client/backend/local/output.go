@@ -15,7 +15,10 @@ import (
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
-// no time of its own per line: Timestamps is not kept.
+// Logs copies the runner's log of job j to stdout, following it while
+// the runner runs when asked. Its lines carry the runner's own times and
+// no time of their own per line: Timestamps is not kept (job.Manager.Logs
+// says so).
 func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, stdout, _ io.Writer) error {
 	dir, err := b.jobDir(j)
 	if err != nil {

@@ -99,6 +99,12 @@ func TestRunLocalIsAJob(t *testing.T) {
 	if !strings.Contains(logs.Stdout, "status: succeeded") || !strings.Contains(logs.Stdout, "loop: correct") {
 		t.Errorf("logs:\n%s", logs.Stdout)
 	}
+	// The log has the runner's own times alone: --timestamps says so.
+	timed := xrun(t, time.Minute, "logs", "--timestamps", id)
+	xruntest.Expect(t, timed, 0)
+	if timed.Stdout != logs.Stdout || !strings.Contains(timed.Stderr, "xrun run --local") || !strings.Contains(timed.Stderr, "--timestamps adds none") {
+		t.Errorf("logs --timestamps: stderr %q, stdout the same as without: %v", timed.Stderr, timed.Stdout == logs.Stdout)
+	}
 	res := xrun(t, time.Minute, "results", "--json", id)
 	xruntest.Expect(t, res, 0)
 	var rs result.Results
