@@ -103,7 +103,8 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 		}
 		tag := "xrun-test/base:" + hex.EncodeToString(id[:]) + strings.Join(o.Apt, "")
 		t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
-		cmd := exec.Command("docker", "build", "-t", tag, "-")
+		// --force-rm: the failing build below leaves no container behind.
+		cmd := exec.Command("docker", "build", "--force-rm", "-t", tag, "-")
 		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
 		cmd.Stdin = &tarball
 		out, err := cmd.CombinedOutput()
