@@ -18,6 +18,7 @@ import (
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -258,6 +259,33 @@ func TestHostileTokenHunt(t *testing.T) {
 	ps := startPostServer(t)
 	token := fmt.Sprintf("secret-%d", time.Now().UnixNano())
 	r := submitWithEnv(t, "hostile/token", "XRUN_POST_URL="+ps.url, "XRUN_POST_TOKEN="+token)
+	tokenHeld(t, ps, token, r)
+}
+
+// The same hunt in a job run in a standby, which was handed the token and
+// the go file (the code hash, in /xrun/runner) by a copy into the running
+// container rather than at its creation.
+func TestHostileTokenHuntInStandby(t *testing.T) {
+	ps := startPostServer(t)
+	token := fmt.Sprintf("secret-%d", time.Now().UnixNano())
+	env := append([]string{"XRUN_POST_URL=" + ps.url, "XRUN_POST_TOKEN=" + token}, standbyOn...)
+	first := submitWithEnv(t, "hostile/token", env...)
+	expect(t, first, 0)
+	r := submitWithEnv(t, "hostile/token", env...)
+	if !strings.Contains(r.Stderr, "standby: waited") {
+		t.Fatalf("the second submit did not run in the standby:\n%s", r.Stderr)
+	}
+	tokenHeld(t, ps, token, r)
+	for _, n := range waitingStandbys(t, "e2e-hostile-token") {
+		dockerCLI(t, "rm", "-f", n)
+	}
+}
+
+// tokenHeld fails t unless submit r's job, whose worker hunted for token,
+// ended well without finding it, and the runner posted its results to ps
+// with it.
+func tokenHeld(t *testing.T, ps *postServer, token string, r res) {
+	t.Helper()
 	expect(t, r, 0)
 	id := xruntest.JobID(t, r)
 	s := x.Status(t, id)
@@ -273,11 +301,11 @@ func TestHostileTokenHunt(t *testing.T) {
 			t.Errorf("the worker sent the token: %+v", q)
 		case q.Path == "/results" && q.Auth == "Bearer "+token:
 			var rs result.Results
-			posted = json.Unmarshal([]byte(q.Body), &rs) == nil && rs.JobID == id
+			posted = posted || json.Unmarshal([]byte(q.Body), &rs) == nil && rs.JobID == id
 		}
 	}
 	if !posted {
-		t.Errorf("the runner did not post the results with the token: %+v", ps.reqs)
+		t.Errorf("the runner did not post the results of job %s with the token: %+v", id, ps.reqs)
 	}
 	cfg := dockerCLI(t, "inspect", "--format", "{{json .Config.Env}}", "xrun-e2e-hostile-token-"+id)
 	if strings.Contains(cfg, token) {
@@ -286,6 +314,9 @@ func TestHostileTokenHunt(t *testing.T) {
 	hunt, _ := os.ReadFile(filepath.Join(s.StoreDir, "out", "logs", "hostile.log"))
 	if !strings.Contains(string(hunt), "/proc/1/environ") {
 		t.Errorf("the hunt did not try the runner's environment:\n%s", hunt)
+	}
+	if !strings.Contains(string(hunt), contract.PostTokenFile+": [Errno 13] Permission denied") {
+		t.Errorf("the hunt did not meet the runner's token file, unreadable:\n%s", hunt)
 	}
 }
 
