@@ -112,17 +112,27 @@ const StandbyGoFile = RunnerDir + "/go.json"
 
 // LabelStandby marks a standby container (EnvStandby) on a Docker host;
 // its value is the key of the settings it was made for. A standby no job
-// has claimed has a name that ends in StandbySuffix: the claim renames it
-// to its job's, and from then on it is that job's container.
+// has claimed has a name that ends in StandbySuffix; the claim renames it
+// to its job's name with ClaimedSuffix, and the hand-over to its job's
+// name, from when on it is that job's container. A claimed standby whose
+// client died before the hand-over stays claimed, runs nothing and exits
+// when its wait ends.
 const (
 	LabelStandby  = "dev.xrun.standby"
 	StandbySuffix = "-standby"
+	ClaimedSuffix = "-claimed"
 )
 
 // WaitingStandby says a container of that name and labels is a standby
 // no job has claimed: nobody's job, holding no GPU.
 func WaitingStandby(name string, labels map[string]string) bool {
 	return labels[LabelStandby] != "" && strings.HasSuffix(name, StandbySuffix)
+}
+
+// IdleStandby says a container of that name and labels is a standby that
+// runs no job: waiting, or claimed and not (yet) handed its job.
+func IdleStandby(name string, labels map[string]string) bool {
+	return WaitingStandby(name, labels) || labels[LabelStandby] != "" && strings.HasSuffix(name, ClaimedSuffix)
 }
 
 // StandbyEnv are the variables StandbyGoFile may set.

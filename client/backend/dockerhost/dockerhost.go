@@ -261,7 +261,7 @@ func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) 
 	}
 	var out []backend.Listed
 	for _, c := range cs {
-		if c.Labels[contract.LabelJob] == ProbeLabel || waiting(c) {
+		if c.Labels[contract.LabelJob] == ProbeLabel || idle(c) {
 			continue
 		}
 		out = append(out, backend.Listed{Job: b.jobOf(c), State: StateOf(c)})

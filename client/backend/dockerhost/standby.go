@@ -180,12 +180,23 @@ func waiting(c engine.Container) bool {
 	return contract.WaitingStandby(strings.TrimPrefix(c.Name, "/"), c.Labels)
 }
 
-// RemoveStandbys removes every waiting standby on the host (xrun prune),
-// or with dry only counts them, and returns how many.
+// idle says c is a standby that runs no job: waiting, or claimed and not
+// handed its job (the claiming client died, or is about to hand it).
+func idle(c engine.Container) bool {
+	return contract.IdleStandby(strings.TrimPrefix(c.Name, "/"), c.Labels)
+}
+
+// RemoveStandbys removes every standby on the host that runs no job
+// (xrun prune): the waiting ones, and the claimed ones whose hand-over
+// never came. With dry it only counts them. It returns how many.
 func (b *Backend) RemoveStandbys(ctx context.Context, dry bool) (int, error) {
-	cs, err := b.standbys(ctx, "", "")
-	if err != nil || dry {
-		return len(cs), err
+	cs, err := b.Engine.List(ctx, map[string]string{LabelStandby: ""}, true)
+	if err != nil {
+		return 0, err
+	}
+	cs = slices.DeleteFunc(cs, func(c engine.Container) bool { return !idle(c) })
+	if dry {
+		return len(cs), nil
 	}
 	n := 0
 	for _, c := range cs {
@@ -204,12 +215,16 @@ type Standby struct {
 	JobID string
 	b     *Backend
 	c     engine.Container
+	name  string // its job's container name
 }
 
 // ClaimStandby claims a running standby of experiment and owner, the
-// newest first, by renaming it to its job's name: the daemon's names are
-// unique, so of two submits at once only one gets it. nil when there is
-// none to claim.
+// newest first, by renaming it to its job's name with ClaimedSuffix: the
+// daemon's names are unique, so of two submits at once only one gets it.
+// A claimed standby is no waiting one (no other submit claims it, no new
+// standby replaces it) and no listed job: if the client dies before the
+// hand-over, it runs nothing, exits when its wait ends, and prune removes
+// it. nil when there is none to claim.
 func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *Standby {
 	cs, err := b.standbys(ctx, experiment, owner)
 	if err != nil {
@@ -221,11 +236,11 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 			continue
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(c.Name, "/"), standbySuffix)
-		if err := b.Engine.Rename(ctx, c.ID, name); err != nil {
+		if err := b.Engine.Rename(ctx, c.ID, name+contract.ClaimedSuffix); err != nil {
 			continue // another submit's, or gone
 		}
-		c.Name = name
-		return &Standby{JobID: c.Labels[contract.LabelJob], b: b, c: c}
+		c.Name = name + contract.ClaimedSuffix
+		return &Standby{JobID: c.Labels[contract.LabelJob], b: b, c: c, name: name}
 	}
 	return nil
 }
@@ -234,15 +249,20 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 func (st *Standby) Discard(ctx context.Context) { st.b.remove(ctx, st.c.ID) }
 
 // Hand gives the claimed standby job j, whose spec is s: when s is the
-// spec the standby was made for (ErrStandbyMismatch when not), it copies
-// the POST token, the code and the per-submit values in, and the job runs
-// from then on; j.Started records when, for the job's timeout. On any
-// failure the standby is removed; the job may then start a container of
-// its own.
+// spec the standby was made for (ErrStandbyMismatch when not), it renames
+// the standby to the job's container name and copies the POST token, the
+// code and the per-submit values in, and the job runs from then on;
+// j.Started records when, for the job's timeout. On a mismatch the
+// standby is removed, and the job starts a container of its own; on a
+// failure to rename or copy as well, and the error is the submit's.
 func (st *Standby) Hand(ctx context.Context, j *jobs.Job, s backend.Spec) error {
-	if st.c.Labels[LabelStandby] != StandbyKey(s) || st.JobID != j.ID || s.Name != st.c.Name || !lasts(st.c) {
+	if st.c.Labels[LabelStandby] != StandbyKey(s) || st.JobID != j.ID || s.Name != st.name || !lasts(st.c) {
 		st.Discard(ctx)
 		return ErrStandbyMismatch
+	}
+	if err := st.b.Engine.Rename(ctx, st.c.ID, st.name); err != nil {
+		st.Discard(ctx)
+		return fmt.Errorf("hand the job to its standby: %w", err)
 	}
 	env := map[string]string{}
 	for _, kv := range s.Env {
@@ -255,6 +275,6 @@ func (st *Standby) Hand(ctx context.Context, j *jobs.Job, s backend.Spec) error 
 	if err := st.b.copyIn(ctx, st.c.ID, s, g); err != nil {
 		return err
 	}
-	j.ContainerID, j.ContainerName, j.Started = st.c.ID, st.c.Name, &now
+	j.ContainerID, j.ContainerName, j.Started = st.c.ID, st.name, &now
 	return nil
 }

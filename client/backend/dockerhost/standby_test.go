@@ -81,6 +81,12 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 	if again := b.ClaimStandby(ctx, "k", "me"); again != nil {
 		t.Errorf("a claimed standby was claimed again: %+v", again)
 	}
+	if c, _ := f.Inspect(ctx, sc.C.ID); c.Name != "xrun-k-0a-claimed" {
+		t.Errorf("claimed standby named %q, want xrun-k-0a-claimed", c.Name)
+	}
+	if ls, _ := b.List(ctx, true); len(ls) != 0 {
+		t.Errorf("List shows the claimed standby before its hand-over: %+v", ls)
+	}
 	j := &jobs.Job{ID: st.JobID}
 	if err := st.Hand(ctx, j, jobSpec("0a", "code2")); err != nil {
 		t.Fatal(err)
@@ -98,6 +104,39 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 	}
 	if ls, _ := b.List(ctx, true); len(ls) != 1 || ls[0].Job.ID != "0a" {
 		t.Errorf("List after the hand-over: %+v, want job 0a", ls)
+	}
+}
+
+// A standby claimed by a client that died before the hand-over is no
+// job (List hides it), no waiting standby (no submit claims it, a new
+// standby leaves it alone), and prune removes it.
+func TestStandbyClaimedNotHanded(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	if err := b.MakeStandby(ctx, jobSpec("0d", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.ClaimStandby(ctx, "k", "me"); st == nil {
+		t.Fatal("no standby to claim")
+	}
+	if err := b.MakeStandby(ctx, jobSpec("0e", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Containers) != 2 {
+		t.Errorf("%d containers, want the claimed standby and the new one", len(f.Containers))
+	}
+	if ls, _ := b.List(ctx, true); len(ls) != 0 {
+		t.Errorf("List shows %+v, want no job", ls)
+	}
+	if st := b.ClaimStandby(ctx, "k", "me"); st == nil || st.JobID != "0e" {
+		t.Errorf("claimed %+v, want the new standby", st)
+	}
+	if n, err := b.RemoveStandbys(ctx, true); n != 2 || err != nil {
+		t.Errorf("dry run: %d, %v; want both claimed standbys counted", n, err)
+	}
+	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
+		t.Errorf("prune: %d, %v, %d left; want both removed", n, err, len(f.Containers))
 	}
 }
 
