@@ -484,6 +484,37 @@ func TestSubmitQuiet(t *testing.T) {
 	}
 }
 
+// A base pulled for the build is a line saying so, where the pull stands
+// every few seconds (not a line per message of the daemon's), and how
+// long it took.
+func TestBasePullProgress(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	delete(ta.fake.ImageIDs, "test/base:1")
+	ta.fake.PullSteps = []engine.PullProgress{
+		{Layers: 3, Got: 1 << 20, Size: 300 << 20},
+		{Layers: 3, Done: 1, Got: 100 << 20, Size: 300 << 20},
+		{Layers: 3, Done: 3, Got: 300 << 20, Size: 300 << 20},
+	}
+	ta.fake.Behave = succeed(t)
+	if code := ta.run(context.Background(), "submit", "--cpu", "--no-standby", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	got := ta.err.String()
+	for _, want := range []string{
+		"base image test/base:1 is not on unix:///fake.sock: pulling it\n",
+		"pulling test/base:1: 0 of 3 layers, 1.049MB of 314.6MB\n",
+		"pulled test/base:1 in 0s (3 of 3 layers, 314.6MB of 314.6MB)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "pulling test/base:1:"); n != 1 {
+		t.Errorf("%d progress lines in well under 10 s, want 1:\n%s", n, got)
+	}
+}
+
 func TestSubmitErrors(t *testing.T) {
 	t.Run("no NVIDIA runtime", func(t *testing.T) {
 		ta := newTestApp(t)

@@ -56,14 +56,13 @@ func (d *Docker) ImageConfig(ctx context.Context, ref string) (ImageConfig, erro
 }
 
 // Pull fetches ref from its registry.
-func (d *Docker) Pull(ctx context.Context, ref string, progress func(string)) error {
+func (d *Docker) Pull(ctx context.Context, ref string, progress func(PullProgress)) error {
 	r, err := d.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
 	defer r.Close()
-	_, err = decodeStream(r, progress)
-	if err != nil {
+	if err := decodePull(r, progress); err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return nil

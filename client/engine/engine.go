@@ -24,8 +24,9 @@ type Engine interface {
 	ImageID(ctx context.Context, ref string) (string, error)
 	// ImageConfig returns the id, labels and environment of ref.
 	ImageConfig(ctx context.Context, ref string) (ImageConfig, error)
-	// Pull fetches ref from its registry.
-	Pull(ctx context.Context, ref string, progress func(line string)) error
+	// Pull fetches ref from its registry, telling progress where it
+	// stands after each of the daemon's messages.
+	Pull(ctx context.Context, ref string, progress func(PullProgress)) error
 	// Push uploads ref to its registry with the credentials the docker
 	// CLI keeps for it (~/.docker/config.json), if any.
 	Push(ctx context.Context, ref string, progress func(line string)) error

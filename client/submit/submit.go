@@ -347,7 +347,31 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 	b.logf("base image %s is not on %s: pulling it", base, b.Engine.Host())
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := b.Engine.Pull(pctx, base, func(line string) { fmt.Fprintln(b.Log, line) }); err != nil {
+	// Where the pull stands: a status line on a terminal, else a line
+	// every pullLineEvery.
+	st := render.NewStatus(b.Log, b.TTY)
+	start := time.Now()
+	var last engine.PullProgress
+	var said time.Time
+	err = b.Engine.Pull(pctx, base, func(p engine.PullProgress) {
+		last = p
+		switch {
+		case st.Live():
+			st.Set("pulling " + base + ": " + p.String())
+		case time.Since(said) >= pullLineEvery:
+			said = time.Now()
+			st.Println("pulling " + base + ": " + p.String())
+		}
+	})
+	st.Clear()
+	if err == nil {
+		got := last.String()
+		if last.Layers == 0 {
+			got = "the host had its layers"
+		}
+		b.logf("pulled %s in %s (%s)", base, time.Since(start).Round(time.Second), got)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted while pulling the base image")}
 		}
@@ -367,6 +391,10 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 	}
 	return nil
 }
+
+// pullLineEvery is how often a pull's progress is a line of its own where
+// stderr is no terminal.
+const pullLineEvery = 10 * time.Second
 
 // NoGPURuntimeError is a GPU job asked of a Docker host that cannot give
 // containers GPUs. Its message is one sentence: what is missing, what to do.

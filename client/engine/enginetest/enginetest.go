@@ -43,6 +43,8 @@ type Engine struct {
 	Removed []*Container
 	// PullErr, when set, is what every Pull returns.
 	PullErr error
+	// PullSteps are the progress every Pull reports before it ends.
+	PullSteps []engine.PullProgress
 	// Behave says what a container runs, from its spec.
 	Behave func(s engine.ContainerSpec) Run
 	// Stops counts Stop calls.
@@ -128,7 +130,10 @@ func (f *Engine) Push(ctx context.Context, ref string, _ func(string)) error {
 	return nil
 }
 
-func (f *Engine) Pull(_ context.Context, ref string, _ func(string)) error {
+func (f *Engine) Pull(_ context.Context, ref string, progress func(engine.PullProgress)) error {
+	for _, p := range f.PullSteps {
+		progress(p)
+	}
 	if f.PullErr != nil {
 		return f.PullErr
 	}
