@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 func TestNormalizePlatform(t *testing.T) {
@@ -75,10 +77,10 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 // with an interpreter) and one without.
 func TestIsStatic(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("no C compiler for the cgo build")
+		testenv.Missing(t, "no C compiler for the cgo build (apt-get install gcc)")
 	}
 	if runtime.GOOS != "linux" {
-		t.Skip("ELF builds need linux")
+		testenv.Missing(t, "ELF builds need linux")
 	}
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{

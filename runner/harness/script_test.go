@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 // WriteScript writes the launcher and the whole package, readable by a
@@ -81,7 +82,7 @@ func TestWriteScript(t *testing.T) {
 func TestCommandDefaultsAreDefinedOnce(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skipf("no python3: %v", err)
+		testenv.Missing(t, "no python3: %v", err)
 	}
 	dir := t.TempDir()
 	if _, err := WriteScript(dir); err != nil {
