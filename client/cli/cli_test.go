@@ -40,6 +40,22 @@ func experiment(t *testing.T, ta *testApp) string {
 	return dir
 }
 
+// editSpec replaces the first old in dir's xrun.yaml with new.
+func editSpec(t *testing.T, dir, old, new string) {
+	t.Helper()
+	path := filepath.Join(dir, "xrun.yaml")
+	y, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(y), old) {
+		t.Fatalf("%s has no %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(y), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func succeed(t *testing.T) func(engine.ContainerSpec) enginetest.Run {
 	return func(engine.ContainerSpec) enginetest.Run {
 		return enginetest.Run{Logs: "runner says hi\n", Files: map[string]string{
@@ -75,14 +91,7 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 func TestCPUBaseFallbackSaidOnce(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	path := filepath.Join(dir, "xrun.yaml")
-	y, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(y), "  base: test/base:1\n", "", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editSpec(t, dir, "  base: test/base:1\n", "")
 	ta.fake.ImageIDs["xrun/cpu-torch:bookworm"] = "sha256:cafe"
 	ta.fake.Behave = succeed(t)
 	const said = "is not on unix:///fake.sock: using xrun/cpu-torch:bookworm"
@@ -103,14 +112,7 @@ func TestCPUBaseFallbackSaidOnce(t *testing.T) {
 func TestSpecWithoutGPUsIsACPUJob(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	path := filepath.Join(dir, "xrun.yaml")
-	y, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(y), "gpus: 1 ", "gpus: 0 ", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editSpec(t, dir, "gpus: 1 ", "gpus: 0 ")
 	ta.fake.Behave = succeed(t)
 	if code := ta.run(context.Background(), "submit", "--json", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)

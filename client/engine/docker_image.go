@@ -166,9 +166,18 @@ func (d *Docker) Build(ctx context.Context, tar io.Reader, opts BuildOptions, pr
 	return id, nil
 }
 
-// decodeStream reads the daemon's JSON message stream (build or pull). An
-// errorDetail becomes a *BuildError naming the last step and the output
-// before it; the image id comes from the aux message when there is one.
+// streamError is the message of an error in the daemon's JSON stream.
+func streamError(e *jsonstream.Error) string {
+	if msg := strings.TrimSpace(e.Message); msg != "" {
+		return msg
+	}
+	return "the daemon reported an error without a message"
+}
+
+// decodeStream reads the daemon's JSON message stream of a build or a push
+// (a pull's is decodePull's). An errorDetail becomes a *BuildError naming
+// the last step and the output before it; the image id comes from the aux
+// message when there is one.
 func decodeStream(r io.Reader, progress func(string)) (imageID string, err error) {
 	dec := json.NewDecoder(bufio.NewReader(r))
 	var step string
@@ -201,11 +210,7 @@ func decodeStream(r io.Reader, progress func(string)) (imageID string, err error
 			if partial != "" {
 				emit(partial)
 			}
-			msg := m.Error.Message
-			if msg == "" {
-				msg = "the daemon reported an error without a message"
-			}
-			return "", &BuildError{Step: step, Message: strings.TrimSpace(msg), Last: last}
+			return "", &BuildError{Step: step, Message: streamError(m.Error), Last: last}
 		}
 		if m.Aux != nil {
 			var aux struct {

@@ -53,11 +53,7 @@ func decodePull(r io.Reader, progress func(PullProgress)) error {
 			return fmt.Errorf("read the pull's output: %w", err)
 		}
 		if m.Error != nil {
-			msg := strings.TrimSpace(m.Error.Message)
-			if msg == "" {
-				msg = "the daemon reported an error without a message"
-			}
-			return errors.New(msg)
+			return errors.New(streamError(m.Error))
 		}
 		// Messages without a layer id are the image's own ("Pulling from
 		// library/x", "Digest: ...", "Status: Downloaded newer image").

@@ -67,9 +67,10 @@ func containerState(b backend.State) *ContainerState {
 // copy in the store, its last o.Tail lines. Once ctx has ended it returns
 // nil.
 func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, out io.Writer) error {
+	ranHere := strings.HasPrefix(j.Host, local.Scheme)
 	b, err := m.Backends.For(ctx, j)
 	if err == nil {
-		if o.Timestamps && strings.HasPrefix(j.Host, local.Scheme) {
+		if o.Timestamps && ranHere {
 			m.untimed(j, "ran on this machine (xrun run --local)")
 		}
 		err = b.Logs(ctx, j, o, out, out)
@@ -85,7 +86,7 @@ func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, o
 		}
 		return err
 	}
-	if o.Timestamps && !strings.HasPrefix(j.Host, local.Scheme) {
+	if o.Timestamps && !ranHere {
 		m.untimed(j, "is gone from its host, and this is the log saved from it")
 	}
 	_, err = out.Write(tailLines(data, o.Tail))

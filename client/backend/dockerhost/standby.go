@@ -135,7 +135,7 @@ func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Dur
 	}
 	// One standby waits per experiment and owner: the newest, which two
 	// submits that made one at once see alike.
-	if cs, err := b.standbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner]); err == nil && len(cs) > 1 {
+	if cs, err := b.standbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner], waiting); err == nil && len(cs) > 1 {
 		sort.Slice(cs, func(i, k int) bool { return newer(cs[i], cs[k]) })
 		for _, c := range cs[1:] {
 			b.remove(ctx, c.ID)
@@ -153,8 +153,8 @@ func newer(a, b engine.Container) bool {
 }
 
 // standbys lists the standbys of experiment and owner ("": any) on the
-// host, exited ones included.
-func (b *Backend) standbys(ctx context.Context, experiment, owner string) ([]engine.Container, error) {
+// host that keep says (waiting or idle), exited ones included.
+func (b *Backend) standbys(ctx context.Context, experiment, owner string, keep func(engine.Container) bool) ([]engine.Container, error) {
 	sel := map[string]string{LabelStandby: ""}
 	if experiment != "" {
 		sel[contract.LabelExperiment] = experiment
@@ -166,7 +166,7 @@ func (b *Backend) standbys(ctx context.Context, experiment, owner string) ([]eng
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(cs, func(c engine.Container) bool { return !waiting(c) }), nil
+	return slices.DeleteFunc(cs, func(c engine.Container) bool { return !keep(c) }), nil
 }
 
 // lasts says standby c still waits for a job long enough to take one.
@@ -190,13 +190,9 @@ func idle(c engine.Container) bool {
 // (xrun prune): the waiting ones, and the claimed ones whose hand-over
 // never came. With dry it only counts them. It returns how many.
 func (b *Backend) RemoveStandbys(ctx context.Context, dry bool) (int, error) {
-	cs, err := b.Engine.List(ctx, map[string]string{LabelStandby: ""}, true)
-	if err != nil {
-		return 0, err
-	}
-	cs = slices.DeleteFunc(cs, func(c engine.Container) bool { return !idle(c) })
-	if dry {
-		return len(cs), nil
+	cs, err := b.standbys(ctx, "", "", idle)
+	if err != nil || dry {
+		return len(cs), err
 	}
 	n := 0
 	for _, c := range cs {
@@ -226,7 +222,7 @@ type Standby struct {
 // hand-over, it runs nothing, exits when its wait ends, and prune removes
 // it. nil when there is none to claim.
 func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *Standby {
-	cs, err := b.standbys(ctx, experiment, owner)
+	cs, err := b.standbys(ctx, experiment, owner, waiting)
 	if err != nil {
 		return nil
 	}
