@@ -173,12 +173,12 @@ func TestRuleCheck(t *testing.T) {
 	}{
 		{"no samples", nil, 0, 0, false, false, ""},
 		{"tight but too few samples", constant(9, 1), 1, 2, false, false, ""},
-		{"tight but too little time", constant(50, 1), 0.4, 0.4, false, false, ""},
+		{"tight but too little time", constant(50, 1), 0.25, 0.25, false, false, ""},
 		{"tight after minimums", constant(10, 1), 0.5, 0.6, true, true, ReasonConverged},
 		// A 6.7 us kernel: 3000 samples are 0.02 s of its own time but took
 		// 0.6 s to take; the minimum is on the latter.
 		{"short kernel, sampled long enough", noisy(3000, 0.01), 0.02, 0.6, true, true, ReasonConverged},
-		{"short kernel, sampled too briefly", noisy(3000, 0.01), 0.02, 0.3, false, false, ""},
+		{"short kernel, sampled too briefly", noisy(3000, 0.01), 0.02, 0.2, false, false, ""},
 		{"noisy, time left", noisy(100, 0.5), 2, 3, false, false, ""},
 		{"noisy at time cap", noisy(100, 0.5), 15, 20, true, false, ReasonMaxTime},
 		{"noisy at sample cap", noisy(100000, 5), 14, 20, true, false, ReasonMaxSamples},
@@ -210,7 +210,7 @@ func TestRuleFrom(t *testing.T) {
 		{"overrides", spec.Method{MinSamples: 20, MaxSamples: 500, MinTimeS: 1, MaxTimeS: 30, TargetRSE: 0.01},
 			Rule{MinSamples: 20, MaxSamples: 500, MinTimeS: 1, MaxTimeS: 30, TargetRSE: 0.01}},
 		{"partial", spec.Method{MaxTimeS: 2},
-			Rule{MinSamples: 10, MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 2, TargetRSE: 0.005}},
+			Rule{MinSamples: 10, MaxSamples: 100000, MinTimeS: 0.3, MaxTimeS: 2, TargetRSE: 0.005}},
 		{"caps raised to minimums", spec.Method{MinSamples: 200, MaxSamples: 0, MinTimeS: 20},
 			Rule{MinSamples: 200, MaxSamples: 100000, MinTimeS: 20, MaxTimeS: 20, TargetRSE: 0.005}},
 	} {
@@ -222,7 +222,7 @@ func TestRuleFrom(t *testing.T) {
 
 func TestRuleString(t *testing.T) {
 	s := DefaultRule().String()
-	for _, part := range []string{"10 samples", "0.5 s of sampling", "0.5%", "15 s of measured time", "100000 samples", "median"} {
+	for _, part := range []string{"10 samples", "0.3 s of sampling", "0.5%", "15 s of measured time", "100000 samples", "median"} {
 		if !strings.Contains(s, part) {
 			t.Errorf("String() = %q, missing %q", s, part)
 		}
