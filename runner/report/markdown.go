@@ -503,7 +503,11 @@ func (m *mdWriter) methodology(r *result.Results) {
 	case me.KernelClockNote != "":
 		s[0] += "; no kernel clock (" + me.KernelClockNote + ")"
 	}
-	if me.WarmupMS > 0 {
+	switch {
+	case me.LaterWarmupMS > 0:
+		s = append(s, fmt.Sprintf("each case's first batch warmed up for %g ms after the implementation's untimed first call, "+
+			"every later batch for %g ms", me.WarmupMS, me.LaterWarmupMS))
+	case me.WarmupMS > 0:
 		s = append(s, fmt.Sprintf("each implementation warmed up for %g ms after its untimed first call", me.WarmupMS))
 	}
 	if me.Rounds > 0 {

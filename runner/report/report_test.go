@@ -49,7 +49,7 @@ func seed001(t *testing.T) *result.Results {
 				After:  &result.GPUState{SMClockMHz: 1590, MaxSMClockMHz: 1590, MemClockMHz: 5000, TemperatureC: 63, PowerW: 69, PowerLimitW: 70, Utilization: 100, ClockEventReasons: []string{"sw_power_cap"}},
 				During: &result.Clocks{Readings: 140, SMClockMHz: 1365, MinSMClockMHz: 1215, MaxSMClockMHz: 1590, MaxPowerW: 70.2,
 					ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 131}}}},
-		Methodology: result.Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: rule.MinSamples,
+		Methodology: result.Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, LaterWarmupMS: 20, MinSamples: rule.MinSamples,
 			MaxSamples: rule.MaxSamples, MinTimeS: rule.MinTimeS, MaxTimeS: rule.MaxTimeS, TargetRSE: rule.TargetRSE,
 			StoppingRule: rule.String(), Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02,
 			KernelClock: "cupti", LaunchMS: 0.00108},

@@ -216,8 +216,11 @@ type Methodology struct {
 	// TimerFloorMS is the median of an empty timed region on the GPU (the
 	// two CUDA events around nothing): the least a GPU timing reads, and a
 	// fixed part of a few-microsecond kernel's time.
-	TimerFloorMS  float64 `json:"timer_floor_ms,omitempty"`
+	TimerFloorMS float64 `json:"timer_floor_ms,omitempty"`
+	// WarmupMS is the warm-up of a case's first batch; LaterWarmupMS that
+	// of every later batch (results before it say nothing of them).
 	WarmupMS      float64 `json:"warmup_ms"`
+	LaterWarmupMS float64 `json:"later_warmup_ms,omitempty"`
 	MinSamples    int     `json:"min_samples"`
 	MaxSamples    int     `json:"max_samples"`
 	MinTimeS      float64 `json:"min_time_s"`

@@ -71,7 +71,7 @@ func full() *Results {
 			Cache: &Cache{Dir: "/xrun/cache", Volume: "xrun-cache-softmax-0123456789ab", Files: 42, Bytes: 1 << 20,
 				Fresh: []FreshCache{{Impl: "pipelined", Error: "exception during check: JSONDecodeError", Passed: true, Replaced: 7}}},
 			Extra: map[string]string{"nccl": "2.21"}},
-		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, MinSamples: 10,
+		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, LaterWarmupMS: 20, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
 			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5,
 			KernelClock: "cupti", KernelClockNote: "unavailable in one worker", KernelClockReader: "activity", LaunchMS: 0.0011, KernelClockMaxMS: 0.1, ClockRule: "the kernel clock where every sample has it"},

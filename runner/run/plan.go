@@ -131,7 +131,7 @@ func (p *plan) setMethod(m spec.Method) result.Methodology {
 		threshold = analyze.DefaultThreshold
 	}
 	mt := result.Methodology{
-		Timer: timer, FlushBytes: int64(m.FlushBytes), WarmupMS: p.warmupMS,
+		Timer: timer, FlushBytes: int64(m.FlushBytes), WarmupMS: p.warmupMS, LaterWarmupMS: p.warmupMS * timing.LaterWarmupShare,
 		MinSamples: p.rule.MinSamples, MaxSamples: p.rule.MaxSamples, MinTimeS: p.rule.MinTimeS, MaxTimeS: p.rule.MaxTimeS,
 		TargetRSE: p.rule.TargetRSE, StoppingRule: p.rule.String(), Rounds: p.rounds, Trials: p.trials,
 		ImplTimeoutS: p.timeout.Seconds(), FastThreshold: threshold, CUDAGraph: m.CUDAGraph && !p.cpu,

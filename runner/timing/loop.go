@@ -26,10 +26,14 @@ const (
 	wallCapFactor     = 3
 	// minBatchS is the least wall time one batch of samples asks for.
 	minBatchS = 0.1
-	// laterWarmupShare is the part of warmup_ms a batch warms up for after
-	// the first of its implementation on a case: the code is compiled and
-	// the GPU busy with the other implementations' batches by then.
-	laterWarmupShare = 0.2
+	// LaterWarmupShare is the part of warmup_ms that every batch of a case
+	// but its first warms up for: the GPU has just run the batch before it,
+	// and the implementation has run on the case already (its correctness
+	// check, on the inputs it is timed on, and the worker's untimed first
+	// call, which compiles and autotunes). Only the case's first batch
+	// follows the checks, in which the GPU may have idled while inputs were
+	// made on the host.
+	LaterWarmupShare = 0.2
 )
 
 // Sampler takes one batch of an implementation's samples (a
@@ -135,6 +139,7 @@ func (l *Loop) Case(ctx context.Context, c Case, impls []Impl, rec Recorder) err
 		l.started = true
 		l.c.Logf("timing: first batch (%s)", order[0].Name)
 	}
+	warmup := l.c.WarmupMS
 	for round := 1; ; round++ {
 		active := 0
 		for i, im := range order {
@@ -142,9 +147,10 @@ func (l *Loop) Case(ctx context.Context, c Case, impls []Impl, rec Recorder) err
 			if a.done {
 				continue
 			}
-			if err := l.batch(ctx, round, c, im, a, rec); err != nil {
+			if err := l.batch(ctx, round, c, im, a, warmup, rec); err != nil {
 				return err
 			}
+			warmup = l.c.WarmupMS * LaterWarmupShare
 			if !a.done {
 				active++
 			}
@@ -175,8 +181,9 @@ func order(impls []Impl, baseline string) []Impl {
 	return out
 }
 
-// batch asks im for one batch in round and pools it into a.
-func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, rec Recorder) error {
+// batch asks im for one batch in round, warmed up for warmup ms, and pools
+// it into a.
+func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, warmup float64, rec Recorder) error {
 	rule, rounds := l.c.Rule, l.c.Rounds
 	// Split the sample cap over the minimum rounds, so that a fast kernel
 	// cannot use it all up in the first one.
@@ -189,10 +196,6 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, re
 	// wall time, or the samples' own time for a long kernel.
 	batchS := max(rule.MinTimeS/float64(rounds), minBatchS)
 	perBatch := max(1, (rule.MinSamples+rounds-1)/rounds)
-	warmup := l.c.WarmupMS
-	if a.rounds > 0 {
-		warmup *= laterWarmupShare
-	}
 	if l.c.Batch != nil {
 		l.c.Batch(im.Name)
 	}

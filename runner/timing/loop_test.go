@@ -260,6 +260,31 @@ func TestBatchCommands(t *testing.T) {
 	}
 }
 
+// Only the first batch of a case warms up in full, whichever
+// implementation it is: the next implementation's first batch follows the
+// GPU's work on the one before, as later rounds do. A new case starts with
+// a full warm-up again.
+func TestWarmupFirstBatchOfCase(t *testing.T) {
+	a := &fakeSampler{name: "a", next: cpuBatch(1, 1, 1)}
+	b := &fakeSampler{name: "b", next: cpuBatch(1, 1, 1)}
+	_, l, impls := setup(Config{WarmupMS: 100}, a, b)
+	for range 2 {
+		if err := l.Case(context.Background(), Case{}, impls, newRecorder()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]float64{"a": {100, 20, 20, 100, 20, 20}, "b": {20, 20, 20, 20, 20, 20}}
+	for _, f := range []*fakeSampler{a, b} {
+		var got []float64
+		for _, cmd := range f.cmds {
+			got = append(got, cmd.WarmupMS)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[f.name]) {
+			t.Errorf("%s warmed up for %v ms, want %v", f.name, got, want[f.name])
+		}
+	}
+}
+
 // Samples the worker discarded are counted over the batches, and said,
 // with where the wall time went.
 func TestDiscardedSamples(t *testing.T) {
