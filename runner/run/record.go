@@ -169,6 +169,7 @@ var errSetup = errors.New("setup failed")
 
 // finish evaluates the run, writes the files and posts them.
 func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Results, error) {
+	rn.readAfter(parent)
 	closeWorkers(rn.impls)
 	rn.pool.closeZygote()
 	rn.killStrays()
@@ -193,16 +194,12 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		}
 		r.Interrupt(names, r.Error)
 	}
-	if rn.gpu != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
-		if after, err := gpuinfo.State(sctx); err == nil {
-			for i := range r.Env.GPUs {
-				r.Env.GPUs[i].After = after[r.Env.GPUs[i].Index]
-			}
-		} else {
-			rn.logf("read GPU state after the run: %v", err)
+	if a := <-rn.after; a.err != nil {
+		rn.logf("read GPU state after the run: %v", a.err)
+	} else {
+		for i := range r.Env.GPUs {
+			r.Env.GPUs[i].After = a.state[r.Env.GPUs[i].Index]
 		}
-		cancel()
 	}
 	rn.clocks.stop(r, rn.gpu, rn.logf)
 	if rn.loop != nil {
@@ -325,4 +322,33 @@ func countNames(names []string) string {
 		parts[i] = fmt.Sprintf("%d %s", count[k], k)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// gpuAfter is the reading of every GPU's state after the run (the After of
+// result.GPU), by index.
+type gpuAfter struct {
+	state map[int]*result.GPUState
+	err   error
+}
+
+// readAfter starts reading the GPUs' state once, as the run's work ends:
+// nvidia-smi then runs while the workers and the zygote close, which the
+// GPU's clocks and power do not wait for. finish takes the reading from
+// rn.after; a run without a GPU reads nothing.
+func (rn *runner) readAfter(parent context.Context) {
+	if rn.after != nil {
+		return
+	}
+	ch := make(chan gpuAfter, 1)
+	rn.after = ch
+	if rn.gpu == nil {
+		ch <- gpuAfter{}
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
+		defer cancel()
+		state, err := gpuinfo.State(ctx)
+		ch <- gpuAfter{state, err}
+	}()
 }
