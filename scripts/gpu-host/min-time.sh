@@ -42,15 +42,7 @@ for exp in "$@"; do
       XRUN=$xrun "$here/run-experiments.sh" "$run" attached "$dir" | tail -1 |
         awk -v s="$setting" -v r="$round" -F'\t' '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s, r, $1, $3, $4, $5, $6 }' >> "$out/summary.tsv"
       job=$(tail -1 "$run/summary.tsv" | cut -f3)
-      "$xrun" results --json "$job" 2>/dev/null | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-for c in r.get("cases", []):
-    for name, i in sorted(c.get("results", {}).items()):
-        t = i.get("timing") or {}
-        if t:
-            print("\t".join(map(str, [sys.argv[1], sys.argv[2], sys.argv[3], c.get("label"), name, t.get("median_ms"), t.get("samples"), t.get("stderr_rel"), t.get("converged")])))
-' "$setting" "$round" "$name" >> "$out/medians.tsv"
+      "$xrun" results --json "$job" 2>/dev/null | python3 "$here/medians.py" "$setting" "$round" "$name" >> "$out/medians.tsv"
     done
   done
 done

@@ -24,6 +24,7 @@ shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 printf 'binary\tround\texperiment\tjob\texit\twall_s\tto_first_timing_s\n' > "$out/summary.tsv"
+printf 'binary\tround\texperiment\tcase\timpl\tmedian_ms\tsamples\trse\tconverged\n' > "$out/medians.tsv"
 for exp in "$@"; do
   for side in old new; do
     rm -rf "$out/exp-$side/$(basename "$exp")"
@@ -39,6 +40,8 @@ for exp in "$@"; do
       dir=$out/$side/round$round
       XRUN=$bin "$here/run-experiments.sh" "$dir" attached "$out/exp-$side/$(basename "$exp")" | tail -1 |
         awk -v s="$side" -v r="$round" -F'\t' '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s, r, $1, $3, $4, $5, $6 }' >> "$out/summary.tsv"
+      job=$(tail -1 "$dir/summary.tsv" | cut -f3)
+      "$bin" results --json "$job" 2>/dev/null | python3 "$here/medians.py" "$side" "$round" "$(basename "$exp")" >> "$out/medians.tsv"
     done
   done
 done
