@@ -161,7 +161,26 @@ func workerEnv(expDir string, includes []string, device, cacheDir string) []stri
 		"PYTHONDONTWRITEBYTECODE=1",
 		"XRUN_DEVICE="+device,
 	)
+	for _, d := range compilerDefaults {
+		if _, set := os.LookupEnv(d.name); !set {
+			env = append(env, d.name+"="+d.value)
+		}
+	}
 	return append(env, cacheEnv(cacheDir)...)
+}
+
+// compilerDefaults are compiler settings the workers get unless the job's
+// environment sets them (the spec's env or submit --env).
+var compilerDefaults = []struct{ name, value string }{
+	// AOTAutograd's cache (torch.compile of code that runs backward) is
+	// off: with torch 2.11 its save crashes the process (SIGSEGV in
+	// pickle, in the autograd thread, pytorch/pytorch#177442) in a cold
+	// first compile, and a warm load of it gave code that computed garbage
+	// shapes. 058 backward on an H100 crashed in 5 of 5 cold compiles with
+	// it and in none without; Inductor's own cache still serves the
+	// compiled kernels (docs/performance.md, "torch.compile and the
+	// caches").
+	{"TORCHINDUCTOR_AUTOGRAD_CACHE", "0"},
 }
 
 // cacheVars point each compiler's cache into the job's cache directory:

@@ -649,6 +649,20 @@ func TestWorkerEnvHidesToken(t *testing.T) {
 	}
 }
 
+// AOTAutograd's cache is off in the workers unless the job's environment
+// turns it on.
+func TestWorkerEnvAutogradCache(t *testing.T) {
+	env := strings.Join(workerEnv("/exp", nil, "cuda", contract.CacheDir), "\n")
+	if !strings.Contains(env, "TORCHINDUCTOR_AUTOGRAD_CACHE=0") {
+		t.Errorf("no TORCHINDUCTOR_AUTOGRAD_CACHE=0 in\n%s", env)
+	}
+	t.Setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
+	env = strings.Join(workerEnv("/exp", nil, "cuda", contract.CacheDir), "\n")
+	if !strings.Contains(env, "TORCHINDUCTOR_AUTOGRAD_CACHE=1") || strings.Contains(env, "TORCHINDUCTOR_AUTOGRAD_CACHE=0") {
+		t.Errorf("the job's own setting is not kept:\n%s", env)
+	}
+}
+
 func implSpec(req []string) spec.Implementation {
 	return spec.Implementation{Name: "x", Fn: "m:f", Requires: req}
 }
