@@ -147,10 +147,14 @@ func (l *Loop) Case(ctx context.Context, c Case, impls []Impl, rec Recorder) err
 			if a.done {
 				continue
 			}
+			ran := a.rounds
 			if err := l.batch(ctx, round, c, im, a, warmup, rec); err != nil {
 				return err
 			}
-			warmup = l.c.WarmupMS * LaterWarmupShare
+			if a.rounds > ran {
+				// A batch ran: the GPU is warm for the next one.
+				warmup = l.c.WarmupMS * LaterWarmupShare
+			}
 			if !a.done {
 				active++
 			}

@@ -285,6 +285,24 @@ func TestWarmupFirstBatchOfCase(t *testing.T) {
 	}
 }
 
+// A case's first batch that fails leaves the GPU as the checks did: the
+// next batch warms up in full.
+func TestWarmupAfterFailedFirstBatch(t *testing.T) {
+	a := &fakeSampler{name: "a", next: func(int, harness.Time) (*harness.Samples, error) { return nil, errors.New("crashed") }}
+	b := &fakeSampler{name: "b", next: cpuBatch(1, 1, 1)}
+	_, l, impls := setup(Config{WarmupMS: 100}, a, b)
+	if err := l.Case(context.Background(), Case{}, impls, newRecorder()); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, cmd := range b.cmds {
+		got = append(got, cmd.WarmupMS)
+	}
+	if fmt.Sprint(got) != fmt.Sprint([]float64{100, 20, 20}) {
+		t.Errorf("b warmed up for %v ms after a's failed batch, want [100 20 20]", got)
+	}
+}
+
 // Samples the worker discarded are counted over the batches, and said,
 // with where the wall time went.
 func TestDiscardedSamples(t *testing.T) {
