@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -15,7 +16,9 @@ import (
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/client/submit"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
 )
 
 // SubmitRequest is a submit the command line has validated: the loaded
@@ -165,7 +168,13 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if kb == nil && !r.NoStandby && !r.Detach {
 		owner := s.j.Owner
 		s.next = func(id string) backend.Spec {
-			return p.JobSpec(ctx, &jobs.Job{ID: id, Owner: owner}, r.Build.Dir, jo)
+			next := p.JobSpec(ctx, &jobs.Job{ID: id, Owner: owner}, r.Build.Dir, jo)
+			// The standby has no code until its job comes: what its zygote
+			// imports beyond numpy, torch and triton is said here.
+			if spec.UsesTorchCompile(r.Build.Dir, p.Spec.Include) {
+				next.Env = append(next.Env, contract.EnvZygotePreload+"="+strings.Join(spec.CompileStack, ","))
+			}
+			return next
 		}
 	}
 	return s.launch(ctx, p.JobSpec(ctx, s.j, r.Build.Dir, jo))

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,7 +149,7 @@ func workerEnv(expDir string, includes []string, device, cacheDir string) []stri
 		case "PYTHONPATH":
 			existing = v
 			continue
-		case "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "XRUN_DEVICE", contract.EnvPostToken:
+		case "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "XRUN_DEVICE", contract.EnvPostToken, contract.EnvZygotePreload:
 			continue // set below, or not for experiment code to see
 		}
 		env = append(env, kv)
@@ -167,6 +168,15 @@ func workerEnv(expDir string, includes []string, device, cacheDir string) []stri
 		}
 	}
 	return append(env, cacheEnv(cacheDir)...)
+}
+
+// zygoteEnv is the zygote's environment: the workers' (env) and, when
+// preload names modules, the variable that has it import them too.
+func zygoteEnv(env []string, preload []string) []string {
+	if len(preload) == 0 {
+		return env
+	}
+	return append(slices.Clone(env), contract.EnvZygotePreload+"="+strings.Join(preload, ","))
 }
 
 // compilerDefaults are compiler settings the workers get unless the job's

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -660,6 +661,23 @@ func TestWorkerEnvAutogradCache(t *testing.T) {
 	env = strings.Join(workerEnv("/exp", nil, "cuda", contract.CacheDir), "\n")
 	if !strings.Contains(env, "TORCHINDUCTOR_AUTOGRAD_CACHE=1") || strings.Contains(env, "TORCHINDUCTOR_AUTOGRAD_CACHE=0") {
 		t.Errorf("the job's own setting is not kept:\n%s", env)
+	}
+}
+
+// The zygote alone gets the modules to preload: a standby's variable is
+// not passed on to the workers.
+func TestZygotePreloadEnv(t *testing.T) {
+	t.Setenv(contract.EnvZygotePreload, "torch._dynamo")
+	env := workerEnv("/exp", nil, "cuda", contract.CacheDir)
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvZygotePreload+"=") }) {
+		t.Errorf("the workers' env has %s", contract.EnvZygotePreload)
+	}
+	if got := zygoteEnv(env, nil); len(got) != len(env) {
+		t.Errorf("zygoteEnv without modules added %v", got[len(env):])
+	}
+	want := contract.EnvZygotePreload + "=torch._dynamo,torch._inductor.compile_fx"
+	if got := zygoteEnv(env, spec.CompileStack); got[len(got)-1] != want || len(got) != len(env)+1 {
+		t.Errorf("zygoteEnv = ...%v, want %s added", got[len(env):], want)
 	}
 }
 

@@ -89,7 +89,13 @@ func prewarm(ctx context.Context, o Options) *Warm {
 		}
 		// The experiment's directory is empty: the zygote starts in /
 		// and each worker moves into its own directory as it is forked.
-		w.z, w.err = startZygote(w.Argv, "/", workerEnv(o.ExperimentDir, nil, device, o.CacheDir), o.Worker, o.OutDir)
+		// The experiment's code is not here yet: the client, which has it,
+		// says whether the zygote imports torch.compile's modules too.
+		var preload []string
+		if v := os.Getenv(contract.EnvZygotePreload); v != "" {
+			preload = strings.Split(v, ",")
+		}
+		w.z, w.err = startZygote(w.Argv, "/", zygoteEnv(workerEnv(o.ExperimentDir, nil, device, o.CacheDir), preload), o.Worker, o.OutDir)
 		w.took = time.Since(start)
 	}()
 	return w

@@ -72,7 +72,11 @@ var perSubmitLabels = []string{contract.LabelCodeHash, contract.LabelSpecHash, g
 func StandbyKey(s backend.Spec) string {
 	cs := ContainerSpec(withoutPerSubmit(s))
 	cs.Name = ""
-	cs.Env = slices.DeleteFunc(cs.Env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvStandby+"=") })
+	// The standby's own variables: how long it waits, and what its zygote
+	// imports for the experiment (which the job's runner decides itself).
+	cs.Env = slices.DeleteFunc(cs.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, contract.EnvStandby+"=") || strings.HasPrefix(kv, contract.EnvZygotePreload+"=")
+	})
 	sort.Strings(cs.Env)
 	b, err := json.Marshal(cs)
 	if err != nil {

@@ -107,6 +107,33 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 	}
 }
 
+// A standby made with the zygote's preload (an experiment that uses
+// torch.compile) is claimed by the next job, whose spec has no such
+// variable: the key leaves it out, as it does the standby's wait.
+func TestStandbyPreloadOutsideTheKey(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	s := jobSpec("0b", "code1")
+	s.Env = append(s.Env, contract.EnvZygotePreload+"=torch._dynamo")
+	if StandbyKey(s) != StandbyKey(jobSpec("0b", "code1")) {
+		t.Fatal("the preload variable changes the standby's key")
+	}
+	if err := b.MakeStandby(ctx, s, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if made := f.Made(); len(made) != 1 || !slices.Contains(made[0].Spec.Env, contract.EnvZygotePreload+"=torch._dynamo") {
+		t.Fatalf("standby env: want %s set, made %+v", contract.EnvZygotePreload, made)
+	}
+	st := b.ClaimStandby(ctx, "k", "me")
+	if st == nil {
+		t.Fatal("no standby claimed")
+	}
+	if err := st.Hand(ctx, &jobs.Job{ID: st.JobID}, jobSpec("0b", "code2")); err != nil {
+		t.Fatalf("hand-over to a job without the preload variable: %v", err)
+	}
+}
+
 // A standby claimed by a client that died before the hand-over is no
 // job (List hides it), no waiting standby (no submit claims it, a new
 // standby leaves it alone), and prune removes it.

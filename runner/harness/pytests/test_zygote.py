@@ -28,6 +28,16 @@ def test_preload_restores_the_environment(monkeypatch):
     assert os.environ["OPENBLAS_NUM_THREADS"] == "7"
 
 
+def test_preload_adds_the_modules_the_runner_names(monkeypatch):
+    monkeypatch.setattr(zygote, "PRELOAD", ("xrun_harness.errors",))
+    monkeypatch.setenv(zygote.PRELOAD_ENV, " xrun_harness.tensors,, xrun_harness.errors,no_such_module_xrun ")
+    assert zygote.preload_names(os.environ) == ["xrun_harness.errors", "xrun_harness.tensors", "no_such_module_xrun"]
+    # One that is missing is left out of what the zygote says it loaded.
+    assert zygote.preload() == ["xrun_harness.errors", "xrun_harness.tensors"]
+    monkeypatch.delenv(zygote.PRELOAD_ENV)
+    assert zygote.preload_names(os.environ) == ["xrun_harness.errors"]
+
+
 def test_blas_setters_of_this_process():
     # Whatever OpenBLAS numpy loaded here has a setter (or none is loaded).
     import numpy  # noqa: F401

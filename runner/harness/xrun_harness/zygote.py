@@ -40,6 +40,10 @@ import traceback
 # depend on each other; each one that is missing is left to the worker.
 PRELOAD = ("numpy", "torch", "triton")
 
+# More modules to import after PRELOAD, comma-separated: torch.compile's
+# for an experiment that uses it (the runner's spec.CompileStack).
+PRELOAD_ENV = "XRUN_ZYGOTE_PRELOAD"
+
 # The largest request read (zygote_linux.go's zygoteMaxPacket): a fork
 # request carries the worker's whole environment.
 MAX_PACKET = 128 << 10
@@ -59,14 +63,20 @@ BLAS_SETTERS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
                 "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads")
 
 
+def preload_names(env):
+    """PRELOAD, then the modules env's PRELOAD_ENV names."""
+    extra = [n.strip() for n in env.get(PRELOAD_ENV, "").split(",")]
+    return list(PRELOAD) + [n for n in extra if n and n not in PRELOAD]
+
+
 def preload():
-    """Imports PRELOAD (what imports), without touching a GPU, with
+    """Imports preload_names (what imports), without touching a GPU, with
     OpenBLAS held to one thread; the environment is as it was after."""
     saved = os.environ.get(BLAS_THREADS)
     os.environ[BLAS_THREADS] = "1"
     loaded = []
     try:
-        for name in PRELOAD:
+        for name in preload_names(os.environ):
             try:
                 importlib.import_module(name)
                 loaded.append(name)

@@ -1,0 +1,71 @@
+package spec
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CompileStack are the modules torch.compile imports on its first call:
+// about 6 s on an H100 host, after torch itself (docs/performance.md,
+// "torch.compile and the caches"). A zygote imports them beside numpy,
+// torch and triton for an experiment that uses torch.compile
+// (UsesTorchCompile), so that its forked workers do not.
+var CompileStack = []string{"torch._dynamo", "torch._inductor.compile_fx"}
+
+// compileMarkers are what Python code that uses torch.compile names.
+var compileMarkers = [][]byte{[]byte("torch.compile"), []byte("torch._dynamo"), []byte("torch._inductor")}
+
+// Bounds of UsesTorchCompile's reading: an experiment is a few modules,
+// and a directory that is not one is read no further than this.
+const (
+	scanMaxFiles = 2000
+	scanMaxBytes = 4 << 20
+)
+
+// UsesTorchCompile says whether a Python file of the experiment in dir or
+// of its includes (paths relative to dir, or copied into it by their base
+// name, as the runner finds them) names torch.compile, torch._dynamo or
+// torch._inductor. Hidden directories are skipped; it reads at most
+// scanMaxFiles files of at most scanMaxBytes each.
+func UsesTorchCompile(dir string, includes []string) bool {
+	roots := []string{dir}
+	for _, inc := range includes {
+		p := filepath.Join(dir, inc)
+		if _, err := os.Stat(p); err != nil {
+			p = filepath.Join(dir, filepath.Base(inc))
+		}
+		roots = append(roots, p)
+	}
+	files, found := 0, false
+	for _, root := range roots {
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil || found || files >= scanMaxFiles:
+				return filepath.SkipAll
+			case d.IsDir() && path != root && strings.HasPrefix(d.Name(), "."):
+				return filepath.SkipDir
+			case d.IsDir() || !strings.HasSuffix(d.Name(), ".py"):
+				return nil
+			}
+			files++
+			if fi, err := d.Info(); err != nil || fi.Size() > scanMaxBytes {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil
+			}
+			for _, m := range compileMarkers {
+				if bytes.Contains(b, m) {
+					found = true
+					return filepath.SkipAll
+				}
+			}
+			return nil
+		})
+	}
+	return found
+}
