@@ -675,7 +675,7 @@ func TestZygotePreloadEnv(t *testing.T) {
 	if got := zygoteEnv(env, nil); len(got) != len(env) {
 		t.Errorf("zygoteEnv without modules added %v", got[len(env):])
 	}
-	want := contract.EnvZygotePreload + "=torch._dynamo,torch._inductor.compile_fx"
+	want := contract.EnvZygotePreload + "=" + strings.Join(spec.CompileStack, ",")
 	if got := zygoteEnv(env, spec.CompileStack); got[len(got)-1] != want || len(got) != len(env)+1 {
 		t.Errorf("zygoteEnv = ...%v, want %s added", got[len(env):], want)
 	}

@@ -8,12 +8,14 @@ import (
 	"strings"
 )
 
-// CompileStack are the modules torch.compile imports on its first call:
-// about 6 s on an H100 host, after torch itself (docs/performance.md,
-// "torch.compile and the caches"). A zygote imports them beside numpy,
-// torch and triton for an experiment that uses torch.compile
-// (UsesTorchCompile), so that its forked workers do not.
-var CompileStack = []string{"torch._dynamo", "torch._inductor.compile_fx"}
+// CompileStack are the modules of torch.compile's that a zygote imports
+// beside numpy, torch and triton for an experiment that uses torch.compile
+// (UsesTorchCompile), so that its forked workers do not: torch._dynamo, 3.5
+// s of the 6 s torch.compile's imports take on an H100 host after torch
+// itself (docs/performance.md, "torch.compile and the caches"). Not
+// torch._inductor.compile_fx, whose import starts a thread: a zygote that
+// holds two threads is not forked from.
+var CompileStack = []string{"torch._dynamo"}
 
 // compileMarkers are what Python code that uses torch.compile names.
 var compileMarkers = [][]byte{[]byte("torch.compile"), []byte("torch._dynamo"), []byte("torch._inductor")}
