@@ -452,6 +452,43 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	}
 }
 
+// The standby of an experiment whose code uses torch.compile has its
+// zygote import torch._dynamo too; another's imports numpy, torch and
+// triton alone.
+func TestStandbyPreloadsTheCompileStack(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	preload := func() []string {
+		var vals []string
+		for _, fc := range ta.fake.Containers {
+			if contract.WaitingStandby(fc.C.Name, fc.C.Labels) {
+				for _, kv := range fc.Spec.Env {
+					if v, ok := strings.CutPrefix(kv, contract.EnvZygotePreload+"="); ok {
+						vals = append(vals, v)
+					}
+				}
+			}
+		}
+		return vals
+	}
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	if got := preload(); len(got) != 0 {
+		t.Errorf("standby of an experiment without torch.compile preloads %v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "compiled.py"), []byte("import torch\nf = torch.compile(lambda x: x)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.err)
+	}
+	if got := preload(); len(got) != 1 || got[0] != strings.Join(spec.CompileStack, ",") {
+		t.Errorf("standby of a torch.compile experiment preloads %v, want %v", got, spec.CompileStack)
+	}
+}
+
 // jobContainers counts f's job containers and its waiting standbys.
 func jobContainers(f *enginetest.Engine) (running, standbys int) {
 	for _, c := range f.Containers {

@@ -73,10 +73,12 @@ const (
 	// being forked from the zygote that imported numpy, torch and triton
 	// once (runner/harness/PROTOCOL.md, "The zygote").
 	EnvZygote = "XRUN_ZYGOTE"
-	// EnvZygotePreload lists modules (comma-separated) the zygote imports
-	// after numpy, torch and triton: torch.compile's (spec.CompileStack)
-	// for an experiment that uses it. A standby gets it from the client,
-	// which has the experiment's code; a job's runner sets it itself.
+	// EnvZygotePreload lists modules (comma-separated) that a standby's
+	// zygote imports after numpy, torch and triton: torch.compile's
+	// (spec.CompileStack), set by the client for an experiment whose code
+	// uses it. A standby has the time; a job's own zygote does not, and
+	// imports only the three (docs/performance.md, "torch.compile and the
+	// caches").
 	EnvZygotePreload = "XRUN_ZYGOTE_PRELOAD"
 	// EnvOutToLog=1 makes the runner write its output directory into its
 	// log at the end (runner/outlog), for backends that keep a finished

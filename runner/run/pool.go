@@ -25,9 +25,8 @@ type pool struct {
 	argv []string // the harness in its Python, or the spec's command
 	env  []string
 	// dir is the experiment, the workers' working directory; outDir gets
-	// their logs; include are the spec's includes.
+	// their logs.
 	dir, outDir string
-	include     []string
 	as          *sandbox.User
 	memoryLimit int64
 	timeout     time.Duration // per command; init gets at least minInitTimeout
@@ -56,7 +55,7 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 		device = "cpu"
 	}
 	p := &pool{
-		env: workerEnv(o.ExperimentDir, s.Include, device, o.CacheDir), dir: o.ExperimentDir, outDir: o.OutDir, include: s.Include, as: o.Worker,
+		env: workerEnv(o.ExperimentDir, s.Include, device, o.CacheDir), dir: o.ExperimentDir, outDir: o.OutDir, as: o.Worker,
 		timeout: rn.timeout, base: rn.baseInit(b), logf: rn.logf, ready: rn.noteReady,
 	}
 	if c := r.Env.Container; c != nil {
@@ -119,11 +118,7 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 // they start on their own, as they do after the log line says why.
 func (p *pool) startZygote() {
 	start := time.Now()
-	var preload []string
-	if spec.UsesTorchCompile(p.dir, p.include) {
-		preload = spec.CompileStack
-	}
-	z, err := startZygote(p.argv, p.dir, zygoteEnv(p.env, preload), p.as, p.outDir)
+	z, err := startZygote(p.argv, p.dir, p.env, p.as, p.outDir)
 	if err != nil {
 		p.logf("workers start on their own: %v", err)
 		return

@@ -8,13 +8,14 @@ import (
 	"strings"
 )
 
-// CompileStack are the modules of torch.compile's that a zygote imports
-// beside numpy, torch and triton for an experiment that uses torch.compile
-// (UsesTorchCompile), so that its forked workers do not: torch._dynamo, 3.5
-// s of the 6 s torch.compile's imports take on an H100 host after torch
-// itself (docs/performance.md, "torch.compile and the caches"). Not
-// torch._inductor.compile_fx, whose import starts a thread: a zygote that
-// holds two threads is not forked from.
+// CompileStack are the modules of torch.compile's that a standby's zygote
+// imports beside numpy, torch and triton for an experiment that uses
+// torch.compile (UsesTorchCompile), so that the workers forked for the
+// next job do not: torch._dynamo, 3.5 s of the 6 s torch.compile's
+// imports take on an H100 host after torch itself (docs/performance.md,
+// "torch.compile and the caches"). Not torch._inductor.compile_fx, whose
+// import starts a thread: a zygote that holds two threads is not forked
+// from.
 var CompileStack = []string{"torch._dynamo"}
 
 // compileMarkers are what Python code that uses torch.compile names.
