@@ -22,17 +22,20 @@ var CompileStack = []string{"torch._dynamo"}
 var compileMarkers = [][]byte{[]byte("torch.compile"), []byte("torch._dynamo"), []byte("torch._inductor")}
 
 // Bounds of UsesTorchCompile's reading: an experiment is a few modules,
-// and a directory that is not one is read no further than this.
+// and a directory that is not one (a dataset beside the code) is walked
+// and read no further than this.
 const (
-	scanMaxFiles = 2000
-	scanMaxBytes = 4 << 20
+	scanMaxEntries = 20000
+	scanMaxFiles   = 2000
+	scanMaxBytes   = 4 << 20
 )
 
 // UsesTorchCompile says whether a Python file of the experiment in dir or
 // of its includes (paths relative to dir, or copied into it by their base
 // name, as the runner finds them) names torch.compile, torch._dynamo or
-// torch._inductor. Hidden directories are skipped; it reads at most
-// scanMaxFiles files of at most scanMaxBytes each.
+// torch._inductor. Hidden directories are skipped; it visits at most
+// scanMaxEntries entries and reads at most scanMaxFiles files of at most
+// scanMaxBytes each.
 func UsesTorchCompile(dir string, includes []string) bool {
 	roots := []string{dir}
 	for _, inc := range includes {
@@ -42,11 +45,12 @@ func UsesTorchCompile(dir string, includes []string) bool {
 		}
 		roots = append(roots, p)
 	}
-	files, found := 0, false
+	entries, files, found := 0, 0, false
 	for _, root := range roots {
 		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			entries++
 			switch {
-			case err != nil || found || files >= scanMaxFiles:
+			case err != nil || found || files >= scanMaxFiles || entries > scanMaxEntries:
 				return filepath.SkipAll
 			case d.IsDir() && path != root && strings.HasPrefix(d.Name(), "."):
 				return filepath.SkipDir
