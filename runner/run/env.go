@@ -171,12 +171,13 @@ func workerEnv(expDir string, includes []string, device, cacheDir string) []stri
 }
 
 // zygoteEnv is the zygote's environment: the workers' (env) and, when
-// preload names modules, the variable that has it import them too.
-func zygoteEnv(env []string, preload []string) []string {
-	if len(preload) == 0 {
+// preload names modules (comma-separated), the variable that has it
+// import them too.
+func zygoteEnv(env []string, preload string) []string {
+	if preload == "" {
 		return env
 	}
-	return append(slices.Clone(env), contract.EnvZygotePreload+"="+strings.Join(preload, ","))
+	return append(slices.Clone(env), contract.EnvZygotePreload+"="+preload)
 }
 
 // compilerDefaults are compiler settings the workers get unless the job's
@@ -186,8 +187,9 @@ var compilerDefaults = []struct{ name, value string }{
 	// off: with torch 2.11 its save crashes the process (SIGSEGV in
 	// pickle, in the autograd thread, pytorch/pytorch#177442) in a cold
 	// first compile, and a warm load of it gave code that computed garbage
-	// shapes. 058 backward on an H100 crashed in 5 of 5 cold compiles with
-	// it and in none without; Inductor's own cache still serves the
+	// shapes. 058 backward on one H100 crashed in 5 of 5 cold compiles with
+	// it (the crash does not come every time) and on two in none without
+	// it; Inductor's own cache still serves the
 	// compiled kernels (docs/performance.md, "torch.compile and the
 	// caches").
 	{"TORCHINDUCTOR_AUTOGRAD_CACHE", "0"},

@@ -169,7 +169,7 @@ var errSetup = errors.New("setup failed")
 
 // finish evaluates the run, writes the files and posts them.
 func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Results, error) {
-	rn.readAfter(parent)
+	after := rn.readAfter(parent)
 	closeWorkers(rn.impls)
 	rn.pool.closeZygote()
 	rn.killStrays()
@@ -194,7 +194,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		}
 		r.Interrupt(names, r.Error)
 	}
-	if a := <-rn.after; a.err != nil {
+	if a := <-after; a.err != nil {
 		rn.logf("read GPU state after the run: %v", a.err)
 	} else {
 		for i := range r.Env.GPUs {
@@ -331,19 +331,15 @@ type gpuAfter struct {
 	err   error
 }
 
-// readAfter starts reading the GPUs' state once, as the run's work ends:
-// nvidia-smi then runs while the workers and the zygote close, which the
-// GPU's clocks and power do not wait for. finish takes the reading from
-// rn.after; a run without a GPU reads nothing.
-func (rn *runner) readAfter(parent context.Context) {
-	if rn.after != nil {
-		return
-	}
+// readAfter starts reading the GPUs' state as the run's work ends and
+// returns where the reading comes: nvidia-smi then runs while the workers
+// and the zygote close, which the GPU's clocks and power do not wait for.
+// A run without a GPU reads nothing.
+func (rn *runner) readAfter(parent context.Context) <-chan gpuAfter {
 	ch := make(chan gpuAfter, 1)
-	rn.after = ch
 	if rn.gpu == nil {
 		ch <- gpuAfter{}
-		return
+		return ch
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
@@ -351,4 +347,5 @@ func (rn *runner) readAfter(parent context.Context) {
 		state, err := gpuinfo.State(ctx)
 		ch <- gpuAfter{state, err}
 	}()
+	return ch
 }

@@ -184,14 +184,13 @@ type runner struct {
 	log     io.Writer
 	logFile io.Writer // runner.log alone
 
-	rec    *recorder       // the results and results.json
-	plan                   // device, method, what runs here
-	pool   *pool           // the workers
-	impls  []*impl         // reference first, then the spec's order
-	loop   *timing.Loop    // the timing loop, across the cases
-	clocks *clockMonitor   // the GPU's clocks while timing
-	after  <-chan gpuAfter // the GPUs' state as the run's work ended (readAfter)
-	prof   *profiling      // the Nsight Compute request; nil: none
+	rec    *recorder     // the results and results.json
+	plan                 // device, method, what runs here
+	pool   *pool         // the workers
+	impls  []*impl       // reference first, then the spec's order
+	loop   *timing.Loop  // the timing loop, across the cases
+	clocks *clockMonitor // the GPU's clocks while timing
+	prof   *profiling    // the Nsight Compute request; nil: none
 	// varying are the parameters that differ between cases: they label them.
 	varying []string
 	// mu guards what concurrent worker starts and checks share: the
@@ -295,12 +294,9 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 			rn.prog.done += time.Since(rn.prog.caseStart)
 		}
 	}
-	profile := runErr == nil && rn.prof != nil && ctx.Err() == nil
-	if !profile {
-		rn.readAfter(parent)
-	}
-	closeWorkers(rn.impls)
-	if profile {
+	if runErr == nil && rn.prof != nil && ctx.Err() == nil {
+		// Nsight Compute's processes have the GPU to themselves.
+		closeWorkers(rn.impls)
 		rn.profileAll(ctx)
 	}
 	return rn.finish(parent, ctx, runErr)

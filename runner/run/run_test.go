@@ -672,11 +672,11 @@ func TestZygotePreloadEnv(t *testing.T) {
 	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, contract.EnvZygotePreload+"=") }) {
 		t.Errorf("the workers' env has %s", contract.EnvZygotePreload)
 	}
-	if got := zygoteEnv(env, nil); len(got) != len(env) {
+	if got := zygoteEnv(env, ""); len(got) != len(env) {
 		t.Errorf("zygoteEnv without modules added %v", got[len(env):])
 	}
 	want := contract.EnvZygotePreload + "=" + strings.Join(spec.CompileStack, ",")
-	if got := zygoteEnv(env, spec.CompileStack); got[len(got)-1] != want || len(got) != len(env)+1 {
+	if got := zygoteEnv(env, strings.Join(spec.CompileStack, ",")); got[len(got)-1] != want || len(got) != len(env)+1 {
 		t.Errorf("zygoteEnv = ...%v, want %s added", got[len(env):], want)
 	}
 }

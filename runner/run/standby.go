@@ -91,10 +91,7 @@ func prewarm(ctx context.Context, o Options) *Warm {
 		// and each worker moves into its own directory as it is forked.
 		// The experiment's code is not here yet: the client, which has it,
 		// says whether the zygote imports torch.compile's modules too.
-		var preload []string
-		if v := os.Getenv(contract.EnvZygotePreload); v != "" {
-			preload = strings.Split(v, ",")
-		}
+		preload := os.Getenv(contract.EnvZygotePreload)
 		w.z, w.err = startZygote(w.Argv, "/", zygoteEnv(workerEnv(o.ExperimentDir, nil, device, o.CacheDir), preload), o.Worker, o.OutDir)
 		w.took = time.Since(start)
 	}()

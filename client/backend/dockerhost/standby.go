@@ -73,7 +73,7 @@ func StandbyKey(s backend.Spec) string {
 	cs := ContainerSpec(withoutPerSubmit(s))
 	cs.Name = ""
 	// The standby's own variables: how long it waits, and what its zygote
-	// imports for the experiment (which the job's runner decides itself).
+	// imports ahead of the job (which a job's own zygote never does).
 	cs.Env = slices.DeleteFunc(cs.Env, func(kv string) bool {
 		return strings.HasPrefix(kv, contract.EnvStandby+"=") || strings.HasPrefix(kv, contract.EnvZygotePreload+"=")
 	})
