@@ -21,6 +21,17 @@ import (
 // ErrNotFound is returned (wrapped) when the backend no longer has the job.
 var ErrNotFound = errors.New("not found")
 
+// ErrNotStarted is returned (wrapped) for the log of a job whose runner
+// has not started: it waits for its container, or it ended (cancelled, past
+// its deadline, its node gone) before the container was created, and has no
+// log and no output. It is an ErrNotFound.
+var ErrNotStarted error = notStarted{}
+
+type notStarted struct{}
+
+func (notStarted) Error() string        { return "its runner has not started" }
+func (notStarted) Is(target error) bool { return target == ErrNotFound }
+
 // ErrUnreachable is returned (wrapped) when the host or cluster does not
 // answer, or stopped answering (a daemon restart): it may come back.
 var ErrUnreachable = errors.New("unreachable")

@@ -21,6 +21,12 @@ import (
 // MaxOutputBytes fails the job.
 func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job, s backend.State) error {
 	fetchErr := FetchOutputs(ctx, b, st, j)
+	// A job that ended before its runner started has no log and no output:
+	// there is nothing to fetch, and its end is recorded all the same.
+	notStarted := errors.Is(fetchErr, backend.ErrNotStarted)
+	if notStarted {
+		fetchErr = nil
+	}
 	if fetchErr != nil && !errors.Is(fetchErr, ErrOutputTooLarge) {
 		return fetchErr
 	}
@@ -67,6 +73,8 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 		j.Error = fmt.Sprintf("the runner exited with code %d but left no %s: its output directory was lost or could not be written (see `xrun logs %s`)", code, result.FileName, j.ID)
 	case j.Status == result.StatusFailed && s.Message != "":
 		j.Error = s.Message
+	case notStarted && j.Status == result.StatusFailed:
+		j.Error = "the job ended before its runner started"
 	case r != nil && !verdict && j.Status == result.StatusFailed:
 		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
 	}

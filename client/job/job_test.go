@@ -174,6 +174,50 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	}
 }
 
+// A job that ended before its runner started (its pod stopped during the
+// image's pull) has no log and no output: it is finalized all the same,
+// with what the backend said, and a cancelled one stays cancelled.
+func TestFinalizeRunnerNeverStarted(t *testing.T) {
+	notStarted := collector{err: fmt.Errorf("job a1b2c3d4e5f6 has no log yet: %w", backend.ErrNotStarted)}
+	for _, tc := range []struct {
+		name       string
+		stoppedBy  string
+		state      backend.State
+		wantStatus string
+		wantError  string
+	}{
+		{"deadline", "", backend.State{Phase: backend.Exited, ExitCode: 4, Message: "Pod was active on the node longer than the specified deadline"},
+			result.StatusFailed, "Pod was active on the node longer than the specified deadline"},
+		{"no message", "", backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusFailed, "the job ended before its runner started"},
+		{"cancelled", result.StatusCancelled, backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusCancelled, "cancelled by the user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := jobs.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := &jobs.Job{ID: "a1b2c3d4e5f6", Status: jobs.StatusRunning}
+			if tc.stoppedBy != "" {
+				j.Status, j.StoppedBy, j.Error = tc.stoppedBy, tc.stoppedBy, "cancelled by the user"
+			}
+			if err := st.Create(j); err != nil {
+				t.Fatal(err)
+			}
+			if err := Finalize(context.Background(), notStarted, st, j, tc.state); err != nil {
+				t.Fatalf("Finalize: %v", err)
+			}
+			if j.Status != tc.wantStatus || j.Error != tc.wantError || j.Finished == nil {
+				t.Errorf("record: status %s error %q finished %v; want %s %q", j.Status, j.Error, j.Finished, tc.wantStatus, tc.wantError)
+			}
+			for _, f := range []string{jobs.LogsFile, jobs.ResultsFile} {
+				if _, err := os.Stat(filepath.Join(st.Dir(j.ID), f)); err == nil {
+					t.Errorf("%s written for a job whose runner never started", f)
+				}
+			}
+		})
+	}
+}
+
 // streamer is a Docker-like backend whose log is n bytes of lines made as
 // they are read, and whose output directory is the tar out.
 type streamer struct {

@@ -81,7 +81,12 @@ func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, o
 	// The container (or its host) is gone: the copy in the store is all there is.
 	data, rerr := os.ReadFile(filepath.Join(m.Store.Dir(j.ID), jobs.LogsFile))
 	if rerr != nil {
-		if errors.Is(err, backend.ErrNotFound) {
+		switch {
+		case errors.Is(err, backend.ErrNotStarted) && jobs.Final(j.Status):
+			return fmt.Errorf("job %s has no log: it ended (%s) before its runner started", j.ID, j.Status)
+		case errors.Is(err, backend.ErrNotStarted):
+			return err
+		case errors.Is(err, backend.ErrNotFound):
 			return fmt.Errorf("job %s: its container is gone and no logs were saved before it was removed", j.ID)
 		}
 		return err

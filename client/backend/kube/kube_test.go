@@ -158,13 +158,13 @@ func TestStateOf(t *testing.T) {
 	if s := StateOf(job, []corev1.Pod{pulling}); s.Phase != backend.Pending || s.Detail != "ImagePullBackOff" {
 		t.Errorf("pulling: %+v", s)
 	}
-	oom := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}})
+	oom := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://a1", ExitCode: 137, Reason: "OOMKilled"}}})
 	if s := StateOf(job, []corev1.Pod{oom}); s.Phase != backend.Exited || !s.OOMKilled || s.ExitCode != 137 || s.MemoryBytes != 8<<30 {
 		t.Errorf("oom: %+v", s)
 	}
 	// An evicted pod and its replacement: the newest decides, and until
 	// the replacement runs, the job is being replaced, not failed.
-	evicted := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}},
+	evicted := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://a2", ExitCode: 137}}},
 		corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
 	if s := StateOf(job, []corev1.Pod{evicted}); s.Phase != backend.Pending || s.Detail != "replacing" {
 		t.Errorf("evicted: %+v", s)
@@ -173,7 +173,7 @@ func TestStateOf(t *testing.T) {
 	if s := StateOf(job, []corev1.Pod{running, evicted}); s.Phase != backend.Running {
 		t.Errorf("replacement running: %+v", s)
 	}
-	deadline := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 130}}})
+	deadline := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://a3", ExitCode: 130}}})
 	deadline.Status.Reason = "DeadlineExceeded"
 	if s := StateOf(job, []corev1.Pod{deadline}); s.Phase != backend.Exited || !s.TimedOut || s.ExitCode != 130 {
 		t.Errorf("deadline: %+v", s)

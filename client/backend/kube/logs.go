@@ -67,15 +67,13 @@ func (b *Backend) logPod(ctx context.Context, j *jobs.Job, follow bool, seen map
 			if seen[p.Name] {
 				continue
 			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if cs.Name == ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil) {
-					return p.Name, nil
-				}
+			if runnerStarted(&p) {
+				return p.Name, nil
 			}
 		}
 		if !follow {
 			if len(seen) == 0 {
-				return "", fmt.Errorf("job %s has no log yet: its runner has not started: %w", j.ID, backend.ErrNotFound)
+				return "", fmt.Errorf("job %s has no log yet: %w", j.ID, backend.ErrNotStarted)
 			}
 			return "", nil
 		}
@@ -105,10 +103,30 @@ func (b *Backend) Collect(ctx context.Context, j *jobs.Job) ([]byte, io.ReadClos
 		return nil, nil, err
 	}
 	logs, out, err := b.collect(ctx, j)
-	if logs == nil && errors.Is(err, backend.ErrNotFound) {
-		return nil, nil, fmt.Errorf("job %s has no log yet: its runner has not started: %w", j.ID, backend.ErrNotFound)
+	if logs == nil && errors.Is(err, backend.ErrNotStarted) {
+		return nil, nil, fmt.Errorf("job %s has no log yet: %w", j.ID, backend.ErrNotStarted)
 	}
 	return logs, out, err
+}
+
+// runnerStarted reports whether the runner's container of pod p was
+// created, and so has a log. A pod stopped while its container was being
+// created (cancelled, or past its deadline, during the image's pull) shows
+// the container terminated without a container ID, and the kubelet refuses
+// to read a log for it.
+func runnerStarted(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != ContainerName {
+			continue
+		}
+		if cs.State.Running != nil {
+			return true
+		}
+		if t := cs.State.Terminated; t != nil {
+			return t.ContainerID != ""
+		}
+	}
+	return false
 }
 
 // collect is Collect without the check that the Job is still there; logs
@@ -119,11 +137,7 @@ func (b *Backend) collect(ctx context.Context, j *jobs.Job) (logs []byte, out io
 		return nil, nil, err
 	}
 	for _, p := range pods {
-		ran := false
-		for _, cs := range p.Status.ContainerStatuses {
-			ran = ran || cs.Name == ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil)
-		}
-		if !ran {
+		if !runnerStarted(&p) {
 			continue
 		}
 		data, err := b.Client.CoreV1().Pods(b.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ContainerName}).DoRaw(ctx)
@@ -142,5 +156,5 @@ func (b *Backend) collect(ctx context.Context, j *jobs.Job) (logs []byte, out io
 		}
 		return rest, io.NopCloser(bytes.NewReader(tarData)), nil
 	}
-	return nil, nil, fmt.Errorf("job %s: no pod of it ran: %w", j.ID, backend.ErrNotFound)
+	return nil, nil, fmt.Errorf("job %s: no pod of it started the runner: %w", j.ID, backend.ErrNotStarted)
 }

@@ -100,7 +100,7 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 		s.Phase, s.Detail, s.ExitCode = backend.Exited, "init failed", contract.ExitInfra
 		s.Message = strings.TrimSpace(fmt.Sprintf("init container %s exited %d (%s): %s", cs.Name, t.ExitCode, t.Reason, t.Message))
 		s.TimedOut, s.FinishedAt = timedOut, t.FinishedAt.Time
-	case cs != nil && cs.State.Terminated != nil:
+	case cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ContainerID != "":
 		t := cs.State.Terminated
 		s.Phase, s.Detail, s.ExitCode = backend.Exited, "exited", int(t.ExitCode)
 		s.OOMKilled = t.Reason == "OOMKilled"
@@ -112,8 +112,10 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 	case cs != nil && cs.State.Running != nil:
 		s.Phase, s.Detail, s.StartedAt = backend.Running, "running", cs.State.Running.StartedAt.Time
 	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || failed != nil:
-		// Ended before the runner ran: its deadline while the image was
-		// pulled, or a node that went away.
+		// Ended before the runner ran: its deadline (or a cancel) while
+		// the image was pulled or the container created, or a node that
+		// went away. The kubelet may show the runner's container
+		// terminated then, without a container ID: it was never created.
 		s.Phase, s.Detail, s.ExitCode = backend.Exited, string(pod.Status.Phase), contract.ExitInfra
 		s.Message, s.TimedOut = pod.Status.Message, timedOut
 		if s.Message == "" && failed != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -136,4 +137,54 @@ func TestNodeCompileCachePodSecurity(t *testing.T) {
 	if c := cacheOf(t, r); c.Volume != "" || c.Files != 0 {
 		t.Errorf("cache under Pod Security baseline: %+v, want the job's own", c)
 	}
+}
+
+// A job cancelled while its pod cannot create the runner's container (here
+// the node's cache directory is a file, so the volume never mounts) ends
+// cancelled, without a log to fetch: the kubelet shows a container that
+// was never created, and has no log for it. Cancel, status, logs and rm
+// say so, and none fails on the log it cannot have.
+func TestCancelBeforeTheRunnerStarts(t *testing.T) {
+	ctx := context.Background()
+	vol := cacheOf(t, submit(t, 5*time.Minute, "cache", "--json", "--cpu")).Volume
+	if !strings.HasPrefix(vol, kube.CacheHostDir+"/") {
+		t.Fatalf("the cache fixture's directory on the node: %q", vol)
+	}
+	if err := os.RemoveAll(vol); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vol, []byte("a file where the job's cache directory goes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(vol) })
+
+	r := submit(t, 5*time.Minute, "cache", "--cpu", "-d")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	var pod string
+	until(t, 2*time.Minute, "the pod's cache volume failing to mount", func() bool {
+		pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.StartTime == nil {
+			return false
+		}
+		pod = pods.Items[0].Name
+		ev, err := kc.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=FailedMount"})
+		return err == nil && len(ev.Items) > 0
+	})
+	expect(t, x.Run(t, 2*time.Minute, "cancel", id), 0, "cancelled job "+id)
+	if s := x.Status(t, id); s.Status != result.StatusCancelled {
+		t.Errorf("status after cancel: %+v", s)
+	}
+	p, err := kc.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+	if err != nil || p.Status.Phase != corev1.PodFailed {
+		t.Errorf("pod %s after cancel: %v, %v; want it failed", pod, p.Status.Phase, err)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		t.Logf("pod %s after cancel: container %s: %+v", pod, cs.Name, cs.State)
+	}
+	logs := x.Run(t, time.Minute, "logs", id)
+	if logs.Code == 0 || !strings.Contains(logs.Stderr, "has no log: it ended (cancelled) before its runner started") {
+		t.Errorf("logs of a job cancelled before its runner started: exit %d\n%s", logs.Code, logs.Stderr)
+	}
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
