@@ -145,7 +145,9 @@ type Backend interface {
 	// are named out/...; ErrNotFound when the runner wrote none.
 	CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error)
 	// Stop asks the runner to stop (SIGTERM: it writes cancelled results)
-	// and kills it after grace.
+	// and kills it after grace. A backend may delete a job whose runner
+	// has not started instead, as it has nothing to keep: Stop returns
+	// ErrNotStarted then, and State ErrNotFound.
 	Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error
 	// Remove deletes everything the job left on the backend; force stops
 	// a running job first.

@@ -57,6 +57,8 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	switch {
 	case fetchErr != nil:
 		j.Status, j.Error = result.StatusFailed, fetchErr.Error()
+	case stopped && notStarted && j.Error == "":
+		j.Error = NotStartedError(j.Status)
 	case stopped:
 		// the stopper's reason (expire, cancel) stays
 	case verdict && r.Status == result.StatusCancelled && j.StoppedBy == "":
@@ -74,7 +76,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	case j.Status == result.StatusFailed && s.Message != "":
 		j.Error = s.Message
 	case notStarted && j.Status == result.StatusFailed:
-		j.Error = "the job ended before its runner started"
+		j.Error = NotStartedError(j.Status)
 	case r != nil && !verdict && j.Status == result.StatusFailed:
 		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
 	}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -189,7 +190,7 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 		{"deadline", "", backend.State{Phase: backend.Exited, ExitCode: 4, Message: "Pod was active on the node longer than the specified deadline"},
 			result.StatusFailed, "Pod was active on the node longer than the specified deadline"},
 		{"no message", "", backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusFailed, "the job ended before its runner started"},
-		{"cancelled", result.StatusCancelled, backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusCancelled, "cancelled by the user"},
+		{"cancelled", result.StatusCancelled, backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusCancelled, "cancelled before its runner started"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := jobs.Open(t.TempDir())
@@ -198,7 +199,7 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 			}
 			j := &jobs.Job{ID: "a1b2c3d4e5f6", Status: jobs.StatusRunning}
 			if tc.stoppedBy != "" {
-				j.Status, j.StoppedBy, j.Error = tc.stoppedBy, tc.stoppedBy, "cancelled by the user"
+				j.Status, j.StoppedBy = tc.stoppedBy, tc.stoppedBy // as Cancel records it
 			}
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
@@ -332,5 +333,62 @@ func TestFinalizeWithoutResults(t *testing.T) {
 		if j.Status != result.StatusFailed || !strings.Contains(j.Error, "left no results.json") {
 			t.Errorf("exit %d without results: %s (%s)", code, j.Status, j.Error)
 		}
+	}
+}
+
+// stopper is a backend whose job runs until Stop, which returns stopErr;
+// after a Stop that deleted the job (gone), State is ErrNotFound.
+type stopper struct {
+	backend.Backend
+	stopErr error
+	gone    *bool
+}
+
+func (s stopper) State(context.Context, *jobs.Job) (backend.State, error) {
+	if *s.gone {
+		return backend.State{}, fmt.Errorf("job: %w", backend.ErrNotFound)
+	}
+	return backend.State{Phase: backend.Running, Detail: "running"}, nil
+}
+
+func (s stopper) Stop(context.Context, *jobs.Job, time.Duration) error {
+	*s.gone = errors.Is(s.stopErr, backend.ErrNotFound)
+	return s.stopErr
+}
+
+// A cancel whose stop did not happen says so (the job may still run); one
+// that deleted a job whose runner had not started records it cancelled,
+// ended, with why it has no log.
+func TestCancelStopOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		stopErr     error
+		wantStopped bool
+		wantError   string
+	}{
+		{"not stopped", errors.New("pod p did not stop within 40s of its deadline"), false, ""},
+		{"deleted before its runner started", fmt.Errorf("deleted Job x: %w", backend.ErrNotStarted), true, "cancelled before its runner started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := jobs.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := &jobs.Job{ID: "a1b2c3d4e5f6", ContainerID: "uid-1", Status: jobs.StatusRunning}
+			if err := st.Create(j); err != nil {
+				t.Fatal(err)
+			}
+			ended, err := Cancel(context.Background(), stopper{stopErr: tc.stopErr, gone: new(bool)}, st, j)
+			var ns *NotStoppedError
+			if ended || errors.As(err, &ns) == tc.wantStopped || tc.wantStopped && err != nil {
+				t.Fatalf("Cancel: ended %v, err %v; want stopped %v", ended, err, tc.wantStopped)
+			}
+			if tc.wantStopped && (j.Status != result.StatusCancelled || j.Finished == nil || j.Error != tc.wantError) {
+				t.Errorf("record: status %s finished %v error %q; want cancelled, ended, %q", j.Status, j.Finished, j.Error, tc.wantError)
+			}
+			if !tc.wantStopped && j.Finished != nil {
+				t.Errorf("a job whose stop failed is recorded as ended at %v", j.Finished)
+			}
+		})
 	}
 }

@@ -161,10 +161,11 @@ func (m *Manager) Cancel(ctx context.Context, j *jobs.Job) (ended bool, err erro
 	}
 	ended, err = Cancel(ctx, b, m.Store, j)
 	var nr *NotRecordedError
+	var ns *NotStoppedError
 	switch {
 	case ended, err == nil:
 		return ended, err
-	case errors.As(err, &nr):
+	case errors.As(err, &nr), errors.As(err, &ns):
 		return false, &exit.Error{Code: exit.Infra, Err: err}
 	case j.StoppedBy == result.StatusCancelled:
 		// Stopped and recorded; what failed came after (fetching the

@@ -46,6 +46,28 @@ func (e *NotRecordedError) Error() string {
 
 func (e *NotRecordedError) Unwrap() error { return e.Err }
 
+// NotStartedError is the error of a job that ended (status, as the
+// record says it) before its runner started.
+func NotStartedError(status string) string {
+	if status == result.StatusFailed {
+		return "the job ended before its runner started"
+	}
+	return status + " before its runner started"
+}
+
+// NotStoppedError is a cancel whose stop failed or did not finish: the
+// job may still run, and the record says it was cancelled once it ends.
+type NotStoppedError struct {
+	ID  string
+	Err error
+}
+
+func (e *NotStoppedError) Error() string {
+	return fmt.Sprintf("cancel job %s: %v", e.ID, e.Err)
+}
+
+func (e *NotStoppedError) Unwrap() error { return e.Err }
+
 func timeoutMessage(j *jobs.Job) string {
 	return fmt.Sprintf("ran past its timeout of %s", j.Timeout)
 }
@@ -66,8 +88,9 @@ func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 	// who stopped it; a record that cannot be saved does not keep the job
 	// running.
 	saveErr := st.Save(j)
-	if err := b.Stop(ctx, j, StopGrace); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return false, fmt.Errorf("cancel job %s: %w", j.ID, err)
+	stopErr := b.Stop(ctx, j, StopGrace)
+	if stopErr != nil && !errors.Is(stopErr, backend.ErrNotFound) {
+		return false, &NotStoppedError{ID: j.ID, Err: stopErr}
 	}
 	if saveErr != nil {
 		return false, &NotRecordedError{ID: j.ID, Did: "cancelled", Err: saveErr}
@@ -76,10 +99,13 @@ func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 		return false, Finalize(ctx, b, st, j, s)
 	}
 	if errors.Is(err, backend.ErrNotFound) {
-		// A backend that deletes what it stops (a cancelled Kubernetes
-		// Job's pod) leaves nothing more to fetch.
+		// A backend that deletes what it stops (a Kubernetes Job whose
+		// runner had not started) leaves nothing more to fetch.
 		now := time.Now().UTC()
 		j.Finished = &now
+		if errors.Is(stopErr, backend.ErrNotStarted) {
+			j.Error = NotStartedError(j.Status)
+		}
 		return false, st.Save(j)
 	}
 	return false, err

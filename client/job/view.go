@@ -86,6 +86,9 @@ func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, o
 			return fmt.Errorf("job %s has no log: it ended (%s) before its runner started", j.ID, j.Status)
 		case errors.Is(err, backend.ErrNotStarted):
 			return err
+		case errors.Is(err, backend.ErrNotFound) && jobs.Final(j.Status) && j.Error != "":
+			// Only a job whose log could not be had ends without one.
+			return fmt.Errorf("job %s has no saved log: %s", j.ID, j.Error)
 		case errors.Is(err, backend.ErrNotFound):
 			return fmt.Errorf("job %s: its container is gone and no logs were saved before it was removed", j.ID)
 		}

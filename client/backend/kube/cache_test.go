@@ -177,9 +177,17 @@ func TestStateOfCacheInit(t *testing.T) {
 	if s := StateOf(job, []corev1.Pod{running}); s.Phase != backend.Pending || s.Detail != "PodInitializing" {
 		t.Errorf("init running: %+v", s)
 	}
-	failed := withInit(corev1.PodFailed, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "chown: Operation not permitted"}})
+	failed := withInit(corev1.PodFailed, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://b1", ExitCode: 1, Reason: "Error", Message: "chown: Operation not permitted"}})
 	if s := StateOf(job, []corev1.Pod{failed}); s.Phase != backend.Exited || s.ExitCode != contract.ExitInfra || !strings.Contains(s.Message, "init container cache-owner exited 1") || !strings.Contains(s.Message, "Operation not permitted") {
 		t.Errorf("init failed: %+v", s)
+	}
+	// A pod stopped (its deadline) while its volumes were still coming
+	// shows the init container terminated without a container ID: it never
+	// ran, and the pod's own reason is what ended the job.
+	stopped := withInit(corev1.PodFailed, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated"}})
+	stopped.Status.Reason, stopped.Status.Message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+	if s := StateOf(job, []corev1.Pod{stopped}); s.Phase != backend.Exited || s.ExitCode != contract.ExitInfra || !s.TimedOut || s.Message != stopped.Status.Message {
+		t.Errorf("stopped before init ran: %+v", s)
 	}
 	// Once it is done, the runner's status counts.
 	done := withInit(corev1.PodRunning, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}})

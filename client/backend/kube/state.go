@@ -94,7 +94,7 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 	}
 	timedOut := pod.Status.Reason == "DeadlineExceeded"
 	switch {
-	case cs != nil && cs.Name != ContainerName && cs.State.Terminated != nil:
+	case cs != nil && cs.Name != ContainerName && cs.State.Terminated != nil && cs.State.Terminated.ContainerID != "":
 		// An init container failed: the runner never ran.
 		t := cs.State.Terminated
 		s.Phase, s.Detail, s.ExitCode = backend.Exited, "init failed", contract.ExitInfra

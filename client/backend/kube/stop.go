@@ -18,8 +18,9 @@ import (
 
 // Stop ends the runner with SIGTERM and keeps its pod (and so its log):
 // the pod's deadline is brought forward to now, which the kubelet enforces
-// with the pod's grace period. A job whose runner has not started is
-// deleted: it has nothing to keep.
+// with the pod's grace period. A job whose runner's container has not been
+// created yet is deleted: it has nothing to keep, and a kubelet that waits
+// for the pod's volumes or image enforces no deadline until that wait ends.
 func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error {
 	if _, err := b.job(ctx, j); err != nil {
 		return err
@@ -28,14 +29,20 @@ func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) er
 	if err != nil {
 		return err
 	}
-	if len(pods) == 0 || pods[0].Status.StartTime == nil {
-		return b.Remove(ctx, j, true)
+	if len(pods) == 0 || !runnerStarted(&pods[0]) {
+		if err := b.Remove(ctx, j, true); err != nil {
+			return err
+		}
+		return fmt.Errorf("deleted Job %s: %w", j.ContainerName, backend.ErrNotStarted)
 	}
 	pod := pods[0]
 	if pod.Status.Phase != corev1.PodRunning && pod.Status.Phase != corev1.PodPending {
 		return nil
 	}
-	secs := max(int64(time.Since(pod.Status.StartTime.Time).Seconds()), 1)
+	secs := int64(1)
+	if pod.Status.StartTime != nil {
+		secs = max(int64(time.Since(pod.Status.StartTime.Time).Seconds()), 1)
+	}
 	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d < secs {
 		secs = *d
 	}
@@ -48,7 +55,7 @@ func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) er
 	defer cancel()
 	_, err = b.Wait(wctx, j)
 	if wctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("pod %s did not stop within %s of its deadline", pod.Name, grace+30*time.Second)
+		return fmt.Errorf("pod %s did not stop within %s of its deadline: its node's kubelet stops it when it next looks at the pod, and `xrun rm --force %s` deletes it", pod.Name, grace+30*time.Second, j.ID)
 	}
 	return err
 }
