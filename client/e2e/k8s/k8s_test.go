@@ -402,8 +402,21 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 	patch(types.JSONPatchType, "status", `[{"op":"add","path":"/status/capacity/nvidia.com~1gpu","value":"1"}]`)
 	patch(types.MergePatchType, "", `{"metadata":{"labels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3"}}}`)
 	t.Cleanup(func() {
-		kc.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/capacity/nvidia.com~1gpu"}]`), metav1.PatchOptions{}, "status")
+		// The kubelet made allocatable from the capacity: both go, or the
+		// next GPU job schedules on a GPU the node does not have.
+		for _, field := range []string{"capacity", "allocatable"} {
+			kc.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/`+field+`/nvidia.com~1gpu"}]`), metav1.PatchOptions{}, "status")
+		}
 		kc.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"labels":{"nvidia.com/gpu.product":null}}}`), metav1.PatchOptions{})
+		until(t, time.Minute, "the node without GPUs again", func() bool {
+			n, err := kc.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			_, c := n.Status.Capacity["nvidia.com/gpu"]
+			_, a := n.Status.Allocatable["nvidia.com/gpu"]
+			return !c && !a
+		})
 	})
 	dir := withGPUType(t, "slow", "resources: {timeout: 10m}", "H100")
 	r := submit(t, 5*time.Minute, dir, "--gpus", "1", "-d")
