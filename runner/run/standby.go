@@ -35,6 +35,9 @@ type Warm struct {
 	z      *harness.Zygote
 	err    error
 	took   time.Duration
+	// ready is when the zygote was started or failed; came is when the
+	// job came.
+	ready, came time.Time
 	// Waited is how long the standby waited for its job.
 	Waited time.Duration
 }
@@ -93,7 +96,8 @@ func prewarm(ctx context.Context, o Options) *Warm {
 		// says whether the zygote imports torch.compile's modules too.
 		preload := os.Getenv(contract.EnvZygotePreload)
 		w.z, w.err = startZygote(w.Argv, "/", zygoteEnv(workerEnv(o.ExperimentDir, nil, device, o.CacheDir), preload), o.Worker, o.OutDir)
-		w.took = time.Since(start)
+		w.ready = time.Now()
+		w.took = w.ready.Sub(start)
 	}()
 	return w
 }
@@ -170,7 +174,8 @@ func standby(ctx context.Context, o Options, idle time.Duration) (Options, error
 	os.Unsetenv(contract.EnvStandby)
 	job := OptionsFromEnv()
 	o.CodeHash, o.GitCommit, o.GitDirty, o.PostToken = job.CodeHash, job.GitCommit, job.GitDirty, job.PostToken
-	w.Waited = time.Since(begin)
+	w.came = time.Now()
+	w.Waited = w.came.Sub(begin)
 	o.Warm = w
 	return o, nil
 }
@@ -193,6 +198,18 @@ func (p *pool) adoptZygote(w *Warm) {
 		p.logf("standby: waited %.1f s for this job; workers start on their own: %v", w.Waited.Seconds(), w.err)
 		return
 	}
-	p.logf("standby: waited %.1f s for this job; its zygote had imported %s in %.1f s", w.Waited.Seconds(), strings.Join(w.z.Loaded, ", "), w.took.Seconds())
+	p.logf("%s", w.readyLine())
 	p.zygote = w.z
+}
+
+// readyLine says, for the job's log, how long the standby waited for the
+// job and what its zygote imported, and how long the job then waited for
+// those imports: a submit that comes sooner after the last job's end than
+// they take waits for the rest.
+func (w *Warm) readyLine() string {
+	line := fmt.Sprintf("standby: waited %.1f s for this job; its zygote had imported %s in %.1f s", w.Waited.Seconds(), strings.Join(w.z.Loaded, ", "), w.took.Seconds())
+	if late := w.ready.Sub(w.came); late >= 50*time.Millisecond {
+		line += fmt.Sprintf(", the last %.1f s of them while the job waited", late.Seconds())
+	}
+	return line
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -124,5 +125,20 @@ func TestStandbyWithoutAJob(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "sets XRUN_PYTHON") {
 		t.Errorf("stderr %q does not name the variable", stderr.String())
+	}
+}
+
+// A job that comes before the standby's zygote is done waits for the rest
+// of its imports, and the job's log says how long.
+func TestStandbyReadyLine(t *testing.T) {
+	came := time.Date(2026, 11, 26, 13, 35, 50, 0, time.UTC)
+	w := &Warm{z: &harness.Zygote{Loaded: []string{"numpy", "torch", "triton"}}, took: 3700 * time.Millisecond, Waited: 300 * time.Millisecond, came: came}
+	w.ready = came.Add(3400 * time.Millisecond)
+	if got, want := w.readyLine(), "standby: waited 0.3 s for this job; its zygote had imported numpy, torch, triton in 3.7 s, the last 3.4 s of them while the job waited"; got != want {
+		t.Errorf("late zygote:\n got %q\nwant %q", got, want)
+	}
+	w.ready = came.Add(-time.Minute)
+	if got, want := w.readyLine(), "standby: waited 0.3 s for this job; its zygote had imported numpy, torch, triton in 3.7 s"; got != want {
+		t.Errorf("zygote ready before the job:\n got %q\nwant %q", got, want)
 	}
 }
