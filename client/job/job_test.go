@@ -392,3 +392,31 @@ func TestCancelStopOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// A job past its timeout whose runner never started (its pod still waits
+// for its image or volumes), and which the backend deleted rather than
+// stopped, is recorded as timed out and ended, with why it has no log.
+func TestExpireBeforeTheRunnerStarted(t *testing.T) {
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jobs.Job{ID: "a1b2c3d4e5f6", ContainerID: "uid-1", Status: jobs.StatusCreated, Timeout: "1m"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	b := stopper{stopErr: fmt.Errorf("deleted Job x: %w", backend.ErrNotStarted), gone: new(bool)}
+	if err := Expire(context.Background(), b, st, j); err != nil {
+		t.Fatalf("Expire: %v", err)
+	}
+	saved, err := st.Load(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Status != result.StatusTimeout || saved.Finished == nil || saved.Error != "ran past its timeout of 1m before its runner started" {
+		t.Errorf("record: status %s finished %v error %q", saved.Status, saved.Finished, saved.Error)
+	}
+	if _, ok, err := Refresh(context.Background(), b, st, saved); ok || err != nil {
+		t.Errorf("a look after: ok %v, err %v; want nothing more to do", ok, err)
+	}
+}

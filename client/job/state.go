@@ -50,6 +50,9 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 		if err := Expire(ctx, b, st, j); err != nil {
 			return s, true, err
 		}
+		if j.Finished != nil {
+			return s, false, nil // deleted before its runner started
+		}
 		if s, err = b.State(ctx, j); err != nil {
 			return s, true, err
 		}

@@ -23,11 +23,19 @@ func Expire(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 	j.Status, j.StoppedBy = result.StatusTimeout, result.StatusTimeout
 	j.Error = timeoutMessage(j)
 	saveErr := st.Save(j)
-	if err := b.Stop(ctx, j, StopGrace); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("stop job %s after its timeout: %w", j.ID, err)
+	stopErr := b.Stop(ctx, j, StopGrace)
+	if stopErr != nil && !errors.Is(stopErr, backend.ErrNotFound) {
+		return fmt.Errorf("stop job %s after its timeout: %w", j.ID, stopErr)
 	}
 	if saveErr != nil {
 		return &NotRecordedError{ID: j.ID, Did: "stopped after its timeout", Err: saveErr}
+	}
+	if errors.Is(stopErr, backend.ErrNotStarted) {
+		// Deleted before its runner started: it has ended, with nothing
+		// to fetch.
+		now := time.Now().UTC()
+		j.Finished, j.Error = &now, j.Error+" before its runner started"
+		return st.Save(j)
 	}
 	return nil
 }

@@ -192,4 +192,13 @@ func TestCancelBeforeTheRunnerStarts(t *testing.T) {
 		t.Errorf("logs of a job cancelled before its runner started: exit %d\n%s", logs.Code, logs.Stderr)
 	}
 	expect(t, x.Run(t, time.Minute, "rm", id), 0)
+
+	// Its timeout, likewise: the attached submit deletes it and says so.
+	r = submit(t, 5*time.Minute, "cache", "--cpu", "--timeout", "15s", "--json")
+	expect(t, r, 124, "ran past its timeout of 15s before its runner started")
+	id = xruntest.JobID(t, r)
+	if s := x.Status(t, id); s.Status != result.StatusTimeout || s.Error != "ran past its timeout of 15s before its runner started" {
+		t.Errorf("status after the timeout: %+v", s)
+	}
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
