@@ -58,7 +58,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	case fetchErr != nil:
 		j.Status, j.Error = result.StatusFailed, fetchErr.Error()
 	case stopped && notStarted && j.Error == "":
-		j.Error = NotStartedError(j.Status)
+		j.Error = notStartedMessage(j.Status)
 	case stopped:
 		// the stopper's reason (expire, cancel) stays
 	case verdict && r.Status == result.StatusCancelled && j.StoppedBy == "":
@@ -76,7 +76,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 	case j.Status == result.StatusFailed && s.Message != "":
 		j.Error = s.Message
 	case notStarted && j.Status == result.StatusFailed:
-		j.Error = NotStartedError(j.Status)
+		j.Error = notStartedMessage(j.Status)
 	case r != nil && !verdict && j.Status == result.StatusFailed:
 		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
 	}

@@ -54,9 +54,9 @@ func (e *NotRecordedError) Error() string {
 
 func (e *NotRecordedError) Unwrap() error { return e.Err }
 
-// NotStartedError is the error of a job that ended (status, as the
+// notStartedMessage is the error of a job that ended (status, as the
 // record says it) before its runner started.
-func NotStartedError(status string) string {
+func notStartedMessage(status string) string {
 	if status == result.StatusFailed {
 		return "the job ended before its runner started"
 	}
@@ -112,7 +112,7 @@ func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 		now := time.Now().UTC()
 		j.Finished = &now
 		if errors.Is(stopErr, backend.ErrNotStarted) {
-			j.Error = NotStartedError(j.Status)
+			j.Error = notStartedMessage(j.Status)
 		}
 		return false, st.Save(j)
 	}
