@@ -123,7 +123,11 @@ var errNoJob = errors.New("no job came")
 
 // waitForJob waits for contract.StandbyGoFile, at most idle, and sets
 // the variables it names (contract.StandbyEnv); errNoJob when none came in time. A file being
-// written reads as broken JSON until it is whole: it is read again.
+// written reads as broken JSON until it is whole: it is read again. The
+// file stays where it is: the daemon that copies it in sets its owner,
+// mode and times after its content, and fails the client's copy when it
+// is gone by then ("lchown /xrun/runner/go.json: no such file or
+// directory"). It holds nothing secret, and a standby serves one job.
 func waitForJob(ctx context.Context, path string, idle time.Duration) error {
 	deadline := time.Now().Add(idle)
 	tick := time.NewTicker(standbyPoll)
@@ -134,7 +138,6 @@ func waitForJob(ctx context.Context, path string, idle time.Duration) error {
 		if err == nil {
 			var g standbyGo
 			if lastErr = json.Unmarshal(b, &g); lastErr == nil {
-				os.Remove(path)
 				for k, v := range g.Env {
 					if !slices.Contains(contract.StandbyEnv, k) {
 						return fmt.Errorf("standby: %s sets %s; only %s may differ between submits", path, k, strings.Join(contract.StandbyEnv, ", "))
