@@ -420,3 +420,16 @@ func TestExpireBeforeTheRunnerStarted(t *testing.T) {
 		t.Errorf("a look after: ok %v, err %v; want nothing more to do", ok, err)
 	}
 }
+
+// A timeout says what would help: more time for a job that ran, what its
+// pod waited for when the runner never started.
+func TestOutcomeTimeout(t *testing.T) {
+	j := &jobs.Job{ID: "a1b2c3d4e5f6", Status: result.StatusTimeout, Timeout: "15s", Error: "ran past its timeout of 15s"}
+	if got, want := Outcome(j).Error(), "job a1b2c3d4e5f6 timed out after 15s: raise resources.timeout in xrun.yaml or pass --timeout"; got != want {
+		t.Errorf("timeout:\n got %q\nwant %q", got, want)
+	}
+	j.Error += notStartedSuffix
+	if got, want := Outcome(j).Error(), "job a1b2c3d4e5f6 ran past its timeout of 15s before its runner started: its pod was still waiting for a node, its image or its volumes"; got != want {
+		t.Errorf("timeout before the runner started:\n got %q\nwant %q", got, want)
+	}
+}

@@ -28,6 +28,10 @@ func outcome(j *jobs.Job, errorShown bool) error {
 	case result.StatusCriteriaFailed:
 		return &exit.Error{Code: exit.CriteriaFailed, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
 	case result.StatusTimeout:
+		if strings.HasSuffix(j.Error, notStartedSuffix) {
+			// More time would not have helped: what it waited for would.
+			return &exit.Error{Code: exit.Timeout, Err: fmt.Errorf("job %s %s: its pod was still waiting for a node, its image or its volumes", j.ID, j.Error)}
+		}
 		return &exit.Error{Code: exit.Timeout, Err: fmt.Errorf("job %s timed out after %s: raise resources.timeout in xrun.yaml or pass --timeout", j.ID, j.Timeout)}
 	case result.StatusCancelled:
 		// Whoever stopped it, when it was not this store's cancel or Ctrl-C.

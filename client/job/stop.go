@@ -34,7 +34,7 @@ func Expire(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job)
 		// Deleted before its runner started: it has ended, with nothing
 		// to fetch.
 		now := time.Now().UTC()
-		j.Finished, j.Error = &now, j.Error+" before its runner started"
+		j.Finished, j.Error = &now, j.Error+notStartedSuffix
 		return st.Save(j)
 	}
 	return nil
@@ -54,13 +54,17 @@ func (e *NotRecordedError) Error() string {
 
 func (e *NotRecordedError) Unwrap() error { return e.Err }
 
+// notStartedSuffix ends the error of a job that ended before its runner
+// started.
+const notStartedSuffix = " before its runner started"
+
 // notStartedMessage is the error of a job that ended (status, as the
 // record says it) before its runner started.
 func notStartedMessage(status string) string {
 	if status == result.StatusFailed {
-		return "the job ended before its runner started"
+		return "the job ended" + notStartedSuffix
 	}
-	return status + " before its runner started"
+	return status + notStartedSuffix
 }
 
 // NotStoppedError is a cancel whose stop failed or did not finish: the
