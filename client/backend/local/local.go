@@ -280,6 +280,11 @@ func stateOf(dir string) backend.State {
 	if serr == nil {
 		s.StartedAt = st.StartedAt
 	}
+	// Whether they run is asked before the exit file is read: the
+	// supervisor writes that file, then ends, so one that has ended has
+	// written it by then if it ever will. Asked after, a supervisor that
+	// wrote it and ended in between reads as lost.
+	running := serr == nil && (processAlive(st.Runner, st.PID) || processAlive(st.Supervisor, 0))
 	if ex, err := readExit(dir); err == nil {
 		s.Phase, s.Detail, s.ExitCode, s.Message, s.FinishedAt = backend.Exited, "exited", ex.ExitCode, ex.Message, ex.FinishedAt
 		return s
@@ -288,7 +293,7 @@ func stateOf(dir string) backend.State {
 		s.Phase, s.Detail = backend.Pending, "created"
 		return s
 	}
-	if alive(st.Runner, st.PID) || alive(st.Supervisor, 0) {
+	if running {
 		s.Phase, s.Detail = backend.Running, "running"
 		return s
 	}
@@ -301,6 +306,10 @@ func stateOf(dir string) backend.State {
 	}
 	return s
 }
+
+// processAlive is alive; a test makes a process end at the moment it is
+// asked about.
+var processAlive = alive
 
 // alive reports whether the process id names (jobs.Process) runs; pid,
 // when id cannot be told, is asked instead.

@@ -281,3 +281,28 @@ func TestHandleOutsideTheRoot(t *testing.T) {
 		t.Error("Create with an id that is a path succeeded")
 	}
 }
+
+// A supervisor that records the runner's exit and ends between two looks
+// of the state is read as exited, never as lost: which processes run is
+// asked before the exit file is read.
+func TestStateAsTheSupervisorEnds(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeJSON(dir, startedFile, started{PID: 1 << 22, Runner: "runner-id", Supervisor: "supervisor-id", StartedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	running := true
+	processAlive = func(string, int) bool {
+		if running {
+			// The supervisor records the exit and ends as it is asked.
+			running = false
+			if err := writeJSON(dir, exitFile, exited{ExitCode: 3, FinishedAt: time.Now().UTC()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return false
+	}
+	t.Cleanup(func() { processAlive = alive })
+	if s := stateOf(dir); s.Detail != "exited" || s.ExitCode != 3 {
+		t.Errorf("state as the supervisor ends: %+v, want exited with code 3", s)
+	}
+}
