@@ -433,3 +433,86 @@ func TestOutcomeTimeout(t *testing.T) {
 		t.Errorf("timeout before the runner started:\n got %q\nwant %q", got, want)
 	}
 }
+
+// starter is a backend whose job the submitting xrun starts (and records
+// running, then ends) just after the first look at its state.
+type starter struct {
+	backend.Backend
+	st      *jobs.Store
+	looks   *int
+	removed *bool
+}
+
+func (s starter) State(context.Context, *jobs.Job) (backend.State, error) {
+	*s.looks++
+	if *s.looks == 1 {
+		started, err := s.st.Load("a1b2c3d4e5f6")
+		if err != nil {
+			return backend.State{}, err
+		}
+		started.Status = jobs.StatusRunning
+		if err := s.st.Save(started); err != nil {
+			return backend.State{}, err
+		}
+		return backend.State{Phase: backend.Pending, Detail: "created"}, nil
+	}
+	return backend.State{Phase: backend.Running, Detail: "running"}, nil
+}
+
+func (s starter) List(context.Context, bool) ([]backend.Listed, error) {
+	return []backend.Listed{{Job: jobs.Job{ID: "a1b2c3d4e5f6"}}}, nil
+}
+
+func (starter) Where() string { return "unix:///test.sock" }
+
+func (s starter) Remove(context.Context, *jobs.Job, bool) error {
+	*s.removed = true
+	return nil
+}
+
+// A job whose submitting xrun started it and ended between a look's two
+// reads (the record's, then the state's) is not taken for abandoned: the
+// look reads both again once it knows that xrun has ended.
+func TestRefreshJobStartedAsItsCreatorEnds(t *testing.T) {
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "another-boot:1:1" // an xrun of another boot: ended
+	j := &jobs.Job{ID: "a1b2c3d4e5f6", ContainerID: "c1", Status: jobs.StatusCreated, Creator: gone}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	b := starter{st: st, looks: new(int), removed: &removed}
+	s, ok, err := Refresh(context.Background(), b, st, j)
+	if err != nil || !ok || removed || s.Phase != backend.Running || j.Status != jobs.StatusRunning {
+		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, j.Status)
+	}
+}
+
+// Likewise before the record named a container: the xrun that made it
+// recorded its container, started it and ended after this record was read.
+func TestRefreshStaleRecordOfAStartedJob(t *testing.T) {
+	st, err := jobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "another-boot:1:1"
+	stale := &jobs.Job{ID: "a1b2c3d4e5f6", Status: jobs.StatusCreated, Creator: gone}
+	if err := st.Create(stale); err != nil {
+		t.Fatal(err)
+	}
+	fresh := *stale
+	fresh.ContainerID, fresh.Status = "c1", jobs.StatusRunning
+	if err := st.Save(&fresh); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	looks := 1 // the backend's job already runs
+	b := starter{st: st, looks: &looks, removed: &removed}
+	s, ok, err := Refresh(context.Background(), b, st, stale)
+	if err != nil || !ok || removed || s.Phase != backend.Running || stale.Status != jobs.StatusRunning {
+		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, stale.Status)
+	}
+}

@@ -17,10 +17,16 @@ import (
 // false when the backend no longer has the job.
 func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (s backend.State, ok bool, err error) {
 	done := jobs.Final(j.Status) && j.Finished != nil
-	if j.ContainerID == "" {
-		if Abandoned(j, s, false) {
+	if j.ContainerID == "" && Abandoned(j, s, false) {
+		// As below: read again once the xrun that made it is known gone.
+		if fresh, err := st.Load(j.ID); err == nil {
+			*j = *fresh
+		}
+		if j.ContainerID == "" && Abandoned(j, s, false) {
 			return s, false, Abandon(ctx, b, st, j)
 		}
+	}
+	if j.ContainerID == "" {
 		return s, false, nil // the job failed before it had a container, or is being created
 	}
 	s, err = b.State(ctx, j)
@@ -39,7 +45,19 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 		return s, true, nil // recorded and fetched already
 	}
 	if Abandoned(j, s, true) {
-		return s, false, Abandon(ctx, b, st, j)
+		// The record and the state were read before we knew the xrun
+		// that made the job had ended: it may have started the job and
+		// recorded it just before it ended. It does nothing more now, so
+		// a second look is the last word.
+		if fresh, err := st.Load(j.ID); err == nil {
+			*j = *fresh
+		}
+		if s, err = b.State(ctx, j); err != nil {
+			return s, false, err
+		}
+		if Abandoned(j, s, true) {
+			return s, false, Abandon(ctx, b, st, j)
+		}
 	}
 	if !s.Finished() {
 		deadline, has := Deadline(j, s)
