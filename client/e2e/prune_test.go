@@ -3,13 +3,19 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // prune removes xrun images no container uses, and only those: the one a
@@ -78,4 +84,41 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// An image that another is built on goes after that one (a Kubernetes
+// job's code image is built on its job image), and stays, counted, while
+// the other stays: prune never fails on the order the daemon lists them.
+func TestPruneImageWithChildren(t *testing.T) {
+	ctx := context.Background()
+	rnd := randomHex(t)
+	mark := "xrun-prune-test=" + rnd
+	k, v, _ := strings.Cut(mark, "=")
+	build := func(tag, dockerfile string) {
+		t.Helper()
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))})
+		tw.Write([]byte(dockerfile))
+		tw.Close()
+		if _, err := eng.Build(ctx, &buf, engine.BuildOptions{Tag: tag}, nil); err != nil {
+			t.Fatalf("build %s: %v", tag, err)
+		}
+		t.Cleanup(func() { eng.RemoveImage(context.Background(), tag) })
+	}
+	base := "xrun/e2e-prune-base:" + rnd
+	build(base, fmt.Sprintf("FROM scratch\nLABEL %s=e2e-prune %s=%s\nENV A=1\n", contract.LabelExperiment, k, v))
+	build("xrun/e2e-prune-child:"+rnd, fmt.Sprintf("FROM %s\nENV B=2\n", base))
+	p := x.Run(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	expect(t, p, 0, "removed 2 images")
+	if ims, err := eng.Images(ctx, map[string]string{k: v}); err != nil || len(ims) != 0 {
+		t.Errorf("left %d images (%v)", len(ims), err)
+	}
+
+	// A child that the prune does not select (another label value) keeps
+	// its base.
+	build(base, fmt.Sprintf("FROM scratch\nLABEL %s=e2e-prune %s=%s\nENV A=1\n", contract.LabelExperiment, k, v))
+	build("xrun/e2e-prune-child:"+rnd, fmt.Sprintf("FROM %s\nLABEL %s=other\nENV B=2\n", base, k))
+	p = x.Run(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	expect(t, p, 0, "removed 0 images", "and 1 that a kept image is built on")
 }

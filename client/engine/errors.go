@@ -22,6 +22,10 @@ var ErrNoGPURuntime = errors.New("this host has no NVIDIA container runtime; ins
 // toolkit is only partly installed.
 var ErrIncompleteGPURuntime = errors.New("this host's NVIDIA container toolkit is incomplete")
 
+// ErrImageHasChildren is returned (wrapped) by RemoveImage for an image
+// that another image is built on: it goes only after that one.
+var ErrImageHasChildren = errors.New("another image is built on it")
+
 // UnreachableError says the daemon did not answer.
 type UnreachableError struct {
 	Host string
@@ -81,6 +85,8 @@ func translate(err error) error {
 		return fmt.Errorf("%w: its NVIDIA runtime hook is installed but nvidia-container-cli is missing; install libnvidia-container-tools, or register the toolkit's CDI-mode runtime as \"nvidia\" (docs/gpu-host.md)", ErrIncompleteGPURuntime)
 	case isNotFound(err):
 		return fmt.Errorf("%s: %w", firstLine(msg), ErrNotFound)
+	case strings.Contains(msg, "has dependent child images"):
+		return fmt.Errorf("%s: %w", firstLine(msg), ErrImageHasChildren)
 	}
 	return err
 }

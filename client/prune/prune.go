@@ -88,21 +88,37 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 	sort.SliceStable(remove, func(i, j int) bool { return remove[i].Created.Before(remove[j].Created) })
 	rep := &Report{Where: e.Host(), DryRun: o.DryRun, InUse: inUse, Young: young, Removed: []Removed{}, Standbys: standbys,
 		inUseWords: "in use by containers", madeWord: "built", freedNote: "layers shared with kept images stay"}
-	for _, im := range remove {
-		name := strings.Join(tags(im), ", ")
-		if name == "" {
-			name = "untagged " + shortID(im.ID)
-		}
-		p := Removed{Ref: name, ID: im.ID, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Size, Created: im.Created}
-		if !o.DryRun {
-			if err := e.RemoveImage(ctx, im.ID); errors.Is(err, engine.ErrNotFound) {
-				continue // gone since it was listed
-			} else if err != nil {
-				rep.fail(err)
-				continue
+	// An image that another is built on (a Kubernetes job's code image
+	// is built on its job image; a user may build on one) goes after it:
+	// a second pass takes those whose children the first removed, and
+	// keeps those whose children stay.
+	var bases []engine.Image
+	for pass := 0; pass < 2; pass++ {
+		for _, im := range remove {
+			name := strings.Join(tags(im), ", ")
+			if name == "" {
+				name = "untagged " + shortID(im.ID)
 			}
+			p := Removed{Ref: name, ID: im.ID, Experiment: im.Labels[contract.LabelExperiment], Bytes: im.Size, Created: im.Created}
+			if !o.DryRun {
+				err := e.RemoveImage(ctx, im.ID)
+				switch {
+				case errors.Is(err, engine.ErrNotFound):
+					continue // gone since it was listed
+				case errors.Is(err, engine.ErrImageHasChildren) && pass == 0:
+					bases = append(bases, im)
+					continue
+				case errors.Is(err, engine.ErrImageHasChildren):
+					rep.Bases++
+					continue
+				case err != nil:
+					rep.fail(err)
+					continue
+				}
+			}
+			rep.removed(p, o)
 		}
-		rep.removed(p, o)
+		remove, bases = bases, nil
 	}
 	caches(ctx, e, rep, o)
 	return rep, nil
@@ -134,6 +150,9 @@ type Report struct {
 	InUse  int `json:"kept_in_use"`
 	Young  int `json:"kept_young"`
 	Shared int `json:"kept_shared"`
+	// Bases counts the images kept because another image, kept, is built
+	// on them (Docker hosts).
+	Bases int `json:"kept_bases,omitempty"`
 	// Caches are the compile-cache volumes removed (Docker hosts), of
 	// CacheBytes in all; CachesInUse and CachesKept count those kept (in
 	// use by a container; their base is still there, without Caches).
@@ -184,6 +203,9 @@ func (r *Report) Summary(w io.Writer, o Options) {
 	}
 	if r.Shared > 0 {
 		kept += fmt.Sprintf(", and %d that share their manifest with a kept tag", r.Shared)
+	}
+	if r.Bases > 0 {
+		kept += fmt.Sprintf(", and %d that a kept image is built on", r.Bases)
 	}
 	fmt.Fprintf(w, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), render.Plural(len(r.Removed), "image", "images"), r.Where, render.Bytes(r.Bytes), r.freedNote, kept)
 	if r.Standbys > 0 {
