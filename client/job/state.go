@@ -18,10 +18,7 @@ import (
 func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (s backend.State, ok bool, err error) {
 	done := jobs.Final(j.Status) && j.Finished != nil
 	if j.ContainerID == "" && Abandoned(j, s, false) {
-		// As below: read again once the xrun that made it is known gone.
-		if fresh, err := st.Load(j.ID); err == nil {
-			*j = *fresh
-		}
+		reload(st, j)
 		if j.ContainerID == "" && Abandoned(j, s, false) {
 			return s, false, Abandon(ctx, b, st, j)
 		}
@@ -45,13 +42,7 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 		return s, true, nil // recorded and fetched already
 	}
 	if Abandoned(j, s, true) {
-		// The record and the state were read before we knew the xrun
-		// that made the job had ended: it may have started the job and
-		// recorded it just before it ended. It does nothing more now, so
-		// a second look is the last word.
-		if fresh, err := st.Load(j.ID); err == nil {
-			*j = *fresh
-		}
+		reload(st, j)
 		if s, err = b.State(ctx, j); err != nil {
 			return s, false, err
 		}
@@ -89,6 +80,17 @@ func Abandoned(j *jobs.Job, s backend.State, hasContainer bool) bool {
 		return false
 	}
 	return jobs.CreatorGone(j.Creator)
+}
+
+// reload reads j's record again, for a look that has just found the xrun
+// that made the job gone: the record (and the job's state) were read
+// before, and that xrun may have made or started the job and recorded it
+// just before it ended. It does nothing more now, so a second look at
+// both is the last word before the job is taken for abandoned.
+func reload(st *jobs.Store, j *jobs.Job) {
+	if fresh, err := st.Load(j.ID); err == nil {
+		*j = *fresh
+	}
 }
 
 // Abandon removes what an abandoned job left on its backend (found by its

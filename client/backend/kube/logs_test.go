@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,16 +25,10 @@ import (
 // started, asks for no log, and the state is an end before the runner ran.
 func TestCollectPodStoppedBeforeItsContainer(t *testing.T) {
 	ctx := context.Background()
-	job := JobObject(testSpec(), "r/x:1", "0123456789ab", "", nil)
-	job.Namespace = "lab"
-	no := false
-	job.Spec.Suspend = &no
-	p := pod("xrun-quick-0123456789ab-x7k2p", time.Now(), corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{
+	job, p := jobAndPod(corev1.PodFailed, corev1.ContainerState{
 		Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated"},
-	}})
-	p.Namespace, p.Labels = "lab", map[string]string{contract.LabelJob: "0123456789ab"}
+	}, time.Now())
 	p.Status.Reason, p.Status.Message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
-	p.Status.StartTime = &metav1.Time{Time: time.Now()}
 	client := fake.NewClientset(job, &p)
 	logReads := 0
 	client.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -68,4 +63,18 @@ func TestCollectPodStoppedBeforeItsContainer(t *testing.T) {
 	if logs, _, err := b.Collect(ctx, j); logs == nil || errors.Is(err, backend.ErrNotStarted) || logReads != 1 {
 		t.Errorf("Collect of a container that ran = %q, %v after %d log reads; want its log read", logs, err, logReads)
 	}
+}
+
+// jobAndPod are the test spec's Job (started) in namespace lab and a pod
+// of it in phase, with the runner's container in state, that its node's
+// kubelet took at started.
+func jobAndPod(phase corev1.PodPhase, state corev1.ContainerState, started time.Time) (*batchv1.Job, corev1.Pod) {
+	job := JobObject(testSpec(), "r/x:1", "0123456789ab", "", nil)
+	job.Namespace = "lab"
+	no := false
+	job.Spec.Suspend = &no
+	p := pod("xrun-quick-0123456789ab-x7k2p", time.Now(), phase, &corev1.ContainerStatus{State: state})
+	p.Namespace, p.Labels = "lab", map[string]string{contract.LabelJob: "0123456789ab"}
+	p.Status.StartTime = &metav1.Time{Time: started}
+	return job, p
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // A cancel of a job whose pod is on its node but has not created the
@@ -21,15 +20,7 @@ import (
 // ends, and there is no log to keep.
 func TestStopBeforeTheRunnerStarts(t *testing.T) {
 	ctx := context.Background()
-	job := JobObject(testSpec(), "r/x:1", "0123456789ab", "", nil)
-	job.Namespace = "lab"
-	no := false
-	job.Spec.Suspend = &no
-	p := pod("xrun-quick-0123456789ab-x7k2p", time.Now(), corev1.PodPending, &corev1.ContainerStatus{State: corev1.ContainerState{
-		Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"},
-	}})
-	p.Namespace, p.Labels = "lab", map[string]string{contract.LabelJob: "0123456789ab"}
-	p.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+	job, p := jobAndPod(corev1.PodPending, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}, time.Now().Add(-time.Minute))
 	client := fake.NewClientset(job, &p)
 	b := &Backend{Client: client, Namespace: "lab"}
 	j := &jobs.Job{ID: "0123456789ab", ContainerName: job.Name}
