@@ -92,6 +92,11 @@ const (
 	// job may read (ERR_NVGPUCTRPERM otherwise: the host lets only
 	// administrators profile, and the job needs root with CAP_SYS_ADMIN).
 	EnvProfile = "XRUN_PROFILE"
+	// EnvRetune=1 makes the runner forget the autotune results stored in
+	// the job's compile caches before it starts, so that every autotuned
+	// Triton kernel is timed afresh, and its new choices stored
+	// (xrun submit --retune; the spec's benchmark.method.retune).
+	EnvRetune = "XRUN_RETUNE"
 	// EnvHostName is the name of the machine the job runs on (the Docker
 	// daemon's host name, a Kubernetes pod's node): a container's own
 	// host name is its id. The runner records it as env.host.
@@ -113,7 +118,7 @@ const (
 // StandbyGoFile is what the client copies into a standby container, after
 // the experiment's code and the POST token, to hand it a job: a JSON
 // object {"env": {NAME: VALUE}} with the variables that differ from one
-// submit to the next (EnvCodeHash, EnvGitCommit, EnvGitDirty), which the
+// submit to the next (EnvCodeHash, EnvGitCommit, EnvGitDirty, EnvRetune), which the
 // runner sets before it reads its options. Root's alone, like the token.
 const StandbyGoFile = RunnerDir + "/go.json"
 
@@ -143,7 +148,7 @@ func IdleStandby(name string, labels map[string]string) bool {
 }
 
 // StandbyEnv are the variables StandbyGoFile may set.
-var StandbyEnv = []string{EnvCodeHash, EnvGitCommit, EnvGitDirty}
+var StandbyEnv = []string{EnvCodeHash, EnvGitCommit, EnvGitDirty, EnvRetune}
 
 // Exit codes of the runner (docs/architecture.md); the client exits with
 // the same codes for the same outcomes.

@@ -3,7 +3,8 @@
 `python3 -u harness.py` in the experiment's directory; with --zygote, the
 zygote that forks the run's workers instead; with --cache-copy SRC DST, the
 copy of an implementation's fresh compile caches into the volume's
-(PROTOCOL.md, "Compile caches")."""
+(PROTOCOL.md, "Compile caches"); with --forget-autotune DIR, the removal
+of the autotune results stored in Triton's cache DIR (xrun submit --retune)."""
 import os
 import sys
 
@@ -13,6 +14,8 @@ if __name__ == "__main__":
         from xrun_harness.zygote import main
     elif sys.argv[1:2] == ["--cache-copy"]:
         from xrun_harness.cachecopy import main
+    elif sys.argv[1:2] == ["--forget-autotune"]:
+        from xrun_harness.autotune import main
     else:
         from xrun_harness.worker import main
     main()

@@ -26,7 +26,10 @@ const (
 	OpInit   = "init"
 	OpModels = "models"
 	OpCheck  = "check"
-	OpTime   = "time"
+	// OpFirst is an implementation's first call at a case, made while no
+	// other worker uses the GPU (PROTOCOL.md, "first").
+	OpFirst = "first"
+	OpTime  = "time"
 	// OpProfile runs one call for Nsight Compute (PROTOCOL.md).
 	OpProfile = "profile"
 	OpExit    = "exit"
@@ -37,6 +40,7 @@ const (
 	EventReady       = "ready"
 	EventModels      = "models"
 	EventCorrectness = "correctness"
+	EventFirst       = "first"
 	EventSamples     = "samples"
 	EventProfiled    = "profiled"
 	EventError       = "error"
@@ -153,6 +157,20 @@ type Check struct {
 	Tolerance *result.Tolerance `json:"tolerance"`
 }
 
+// First asks for the implementation's first call at a case, untimed, on
+// the inputs of Seed.
+type First struct {
+	Params json.RawMessage `json:"params"`
+	Seed   int64           `json:"seed"`
+}
+
+// FirstCall answers First: the call's wall time and the configs its
+// autotuned kernels ran with.
+type FirstCall struct {
+	MS       float64           `json:"ms"`
+	Autotune []result.Autotune `json:"autotune,omitempty"`
+}
+
 // Time asks for a batch of timed samples.
 type Time struct {
 	Params json.RawMessage `json:"params"`
@@ -240,6 +258,7 @@ type Event struct {
 	Ready       *Ready
 	Models      *Models
 	Correctness *result.Correctness
+	First       *FirstCall
 	Samples     *Samples
 	Profiled    bool
 	Error       *ErrorEvent
@@ -275,6 +294,9 @@ func DecodeEvent(line []byte) (*Event, error) {
 	case EventCorrectness:
 		ev.Correctness = &result.Correctness{}
 		payload = ev.Correctness
+	case EventFirst:
+		ev.First = &FirstCall{}
+		payload = ev.First
 	case EventSamples:
 		ev.Samples = &Samples{}
 		payload = ev.Samples
@@ -334,6 +356,18 @@ func (ev *Event) check() error {
 		}
 		if c.Trials != len(c.Seeds) {
 			return fmt.Errorf("trials %d but %d seeds", c.Trials, len(c.Seeds))
+		}
+	case ev.First != nil:
+		if ev.First.MS < 0 || math.IsInf(ev.First.MS, 0) {
+			return errors.New("ms must be a finite number >= 0")
+		}
+		for _, a := range ev.First.Autotune {
+			if a.Kernel == "" || a.Config == "" {
+				return errors.New("an autotune record needs kernel and config")
+			}
+			if a.TuningMS < 0 || math.IsInf(a.TuningMS, 0) {
+				return errors.New("tuning_ms must be a finite number >= 0")
+			}
 		}
 	case ev.Samples != nil:
 		sm := ev.Samples

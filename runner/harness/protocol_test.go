@@ -42,6 +42,11 @@ func TestDecodeEvent(t *testing.T) {
 		{line: `{"event":"samples","id":4,"samples_ms":[0.0079],"sampling_ms":-1}`, wantErr: "sampling_ms"},
 		{line: `{"event":"ready","id":1,"protocol":1,"timer":"cuda_events","kernel_clock":"cupti","launch_ms":-0.001}`, wantErr: "launch_ms"},
 		{line: `{"event":"profiled","id":8}`, kind: EventProfiled, id: 8},
+		{line: `{"event":"first","id":9,"ms":1240.5,"autotune":[{"kernel":"matmul_kernel","kind":"triton","key":"8192, torch.float16","config":"128x256x64/w8/s3","params":{"BLOCK_M":128,"num_warps":8},"source":"tuned","tuning_ms":1200,"timings_ms":{"128x256x64/w8/s3":1.49}}]}`, kind: EventFirst, id: 9},
+		{line: `{"event":"first","id":9,"ms":3.5}`, kind: EventFirst, id: 9},
+		{line: `{"event":"first","id":9,"ms":-1}`, wantErr: "ms must be"},
+		{line: `{"event":"first","id":9,"ms":1,"autotune":[{"kernel":"k","source":"tuned"}]}`, wantErr: "kernel and config"},
+		{line: `{"event":"first","id":9,"ms":1,"autotune":[{"kernel":"k","config":"c","tuning_ms":-3}]}`, wantErr: "tuning_ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -59,7 +64,7 @@ func TestDecodeEvent(t *testing.T) {
 				t.Errorf("got %s/%d, want %s/%d", ev.Kind, ev.ID, tt.kind, tt.id)
 			}
 			set := 0
-			for _, p := range []bool{ev.Ready != nil, ev.Models != nil, ev.Correctness != nil, ev.Samples != nil, ev.Error != nil, ev.Log != nil, ev.Profiled} {
+			for _, p := range []bool{ev.Ready != nil, ev.Models != nil, ev.Correctness != nil, ev.First != nil, ev.Samples != nil, ev.Error != nil, ev.Log != nil, ev.Profiled} {
 				if p {
 					set++
 				}

@@ -107,7 +107,7 @@ print(json.dumps(out))
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	cmds := map[string]any{OpInit: Init{}, OpModels: ModelsCmd{}, OpCheck: Check{}, OpTime: Time{}, OpProfile: ProfileCmd{},
+	cmds := map[string]any{OpInit: Init{}, OpModels: ModelsCmd{}, OpFirst: First{}, OpCheck: Check{}, OpTime: Time{}, OpProfile: ProfileCmd{},
 		OpExit: struct{}{}, "tolerance": result.Tolerance{}}
 	for op, v := range cmds {
 		want := map[string]bool{}

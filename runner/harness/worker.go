@@ -270,6 +270,15 @@ func (w *Worker) Check(ctx context.Context, c Check) (*result.Correctness, error
 	return ev.Correctness, nil
 }
 
+// First makes the implementation's first call at a case (OpFirst).
+func (w *Worker) First(ctx context.Context, c First) (*FirstCall, error) {
+	ev, err := w.call(ctx, OpFirst, c, EventFirst)
+	if err != nil {
+		return nil, err
+	}
+	return ev.First, nil
+}
+
 // Time takes one batch of samples.
 func (w *Worker) Time(ctx context.Context, c Time) (*Samples, error) {
 	ev, err := w.call(ctx, OpTime, c, EventSamples)
@@ -359,7 +368,7 @@ func (w *Worker) call(ctx context.Context, op string, cmd any, want string) (*Ev
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				w.waitExit(5 * time.Second)
 				return nil, &Error{Kind: KindTimeout, Where: "harness",
-					Message: fmt.Sprintf("no answer to %s after %s; the worker was killed", op, time.Since(start).Round(time.Millisecond)),
+					Message: fmt.Sprintf("no answer to %s after %s; the worker was killed", doing(op), time.Since(start).Round(time.Millisecond)),
 					Tail:    w.Tail()}
 			}
 			return nil, fmt.Errorf("%s: %s: %w", w.name, op, ctx.Err())
@@ -379,6 +388,15 @@ func (w *Worker) waitExit(d time.Duration) {
 	}
 }
 
+// doing names what a worker was doing when it answered op, in a sentence:
+// the op, or "its first call" for OpFirst.
+func doing(op string) string {
+	if op == OpFirst {
+		return "its first call"
+	}
+	return op
+}
+
 // deathError describes a worker that ended without answering.
 func (w *Worker) deathError(op string) *Error {
 	w.mu.Lock()
@@ -386,18 +404,18 @@ func (w *Worker) deathError(op string) *Error {
 	w.mu.Unlock()
 	e := &Error{Kind: KindCrash, Where: "harness", Tail: w.Tail()}
 	if !exited {
-		e.Message = fmt.Sprintf("the worker closed its event pipe during %s", op)
+		e.Message = fmt.Sprintf("the worker closed its event pipe during %s", doing(op))
 		return e
 	}
 	e.Exit = st.desc
 	switch {
 	case killed:
-		e.Message = fmt.Sprintf("the worker was killed during %s", op)
+		e.Message = fmt.Sprintf("the worker was killed during %s", doing(op))
 	case st.oom:
 		e.Kind = KindOOM
-		e.Message = fmt.Sprintf("the worker was killed during %s (%s): most likely out of memory (%s)", op, e.Exit, w.memoryNote)
+		e.Message = fmt.Sprintf("the worker was killed during %s (%s): most likely out of memory (%s)", doing(op), e.Exit, w.memoryNote)
 	default:
-		e.Message = fmt.Sprintf("the worker died during %s (%s)", op, e.Exit)
+		e.Message = fmt.Sprintf("the worker died during %s (%s)", doing(op), e.Exit)
 	}
 	return e
 }

@@ -4,6 +4,7 @@
 package result
 
 import (
+	"strings"
 	"time"
 )
 
@@ -211,8 +212,14 @@ type GPUState struct {
 
 // Methodology records how timings were taken.
 type Methodology struct {
-	Timer      string `json:"timer"` // "cuda_events" or "perf_counter"
-	FlushBytes int64  `json:"flush_bytes"`
+	// AutotuneCache says where autotuned Triton kernels got their configs:
+	// AutotuneReuse (stored by an earlier run of the same code, else
+	// tuned and stored), AutotuneRetune (tuned afresh, the stored ones
+	// forgotten) or AutotuneOff (the job turned Triton's autotune cache
+	// off: tuned in every run). Empty in CPU runs and files before it.
+	AutotuneCache string `json:"autotune_cache,omitempty"`
+	Timer         string `json:"timer"` // "cuda_events" or "perf_counter"
+	FlushBytes    int64  `json:"flush_bytes"`
 	// TimerFloorMS is the median of an empty timed region on the GPU (the
 	// two CUDA events around nothing): the least a GPU timing reads, and a
 	// fixed part of a few-microsecond kernel's time.
@@ -281,6 +288,75 @@ type ImplResult struct {
 	Model *Model `json:"model,omitempty"`
 	// Metrics are extra figures the experiment reports (CTAs, SMs, ...).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Autotune is the config each autotuned kernel ran with at this case,
+	// as its first call chose it (GPU runs of Python implementations).
+	Autotune []Autotune `json:"autotune,omitempty"`
+}
+
+// Autotune is one autotuned kernel's config at a case: what Triton's
+// autotuner (or TorchInductor's, Kind "inductor") chose in the
+// implementation's first call there, and where the choice came from.
+type Autotune struct {
+	// Kernel is the autotuned function's name; Key the autotuner's key
+	// for the call (its key arguments' values and the dtypes).
+	Kernel string `json:"kernel"`
+	Kind   string `json:"kind"`
+	Key    string `json:"key,omitempty"`
+	// Config is the chosen config's short name: its block sizes, warps
+	// and stages, as 128x256x64/w8/s3; Params all of it.
+	Config string         `json:"config"`
+	Params map[string]any `json:"params,omitempty"`
+	// Source is AutotuneTuned, AutotuneCache, AutotuneReused or
+	// AutotuneSingle.
+	Source string `json:"source"`
+	// TuningMS is how long the autotuner took to time every config (when
+	// Source is AutotuneTuned); TimingsMS each config's median as it
+	// measured them, by short name.
+	TuningMS  float64            `json:"tuning_ms,omitempty"`
+	TimingsMS map[string]float64 `json:"timings_ms,omitempty"`
+}
+
+// Sources of an autotuned config.
+const (
+	// AutotuneTuned: every config was timed in this run.
+	AutotuneTuned = "tuned"
+	// AutotuneCache: read from the autotune cache a run before this one
+	// stored (the job's compile caches; xrun submit --retune tunes afresh).
+	AutotuneCache = "cache"
+	// AutotuneReused: chosen at an earlier case of this run with the same key.
+	AutotuneReused = "reused"
+	// AutotuneSingle: one config was left to run; nothing was tuned.
+	AutotuneSingle = "single"
+)
+
+// Methodology.AutotuneCache values.
+const (
+	AutotuneReuse  = "reuse"
+	AutotuneRetune = "retune"
+	AutotuneOff    = "off"
+)
+
+// AutotuneChange says how the autotuned configs of one implementation's
+// results differ from another's ("" when no kernel's config changed):
+// "config changed: matmul_kernel 128x256x64/w8/s3 → 128x128x32/w4/s4".
+// Kernels only one side has are left out: a run that recorded no configs
+// says nothing about the other's.
+func AutotuneChange(before, after []Autotune) string {
+	was := map[string]string{}
+	for _, a := range before {
+		was[a.Kind+"\x00"+a.Kernel+"\x00"+a.Key] = a.Config
+	}
+	var changes []string
+	for _, a := range after {
+		old, ok := was[a.Kind+"\x00"+a.Kernel+"\x00"+a.Key]
+		if ok && old != a.Config {
+			changes = append(changes, a.Kernel+" "+old+" → "+a.Config)
+		}
+	}
+	if len(changes) == 0 {
+		return ""
+	}
+	return "config changed: " + strings.Join(changes, "; ")
 }
 
 // Model is the work one call does: FLOPs, bytes through device memory, tokens.

@@ -60,6 +60,62 @@ type checkJob struct {
 	again bool
 }
 
+// first makes every live implementation's first call at the case, one
+// worker at a time, before the checks run side by side: an autotuner
+// (Triton's, TorchInductor's) times its configs in that call, and another
+// worker's GPU work beside it would decide its choice (docs/performance.md,
+// "Autotuned kernels"). GPU runs of Python implementations only: on a CPU
+// nothing tunes, and a command benchmark's worker makes its own calls.
+func (rn *runner) first(ctx context.Context, kc *kcase) error {
+	if rn.cpu || len(rn.s.Benchmark.Command) > 0 {
+		return nil
+	}
+	for _, im := range rn.live(kc) {
+		w, err := rn.pool.worker(ctx, im)
+		var fc *harness.FirstCall
+		if err == nil {
+			octx, cancel := context.WithTimeout(ctx, rn.timeout)
+			fc, err = w.First(octx, harness.First{Params: kc.pj, Seed: kc.seeds[0]})
+			cancel()
+		}
+		if err != nil && rn.pool.fresh.again(ctx, im, "check", err) {
+			if w, err = rn.pool.worker(ctx, im); err == nil {
+				octx, cancel := context.WithTimeout(ctx, rn.timeout)
+				fc, err = w.First(octx, harness.First{Params: kc.pj, Seed: kc.seeds[0]})
+				cancel()
+			}
+			rn.pool.fresh.done(ctx, im, err)
+		}
+		if err != nil {
+			if stop := rn.fail(ctx, kc, im, "its first call", err); stop != nil {
+				return stop
+			}
+			continue
+		}
+		rn.noteFirst(kc, im, fc)
+	}
+	return nil
+}
+
+// noteFirst records what im's first call at the case said: its autotuned
+// kernels' configs, and a log line for each one tuned.
+func (rn *runner) noteFirst(kc *kcase, im *impl, fc *harness.FirstCall) {
+	if len(fc.Autotune) == 0 {
+		return
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.rec.res(kc.idx, im.name).Autotune = fc.Autotune
+	for _, a := range fc.Autotune {
+		switch a.Source {
+		case result.AutotuneTuned:
+			rn.logf("%s: autotuned %s: %s of %d configs in %.1f s", im.name, a.Kernel, a.Config, len(a.TimingsMS), a.TuningMS/1e3)
+		case result.AutotuneCache:
+			rn.logf("%s: autotuned %s: %s, from the autotune cache (xrun submit --retune tunes afresh)", im.name, a.Kernel, a.Config)
+		}
+	}
+}
+
 // check checks every live implementation against the reference.
 func (rn *runner) check(ctx context.Context, kc *kcase) error {
 	b := &rn.s.Benchmark

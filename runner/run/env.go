@@ -39,6 +39,7 @@ func OptionsFromEnv() Options {
 		NoZygote:       os.Getenv(contract.EnvZygote) == "off",
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
 		Profile:        os.Getenv(contract.EnvProfile),
+		Retune:         os.Getenv(contract.EnvRetune) == "1",
 		HostName:       os.Getenv(contract.EnvHostName),
 		CacheVolume:    os.Getenv(contract.EnvCacheVolume),
 	}
@@ -193,6 +194,13 @@ var compilerDefaults = []struct{ name, value string }{
 	// compiled kernels (docs/performance.md, "torch.compile and the
 	// caches").
 	{"TORCHINDUCTOR_AUTOGRAD_CACHE", "0"},
+	// Triton's autotuners store the config they chose in Triton's cache,
+	// keyed by the kernel's code, its configs, the autotune key, the GPU's
+	// architecture and Triton's version, and a later run of the same code
+	// reads it instead of tuning again: a rerun or a nightly times the
+	// config the first run chose (docs/performance.md, "Autotuned
+	// kernels"; retune forgets them).
+	{"TRITON_CACHE_AUTOTUNING", "1"},
 }
 
 // cacheVars point each compiler's cache into the job's cache directory:

@@ -199,3 +199,46 @@ func copyCaches(ctx context.Context, py, script, dir string, env []string, as *s
 	}
 	return res.Copied, nil
 }
+
+// autotuneCache says where the run's autotuned Triton kernels get their
+// configs (result.Methodology.AutotuneCache) and, for a retune, forgets
+// the ones stored in the workers' Triton cache first: as the worker user,
+// who owns the cache's files (harness.py --forget-autotune).
+func (rn *runner) autotuneCache(ctx context.Context, py, script string, p *pool) string {
+	if v := envValue(p.env, "TRITON_CACHE_AUTOTUNING"); v == "0" || strings.EqualFold(v, "false") {
+		return result.AutotuneOff
+	}
+	if !rn.o.Retune && !rn.s.Benchmark.Method.Retune {
+		return result.AutotuneReuse
+	}
+	dir := envValue(p.env, "TRITON_CACHE_DIR")
+	if dir == "" {
+		dir = filepath.Join(envValue(p.env, "HOME"), ".triton", "cache")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, script, "--forget-autotune", dir)
+	cmd.Dir, cmd.Env = p.dir, p.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	p.as.Apply(cmd.SysProcAttr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res struct {
+		Removed int      `json:"removed"`
+		Failed  []string `json:"failed"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err == nil {
+		err = json.Unmarshal([]byte(lines[len(lines)-1]), &res)
+	}
+	switch {
+	case err != nil:
+		rn.logf("retune: forgetting the stored autotune results in %s failed (%v: %s); a kernel whose result stays is not tuned afresh", dir, err, lastBytes(strings.TrimSpace(stderr.String()), 400))
+	case len(res.Failed) > 0:
+		rn.logf("retune: forgot %d stored autotune results in %s; %d could not be removed (%s)", res.Removed, dir, len(res.Failed), strings.Join(res.Failed[:min(3, len(res.Failed))], "; "))
+	default:
+		rn.logf("retune: forgot %d stored autotune results in %s: every autotuned kernel is timed afresh", res.Removed, dir)
+	}
+	return result.AutotuneRetune
+}

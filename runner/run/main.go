@@ -44,6 +44,7 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	fs.StringVar(&o.Python, "python", o.Python, "Python `interpreter` for the harness (default: the first python3 with numpy) [$XRUN_PYTHON]")
 	fs.BoolVar(&o.NoClockMonitor, "no-clock-monitor", o.NoClockMonitor, "do not read the GPU's clocks every 100 ms while timing (only before and after) [$XRUN_CLOCK_MONITOR=off]")
 	fs.StringVar(&o.Profile, "profile", o.Profile, "after timing, write Nsight Compute reports to OUT/profile/: `ncu`, or ncu:impl=a,b;case=0,2;set=full;clock=base [$XRUN_PROFILE]")
+	fs.BoolVar(&o.Retune, "retune", o.Retune, "time every autotuned Triton kernel's configs afresh instead of reading the configs stored in the compile caches [$XRUN_RETUNE=1]")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

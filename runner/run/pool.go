@@ -92,6 +92,9 @@ func (rn *runner) newPool(ctx context.Context) (*pool, error) {
 	p.fresh.copyBack = func(ctx context.Context, src, dst string) (int, error) {
 		return copyCaches(ctx, py, script, p.dir, p.env, p.as, src, dst)
 	}
+	if !rn.cpu {
+		r.Methodology.AutotuneCache = rn.autotuneCache(ctx, py, script, p)
+	}
 	r.Env.Extra = map[string]string{"python_executable": py}
 	rn.logf("python: %s", py)
 	// The zygote imports while the references are checked.

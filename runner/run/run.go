@@ -66,6 +66,9 @@ type Options struct {
 	// Profile asks for Nsight Compute reports after the timed cases
 	// (XRUN_PROFILE; the syntax of profile.Parse). "" asks for none.
 	Profile string
+	// Retune forgets the autotune results stored in the compile caches
+	// before the run (XRUN_RETUNE=1; the spec's method.retune does too).
+	Retune bool
 	// HostName is the machine's name as the client knows it
 	// (XRUN_HOST_NAME); "" records the runner's own host name.
 	HostName string
@@ -334,6 +337,9 @@ func (rn *runner) runCase(ctx context.Context, p spec.Params) error {
 	rn.rec.write()
 	rn.pool.startAll(ctx, rn.live(kc))
 	if err := rn.models(ctx, kc); err != nil {
+		return err
+	}
+	if err := rn.first(ctx, kc); err != nil {
 		return err
 	}
 	if err := rn.check(ctx, kc); err != nil {

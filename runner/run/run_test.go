@@ -1042,6 +1042,81 @@ benchmark:
 	}
 }
 
+// Each implementation's first call at a case, where an autotuner times its
+// configs, runs while no other worker uses the GPU, and results.json
+// records the config each autotuned kernel chose there. The fixture's
+// stand-in autotuner sleeps while it "tunes" and logs when: no two
+// tunings may overlap, as they did when the checks made the first calls
+// side by side.
+func TestFirstCallsTuneAloneOnFakeGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	noGPU(t)
+	py := python(t)
+	needTorch(t, py)
+	t.Setenv("PATH", mustAbs(t, "testdata/fakegpu/bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PYTHONPATH", mustAbs(t, "../harness/testdata/fakecuda"))
+	dir := copyFixture(t, "autotune-first", func(s string) string { return s })
+	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
+	if ro.err != nil || ro.code != contract.ExitSucceeded {
+		t.Fatalf("err %v exit %d\n%s", ro.err, ro.code, ro.log)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "tuning.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct {
+		what       string
+		start, end float64
+	}
+	var spans []span
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		var sp span
+		var n int
+		var kernel string
+		if _, err := fmt.Sscanf(line, "%s %d %f %f", &kernel, &n, &sp.start, &sp.end); err != nil {
+			t.Fatalf("tuning.log line %q: %v", line, err)
+		}
+		sp.what = fmt.Sprintf("%s at n=%d", kernel, n)
+		spans = append(spans, sp)
+	}
+	// Each kernel tunes once per case (the check's calls and the timing's
+	// reuse its choice).
+	if len(spans) != 4 {
+		t.Fatalf("%d tunings, want 4 (two kernels at two cases):\n%s", len(spans), log)
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.start < b.end && b.start < a.end {
+				t.Errorf("%s and %s tuned at the same time", a.what, b.what)
+			}
+		}
+	}
+	r := readResults(t, ro.out)
+	if r.Methodology.AutotuneCache != result.AutotuneReuse {
+		t.Errorf("autotune_cache %q, want %q", r.Methodology.AutotuneCache, result.AutotuneReuse)
+	}
+	for ci, n := range []int{8, 16} {
+		for _, name := range []string{"a", "b"} {
+			ir := implOf(t, r, ci, name)
+			want := result.Autotune{Kernel: "kernel_" + name, Kind: "triton", Key: fmt.Sprintf("%d, torch.float32", n), Config: "64/w4/s2",
+				Source: result.AutotuneTuned, TuningMS: 400, TimingsMS: map[string]float64{"64/w4/s2": 1, "32/w2/s3": 2}}
+			if len(ir.Autotune) != 1 || !reflect.DeepEqual(withoutParams(ir.Autotune[0]), want) || ir.Autotune[0].Params["SPLIT_K"] != float64(2) {
+				t.Errorf("%s at n=%d: autotune %+v, want %+v", name, n, ir.Autotune, want)
+			}
+		}
+	}
+	if !strings.Contains(ro.log, "a: autotuned kernel_a: 64/w4/s2 of 2 configs in 0.4 s") {
+		t.Errorf("runner.log does not say what was tuned:\n%s", ro.log)
+	}
+}
+
+func withoutParams(a result.Autotune) result.Autotune {
+	a.Params = nil
+	return a
+}
+
 // resources.gpu_type is checked against the GPU the runner finds: a job on
 // the wrong machine stops before any work, as an infrastructure failure.
 func TestGPUTypeOnFakeGPU(t *testing.T) {

@@ -176,7 +176,7 @@ func standby(ctx context.Context, o Options, idle time.Duration) (Options, error
 	}
 	os.Unsetenv(contract.EnvStandby)
 	job := OptionsFromEnv()
-	o.CodeHash, o.GitCommit, o.GitDirty, o.PostToken = job.CodeHash, job.GitCommit, job.GitDirty, job.PostToken
+	o.CodeHash, o.GitCommit, o.GitDirty, o.Retune, o.PostToken = job.CodeHash, job.GitCommit, job.GitDirty, job.Retune, job.PostToken
 	w.came = time.Now()
 	w.Waited = w.came.Sub(begin)
 	o.Warm = w

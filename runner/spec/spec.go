@@ -249,6 +249,10 @@ type Method struct {
 	// that length the events' own cost (about a microsecond) is under 1%
 	// (default DefaultKernelClockMaxMS; 0: no limit).
 	KernelClockMaxMS *float64 `yaml:"kernel_clock_max_ms"`
+	// Retune: Triton's autotuners time their configs afresh instead of
+	// reading the configs a run before this one stored in the compile
+	// caches (xrun submit --retune does the same for one job).
+	Retune bool `yaml:"retune"`
 }
 
 // KernelClockOn says whether the kernel clock is asked for.

@@ -62,7 +62,7 @@ def test_other_commands():
     ('{"op":"models","id":1,"params":[1]}', "models: params must be an object, not [1]"),
     ('{"op":"check","id":1,"params":{},"seeds":[1,"2"],"tolerance":null}', "check: seeds must be an integer"),
     ('{"op":"check","id":1,"params":{},"seeds":[1],"tolerance":{"atol":1}}', "tolerance: rtol is missing"),
-    ('{"op":"nope","id":1}', "unknown op 'nope'; known: init, models, check, time, profile, exit"),
+    ('{"op":"nope","id":1}', "unknown op 'nope'; known: init, models, first, check, time, profile, exit"),
     ('{"id":1}', "unknown op None"),
     ("[1]", "a command line is a JSON object, not list"),
     ("{", "a command line is not JSON"),

@@ -174,6 +174,15 @@ class Check(Message):
 
 
 @dataclass(frozen=True)
+class First(Message):
+    """The implementation's first call at a case, made while no other
+    worker uses the GPU: where Triton autotunes and torch.compile compiles."""
+    op = "first"
+    params: Dict[str, Any] = required(_object)
+    seed: int = required(_integer)
+
+
+@dataclass(frozen=True)
 class Time(Message):
     op = "time"
     params: Dict[str, Any] = required(_object)
@@ -201,7 +210,7 @@ class Exit(Message):
     op = "exit"
 
 
-COMMANDS = {c.op: c for c in (Init, ModelsCmd, Check, Time, Profile, Exit)}
+COMMANDS = {c.op: c for c in (Init, ModelsCmd, First, Check, Time, Profile, Exit)}
 
 
 def read_line(line):
@@ -272,6 +281,26 @@ class Models:
     bytes: Optional[float] = None
     tokens: Optional[float] = None
     metrics: Optional[Dict[str, float]] = None
+
+
+@dataclass
+class Autotuned:
+    """One autotuned kernel's config in the first call (autotune.Recorder)."""
+    kernel: str
+    kind: str  # "triton" or "inductor"
+    config: str  # autotune.config_label
+    params: Dict[str, Any]
+    source: str  # tuned, cache, reused or single
+    key: Optional[str] = None
+    tuning_ms: Optional[float] = None
+    timings_ms: Optional[Dict[str, float]] = None
+
+
+@dataclass
+class FirstCall:
+    event = "first"
+    ms: float  # the call's wall time, synchronized
+    autotune: Optional[List[Autotuned]] = None
 
 
 @dataclass

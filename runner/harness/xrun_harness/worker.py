@@ -8,12 +8,14 @@ import platform
 import sys
 import time
 
+from . import autotune
 from .backend import Backend, cuda_device, free_after_oom, host_device
 from .correctness import check
 from .errors import StageError, error_event
 from .gpu.sampler import Sampler
 from .loader import Code, case_params
-from .protocol import Check, Exit, Init, ModelsCmd, Profile, Profiled, Ready, Time, encode_event, parse_command, read_line
+from .protocol import (Autotuned, Check, Exit, First, FirstCall, Init, ModelsCmd, Profile, Profiled, Ready, Time,
+                       encode_event, finite, parse_command, read_line)
 from .timing import Batches
 
 
@@ -50,6 +52,8 @@ class Worker:
         params = case_params(cmd.params, self.be.device)
         if isinstance(cmd, ModelsCmd):
             return self.code.run_models(params)
+        if isinstance(cmd, First):
+            return self.first(cmd, params)
         if isinstance(cmd, Check):
             return check(self.be, self.code, cmd, params, keep=lambda seed, inputs: self.batches.adopt(params, seed, inputs))
         if isinstance(cmd, Time):
@@ -84,6 +88,27 @@ class Worker:
         self.be, self.code, self.gpu = be, code, gpu
         self.batches = Batches(be, code, gpu, c.cuda_graph and be.cuda)
         return ready
+
+    def first(self, c, params):
+        """The implementation's first call at a case on the timing seed's
+        inputs, untimed, with the autotuners' choices recorded. The runner
+        sends it to one worker at a time, so that an autotuner times its
+        configs on a GPU nobody else uses (PROTOCOL.md, "first"). The
+        inputs are dropped afterwards: the check makes its own."""
+        args, kwargs = self.code.make_inputs(params, c.seed)
+        self.be.sync()
+        t0 = time.perf_counter()
+        with autotune.recording() as rec:
+            self.code.call_fn(args, kwargs)
+            self.be.sync()
+        ms = (time.perf_counter() - t0) * 1e3
+        del args, kwargs
+        tuned = [Autotuned(kernel=a["kernel"], kind=a["kind"], config=a["config"], params=a["params"],
+                           source=a["source"], key=a.get("key") or None,
+                           tuning_ms=finite(a["tuning_ms"]) if "tuning_ms" in a else None,
+                           timings_ms={k: finite(v) for k, v in a["timings_ms"].items()} if "timings_ms" in a else None)
+                 for a in rec.choices]
+        return FirstCall(ms=finite(ms), autotune=tuned or None)
 
     def profile(self, c, params):
         """One call for Nsight Compute: the worker runs under ncu with
