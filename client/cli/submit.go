@@ -66,6 +66,7 @@ Examples:
   xrun submit --gpus device=1 experiments/039-gla-pingpong                 # GPU 1 only
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
   xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel
+  xrun submit --retune experiments/autotuned-matmul          # autotune afresh
   xrun submit --k8s --context lab --registry registry.lab:5000 --gpus 2 experiments/039-gla-pingpong
 
 With --k8s the job runs as a Kubernetes Job on the cluster of the kubeconfig
@@ -114,6 +115,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.StringFlag{Name: "profile", Usage: "after timing, profile with Nsight Compute: ncu (every implementation and case) or ncu:impl=a,b;case=0,2;set=full; the reports come back in the job's out/profile/ (runner/profile/README.md); with --root the job also gets CAP_SYS_ADMIN, which hosts that let only administrators read the GPU's counters require", Destination: &o.Profile},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Destination: &o.Registry},
 			&cli.BoolFlag{Name: "no-cache-volume", EnvVars: []string{"XRUN_NO_CACHE_VOLUME"}, Usage: "start the job with empty compile caches (Triton, TorchInductor, CUDA extensions) instead of the host's cache volume of this experiment, base and GPU model (with --k8s: the node's directory)", Destination: &o.NoCacheVolume},
+			&cli.BoolFlag{Name: "retune", EnvVars: []string{"XRUN_RETUNE"}, Usage: "time every autotuned Triton kernel's configs afresh, instead of reading the configs an earlier run of the same code stored in the compile-cache volume, and store the new choices (the spec's benchmark.method.retune does it for every run)", Destination: &o.Retune},
 			&cli.BoolFlag{Name: "no-standby", EnvVars: []string{"XRUN_NO_STANDBY"}, Usage: "on a Docker host, neither run the job in the standby container a previous submit of this experiment left (Python and torch already imported) nor leave one for the next submit", Destination: &o.NoStandby},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.PullSecret},
 		),

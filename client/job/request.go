@@ -65,6 +65,8 @@ type Args struct {
 	Network string
 	// Profile asks the runner for Nsight Compute reports (runner/profile).
 	Profile string
+	// Retune has autotuned Triton kernels timed afresh (contract.EnvRetune).
+	Retune bool
 	// Registry and PullSecret are the cluster's (Where.K8s).
 	Registry, PullSecret string
 	NoCacheVolume        bool
@@ -114,6 +116,9 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	}
 	if a.Profile != "" {
 		env = append(env, contract.EnvProfile+"="+a.Profile)
+	}
+	if a.Retune {
+		env = append(env, contract.EnvRetune+"=1")
 	}
 	jo := submit.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none"}
 	if _, hasURL := lookupEnv(getenv, contract.EnvPostURL); hasURL {
