@@ -90,6 +90,10 @@ type Cell struct {
 	// runner's conservative rule on the q1-q3 of both jobs' timings
 	// (analyze.Verdict): FAST (faster here), SLOW, SAME or AMBIGUOUS.
 	VsFirstVerdict string `json:"vs_first_verdict,omitempty"`
+	// ConfigChange says which autotuned kernels ran another config here
+	// than in the first job (result.AutotuneChange): a moved time with
+	// its reason.
+	ConfigChange string `json:"config_change,omitempty"`
 }
 
 // Build lines the inputs up. Cases are matched by their label (params
@@ -149,18 +153,27 @@ func Build(in []Input) (*Report, error) {
 			row := Row{Implementation: n}
 			any := false
 			var timings []*result.Timing
+			var tuned [][]result.Autotune
 			for i, x := range in {
 				cell := Cell{Status: "missing"}
 				var t *result.Timing
+				var at []result.Autotune
 				if rc := index[i][k]; rc != nil {
 					if ir := rc.Results[n]; ir != nil {
 						any = true
 						cell = makeCell(x.Results, rc, n, ir)
-						t = ir.Timing
+						t, at = ir.Timing, ir.Autotune
 					}
 				}
 				row.Cells = append(row.Cells, cell)
 				timings = append(timings, t)
+				tuned = append(tuned, at)
+			}
+			for i := 1; i < len(row.Cells); i++ {
+				if ch := result.AutotuneChange(tuned[0], tuned[i]); ch != "" {
+					row.Cells[i].ConfigChange = ch
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s at %s, job %s against job 1: %s", n, c.Label, rep.Jobs[i].Key, ch))
+				}
 			}
 			if !any {
 				continue

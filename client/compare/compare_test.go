@@ -314,3 +314,32 @@ func TestHostName(t *testing.T) {
 		}
 	}
 }
+
+// A timing whose autotuned kernel ran another config than in the first job
+// says so in its cell and in a note: the moved time comes with its reason.
+func TestConfigChanged(t *testing.T) {
+	night := func(id, config string, ms float64) Input {
+		r := results(id, "NVIDIA H200", 1, false, false)
+		ir := r.Cases[0].Results["pipelined"]
+		ir.Timing = timing(ms)
+		ir.Autotune = []result.Autotune{{Kernel: "matmul_kernel", Kind: "triton", Key: "8192", Config: config, Source: result.AutotuneTuned}}
+		return Input{JobID: id, Results: r}
+	}
+	rep, err := Build([]Input{night("a", "128x256x64/w8/s3", 1.46), night("b", "128x256x64/w8/s3", 1.47), night("c", "128x64x32/w4/s4", 2.67)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := rep.Cases[0].Rows[1].Cells
+	if cells[1].ConfigChange != "" || cells[2].ConfigChange != "config changed: matmul_kernel 128x256x64/w8/s3 → 128x64x32/w4/s4" {
+		t.Errorf("cells %+v", cells)
+	}
+	var b bytes.Buffer
+	if err := rep.Text(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SLOW (config changed)", "note: pipelined at T=256, job 3 against job 1: config changed: matmul_kernel 128x256x64/w8/s3 → 128x64x32/w4/s4"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}

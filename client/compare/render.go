@@ -160,6 +160,9 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 		if c.VsFirstVerdict != "" {
 			ratio += " " + c.VsFirstVerdict
 		}
+		if c.ConfigChange != "" {
+			ratio += " (config changed)"
+		}
 	}
 	out := []string{ms, speed, tflops}
 	if vs {

@@ -27,6 +27,7 @@ func Markdown(w io.Writer, r *result.Results) error {
 	m := &mdWriter{w: bw}
 	m.header(r)
 	m.table(r)
+	m.autotune(r)
 	m.criteria(r)
 	m.environment(r)
 	m.methodology(r)
@@ -232,6 +233,20 @@ func (m *mdWriter) table(r *result.Results) {
 	if len(m.footnotes) > 0 {
 		m.printf("\n")
 	}
+}
+
+// autotune lists the configs the autotuned kernels ran with.
+func (m *mdWriter) autotune(r *result.Results) {
+	rows := autotuneRows(r)
+	if len(rows) == 0 {
+		return
+	}
+	m.printf("**Autotuned kernels** (the config each ran with):\n\n")
+	m.printf("| Implementation | Case | Kernel | Config | Source |\n|---|---|---|---|---|\n")
+	for _, row := range rows {
+		m.printf("| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	m.printf("\n")
 }
 
 // correctness is PASS, FAIL or SKIP, with a footnote saying why when it is

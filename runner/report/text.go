@@ -119,6 +119,16 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 				fmt.Fprintln(ew, "  "+line)
 			}
 		}
+		if rows := autotuneRows(r); len(rows) > 0 {
+			fmt.Fprintln(ew, "\nautotuned (the config each kernel ran with):")
+			tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+			for _, row := range rows {
+				fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+			}
+			if err := tw.Flush(); err != nil {
+				return fmt.Errorf("write results table: %w", err)
+			}
+		}
 	}
 	if len(r.Criteria) > 0 {
 		fmt.Fprintln(ew, "\ncriteria:")

@@ -1,0 +1,57 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// autotuneRows are the configs the autotuned kernels ran with, one row per
+// implementation, case and kernel: implementation, case, kernel, config,
+// and where the config came from. Nil when nothing was autotuned.
+func autotuneRows(r *result.Results) [][]string {
+	var rows [][]string
+	cols := columns(r)
+	for _, n := range implNames(r) {
+		for i, c := range r.Cases {
+			ir := c.Results[n]
+			if ir == nil {
+				continue
+			}
+			for _, a := range ir.Autotune {
+				rows = append(rows, []string{n, cols[i], a.Kernel, a.Config, autotuneSource(a)})
+			}
+		}
+	}
+	return rows
+}
+
+// autotuneSource says where a config came from, in words.
+func autotuneSource(a result.Autotune) string {
+	switch a.Source {
+	case result.AutotuneTuned:
+		s := "tuned in " + strconv.FormatFloat(a.TuningMS/1e3, 'f', 1, 64) + " s"
+		if n := len(a.TimingsMS); n > 0 {
+			s += fmt.Sprintf(" (best of %d configs)", n)
+		}
+		return s
+	case result.AutotuneCache:
+		return "from the autotune cache (an earlier run's choice)"
+	case result.AutotuneReused:
+		return "chosen at an earlier case"
+	case result.AutotuneSingle:
+		return "its only config"
+	}
+	return a.Source
+}
+
+// mdCells are cells escaped for a markdown table row.
+func mdCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	return out
+}
