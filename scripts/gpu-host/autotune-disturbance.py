@@ -10,7 +10,9 @@ median as the autotuner measured it:
   alone      a plain process, the GPU otherwise idle
   neighbour  another process on the same GPU doing what a second worker's
              correctness check does at the same time (its inputs, a float32
-             reference product, cuBLAS fp16 products)
+             reference product, cuBLAS fp16 products), all through the tuning
+  partial    the same neighbour for the tuning's first 0.35 s alone, as when
+             another worker's check ends while the autotuner times
   profiler   CUPTI recording (torch's profiler) while the autotuner times
   forked     tuned in a child forked from a parent that imported torch and
              triton without touching the GPU (the zygote's way)
@@ -45,6 +47,9 @@ def tune(n, condition):
     kernel = triton_matmul.matmul_kernel
     a, b = inputs.make_inputs({"N": n, "device": "cuda", "dtype": "float16"}, 1)
     torch.cuda.synchronize()
+    go = os.environ.get("AUTOTUNE_GO")
+    if go:
+        open(go, "w").close()
     prof = None
     if condition == "profiler":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
@@ -61,13 +66,18 @@ def tune(n, condition):
                       "first_call_s": round(took, 2), "timings_ms": timings}), flush=True)
 
 
-def neighbour(n, seconds, ready):
-    """A second worker's check: inputs, float32 reference, fp16 products."""
+def neighbour(n, seconds, ready, go=None):
+    """A second worker's check: inputs, float32 reference, fp16 products,
+    for seconds from when go exists (from the start without one)."""
     import torch
     from autotuned_matmul import inputs
+    a, b = inputs.make_inputs({"N": n, "device": "cuda", "dtype": "float16"}, 1)
+    torch.cuda.synchronize()
+    open(ready, "w").close()
+    while go and not os.path.exists(go):
+        time.sleep(0.001)
     end = time.time() + seconds
     seed = 2
-    open(ready, "w").close()
     while time.time() < end:
         a, b = inputs.make_inputs({"N": n, "device": "cuda", "dtype": "float16"}, seed)
         ref = a.float() @ b.float()
@@ -118,7 +128,7 @@ def main():
         n, condition = int(sys.argv[2]), sys.argv[3]
         return forked(n) if condition == "forked" else tune(n, condition)
     if len(sys.argv) > 1 and sys.argv[1] == "--neighbour":
-        return neighbour(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4])
+        return neighbour(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)
     if len(sys.argv) > 1 and sys.argv[1] == "--each":
         return each_config(int(sys.argv[2]))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -130,17 +140,22 @@ def main():
     for n in a.n:
         subprocess.run([sys.executable, __file__, "--each", str(n)], check=True)
         for _ in range(a.repeat):
-            for condition in ("alone", "neighbour", "profiler", "forked"):
+            for condition in ("alone", "neighbour", "partial", "profiler", "forked"):
                 nb = None
-                if condition == "neighbour":
-                    ready = "/tmp/autotune-neighbour-ready"
-                    if os.path.exists(ready):
-                        os.remove(ready)
-                    nb = child(a, "--neighbour", str(n), "20", ready)
+                env = dict(os.environ)
+                if condition in ("neighbour", "partial"):
+                    ready, go = "/tmp/autotune-neighbour-ready", "/tmp/autotune-go"
+                    for f in (ready, go):
+                        if os.path.exists(f):
+                            os.remove(f)
+                    if condition == "neighbour":
+                        nb = child(a, "--neighbour", str(n), "20", ready)
+                    else:
+                        nb = child(a, "--neighbour", str(n), "0.35", ready, go)
+                        env["AUTOTUNE_GO"] = go
                     while not os.path.exists(ready):
                         time.sleep(0.05)
-                    time.sleep(1.0)
-                subprocess.run([sys.executable, __file__, "--tune", str(n), condition], check=True)
+                subprocess.run([sys.executable, __file__, "--tune", str(n), condition], check=True, env=env)
                 if nb is not None:
                     nb.kill()
                     nb.wait()
