@@ -10,6 +10,7 @@ Recording wraps the autotuners' methods for the length of the call alone:
 the calls that are timed later run Triton's code untouched.
 """
 
+import importlib
 import json
 import os
 import sys
@@ -195,8 +196,16 @@ class Recorder:
 
 
 def _targets():
-    """(class, method name, wrapper maker) for each autotuner already imported."""
+    """(class, method name, wrapper maker) for each autotuner already
+    imported. TorchInductor's runtime is imported during a compile, which
+    the first call makes: it is imported here when torch.compile is in use
+    (torch._dynamo imported), so that its autotuner can be wrapped."""
     out = []
+    if "torch._dynamo" in sys.modules and "torch._inductor.runtime.triton_heuristics" not in sys.modules:
+        try:
+            importlib.import_module("torch._inductor.runtime.triton_heuristics")
+        except Exception:  # noqa: BLE001 - no Inductor runtime: nothing of it to record
+            pass
     mod = sys.modules.get("triton.runtime.autotuner")
     cls = getattr(mod, "Autotuner", None) if mod is not None else None
     if cls is not None and callable(getattr(cls, "run", None)):
