@@ -11,7 +11,8 @@ median as the autotuner measured it:
   neighbour  another process on the same GPU doing what a second worker's
              correctness check does at the same time (its inputs, a float32
              reference product, cuBLAS fp16 products), all through the tuning
-  partial    the same neighbour for the tuning's first 0.35 s alone, as when
+  partial    the same neighbour for the first PARTIAL_S of the first call
+             alone (its set-up and the first configs' timing), as when
              another worker's check ends while the autotuner times
   profiler   CUPTI recording (torch's profiler) while the autotuner times
   forked     tuned in a child forked from a parent that imported torch and
@@ -20,7 +21,7 @@ median as the autotuner measured it:
 Then every config on its own, timed with triton.testing.do_bench on the idle
 GPU, for the true ranking. Usage (from the repository root):
 
-  python3 scripts/gpu-host/autotune-disturbance.py [--n 8192 4096] [--repeat 3]
+  python3 scripts/gpu-host/autotune-disturbance.py [--n 8192 4096] [--repeat 3] [--conditions alone partial] [--partial-s 1.0]
 """
 
 import argparse
@@ -134,13 +135,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[8192, 4096])
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--conditions", nargs="+", default=["alone", "neighbour", "partial", "profiler", "forked"])
+    p.add_argument("--partial-s", type=float, default=1.0)
     a = p.parse_args()
     os.environ.setdefault("TRITON_CACHE_DIR", "/tmp/autotune-disturbance-cache")
     os.environ["TRITON_CACHE_AUTOTUNING"] = "0"
     for n in a.n:
         subprocess.run([sys.executable, __file__, "--each", str(n)], check=True)
         for _ in range(a.repeat):
-            for condition in ("alone", "neighbour", "partial", "profiler", "forked"):
+            for condition in a.conditions:
                 nb = None
                 env = dict(os.environ)
                 if condition in ("neighbour", "partial"):
@@ -151,7 +154,7 @@ def main():
                     if condition == "neighbour":
                         nb = child(a, "--neighbour", str(n), "20", ready)
                     else:
-                        nb = child(a, "--neighbour", str(n), "0.35", ready, go)
+                        nb = child(a, "--neighbour", str(n), str(a.partial_s), ready, go)
                         env["AUTOTUNE_GO"] = go
                     while not os.path.exists(ready):
                         time.sleep(0.05)
