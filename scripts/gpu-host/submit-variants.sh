@@ -28,4 +28,4 @@ for v in "$@"; do
   [ -n "$job" ] && "$xrun" results --json "$job" > "$out/$label/results.json" 2>/dev/null
 done
 rm -f "$wrap"
-column -t -s "$(printf '\t')" "$out/summary.tsv"
+if command -v column >/dev/null; then column -t -s "$(printf '\t')" "$out/summary.tsv"; else cat "$out/summary.tsv"; fi
