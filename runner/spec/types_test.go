@@ -104,6 +104,7 @@ func typeCases() []typeCase {
 		top("benchmark.method.rest_ratio", "  method: {rest_ratio: half}", `found "half"; write a number`),
 		top("benchmark.method.kernel_clock", "  method: {kernel_clock: [true]}", `found a list; write true or false`),
 		top("benchmark.method.kernel_clock_max_ms", "  method: {kernel_clock_max_ms: 0.1ms}", `found "0.1ms"; write a number`),
+		top("benchmark.method.retune", "  method: {retune: always}", `found "always"; write true or false`),
 		top("criteria", "criteria: {correct: all}", `found a mapping; write a list of mappings with keys name, speedup,`),
 		crit2(crit("", "correct", `found "correct"; write a mapping with keys name, speedup,`)),
 		crit2(crit(".name", "{correct: all, name: [a]}", `found a list; write a single string`)),
