@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/regress/summary"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -167,5 +169,137 @@ func TestResultsOfAFile(t *testing.T) {
 	}
 	if code := ta.run(ctx, "regress", "--env", "X", path); code != ExitUsage {
 		t.Errorf("--env without --confirm: exit %d", code)
+	}
+}
+
+// threeResults is a run of one case timed for control (the baseline),
+// candidate and the reference at ms[0], ms[1], ms[2].
+func threeResults(t *testing.T, ms [3]float64, at time.Time, converged bool) string {
+	t.Helper()
+	r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: "my-kernel", Status: result.StatusSucceeded, Success: true,
+		CreatedAt: at, Mode: "cpu", Implementations: []string{"control", "candidate"}, Baseline: "control",
+		Env:         result.Env{Host: "ci-box", CPU: "2-core VM", Python: "3.11.2", Numpy: "1.24.2"},
+		Methodology: result.Methodology{MaxTimeS: 2, TargetRSE: 0.005},
+		Cases:       []result.Case{{Params: map[string]any{"M": 64}, Label: "M=64", Results: map[string]*result.ImplResult{}}}}
+	for i, name := range []string{"control", "candidate", "reference"} {
+		m := ms[i]
+		r.Cases[0].Results[name] = &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{MedianMS: m, Q1MS: m * 0.98,
+			Q3MS: m * 1.02, Samples: 300, Converged: converged, StderrRel: map[bool]float64{true: 0.004, false: 0.09}[converged],
+			Clock: result.ClockPerfCounter, KeptSamplesMS: []float64{m * 0.98, m, m * 1.02, m}}}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// On a host that slows every implementation alike, regress judges the
+// candidate on its ratio to the control and the control on its time over
+// the host factor: nothing regressed, and it says the host was slower. A
+// 20 % slowdown of the candidate alone on that busy host is a suspect, and
+// its rerun confirms it (exit 5); the control stays stable.
+func TestRegressRelativeToTheBaseline(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	var ms atomic.Value
+	ms.Store([3]float64{2, 1.5, 0.4})
+	var runs atomic.Int64
+	start := time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)
+	ta.fake.Behave = func(s engine.ContainerSpec) enginetest.Run {
+		n := runs.Add(1)
+		return enginetest.Run{Files: map[string]string{"results.json": threeResults(t, ms.Load().([3]float64), start.Add(time.Duration(n)*time.Hour), true)}}
+	}
+	ctx := context.Background()
+	submit := func(host, slow float64) string {
+		t.Helper()
+		ms.Store([3]float64{2 * host, 1.5 * host * slow, 0.4 * host})
+		if code := ta.run(ctx, "submit", "--cpu", "-q", dir); code != 0 {
+			t.Fatalf("submit: exit %d: %s", code, ta.err)
+		}
+		st, _ := ta.Store()
+		list, _ := st.List()
+		return list[0].ID // newest first
+	}
+	for i := 0; i < 12; i++ {
+		submit(1+0.002*float64(i%3), 1)
+	}
+	busy := submit(1.09, 1)
+	code := ta.run(ctx, "regress", busy)
+	out := ta.out.String()
+	if code != 0 || !strings.Contains(out, "0 regressed, 0 improved, 0 suspect, 3 stable") ||
+		!strings.Contains(out, "the host was slower (all implementations +9 %, host factor 1.09): 3 of 3 timings moved with it") {
+		t.Fatalf("regress of the busy night: exit %d\n%s%s", code, out, ta.err)
+	}
+	if code := ta.run(ctx, "regress", "--json", busy); code != 0 {
+		t.Fatalf("regress --json: exit %d", code)
+	}
+	var rep summary.Report
+	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Runs[0].Points {
+		v := p.Verdict
+		want := map[string]string{"control": "host", "candidate": "ratio", "reference": "ratio"}[p.Implementation]
+		if v.Basis != want || v.Relative == nil || v.HostFactor < 1.08 || v.HostFactor > 1.1 || v.Change < 0.08 ||
+			!strings.HasPrefix(v.Host, "the host was slower") {
+			t.Errorf("%s: basis %q, %+v %+v", p.Implementation, v.Basis, v, v.Relative)
+		}
+	}
+	if code := ta.run(ctx, "history", "--impl", "control", "my-kernel"); code != 0 ||
+		!strings.Contains(ta.out.String(), "JUDGED ON") || !strings.Contains(ta.out.String(), "time / host factor +0.0% (score") ||
+		!strings.Contains(ta.out.String(), "stable: the host was slower (all implementations +9 %)") {
+		t.Errorf("history --impl control: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+
+	slow := submit(1.09, 1.2)
+	if code := ta.run(ctx, "regress", slow); code != 0 || !strings.Contains(ta.out.String(), "suspect (slower)") ||
+		!strings.Contains(ta.out.String(), "ratio to control +20.0%") {
+		t.Fatalf("regress of the slow night: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "regress", "--confirm", "--json", slow); code != ExitRegressed {
+		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, ExitRegressed, ta.out, ta.err)
+	}
+	rep = summary.Report{}
+	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Runs[0].Points {
+		want := map[string]regress.Status{"control": regress.Stable, "candidate": regress.Regressed, "reference": regress.Stable}[p.Implementation]
+		if p.Verdict.Status != want {
+			t.Errorf("%s after the rerun: %s, want %s (%+v)", p.Implementation, p.Verdict.Status, want, p.Verdict)
+		}
+	}
+}
+
+// A series none of whose runs converged has no baseline: regress and
+// history say so, and which settings of the spec to change.
+func TestRegressSaysNeverConverged(t *testing.T) {
+	ta := newTestApp(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	var last string
+	for i := 0; i < 3; i++ {
+		last = filepath.Join(dir, fmt.Sprintf("night-%d.json", i))
+		at := time.Date(2026, 1, 1+i, 2, 0, 0, 0, time.UTC)
+		if err := os.WriteFile(last, []byte(threeResults(t, [3]float64{2, 1.5, 0.4}, at, false)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := ta.run(ctx, "history", "import", last); code != 0 {
+			t.Fatalf("import: exit %d: %s", code, ta.err)
+		}
+	}
+	if code := ta.run(ctx, "regress", last); code != 0 || !strings.Contains(ta.out.String(), "3 timings have never converged") ||
+		!strings.Contains(ta.out.String(), "raise benchmark.method.max_time_s or benchmark.method.target_rse") ||
+		!strings.Contains(ta.out.String(), "this run gave up at max_time_s 2 s with relative standard errors of 9.0-9.0 %") ||
+		!strings.Contains(ta.out.String(), "noisy: did not converge (never converged: no baseline)") {
+		t.Errorf("regress: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "history", "--impl", "candidate", "my-kernel"); code != 0 ||
+		!strings.Contains(ta.out.String(), "this timing has never converged (every run noisy: did not converge)") {
+		t.Errorf("history: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if code := ta.run(ctx, "history", "--json", "my-kernel"); code != 0 || strings.Count(ta.out.String(), `"never_converged": true`) != 3+9 {
+		t.Errorf("history --json: exit %d\n%s%s", code, ta.out, ta.err)
 	}
 }

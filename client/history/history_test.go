@@ -135,11 +135,23 @@ func TestImportRefusesPartialResults(t *testing.T) {
 
 // Twelve stable nights, then a slower one: suspect; the next confirms it.
 // A change point at the slower night starts a new baseline.
+// slowed is run (two cases, three implementations) with i1 alone at
+// median ms.
+func slowed(id string, at time.Time, median float64) *result.Results {
+	r := run(id, at, 2, 3, 1.0)
+	for _, c := range r.Cases {
+		t := c.Results["i1"].Timing
+		t.MedianMS, t.Q1MS, t.Q3MS = median, median*0.99, median*1.01
+		t.KeptSamplesMS = []float64{median * 0.99, median, median * 1.01}
+	}
+	return r
+}
+
 func TestJudgeAndChangePoint(t *testing.T) {
 	s := open(t)
 	start := time.Date(2026, 1, 1, 2, 17, 0, 0, time.UTC)
 	for i := 0; i < 12; i++ {
-		if _, err := s.Import(run(fmt.Sprintf("n%02d", i), start.Add(time.Duration(i)*24*time.Hour), 2, 2, 1.0+0.001*float64(i%3)), Source{}); err != nil {
+		if _, err := s.Import(run(fmt.Sprintf("n%02d", i), start.Add(time.Duration(i)*24*time.Hour), 2, 3, 1.0+0.001*float64(i%3)), Source{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,37 +159,110 @@ func TestJudgeAndChangePoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(js) != 4 || js[0].Verdict.Status != regress.Stable || js[0].Verdict.Baseline != 11 {
+	if len(js) != 6 || js[0].Verdict.Status != regress.Stable || js[0].Verdict.Baseline != 11 {
 		t.Fatalf("night 12: %+v", js)
 	}
-	s.Import(run("slow1", start.Add(12*24*time.Hour), 2, 2, 1.15), Source{})
-	js, _ = s.Judge("slow1", regress.Default())
-	if js[0].Verdict.Status != regress.Suspect || js[0].Verdict.Direction != regress.Slower || js[0].Verdict.PValue == nil {
-		t.Fatalf("the first slow night: %+v", js[0].Verdict)
+	if js[0].Baseline != "i0" || js[0].Verdict.Basis != regress.BasisHost || js[1].Verdict.Basis != regress.BasisRatio {
+		t.Errorf("bases %q %q of a run whose baseline is %q", js[0].Verdict.Basis, js[1].Verdict.Basis, js[0].Baseline)
 	}
-	s.Import(run("slow2", start.Add(12*24*time.Hour+time.Minute), 2, 2, 1.15), Source{})
+	// i1 alone 15 % slower: its ratio to i0 moved.
+	s.Import(slowed("slow1", start.Add(12*24*time.Hour), 1.15), Source{})
+	js, _ = s.Judge("slow1", regress.Default())
+	if v := js[1].Verdict; v.Status != regress.Suspect || v.Direction != regress.Slower || v.PValue == nil || v.Relative == nil ||
+		v.Relative.Of != "ratio to i0" {
+		t.Fatalf("the first slow night: %+v", v)
+	}
+	if v := js[0].Verdict; v.Status != regress.Stable {
+		t.Errorf("the baseline on i1's slow night: %+v", v)
+	}
+	s.Import(slowed("slow2", start.Add(12*24*time.Hour+time.Minute), 1.15), Source{})
 	js, _ = s.Judge("slow2", regress.Default())
-	if js[0].Verdict.Status != regress.Regressed || js[0].Verdict.Confirms != "slow1" {
-		t.Fatalf("the rerun: %+v", js[0].Verdict)
+	if js[1].Verdict.Status != regress.Regressed || js[1].Verdict.Confirms != "slow1" {
+		t.Fatalf("the rerun: %+v", js[1].Verdict)
 	}
 	// Judged as it was that night, slow1 stays a suspect.
-	if js, _ := s.Judge("slow1", regress.Default()); js[0].Verdict.Status != regress.Suspect {
-		t.Errorf("slow1 re-judged: %+v", js[0].Verdict)
+	if js, _ := s.Judge("slow1", regress.Default()); js[1].Verdict.Status != regress.Suspect {
+		t.Errorf("slow1 re-judged: %+v", js[1].Verdict)
+	}
+	// Walked alone (history --impl i1), the series still reads its ratio.
+	pts, _ := s.Points(Filter{Implementation: "i1"})
+	all, err := s.Walk(pts, regress.Default())
+	if err != nil || len(all) != len(pts) || all[13].Verdict.Status != regress.Regressed || all[13].Implementation != "i1" {
+		t.Fatalf("i1 walked alone (%v): %d of %d points, %+v", err, len(all), len(pts), all[13].Verdict)
 	}
 	var ids []int64
 	for _, j := range js {
 		ids = append(ids, j.SeriesID)
 	}
-	if n, err := s.MarkChange(ids, start.Add(12*24*time.Hour), "slow1", "accepted: new tiling"); err != nil || n != 4 {
+	if n, err := s.MarkChange(ids, start.Add(12*24*time.Hour), "slow1", "accepted: new tiling"); err != nil || n != 6 {
 		t.Fatal(n, err)
 	}
 	js, _ = s.Judge("slow2", regress.Default())
-	if js[0].Verdict.Status != regress.Insufficient || js[0].Verdict.Baseline != 1 {
-		t.Errorf("after the change point: %+v", js[0].Verdict)
+	if js[1].Verdict.Status != regress.Insufficient || js[1].Verdict.Baseline != 1 {
+		t.Errorf("after the change point: %+v", js[1].Verdict)
 	}
 	cps, _ := s.ChangePoints()
-	if len(cps) != 4 || cps[ids[0]][0].Note != "accepted: new tiling" {
+	if len(cps) != 6 || cps[ids[0]][0].Note != "accepted: new tiling" {
 		t.Errorf("change points %+v", cps)
+	}
+}
+
+// Every implementation 15 % slower is the host: stable, and said so.
+func TestJudgeHostSlower(t *testing.T) {
+	s := open(t)
+	start := time.Date(2026, 1, 1, 2, 17, 0, 0, time.UTC)
+	for i := 0; i < 12; i++ {
+		s.Import(run(fmt.Sprintf("n%02d", i), start.Add(time.Duration(i)*24*time.Hour), 2, 3, 1.0+0.001*float64(i%3)), Source{})
+	}
+	s.Import(run("busy", start.Add(12*24*time.Hour), 2, 3, 1.15), Source{})
+	js, err := s.Judge("busy", regress.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js {
+		if v := j.Verdict; v.Status != regress.Stable || v.Host != "the host was slower (all implementations +15 %)" || v.Change < 0.14 {
+			t.Errorf("%s %s: %+v", j.Implementation, j.Case, v)
+		}
+	}
+}
+
+// A layout-1 history gains runs.baseline, filled from the points'
+// speedups.
+func TestMigrateBaseline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run("old", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 1, 3, 1.0)
+	r.Comparisons = []result.Comparison{{A: "i1", B: "i0", Label: "T=256", Speedup: 1.0}, {A: "i2", B: "i0", Label: "T=256", Speedup: 1.0}}
+	r2 := run("none", time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), 1, 3, 1.0)
+	for _, x := range []*result.Results{r, r2} {
+		if _, err := s.Import(x, Source{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to layout 1, as an older xrun wrote it.
+	for _, q := range []string{"ALTER TABLE runs DROP COLUMN baseline", "PRAGMA user_version = 1"} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pts, err := s.Points(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		want := map[string]string{"old": "i0", "none": ""}[p.JobID]
+		if p.Baseline != want {
+			t.Errorf("%s %s: baseline %q, want %q", p.JobID, p.Implementation, p.Baseline, want)
+		}
 	}
 }
 

@@ -81,9 +81,9 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 		out.Replaced = true
 	}
 	res, err = tx.Exec(`INSERT INTO runs (run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,
-		torch, git_commit, source, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		torch, git_commit, source, imported_at, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		runKey, jobID, r.Experiment, at.UnixNano(), r.Status, r.Mode, r.Env.Host, src.Address, gpu, uuid, r.Env.Driver,
-		r.Env.CUDARuntime, r.Env.Torch, r.Env.GitCommit, src.Origin, time.Now().UnixNano())
+		r.Env.CUDARuntime, r.Env.Torch, r.Env.GitCommit, src.Origin, time.Now().UnixNano(), r.Baseline)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}

@@ -2,6 +2,8 @@ package history
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/xrun-dev/xrun/client/regress"
 )
@@ -13,7 +15,10 @@ type Judged struct {
 }
 
 // Walk applies ru to every series of points (as Points returns them, whole
-// series) with their change points, and returns each point judged.
+// series) with their change points, and returns each point judged. The
+// relative rule reads each series with the others of its group (the other
+// implementations timed in the same runs at the same case): those the
+// points lack are read from the history.
 func (s *Store) Walk(points []Point, ru regress.Rule) ([]Judged, error) {
 	var ids []int64
 	for _, ser := range Series(points) {
@@ -22,18 +27,68 @@ func (s *Store) Walk(points []Point, ru regress.Rule) ([]Judged, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	mates, err := s.mates(ids)
+	if err != nil {
+		return nil, err
+	}
+	all := points
+	if len(mates) > 0 {
+		more, err := s.Points(Filter{Series: mates})
+		if err != nil {
+			return nil, err
+		}
+		all = append(slices.Clone(points), more...)
+	}
+	series := Series(all)
+	for _, ser := range series {
+		if !slices.Contains(ids, ser[0].SeriesID) {
+			ids = append(ids, ser[0].SeriesID)
+		}
+	}
 	changes, err := s.ChangePoints(ids...)
 	if err != nil {
 		return nil, err
 	}
+	in := make([]regress.Series, len(series))
+	for i, ser := range series {
+		in[i] = regress.Series{Group: ser[0].Key.Group(), Implementation: ser[0].Key.Implementation,
+			Values: Values(ser, changes[ser[0].SeriesID])}
+	}
+	verdicts := ru.WalkRelative(in)
 	out := make([]Judged, 0, len(points))
-	for _, ser := range Series(points) {
-		vs := ru.Walk(Values(ser, changes[ser[0].SeriesID]))
-		for i, p := range ser {
-			out = append(out, Judged{Point: p, Verdict: vs[i]})
+	for i, ser := range series[:len(Series(points))] {
+		for k, p := range ser {
+			out = append(out, Judged{Point: p, Verdict: verdicts[i][k]})
 		}
 	}
 	return out, nil
+}
+
+// mates returns the series of the groups of ids that are not in ids.
+func (s *Store) mates(ids []int64) ([]int64, error) {
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := make([]any, 0, 2*len(ids))
+	for range 2 {
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	rows, err := s.db.Query(`SELECT DISTINCT m.id FROM series m JOIN series s ON m.experiment = s.experiment AND m.params = s.params
+		AND m.gpu = s.gpu AND m.driver = s.driver AND m.cuda = s.cuda AND m.stack = s.stack AND m.clock_policy = s.clock_policy
+		AND m.mode = s.mode WHERE s.id IN (`+marks+`) AND m.id NOT IN (`+marks+`) ORDER BY m.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // Judge returns the verdict on each point of job's run against the values

@@ -42,3 +42,11 @@ func (k Key) String() string {
 	b, _ := json.Marshal([]string{k.Experiment, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack, k.ClockPolicy, k.Mode})
 	return string(b)
 }
+
+// Group is the key without the implementation: the series of one group
+// were timed side by side, on the same machine in the same runs, which the
+// relative rule reads together (regress.WalkRelative).
+func (k Key) Group() string {
+	b, _ := json.Marshal([]string{k.Experiment, k.Params, k.GPU, k.Driver, k.CUDA, k.Stack, k.ClockPolicy, k.Mode})
+	return string(b)
+}

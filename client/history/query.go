@@ -41,6 +41,9 @@ type Point struct {
 	// came from (SourceStore or a file).
 	Address string `json:"address,omitempty"`
 	Source  string `json:"source"`
+	// Baseline is the implementation the run measured speedups against
+	// (results.json's baseline; "" when the run names none).
+	Baseline string `json:"baseline,omitempty"`
 }
 
 // Points returns the points f picks, by series (in the order the series
@@ -48,7 +51,7 @@ type Point struct {
 func (s *Store) Points(f Filter) ([]Point, error) {
 	q := `SELECT p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
 		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
-		r.git_commit, r.source, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
+		r.git_commit, r.source, r.baseline, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
 		p.throttled, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept
 		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
 	var where []string
@@ -89,7 +92,7 @@ func (s *Store) Points(f Filter) ([]Point, error) {
 		var at int64
 		if err := rows.Scan(&p.SeriesID, &p.Key.Experiment, &p.Key.Case, &params, &p.Key.Implementation, &p.Key.GPU,
 			&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
-			&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.ImplStatus, &p.Error,
+			&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.Baseline, &p.ImplStatus, &p.Error,
 			&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.TFLOPS, &p.GBps,
 			&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept); err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
@@ -160,7 +163,8 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 	lastClock := ""
 	next := 0 // the next change point to apply
 	for i, p := range series {
-		v := regress.Value{Run: p.JobID, At: p.Date, MedianMS: p.MedianMS, Q1MS: p.Q1MS, Q3MS: p.Q3MS, Samples: p.KeptSamples}
+		v := regress.Value{Run: p.JobID, At: p.Date, MedianMS: p.MedianMS, Q1MS: p.Q1MS, Q3MS: p.Q3MS, Samples: p.KeptSamples,
+			Baseline: p.Baseline}
 		for next < len(changes) && !changes[next].At.After(p.Date) {
 			v.ChangePoint = true
 			next++
@@ -176,7 +180,7 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 		case p.MedianMS <= 0:
 			v.Errored = "no timing"
 		case !p.Converged:
-			v.Noisy = "did not converge"
+			v.Noisy = regress.NotConverged
 		case p.Throttled:
 			v.Noisy = "timed on a throttled GPU"
 		}

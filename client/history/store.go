@@ -52,8 +52,9 @@ func DefaultPath(getenv func(string) string) (string, error) {
 // process.
 const busyTimeout = 30 * time.Second
 
-// schemaVersion is the layout below (PRAGMA user_version).
-const schemaVersion = 1
+// schemaVersion is the layout below (PRAGMA user_version). 2 added
+// runs.baseline.
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS series (
@@ -88,7 +89,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	torch       TEXT NOT NULL,
 	git_commit  TEXT NOT NULL,
 	source      TEXT NOT NULL,
-	imported_at INTEGER NOT NULL
+	imported_at INTEGER NOT NULL,
+	baseline    TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_experiment ON runs(experiment, at);
@@ -204,6 +206,11 @@ func (s *Store) migrate() error {
 	if v == schemaVersion {
 		return nil
 	}
+	if v == 1 {
+		if err := addBaseline(tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
@@ -211,6 +218,24 @@ func (s *Store) migrate() error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// addBaseline adds runs.baseline to a layout-1 history and fills it from
+// what its points say: the implementations compared with the baseline
+// have a speedup, the baseline none. A run where that does not name one
+// implementation keeps "": the rule judges it on the host factor.
+func addBaseline(tx *sql.Tx) error {
+	if _, err := tx.Exec("ALTER TABLE runs ADD COLUMN baseline TEXT NOT NULL DEFAULT ''"); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`UPDATE runs SET baseline = COALESCE((
+		SELECT CASE WHEN count(*) = 1 THEN max(s.implementation)
+			WHEN count(*) = 0 THEN 'reference' END
+		FROM points p JOIN series s ON s.id = p.series_id
+		WHERE p.run_id = runs.id AND p.impl_status = 'ok' AND p.median_ms > 0 AND p.speedup = 0 AND s.implementation != 'reference'
+		), '')
+		WHERE EXISTS (SELECT 1 FROM points p WHERE p.run_id = runs.id AND p.speedup > 0)`)
+	return err
 }
 
 // Path is the database's file.

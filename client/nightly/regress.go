@@ -80,6 +80,9 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 		if t.r != nil {
 			out := analyze.ExpectedOutcome(t.r)
 			sr.Outcome = &out
+			if len(sr.NeverConverged) > 0 {
+				sr.Advice = summary.ConvergenceAdvice(t.r, len(sr.NeverConverged))
+			}
 		}
 		if o.Rerun != nil && len(sr.Suspects()) > 0 {
 			if err := n.confirm(ctx, m, &sr, t.j, o); err != nil {

@@ -137,7 +137,10 @@ func (n *History) text(judged []history.Judged) error {
 		}
 		k := ser[0].Key
 		fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, machine(k))
-		fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tSTATUS")
+		if a := neverConverged(ser); a != "" {
+			fmt.Fprintf(tw, "  %s\n", a)
+		}
+		fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tJUDGED ON\tSTATUS")
 		for _, j := range ser {
 			ms, q := "-", "-"
 			if j.MedianMS > 0 {
@@ -152,14 +155,23 @@ func (n *History) text(judged []history.Judged) error {
 			if host == "" {
 				host = j.Address
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Date.Format("2006-01-02 15:04"), j.JobID, dashed(host), ms, q,
-				base, change, summary.StatusText(summary.Point{Verdict: j.Verdict}))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Date.Format("2006-01-02 15:04"), j.JobID, dashed(host), ms, q,
+				base, change, summary.JudgedOn(j.Verdict), summary.StatusText(summary.Point{Verdict: j.Verdict}))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write history: %w", err)
 	}
 	return nil
+}
+
+// neverConverged says, for a series none of whose runs converged, that it
+// has no baseline and which settings to change ("" for one that did).
+func neverConverged(ser []history.Judged) string {
+	if !ser[len(ser)-1].Verdict.NeverConverged {
+		return ""
+	}
+	return summary.ConvergenceAdvice(nil, 1)
 }
 
 func judgedSeries(judged []history.Judged) [][]history.Judged {
@@ -180,6 +192,10 @@ type seriesJSON struct {
 	ID     int64       `json:"series"`
 	Key    history.Key `json:"key"`
 	Points []pointJSON `json:"points"`
+	// NeverConverged: no run of the series converged, so it has no
+	// baseline; Advice says which settings to change.
+	NeverConverged bool   `json:"never_converged,omitempty"`
+	Advice         string `json:"advice,omitempty"`
 }
 
 type pointJSON struct {
@@ -201,7 +217,10 @@ type pointJSON struct {
 func historyJSON(judged []history.Judged) []seriesJSON {
 	out := []seriesJSON{}
 	for _, ser := range judgedSeries(judged) {
-		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key}
+		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key, NeverConverged: ser[len(ser)-1].Verdict.NeverConverged}
+		if s.NeverConverged {
+			s.Advice = summary.ConvergenceAdvice(nil, 1)
+		}
 		for _, j := range ser {
 			s.Points = append(s.Points, pointJSON{Date: j.Date, JobID: j.JobID, Host: j.Host, Address: j.Address, GPUUUID: j.GPUUUID,
 				Status: j.ImplStatus, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS, Clock: j.Clock, Commit: j.Commit,

@@ -23,6 +23,10 @@
 //   - stable values and improvements join H; slower suspects and
 //     regressions do not, so a regression stays regressed until it is
 //     fixed or a change point accepts it.
+//
+// Walk applies it to a series' times. WalkRelative (relative.go) applies it
+// to what the host does not move: a candidate's ratio to the run's
+// baseline implementation, the baseline's time over the run's host factor.
 package regress
 
 import (
@@ -89,6 +93,10 @@ type Value struct {
 	ChangePoint bool `json:"change_point,omitempty"`
 	// Samples are the kept samples of the timing, for the rank test.
 	Samples []float64 `json:"-"`
+	// Baseline is the implementation the run measured speedups against
+	// (results.json's baseline; "" when it names none): the relative rule
+	// judges the other implementations on their ratio to it.
+	Baseline string `json:"-"`
 }
 
 // Verdict is the rule's reading of one value.
@@ -120,27 +128,62 @@ type Verdict struct {
 	PValue *float64 `json:"p_value,omitempty"`
 	// Accepted says the value joined the baseline of the values after it.
 	Accepted bool `json:"accepted"`
+
+	// The relative rule (WalkRelative). Median, MAD, Score and Change above
+	// are of the time; the status is of the reading Basis names:
+	// BasisRatio, a candidate's ratio to the run's baseline implementation;
+	// BasisHost, the time over the host factor; BasisTime (or empty, from
+	// Walk), the time itself.
+	Basis string `json:"basis,omitempty"`
+	// Relative is the judged reading when Basis is ratio or host.
+	Relative *Reading `json:"relative,omitempty"`
+	// HostFactor is the median, over the implementations timed in the run
+	// at this case, of time / their series' recent median: 1.09 when the
+	// host made all of them 9 % slower (0: fewer than two had one).
+	HostFactor float64 `json:"host_factor,omitempty"`
+	// Host says that the time breached the rule's bounds but the judged
+	// reading did not: the host moved, not the implementation.
+	Host string `json:"host,omitempty"`
+	// NeverConverged is set on a value that did not converge when no value
+	// of its series before it did: the series has no baseline and is never
+	// judged until its timings converge.
+	NeverConverged bool `json:"never_converged,omitempty"`
 }
 
 // Walk applies the rule to a series in time order and returns one verdict
 // per value. A verdict can change when a later value confirms it (a
 // suspect becomes regressed) or does not (a spike), so the whole series is
 // read each time.
-func (ru Rule) Walk(vals []Value) []Verdict {
+func (ru Rule) Walk(vals []Value) []Verdict { return ru.walk(vals, nil) }
+
+// walk applies the rule to the judged values vals. With times (the same
+// series' own values, when vals are readings made of them: ratios, times
+// over a host factor), the verdicts' Median, MAD, Score and Change are of
+// the times over the same baseline runs and Relative is the judged
+// reading; without, vals are the times.
+func (ru Rule) walk(vals, times []Value) []Verdict {
+	relative := times != nil
+	if !relative {
+		times = vals
+	}
 	out := make([]Verdict, len(vals))
 	var base []int  // indices of the accepted values since the last change point
 	pending := -1   // index of the last suspect, awaiting its next value
 	confirmed := "" // direction of a confirmed breach that still holds
+	timed := false  // a value of the series converged
 	for i, v := range vals {
 		if v.ChangePoint {
 			base, pending, confirmed = nil, -1, ""
+		}
+		if t := times[i]; t.Errored == "" && t.Noisy == "" && t.MedianMS > 0 {
+			timed = true
 		}
 		switch {
 		case v.Errored != "":
 			out[i] = Verdict{Status: Errored, Reason: v.Errored}
 			continue
 		case v.Noisy != "":
-			out[i] = Verdict{Status: Noisy, Reason: v.Noisy}
+			out[i] = Verdict{Status: Noisy, Reason: v.Noisy, NeverConverged: !timed && times[i].Noisy == NotConverged}
 			continue
 		case v.MedianMS <= 0:
 			out[i] = Verdict{Status: Errored, Reason: "no timing"}
@@ -148,6 +191,9 @@ func (ru Rule) Walk(vals []Value) []Verdict {
 		}
 		h := base[max(0, len(base)-ru.Window):]
 		vd := Verdict{Baseline: len(h)}
+		if relative {
+			vd.Relative = &Reading{Value: v.MedianMS}
+		}
 		if len(h) < ru.MinHistory {
 			vd.Status, vd.Accepted = Insufficient, true
 			out[i] = vd
@@ -155,21 +201,24 @@ func (ru Rule) Walk(vals []Value) []Verdict {
 			pending, confirmed = -1, ""
 			continue
 		}
-		xs := make([]float64, len(h))
+		xs, ts := make([]float64, len(h)), make([]float64, len(h))
 		for k, j := range h {
-			xs[k] = vals[j].MedianMS
+			xs[k], ts[k] = vals[j].MedianMS, times[j].MedianMS
 		}
-		vd.Median, vd.MAD = MedianMAD(xs)
-		vd.Change = v.MedianMS/vd.Median - 1
-		vd.Score = score(v.MedianMS, vd.Median, vd.MAD)
-		if p, ok := MannWhitney(v.Samples, vals[h[len(h)-1]].Samples); ok {
+		judged := readingOf(v.MedianMS, xs)
+		abs := readingOf(times[i].MedianMS, ts)
+		vd.Median, vd.MAD, vd.Score, vd.Change = abs.Median, abs.MAD, abs.Score, abs.Change
+		if relative {
+			vd.Relative = &judged
+		}
+		if p, ok := MannWhitney(times[i].Samples, times[h[len(h)-1]].Samples); ok {
 			vd.PValue = &p
 		}
 		dir := ""
 		switch {
-		case vd.Score > ru.Score && vd.Change > ru.Floor:
+		case judged.Score > ru.Score && judged.Change > ru.Floor:
 			dir = Slower
-		case vd.Score < -ru.Score && vd.Change < -ru.Floor:
+		case judged.Score < -ru.Score && judged.Change < -ru.Floor:
 			dir = Faster
 		}
 		confirmedStatus := Regressed

@@ -39,6 +39,11 @@ type Regression struct {
 	Change         float64  `json:"change"`
 	Score          float64  `json:"score"`
 	PValue         *float64 `json:"p_value,omitempty"`
+	// Basis and Relative are the reading the regression was judged on:
+	// the ratio to the run's baseline implementation, or the time over
+	// the run's host factor (regress.Verdict).
+	Basis    string           `json:"basis,omitempty"`
+	Relative *regress.Reading `json:"relative,omitempty"`
 }
 
 // Alert returns the payload of the report's confirmed regressions, or nil
@@ -57,7 +62,7 @@ func (rep *Report) Alert() *Alert {
 			}
 			regs = append(regs, Regression{Experiment: r.Experiment, Case: p.Case, Implementation: p.Implementation, GPU: r.GPU,
 				Host: r.Host, JobID: r.JobID, ConfirmedBy: confirmed, MedianMS: p.MedianMS, BaselineMS: p.Verdict.Median,
-				Change: p.Verdict.Change, Score: p.Verdict.Score, PValue: p.Verdict.PValue})
+				Change: p.Verdict.Change, Score: p.Verdict.Score, PValue: p.Verdict.PValue, Basis: p.Verdict.Basis, Relative: p.Verdict.Relative})
 			if !contains(exps, r.Experiment) {
 				exps = append(exps, r.Experiment)
 			}
@@ -69,8 +74,12 @@ func (rep *Report) Alert() *Alert {
 	var b strings.Builder
 	fmt.Fprintf(&b, "xrun: %d confirmed regression(s) in %s\n", len(regs), strings.Join(exps, ", "))
 	for _, g := range regs {
-		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%), job %s confirmed by %s\n", g.Experiment,
-			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), 100*g.Change, g.JobID, g.ConfirmedBy)
+		rel := ""
+		if r := g.Relative; r != nil && r.Median > 0 {
+			rel = fmt.Sprintf("; %s %+.1f%%", r.Of, 100*r.Change)
+		}
+		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%%s), job %s confirmed by %s\n", g.Experiment,
+			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), 100*g.Change, rel, g.JobID, g.ConfirmedBy)
 	}
 	return &Alert{Title: "Nightly regression: " + strings.Join(exps, ", "), Text: b.String(), Regressions: regs, Created: time.Now().UTC()}
 }

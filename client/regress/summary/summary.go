@@ -21,6 +21,7 @@ import (
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // Report is the judgement of one or more runs.
@@ -51,6 +52,16 @@ type Run struct {
 	Counts map[string]int `json:"counts"`
 	Total  int            `json:"total"`
 	Points []Point        `json:"points"`
+	// HostFactor is the median of the points' host factors: 1.09 when the
+	// host made every implementation 9 % slower (0: none known).
+	HostFactor float64 `json:"host_factor,omitempty"`
+	// HostNote says how many timings moved with the host, not on their
+	// own.
+	HostNote string `json:"host_note,omitempty"`
+	// NeverConverged names the timings ("blocked at M=32") whose series
+	// has never converged, and Advice the settings to change for them.
+	NeverConverged []string `json:"never_converged,omitempty"`
+	Advice         string   `json:"advice,omitempty"`
 }
 
 // Point is one timing of the run with its verdict.
@@ -74,9 +85,34 @@ func NewRun(run history.Run, judged []history.Judged) Run {
 	if out.Host == "" {
 		out.Host = run.Address
 	}
+	var factors []float64
+	moved := 0
 	for _, j := range judged {
 		out.Points = append(out.Points, Point{Series: j.SeriesID, Case: j.Case, Implementation: j.Implementation,
 			MedianMS: j.MedianMS, Verdict: j.Verdict})
+		if f := j.Verdict.HostFactor; f > 0 {
+			factors = append(factors, f)
+		}
+		if j.Verdict.Host != "" {
+			moved++
+		}
+		if j.Verdict.NeverConverged {
+			out.NeverConverged = append(out.NeverConverged, j.Implementation+" at "+j.Case)
+		}
+	}
+	if len(factors) > 0 {
+		out.HostFactor, _ = regress.MedianMAD(factors)
+	}
+	if moved > 0 {
+		word := "slower"
+		if out.HostFactor < 1 {
+			word = "faster"
+		}
+		out.HostNote = fmt.Sprintf("the host was %s (all implementations %+.0f %%, host factor %.2f): %d of %d timings moved with it, "+
+			"not on their own", word, 100*(out.HostFactor-1), out.HostFactor, moved, len(judged))
+	}
+	if len(out.NeverConverged) > 0 {
+		out.Advice = ConvergenceAdvice(nil, len(out.NeverConverged))
 	}
 	out.count()
 	return out
@@ -208,6 +244,12 @@ func (rep *Report) Text(w io.Writer, all bool) error {
 		}
 		fmt.Fprintln(tw, r.heading())
 		fmt.Fprintf(tw, "  %s\n  %s\n", r.outcomeLine(), r.countsLine())
+		if r.HostNote != "" {
+			fmt.Fprintf(tw, "  %s\n", r.HostNote)
+		}
+		if r.Advice != "" {
+			fmt.Fprintf(tw, "  %s\n", r.Advice)
+		}
 		if r.Rerun != "" {
 			fmt.Fprintf(tw, "  suspects rerun at once as job %s\n", r.Rerun)
 		}
@@ -215,7 +257,7 @@ func (rep *Report) Text(w io.Writer, all bool) error {
 		if len(pts) == 0 {
 			continue
 		}
-		fmt.Fprintln(tw, "  CASE\tIMPL\tMEDIAN ms\tBASELINE ms (n)\tCHANGE\tSCORE\tp\tSTATUS")
+		fmt.Fprintln(tw, "  CASE\tIMPL\tMEDIAN ms\tBASELINE ms (n)\tCHANGE\tSCORE\tp\tJUDGED ON\tSTATUS")
 		for _, p := range pts {
 			fmt.Fprintf(tw, "  %s\n", strings.Join(cols(p), "\t"))
 		}
@@ -267,12 +309,18 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 	for _, r := range rep.Runs {
 		pts := r.shown(all)
 		notes := r.Outcome != nil && !r.Outcome.Expected
-		if len(pts) == 0 && !notes && r.Rerun == "" {
+		if len(pts) == 0 && !notes && r.Rerun == "" && r.HostNote == "" && r.Advice == "" {
 			continue
 		}
 		fmt.Fprintf(&b, "\n### %s\n\n", r.heading())
 		if notes {
 			fmt.Fprintf(&b, "%s\n\n", r.outcomeLine())
+		}
+		if r.HostNote != "" {
+			fmt.Fprintf(&b, "%s.\n\n", upper(r.HostNote))
+		}
+		if r.Advice != "" {
+			fmt.Fprintf(&b, "⚠️ %s\n\n", r.Advice)
 		}
 		if r.Rerun != "" {
 			fmt.Fprintf(&b, "Suspects rerun at once as job `%s`.\n\n", r.Rerun)
@@ -280,7 +328,7 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		if len(pts) == 0 {
 			continue
 		}
-		b.WriteString("| case | impl | median ms | baseline ms (n) | change | score | p | status |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| case | impl | median ms | baseline ms (n) | change | score | p | judged on | status |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range pts {
 			c := cols(p)
 			if p.Figure != "" {
@@ -294,8 +342,9 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 	}
 	fmt.Fprintf(&b, "\n<sub>Each timing is judged against the last %d accepted runs of its series (at least %d): suspect when "+
 		"more than %g robust σ and %g %% from their median, regressed or improved once the next run (a rerun at once, or the next "+
-		"night) agrees; counts are of the run's timings (docs/regressions.md).</sub>\n", rep.Rule.Window, rep.Rule.MinHistory,
-		rep.Rule.Score, 100*rep.Rule.Floor)
+		"night) agrees; a candidate on its ratio to the run's baseline implementation, the baseline on its time over the run's "+
+		"host factor, so that a host that slowed every implementation alike is no regression; counts are of the run's timings "+
+		"(docs/regressions.md).</sub>\n", rep.Rule.Window, rep.Rule.MinHistory, rep.Rule.Score, 100*rep.Rule.Floor)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write regression report: %w", err)
 	}
@@ -321,7 +370,29 @@ func cols(p Point) []string {
 	if v.PValue != nil {
 		pv = fmtP(*v.PValue)
 	}
-	return []string{p.Case, p.Implementation, ms, base, change, score, pv, StatusText(p)}
+	return []string{p.Case, p.Implementation, ms, base, change, score, pv, JudgedOn(v), StatusText(p)}
+}
+
+// JudgedOn says what the status judged, when it is not the time itself:
+// "ratio to control +20.1% (score 12.3)".
+func JudgedOn(v regress.Verdict) string {
+	r := v.Relative
+	switch {
+	case v.Status == regress.Noisy || v.Status == regress.Errored:
+		return "-"
+	case r == nil:
+		return "time"
+	case r.Median <= 0:
+		return r.Of
+	}
+	return fmt.Sprintf("%s %+.1f%% (score %s)", r.Of, 100*r.Change, fmtScore(r.Score))
+}
+
+func upper(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // StatusText says a point's status with what qualifies it: the direction
@@ -336,8 +407,11 @@ func StatusText(p Point) string {
 			s += ", not confirmed (spike)"
 		}
 	case regress.Stable:
-		if v.Spike {
+		switch {
+		case v.Spike:
 			s += ": a " + v.Direction + " spike the rerun did not confirm"
+		case v.Host != "":
+			s += ": " + v.Host
 		}
 	case regress.Regressed, regress.Improved:
 		switch {
@@ -349,6 +423,9 @@ func StatusText(p Point) string {
 	case regress.Noisy, regress.Errored:
 		if v.Reason != "" {
 			s += ": " + v.Reason
+		}
+		if v.NeverConverged {
+			s += " (never converged: no baseline)"
 		}
 	}
 	if p.Rerun != nil && v.Status == regress.Suspect && !v.Spike {
@@ -377,6 +454,44 @@ func fmtP(p float64) string {
 func dash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// ConvergenceAdvice says what to do about n timings whose series have
+// never converged, naming the spec's settings; with the run's results at
+// hand (nil: without), what the run used and reached.
+func ConvergenceAdvice(res *result.Results, n int) string {
+	s := fmt.Sprintf("%d timings have never converged (every run noisy: %s), so their series have no baseline and are never judged: "+
+		"raise benchmark.method.max_time_s or benchmark.method.target_rse in the experiment's xrun.yaml", n, regress.NotConverged)
+	if n == 1 {
+		s = fmt.Sprintf("this timing has never converged (every run noisy: %s), so its series has no baseline and is never judged: "+
+			"raise benchmark.method.max_time_s or benchmark.method.target_rse in the experiment's xrun.yaml", regress.NotConverged)
+	}
+	if res == nil {
+		return s + " (xrun results shows each timing's relative standard error against the target)"
+	}
+	m := res.Methodology
+	lo, hi := math.Inf(1), 0.0
+	for _, c := range res.Cases {
+		for _, ir := range c.Results {
+			if t := ir.Timing; t != nil && !t.Converged && t.StderrRel > 0 {
+				lo, hi = math.Min(lo, t.StderrRel), math.Max(hi, t.StderrRel)
+			}
+		}
+	}
+	s += fmt.Sprintf("; this run gave up at max_time_s %g s", m.MaxTimeS)
+	if hi > 0 && m.TargetRSE > 0 {
+		s += fmt.Sprintf(" with relative standard errors of %.1f-%.1f %% against target_rse %g (%.1f %%)", 100*lo, 100*hi, m.TargetRSE, 100*m.TargetRSE)
+		// The standard error falls as one over the root of the samples.
+		need := m.MaxTimeS * (hi / m.TargetRSE) * (hi / m.TargetRSE)
+		took := time.Duration(need * float64(time.Second)).Round(time.Second)
+		if need > 60 {
+			s += fmt.Sprintf(": at that spread the target takes about %s per timing, so on a host this busy raise target_rse to what it reaches (about %.2g)",
+				took, math.Ceil(100*hi)/100)
+		} else {
+			s += fmt.Sprintf(": at that spread the target takes about %s per timing: raise max_time_s to about %.0f", took, math.Ceil(need*1.2))
+		}
 	}
 	return s
 }

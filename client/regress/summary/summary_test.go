@@ -12,21 +12,30 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// report is a run with one regressed timing confirmed by a rerun, a
-// spike, a noisy one and a stable one.
+// report is a run on a host 9 % slower with one regressed timing (on its
+// ratio to the baseline) confirmed by a rerun, a spike, a noisy one that
+// never converged, one that moved with the host and a stable one.
 func report() *Report {
 	p := 1e-9
 	at := time.Date(2026, 11, 25, 2, 17, 0, 0, time.UTC)
 	run := history.Run{JobID: "3fa1c2e0a1b2", Experiment: "gla-pingpong", At: at, Status: "criteria_failed", Host: "gpu1", GPU: "NVIDIA H100 80GB HBM3"}
+	ratio := func(of string, change, score float64) *regress.Reading {
+		return &regress.Reading{Of: of, Value: 1 + change, Median: 1, MAD: 0.005, Score: score, Change: change}
+	}
 	judged := []history.Judged{
-		{Verdict: regress.Verdict{Status: regress.Suspect, Direction: regress.Slower, Baseline: 20, Median: 0.0341, MAD: 0.0002, Score: 7.3, Change: 0.129, PValue: &p}},
-		{Verdict: regress.Verdict{Status: regress.Suspect, Direction: regress.Slower, Baseline: 20, Median: 0.0581, MAD: 0.0003, Score: 5.1, Change: 0.061, PValue: &p}},
-		{Verdict: regress.Verdict{Status: regress.Noisy, Reason: "did not converge"}},
-		{Verdict: regress.Verdict{Status: regress.Stable, Baseline: 20, Median: 0.0150, MAD: 0.0001, Score: 0.4, Change: 0.003}},
+		{Verdict: regress.Verdict{Status: regress.Suspect, Direction: regress.Slower, Baseline: 20, Median: 0.0341, MAD: 0.0002, Score: 7.3, Change: 0.229, PValue: &p,
+			Basis: regress.BasisRatio, Relative: ratio("ratio to baseline", 0.127, 17.1), HostFactor: 1.09}},
+		{Verdict: regress.Verdict{Status: regress.Suspect, Direction: regress.Slower, Baseline: 20, Median: 0.0581, MAD: 0.0003, Score: 5.1, Change: 0.061, PValue: &p,
+			Basis: regress.BasisRatio, Relative: ratio("ratio to baseline", 0.061, 8.2), HostFactor: 1.0}},
+		{Verdict: regress.Verdict{Status: regress.Noisy, Reason: "did not converge", NeverConverged: true}},
+		{Verdict: regress.Verdict{Status: regress.Stable, Baseline: 20, Median: 0.0150, MAD: 0.0001, Score: 12.4, Change: 0.093,
+			Basis: regress.BasisHost, Relative: ratio("time / host factor", 0.003, 0.4), HostFactor: 1.09,
+			Host: "the host was slower (all implementations +9 %)"}},
 	}
 	for i, c := range []struct{ impl, label string }{{"pipelined", "chunk=64 T=1024"}, {"pipelined", "chunk=256 T=1024"},
 		{"baseline", "chunk=64 T=256"}, {"baseline", "chunk=64 T=512"}} {
@@ -74,6 +83,10 @@ func TestReport(t *testing.T) {
 	if !r.Points[1].Verdict.Spike || r.Points[0].Verdict.ConfirmedBy != "9b2e11d40c77" {
 		t.Errorf("confirmation %+v", r.Points)
 	}
+	if r.HostFactor != 1.09 || !strings.Contains(r.HostNote, "1 of 4 timings moved with it") || len(r.NeverConverged) != 1 ||
+		!strings.Contains(r.Advice, "benchmark.method.max_time_s") {
+		t.Errorf("host %v %q, never converged %v %q", r.HostFactor, r.HostNote, r.NeverConverged, r.Advice)
+	}
 	var txt, md bytes.Buffer
 	if err := rep.Text(&txt, false); err != nil {
 		t.Fatal(err)
@@ -84,10 +97,31 @@ func TestReport(t *testing.T) {
 	golden(t, "report.txt", txt.Bytes())
 	golden(t, "report.md", md.Bytes())
 	al := rep.Alert()
-	if al == nil || len(al.Regressions) != 1 || al.Regressions[0].ConfirmedBy != "9b2e11d40c77" || !strings.Contains(al.Text, "+12.9%") {
+	if al == nil || len(al.Regressions) != 1 || al.Regressions[0].ConfirmedBy != "9b2e11d40c77" || !strings.Contains(al.Text, "+22.9%; ratio to baseline +12.7%") ||
+		al.Regressions[0].Basis != regress.BasisRatio {
 		t.Errorf("alert %+v", al)
 	}
 	if (&Report{Runs: []Run{{}}}).Alert() != nil {
 		t.Error("an alert without a regression")
+	}
+}
+
+// The advice names what the run used and reached, and what to set.
+func TestConvergenceAdvice(t *testing.T) {
+	res := &result.Results{Methodology: result.Methodology{MaxTimeS: 2, TargetRSE: 0.005}, Cases: []result.Case{{Results: map[string]*result.ImplResult{
+		"blocked":   {Timing: &result.Timing{StderrRel: 0.084, Converged: false}},
+		"reference": {Timing: &result.Timing{StderrRel: 0.2054, Converged: false}},
+	}}}}
+	got := ConvergenceAdvice(res, 2)
+	for _, want := range []string{"2 timings have never converged", "max_time_s 2 s", "8.4-20.5 % against target_rse 0.005",
+		"raise target_rse to what it reaches (about 0.21)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("advice lacks %q:\n%s", want, got)
+		}
+	}
+	res.Cases[0].Results["reference"].Timing.StderrRel = 0.012
+	res.Cases[0].Results["blocked"].Timing.StderrRel = 0.008
+	if got := ConvergenceAdvice(res, 2); !strings.Contains(got, "the target takes about 12s per timing: raise max_time_s to about 14") {
+		t.Errorf("advice for a spread more time settles:\n%s", got)
 	}
 }
