@@ -63,6 +63,9 @@ type Row struct {
 	// Regress is the regression rule's status of the row in its series
 	// (history rows only).
 	Regress string `json:"regress,omitempty"`
+	// Autotune is the config each autotuned kernel ran with
+	// (result.AutotuneSummary).
+	Autotune string `json:"autotune,omitempty"`
 
 	// Stack and ClockPolicy identify the software and clock settings the
 	// run had, for the history's series key; KeptSamples are the timing's
@@ -100,6 +103,7 @@ func Rows(r *result.Results) []Row {
 				Host: r.Env.Host, GPU: gpu, GPUUUID: uuid, Driver: r.Env.Driver, CUDA: r.Env.CUDARuntime, Torch: r.Env.Torch,
 				Commit: r.Env.GitCommit, Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status,
 				Error: firstLine(ir.Error), Stack: StackOf(r), ClockPolicy: ClockPolicyOf(r),
+				Autotune: result.AutotuneSummary(ir.Autotune),
 			}
 			if t := ir.Timing; t != nil && t.MedianMS > 0 {
 				row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
@@ -228,7 +232,7 @@ func firstLine(s string) string {
 var (
 	headColumns = []string{"experiment", "job_id", "date", "status", "host", "gpu", "gpu_uuid", "driver", "cuda", "torch", "commit", "case"}
 	tailColumns = []string{"implementation", "impl_status", "median_ms", "q1_ms", "q3_ms", "clock", "samples", "converged", "throttled",
-		"tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "regress", "error"}
+		"tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "regress", "autotune", "error"}
 )
 
 // paramColumn is the column of parameter k: "param_" and the name, with
@@ -288,7 +292,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		timed := r.MedianMS > 0
 		rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
 			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
-			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Error)
+			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv: %w", err)
 		}

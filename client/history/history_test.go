@@ -227,7 +227,7 @@ func TestJudgeHostSlower(t *testing.T) {
 }
 
 // A layout-1 history gains runs.baseline, filled from the points'
-// speedups.
+// speedups, and points.autotune, empty.
 func TestMigrateBaseline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	s, err := Open(path)
@@ -243,7 +243,7 @@ func TestMigrateBaseline(t *testing.T) {
 		}
 	}
 	// Back to layout 1, as an older xrun wrote it.
-	for _, q := range []string{"ALTER TABLE runs DROP COLUMN baseline", "PRAGMA user_version = 1"} {
+	for _, q := range []string{"ALTER TABLE runs DROP COLUMN baseline", "ALTER TABLE points DROP COLUMN autotune", "PRAGMA user_version = 1"} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -404,4 +404,31 @@ func checkWhole(t *testing.T, s *Store, want int) int {
 		t.Errorf("%d runs, want %d", n, want)
 	}
 	return n
+}
+
+// The config each autotuned kernel ran with is kept with the point, and
+// the regression rule reads it as the value's config.
+func TestAutotuneKept(t *testing.T) {
+	s := open(t)
+	r := run("tuned", time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), 1, 2, 1.46)
+	r.Cases[0].Results["i1"].Autotune = []result.Autotune{{Kernel: "matmul_kernel", Kind: "triton", Config: "128x256x64/w8/s3", Source: result.AutotuneTuned}}
+	if _, err := s.Import(r, Source{}); err != nil {
+		t.Fatal(err)
+	}
+	pts, err := s.Points(Filter{Implementation: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pts {
+		if p.Implementation == "i1" {
+			got = append(got, p.Autotune)
+			if vs := Values([]Point{p}, nil); vs[0].Config != "matmul_kernel 128x256x64/w8/s3" {
+				t.Errorf("value config %q", vs[0].Config)
+			}
+		}
+	}
+	if len(got) != 1 || got[0] != "matmul_kernel 128x256x64/w8/s3" {
+		t.Errorf("autotune %q", got)
+	}
 }

@@ -52,7 +52,7 @@ func (s *Store) Points(f Filter) ([]Point, error) {
 	q := `SELECT p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
 		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
 		r.git_commit, r.source, r.baseline, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
-		p.throttled, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept
+		p.throttled, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune
 		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
 	var where []string
 	var args []any
@@ -94,7 +94,7 @@ func (s *Store) Points(f Filter) ([]Point, error) {
 			&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
 			&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.Baseline, &p.ImplStatus, &p.Error,
 			&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.TFLOPS, &p.GBps,
-			&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept); err != nil {
+			&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept, &p.Autotune); err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
 		p.Key.Params = params
@@ -164,7 +164,7 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 	next := 0 // the next change point to apply
 	for i, p := range series {
 		v := regress.Value{Run: p.JobID, At: p.Date, MedianMS: p.MedianMS, Q1MS: p.Q1MS, Q3MS: p.Q3MS, Samples: p.KeptSamples,
-			Baseline: p.Baseline}
+			Baseline: p.Baseline, Config: p.Autotune}
 		for next < len(changes) && !changes[next].At.After(p.Date) {
 			v.ChangePoint = true
 			next++

@@ -53,7 +53,7 @@ func DefaultPath(getenv func(string) string) (string, error) {
 const busyTimeout = 30 * time.Second
 
 // schemaVersion is the layout below (PRAGMA user_version). 2 added
-// runs.baseline.
+// runs.baseline and points.autotune.
 const schemaVersion = 2
 
 const schema = `
@@ -115,6 +115,7 @@ CREATE TABLE IF NOT EXISTS points (
 	speedup        REAL NOT NULL,
 	verdict        TEXT NOT NULL,
 	kept           TEXT NOT NULL,
+	autotune       TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (run_id, series_id)
 );
 CREATE INDEX IF NOT EXISTS points_series ON points(series_id);
@@ -208,6 +209,9 @@ func (s *Store) migrate() error {
 	}
 	if v == 1 {
 		if err := addBaseline(tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec("ALTER TABLE points ADD COLUMN autotune TEXT NOT NULL DEFAULT ''"); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // Rule holds the rule's parameters.
@@ -93,6 +95,9 @@ type Value struct {
 	ChangePoint bool `json:"change_point,omitempty"`
 	// Samples are the kept samples of the timing, for the rank test.
 	Samples []float64 `json:"-"`
+	// Config is the config each autotuned kernel ran with
+	// (result.AutotuneSummary; "" when none was recorded).
+	Config string `json:"config,omitempty"`
 	// Baseline is the implementation the run measured speedups against
 	// (results.json's baseline; "" when it names none): the relative rule
 	// judges the other implementations on their ratio to it.
@@ -148,6 +153,11 @@ type Verdict struct {
 	// of its series before it did: the series has no baseline and is never
 	// judged until its timings converge.
 	NeverConverged bool `json:"never_converged,omitempty"`
+	// ConfigChange says, of a value that breached the rule's bounds,
+	// which autotuned kernels ran another config than in the baseline's
+	// latest run ("config changed: matmul_kernel 128x256x64/w8/s3 →
+	// 128x64x32/w4/s4"): the moved time with its reason.
+	ConfigChange string `json:"config_change,omitempty"`
 }
 
 // Walk applies the rule to a series in time order and returns one verdict
@@ -244,6 +254,9 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 			}
 			vd.Status, vd.Direction = Suspect, dir
 			pending, confirmed = i, ""
+		}
+		if dir != "" {
+			vd.ConfigChange = result.AutotuneSummaryChange(times[h[len(h)-1]].Config, times[i].Config)
 		}
 		// A slower value never joins the baseline: a regression stays one
 		// until it is fixed or accepted with a change point.

@@ -336,6 +336,32 @@ const (
 	AutotuneOff    = "off"
 )
 
+// AutotuneSummary is a's configs in one line, as the results history keeps
+// them: "kernel config" per kernel, "; " between them, in a's order
+// ("matmul_kernel 128x256x64/w8/s3"); "" when nothing was autotuned.
+func AutotuneSummary(a []Autotune) string {
+	parts := make([]string, len(a))
+	for i, x := range a {
+		parts[i] = x.Kernel + " " + x.Config
+	}
+	return strings.Join(parts, "; ")
+}
+
+// AutotuneSummaryChange is AutotuneChange for two AutotuneSummary lines.
+func AutotuneSummaryChange(before, after string) string {
+	return AutotuneChange(parseSummary(before), parseSummary(after))
+}
+
+func parseSummary(s string) []Autotune {
+	var out []Autotune
+	for _, part := range strings.Split(s, "; ") {
+		if k, c, ok := strings.Cut(part, " "); ok {
+			out = append(out, Autotune{Kernel: k, Config: c})
+		}
+	}
+	return out
+}
+
 // AutotuneChange says how the autotuned configs of one implementation's
 // results differ from another's ("" when no kernel's config changed):
 // "config changed: matmul_kernel 128x256x64/w8/s3 → 128x128x32/w4/s4".

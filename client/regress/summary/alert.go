@@ -44,6 +44,9 @@ type Regression struct {
 	// the run's host factor (regress.Verdict).
 	Basis    string           `json:"basis,omitempty"`
 	Relative *regress.Reading `json:"relative,omitempty"`
+	// ConfigChange says which autotuned kernels ran another config than
+	// in the baseline's runs (regress.Verdict.ConfigChange).
+	ConfigChange string `json:"config_change,omitempty"`
 }
 
 // Alert returns the payload of the report's confirmed regressions, or nil
@@ -62,7 +65,8 @@ func (rep *Report) Alert() *Alert {
 			}
 			regs = append(regs, Regression{Experiment: r.Experiment, Case: p.Case, Implementation: p.Implementation, GPU: r.GPU,
 				Host: r.Host, JobID: r.JobID, ConfirmedBy: confirmed, MedianMS: p.MedianMS, BaselineMS: p.Verdict.Median,
-				Change: p.Verdict.Change, Score: p.Verdict.Score, PValue: p.Verdict.PValue, Basis: p.Verdict.Basis, Relative: p.Verdict.Relative})
+				Change: p.Verdict.Change, Score: p.Verdict.Score, PValue: p.Verdict.PValue, Basis: p.Verdict.Basis, Relative: p.Verdict.Relative,
+				ConfigChange: p.Verdict.ConfigChange})
 			if !contains(exps, r.Experiment) {
 				exps = append(exps, r.Experiment)
 			}

@@ -431,6 +431,9 @@ func StatusText(p Point) string {
 	if p.Rerun != nil && v.Status == regress.Suspect && !v.Spike {
 		s += fmt.Sprintf("; the rerun was %s", p.Rerun.Verdict.Status)
 	}
+	if v.ConfigChange != "" {
+		s += "; " + v.ConfigChange
+	}
 	return s
 }
 
