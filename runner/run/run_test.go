@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -263,6 +264,17 @@ func TestNumpyExperimentSucceeds(t *testing.T) {
 	}
 	if len(r.Comparisons) != 2 || r.Comparisons[0].Verdict != result.VerdictFast {
 		t.Errorf("comparisons %+v", r.Comparisons)
+	}
+	// A CPU run on Linux records the host's load beside every timing.
+	if runtime.GOOS == "linux" {
+		for ci := range r.Cases {
+			if h := implOf(t, r, ci, "loop").Timing.HostLoad; h == nil || h.Windows < 3 || h.CPUs < 1 || h.JobShare <= 0 {
+				t.Errorf("case %d loop: host load %+v", ci, h)
+			}
+		}
+		if h := r.Env.HostLoad; h == nil || h.Timings != 6 || h.BusyShare != analyze.HostBusyShare {
+			t.Errorf("env.host_load %+v", h)
+		}
 	}
 }
 
