@@ -52,8 +52,9 @@ func DefaultPath(getenv func(string) string) (string, error) {
 // process.
 const busyTimeout = 30 * time.Second
 
-// schemaVersion is the layout below (PRAGMA user_version).
-const schemaVersion = 1
+// schemaVersion is the layout below (PRAGMA user_version): 2 added
+// points.host_busy (migrations turns a layout 1 history into it).
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS series (
@@ -104,6 +105,7 @@ CREATE TABLE IF NOT EXISTS points (
 	samples        INTEGER NOT NULL,
 	converged      INTEGER NOT NULL,
 	throttled      INTEGER NOT NULL,
+	host_busy      INTEGER NOT NULL DEFAULT 0,
 	tflops         REAL NOT NULL,
 	gbps           REAL NOT NULL,
 	pct_peak_flops REAL NOT NULL,
@@ -204,13 +206,26 @@ func (s *Store) migrate() error {
 	if v == schemaVersion {
 		return nil
 	}
-	if _, err := tx.Exec(schema); err != nil {
-		return err
+	// A new history gets the whole layout; an older one, the steps from
+	// its version on.
+	steps := []string{schema}
+	if v > 0 {
+		steps = migrations[v-1:]
+	}
+	for _, q := range steps {
+		if _, err := tx.Exec(q); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// migrations[i] takes a history of layout i+1 to i+2.
+var migrations = []string{
+	`ALTER TABLE points ADD COLUMN host_busy INTEGER NOT NULL DEFAULT 0`,
 }
 
 // Path is the database's file.
