@@ -31,7 +31,10 @@ type Sample struct {
 	CPUs int
 	// Job is the CPU time of each of the job's processes (the runner and
 	// every process under it), by pid (/proc/<pid>/stat, user + system).
-	Job map[int]uint64
+	// Listed says Job came from a listing of every process; otherwise it
+	// holds those of the last listing that still run.
+	Job    map[int]uint64
+	Listed bool
 	// MHz is the mean current clock of the job's CPUs; 0 where the machine
 	// does not expose it.
 	MHz float64
@@ -63,10 +66,11 @@ type Acc struct {
 	mhzCount int
 }
 
-// Add sums the window from before to after: the CPUs' time, the job's
-// (a process that started in the window counts all its time; one that
-// ended in it is lost, and counts as another's), and the load and clock
-// read at both ends.
+// Add sums the window from before to after: the CPUs' time, the job's,
+// and the load and clock read at both ends. A process of the job that
+// ended in the window is lost, and counts as another's; one that started
+// in it counts all its time where before listed every process (otherwise
+// it may have started earlier, and is left out).
 func (a *Acc) Add(before, after Sample) {
 	if !after.At.After(before.At) || after.CPU.Total <= before.CPU.Total {
 		return
@@ -77,7 +81,9 @@ func (a *Acc) Add(before, after Sample) {
 	a.cpu.Steal += sub(after.CPU.Steal, before.CPU.Steal)
 	a.cpu.Total += after.CPU.Total - before.CPU.Total
 	for pid, t := range after.Job {
-		a.job += sub(t, before.Job[pid])
+		if b, ok := before.Job[pid]; ok || before.Listed {
+			a.job += sub(t, b)
+		}
 	}
 	a.cpus = max(a.cpus, after.CPUs)
 	for _, s := range []Sample{before, after} {
