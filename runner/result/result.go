@@ -129,9 +129,11 @@ type HostLoadSummary struct {
 	MinCPUMHz float64 `json:"min_cpu_mhz,omitempty"`
 	MaxCPUMHz float64 `json:"max_cpu_mhz,omitempty"`
 	// BusyShare is the contention (OthersShare + StealShare) at or above
-	// which a timing was taken on a busy host, and Busy how many were: each
-	// has a host_busy warning.
+	// which a timing was taken on a busy host (0: the check was off) where
+	// the CPUs were also FullShare busy or more (JobShare + OthersShare +
+	// StealShare), and Busy how many were: each has a host_busy warning.
 	BusyShare float64 `json:"busy_share"`
+	FullShare float64 `json:"full_share"`
 	Busy      int     `json:"busy"`
 }
 

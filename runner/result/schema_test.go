@@ -74,7 +74,7 @@ func full() *Results {
 				Fresh: []FreshCache{{Impl: "pipelined", Error: "exception during check: JSONDecodeError", Passed: true, Replaced: 7}}},
 			Extra: map[string]string{"nccl": "2.21"},
 			HostLoad: &HostLoadSummary{Timings: 8, CPUs: 2, MaxLoad1: 8.2, MedianOthersShare: 0.04, MaxOthersShare: 0.63,
-				MaxStealShare: 0.01, MinCPUMHz: 2400, MaxCPUMHz: 2445, BusyShare: 0.25, Busy: 1}},
+				MaxStealShare: 0.01, MinCPUMHz: 2400, MaxCPUMHz: 2445, BusyShare: 0.1, FullShare: 0.9, Busy: 1}},
 		Methodology: Methodology{Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, LaterWarmupMS: 20, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
 			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5,

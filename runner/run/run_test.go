@@ -435,6 +435,20 @@ func TestBadSpec(t *testing.T) {
 	if _, err := Run(context.Background(), Options{ExperimentDir: dir, OutDir: t.TempDir(), Mode: "tpu"}); !errors.As(err, &se) {
 		t.Errorf("mode tpu: %v", err)
 	}
+	for _, bad := range []string{"0", "1.5", "ten", "-0.1"} {
+		if _, err := Run(context.Background(), Options{ExperimentDir: dir, OutDir: t.TempDir(), HostBusyShare: bad}); !errors.As(err, &se) ||
+			!strings.Contains(err.Error(), contract.EnvHostBusyShare) {
+			t.Errorf("XRUN_HOST_BUSY_SHARE=%s: %v", bad, err)
+		}
+	}
+}
+
+func TestHostBusyShareOption(t *testing.T) {
+	for in, want := range map[string]float64{"": analyze.HostBusyShare, "off": 0, "0.3": 0.3, "1": 1} {
+		if got, err := (Options{HostBusyShare: in}).busyShare(); err != nil || got != want {
+			t.Errorf("busyShare(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
 }
 
 func TestSpecWantsGPUButNoneFound(t *testing.T) {
