@@ -32,7 +32,8 @@ history) is judged against the last --window accepted runs of its series
 (docs/regressions.md):
 
   insufficient  fewer than --min-history runs before it: never an alert
-  noisy         it did not converge or the GPU was throttled: never an alert
+  noisy         it did not converge, the GPU was throttled or the host was
+                busy (host_busy): never an alert
   errored       the implementation did not run, or ran wrong
   suspect       more than --score robust standard deviations (1.4826 MAD)
                 and more than --floor from the baseline's median, slower

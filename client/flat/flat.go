@@ -49,7 +49,10 @@ type Row struct {
 	Converged      bool    `json:"converged"`
 	// Throttled says a throttled warning covers this timing (its own, or
 	// the GPU's over the run).
+	// HostBusy says a host_busy warning covers it (a CPU timing taken
+	// while other processes used more of the CPUs than the runner allows).
 	Throttled    bool    `json:"throttled,omitempty"`
+	HostBusy     bool    `json:"host_busy,omitempty"`
 	TFLOPS       float64 `json:"tflops,omitempty"`
 	GBps         float64 `json:"gbps,omitempty"`
 	PctPeakFlops float64 `json:"pct_peak_flops,omitempty"`
@@ -82,7 +85,11 @@ func Rows(r *result.Results) []Row {
 	gpu, uuid := GPUOf(r)
 	throttledRun := false
 	throttled := map[[2]string]bool{}
+	hostBusy := map[[2]string]bool{}
 	for _, w := range r.Warnings {
+		if w.Kind == analyze.WarnHostBusy {
+			hostBusy[[2]string{w.Implementation, w.Label}] = true
+		}
 		if w.Kind != analyze.WarnThrottled {
 			continue
 		}
@@ -110,6 +117,7 @@ func Rows(r *result.Results) []Row {
 				row.Clock, row.Samples, row.Converged = t.ClockOf(r.Mode), t.Samples, t.Converged
 				row.KeptSamples = t.KeptSamplesMS
 				row.Throttled = throttledRun || throttled[[2]string{name, label}]
+				row.HostBusy = hostBusy[[2]string{name, label}]
 			}
 			if tp := ir.Throughput; tp != nil {
 				row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
@@ -232,7 +240,7 @@ func firstLine(s string) string {
 var (
 	headColumns = []string{"experiment", "job_id", "date", "status", "host", "gpu", "gpu_uuid", "driver", "cuda", "torch", "commit", "case"}
 	tailColumns = []string{"implementation", "impl_status", "median_ms", "q1_ms", "q3_ms", "clock", "samples", "converged", "throttled",
-		"tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "regress", "autotune", "error"}
+		"host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "regress", "autotune", "error"}
 )
 
 // paramColumn is the column of parameter k: "param_" and the name, with
@@ -291,7 +299,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		}
 		timed := r.MedianMS > 0
 		rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
-			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
+			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
 			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv: %w", err)

@@ -103,3 +103,32 @@ func TestMajorAndGPU(t *testing.T) {
 		t.Errorf("GPUOf a CPU run = %q", m)
 	}
 }
+
+// A host_busy warning marks its timing's row, and the CSV says so.
+func TestHostBusyRow(t *testing.T) {
+	r := committed(t)
+	r.Warnings = append(r.Warnings, result.Warning{Kind: "host_busy", Implementation: "pipelined", Label: "chunk=64 T=256",
+		Message: "pipelined at chunk=64 T=256 was timed on a busy host"})
+	rows := Rows(r)
+	busy := 0
+	for _, row := range rows {
+		if row.HostBusy {
+			busy++
+			if row.Implementation != "pipelined" || row.Case != "chunk=64 T=256" || row.Throttled {
+				t.Errorf("busy row %+v", row)
+			}
+		}
+	}
+	if busy != 1 {
+		t.Fatalf("%d busy rows, want 1", busy)
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rows[:2]); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := csv.NewReader(&b).ReadAll()
+	col := slices.Index(recs[0], "host_busy")
+	if col < 0 || recs[1][col] != "false" || recs[2][col] != "true" {
+		t.Errorf("host_busy column %d in %v", col, recs)
+	}
+}

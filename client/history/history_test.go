@@ -243,7 +243,7 @@ func TestMigrateBaseline(t *testing.T) {
 		}
 	}
 	// Back to layout 1, as an older xrun wrote it.
-	for _, q := range []string{"ALTER TABLE runs DROP COLUMN baseline", "ALTER TABLE points DROP COLUMN autotune", "PRAGMA user_version = 1"} {
+	for _, q := range []string{"ALTER TABLE runs DROP COLUMN baseline", "ALTER TABLE points DROP COLUMN autotune", "ALTER TABLE points DROP COLUMN host_busy", "PRAGMA user_version = 1"} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

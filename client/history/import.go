@@ -104,10 +104,10 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 		}
 		kept, _ := json.Marshal(row.KeptSamples)
 		if _, err := tx.Exec(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
-			converged, throttled, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples, row.Converged,
-			row.Throttled, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound, row.Speedup,
+			row.Throttled, row.HostBusy, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound, row.Speedup,
 			row.Verdict, string(kept), row.Autotune); err != nil {
 			return out, fmt.Errorf("import run %s: %w", jobID, err)
 		}

@@ -52,7 +52,7 @@ func (s *Store) Points(f Filter) ([]Point, error) {
 	q := `SELECT p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
 		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
 		r.git_commit, r.source, r.baseline, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
-		p.throttled, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune
+		p.throttled, p.host_busy, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune
 		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
 	var where []string
 	var args []any
@@ -93,7 +93,7 @@ func (s *Store) Points(f Filter) ([]Point, error) {
 		if err := rows.Scan(&p.SeriesID, &p.Key.Experiment, &p.Key.Case, &params, &p.Key.Implementation, &p.Key.GPU,
 			&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
 			&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.Baseline, &p.ImplStatus, &p.Error,
-			&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.TFLOPS, &p.GBps,
+			&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.HostBusy, &p.TFLOPS, &p.GBps,
 			&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept, &p.Autotune); err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
@@ -155,9 +155,9 @@ func Series(points []Point) [][]Point {
 
 // Values turns one series' points into the rule's values: an
 // implementation that did not run correctly is errored, a timing that did
-// not converge or was throttled noisy, and a new baseline starts at each
-// change point and where the series' timings change clock (a new
-// measurement method).
+// not converge, was throttled or was taken on a busy host noisy, and a new
+// baseline starts at each change point and where the series' timings
+// change clock (a new measurement method).
 func Values(series []Point, changes []ChangePoint) []regress.Value {
 	out := make([]regress.Value, len(series))
 	lastClock := ""
@@ -183,6 +183,8 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 			v.Noisy = regress.NotConverged
 		case p.Throttled:
 			v.Noisy = "timed on a throttled GPU"
+		case p.HostBusy:
+			v.Noisy = "timed on a busy host"
 		}
 		if v.Errored == "" && p.Clock != "" {
 			if lastClock != "" && p.Clock != lastClock {

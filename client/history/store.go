@@ -53,7 +53,7 @@ func DefaultPath(getenv func(string) string) (string, error) {
 const busyTimeout = 30 * time.Second
 
 // schemaVersion is the layout below (PRAGMA user_version). 2 added
-// runs.baseline and points.autotune.
+// runs.baseline, points.autotune and points.host_busy.
 const schemaVersion = 2
 
 const schema = `
@@ -106,6 +106,7 @@ CREATE TABLE IF NOT EXISTS points (
 	samples        INTEGER NOT NULL,
 	converged      INTEGER NOT NULL,
 	throttled      INTEGER NOT NULL,
+	host_busy      INTEGER NOT NULL DEFAULT 0,
 	tflops         REAL NOT NULL,
 	gbps           REAL NOT NULL,
 	pct_peak_flops REAL NOT NULL,
@@ -211,8 +212,13 @@ func (s *Store) migrate() error {
 		if err := addBaseline(tx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec("ALTER TABLE points ADD COLUMN autotune TEXT NOT NULL DEFAULT ''"); err != nil {
-			return err
+		for _, q := range []string{
+			"ALTER TABLE points ADD COLUMN autotune TEXT NOT NULL DEFAULT ''",
+			"ALTER TABLE points ADD COLUMN host_busy INTEGER NOT NULL DEFAULT 0",
+		} {
+			if _, err := tx.Exec(q); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := tx.Exec(schema); err != nil {

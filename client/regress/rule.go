@@ -10,9 +10,9 @@
 //   - the baseline H is the last Window accepted values since the last
 //     change point; with fewer than MinHistory of them a value is
 //     insufficient, never an alert;
-//   - a value that did not converge or was timed on a throttled GPU is
-//     noisy, and an implementation that did not run is errored: neither
-//     is judged nor joins H;
+//   - a value that did not converge, or was timed on a throttled GPU or a
+//     busy host, is noisy, and an implementation that did not run is
+//     errored: neither is judged nor joins H;
 //   - r = (x - median(H)) / (1.4826 MAD(H)); x is a suspect when r > Score
 //     and x is more than Floor above median(H) (the floor also decides
 //     when MAD is 0), or likewise below for an improvement;
@@ -62,7 +62,7 @@ const (
 	Regressed    Status = "regressed"    // slower, confirmed by the next value
 	Suspect      Status = "suspect"      // breached the rule; awaits confirmation (Direction says which way)
 	Errored      Status = "errored"      // the implementation did not run (error, crash, timeout, skipped)
-	Noisy        Status = "noisy"        // not converged or throttled: not judged
+	Noisy        Status = "noisy"        // not converged, throttled or host busy: not judged
 	Insufficient Status = "insufficient" // fewer than MinHistory accepted values before it
 	Improved     Status = "improved"     // faster, confirmed by the next value
 	Stable       Status = "stable"       // within the rule's bounds

@@ -249,10 +249,10 @@ func CaseLabel(c result.Case) string {
 // Warnings lists what makes the figures in r less trustworthy: timings that
 // did not converge (per implementation and case), GPUs whose clocks were
 // held back while an implementation was timed (from the readings taken
-// during its samples) or over the run (from env before/after), and speedups
-// over the baseline above ExcessiveSpeedup (from r.Comparisons, so call it
-// after filling those). Failed implementations are not warnings: their
-// status says so.
+// during its samples) or over the run (from env before/after), CPU timings
+// taken on a busy host (HostBusy), and speedups over the baseline above
+// ExcessiveSpeedup (from r.Comparisons, so call it after filling those).
+// Failed implementations are not warnings: their status says so.
 func Warnings(r *result.Results) []result.Warning {
 	out := []result.Warning{}
 	names := append([]string{"reference"}, r.Implementations...)
@@ -301,6 +301,7 @@ func Warnings(r *result.Results) []result.Warning {
 			}
 		}
 	}
+	out = append(out, hostBusyWarnings(r, uniq(names))...)
 	for _, g := range r.Env.GPUs {
 		if th, why := gpuinfo.Throttled(g.Before, g.After); th {
 			out = append(out, result.Warning{Kind: WarnThrottled,

@@ -73,6 +73,10 @@ const (
 	// being forked from the zygote that imported numpy, torch and triton
 	// once (runner/harness/PROTOCOL.md, "The zygote").
 	EnvZygote = "XRUN_ZYGOTE"
+	// EnvHostBusyShare is the share of the CPUs other processes (and the
+	// hypervisor) may take while a CPU timing is taken before it gets a
+	// host_busy warning (0 < share <= 1; default 0.1), or off: never.
+	EnvHostBusyShare = "XRUN_HOST_BUSY_SHARE"
 	// EnvZygotePreload lists modules (comma-separated) that a standby's
 	// zygote imports after numpy, torch and triton: torch.compile's
 	// (spec.CompileStack), set by the client for an experiment whose code

@@ -375,6 +375,7 @@ func (m *mdWriter) environment(r *result.Results) {
 	for _, kv := range [][2]string{
 		{"Driver", e.Driver}, {"CUDA runtime", e.CUDARuntime}, {"Python", e.Python}, {"torch", e.Torch},
 		{"triton", e.Triton}, {"numpy", e.Numpy}, {"CPU", e.CPU}, {"Host", hostLine(e)}, {"Container", containerLine(e.Container)},
+		{"Host load while timing", hostLoadLine(e.HostLoad)},
 		{"Image", imageLine(r.Image)}, {"Runner", r.RunnerVersion}, {"Client", r.ClientVersion}, {"Git commit", gitLine(e)},
 	} {
 		if kv[1] != "" {
@@ -382,6 +383,26 @@ func (m *mdWriter) environment(r *result.Results) {
 		}
 	}
 	m.printf("\n")
+}
+
+// hostLoadLine says how busy the host was while the timings were taken,
+// "" when it was not read.
+func hostLoadLine(h *result.HostLoadSummary) string {
+	if h == nil {
+		return ""
+	}
+	s := fmt.Sprintf("other processes used %.0f %% of the %d CPUs (median over %d timings), %.0f %% at most; load average up to %.1f",
+		100*h.MedianOthersShare, h.CPUs, h.Timings, 100*h.MaxOthersShare, h.MaxLoad1)
+	if h.MaxStealShare >= 0.01 {
+		s += fmt.Sprintf("; up to %.0f %% stolen by the hypervisor", 100*h.MaxStealShare)
+	}
+	if h.MaxCPUMHz > 0 {
+		s += fmt.Sprintf("; CPU clock %.0f-%.0f MHz", h.MinCPUMHz, h.MaxCPUMHz)
+	}
+	if h.Busy > 0 {
+		s += fmt.Sprintf("; %d timings at or above %.0f %% (host_busy)", h.Busy, 100*h.BusyShare)
+	}
+	return s
 }
 
 // containerLine says what the runner saw of its container, "" outside one.

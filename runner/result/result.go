@@ -107,6 +107,64 @@ type Env struct {
 	// TorchInductor, CUDA extensions), where it had a place for them.
 	Cache *Cache            `json:"cache,omitempty"`
 	Extra map[string]string `json:"extra,omitempty"`
+	// HostLoad summarises how busy the machine was while the timings were
+	// taken (CPU runs on Linux); each timing has its own (Timing.HostLoad).
+	HostLoad *HostLoadSummary `json:"host_load,omitempty"`
+}
+
+// HostLoadSummary is the host's load over a run's timings.
+type HostLoadSummary struct {
+	// Timings is how many timings have a HostLoad; CPUs is how many CPUs
+	// the job could use.
+	Timings int `json:"timings"`
+	CPUs    int `json:"cpus"`
+	// MaxLoad1 is the highest 1-minute load average read.
+	MaxLoad1 float64 `json:"max_load1"`
+	// MedianOthersShare and MaxOthersShare are the median and the largest
+	// of the timings' OthersShare, MaxStealShare the largest StealShare.
+	MedianOthersShare float64 `json:"median_others_share"`
+	MaxOthersShare    float64 `json:"max_others_share"`
+	MaxStealShare     float64 `json:"max_steal_share"`
+	// MinCPUMHz and MaxCPUMHz bound the timings' CPU clocks (absent where
+	// the machine does not expose them).
+	MinCPUMHz float64 `json:"min_cpu_mhz,omitempty"`
+	MaxCPUMHz float64 `json:"max_cpu_mhz,omitempty"`
+	// BusyShare is the contention (OthersShare + StealShare) at or above
+	// which a timing was taken on a busy host (0: the check was off) where
+	// the CPUs were also FullShare busy or more (JobShare + OthersShare +
+	// StealShare), and Busy how many were: each has a host_busy warning.
+	BusyShare float64 `json:"busy_share"`
+	FullShare float64 `json:"full_share"`
+	Busy      int     `json:"busy"`
+}
+
+// HostLoad is how busy the machine was while one implementation was timed
+// on one case, read from /proc at both ends of each of its batches and
+// summed over them (CPU runs on Linux). The shares are of the time of the
+// CPUs the job may run on (its affinity, which a cpuset cgroup sets) over
+// those windows: their wall time times their number.
+type HostLoad struct {
+	// Windows is how many batches were read, WallS their wall time.
+	Windows int     `json:"windows"`
+	WallS   float64 `json:"wall_s"`
+	// CPUs is how many CPUs the job could use.
+	CPUs int `json:"cpus"`
+	// Load1 is the mean of the 1-minute load averages read at the
+	// windows' ends, MaxLoad1 the highest (/proc/loadavg: the host's, in
+	// a container too).
+	Load1    float64 `json:"load1"`
+	MaxLoad1 float64 `json:"max_load1"`
+	// OthersShare is the share other processes used: the CPUs' busy time
+	// (/proc/stat) less the CPU time of the runner and every process under
+	// it (/proc/<pid>/stat). JobShare is the job's own.
+	OthersShare float64 `json:"others_share"`
+	JobShare    float64 `json:"job_share"`
+	// StealShare is the share the hypervisor gave to other machines while
+	// these CPUs had work.
+	StealShare float64 `json:"steal_share"`
+	// CPUMHz is the CPUs' mean current clock (cpufreq, else /proc/cpuinfo);
+	// absent where the machine does not expose it.
+	CPUMHz float64 `json:"cpu_mhz,omitempty"`
 }
 
 // Cache is what the job's compile caches held when it started.
@@ -445,6 +503,9 @@ type Timing struct {
 	Discarded int `json:"discarded,omitempty"`
 	// Clocks are the GPU's clocks while these samples were taken (GPU runs).
 	Clocks *Clocks `json:"clocks,omitempty"`
+	// HostLoad is how busy the machine was while they were taken (CPU runs
+	// on Linux).
+	HostLoad *HostLoad `json:"host_load,omitempty"`
 	// Clock is the clock the figures above come from: ClockKernel,
 	// ClockEvents or ClockPerfCounter. Files written before it existed
 	// leave it out; their GPU timings are on ClockEvents.
@@ -604,7 +665,7 @@ const (
 
 // Warning is something that makes a figure less trustworthy.
 type Warning struct {
-	Kind           string `json:"kind"` // not_converged, throttled, excessive_speedup, ...
+	Kind           string `json:"kind"` // not_converged, throttled, host_busy, excessive_speedup, ...
 	Implementation string `json:"implementation,omitempty"`
 	Label          string `json:"label,omitempty"`
 	Message        string `json:"message"`

@@ -57,7 +57,9 @@ func full() *Results {
 		Events: &ClockSummary{MedianMS: 5.647, MinMS: 5.602, Q1MS: 5.632, Q3MS: 5.662, StderrRel: 0.0013, Samples: 400},
 		Kernel: &KernelSummary{ClockSummary: ClockSummary{MedianMS: 5.644, MinMS: 5.599, Q1MS: 5.629, Q3MS: 5.659, StderrRel: 0.0012, Samples: 400},
 			BusyMedianMS: 5.62, Kernels: 2, LaunchMS: 0.00098},
-		KeptSamplesMS: []float64{5.64, 5.65, 5.63}}
+		KeptSamplesMS: []float64{5.64, 5.65, 5.63},
+		HostLoad: &HostLoad{Windows: 9, WallS: 1.84, CPUs: 2, Load1: 7.9, MaxLoad1: 8.2, OthersShare: 0.63, JobShare: 0.36,
+			StealShare: 0.01, CPUMHz: 2445}}
 	return &Results{
 		SchemaVersion: SchemaVersion, JobID: "j-0123", Experiment: "gla-pingpong", CreatedAt: created,
 		FinishedAt: &finished, Status: StatusCriteriaFailed, ClientVersion: "v0.1.0", RunnerVersion: "v0.1.0",
@@ -70,7 +72,9 @@ func full() *Results {
 			Container: &Container{ID: "3fa1b2c3d4e5", MemoryLimitBytes: 16 << 30, CPULimit: 2, PidsLimit: 4096, CPUs: 16, ShmBytes: 1 << 30, VisibleDevices: "0", WorkerUser: "65532:65532", WorkerProcsLimit: 7936},
 			Cache: &Cache{Dir: "/xrun/cache", Volume: "xrun-cache-softmax-0123456789ab", Files: 42, Bytes: 1 << 20,
 				Fresh: []FreshCache{{Impl: "pipelined", Error: "exception during check: JSONDecodeError", Passed: true, Replaced: 7}}},
-			Extra: map[string]string{"nccl": "2.21"}},
+			Extra: map[string]string{"nccl": "2.21"},
+			HostLoad: &HostLoadSummary{Timings: 8, CPUs: 2, MaxLoad1: 8.2, MedianOthersShare: 0.04, MaxOthersShare: 0.63,
+				MaxStealShare: 0.01, MinCPUMHz: 2400, MaxCPUMHz: 2445, BusyShare: 0.1, FullShare: 0.9, Busy: 1}},
 		Methodology: Methodology{AutotuneCache: AutotuneReuse, Timer: "cuda_events", FlushBytes: 256 << 20, TimerFloorMS: 0.00122, WarmupMS: 100, LaterWarmupMS: 20, MinSamples: 10,
 			MaxSamples: 100000, MinTimeS: 0.5, MaxTimeS: 15, TargetRSE: 0.005, StoppingRule: "at least 10 samples",
 			Rounds: 3, Trials: 3, ImplTimeoutS: 600, FastThreshold: 1.02, CUDAGraph: true, RestRatio: 0.5,
@@ -226,6 +230,13 @@ func TestSchemaRejects(t *testing.T) {
 		{"timing without median", func(m map[string]any) {
 			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
 			delete(res["pipelined"].(map[string]any)["timing"].(map[string]any), "median_ms")
+		}},
+		{"others share over 1", func(m map[string]any) {
+			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)
+			res["pipelined"].(map[string]any)["timing"].(map[string]any)["host_load"].(map[string]any)["others_share"] = 63
+		}},
+		{"host load summary without its threshold", func(m map[string]any) {
+			delete(m["env"].(map[string]any)["host_load"].(map[string]any), "busy_share")
 		}},
 		{"samples not an integer", func(m map[string]any) {
 			res := m["cases"].([]any)[0].(map[string]any)["results"].(map[string]any)

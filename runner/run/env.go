@@ -36,6 +36,7 @@ func OptionsFromEnv() Options {
 		PostURL:        os.Getenv(contract.EnvPostURL),
 		PostToken:      postToken(),
 		NoClockMonitor: os.Getenv(contract.EnvClockMonitor) == "off",
+		HostBusyShare:  os.Getenv(contract.EnvHostBusyShare),
 		NoZygote:       os.Getenv(contract.EnvZygote) == "off",
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
 		Profile:        os.Getenv(contract.EnvProfile),

@@ -205,6 +205,8 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	if rn.loop != nil {
 		rn.settleLaunch(rn.loop.Launch())
 	}
+	share, _ := rn.o.busyShare() // checked by withDefaults
+	r.Env.HostLoad = analyze.HostLoad(r, share)
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit

@@ -19,10 +19,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
@@ -57,6 +59,10 @@ type Options struct {
 
 	// NoClockMonitor leaves out the clock readings taken while timing.
 	NoClockMonitor bool
+	// HostBusyShare is XRUN_HOST_BUSY_SHARE: the contention at or above
+	// which a CPU timing gets a host_busy warning, a share, or "off"
+	// ("": analyze.HostBusyShare).
+	HostBusyShare string
 	// NoZygote starts every Python worker on its own, importing its
 	// modules itself, rather than forked from the zygote.
 	NoZygote bool
@@ -151,12 +157,30 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		return o, &SpecError{fmt.Errorf("mode %q: use gpu or cpu", o.Mode)}
 	}
+	if _, err := o.busyShare(); err != nil {
+		return o, &SpecError{err}
+	}
 	expDir, err := filepath.Abs(o.ExperimentDir)
 	if err != nil {
 		return o, &SpecError{fmt.Errorf("experiment directory %q: %w", o.ExperimentDir, err)}
 	}
 	o.ExperimentDir = expDir
 	return o, nil
+}
+
+// busyShare is HostBusyShare as a number: 0 for off.
+func (o Options) busyShare() (float64, error) {
+	switch o.HostBusyShare {
+	case "":
+		return analyze.HostBusyShare, nil
+	case "off":
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(o.HostBusyShare, 64)
+	if err != nil || !(v > 0 && v <= 1) {
+		return 0, fmt.Errorf("%s=%q: a share of the CPUs above 0 and at most 1 (0.1 is 10 %%), or off", contract.EnvHostBusyShare, o.HostBusyShare)
+	}
+	return v, nil
 }
 
 // openOutput makes the output directory, checks that it is the runner's

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -264,6 +265,17 @@ func TestNumpyExperimentSucceeds(t *testing.T) {
 	if len(r.Comparisons) != 2 || r.Comparisons[0].Verdict != result.VerdictFast {
 		t.Errorf("comparisons %+v", r.Comparisons)
 	}
+	// A CPU run on Linux records the host's load beside every timing.
+	if runtime.GOOS == "linux" {
+		for ci := range r.Cases {
+			if h := implOf(t, r, ci, "loop").Timing.HostLoad; h == nil || h.Windows < 3 || h.CPUs < 1 || h.JobShare <= 0 {
+				t.Errorf("case %d loop: host load %+v", ci, h)
+			}
+		}
+		if h := r.Env.HostLoad; h == nil || h.Timings != 6 || h.BusyShare != analyze.HostBusyShare {
+			t.Errorf("env.host_load %+v", h)
+		}
+	}
 }
 
 func TestTorchCPUExperiment(t *testing.T) {
@@ -422,6 +434,20 @@ func TestBadSpec(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{ExperimentDir: dir, OutDir: t.TempDir(), Mode: "tpu"}); !errors.As(err, &se) {
 		t.Errorf("mode tpu: %v", err)
+	}
+	for _, bad := range []string{"0", "1.5", "ten", "-0.1"} {
+		if _, err := Run(context.Background(), Options{ExperimentDir: dir, OutDir: t.TempDir(), HostBusyShare: bad}); !errors.As(err, &se) ||
+			!strings.Contains(err.Error(), contract.EnvHostBusyShare) {
+			t.Errorf("XRUN_HOST_BUSY_SHARE=%s: %v", bad, err)
+		}
+	}
+}
+
+func TestHostBusyShareOption(t *testing.T) {
+	for in, want := range map[string]float64{"": analyze.HostBusyShare, "off": 0, "0.3": 0.3, "1": 1} {
+		if got, err := (Options{HostBusyShare: in}).busyShare(); err != nil || got != want {
+			t.Errorf("busyShare(%q) = %v, %v; want %v", in, got, err, want)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
+	"github.com/xrun-dev/xrun/runner/hostload"
 	"github.com/xrun-dev/xrun/runner/progress"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/timing"
@@ -21,7 +22,23 @@ func (rn *runner) newLoop() *timing.Loop {
 		FirstLaunchMS: func() float64 { return m.LaunchMS },
 		Logf:          rn.logf,
 		Batch:         func(name string) { rn.progress(progress.PhaseTime, name) },
+		HostLoad:      rn.hostLoad(),
 	})
+}
+
+// hostLoad reads the host's load around each batch of a CPU run (on
+// Linux): a neighbour's processes slow a CPU timing as a held-back clock
+// slows a GPU's. nil where it is not read.
+func (rn *runner) hostLoad() func() (hostload.Sample, error) {
+	if !rn.cpu {
+		return nil
+	}
+	r, err := hostload.New()
+	if err != nil {
+		rn.logf("the host's load will not be recorded: %v", err)
+		return nil
+	}
+	return r.Read
 }
 
 // time runs the case's live implementations through the timing loop, each

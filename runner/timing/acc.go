@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/hostload"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/stats"
 )
@@ -36,6 +37,8 @@ type acc struct {
 	// cover and coverNote are the latest batch's (Timing.Cover).
 	cover, coverNote string
 	spinMS           float64
+	// load is the host's load over the batches (Config.HostLoad).
+	load hostload.Acc
 }
 
 // add pools one batch: the event samples, their kernel-clock readings while

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/hostload"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/stats"
 )
@@ -96,6 +97,10 @@ type Config struct {
 	Batch func(name string)
 	// Now is the clock of wall times (nil: time.Now).
 	Now func() time.Time
+	// HostLoad, when set, reads the host's load right before and right
+	// after each batch (CPU runs): each timing's HostLoad sums its
+	// batches. A batch with a failed reading is left out of it.
+	HostLoad func() (hostload.Sample, error)
 }
 
 // Loop times case after case. It keeps what spans the cases: whether a
@@ -204,6 +209,12 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, wa
 		l.c.Batch(im.Name)
 	}
 	s, err := im.Open(ctx)
+	var before *hostload.Sample
+	if err == nil && l.c.HostLoad != nil {
+		if b, err := l.c.HostLoad(); err == nil {
+			before = &b
+		}
+	}
 	start := l.c.Now()
 	var sm *harness.Samples
 	if err == nil {
@@ -224,6 +235,11 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, wa
 		return nil
 	}
 	end := l.c.Now()
+	if before != nil {
+		if after, err := l.c.HostLoad(); err == nil {
+			a.load.Add(*before, after)
+		}
+	}
 	took := end.Sub(start)
 	a.wall += took
 	a.rounds++
@@ -232,6 +248,7 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, wa
 	launch := l.launch()
 	t := a.timing(l.c.CPU, launch)
 	t.Rounds, t.TotalS, t.StopReason, t.Discarded, t.Cover = a.rounds, a.measured, result.StopInProgress, a.discarded, a.cover
+	t.HostLoad = a.load.HostLoad()
 	if round >= rounds {
 		stop, conv, reason := rule.Check(a.headline(launch), a.measured, a.sampled)
 		wallCap := time.Duration(wallCapFactor * rule.MaxTimeS * float64(time.Second))
