@@ -97,7 +97,7 @@ func (ru Rule) WalkRelative(series []Series) [][]Verdict {
 			r := v
 			r.Samples = nil
 			k := keyOf(v)
-			f := factors[ser.Group][k]
+			f := ru.hostFactor(factors[ser.Group][k], ser.Implementation)
 			hf[i] = f
 			basis := BasisTime
 			switch base := v.Baseline; {
@@ -194,15 +194,14 @@ func (ru Rule) hostNote(vd Verdict, basis string) string {
 // round keeps four decimals of a host factor, for reports.
 func round(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
-// hostFactors returns, per group and run, the median over the
-// implementations timed there of time / the median of its series' last
-// Window clean values (at least MinHistory of them, since the last change
-// point); 0 where fewer than two implementations have one.
-func (ru Rule) hostFactors(series []Series) map[string]map[runKey]float64 {
-	ratios := map[string]map[runKey][]float64{}
+// hostFactors returns, per group and run, each implementation's time there
+// over the median of its series' last Window clean values (at least
+// MinHistory of them, since the last change point).
+func (ru Rule) hostFactors(series []Series) map[string]map[runKey]map[string]float64 {
+	ratios := map[string]map[runKey]map[string]float64{}
 	for _, ser := range series {
 		if ratios[ser.Group] == nil {
-			ratios[ser.Group] = map[runKey][]float64{}
+			ratios[ser.Group] = map[runKey]map[string]float64{}
 		}
 		var recent []float64
 		for _, v := range ser.Values {
@@ -215,21 +214,53 @@ func (ru Rule) hostFactors(series []Series) map[string]map[runKey]float64 {
 			if len(recent) >= ru.MinHistory {
 				m, _ := MedianMAD(recent[max(0, len(recent)-ru.Window):])
 				k := keyOf(v)
-				ratios[ser.Group][k] = append(ratios[ser.Group][k], v.MedianMS/m)
+				if ratios[ser.Group][k] == nil {
+					ratios[ser.Group][k] = map[string]float64{}
+				}
+				ratios[ser.Group][k][ser.Implementation] = v.MedianMS / m
 			}
 			recent = append(recent, v.MedianMS)
 		}
 	}
-	out := map[string]map[runKey]float64{}
-	for g, runs := range ratios {
-		out[g] = map[runKey]float64{}
-		for k, rs := range runs {
-			if len(rs) >= 2 {
-				out[g][k], _ = MedianMAD(rs)
-			}
+	return ratios
+}
+
+// hostFactor is the run's host factor for impl's series, from every
+// implementation's move there (hostFactors); 0 (judge the time) when fewer
+// than two implementations moved. When another implementation moved as
+// impl did (within the rule's floor), the host explains the move: the
+// median of all the moves. When none did, the host moved no more than the
+// implementation that moved least, and that move is the factor: a candidate
+// slowed alone must not make the baseline beside it read faster (the median
+// of two moves is half-way), and a baseline slowed alone is still judged
+// against the others' hosts.
+func (ru Rule) hostFactor(moves map[string]float64, impl string) float64 {
+	own, ok := moves[impl]
+	if !ok || len(moves) < 2 || own <= 0 {
+		return 0
+	}
+	var all []float64
+	least, corroborated := own, false
+	for name, m := range moves {
+		if m <= 0 {
+			continue
+		}
+		all = append(all, m)
+		if name == impl {
+			continue
+		}
+		if math.Abs(m/own-1) <= ru.Floor {
+			corroborated = true
+		}
+		if math.Abs(math.Log(m)) < math.Abs(math.Log(least)) {
+			least = m
 		}
 	}
-	return out
+	if corroborated {
+		f, _ := MedianMAD(all)
+		return f
+	}
+	return least
 }
 
 // readingOf is the robust reading of x against the values of H.
