@@ -125,7 +125,8 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 			}
 		}
 		if o.Webhook != "" {
-			if err := al.Post(ctx, o.Webhook, o.WebhookToken); err != nil {
+			logf := func(format string, args ...any) { fmt.Fprintf(n.Err, "warning: "+format+"\n", args...) }
+			if err := al.Post(ctx, o.Webhook, o.WebhookToken, logf); err != nil {
 				failed = err
 				fmt.Fprintf(n.Err, "warning: %v\n", err)
 			}

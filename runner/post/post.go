@@ -1,6 +1,9 @@
-// Package post sends results.json to the URL the job was given
-// (XRUN_POST_URL), with a bearer token, retrying with exponential backoff.
-// A failed post never touches the results file: the caller keeps it.
+// Package post sends a JSON document to a URL with a bearer token, retrying
+// with exponential backoff: the runner's results.json to the URL the job was
+// given (XRUN_POST_URL), and the client's alert to a webhook. Each request
+// has a timeout, a redirect is refused (it would carry the token to another
+// server), and no message shows the URL's user info, query or the token. A
+// failed post never touches the document's file: the caller keeps it.
 package post
 
 import (
@@ -24,8 +27,12 @@ type Options struct {
 	// Base is the wait before the second try (default 500ms); each later
 	// wait doubles, up to Max (default 8s), with full jitter in [d/2, d].
 	Base, Max time.Duration
-	// Client sends the requests (default: a client with a 30 s timeout).
+	// Client sends the requests (default: a client with a 30 s timeout per
+	// request that follows no redirect). A client given here gets the same
+	// redirect rule when it has none.
 	Client *http.Client
+	// What names the document in messages (default "results").
+	What string
 	// Logf gets one line per failed attempt; it never sees the token.
 	Logf func(format string, args ...any)
 }
@@ -50,7 +57,7 @@ func (e *StatusError) Error() string {
 // other 4xx.
 func Post(ctx context.Context, rawURL, token string, body []byte, o Options) error {
 	o = withDefaults(o)
-	safeURL := redact(rawURL)
+	safeURL := Redact(rawURL)
 	if token != "" {
 		safeURL = strings.ReplaceAll(safeURL, token, "[token]")
 	}
@@ -63,30 +70,30 @@ func Post(ctx context.Context, rawURL, token string, body []byte, o Options) err
 		err = scrub(err, token)
 		last = err
 		if ctx.Err() != nil {
-			return fmt.Errorf("post results to %s: %w", safeURL, ctx.Err())
+			return fmt.Errorf("post %s to %s: %w", o.What, safeURL, ctx.Err())
 		}
 		if !retry {
-			o.Logf("post results to %s: attempt %d/%d: %v (not retrying)", safeURL, attempt, o.Attempts, err)
-			return fmt.Errorf("post results to %s: %w", safeURL, err)
+			o.Logf("post %s to %s: attempt %d/%d: %v (not retrying)", o.What, safeURL, attempt, o.Attempts, err)
+			return fmt.Errorf("post %s to %s: %w", o.What, safeURL, err)
 		}
 		if attempt == o.Attempts {
-			o.Logf("post results to %s: attempt %d/%d: %v", safeURL, attempt, o.Attempts, err)
+			o.Logf("post %s to %s: attempt %d/%d: %v", o.What, safeURL, attempt, o.Attempts, err)
 			break
 		}
 		d := backoff(o, attempt)
 		if wait > d {
 			d = min(wait, o.Max)
 		}
-		o.Logf("post results to %s: attempt %d/%d: %v; retrying in %s", safeURL, attempt, o.Attempts, err, d.Round(time.Millisecond))
+		o.Logf("post %s to %s: attempt %d/%d: %v; retrying in %s", o.What, safeURL, attempt, o.Attempts, err, d.Round(time.Millisecond))
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("post results to %s: %w (last error: %v)", safeURL, ctx.Err(), err)
+			return fmt.Errorf("post %s to %s: %w (last error: %v)", o.What, safeURL, ctx.Err(), err)
 		case <-t.C:
 		}
 	}
-	return fmt.Errorf("post results to %s: gave up after %d attempts: %w", safeURL, o.Attempts, last)
+	return fmt.Errorf("post %s to %s: gave up after %d attempts: %w", o.What, safeURL, o.Attempts, last)
 }
 
 func withDefaults(o Options) Options {
@@ -104,6 +111,14 @@ func withDefaults(o Options) Options {
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.Client.CheckRedirect == nil {
+		c := *o.Client
+		c.CheckRedirect = refuseRedirect
+		o.Client = &c
+	}
+	if o.What == "" {
+		o.What = "results"
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -148,6 +163,13 @@ func try(ctx context.Context, c *http.Client, rawURL, token string, body []byte)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return false, 0, nil
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		rerr := &RedirectError{Code: resp.StatusCode}
+		if loc, err := resp.Location(); err == nil {
+			rerr.Location = Redact(loc.String())
+		}
+		return false, 0, rerr
+	}
 	serr := &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(snippet))}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 		return true, retryAfter(resp.Header.Get("Retry-After"), time.Now()), serr
@@ -170,12 +192,31 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// redact drops user info and the query from a URL for messages: either may
+// RedirectError is a redirect the server answered with, which Post does not
+// follow: the request carries a token, and a redirect may lead anywhere.
+type RedirectError struct {
+	Code     int
+	Location string // redacted
+}
+
+func (e *RedirectError) Error() string {
+	to := e.Location
+	if to == "" {
+		to = "another URL"
+	}
+	return fmt.Sprintf("server answered %d %s to %s; redirects are not followed (they would carry the token along): give that URL instead", e.Code, http.StatusText(e.Code), to)
+}
+
+// refuseRedirect stops a client at the first redirect, handing back the
+// redirect response itself.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Redact drops user info and the query from a URL for messages: either may
 // carry a secret.
-func redact(rawURL string) string {
+func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "the results URL"
+	if err != nil || u.Scheme == "" && u.Host == "" {
+		return "the URL"
 	}
 	u.User = nil
 	if u.RawQuery != "" {

@@ -209,3 +209,70 @@ func TestBackoffBounds(t *testing.T) {
 		}
 	}
 }
+
+// A redirect to another port of the same host (where Go's client would
+// forward the Authorization header) is not followed: the token reaches only
+// the URL given, and the error names where the server pointed, redacted.
+func TestRedirectNotFollowed(t *testing.T) {
+	var other atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			t.Errorf("the redirect target got the token")
+		}
+	}))
+	defer target.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/hook?sig=abc", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	for _, c := range []*http.Client{nil, {Timeout: time.Second}} {
+		o := fast(&logs{})
+		o.Client = c
+		err := Post(context.Background(), srv.URL, token, []byte("{}"), o)
+		var rerr *RedirectError
+		if !errors.As(err, &rerr) || rerr.Code != http.StatusTemporaryRedirect {
+			t.Fatalf("err = %v, want a RedirectError", err)
+		}
+		if strings.Contains(err.Error(), "sig=abc") || !strings.Contains(err.Error(), target.URL+"/hook?...") {
+			t.Errorf("err = %v: want the target's URL without its query", err)
+		}
+	}
+	if other.Load() != 0 {
+		t.Errorf("the redirect target got %d requests", other.Load())
+	}
+}
+
+// A server that accepts the connection and never answers costs one
+// request timeout per attempt, not forever.
+func TestSilentServerTimesOut(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-stop
+	}))
+	defer srv.Close()
+	defer close(stop)
+	o := fast(&logs{})
+	o.Attempts = 2
+	o.Client = &http.Client{Timeout: 100 * time.Millisecond}
+	start := time.Now()
+	err := Post(context.Background(), srv.URL, "", []byte("{}"), o)
+	if err == nil {
+		t.Fatal("Post to a silent server succeeded")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pw@hooks.example/x?token=1": "https://hooks.example/x?...",
+		"http://h:8080/a":                         "http://h:8080/a",
+		"::bad":                                   "the URL",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

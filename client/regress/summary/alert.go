@@ -1,11 +1,9 @@
 package summary
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/runner/post"
 )
 
 // Alert is what a confirmed regression sends: to a file (--alert), which
@@ -113,42 +112,16 @@ func (a *Alert) WriteFile(path string) error {
 }
 
 // Post sends the alert to a webhook as JSON, with a bearer token when one
-// is given, trying three times (1 s, then 4 s apart) on a failure or a 5xx.
-func (a *Alert) Post(ctx context.Context, url, token string) error {
+// is given: three tries (each with a 30 s timeout) on a network failure, a
+// 429 or a 5xx, no redirect followed, and no message that shows the URL's
+// user info, query or the token (runner/post). logf gets a line per failed
+// try.
+func (a *Alert) Post(ctx context.Context, url, token string, logf func(string, ...any)) error {
 	data, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("post alert: %w", err)
 	}
-	var last error
-	for attempt, wait := 0, time.Second; attempt < 3; attempt, wait = attempt+1, wait*4 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("post alert to %s: %w", url, ctx.Err())
-			case <-time.After(wait):
-			}
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
-		if err != nil {
-			return fmt.Errorf("post alert to %s: %w", url, err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			last = err
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode < 300 {
-			return nil
-		}
-		last = fmt.Errorf("the webhook answered %s", resp.Status)
-		if resp.StatusCode < 500 {
-			break // a refusal will not change
-		}
-	}
-	return fmt.Errorf("post alert to %s: %w", url, last)
+	return post.Post(ctx, url, token, data, post.Options{
+		Attempts: 3, Base: time.Second, Max: 4 * time.Second, What: "the alert", Logf: logf,
+	})
 }
