@@ -2,7 +2,9 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -58,7 +60,7 @@ func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 	if err != nil {
 		return LocalRequest{}, "", err
 	}
-	absOut, err := filepath.Abs(out)
+	absOut, err := outDir(out)
 	if err != nil {
 		return LocalRequest{}, "", err
 	}
@@ -82,6 +84,38 @@ func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 		argv := local.Command(exe, dir, absOut, a.CPU, a.Python, j.ID)
 		return backend.Spec{Name: submit.JobName(s.Name, j.ID), Command: argv, OutDir: absOut}
 	}}, out, nil
+}
+
+// outDir is a local job's output directory, absolute and with its links
+// resolved (a --out that is a link to another disk is where the runner
+// writes, and where its results are copied from). A link inside it is
+// refused: the runner writes its files there by name and would write
+// through it, wherever it points.
+func outDir(out string) (string, error) {
+	abs, err := filepath.Abs(out)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("output directory %s: %w", out, err)
+	}
+	err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return exit.BadInput(fmt.Errorf("the output directory holds a symbolic link, %s: xrun writes there and would write through it; remove it or choose another --out", path))
+		}
+		return nil
+	})
+	if err != nil {
+		var ee *exit.Error
+		if errors.As(err, &ee) {
+			return "", err
+		}
+		return "", fmt.Errorf("read output directory %s: %w", out, err)
+	}
+	return abs, nil
 }
 
 // LocalOutcome is a local job's outcome err (Outcome, OutcomeShown) with

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/headtail"
@@ -124,7 +125,7 @@ func Start(c Config) (*Worker, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("start worker: empty command")
 	}
-	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start worker %s: open log: %w", c.Name, err)
 	}

@@ -188,7 +188,7 @@ func (z *Zygote) Close() {
 // zygote's harness). It fails when the zygote is gone; the caller then
 // starts the worker on its own (Start).
 func (z *Zygote) Start(c Config) (*Worker, error) {
-	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start worker %s: open log: %w", c.Name, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -133,7 +134,7 @@ func (p *pool) startZygote() {
 // startZygote starts the zygote of harness argv in dir with env, as user
 // as, its output in outDir/logs/zygote.log.
 func startZygote(argv []string, dir string, env []string, as *sandbox.User, outDir string) (*harness.Zygote, error) {
-	log, err := os.OpenFile(filepath.Join(outDir, "logs", "zygote.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(filepath.Join(outDir, "logs", "zygote.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}

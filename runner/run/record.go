@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/analyze"
@@ -17,6 +18,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/post"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -202,6 +204,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 		}
 	}
 	rn.clocks.stop(r, rn.gpu, rn.logf)
+	rn.killDescendants()
 	if rn.loop != nil {
 		rn.settleLaunch(rn.loop.Launch())
 	}
@@ -239,7 +242,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	var md bytes.Buffer
 	if err := report.Markdown(&md, r); err != nil {
 		rn.logf("render results.md: %v", err)
-	} else if err := os.WriteFile(filepath.Join(rn.o.OutDir, "results.md"), md.Bytes(), 0o644); err != nil {
+	} else if err := writeOwn(filepath.Join(rn.o.OutDir, "results.md"), md.Bytes()); err != nil {
 		rn.logf("write results.md: %v", err)
 	}
 	rn.post(parent)
@@ -303,6 +306,23 @@ func (rn *runner) killStrays() {
 	}
 }
 
+// killDescendants ends, where the experiment's code runs as the runner's
+// own user and the process is the job's alone (OwnTree: xrun run --local),
+// every process left of the
+// runner's tree, the orphans it adopted included, before the results are
+// final: none may rewrite them after the runner wrote them. It runs once
+// the workers are closed and the GPU's state read after the run.
+func (rn *runner) killDescendants() {
+	if !rn.o.OwnTree || rn.o.Worker != nil {
+		return // killStrays did, by the worker's uid, or not this process's to do
+	}
+	if killed := sandbox.KillDescendants(strayKillLimit); len(killed) > 0 {
+		msg := fmt.Sprintf("%d processes of the experiment's code outlived their workers and were killed (%s)", len(killed), countNames(killed))
+		rn.logf("%s", msg)
+		rn.strays = msg
+	}
+}
+
 // countNames summarises names as "3 sleep, 1 python3", most frequent first.
 func countNames(names []string) string {
 	count := map[string]int{}
@@ -350,4 +370,18 @@ func (rn *runner) readAfter(parent context.Context) <-chan gpuAfter {
 		ch <- gpuAfter{state, err}
 	}()
 	return ch
+}
+
+// writeOwn writes data to path, a file of the runner's own in the output
+// directory, and never through a link that stands there.
+func writeOwn(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

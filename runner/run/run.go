@@ -87,6 +87,12 @@ type Options struct {
 	// from the runner (runner/sandbox); nil runs them as the runner's own
 	// user. With one, OutDir must be the runner's alone.
 	Worker *sandbox.User
+	// OwnTree says that every process this one starts is the job's, as in
+	// the runner process of `xrun run --local`, where the experiment's code
+	// runs as the runner's own user: the runner then adopts the orphans of
+	// its tree and kills whatever is left of it before the results are
+	// final. Never in a process that runs other jobs (a test's).
+	OwnTree bool
 	// Warm is what a standby prepared before the job came (standby.go);
 	// nil: the run prepares everything itself.
 	Warm *Warm
@@ -134,6 +140,15 @@ func Run(ctx context.Context, o Options) (*result.Results, error) {
 	rn := &runner{prog: progressState{start: time.Now()}, o: o, log: &syncWriter{mu: mu, w: io.MultiWriter(o.Log, logFile)}, logFile: &syncWriter{mu: mu, w: logFile}}
 	rn.rec = &recorder{path: filepath.Join(o.OutDir, result.FileName), logf: rn.logf}
 	rn.clocks = &clockMonitor{windows: map[windowKey][]gpuinfo.Window{}}
+	if o.OwnTree && o.Worker == nil {
+		// The experiment's code runs as this process's user: its
+		// processes cannot be told by their uid (killStrays), so the
+		// runner adopts every orphan of its tree, to kill them all
+		// before the results are final.
+		if err := sandbox.AdoptOrphans(); err != nil {
+			rn.logf("warning: processes of the experiment's code that leave their workers' process groups may outlive the run: %v", err)
+		}
+	}
 	return rn.run(ctx)
 }
 
@@ -196,7 +211,7 @@ func openOutput(o Options) (*os.File, error) {
 			}
 		}
 	}
-	logFile, err := os.OpenFile(filepath.Join(o.OutDir, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(o.OutDir, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, &InfraError{fmt.Errorf("open runner.log in %s (is the output directory writable?): %w", o.OutDir, err)}
 	}

@@ -33,3 +33,13 @@ func CheckPrivate(dir string) error { return errLinux }
 
 // Init does nothing outside Linux.
 func Init() (code int, isInit bool) { return 0, false }
+
+// AdoptOrphans needs Linux: elsewhere a process that leaves the job's
+// process group outlives the job.
+func AdoptOrphans() error { return errLinux }
+
+// KillDescendants finds nothing outside Linux.
+func KillDescendants(limit time.Duration) []string { return nil }
+
+// ReapAdopted does nothing outside Linux.
+func ReapAdopted(keep ...int) {}

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,5 +307,51 @@ func TestStateAsTheSupervisorEnds(t *testing.T) {
 	t.Cleanup(func() { processAlive = alive })
 	if s := stateOf(dir); s.Detail != "exited" || s.ExitCode != 3 {
 		t.Errorf("state as the supervisor ends: %+v, want exited with code 3", s)
+	}
+}
+
+// A daemon in a session of its own (setsid, out of the runner's process
+// group), which the runner's tree leaves behind to rewrite the output: it
+// is killed before the job's end is recorded, so that the output the
+// client copies once the job ended is the runner's.
+func TestDaemonDiesWithTheJob(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatal("setsid (util-linux) is needed")
+	}
+	ctx := context.Background()
+	b := newBackend(t)
+	pidFile := filepath.Join(t.TempDir(), "daemon.pid")
+	// The daemon's parent (the subshell) ends at once: the daemon is an
+	// orphan before the runner ends.
+	j, out := create(t, b, `mkdir -p "$OUT"; echo '{"by":"runner"}' > "$OUT/results.json"
+(setsid sh -c 'echo $$ > `+pidFile+`; while :; do sleep 0.05; echo forged > "$OUT/results.json.x"; done' &)
+while [ ! -s `+pidFile+` ]; do sleep 0.01; done
+exit 0`)
+	if err := b.Start(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Wait(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 {
+		t.Fatalf("daemon pid %q", data)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the daemon (pid %d) outlived the job", pid)
+	}
+	// Nothing writes into the output any more.
+	os.Remove(filepath.Join(out, "results.json.x"))
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(out, "results.json.x")); err == nil {
+		t.Error("something still writes into the output directory after the job ended")
+	}
+	if got := logsOf(t, b, j, backend.LogOptions{}); !strings.Contains(got, "process(es) the job left running after its runner ended") {
+		t.Errorf("the log does not say what was killed:\n%s", got)
 	}
 }

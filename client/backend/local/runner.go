@@ -46,7 +46,9 @@ func Command(exe, dir, out string, cpu bool, python, jobID string) []string {
 // The exit code is run.ExitCode's, and a spec that asks for a GPU this
 // machine lacks is a usage error (3): --cpu runs it.
 func RunnerMain(ctx context.Context, args []string, stderr io.Writer) int {
-	o := run.Options{CPUHint: "pass --cpu", ClientVersion: version.Version, Log: stderr}
+	// The runner's process is the job's alone: what the experiment
+	// starts goes with it (run.Options.OwnTree).
+	o := run.Options{CPUHint: "pass --cpu", ClientVersion: version.Version, Log: stderr, OwnTree: true}
 	fs := flag.NewFlagSet("xrun run --local", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.ExperimentDir, "experiment", "", "experiment directory")

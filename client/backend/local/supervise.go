@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 // SuperviseArg, as the xrun binary's first argument with a job directory
@@ -33,12 +35,19 @@ func newCommand(argv []string) *exec.Cmd { return exec.Command(argv[0], argv[1:]
 // records it as started, waits for it, and records its exit code: the
 // exit code, or 128 plus the signal that killed it. SIGINT, SIGTERM and
 // SIGHUP sent to the supervisor go to the runner's group; the
-// supervisor itself ends only after the runner. Leftovers of the runner's
-// group (workers it did not stop) are killed once it has exited. It
-// returns the supervisor's own exit code.
+// supervisor itself ends only after the runner. Once the runner has exited,
+// everything it left is killed before the end is recorded, as a
+// container's processes go with the container: its process group, and
+// (Linux) every process that left the group, a daemon in a session of its
+// own included, which the supervisor adopts as their reaper. So no process
+// of the job is left to rewrite the output directory once the client sees
+// the job ended and copies it. It returns the supervisor's own exit code.
 func Supervise(dir string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := sandbox.AdoptOrphans(); err != nil {
+		fmt.Fprintf(os.Stderr, "xrun: warning: processes that leave the runner's process group may outlive the job: %v\n", err)
+	}
 	fail := func(format string, args ...any) int {
 		msg := fmt.Sprintf(format, args...)
 		fmt.Fprintf(os.Stderr, "xrun: %s\n", msg)
@@ -76,10 +85,15 @@ func Supervise(dir string) int {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	reap := time.NewTicker(time.Second)
+	defer reap.Stop()
 	for {
 		select {
 		case s := <-sigs:
 			syscall.Kill(-pid, s.(syscall.Signal))
+			continue
+		case <-reap.C:
+			sandbox.ReapAdopted(pid)
 			continue
 		case err = <-done:
 		}
@@ -100,9 +114,12 @@ func Supervise(dir string) int {
 	default:
 		ex.ExitCode, ex.Message = -1, fmt.Sprintf("wait for the runner: %v", err)
 	}
-	// What the runner left of its group (workers it did not stop) goes
-	// with it, as a container's processes go with the container.
+	// What the runner left (workers it did not stop, daemons of the
+	// experiment's code) goes with it.
 	syscall.Kill(-pid, syscall.SIGKILL)
+	if left := sandbox.KillDescendants(10 * time.Second); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "xrun: killed %d process(es) the job left running after its runner ended (%s)\n", len(left), strings.Join(left, ", "))
+	}
 	if err := writeJSON(dir, exitFile, ex); err != nil {
 		fmt.Fprintf(os.Stderr, "xrun: record the job's end: %v\n", err)
 		return 1

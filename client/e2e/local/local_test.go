@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,7 +63,7 @@ func xrun(t *testing.T, limit time.Duration, args ...string) xruntest.Result {
 func fixture(t *testing.T, name string) string {
 	t.Helper()
 	// A copy: the run writes nothing into the repository's fixtures.
-	dst := filepath.Join(t.TempDir(), name)
+	dst := filepath.Join(t.TempDir(), filepath.Base(name))
 	if out, err := exec.Command("cp", "-r", filepath.Join(repo, "client", "e2e", "testdata", name), dst).CombinedOutput(); err != nil {
 		t.Fatalf("copy fixture: %v\n%s", err, out)
 	}
@@ -179,5 +180,93 @@ func TestRunLocalInterrupted(t *testing.T) {
 	}
 	if out, _ := exec.Command("pgrep", "-f", "__run-local.*"+id).Output(); len(out) > 0 {
 		t.Errorf("the runner outlived Ctrl-C: pids %s", out)
+	}
+}
+
+// hostileFixture copies the hostile experiment name and tells it where the
+// run's output is (out.txt).
+func hostileFixture(t *testing.T, name, out string) string {
+	t.Helper()
+	dir := fixture(t, filepath.Join("hostile", name))
+	if err := os.WriteFile(filepath.Join(dir, "out.txt"), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// An implementation's daemon, in a session of its own, waits for the
+// runner's final results.json and rewrites it: it is killed before the
+// results are final, and the store, the history and --out keep the
+// runner's results.
+func TestRunLocalDaemonCannotForge(t *testing.T) {
+	out := t.TempDir()
+	dir := hostileFixture(t, "localforge", out)
+	r, id := x.Submitted(t, dir, func() xruntest.Result {
+		return xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", out, dir)
+	})
+	xruntest.Expect(t, r, 0, "status: succeeded")
+	pidText, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
+	if err != nil {
+		t.Fatalf("the daemon never started: %v\n%s", err, r.Stderr)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if pid > 0 && syscall.Kill(pid, 0) == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the daemon (pid %d) outlived the job", pid)
+	}
+	for _, path := range []string{filepath.Join(out, "results.json"), filepath.Join(x.Status(t, id).StoreDir, "results.json")} {
+		rs, err := result.ReadFile(path)
+		if err != nil || rs.Experiment != "e2e-localforge" {
+			t.Errorf("%s: %v, experiment %q", path, err, rs.Experiment)
+		}
+	}
+	rs := x.Results(t, id)
+	if !strings.Contains(strings.Join(warnings(rs), "\n"), "outlived their workers and were killed") {
+		t.Errorf("results.json does not say a process was killed: %v", warnings(rs))
+	}
+}
+
+func warnings(rs *result.Results) []string {
+	var out []string
+	for _, w := range rs.Warnings {
+		out = append(out, w.Message)
+	}
+	return out
+}
+
+// --out that is a link (to another disk, say): the run writes through it
+// and its results are the job's, not "failed, exit code 0". A link inside
+// --out is refused before anything runs, and what it points at is left
+// alone.
+func TestRunLocalOutLinks(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "out")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	dir := fixture(t, "quick")
+	r, id := x.Submitted(t, dir, func() xruntest.Result {
+		return xrun(t, 3*time.Minute, "run", "--local", "--cpu", "--out", link, dir)
+	})
+	xruntest.Expect(t, r, 0, "status: succeeded")
+	if st := x.Status(t, id); st.Status != "succeeded" {
+		t.Errorf("a linked --out: the job is %s", st.Status)
+	}
+	if _, err := os.Stat(filepath.Join(real, "results.json")); err != nil {
+		t.Errorf("no results where the link points: %v", err)
+	}
+
+	victim := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(victim, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(out, "results.md")); err != nil {
+		t.Fatal(err)
+	}
+	r = xrun(t, time.Minute, "run", "--local", "--cpu", "--out", out, dir)
+	xruntest.Expect(t, r, 3, "holds a symbolic link", "results.md")
+	if b, _ := os.ReadFile(victim); string(b) != "mine\n" {
+		t.Errorf("the link's target was written: %q", b)
 	}
 }
