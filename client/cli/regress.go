@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
@@ -118,6 +120,9 @@ Examples:
 // host and GPUs, plus env: regress --confirm's rerun. Its progress goes
 // to stderr, its table nowhere; its results join the history as it ends.
 func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, error) {
+	if job.RanLocally(j) {
+		return a.rerunLocal(ctx, j, env)
+	}
 	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: backends.Selection{Host: j.Host}, CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
 	if j.Mode != "cpu" {
 		so.GPUs = sameGPUs(j.GPUs)
@@ -127,6 +132,7 @@ func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, 
 	}
 	if s := j.Submit; s != nil {
 		so.Base, so.Labels, so.Root, so.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
+		so.NoStandby, so.NoCacheVolume = s.NoStandby, s.NoCacheVolume
 		if s.Network != "" {
 			so.Network = s.Network
 		}
@@ -140,6 +146,21 @@ func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, 
 	child.onJob = func(j *jobs.Job) { rerun = j }
 	err := runSubmit(ctx, child, so)
 	return rerun, err
+}
+
+// rerunLocal runs j again as `xrun run --local` ran it (job.RerunLocal).
+func (a *App) rerunLocal(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, error) {
+	if len(env) > 0 {
+		return nil, exit.Usagef("--env is for reruns in a container; a local rerun (job %s ran with xrun run --local) has this shell's environment", j.ID)
+	}
+	child := &App{Out: io.Discard, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
+		HistoryPath: a.HistoryPath, Trace: a.Trace}
+	defer child.Close()
+	m, err := child.Jobs()
+	if err != nil {
+		return nil, err
+	}
+	return m.RerunLocal(ctx, j)
 }
 
 // sameGPUs is the --gpus that asks for the GPUs a job had: its assigned

@@ -157,3 +157,30 @@ func (s *submission) runLocal(ctx context.Context, r LocalRequest) (*jobs.Job, e
 	}
 	return s.launch(ctx, r.Spec(j))
 }
+
+// RanLocally reports whether j ran without a container (xrun run --local).
+func RanLocally(j *jobs.Job) bool { return local.IsRef(j.Host) }
+
+// RerunLocal runs j, a job of xrun run --local, again as it ran: on this
+// machine, in its mode, into an output directory of its own that is
+// removed afterwards (the rerun's results and logs are in the store). The
+// error is the rerun's outcome as LocalOutcome gives it.
+func (m *Manager) RerunLocal(ctx context.Context, j *jobs.Job) (*jobs.Job, error) {
+	if this := local.Ref(local.ThisHost()); j.Host != this {
+		return nil, fmt.Errorf("job %s ran without a container on %s, not on this machine (%s): run the rerun there", j.ID, j.Host, this)
+	}
+	out, err := os.MkdirTemp("", "xrun-rerun-")
+	if err != nil {
+		return nil, fmt.Errorf("make the rerun's output directory: %w", err)
+	}
+	defer os.RemoveAll(out)
+	req, _, err := m.Local(LocalArgs{Dir: j.ExperimentDir, Out: out, CPU: j.Mode == "cpu"})
+	if err != nil {
+		return nil, err
+	}
+	rerun, err := m.RunLocal(ctx, req)
+	if rerun != nil {
+		err = LocalOutcome(rerun, err)
+	}
+	return rerun, err
+}

@@ -138,7 +138,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 // rerunArgs are the arguments a rerun of the job repeats
 // (jobs.SubmitArgs): the names of --env variables, never their values.
 func (a Args) rerunArgs() *jobs.SubmitArgs {
-	r := &jobs.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network}
+	r := &jobs.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
 	for _, e := range a.Env {
 		name, _, _ := strings.Cut(e, "=")
 		r.Env = append(r.Env, name)

@@ -79,6 +79,10 @@ type SubmitArgs struct {
 	Labels  []string `json:"labels,omitempty"`
 	Root    bool     `json:"root,omitempty"`
 	Network string   `json:"network,omitempty"`
+	// NoStandby and NoCacheVolume repeat --no-standby and
+	// --no-cache-volume.
+	NoStandby     bool `json:"no_standby,omitempty"`
+	NoCacheVolume bool `json:"no_cache_volume,omitempty"`
 }
 
 // Store is a directory of job records.

@@ -86,11 +86,10 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 		}
 		if o.Rerun != nil && len(sr.Suspects()) > 0 {
 			if err := n.confirm(ctx, m, &sr, t.j, o); err != nil {
+				// Whatever stopped the rerun, the suspects stay unjudged:
+				// exit 4, as documented, never 0.
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the suspects of job %s were not rerun: %v", t.run.Experiment, t.run.JobID, err))
-				var ee *exit.Error
-				if !errors.As(err, &ee) || ee.Code == exit.Infra {
-					failed = err
-				}
+				failed = err
 			}
 		} else if n := len(sr.Suspects()); n > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d suspect(s) in job %s wait for confirmation: xrun regress --confirm %s reruns them now, or the next run confirms or clears them",

@@ -56,6 +56,9 @@ func RunnerMain(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&o.Mode, "mode", "", "gpu or cpu")
 	fs.StringVar(&o.Python, "python", "", "Python interpreter for the harness")
 	fs.StringVar(&o.JobID, "job-id", "", "the job's id")
+	// The one knob of the container's environment a local run takes from
+	// the shell: when a timing counts as taken on a busy host.
+	o.HostBusyShare = os.Getenv(contract.EnvHostBusyShare)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || o.ExperimentDir == "" || o.OutDir == "" {
 		fmt.Fprintf(stderr, "xrun: the local runner takes --experiment DIR --out DIR [--mode cpu] [--python PATH] [--job-id ID]\n")
 		return contract.ExitBadSpec

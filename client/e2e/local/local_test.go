@@ -270,3 +270,40 @@ func TestRunLocalOutLinks(t *testing.T) {
 		t.Errorf("the link's target was written: %q", b)
 	}
 }
+
+// regress --confirm reruns a suspect of a job of run --local on this
+// machine, as it ran, and the rerun confirms it: exit 5 (it tried to
+// submit to a Docker host named local://... and exited 0).
+func TestRunLocalConfirm(t *testing.T) {
+	dir := fixture(t, "drift")
+	hist := filepath.Join(t.TempDir(), "history.db")
+	run := func(slowdown string, args ...string) xruntest.Result {
+		t.Helper()
+		return x.RunEnv(t, 3*time.Minute, []string{"XRUN_HISTORY=" + hist, "DRIFT_SLOWDOWN=" + slowdown, "XRUN_HOST_BUSY_SHARE=off"}, args...)
+	}
+	local := func(slowdown string) string {
+		t.Helper()
+		var r xruntest.Result
+		r, id := x.Submitted(t, dir, func() xruntest.Result {
+			return run(slowdown, "run", "--local", "--cpu", "--out", t.TempDir(), dir)
+		})
+		// Its time criterion is declared to fail: exit 1.
+		xruntest.Expect(t, r, 1)
+		return id
+	}
+	rule := []string{"--min-history", "3", "--window", "10"}
+	for i := 0; i < 4; i++ {
+		local("1.00")
+	}
+	slow := local("1.25")
+	r := run("1.25", append(append([]string{"regress"}, rule...), slow)...)
+	xruntest.Expect(t, r, 0)
+	if !strings.Contains(r.Stdout, " 1 suspect") {
+		t.Fatalf("a 25 %% slower run is no suspect:\n%s\n%s", r.Stdout, r.Stderr)
+	}
+	r = run("1.25", append(append([]string{"regress", "--confirm"}, rule...), slow)...)
+	xruntest.Expect(t, r, 5, "rerunning job "+slow, "confirmed regression")
+	if !strings.Contains(r.Stdout, "regressed") {
+		t.Errorf("after --confirm:\n%s", r.Stdout)
+	}
+}
