@@ -58,7 +58,7 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	ctx := context.Background()
 	submit := func() {
 		t.Helper()
-		if code := ta.run(ctx, "submit", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", dir); code != ExitCriteriaFailed {
+		if code := ta.run(ctx, "submit", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", "--no-standby", dir); code != ExitCriteriaFailed {
 			t.Fatalf("submit: exit %d: %s", code, ta.err)
 		}
 	}
@@ -116,6 +116,12 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	if rerun == nil || strings.Join(rerun.Spec.GPUs.IDs, ",") != "2" || rerun.C.Labels["team"] != "kernels" ||
 		!strings.Contains(strings.Join(rerun.Spec.Env, " "), "SLOWDOWN=1") {
 		t.Errorf("rerun container: %+v", rerun)
+	}
+	// Nor did it leave a standby, as no job here asked for one.
+	for _, c := range ta.fake.Made() {
+		if strings.Contains(c.C.Name, "standby") {
+			t.Errorf("a standby was made: %s", c.C.Name)
+		}
 	}
 	data, err := os.ReadFile(alert)
 	if err != nil || !strings.Contains(string(data), `"confirmed_by": "`+run.Rerun+`"`) {
