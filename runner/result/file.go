@@ -48,7 +48,11 @@ func Locate(ref string) (path string, ok bool) {
 
 // WriteFile writes r to path atomically: a reader sees the old file or the
 // new one, never a torn write, even if the process dies mid-way.
+// A figure that is not a finite number is written as 0, with a warning
+// (Finite): JSON cannot hold it, and a run's results are worth more than
+// one derived figure.
 func WriteFile(path string, r *Results) error {
+	r.keepFinite()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)

@@ -210,7 +210,19 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
+	var nonFinite []result.Warning // figures an earlier write made finite (result.WriteFile)
+	for _, w := range r.Warnings {
+		if w.Kind == result.WarnNonFinite {
+			nonFinite = append(nonFinite, w)
+		}
+	}
 	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
+	r.Warnings = append(r.Warnings, nonFinite...)
+	if bad := r.Finite(); len(bad) > 0 {
+		rn.logf("warning: %d figures were not finite numbers and are written as 0 (%s)", len(bad), strings.Join(bad[:min(len(bad), 5)], ", "))
+		r.Warnings = append(r.Warnings, result.Warning{Kind: result.WarnNonFinite,
+			Message: fmt.Sprintf("%d figures were not finite numbers and are written as 0: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], ", "))})
+	}
 	if rn.strays != "" {
 		r.Warnings = append(r.Warnings, result.Warning{Kind: analyze.WarnStrayProcesses, Message: rn.strays})
 	}

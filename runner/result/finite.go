@@ -1,0 +1,121 @@
+package result
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// WarnNonFinite is the kind of the warning that figures were not finite
+// numbers (NaN, ±Inf) and were written as 0.
+const WarnNonFinite = "non_finite"
+
+// Finite replaces every figure of r that is not a finite number (NaN,
+// +Inf, -Inf, which JSON cannot hold) by 0, and returns where each was,
+// as a path into the document ("cases[0].results.fast.throughput.tflops").
+// The runner's samples are bounded (runner/timing), so a non-finite figure
+// is arithmetic on extreme work models or a defect: one such figure must
+// cost that figure, not every implementation's results.
+func (r *Results) Finite() []string {
+	var paths []string
+	finite(reflect.ValueOf(r), "", &paths)
+	return paths
+}
+
+func finite(v reflect.Value, path string, paths *[]string) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			finite(v.Elem(), path, paths)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name := strings.Split(f.Tag.Get("json"), ",")[0]
+			switch {
+			case name == "-":
+				continue
+			case f.Anonymous && name == "":
+				finite(v.Field(i), path, paths)
+				continue
+			case name == "":
+				name = f.Name
+			}
+			finite(v.Field(i), join(path, name), paths)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			finite(v.Index(i), path+"["+strconv.Itoa(i)+"]", paths)
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			e := v.MapIndex(k)
+			p := join(path, fmt.Sprint(k))
+			// A map's values cannot be set in place: a float, or a float
+			// or a struct behind an interface, is checked on a copy and
+			// stored again.
+			inner := e
+			if inner.Kind() == reflect.Interface && !inner.IsNil() {
+				inner = inner.Elem()
+			}
+			switch inner.Kind() {
+			case reflect.Float32, reflect.Float64:
+				if f := inner.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+					*paths = append(*paths, p)
+					v.SetMapIndex(k, reflect.Zero(inner.Type()).Convert(e.Type()))
+				}
+			case reflect.Struct, reflect.Array:
+				c := reflect.New(inner.Type()).Elem()
+				c.Set(inner)
+				n := len(*paths)
+				finite(c, p, paths)
+				if len(*paths) > n {
+					v.SetMapIndex(k, c.Convert(e.Type()))
+				}
+			default:
+				finite(e, p, paths)
+			}
+		}
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			*paths = append(*paths, path)
+			if v.CanSet() {
+				v.SetFloat(0)
+			}
+		}
+	}
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// keepFinite makes r encodable, recording what it changed as a warning.
+func (r *Results) keepFinite() {
+	paths := r.Finite()
+	if len(paths) == 0 {
+		return
+	}
+	shown := paths
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	more := ""
+	if len(paths) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(paths)-len(shown))
+	}
+	r.Warnings = append(r.Warnings, Warning{Kind: WarnNonFinite,
+		Message: fmt.Sprintf("%d figures were not finite numbers and are written as 0: %s%s", len(paths), strings.Join(shown, ", "), more)})
+}

@@ -1,0 +1,71 @@
+package result
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A figure that is not a finite number (a throughput over a median of
+// 1e-300 ms, say) is written as 0 with a warning: the file is written,
+// every other figure as it was.
+func TestWriteFileNonFinite(t *testing.T) {
+	r := full()
+	var ir *ImplResult
+	for _, c := range r.Cases {
+		for _, x := range c.Results {
+			ir = x
+			break
+		}
+		break
+	}
+	if ir == nil || ir.Throughput == nil || ir.Timing == nil {
+		t.Fatal("full() has no implementation with a timing and a throughput")
+	}
+	median := ir.Timing.MedianMS
+	ir.Throughput.TFLOPS = math.Inf(1)
+	ir.Metrics = map[string]float64{"ctas": math.NaN(), "sms": 132}
+	r.Comparisons[0].Speedup = math.Inf(-1)
+	r.Cases[0].Params["x"] = math.Inf(1)
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := WriteFile(path, r); err != nil {
+		t.Fatalf("WriteFile: %v", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(data)
+	if err != nil {
+		t.Fatalf("decode what was written: %v", err)
+	}
+	var w *Warning
+	for i := range back.Warnings {
+		if back.Warnings[i].Kind == WarnNonFinite {
+			w = &back.Warnings[i]
+		}
+	}
+	if w == nil || !strings.Contains(w.Message, "4 figures") || !strings.Contains(w.Message, "throughput.tflops") ||
+		!strings.Contains(w.Message, "comparisons[0].speedup") {
+		t.Fatalf("warning %+v", w)
+	}
+	var got *ImplResult
+	for _, x := range back.Cases[0].Results {
+		if x.Throughput != nil && x.Timing != nil && x.Timing.MedianMS == median {
+			got = x
+		}
+	}
+	if got == nil || got.Throughput.TFLOPS != 0 || got.Metrics["ctas"] != 0 || got.Metrics["sms"] != 132 {
+		t.Errorf("written back: %+v", got)
+	}
+	if back.Comparisons[0].Speedup != 0 || back.Cases[0].Params["x"] != 0.0 {
+		t.Errorf("speedup %v, param %v", back.Comparisons[0].Speedup, back.Cases[0].Params["x"])
+	}
+	// What was made finite stays so: a second write adds no warning.
+	n := len(r.Warnings)
+	if err := WriteFile(path, r); err != nil || len(r.Warnings) != n {
+		t.Errorf("second write: %v, %d warnings, want %d", err, len(r.Warnings), n)
+	}
+}
