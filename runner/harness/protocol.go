@@ -354,11 +354,11 @@ func (ev *Event) check() error {
 		if ev.Ready.FlushBytes < 0 {
 			return errors.New("negative flush_bytes")
 		}
-		if ev.Ready.TimerFloorMS < 0 || math.IsNaN(ev.Ready.TimerFloorMS) || math.IsInf(ev.Ready.TimerFloorMS, 0) {
-			return errors.New("timer_floor_ms must be a finite number >= 0")
+		if !(ev.Ready.TimerFloorMS >= 0 && ev.Ready.TimerFloorMS <= result.MaxTimingMS) {
+			return fmt.Errorf("timer_floor_ms must be a number from 0 to %g", result.MaxTimingMS)
 		}
-		if ev.Ready.LaunchMS < 0 || math.IsInf(ev.Ready.LaunchMS, 0) {
-			return errors.New("launch_ms must be a finite number >= 0")
+		if !(ev.Ready.LaunchMS >= 0 && ev.Ready.LaunchMS <= result.MaxTimingMS) {
+			return fmt.Errorf("launch_ms must be a number from 0 to %g", result.MaxTimingMS)
 		}
 	case ev.Models != nil:
 		if len(ev.Models.Metrics) == 0 {

@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 )
 
-// Decode reads a results document and checks its schema version.
+// Decode reads a results document and checks its schema version and the
+// bounds of its figures (MinTimingMS, MaxTimingMS, MaxFigure).
 func Decode(data []byte) (*Results, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var r Results
@@ -17,6 +18,9 @@ func Decode(data []byte) (*Results, error) {
 	}
 	if r.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("decode results: schema_version %d, this build reads %d", r.SchemaVersion, SchemaVersion)
+	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("decode results: %w", err)
 	}
 	return &r, nil
 }

@@ -10,11 +10,12 @@ import (
 )
 
 // WarnNonFinite is the kind of the warning that figures were not finite
-// numbers (NaN, ±Inf) and were written as 0.
+// numbers within ±MaxFigure (NaN, ±Inf, 1e300) and were written as 0.
 const WarnNonFinite = "non_finite"
 
 // Finite replaces every figure of r that is not a finite number (NaN,
-// +Inf, -Inf, which JSON cannot hold) by 0, and returns where each was,
+// +Inf, -Inf, which JSON cannot hold) or is beyond ±MaxFigure (which
+// Decode refuses) by 0, and returns where each was,
 // as a path into the document ("cases[0].results.fast.throughput.tflops").
 // The runner's samples are bounded (runner/timing), so a non-finite figure
 // is arithmetic on extreme work models or a defect: one such figure must
@@ -69,7 +70,7 @@ func finite(v reflect.Value, path string, paths *[]string) {
 			}
 			switch inner.Kind() {
 			case reflect.Float32, reflect.Float64:
-				if f := inner.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+				if f := inner.Float(); !(math.Abs(f) <= MaxFigure) {
 					*paths = append(*paths, p)
 					v.SetMapIndex(k, reflect.Zero(inner.Type()).Convert(e.Type()))
 				}
@@ -86,7 +87,7 @@ func finite(v reflect.Value, path string, paths *[]string) {
 			}
 		}
 	case reflect.Float32, reflect.Float64:
-		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+		if f := v.Float(); !(math.Abs(f) <= MaxFigure) {
 			*paths = append(*paths, path)
 			if v.CanSet() {
 				v.SetFloat(0)
@@ -117,5 +118,5 @@ func (r *Results) keepFinite() {
 		more = fmt.Sprintf(" and %d more", len(paths)-len(shown))
 	}
 	r.Warnings = append(r.Warnings, Warning{Kind: WarnNonFinite,
-		Message: fmt.Sprintf("%d figures were not finite numbers and are written as 0: %s%s", len(paths), strings.Join(shown, ", "), more)})
+		Message: fmt.Sprintf("%d figures were not finite numbers within ±%g and are written as 0: %s%s", len(paths), MaxFigure, strings.Join(shown, ", "), more)})
 }

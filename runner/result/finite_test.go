@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ func TestWriteFileNonFinite(t *testing.T) {
 	ir.Metrics = map[string]float64{"ctas": math.NaN(), "sms": 132}
 	r.Comparisons[0].Speedup = math.Inf(-1)
 	r.Cases[0].Params["x"] = math.Inf(1)
+	r.Cases[0].Flops = 1e300
 	path := filepath.Join(t.TempDir(), FileName)
 	if err := WriteFile(path, r); err != nil {
 		t.Fatalf("WriteFile: %v", err)
@@ -47,7 +49,7 @@ func TestWriteFileNonFinite(t *testing.T) {
 			w = &back.Warnings[i]
 		}
 	}
-	if w == nil || !strings.Contains(w.Message, "4 figures") || !strings.Contains(w.Message, "throughput.tflops") ||
+	if w == nil || !strings.Contains(w.Message, "5 figures") || !strings.Contains(w.Message, "throughput.tflops") ||
 		!strings.Contains(w.Message, "comparisons[0].speedup") {
 		t.Fatalf("warning %+v", w)
 	}
@@ -60,7 +62,7 @@ func TestWriteFileNonFinite(t *testing.T) {
 	if got == nil || got.Throughput.TFLOPS != 0 || got.Metrics["ctas"] != 0 || got.Metrics["sms"] != 132 {
 		t.Errorf("written back: %+v", got)
 	}
-	if back.Comparisons[0].Speedup != 0 || back.Cases[0].Params["x"] != 0.0 {
+	if back.Comparisons[0].Speedup != 0 || back.Cases[0].Params["x"] != 0.0 || back.Cases[0].Flops != 0 {
 		t.Errorf("speedup %v, param %v", back.Comparisons[0].Speedup, back.Cases[0].Params["x"])
 	}
 	// What was made finite stays so: a second write adds no warning.
@@ -68,4 +70,50 @@ func TestWriteFileNonFinite(t *testing.T) {
 	if err := WriteFile(path, r); err != nil || len(r.Warnings) != n {
 		t.Errorf("second write: %v, %d warnings, want %d", err, len(r.Warnings), n)
 	}
+}
+
+// Decode refuses a file whose figures are out of bounds (a median of
+// 1.7e308 ms made every reader's arithmetic infinite), in one sentence
+// naming the figure; an honest file passes.
+func TestDecodeBounds(t *testing.T) {
+	good, err := json.Marshal(full())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(good); err != nil {
+		t.Fatalf("an honest file: %v", err)
+	}
+	for _, tc := range []struct {
+		edit func(*Results)
+		want string
+	}{
+		{func(r *Results) { anyTiming(r).MedianMS = 1.7e308 }, "timing.median_ms is 1.7e+308 ms, outside the 1e-06 to 1e+09 ms a call can take"},
+		{func(r *Results) { anyTiming(r).MedianMS = 1e-300 }, "timing.median_ms is 1e-300 ms"},
+		{func(r *Results) { anyTiming(r).KeptSamplesMS[1] = 1e300 }, "timing.kept_samples_ms[1] is 1e+300 ms"},
+		{func(r *Results) { anyTiming(r).StdevMS = -1 }, "timing.stdev_ms is -1 ms"},
+		{func(r *Results) { r.Comparisons[0].Speedup = 1e300 }, "comparisons[0].speedup is 1e+300, beyond the ±1e+30"},
+		{func(r *Results) { r.Cases[0].Flops = 1.7e308 }, "cases[0].flops is 1.7e+308"},
+	} {
+		r := full()
+		tc.edit(r)
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Decode(data)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %v, want an error with %q", err, tc.want)
+		}
+	}
+}
+
+func anyTiming(r *Results) *Timing {
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if ir.Timing != nil {
+				return ir.Timing
+			}
+		}
+	}
+	panic("no timing")
 }

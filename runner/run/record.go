@@ -234,9 +234,9 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
 	r.Warnings = append(r.Warnings, nonFinite...)
 	if bad := r.Finite(); len(bad) > 0 {
-		rn.logf("warning: %d figures were not finite numbers and are written as 0 (%s)", len(bad), strings.Join(bad[:min(len(bad), 5)], ", "))
+		rn.logf("warning: %d figures were not finite numbers within ±%g and are written as 0 (%s)", len(bad), result.MaxFigure, strings.Join(bad[:min(len(bad), 5)], ", "))
 		r.Warnings = append(r.Warnings, result.Warning{Kind: result.WarnNonFinite,
-			Message: fmt.Sprintf("%d figures were not finite numbers and are written as 0: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], ", "))})
+			Message: fmt.Sprintf("%d figures were not finite numbers within ±%g and are written as 0: %s", len(bad), result.MaxFigure, strings.Join(bad[:min(len(bad), 5)], ", "))})
 	}
 	if rn.strays != "" {
 		r.Warnings = append(r.Warnings, result.Warning{Kind: analyze.WarnStrayProcesses, Message: rn.strays})

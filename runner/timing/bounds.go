@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // The bounds of a sample a worker reports, in ms. An implementation's code
@@ -20,9 +21,10 @@ import (
 // implementation timeout. Within them every figure derived from the
 // samples (squares for the spread, the work models over the median) stays
 // far from float64's range.
+// They are results.json's bounds of a timing, which Decode checks.
 const (
-	MinSampleMS = 1e-6
-	MaxSampleMS = 1e9
+	MinSampleMS = result.MinTimingMS
+	MaxSampleMS = result.MaxTimingMS
 )
 
 // checkSamples refuses a batch whose samples are not durations within the
