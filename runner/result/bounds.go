@@ -14,8 +14,9 @@ import (
 // has a timing outside them, and Decode refuses one that does: a median
 // of 1.7e308 ms, written by hand or by an older runner, made the readers'
 // arithmetic infinite (a plot's scale, the history's JSON, regress).
-// Every other figure (work models, throughputs, speedups, parameters)
-// must be within ±MaxFigure, far beyond any real one and far from
+// Every other figure (work models, throughputs, speedups, parameters) but
+// the unbounded ones (correctness figures, metrics) must be within
+// ±MaxFigure, far beyond any real one and far from
 // float64's range, so that products and squares of two stay finite.
 const (
 	// MinTimingMS is 1 ns, the least a call takes; MaxTimingMS 1e9 ms,
@@ -104,7 +105,8 @@ func sortedKeys(m map[string]float64) []string {
 	return keys
 }
 
-// walkFloats calls f with every float of v and its path in the document.
+// walkFloats calls f with every float of v and its path in the document,
+// but those of the unbounded fields.
 func walkFloats(v reflect.Value, path string, f func(string, float64)) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -127,6 +129,8 @@ func walkFloats(v reflect.Value, path string, f func(string, float64)) {
 				continue
 			case name == "":
 				name = fl.Name
+			case unbounded[name]:
+				continue
 			}
 			walkFloats(v.Field(i), join(path, name), f)
 		}

@@ -83,6 +83,23 @@ func TestDecodeBounds(t *testing.T) {
 	if _, err := Decode(good); err != nil {
 		t.Fatalf("an honest file: %v", err)
 	}
+	// A wrong result's errors may be as large as float64 goes (the
+	// harness clamps an infinite one), and so may the experiment's
+	// metrics: they are written and read as they are.
+	r := full()
+	for _, ir := range r.Cases[0].Results {
+		if ir.Correctness != nil {
+			ir.Correctness.MaxAbsError, ir.Correctness.MaxRelError = math.MaxFloat64, 1e300
+		}
+		ir.Metrics = map[string]float64{"huge": 1e300}
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := WriteFile(path, r); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ReadFile(path); err != nil || len(back.Warnings) != len(full().Warnings) {
+		t.Fatalf("correctness figures and metrics of 1e300: %v", err)
+	}
 	for _, tc := range []struct {
 		edit func(*Results)
 		want string
