@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/xrun-dev/xrun/runner/headtail"
+	"github.com/xrun-dev/xrun/runner/termsafe"
 )
 
 // The bounds of the figures of a results file. The runner refuses samples
@@ -147,4 +150,50 @@ func walkFloats(v reflect.Value, path string, f func(string, float64)) {
 	case reflect.Float32, reflect.Float64:
 		f(path, v.Float())
 	}
+}
+
+// The most a results file's texts of the experiment's keep once decoded:
+// an implementation's error, the tail of its stderr, a correctness reason,
+// the run's error. The runner writes less (runner/run, harness); a file
+// from elsewhere (history import, an older runner) is cut to its first
+// and last halves.
+const (
+	MaxErrorText = 16 << 10
+	MaxTailText  = 8 << 10
+)
+
+// texts bounds the experiment's texts in r and drops their control
+// sequences (termsafe.String): every reader (tables, CSV, the history,
+// regress's markdown) gets them bounded and harmless. Applying it again
+// changes nothing.
+func (r *Results) texts() {
+	r.Error = text(r.Error, MaxErrorText)
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if ir == nil {
+				continue
+			}
+			ir.Error, ir.StderrTail = text(ir.Error, MaxErrorText), text(ir.StderrTail, MaxTailText)
+			if ir.Correctness != nil {
+				ir.Correctness.Reason = text(ir.Correctness.Reason, MaxErrorText)
+			}
+		}
+	}
+	if r.Env.Cache != nil {
+		for i := range r.Env.Cache.Fresh {
+			r.Env.Cache.Fresh[i].Error = text(r.Env.Cache.Fresh[i].Error, MaxErrorText)
+		}
+	}
+}
+
+// text is s without control sequences, cut to at most limit bytes.
+func text(s string, limit int) string {
+	s = termsafe.String(s)
+	if len(s) <= limit {
+		return s
+	}
+	// The line headtail puts between the halves is less than 64 bytes:
+	// the result is within limit, and a second pass leaves it.
+	half := (limit - 64) / 2
+	return headtail.String(s, half, half)
 }

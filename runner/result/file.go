@@ -9,7 +9,9 @@ import (
 )
 
 // Decode reads a results document and checks its schema version and the
-// bounds of its figures (MinTimingMS, MaxTimingMS, MaxFigure).
+// bounds of its figures (MinTimingMS, MaxTimingMS, MaxFigure); the
+// experiment's texts in it come out bounded and without control sequences
+// (MaxErrorText, MaxTailText).
 func Decode(data []byte) (*Results, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var r Results
@@ -22,6 +24,7 @@ func Decode(data []byte) (*Results, error) {
 	if err := r.check(); err != nil {
 		return nil, fmt.Errorf("decode results: %w", err)
 	}
+	r.texts()
 	return &r, nil
 }
 

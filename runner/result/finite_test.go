@@ -134,3 +134,33 @@ func anyTiming(r *Results) *Timing {
 	}
 	panic("no timing")
 }
+
+// An implementation's error of 1 MiB with escape sequences, from a file
+// the runner did not write, comes out of Decode bounded and clean, and
+// decoding it again changes nothing.
+func TestDecodeBoundsTexts(t *testing.T) {
+	r := full()
+	var name string
+	for n := range r.Cases[0].Results {
+		name = n
+		break
+	}
+	ir := r.Cases[0].Results[name]
+	ir.Error = "RuntimeError: \x1b]0;pwned\x07" + strings.Repeat("A", 1<<20) + "\x1b[31mEND"
+	ir.StderrTail = strings.Repeat("\x07tail", 1<<18)
+	data, _ := json.Marshal(r)
+	back, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := back.Cases[0].Results[name]
+	if len(got.Error) > MaxErrorText || !strings.HasPrefix(got.Error, "RuntimeError: AAA") || !strings.HasSuffix(got.Error, "AEND") ||
+		strings.ContainsAny(got.Error+got.StderrTail, "\x1b\x07") || len(got.StderrTail) > MaxTailText {
+		t.Errorf("error of %d bytes, tail of %d: %.80q", len(got.Error), len(got.StderrTail), got.Error)
+	}
+	again, _ := json.Marshal(back)
+	twice, err := Decode(again)
+	if err != nil || twice.Cases[0].Results[name].Error != got.Error || twice.Cases[0].Results[name].StderrTail != got.StderrTail {
+		t.Errorf("a second decode changed the texts: %v", err)
+	}
+}
