@@ -18,7 +18,7 @@ import (
 // of 1.7e308 ms, written by hand or by an older runner, made the readers'
 // arithmetic infinite (a plot's scale, the history's JSON, regress).
 // Every other figure (work models, throughputs, speedups, parameters) but
-// the unbounded ones (correctness figures, metrics, autotune records) must be within
+// the unbounded ones (correctness figures, criteria, metrics, autotune records) must be within
 // ±MaxFigure, far beyond any real one and far from
 // float64's range, so that products and squares of two stay finite.
 const (

@@ -29,10 +29,11 @@ func (r *Results) Finite() []string {
 // unbounded are the fields whose figures may be as large as float64 goes
 // (the harness clamps an infinite one to ±1.8e308): an implementation's
 // correctness figures, whose relative errors over a reference near 0 are
-// huge, the metrics an experiment reports, and the autotuner's records
-// (Triton times a config that fails as infinite). No reader does
-// arithmetic on them; they are only finite.
-var unbounded = map[string]bool{"correctness": true, "metrics": true, "autotune": true}
+// huge, and the criteria (a max_error criterion's value is one of them),
+// the metrics an experiment reports, and the autotuner's records (Triton
+// times a config that fails as infinite). No reader does arithmetic on
+// them; they are only finite.
+var unbounded = map[string]bool{"correctness": true, "criteria": true, "metrics": true, "autotune": true}
 
 func finite(v reflect.Value, path string, limit float64, paths *[]string) {
 	switch v.Kind() {

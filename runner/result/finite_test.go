@@ -92,6 +92,7 @@ func TestDecodeBounds(t *testing.T) {
 			ir.Correctness.MaxAbsError, ir.Correctness.MaxRelError = math.MaxFloat64, 1e300
 		}
 		ir.Metrics = map[string]float64{"huge": 1e300}
+		r.Criteria[0].Value = math.MaxFloat64
 		for i := range ir.Autotune {
 			ir.Autotune[i].TimingsMS = map[string]float64{"failed": math.MaxFloat64}
 		}
