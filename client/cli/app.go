@@ -69,8 +69,10 @@ type App struct {
 // where it is a terminal, loses its control sequences (render.Safe): much of
 // it (logs, error strings from results) is the experiment's own output,
 // and a CI log renders escapes as a terminal does. Out keeps them where it
-// is a file or a pipe, for xrun logs and the JSON, CSV and Markdown that
-// scripts read (the tables sanitise themselves).
+// is a file or a pipe, for results --json's bytes as the runner wrote them
+// (JSON escapes every control character); the commands that print the
+// experiment's text there drop them themselves: the tables, xrun logs,
+// the CSVs, and the history's and regress's reports.
 func NewApp(out, errw io.Writer, getenv func(string) string) *App {
 	w, tty := render.Safe(out)
 	return &App{Out: w, OutTerminal: tty, OutTTY: render.Terminal(out), ErrTTY: render.Terminal(errw),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
+	"github.com/xrun-dev/xrun/client/render"
 )
 
 // history returns the results history, opening it on first use.
@@ -20,7 +21,10 @@ func (a *App) history() (*nightly.History, error) {
 	if err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
-	n, err := nightly.Open(path, a.Out, a.Err)
+	// The history's reports (regress's text and markdown, which a
+	// nightly puts in its job summary, the CSV) carry the experiments'
+	// text: no control sequence reaches them, terminal or not.
+	n, err := nightly.Open(path, render.SafeAlways(a.Out), a.Err)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -57,11 +56,14 @@ func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *jobs
 	// Both of the container's streams go to stdout, as the store's copy
 	// does once the container is gone: the runner logs on stderr, and
 	// xrun logs ID | grep must see it either way.
-	out := io.Writer(a.Out)
+	// The log is the experiment's own text: its control sequences are
+	// dropped wherever it goes (a pipe into a CI log renders them as a
+	// terminal does), its newlines and tabs kept.
+	out := render.SafeAlways(a.Out)
 	if o.follow {
 		// Followed, the runner's progress lines become a status line on a
 		// terminal and plain lines elsewhere (render).
-		view := render.NewLog(render.NewStatus(a.Out, a.OutTTY))
+		view := render.NewLog(render.NewStatus(out, a.OutTTY))
 		defer view.Close()
 		out = view
 	}

@@ -145,7 +145,15 @@ func (g *legend) width() vg.Length {
 
 // save draws p, with legend g in a column on its right, into
 // dir/name.png and dir/name.svg.
-func save(p *gplot.Plot, g *legend, dir, name string) (Figure, error) {
+func save(p *gplot.Plot, g *legend, dir, name string) (fig Figure, err error) {
+	// gonum panics on figures it cannot scale (a value of 0 on a log
+	// axis, a range that overflows): that is one figure that cannot be
+	// drawn, not a crash of the command.
+	defer func() {
+		if v := recover(); v != nil {
+			fig, err = Figure{}, fmt.Errorf("draw figure %s: %v", name, v)
+		}
+	}()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Figure{}, fmt.Errorf("write figure %s: %w", name, err)
 	}

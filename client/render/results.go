@@ -43,7 +43,9 @@ func Results(w io.Writer, r *result.Results, f Format, o Options) error {
 	case RawJSON:
 		return JSON(w, r)
 	case CSV:
-		return flat.WriteCSV(w, flat.Rows(r))
+		// Cells carry the experiment's text (errors): no control
+		// sequence reaches a spreadsheet or a CI log through them.
+		return flat.WriteCSV(SafeAlways(w), flat.Rows(r))
 	case Markdown:
 		if err := report.Markdown(w, r); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xrun-dev/xrun/runner/headtail"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -270,6 +271,24 @@ type envelope struct {
 	ID    *int64 `json:"id"`
 }
 
+// Bounds on what a worker sends, whatever it is: the runner trusts no
+// worker (an implementation's code runs in it), and what it sends reaches
+// the runner's log, results.json and the history. An error's message (the
+// exception's text) keeps its first and last MaxMessageBytes/2 bytes, its
+// traceback and the exception's class name their first and last
+// MaxTracebackBytes/2 and MaxMessageBytes/2 (headtail.String); a
+// correctness reason and the notes of a batch the same as a message. An
+// event line but samples (a batch of samples is the longest, up to
+// maxLine) may be MaxEventBytes long: a longer one is a protocol error.
+const (
+	MaxMessageBytes   = 4 << 10
+	MaxTracebackBytes = 16 << 10
+	MaxEventBytes     = 1 << 20
+)
+
+// bound keeps the first and last n/2 bytes of s.
+func bound(s string, n int) string { return headtail.String(s, n/2, n/2) }
+
 // DecodeEvent decodes and checks one event line. Unknown fields are
 // ignored (a newer worker may add some); unknown events, missing fields and
 // non-finite or negative timings are errors.
@@ -282,6 +301,9 @@ func DecodeEvent(line []byte) (*Event, error) {
 	ev := &Event{Kind: env.Event}
 	if env.ID != nil {
 		ev.ID = *env.ID
+	}
+	if env.Event != EventSamples && len(line) > MaxEventBytes {
+		return nil, fmt.Errorf("decode event %q: the %s event is %d bytes long, more than the %d bytes one may have", clip(line), env.Event, len(line), MaxEventBytes)
 	}
 	var payload any
 	switch env.Event {
@@ -312,7 +334,7 @@ func DecodeEvent(line []byte) (*Event, error) {
 	case "":
 		return nil, fmt.Errorf("decode event %q: no \"event\" field", clip(line))
 	default:
-		return nil, fmt.Errorf("decode event %q: unknown event %q", clip(line), env.Event)
+		return nil, fmt.Errorf("decode event %q: unknown event %q", clip(line), clip([]byte(env.Event)))
 	}
 	if err := json.Unmarshal(line, payload); err != nil {
 		return nil, fmt.Errorf("decode %s event %q: %w", env.Event, clip(line), err)
@@ -332,11 +354,11 @@ func (ev *Event) check() error {
 		if ev.Ready.FlushBytes < 0 {
 			return errors.New("negative flush_bytes")
 		}
-		if ev.Ready.TimerFloorMS < 0 || math.IsNaN(ev.Ready.TimerFloorMS) || math.IsInf(ev.Ready.TimerFloorMS, 0) {
-			return errors.New("timer_floor_ms must be a finite number >= 0")
+		if !(ev.Ready.TimerFloorMS >= 0 && ev.Ready.TimerFloorMS <= result.MaxTimingMS) {
+			return fmt.Errorf("timer_floor_ms must be a number from 0 to %g", result.MaxTimingMS)
 		}
-		if ev.Ready.LaunchMS < 0 || math.IsInf(ev.Ready.LaunchMS, 0) {
-			return errors.New("launch_ms must be a finite number >= 0")
+		if !(ev.Ready.LaunchMS >= 0 && ev.Ready.LaunchMS <= result.MaxTimingMS) {
+			return fmt.Errorf("launch_ms must be a number from 0 to %g", result.MaxTimingMS)
 		}
 	case ev.Models != nil:
 		if len(ev.Models.Metrics) == 0 {
@@ -354,6 +376,7 @@ func (ev *Event) check() error {
 				return errors.New("error figures and tolerances must be >= 0")
 			}
 		}
+		c.Reason, c.Dtype = bound(c.Reason, MaxMessageBytes), bound(c.Dtype, MaxMessageBytes)
 		if c.Trials != len(c.Seeds) {
 			return fmt.Errorf("trials %d but %d seeds", c.Trials, len(c.Seeds))
 		}
@@ -381,6 +404,7 @@ func (ev *Event) check() error {
 		if sm.KernelMS != nil && (len(sm.KernelMS) != len(sm.SamplesMS) || len(sm.BusyMS) != len(sm.KernelMS)) {
 			return fmt.Errorf("%d kernel_ms and %d busy_ms for %d samples", len(sm.KernelMS), len(sm.BusyMS), len(sm.SamplesMS))
 		}
+		sm.KernelNote, sm.CoverNote = bound(sm.KernelNote, MaxMessageBytes), bound(sm.CoverNote, MaxMessageBytes)
 		if sm.SamplingMS < 0 || math.IsInf(sm.SamplingMS, 0) || sm.Kernels < 0 {
 			return errors.New("sampling_ms and kernels must be finite and >= 0")
 		}
@@ -388,8 +412,13 @@ func (ev *Event) check() error {
 		switch ev.Error.Kind {
 		case KindException, KindOOM, KindCUDA, KindImport, KindTimeout:
 		default:
-			return fmt.Errorf("unknown error kind %q", ev.Error.Kind)
+			return fmt.Errorf("unknown error kind %q", clip([]byte(ev.Error.Kind)))
 		}
+		e := ev.Error
+		e.Message, e.Type = bound(e.Message, MaxMessageBytes), bound(e.Type, MaxMessageBytes)
+		e.Where, e.Traceback = bound(e.Where, MaxMessageBytes), bound(e.Traceback, MaxTracebackBytes)
+	case ev.Log != nil:
+		ev.Log.Message = bound(ev.Log.Message, MaxMessageBytes)
 	}
 	return nil
 }

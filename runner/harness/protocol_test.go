@@ -180,3 +180,35 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// What a worker sends is bounded however long it is: an error's message
+// and traceback keep their ends (the first and last bytes), and an event
+// line but samples longer than MaxEventBytes is a protocol error.
+func TestDecodeEventBounds(t *testing.T) {
+	msg := "RuntimeError: " + strings.Repeat("A", 300<<10) + " END"
+	line, _ := json.Marshal(map[string]any{"event": "error", "id": 1, "kind": "exception", "where": "fn",
+		"type": "RuntimeError", "message": msg, "traceback": "Traceback (most recent call last):\n" + msg})
+	ev, err := DecodeEvent(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ev.Error
+	if len(e.Message) > MaxMessageBytes+64 || !strings.HasPrefix(e.Message, "RuntimeError: AAA") || !strings.HasSuffix(e.Message, "A END") ||
+		!strings.Contains(e.Message, "bytes dropped here") {
+		t.Errorf("message of %d bytes: %.100q...", len(e.Message), e.Message)
+	}
+	if len(e.Traceback) > MaxTracebackBytes+64 || !strings.HasPrefix(e.Traceback, "Traceback") || !strings.HasSuffix(e.Traceback, " END") {
+		t.Errorf("traceback of %d bytes", len(e.Traceback))
+	}
+	line, _ = json.Marshal(map[string]any{"event": "log", "message": msg})
+	if ev, err := DecodeEvent(line); err != nil || len(ev.Log.Message) > MaxMessageBytes+64 {
+		t.Errorf("log: %v", err)
+	}
+	line, _ = json.Marshal(map[string]any{"event": "error", "id": 1, "kind": "exception", "message": strings.Repeat("A", 60<<20)})
+	if _, err := DecodeEvent(line); err == nil || !strings.Contains(err.Error(), "more than the 1048576 bytes one may have") {
+		t.Errorf("a 60 MiB error event: %v", err)
+	}
+	if len(line) > maxLine {
+		t.Fatalf("the test's line is longer than maxLine")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // Writer is a bounded log writer. It is not safe for concurrent use.
@@ -104,4 +105,24 @@ func (r *ring) bytes() []byte {
 		return r.buf[:r.pos]
 	}
 	return append(append([]byte(nil), r.buf[r.pos:]...), r.buf[:r.pos]...)
+}
+
+// String bounds a message the job's code made (an exception's text, a
+// traceback) as a Writer bounds a log: when s is longer than head+tail
+// bytes it keeps the first head and the last tail of them, cut at UTF-8
+// character boundaries, with a line between them saying how many bytes
+// were dropped there.
+func String(s string, head, tail int) string {
+	if len(s) <= head+tail {
+		return s
+	}
+	h := head
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:h] + fmt.Sprintf("\n[xrun: %d bytes dropped here]\n", t-h) + s[t:]
 }

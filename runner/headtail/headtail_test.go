@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestWriter(t *testing.T) {
@@ -85,5 +86,17 @@ func TestWriterKeepsGoingWhenTheDiskIsFull(t *testing.T) {
 	}
 	if f.n != 1 {
 		t.Errorf("%d writes reached the failing disk, want 1", f.n)
+	}
+}
+
+func TestString(t *testing.T) {
+	if got := String("short", 2, 3); got != "short" {
+		t.Errorf("a short string changed: %q", got)
+	}
+	s := "αβ" + strings.Repeat("A", 60<<20) + "END"
+	got := String(s, 3, 4)
+	if len(got) > 3+4+64 || !strings.HasPrefix(got, "α\n[xrun: ") || !strings.HasSuffix(got, "\nAEND") ||
+		!strings.Contains(got, fmt.Sprintf("%d bytes dropped here", len(s)-2-4)) || !utf8.ValidString(got) {
+		t.Errorf("String of %d bytes: %q", len(s), got)
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 )
 
-// Decode reads a results document and checks its schema version.
+// Decode reads a results document and checks its schema version and the
+// bounds of its figures (MinTimingMS, MaxTimingMS, MaxFigure); the
+// experiment's texts in it come out bounded and without control sequences
+// (MaxErrorText, MaxTailText).
 func Decode(data []byte) (*Results, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var r Results
@@ -18,6 +21,10 @@ func Decode(data []byte) (*Results, error) {
 	if r.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("decode results: schema_version %d, this build reads %d", r.SchemaVersion, SchemaVersion)
 	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("decode results: %w", err)
+	}
+	r.texts()
 	return &r, nil
 }
 
@@ -48,7 +55,11 @@ func Locate(ref string) (path string, ok bool) {
 
 // WriteFile writes r to path atomically: a reader sees the old file or the
 // new one, never a torn write, even if the process dies mid-way.
+// A figure that is not a finite number is written as 0, with a warning
+// (Finite): JSON cannot hold it, and a run's results are worth more than
+// one derived figure.
 func WriteFile(path string, r *Results) error {
+	r.keepFinite()
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)

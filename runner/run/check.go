@@ -205,7 +205,7 @@ func (rn *runner) applyCheck(ctx context.Context, kc *kcase, j *checkJob) error 
 	ir.Status = result.ImplOK
 	if !j.corr.Passed {
 		ir.Status = result.ImplWrong
-		ir.Error = "wrong result: " + j.corr.Reason
+		ir.Error = "wrong result: " + errorText(j.corr.Reason)
 		if j.im.name != rn.s.Benchmark.BaselineName() {
 			ir.Error += "; " + notTimedWrong
 		}

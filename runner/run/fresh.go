@@ -96,7 +96,7 @@ func (f *freshCaches) again(ctx context.Context, im *impl, op string, err error)
 	first, _, _ := strings.Cut(err.Error(), "\n")
 	f.mu.Lock()
 	im.freshIdx = len(f.cache.Fresh)
-	f.cache.Fresh = append(f.cache.Fresh, result.FreshCache{Impl: im.name, Error: first})
+	f.cache.Fresh = append(f.cache.Fresh, result.FreshCache{Impl: im.name, Error: errorText(first)})
 	f.mu.Unlock()
 	f.logf("%s: failed during %s while it used the compile caches of volume %s (%s): running it again with fresh caches of its own in %s",
 		im.name, op, f.cache.Volume, first, im.fresh)

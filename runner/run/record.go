@@ -15,10 +15,12 @@ import (
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/headtail"
 	"github.com/xrun-dev/xrun/runner/post"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
+	"github.com/xrun-dev/xrun/runner/termsafe"
 	"github.com/xrun-dev/xrun/runner/version"
 )
 
@@ -125,7 +127,7 @@ func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
 	ir := rn.rec.res(kc.idx, im.name)
 	var he *harness.Error
 	if !errors.As(err, &he) {
-		ir.Status, ir.Error = result.ImplError, fmt.Sprintf("%s: %v", op, err)
+		ir.Status, ir.Error = result.ImplError, errorText(fmt.Sprintf("%s: %v", op, err))
 		rn.logf("%s: %s", im.name, ir.Error)
 		return
 	}
@@ -146,10 +148,10 @@ func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
 	if he.Traceback != "" {
 		msg += "\n" + lastBytes(he.Traceback, harness.TailBytes)
 	}
-	ir.Error = msg
-	ir.StderrTail = he.Tail
+	ir.Error = errorText(msg)
+	ir.StderrTail = termsafe.String(he.Tail)
 	ir.Timing = nil
-	rn.logf("%s: %s during %s: %s", im.name, ir.Status, op, he.Error())
+	rn.logf("%s: %s during %s: %s", im.name, ir.Status, op, errorText(he.Error()))
 	// A CUDA error leaves the context unusable, and a timeout or crash
 	// leaves no process: the next case gets a fresh worker.
 	if he.Kind == harness.KindCUDA || he.Kind == harness.KindProtocol {
@@ -158,6 +160,19 @@ func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
 		}
 	}
 	rn.rec.write()
+}
+
+// maxErrorBytes bounds an implementation's error in results.json and the
+// runner's log: its message and the end of its traceback, which the
+// protocol bounds already (harness.MaxMessageBytes), with room to spare.
+const maxErrorBytes = harness.MaxMessageBytes + harness.TailBytes + 1024
+
+// errorText is an implementation's error as the runner keeps it: the
+// experiment's own text, so bounded (its first and last bytes) and
+// without control sequences, which would reach terminals, CSV files and a
+// CI job's Markdown summary through every reader of the results.
+func errorText(s string) string {
+	return termsafe.String(headtail.String(s, maxErrorBytes/2, maxErrorBytes/2))
 }
 
 func lastBytes(s string, n int) string {
@@ -213,7 +228,19 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	r.Comparisons = analyze.Comparisons(r, r.Methodology.FastThreshold)
 	crit, critOK := analyze.Criteria(rn.s, r)
 	r.Criteria = crit
+	var nonFinite []result.Warning // figures an earlier write made finite (result.WriteFile)
+	for _, w := range r.Warnings {
+		if w.Kind == result.WarnNonFinite {
+			nonFinite = append(nonFinite, w)
+		}
+	}
 	r.Warnings = append(analyze.Warnings(r), profileWarnings(r.Profiles)...)
+	r.Warnings = append(r.Warnings, nonFinite...)
+	if bad := r.Finite(); len(bad) > 0 {
+		rn.logf("warning: %d figures were not finite numbers within ±%g and are written as 0 (%s)", len(bad), result.MaxFigure, strings.Join(bad[:min(len(bad), 5)], ", "))
+		r.Warnings = append(r.Warnings, result.Warning{Kind: result.WarnNonFinite,
+			Message: fmt.Sprintf("%d figures were not finite numbers within ±%g and are written as 0: %s", len(bad), result.MaxFigure, strings.Join(bad[:min(len(bad), 5)], ", "))})
+	}
 	if rn.strays != "" {
 		r.Warnings = append(r.Warnings, result.Warning{Kind: analyze.WarnStrayProcesses, Message: rn.strays})
 	}

@@ -9,6 +9,7 @@ package termsafe
 import (
 	"io"
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -180,4 +181,26 @@ func (t *Writer) abort(b byte) {
 	case 0x1b:
 		t.state = esc
 	}
+}
+
+// String returns s as a Writer passes it on: without its control
+// sequences and controls but newline and tab, CR and CRLF as newline. For
+// the experiment's text that xrun keeps or writes where no terminal may
+// be (results.json's errors, CSV cells, Markdown for a CI summary).
+func String(s string) string {
+	clean := true
+	for i := 0; i < len(s) && clean; i++ {
+		b := s[i]
+		clean = b == '\n' || b == '\t' || (b >= 0x20 && b < 0x7f) || (b >= 0x80 && b != 0xc2)
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	w := NewWriter(&b)
+	w.Write([]byte(s))
+	if w.state == cr {
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

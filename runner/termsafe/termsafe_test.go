@@ -96,3 +96,18 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+// String strips what a Writer strips; a string without controls is
+// returned as it is, and a trailing CR is a newline.
+func TestString(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain µs ✅\n\tok":                          "plain µs ✅\n\tok",
+		"RuntimeError: \x1b]0;pwned\x07\x1b[31mred": "RuntimeError: red",
+		"a\x07b\x1b[2Kc\r":                          "abc\n",
+		"\u009b31mx":                                "x",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

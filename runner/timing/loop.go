@@ -225,6 +225,9 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, wa
 			RestRatio: l.c.RestRatio, KernelClockMaxMS: l.c.KernelClockMaxMS,
 		})
 		cancel()
+		if err == nil {
+			err = checkSamples(sm)
+		}
 	}
 	if err != nil {
 		a.done = true

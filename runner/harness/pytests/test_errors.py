@@ -50,3 +50,14 @@ def test_error_event():
     assert "1 / 0" in ev.traceback
     ev = error_event(KeyError())
     assert (ev.where, ev.message) == ("harness", "KeyError")
+
+
+def test_error_event_is_bounded():
+    try:
+        raise RuntimeError("A" * (60 << 20) + " END")
+    except RuntimeError as e:
+        ev = error_event(StageError("fn", e))
+    assert ev.where == "fn" and ev.type == "RuntimeError" and ev.kind == "exception"
+    assert len(ev.message) <= 4100 and ev.message.startswith("RuntimeError: AAA") and ev.message.endswith("A END")
+    assert "characters dropped here" in ev.message
+    assert len(ev.traceback) <= 16100 and ev.traceback.startswith("Traceback") and ev.traceback.endswith(" END\n")

@@ -41,6 +41,27 @@ def classify(exc):
     return "exception"
 
 
+# What an error event may carry: the first and last halves of an
+# exception's message (and class name) up to MAX_MESSAGE characters, of its
+# traceback up to MAX_TRACEBACK (the runner bounds them again, in bytes:
+# harness.MaxMessageBytes, MaxTracebackBytes). An implementation's
+# `raise RuntimeError("A" * (60 << 20))` must not cost the job's log, its
+# results and the history 60 MiB each.
+MAX_MESSAGE = 4000
+MAX_TRACEBACK = 16000
+
+
+def bounded(text, limit, head=None):
+    """text, or its first head and last limit-head characters (head: half)
+    with a line saying how many were dropped between them."""
+    if len(text) <= limit:
+        return text
+    if head is None:
+        head = limit // 2
+    tail = limit - head
+    return "%s\n[xrun: %d characters dropped here]\n%s" % (text[:head], len(text) - head - tail, text[len(text) - tail:])
+
+
 def error_event(exc):
     """The error event for exc (a StageError names its stage; anything else
     is the harness's)."""
@@ -48,5 +69,9 @@ def error_event(exc):
     if isinstance(exc, StageError):
         where, exc = exc.where, exc.exc
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    msg = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
-    return ErrorEvent(kind=classify(exc), where=where, type=type(exc).__name__, message=msg, traceback=tb[-16000:])
+    name = bounded(type(exc).__name__, MAX_MESSAGE)
+    text = str(exc)
+    msg = bounded("%s: %s" % (name, text) if text else name, MAX_MESSAGE)
+    # The traceback's end (the failing frame and the message) matters most.
+    return ErrorEvent(kind=classify(exc), where=where, type=name, message=msg,
+                      traceback=bounded(tb, MAX_TRACEBACK, head=MAX_TRACEBACK // 4))

@@ -1,0 +1,199 @@
+package result
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xrun-dev/xrun/runner/headtail"
+	"github.com/xrun-dev/xrun/runner/termsafe"
+)
+
+// The bounds of the figures of a results file. The runner refuses samples
+// outside MinTimingMS to MaxTimingMS (runner/timing), so no honest file
+// has a timing outside them, and Decode refuses one that does: a median
+// of 1.7e308 ms, written by hand or by an older runner, made the readers'
+// arithmetic infinite (a plot's scale, the history's JSON, regress).
+// Every other figure (work models, throughputs, speedups, parameters) but
+// the unbounded ones (correctness figures, criteria, metrics, autotune records) must be within
+// ±MaxFigure, far beyond any real one and far from
+// float64's range, so that products and squares of two stay finite.
+const (
+	// MinTimingMS is 1 ns, the least a call takes; MaxTimingMS 1e9 ms,
+	// 11.6 days.
+	MinTimingMS = 1e-6
+	MaxTimingMS = 1e9
+	MaxFigure   = 1e30
+)
+
+// check refuses a document with a figure out of bounds, in one sentence
+// naming the first one.
+func (r *Results) check() error {
+	for ci, c := range r.Cases {
+		names := make([]string, 0, len(c.Results))
+		for name := range c.Results {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			ir := c.Results[name]
+			if ir == nil || ir.Timing == nil {
+				continue
+			}
+			if err := ir.Timing.check(fmt.Sprintf("cases[%d].results.%s.timing", ci, name)); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	walkFloats(reflect.ValueOf(r), "", func(path string, v float64) {
+		if err == nil && !(math.Abs(v) <= MaxFigure) {
+			err = fmt.Errorf("%s is %g, beyond the ±%g a figure of a results file may be", path, v, MaxFigure)
+		}
+	})
+	return err
+}
+
+func (t *Timing) check(path string) error {
+	medians := map[string]float64{"median_ms": t.MedianMS}
+	spans := map[string]float64{"mean_ms": t.MeanMS, "min_ms": t.MinMS, "max_ms": t.MaxMS, "q1_ms": t.Q1MS,
+		"q3_ms": t.Q3MS, "p20_ms": t.P20MS, "p80_ms": t.P80MS, "stdev_ms": t.StdevMS}
+	for _, cs := range []struct {
+		name string
+		s    *ClockSummary
+	}{{"events", t.Events}, {"kernel", kernelClock(t.Kernel)}} {
+		if cs.s == nil {
+			continue
+		}
+		medians[cs.name+".median_ms"] = cs.s.MedianMS
+		spans[cs.name+".min_ms"], spans[cs.name+".q1_ms"], spans[cs.name+".q3_ms"] = cs.s.MinMS, cs.s.Q1MS, cs.s.Q3MS
+	}
+	if t.Kernel != nil {
+		spans["kernel.busy_median_ms"], spans["kernel.launch_ms"] = t.Kernel.BusyMedianMS, t.Kernel.LaunchMS
+	}
+	for i, v := range t.KeptSamplesMS {
+		medians["kept_samples_ms["+strconv.Itoa(i)+"]"] = v
+	}
+	// A median or a sample of 0 is an absent one; any other is a duration
+	// a call can take.
+	for _, k := range sortedKeys(medians) {
+		if v := medians[k]; v != 0 && !(v >= MinTimingMS && v <= MaxTimingMS) {
+			return fmt.Errorf("%s.%s is %g ms, outside the %g to %g ms a call can take", path, k, v, MinTimingMS, MaxTimingMS)
+		}
+	}
+	for _, k := range sortedKeys(spans) {
+		if v := spans[k]; !(v >= 0 && v <= MaxTimingMS) {
+			return fmt.Errorf("%s.%s is %g ms, outside the 0 to %g ms a timing's figures can be", path, k, v, MaxTimingMS)
+		}
+	}
+	return nil
+}
+
+func kernelClock(k *KernelSummary) *ClockSummary {
+	if k == nil {
+		return nil
+	}
+	return &k.ClockSummary
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// walkFloats calls f with every float of v and its path in the document,
+// but those of the unbounded fields.
+func walkFloats(v reflect.Value, path string, f func(string, float64)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkFloats(v.Elem(), path, f)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			fl := t.Field(i)
+			if !fl.IsExported() {
+				continue
+			}
+			name := strings.Split(fl.Tag.Get("json"), ",")[0]
+			switch {
+			case name == "-":
+				continue
+			case fl.Anonymous && name == "":
+				walkFloats(v.Field(i), path, f)
+				continue
+			case name == "":
+				name = fl.Name
+			case unbounded[name]:
+				continue
+			}
+			walkFloats(v.Field(i), join(path, name), f)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			walkFloats(v.Index(i), path+"["+strconv.Itoa(i)+"]", f)
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			walkFloats(v.MapIndex(k), join(path, fmt.Sprint(k)), f)
+		}
+	case reflect.Float32, reflect.Float64:
+		f(path, v.Float())
+	}
+}
+
+// The most a results file's texts of the experiment's keep once decoded:
+// an implementation's error, the tail of its stderr, a correctness reason,
+// the run's error. The runner writes less (runner/run, harness); a file
+// from elsewhere (history import, an older runner) is cut to its first
+// and last halves.
+const (
+	MaxErrorText = 16 << 10
+	MaxTailText  = 8 << 10
+)
+
+// texts bounds the experiment's texts in r and drops their control
+// sequences (termsafe.String): every reader (tables, CSV, the history,
+// regress's markdown) gets them bounded and harmless. Applying it again
+// changes nothing.
+func (r *Results) texts() {
+	r.Error = text(r.Error, MaxErrorText)
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if ir == nil {
+				continue
+			}
+			ir.Error, ir.StderrTail = text(ir.Error, MaxErrorText), text(ir.StderrTail, MaxTailText)
+			if ir.Correctness != nil {
+				ir.Correctness.Reason = text(ir.Correctness.Reason, MaxErrorText)
+			}
+		}
+	}
+	if r.Env.Cache != nil {
+		for i := range r.Env.Cache.Fresh {
+			r.Env.Cache.Fresh[i].Error = text(r.Env.Cache.Fresh[i].Error, MaxErrorText)
+		}
+	}
+}
+
+// text is s without control sequences, cut to at most limit bytes.
+func text(s string, limit int) string {
+	s = termsafe.String(s)
+	if len(s) <= limit {
+		return s
+	}
+	// The line headtail puts between the halves is less than 64 bytes:
+	// the result is within limit, and a second pass leaves it.
+	half := (limit - 64) / 2
+	return headtail.String(s, half, half)
+}
