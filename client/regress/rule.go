@@ -125,6 +125,9 @@ type Verdict struct {
 	// ConfirmedBy, on that suspect, the run that confirmed it.
 	Confirms    string `json:"confirms,omitempty"`
 	ConfirmedBy string `json:"confirmed_by,omitempty"`
+	// Since, on a value that stays regressed (or improved) after the
+	// breach was confirmed, is the run whose value confirmed it.
+	Since string `json:"since,omitempty"`
 	// Spike is set on a suspect whose next value did not confirm it.
 	Spike bool `json:"spike,omitempty"`
 	// PValue is the two-sided Mann-Whitney p-value of this value's kept
@@ -180,6 +183,7 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 	var base []int  // indices of the accepted values since the last change point
 	pending := -1   // index of the last suspect, awaiting its next value
 	confirmed := "" // direction of a confirmed breach that still holds
+	since := ""     // the run that confirmed it
 	timed := false  // a value of the series converged
 	for i, v := range vals {
 		if v.ChangePoint {
@@ -243,11 +247,11 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 			}
 			pending, confirmed = -1, ""
 		case confirmed == dir:
-			vd.Status, vd.Direction = confirmedStatus, dir
+			vd.Status, vd.Direction, vd.Since = confirmedStatus, dir, since
 		case pending >= 0 && out[pending].Direction == dir:
 			vd.Status, vd.Direction, vd.Confirms = confirmedStatus, dir, vals[pending].Run
 			out[pending].Status, out[pending].ConfirmedBy = confirmedStatus, v.Run
-			pending, confirmed = -1, dir
+			pending, confirmed, since = -1, dir, v.Run
 		default:
 			if pending >= 0 {
 				out[pending].Spike = true

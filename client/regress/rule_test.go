@@ -65,8 +65,8 @@ func TestTenPercentStep(t *testing.T) {
 	if vs[21].Status != Regressed || vs[21].Confirms != "n20" {
 		t.Errorf("the confirming night: %+v", vs[21])
 	}
-	if vs[22].Status != Regressed || vs[22].Accepted {
-		t.Errorf("a regression stays one until it is accepted: %+v", vs[22])
+	if vs[22].Status != Regressed || vs[22].Accepted || vs[22].Since != "n21" {
+		t.Errorf("a regression stays one until it is accepted, since the night that confirmed it: %+v", vs[22])
 	}
 	// Accepting the change starts a new baseline there.
 	vals[20].ChangePoint = true

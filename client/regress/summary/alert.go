@@ -26,18 +26,24 @@ type Alert struct {
 
 // Regression is one confirmed regression.
 type Regression struct {
-	Experiment     string   `json:"experiment"`
-	Case           string   `json:"case"`
-	Implementation string   `json:"implementation"`
-	GPU            string   `json:"gpu"`
-	Host           string   `json:"host"`
-	JobID          string   `json:"job_id"`
-	ConfirmedBy    string   `json:"confirmed_by,omitempty"`
-	MedianMS       float64  `json:"median_ms"`
-	BaselineMS     float64  `json:"baseline_ms"`
-	Change         float64  `json:"change"`
-	Score          float64  `json:"score"`
-	PValue         *float64 `json:"p_value,omitempty"`
+	Experiment     string `json:"experiment"`
+	Case           string `json:"case"`
+	Implementation string `json:"implementation"`
+	GPU            string `json:"gpu"`
+	Host           string `json:"host"`
+	JobID          string `json:"job_id"`
+	// ConfirmedBy is the run that confirmed the regression: a rerun of
+	// JobID, or JobID itself when it confirmed the earlier suspect
+	// Confirms. Since is the run that confirmed a regression that JobID
+	// shows still holds.
+	ConfirmedBy string   `json:"confirmed_by,omitempty"`
+	Confirms    string   `json:"confirms,omitempty"`
+	Since       string   `json:"since,omitempty"`
+	MedianMS    float64  `json:"median_ms"`
+	BaselineMS  float64  `json:"baseline_ms"`
+	Change      float64  `json:"change"`
+	Score       float64  `json:"score"`
+	PValue      *float64 `json:"p_value,omitempty"`
 	// Basis and Relative are the reading the regression was judged on:
 	// the ratio to the run's baseline implementation, or the time over
 	// the run's host factor (regress.Verdict).
@@ -58,12 +64,15 @@ func (rep *Report) Alert() *Alert {
 			if p.Verdict.Status != regress.Regressed {
 				continue
 			}
+			// Who confirmed it: a rerun (ConfirmedBy), this run, which
+			// confirmed an earlier suspect (Confirms), or an earlier run,
+			// for a regression that holds (Since).
 			confirmed := p.Verdict.ConfirmedBy
-			if confirmed == "" {
-				confirmed = p.Verdict.Confirms
+			if confirmed == "" && p.Verdict.Confirms != "" {
+				confirmed = r.JobID
 			}
 			regs = append(regs, Regression{Experiment: r.Experiment, Case: p.Case, Implementation: p.Implementation, GPU: r.GPU,
-				Host: r.Host, JobID: r.JobID, ConfirmedBy: confirmed, MedianMS: p.MedianMS, BaselineMS: p.Verdict.Median,
+				Host: r.Host, JobID: r.JobID, ConfirmedBy: confirmed, Confirms: p.Verdict.Confirms, Since: p.Verdict.Since, MedianMS: p.MedianMS, BaselineMS: p.Verdict.Median,
 				Change: p.Verdict.Change, Score: p.Verdict.Score, PValue: p.Verdict.PValue, Basis: p.Verdict.Basis, Relative: p.Verdict.Relative,
 				ConfigChange: p.Verdict.ConfigChange})
 			if !contains(exps, r.Experiment) {
@@ -81,10 +90,23 @@ func (rep *Report) Alert() *Alert {
 		if r := g.Relative; r != nil && r.Median > 0 {
 			rel = fmt.Sprintf("; %s %+.1f%%", r.Of, 100*r.Change)
 		}
-		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%%s), job %s confirmed by %s\n", g.Experiment,
-			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), 100*g.Change, rel, g.JobID, g.ConfirmedBy)
+		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%%s), %s\n", g.Experiment,
+			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), 100*g.Change, rel, g.who())
 	}
 	return &Alert{Title: "Nightly regression: " + strings.Join(exps, ", "), Text: b.String(), Regressions: regs, Created: time.Now().UTC()}
+}
+
+// who says which jobs show the regression, for the alert's text.
+func (g Regression) who() string {
+	switch {
+	case g.Confirms != "":
+		return fmt.Sprintf("job %s, which confirms the suspect of job %s", g.JobID, g.Confirms)
+	case g.ConfirmedBy != "":
+		return fmt.Sprintf("job %s, confirmed by rerun %s", g.JobID, g.ConfirmedBy)
+	case g.Since != "":
+		return fmt.Sprintf("job %s, regressed since job %s", g.JobID, g.Since)
+	}
+	return "job " + g.JobID
 }
 
 func contains(xs []string, s string) bool {
