@@ -58,7 +58,10 @@ func editSpec(t *testing.T, dir, old, new string) {
 
 func succeed(t *testing.T) func(engine.ContainerSpec) enginetest.Run {
 	return func(engine.ContainerSpec) enginetest.Run {
-		return enginetest.Run{Logs: "runner says hi\n", Files: map[string]string{
+		return enginetest.Run{Logs: "runner says hi\n" +
+			"10:00:01 progress case=1/2 phase=check elapsed=1.0 case_start=1.0 done=0.0\n" +
+			"10:00:02 progress case=1/2 phase=check elapsed=2.0 case_start=1.0 done=0.0\n" +
+			"10:00:03 progress case=1/2 phase=time impl=a elapsed=3.0 case_start=1.0 done=0.0\n", Files: map[string]string{
 			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
 	}
 }
@@ -440,6 +443,11 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	}
 	if code := ta.run(ctx, "logs", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") {
 		t.Errorf("logs after the container went: exit %d, %q %s", code, ta.out, ta.err)
+	}
+	// The runner's progress records read as progress, not as records.
+	if code := ta.run(ctx, "logs", list[0].ID); code != 0 || strings.Contains(ta.out.String(), "case=1/2") ||
+		!strings.Contains(ta.out.String(), "10:00:01 progress: case 1/2") || strings.Count(ta.out.String(), "progress:") != 2 {
+		t.Errorf("logs of progress records: exit %d\n%s", code, ta.out)
 	}
 	// The saved log has the runner's times alone: --timestamps says so.
 	if code := ta.run(ctx, "logs", "-t", list[0].ID); code != 0 || !strings.Contains(ta.out.String(), "runner says hi") ||

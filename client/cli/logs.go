@@ -60,13 +60,16 @@ func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *jobs
 	// dropped wherever it goes (a pipe into a CI log renders them as a
 	// terminal does), its newlines and tabs kept.
 	out := render.SafeAlways(a.Out)
-	if o.follow {
-		// Followed, the runner's progress lines become a status line on a
-		// terminal and plain lines elsewhere (render).
-		view := render.NewLog(render.NewStatus(out, a.OutTTY))
-		defer view.Close()
-		out = view
+	// The runner's progress records become readable lines: followed on a
+	// terminal, a status line; otherwise a plain line each time the case
+	// or its phase changes (render).
+	tty := a.OutTTY
+	if !o.follow {
+		tty = nil
 	}
+	view := render.NewLog(render.NewStatus(out, tty))
+	defer view.Close()
+	out = view
 	err := m.Logs(ctx, j, backend.LogOptions{Follow: o.follow, Tail: o.tail, Timestamps: o.timestamps}, out)
 	if ctx.Err() != nil && o.follow {
 		// Ctrl-C stops the following, not the job: it says so, and exits
