@@ -1276,3 +1276,23 @@ func TestRunLocalWithoutGPU(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, ta.err)
 	}
 }
+
+// wait says what it waits for and shows the job's progress on stderr, not
+// its log; stdout keeps the job's status alone.
+func TestWaitShowsProgress(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = succeed(t)
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "--cpu", "-d", dir); code != 0 {
+		t.Fatalf("submit -d: exit %d: %s", code, ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	if code := ta.run(ctx, "wait", id); code != 0 || strings.TrimSpace(ta.out.String()) != "succeeded" {
+		t.Fatalf("wait: exit %d, %q %s", code, ta.out, ta.err)
+	}
+	e := ta.err.String()
+	if !strings.Contains(e, "waiting for job "+id) || !strings.Contains(e, "progress: case 1/2") || strings.Contains(e, "runner says hi") {
+		t.Errorf("wait's stderr:\n%s", e)
+	}
+}
