@@ -182,6 +182,14 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		// it, so that a script learns the job's id and how it ended.
 		if o.json && j != nil {
 			render.JSON(a.Out, j)
+		} else if j != nil && !o.quiet && !o.Detach && j.Status == result.StatusCancelled {
+			// Interrupted (Ctrl-C): the partial results are in the store;
+			// the table shows them, and xrun says where they stay.
+			if st, serr := a.Store(); serr == nil && st.Has(j.ID, jobs.ResultsFile) {
+				if a.printSubmitResults(j, false) == nil {
+					fmt.Fprintf(a.Err, "partial results kept: xrun results %s\n", j.ID)
+				}
+			}
 		}
 		return err
 	}

@@ -90,3 +90,35 @@ func TestSubmitJSONPrintsTheRecordOfAJobThatDidNotSucceed(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C on an attached submit whose runner left partial results: stdout
+// gets their table, and stderr says where they stay.
+func TestSubmitInterruptedShowsPartialResults(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
+		return enginetest.Run{Hang: true, Files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusCancelled)}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if running, _ := ta.fake.List(context.Background(), nil, false); len(running) > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	code := ta.run(ctx, "submit", "--cpu", dir)
+	st, _ := ta.Store()
+	list, _ := st.List()
+	if code != ExitInterrupted || len(list) != 1 {
+		t.Fatalf("exit %d, %d jobs:\n%s", code, len(list), ta.err)
+	}
+	if !strings.Contains(ta.out.String(), "my-kernel") || !strings.Contains(ta.out.String(), "cancelled") {
+		t.Errorf("no table of the partial results on stdout:\n%s", ta.out)
+	}
+	if !strings.Contains(ta.err.String(), "partial results kept: xrun results "+list[0].ID) {
+		t.Errorf("stderr does not say where the partial results are:\n%s", ta.err)
+	}
+}
