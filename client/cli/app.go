@@ -23,6 +23,8 @@ import (
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/runner/suggest"
 )
 
 // App is the state shared by the commands of one xrun invocation: where
@@ -177,6 +179,13 @@ func (a *App) Command() *cli.App {
 				return runVersion(a, versionOptions{})
 			}
 			if c.NArg() > 0 {
+				var names []string
+				for _, cmd := range c.App.VisibleCommands() {
+					names = append(names, cmd.Names()...)
+				}
+				if near := suggest.Closest(c.Args().First(), names); near != "" {
+					return usageError("%q is not an xrun command: did you mean %q? (see xrun --help)", c.Args().First(), near)
+				}
 				return usageError("%q is not an xrun command (see xrun --help)", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
@@ -227,11 +236,29 @@ Examples:
 			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 				return usageError("%s (see xrun %s --help)", flagError(err, flags), name)
 			}
+			tidyDefaults(flags)
 			usage(c.Subcommands, name)
 		}
 	}
 	usage(app.Commands, "")
+	tidyDefaults(app.Flags)
 	return app
+}
+
+// tidyDefaults makes the help's defaults read as a person writes them: a
+// boolean flag says no "(default: false)", and a duration's default is
+// "1h", not "1h0m0s".
+func tidyDefaults(flags []cli.Flag) {
+	for _, f := range flags {
+		switch f := f.(type) {
+		case *cli.BoolFlag:
+			f.DisableDefaultText = !f.Value
+		case *cli.DurationFlag:
+			if f.DefaultText == "" && f.Value != 0 {
+				f.DefaultText = numfmt.Duration(f.Value)
+			}
+		}
+	}
 }
 
 // flagParseError matches the flag package's words for a value it cannot

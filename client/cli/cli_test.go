@@ -750,7 +750,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if code := ta.run(ctx, "rm", id); code != 0 {
 		t.Fatal(ta.err)
 	}
-	if code := ta.run(ctx, "status", id); code != ExitUsage || !strings.Contains(ta.err.String(), "there are no jobs yet") {
+	if code := ta.run(ctx, "status", id); code != ExitUsage || !strings.Contains(ta.err.String(), "the store holds no jobs") {
 		t.Errorf("status after rm: exit %d, %s", code, ta.err)
 	}
 }

@@ -62,6 +62,10 @@ func TestVersionFormats(t *testing.T) {
 	if code := ta.run(context.Background(), "bogus"); code != ExitUsage || !strings.Contains(ta.err.String(), `"bogus" is not an xrun command`) {
 		t.Errorf("xrun bogus: exit %d, %s", code, ta.err)
 	}
+	// A typo of a command gets the command it was meant to be.
+	if code := ta.run(context.Background(), "sumbit"); code != ExitUsage || !strings.Contains(ta.err.String(), `"sumbit" is not an xrun command: did you mean "submit"?`) {
+		t.Errorf("sumbit: exit %d, %s", code, ta.err)
+	}
 }
 
 // ps with nothing to list says so to a person; a script gets the header,
@@ -200,5 +204,30 @@ func TestPsQuiet(t *testing.T) {
 	id := strings.Fields(ta.out.String())[0]
 	if code := ta.run(context.Background(), "ps", "-a", "-q"); code != 0 || ta.out.String() != id+"\n" {
 		t.Errorf("ps -a -q: exit %d, %q", code, ta.out)
+	}
+}
+
+// The help's defaults read as a person writes them: no "(default: false)"
+// on a switch, no "1h0m0s".
+func TestHelpDefaultsReadable(t *testing.T) {
+	ta := newTestApp(t)
+	var all strings.Builder
+	if code := ta.run(context.Background(), "--help"); code != 0 {
+		t.Fatal(ta.err)
+	}
+	all.WriteString(ta.out.String())
+	for _, cmd := range ta.App.Command().Commands {
+		if code := ta.run(context.Background(), cmd.Name, "--help"); code != 0 {
+			t.Fatalf("%s --help: %s", cmd.Name, ta.err)
+		}
+		all.WriteString(ta.out.String())
+	}
+	for _, bad := range []string{"(default: false)", "m0s)"} {
+		if strings.Contains(all.String(), bad) {
+			t.Errorf("the help says %q", bad)
+		}
+	}
+	if !strings.Contains(all.String(), "(default: 1h)") {
+		t.Error("prune's --older-than default is not 1h")
 	}
 }

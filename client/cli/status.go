@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -61,7 +62,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	row("image", j.ImageRef)
 	row("gpus", j.GPUs)
 	row("mode", j.Mode)
-	row("timeout", j.Timeout)
+	row("timeout", readableDuration(j.Timeout))
 	row("created", j.Created.Local().Format(time.RFC3339))
 	if j.Finished != nil {
 		row("finished", j.Finished.Local().Format(time.RFC3339))
@@ -80,4 +81,13 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	}
 	row("store", s.StoreDir)
 	return tw.Flush()
+}
+
+// readableDuration is a recorded duration ("15m0s") as a person writes it
+// ("15m"); anything else as it is.
+func readableDuration(s string) string {
+	if d, err := time.ParseDuration(s); err == nil {
+		return numfmt.Duration(d)
+	}
+	return s
 }

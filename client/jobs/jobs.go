@@ -377,7 +377,7 @@ func (e *NotFoundError) Error() string {
 	case e.Malformed:
 		return msg + ": a job id is 12 hex digits, or the start of them (`xrun ps --all` lists them)"
 	case n == 0:
-		return msg + ": there are no jobs yet (submit one with `xrun submit DIR`)"
+		return msg + ": the store holds no jobs (a job `xrun rm` removed is gone with its results; `xrun submit DIR` starts one)"
 	case n <= maxSuggested:
 		return msg + ": known jobs are " + strings.Join(e.Known, ", ")
 	default:

@@ -7,6 +7,8 @@ package numfmt
 import (
 	"math"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // Sig writes v with n significant digits in plain notation; digits left of
@@ -89,4 +91,17 @@ func FixedMS(ms float64) string {
 		return strconv.FormatFloat(ms, 'f', 3, 64)
 	}
 	return strconv.FormatFloat(ms, 'f', 4, 64)
+}
+
+// Duration is d as a person writes it: "15m", "1h", "1h30m", "90ms", where
+// time.Duration's String says "15m0s" and "1h0m0s".
+func Duration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

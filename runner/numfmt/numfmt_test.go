@@ -1,6 +1,9 @@
 package numfmt
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestSig(t *testing.T) {
 	for _, c := range []struct {
@@ -58,6 +61,17 @@ func TestFixedMS(t *testing.T) {
 	for ms, want := range map[float64]string{123.456: "123.5", 5.6789: "5.679", 0.24620799: "0.2462"} {
 		if got := FixedMS(ms); got != want {
 			t.Errorf("FixedMS(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		15 * time.Minute: "15m", time.Hour: "1h", 90 * time.Minute: "1h30m", 90 * time.Second: "1m30s",
+		time.Hour + time.Second: "1h0m1s", 250 * time.Millisecond: "250ms", 0: "0s", 10 * time.Second: "10s",
+	} {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
