@@ -1184,7 +1184,7 @@ func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
 		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, ta.err)
 	}
 	msg := ta.err.String()
-	for _, want := range []string{"benchmark.implementations.blocked", "matmul:blockd", "module matmul has no function blockd; did you mean blocked?", "its functions: blocked, flops, make_inputs, reference", "--no-preflight"} {
+	for _, want := range []string{yaml + ":", "benchmark.implementations.blocked", "matmul:blockd", "module matmul has no function blockd; did you mean blocked?", "its functions: blocked, flops, make_inputs, reference", "--no-preflight"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}

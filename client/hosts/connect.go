@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +124,14 @@ func Check(ctx context.Context, t Target, cli *client.Client) error {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return &HostError{Target: t, Kind: KindUnreachable, Reason: fmt.Sprintf("no answer within %s", pingTimeout), Err: err}
 		}
-		return Classify(t, err)
+		cerr := Classify(t, err)
+		var he *HostError
+		if errors.As(cerr, &he) && he.Kind == KindUnreachable && he.Reason == "" {
+			// The SDK's "Cannot connect" keeps no cause: a dial of our own
+			// finds it (connection refused, no route to host).
+			he.Reason = dialCause(ctx, t.Host)
+		}
+		return cerr
 	}
 	if ping.APIVersion != "" && versionLess(ping.APIVersion, MinAPIVersion) {
 		return &HostError{Target: t, Kind: KindAPITooOld, Reason: ping.APIVersion}
@@ -146,4 +155,21 @@ func versionLess(a, b string) bool {
 		}
 	}
 	return false
+}
+
+// dialCause is why a TCP connection to a tcp:// host's address fails, as
+// the dial error says it ("dial tcp 10.0.0.1:2376: connect: connection
+// refused"); "" for another kind of host, or when the connection opens.
+func dialCause(ctx context.Context, host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.Scheme != "tcp" || u.Host == "" {
+		return ""
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return shortReason(err.Error())
+	}
+	c.Close()
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -322,5 +323,20 @@ func TestGPUHostDocNamesMinAPIVersion(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "API "+MinAPIVersion+"+, Docker 20.10") {
 		t.Errorf("docs/gpu-host.md does not name API %s (Docker 20.10)", MinAPIVersion)
+	}
+}
+
+// A tcp:// host where nothing listens: the message gives the cause (the
+// SDK's own error drops it).
+func TestUnreachableTCPSaysWhy(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = Connect(context.Background(), Target{Host: "tcp://" + addr})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "tcp://"+addr) {
+		t.Errorf("err = %v", err)
 	}
 }

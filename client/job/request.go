@@ -35,7 +35,13 @@ func Preflight(ctx context.Context, r SubmitRequest) error {
 		return nil
 	}
 	if _, err := run.CheckRefsOnHost(ctx, r.Prepared.Spec, r.Build.Dir, py, preflightTimeout); err != nil {
-		return exit.BadInput(fmt.Errorf("%w\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", err))
+		// Here the spec is named as the command line named it
+		// (x/exp/xrun.yaml:20), not as the container names it.
+		msg := err.Error()
+		if p := r.Prepared.Spec.Path; p != "" && p != spec.FileName {
+			msg = strings.ReplaceAll("\n"+msg, "\n"+spec.FileName+":", "\n"+p+":")[1:]
+		}
+		return exit.BadInput(fmt.Errorf("%s\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", msg))
 	}
 	return nil
 }
