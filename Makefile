@@ -61,6 +61,12 @@ fuzz: ## run each fuzz target for 30 s
 
 demo: setup build cpu-base ## the main job: submit the GLA experiment (GPU host: drop --cpu)
 	$(BIN)/xrun submit --cpu experiments/039-gla-pingpong
+	@echo ""
+	@echo "demo: done. This xrun is $(BIN)/xrun; make install puts it on your PATH as xrun. Next:"
+	@echo "  $(BIN)/xrun ps --all                             # the job you just ran, with its id"
+	@echo "  $(BIN)/xrun results --plot figs ID               # its table again, and its figures in figs/"
+	@echo "  $(BIN)/xrun init my-kernel && $(BIN)/xrun submit --cpu my-kernel   # an experiment of your own"
+	@echo "  on a GPU box: $(BIN)/xrun submit experiments/039-gla-pingpong (docs/hosts.md for remote hosts)"
 
 gpu-host-bundle: ## .gpu-host/: Docker + NVIDIA toolkit bundle, xrun and the GPU suite, for a GPU box without Docker (docs/gpu-host.md)
 	./scripts/gpu-host/bundle.sh .gpu-host

@@ -73,6 +73,11 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The candidate's speedup is over the reference: the first table says
+	// whether it beats it.
+	if s.Benchmark.BaselineName() != "reference" {
+		t.Errorf("the scaffold's baseline is %q, want reference", s.Benchmark.BaselineName())
+	}
 	if s.Name != "my-kernel" || len(s.Benchmark.Implementations) != 1 || len(s.Benchmark.CPUSweep) == 0 {
 		t.Errorf("spec = %+v", s)
 	}

@@ -65,7 +65,7 @@ Examples:
   xrun submit --host ssh://me@gpu-box --gpus 0,2 --env HF_TOKEN experiments/039-gla-pingpong
   xrun submit --gpus device=1 experiments/039-gla-pingpong                 # GPU 1 only
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
-  xrun submit --base xrun/cpu-base:bookworm --timeout 10m my-kernel
+  xrun submit --base xrun/cpu-torch:bookworm --timeout 10m my-kernel
   xrun submit --retune experiments/autotuned-matmul          # autotune afresh
   xrun submit --k8s --context lab --registry registry.lab:5000 --gpus 2 experiments/039-gla-pingpong
 
