@@ -143,6 +143,29 @@ func TestTrend(t *testing.T) {
 	}
 }
 
+// 5000 runs, a year and a half of them: a figure with a dozen dated ticks
+// (XRUN_PLOT_OUT keeps it to look at).
+func TestTrendOfManyRuns(t *testing.T) {
+	start := time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var vals []regress.Value
+	for i := 0; i < 5000; i++ {
+		m := 0.200 * (1 + 0.01*rng.NormFloat64())
+		vals = append(vals, regress.Value{Run: fmt.Sprintf("r%d", i), At: start.Add(time.Duration(i) * 3 * time.Hour), MedianMS: m, Q1MS: m * 0.995, Q3MS: m * 1.005})
+	}
+	ru := regress.Default()
+	vs := ru.Walk(vals)
+	tr := Trend{Title: "synthetic · 5000 runs", Machine: "NVIDIA H200", Rule: ru}
+	for i, v := range vals {
+		tr.Points = append(tr.Points, TrendPoint{Run: v.Run, At: v.At, MedianMS: v.MedianMS, Q1MS: v.Q1MS, Q3MS: v.Q3MS, Verdict: vs[i]})
+	}
+	f, err := TrendFigure(tr, out(t, "trend-many"), "trend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFigure(t, f)
+}
+
 // A title line wider than the plot wraps after a comma; a short one stays.
 func TestWrapTitle(t *testing.T) {
 	long := "NVIDIA H200, driver 580, CUDA 13, python 3.12.3, torch 2.11.0+cu130, triton 3.6.0, numpy 2.5.2, max 1980 MHz, 700 W"
@@ -157,27 +180,48 @@ func TestWrapTitle(t *testing.T) {
 }
 
 // Runs minutes apart are labelled to the second when their minutes repeat,
-// runs nights apart by date.
+// with the day on the axis; runs nights apart by date, with the year; and
+// 5000 runs get a tick per label, not one per run (which merged into a
+// black bar).
 func TestRunTicks(t *testing.T) {
-	labels := func(pts []TrendPoint) []string {
+	labels := func(pts []TrendPoint) ([]string, int, string) {
 		var out []string
-		for _, tk := range runTicks(pts).Ticks(0, 0) {
+		ticks, axis := runTicks(pts)
+		for _, tk := range ticks.Ticks(0, 0) {
 			if tk.Label != "" {
 				out = append(out, tk.Label)
 			}
 		}
-		return out
+		return out, len(ticks), axis
 	}
 	start := time.Date(2026, 11, 25, 23, 3, 10, 0, time.UTC)
-	var quick, nightly []TrendPoint
+	var quick, nightly, years []TrendPoint
 	for i := 0; i < 4; i++ {
 		quick = append(quick, TrendPoint{At: start.Add(time.Duration(i) * 25 * time.Second)})
 		nightly = append(nightly, TrendPoint{At: start.Add(time.Duration(i) * 24 * time.Hour)})
 	}
-	if got := strings.Join(labels(quick), " "); got != "23:03:10 23:03:35 23:04:00 23:04:25" {
-		t.Errorf("runs seconds apart: %s", got)
+	for i := 0; i < 5000; i++ {
+		years = append(years, TrendPoint{At: start.Add(time.Duration(i) * 6 * time.Hour)})
 	}
-	if got := strings.Join(labels(nightly), " "); got != "11-25 11-26 11-27 11-28" {
-		t.Errorf("nightly runs: %s", got)
+	if got, _, axis := labels(quick); strings.Join(got, " ") != "23:03:10 23:03:35 23:04:00 23:04:25" || axis != "run (time on 2026-11-25, UTC)" {
+		t.Errorf("runs seconds apart: %s, axis %q", got, axis)
+	}
+	if got, n, axis := labels(nightly); strings.Join(got, " ") != "2026-11-25 2026-11-26 2026-11-27 2026-11-28" || n != 4 || axis != "run (date, UTC)" {
+		t.Errorf("nightly runs: %s (%d ticks), axis %q", got, n, axis)
+	}
+	if got, n, _ := labels(years); len(got) > 6 || n != len(got) || got[0] != "2026-11-25" {
+		t.Errorf("5000 runs: %d ticks, labels %v", n, got)
+	}
+}
+
+// The roofline's legend shows a bound's glyph only when a point has it.
+func TestRooflineLegendBounds(t *testing.T) {
+	mem := []roofPoint{{bound: result.BoundMemory}, {bound: result.BoundMemory}}
+	if got := boundsUsed(mem); len(got) != 1 || got[0] != result.BoundMemory {
+		t.Errorf("memory-bound points: %v", got)
+	}
+	both := append(mem, roofPoint{bound: result.BoundCompute})
+	if got := boundsUsed(both); len(got) != 2 {
+		t.Errorf("both: %v", got)
 	}
 }

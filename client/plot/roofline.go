@@ -173,7 +173,7 @@ func Roofline(r *result.Results, dir string) (Figure, error) {
 		}
 		leg.add(name, swatchGlyph(colorOf(ii), true))
 	}
-	for _, b := range []string{result.BoundMemory, result.BoundCompute} {
+	for _, b := range boundsUsed(pts) {
 		leg.add(b+"-bound", thumb{c: gray, group: boundGroup(b), filled: true})
 	}
 	leg.add("(the work model's intensity", nil...)
@@ -182,6 +182,18 @@ func Roofline(r *result.Results, dir string) (Figure, error) {
 	f, err := save(p, leg, dir, "roofline")
 	f.Kind = "roofline"
 	return f, err
+}
+
+// boundsUsed are the bounds some point has, memory first: the legend
+// shows only the glyphs the figure uses.
+func boundsUsed(pts []roofPoint) []string {
+	var out []string
+	for _, b := range []string{result.BoundMemory, result.BoundCompute} {
+		if slices.ContainsFunc(pts, func(pt roofPoint) bool { return pt.bound == b }) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // boundGlyph is a circle for a memory-bound point, a triangle for a

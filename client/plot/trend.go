@@ -137,7 +137,7 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 		}
 		x := float64(i)
 		lo, hi = math.Min(lo, math.Min(pt.MedianMS, pt.Q1MS)), math.Max(hi, math.Max(pt.MedianMS, pt.Q3MS))
-		if pt.Q1MS > 0 && pt.Q3MS > 0 {
+		if pt.Q1MS > 0 && pt.Q3MS > 0 && len(t.Points) <= manyRuns {
 			bars.xys = append(bars.xys, plotter.XY{X: x, Y: pt.MedianMS})
 			bars.errs = append(bars.errs, struct{ Low, High float64 }{pt.MedianMS - pt.Q1MS, pt.Q3MS - pt.MedianMS})
 		}
@@ -169,7 +169,11 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 		if err != nil {
 			return Figure{}, err
 		}
-		s.GlyphStyle = draw.GlyphStyle{Color: sty.c, Radius: vg.Points(float64(sty.r)), Shape: sty.shape}
+		r := vg.Points(float64(sty.r))
+		if len(t.Points) > manyRuns {
+			r /= 2 // hundreds of glyphs side by side: smaller, so that they stay apart
+		}
+		s.GlyphStyle = draw.GlyphStyle{Color: sty.c, Radius: r, Shape: sty.shape}
 		p.Add(s)
 		leg.add(fmt.Sprintf("%s: %d", sty.label, len(xys)), glyphThumb{s.GlyphStyle})
 	}
@@ -201,22 +205,37 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 		leg.add("change point: new baseline", lineThumb{rgb(0x59a14f)})
 	}
 	p.X.Min, p.X.Max = -0.7, float64(len(t.Points))-0.3
-	p.X.Tick.Marker = runTicks(t.Points)
+	ticks, axis := runTicks(t.Points)
+	p.X.Tick.Marker, p.X.Label.Text = ticks, axis
 	f, err := save(p, leg, dir, name)
 	f.Kind = "trend"
 	return f, err
 }
 
-// runTicks labels the runs, at most twelve of them, by date, by date and
-// time, by time of day when every run is of one day, or to the second when
-// the minutes would repeat: the shortest labels that tell the labelled
-// runs apart.
-func runTicks(pts []TrendPoint) gplot.Ticker {
-	layouts := []string{"01-02", "01-02 15:04"}
-	if pts[0].At.UTC().Format("2006-01-02") == pts[len(pts)-1].At.UTC().Format("2006-01-02") {
+// manyRuns is where a trend has too many runs for each to show its
+// quartiles: past it, the runs are drawn as smaller dots without bars.
+const manyRuns = 200
+
+// runTicks labels the runs, at most twelve (times) or six (dates) of
+// them, by date, by date and time, by time of day when every run is of one
+// day, or to the second when the minutes would repeat: the shortest labels
+// that tell the labelled runs apart. Only a labelled run gets a tick once there are more than
+// sixty (one per run merged into a bar). axis is the x axis's label, which
+// names the day when the labels are times of it.
+func runTicks(pts []TrendPoint) (ticks gplot.ConstantTicks, axis string) {
+	layouts := []string{"2006-01-02", "2006-01-02 15:04"}
+	axis = "run (date, UTC)"
+	if day := pts[0].At.UTC().Format("2006-01-02"); day == pts[len(pts)-1].At.UTC().Format("2006-01-02") {
 		layouts = []string{"15:04", "15:04:05"}
+		axis = "run (time on " + day + ", UTC)"
 	}
-	every := max(1, (len(pts)+11)/12)
+	// As many labels as fit side by side: a dozen times of day, six
+	// dates.
+	most := 12
+	if len(layouts[0]) > 5 {
+		most = 6
+	}
+	every := max(1, (len(pts)+most-1)/most)
 	layout := layouts[len(layouts)-1]
 	for _, l := range layouts {
 		seen := map[string]bool{}
@@ -231,15 +250,18 @@ func runTicks(pts []TrendPoint) gplot.Ticker {
 			break
 		}
 	}
-	var ticks gplot.ConstantTicks
 	for i, pt := range pts {
+		labelled := i%every == 0
+		if !labelled && len(pts) > 60 {
+			continue
+		}
 		t := gplot.Tick{Value: float64(i)}
-		if i%every == 0 {
+		if labelled {
 			t.Label = pt.At.UTC().Format(layout)
 		}
 		ticks = append(ticks, t)
 	}
-	return ticks
+	return ticks, axis
 }
 
 type bandThumb struct{ c color.Color }
