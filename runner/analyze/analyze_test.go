@@ -206,7 +206,7 @@ func TestCriteria(t *testing.T) {
 		{"max error of one impl", spec.Criterion{MaxError: "pipelined", Below: 1e-2, For: "any"},
 			true, 0.004, 1e-2, nil, "max error of pipelined < 0.01 at some case"},
 		{"max error all impls, skipped left out", spec.Criterion{MaxError: "all", Below: 1e-1},
-			false, 0.02, 0.1, []string{"left out: fused skipped (needs sm_90)", "pipelined did not run (error) at T=4096"}, "every implementation"},
+			false, 0.02, 0.1, []string{"left out: fused skipped: needs sm_90", "pipelined did not run (error) at T=4096"}, "every implementation"},
 		{"correct baseline", spec.Criterion{Correct: "baseline"}, true, 1, 1, []string{"worst of 3 results"}, "baseline correct at every case"},
 		{"time below", spec.Criterion{Time: "baseline", BelowMS: 25}, true, 20.878, 25, nil, "baseline median < 25 ms"},
 		{"time below fails", spec.Criterion{Time: "baseline", BelowMS: 10, Name: "fast enough"}, false, 20.878, 10,

@@ -343,7 +343,7 @@ func notRun(name string, ir *result.ImplResult) string {
 		if why == "" {
 			return name + " skipped"
 		}
-		return name + " skipped (" + why + ")"
+		return name + " skipped: " + why
 	case result.ImplOK, result.ImplWrong:
 		return name + " has no measurement"
 	}

@@ -410,7 +410,7 @@ func TestTextNothingCompared(t *testing.T) {
 func TestMarkdownOutcomeWithASkippedCriterion(t *testing.T) {
 	r := &result.Results{Experiment: "e", Status: result.StatusSucceeded, Success: true, Criteria: []result.Criterion{
 		{Name: "every implementation correct", Kind: "correct", Passed: true},
-		{Name: "fast >= 1.2x over base", Kind: "speedup", Threshold: 1.2, Skipped: true, Detail: "fast skipped (needs a GPU)"}}}
+		{Name: "fast >= 1.2x over base", Kind: "speedup", Threshold: 1.2, Skipped: true, Detail: "fast skipped: needs a GPU"}}}
 	var md bytes.Buffer
 	if err := Markdown(&md, r); err != nil {
 		t.Fatal(err)
