@@ -197,18 +197,22 @@ func idle(c engine.Container) bool {
 // first as a submit claims it (take), and the claimed ones whose wait is
 // over (abandoned: their submit can no longer hand them a job). A claimed
 // standby whose wait goes on stays: its submit may be about to hand it its
-// job. With dry it only counts them. It returns how many.
-func (b *Backend) RemoveStandbys(ctx context.Context, dry bool) (int, error) {
-	cs, err := b.standbys(ctx, "", "", idle)
+// job. Only owner's standbys ("": every owner's). With dry it removes
+// none. It returns those it removed (would remove), by their names as
+// listed.
+func (b *Backend) RemoveStandbys(ctx context.Context, owner string, dry bool) ([]engine.Container, error) {
+	cs, err := b.standbys(ctx, "", owner, idle)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	sort.Slice(cs, func(i, k int) bool { return cs[i].Name < cs[k].Name })
+	var out []engine.Container
 	for _, c := range cs {
+		c.Name = strings.TrimPrefix(c.Name, "/")
 		switch {
 		case waiting(c):
 			if dry {
-				n++
+				out = append(out, c)
 				continue
 			}
 			if !b.take(ctx, c) {
@@ -217,16 +221,16 @@ func (b *Backend) RemoveStandbys(ctx context.Context, dry bool) (int, error) {
 		case !abandoned(c):
 			continue
 		case dry:
-			n++
+			out = append(out, c)
 			continue
 		}
 		if err := b.Engine.Remove(ctx, c.ID, true); err == nil {
-			n++
+			out = append(out, c)
 		} else if !errors.Is(err, engine.ErrNotFound) {
-			return n, err
+			return out, err
 		}
 	}
-	return n, nil
+	return out, nil
 }
 
 // take claims waiting standby c, as listed, for its removal as a submit

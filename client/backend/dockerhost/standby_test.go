@@ -161,16 +161,16 @@ func TestStandbyClaimedNotHanded(t *testing.T) {
 	}
 	// Their submits may hand them their jobs while they wait: prune keeps
 	// them, and removes them once their wait is over.
-	if n, err := b.RemoveStandbys(ctx, false); n != 0 || err != nil || len(f.Containers) != 2 {
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 0 || err != nil || len(f.Containers) != 2 {
 		t.Errorf("prune: %d, %v, %d left; want both claimed standbys kept while they wait", n, err, len(f.Containers))
 	}
 	for _, c := range f.Containers {
 		c.C.Labels[labelStandbyUntil] = time.Now().Add(-2 * standbyMargin).UTC().Format(time.RFC3339)
 	}
-	if n, err := b.RemoveStandbys(ctx, true); n != 2 || err != nil {
+	if n, err := count(b.RemoveStandbys(ctx, "", true)); n != 2 || err != nil {
 		t.Errorf("dry run: %d, %v; want both claimed standbys counted", n, err)
 	}
-	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 2 || err != nil || len(f.Containers) != 0 {
 		t.Errorf("prune: %d, %v, %d left; want both removed", n, err, len(f.Containers))
 	}
 }
@@ -254,10 +254,10 @@ func TestStandbyReplacedAndPruned(t *testing.T) {
 	if err := b.MakeStandby(ctx, other, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.RemoveStandbys(ctx, true); n != 2 || err != nil || len(f.Containers) != 2 {
+	if n, err := count(b.RemoveStandbys(ctx, "", true)); n != 2 || err != nil || len(f.Containers) != 2 {
 		t.Errorf("dry run: %d, %v, %d containers; want 2 counted, none removed", n, err, len(f.Containers))
 	}
-	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 2 || err != nil || len(f.Containers) != 0 {
 		t.Errorf("prune: %d, %v, %d left; want 2 removed", n, err, len(f.Containers))
 	}
 }
@@ -320,7 +320,7 @@ func TestStandbyPruneLeavesAClaimedOne(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := New(h).RemoveStandbys(ctx, false); n != 0 || err != nil {
+	if n, err := count(New(h).RemoveStandbys(ctx, "", false)); n != 0 || err != nil {
 		t.Errorf("prune: %d, %v; want none removed", n, err)
 	}
 	if len(f.Containers) != 1 {
@@ -339,7 +339,7 @@ func TestStandbyPruneLeavesAClaimedOne(t *testing.T) {
 	if b.ClaimStandby(ctx, "k", "me") == nil {
 		t.Fatal("no standby to claim")
 	}
-	if n, err := b.RemoveStandbys(ctx, false); n != 0 || err != nil || len(f.Containers) != 2 {
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 0 || err != nil || len(f.Containers) != 2 {
 		t.Errorf("prune: %d, %v, %d containers; want the claimed standby kept", n, err, len(f.Containers))
 	}
 }
@@ -373,5 +373,30 @@ func TestStandbyReplaceLeavesAClaimedOne(t *testing.T) {
 	slices.Sort(names)
 	if want := []string{"xrun-k-11", "xrun-k-12-standby"}; !slices.Equal(names, want) {
 		t.Errorf("containers %v, want %v: the job's and the new standby", names, want)
+	}
+}
+
+func count(cs []engine.Container, err error) (int, error) { return len(cs), err }
+
+// Prune for one owner removes that owner's standbys alone, and names them.
+func TestStandbyPrunedPerOwner(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	mine, theirs := jobSpec("21", "c"), jobSpec("22", "c")
+	theirs.Labels[contract.LabelOwner] = "you"
+	for _, s := range []backend.Spec{mine, theirs} {
+		if err := b.MakeStandby(ctx, s, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		cs, err := b.RemoveStandbys(ctx, "me", dry)
+		if err != nil || len(cs) != 1 || cs[0].Name != "xrun-k-21-standby" {
+			t.Errorf("prune (dry %v): %+v, %v; want xrun-k-21-standby alone", dry, cs, err)
+		}
+	}
+	if len(f.Containers) != 1 || b.ClaimStandby(ctx, "k", "you") == nil {
+		t.Errorf("%d containers left; want the other owner's standby, waiting", len(f.Containers))
 	}
 }
