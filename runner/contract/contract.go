@@ -189,4 +189,10 @@ const (
 	// model its entries were built for ("cpu" for CPU jobs).
 	LabelCache    = "dev.xrun.cache"
 	LabelGPUModel = "dev.xrun.gpu-model"
+	// LabelCacheTrust is the trust level of the jobs that write a
+	// compile-cache volume: CacheTrustJobUser (the sandboxed job user) or
+	// CacheTrustRoot (submit --root); the two never share a volume.
+	LabelCacheTrust   = "dev.xrun.cache-trust"
+	CacheTrustJobUser = "job-user"
+	CacheTrustRoot    = "root"
 )

@@ -170,7 +170,7 @@ type HostLoad struct {
 type Cache struct {
 	Dir string `json:"dir"`
 	// Volume names the host's volume that keeps them across the jobs of
-	// one experiment, base and GPU model (on a Kubernetes cluster: the
+	// one owner, trust level, experiment, base and GPU model (on a Kubernetes cluster: the
 	// node's directory, /var/lib/xrun/cache/NAME); empty when they were
 	// the job's own, empty at its start (xrun submit --no-cache-volume).
 	Volume string `json:"volume,omitempty"`
