@@ -1,8 +1,13 @@
 package submit
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -19,5 +24,20 @@ func TestImageLabelsOwner(t *testing.T) {
 	}
 	if _, ok := imageLabels(s, "", "", nil)[contract.LabelOwner]; ok {
 		t.Error("an owner label without an owner")
+	}
+}
+
+// A job with a cache volume tells its runner the volume's size limit.
+func TestJobSpecCacheLimit(t *testing.T) {
+	p := &Prepared{Spec: &spec.Spec{Name: "k"}, Mode: "cpu", Code: &buildctx.Context{}}
+	s := p.JobSpec(context.Background(), &jobs.Job{ID: "0a", Owner: "me"}, t.TempDir(), JobOptions{CacheVolume: "xrun-cache-k-1", CacheLimit: 1 << 20})
+	if !slices.Contains(s.Env, contract.EnvCacheLimit+"=1048576") || s.Labels[contract.LabelOwner] != "me" {
+		t.Errorf("env %v, labels %v", s.Env, s.Labels)
+	}
+	s = p.JobSpec(context.Background(), &jobs.Job{ID: "0b"}, t.TempDir(), JobOptions{})
+	for _, kv := range s.Env {
+		if strings.HasPrefix(kv, contract.EnvCacheLimit+"=") {
+			t.Errorf("a job without a cache volume has %s", kv)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -494,6 +495,9 @@ type JobOptions struct {
 	// (backend.Spec.CacheVolume); "" for none.
 	CacheVolume string
 	CacheLabels map[string]string
+	// CacheLimit is the most bytes the cache volume may hold as the job
+	// starts (contract.EnvCacheLimit; 0: no limit).
+	CacheLimit int64
 }
 
 // JobSpec is the spec job j is created with: the image and code of p, the
@@ -564,7 +568,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		CacheLabels: o.CacheLabels,
 	}
 	if o.CacheVolume != "" {
-		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume)
+		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume, contract.EnvCacheLimit+"="+strconv.FormatInt(o.CacheLimit, 10))
 	}
 	if n := p.Spec.Resources.Pids; n > 0 {
 		s.PidsLimit = int64(n)

@@ -112,6 +112,11 @@ const (
 	// node's directory), for the record (results.json env.cache); unset
 	// when the job has none.
 	EnvCacheVolume = "XRUN_CACHE_VOLUME"
+	// EnvCacheLimit is the most bytes the compile caches at CacheDir may
+	// hold as a job starts (a number of bytes; 0: no limit): the runner
+	// removes the least recently used entries over it first. Unset, a
+	// job with a cache volume gets DefaultCacheLimit.
+	EnvCacheLimit = "XRUN_CACHE_LIMIT"
 	// EnvStandby (a number of seconds) starts the runner as a standby:
 	// it finds Python, writes the harness and starts the zygote before
 	// any job exists, then waits at most that long for StandbyGoFile and
@@ -196,3 +201,8 @@ const (
 	CacheTrustJobUser = "job-user"
 	CacheTrustRoot    = "root"
 )
+
+// DefaultCacheLimit is the compile caches' size limit (EnvCacheLimit)
+// where the job does not give one: 10 GiB, some thousands of Triton and
+// Inductor kernels, or a few CUDA extension builds.
+const DefaultCacheLimit int64 = 10 << 30

@@ -177,6 +177,12 @@ type Cache struct {
 	// Files and Bytes are what they held at the start: 0 on a first run.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
+	// Limit is their size limit in bytes (0: none), and TrimmedEntries
+	// and TrimmedBytes the least recently used entries the runner
+	// removed to keep them within it before the job started.
+	Limit          int64 `json:"limit,omitempty"`
+	TrimmedEntries int   `json:"trimmed_entries,omitempty"`
+	TrimmedBytes   int64 `json:"trimmed_bytes,omitempty"`
 	// Fresh are the implementations that failed while they used the
 	// volume's caches and ran again with fresh, empty caches of their own
 	// (a broken entry is rebuilt, never the job's failure).
