@@ -5,12 +5,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 // A compile cache (Triton's, TorchInductor's, torch's extension builds,
@@ -142,22 +143,37 @@ func trimCache(dir string, limit int64) (cacheTrim, error) {
 	return t, nil
 }
 
-// lastUse is when a cache file was last read or written, as far as the
-// filesystem keeps access times.
-func lastUse(fi fs.FileInfo) time.Time {
-	u := fi.ModTime()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if a := time.Unix(st.Atim.Sec, st.Atim.Nsec); a.After(u) {
-			u = a
-		}
+// trimCacheAs is trimCache with the file permissions of user as (nil:
+// the runner's own): the runner of a sandboxed job is root without
+// CAP_DAC_OVERRIDE, and the cache's entries are the worker user's.
+func trimCacheAs(dir string, limit int64, as *sandbox.User) (cacheTrim, error) {
+	if as == nil || limit <= 0 {
+		return trimCache(dir, limit)
 	}
-	return u
+	type done struct {
+		t   cacheTrim
+		err error
+	}
+	ch := make(chan done, 1)
+	go func() {
+		// The thread takes the user's filesystem ids (setfsuid) and is
+		// never unlocked: it ends with this goroutine.
+		runtime.LockOSThread()
+		if err := fsUser(as); err != nil {
+			ch <- done{err: err}
+			return
+		}
+		t, err := trimCache(dir, limit)
+		ch <- done{t, err}
+	}()
+	d := <-ch
+	return d.t, d.err
 }
 
 // trimCaches keeps the job's compile caches within their limit, and says
 // so in the job's log when it removed anything.
 func (rn *runner) trimCaches() cacheTrim {
-	t, err := trimCache(rn.o.CacheDir, rn.o.cacheLimit)
+	t, err := trimCacheAs(rn.o.CacheDir, rn.o.cacheLimit, rn.o.Worker)
 	switch {
 	case err != nil:
 		rn.logf("cache: could not keep the compile caches in %s within %d bytes: %v", rn.o.CacheDir, rn.o.cacheLimit, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
 // The caches over their limit lose their least recently used entries,
@@ -93,5 +94,44 @@ func TestCacheLimit(t *testing.T) {
 		if got != tc.want || (err != nil) != tc.bad {
 			t.Errorf("cacheLimit(%q, %q) = %d, %v; want %d (error %v)", tc.env, tc.volume, got, err, tc.want, tc.bad)
 		}
+	}
+}
+
+// The runner of a sandboxed job is root without CAP_DAC_OVERRIDE: it
+// trims the worker user's caches with that user's file permissions.
+func TestTrimCacheAsTheWorker(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to own files as another user")
+	}
+	// Not t.TempDir: its parent is root's alone.
+	dir, err := os.MkdirTemp("", "xrun-trim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	entry := filepath.Join(dir, "triton", "k")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(entry, "k.so"), make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "triton"), entry, filepath.Join(entry, "k.so")} {
+		if err := os.Chown(p, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Another user may not remove the worker's files.
+	if tr, err := trimCacheAs(dir, 1, &sandbox.User{UID: 65533, GID: 65533}); err != nil || tr.Failed != 1 || tr.Entries != 0 {
+		t.Errorf("as another user: %+v, %v; want the file left", tr, err)
+	}
+	if tr, err := trimCacheAs(dir, 1, &sandbox.User{UID: 65532, GID: 65532}); err != nil || tr.Entries != 1 || tr.Failed != 0 {
+		t.Errorf("as the worker: %+v, %v; want its entry removed", tr, err)
+	}
+	if _, err := os.Stat(entry); err == nil {
+		t.Error("the entry's directory stayed")
 	}
 }
