@@ -134,9 +134,10 @@ func sharedDaemon(t *testing.T) (*testhosts.Daemon, engine.Engine, string) {
 	return d, e, bb
 }
 
-// standby makes a running standby container of experiment and owner, as
-// an attached submit leaves one (a busybox that sleeps), and returns its
-// job id.
+// makeStandby makes a running standby container of experiment and
+// owner, as an attached submit leaves one (a busybox that sleeps), and
+// returns its job id; "" when a prune removed it before it started (as
+// dockerhost.MakeStandby allows).
 func makeStandby(t *testing.T, e engine.Engine, bb, experiment, owner string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -148,6 +149,9 @@ func makeStandby(t *testing.T, e engine.Engine, bb, experiment, owner string) st
 		t.Fatal(err)
 	}
 	if err := e.Start(ctx, cid); err != nil {
+		if _, gone := e.Inspect(ctx, cid); gone != nil || strings.Contains(err.Error(), "marked for removal") {
+			return ""
+		}
 		t.Fatal(err)
 	}
 	return id
@@ -175,6 +179,9 @@ func TestHostileOwnersPruneSparesOtherUsers(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := makeStandby(t, e, bb, "e2e-owners", owner)
+		if id == "" {
+			t.Fatal("the standby is gone")
+		}
 		vol := "xrun-cache-e2e-owners-" + randomHex(t)
 		cid, err := e.Create(ctx, engine.ContainerSpec{Name: "mkvol-" + vol, Image: bb, Cmd: []string{"true"},
 			Mounts: []engine.Mount{{Volume: vol, Target: "/c", Labels: map[string]string{contract.LabelCache: "1", contract.LabelExperiment: "e2e-owners", contract.LabelOwner: owner}}}})
@@ -261,7 +268,9 @@ func TestHostileOwnersPruneBesideClaims(t *testing.T) {
 	}()
 	claimed, lost := 0, 0
 	for round := 0; round < 16; round++ {
-		makeStandby(t, e, bb, "e2e-race", me)
+		if makeStandby(t, e, bb, "e2e-race", me) == "" {
+			continue
+		}
 		st := b.ClaimStandby(ctx, "e2e-race", me)
 		if st == nil {
 			continue // a prune took it while it waited: that is the prune's
