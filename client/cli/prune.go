@@ -24,13 +24,15 @@ type pruneOptions struct {
 	json      bool
 	// caches removes every compile-cache volume no container uses.
 	caches bool
+	// allUsers prunes every user's objects, not only the caller's.
+	allUsers bool
 }
 
 func newPruneCommand(a *App) *cli.Command {
 	var o pruneOptions
 	return &cli.Command{
 		Name:  "prune",
-		Usage: "remove xrun's job images that no container uses",
+		Usage: "remove your xrun job images, standbys and compile caches that no container uses",
 		Description: `A submit builds a new image when the experiment's spec or its image
 layers change (an edit of its code alone is copied into the job's container,
 no build), and the old image stays on the host. prune removes the job images (labelled dev.xrun.experiment) that no
@@ -38,12 +40,21 @@ container on the host uses, running or stopped, built more than --older-than ago
 (the default leaves the hour's builds to submits still on their way to starting a
 container). Base images are never removed. xrun rm a job first to free its image.
 
+On a shared host prune removes your own objects alone: the images, standbys and
+compile-cache volumes labelled dev.xrun.owner with your user name (the owner of
+your jobs, as ps shows it). Another user's, and those of no owner (made by an
+xrun before owners), stay and are counted; --all-users removes every user's.
+Each removal (or, with --dry-run, each that would happen) is named on stdout:
+images, standby containers and cache volumes.
+
 It first removes the standby containers that wait on the host for an
 experiment's next submit (an attached submit leaves one; they hold images and
-cache volumes); that next submit then starts cold.
+cache volumes); that next submit then starts cold. A standby that a submit has
+claimed stays until its wait is over (at most 15 minutes): the submit may be
+about to hand it its job.
 
 It also removes the compile-cache volumes (Triton, TorchInductor, CUDA extension
-builds; one per experiment, base and GPU model) that no container uses and whose
+builds; one per owner, experiment, base and GPU model) that no container uses and whose
 base image is gone from the host; --caches removes every one no container uses.
 The next job of that experiment then compiles again.
 
@@ -59,11 +70,13 @@ Examples:
   xrun prune --older-than 0 --host ssh://me@gpu-box
   xrun prune --label team=kernels
   xrun prune --caches --dry-run
+  xrun prune --all-users --older-than 0 --dry-run
   xrun prune --k8s --registry registry.lab:5000 --dry-run`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
 			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
+			&cli.BoolFlag{Name: "all-users", Usage: "prune every user's images, standbys and caches (and those of no owner), not only yours", Destination: &o.allUsers},
 			&cli.BoolFlag{Name: "json", Usage: "print what was removed (or would be) and what was kept as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "caches", Usage: "remove every compile-cache volume that no container uses, not only those whose base image is gone (Docker hosts)", Destination: &o.caches},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
@@ -137,6 +150,9 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 
 func (o pruneOptions) options(a *App) prune.Options {
 	po := prune.Options{DryRun: o.dryRun, OlderThan: o.olderThan, Labels: o.labels, Caches: o.caches, Out: a.Out}
+	if !o.allUsers {
+		po.Owner = jobs.CurrentUser()
+	}
 	if o.json {
 		po.Out = nil
 	}

@@ -109,7 +109,8 @@ func TestPruneImageWithChildren(t *testing.T) {
 	base := "xrun/e2e-prune-base:" + rnd
 	build(base, fmt.Sprintf("FROM scratch\nLABEL %s=e2e-prune %s=%s\nENV A=1\n", contract.LabelExperiment, k, v))
 	build("xrun/e2e-prune-child:"+rnd, fmt.Sprintf("FROM %s\nENV B=2\n", base))
-	p := x.Run(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	// Built by hand, the images have no owner: --all-users.
+	p := x.Run(t, time.Minute, "prune", "--all-users", "--older-than", "0", "--label", mark)
 	expect(t, p, 0, "removed 2 images")
 	if ims, err := eng.Images(ctx, map[string]string{k: v}); err != nil || len(ims) != 0 {
 		t.Errorf("left %d images (%v)", len(ims), err)
@@ -119,6 +120,6 @@ func TestPruneImageWithChildren(t *testing.T) {
 	// its base.
 	build(base, fmt.Sprintf("FROM scratch\nLABEL %s=e2e-prune %s=%s\nENV A=1\n", contract.LabelExperiment, k, v))
 	build("xrun/e2e-prune-child:"+rnd, fmt.Sprintf("FROM %s\nLABEL %s=other\nENV B=2\n", base, k))
-	p = x.Run(t, time.Minute, "prune", "--older-than", "0", "--label", mark)
+	p = x.Run(t, time.Minute, "prune", "--all-users", "--older-than", "0", "--label", mark)
 	expect(t, p, 0, "removed 0 images", "and 1 that a kept image is built on")
 }

@@ -141,7 +141,8 @@ func TestStandby(t *testing.T) {
 		t.Errorf("--no-standby changed the waiting standbys from %v to %v", before, after)
 	}
 
-	// The host may have other experiments' standbys: prune takes them all.
+	// The host may have other experiments' standbys: prune takes all of
+	// this user's.
 	p := x.Run(t, time.Minute, "prune")
 	expect(t, p, 0)
 	if !regexp.MustCompile(`removed [1-9][0-9]* standby containers?`).MatchString(p.Stderr) {

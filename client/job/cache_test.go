@@ -45,7 +45,7 @@ func TestClusterCacheKey(t *testing.T) {
 	ctx := context.Background()
 	names := map[string]string{}
 	for _, k := range []struct{ base, model string }{{"sha256:a", "cpu"}, {"sha256:b", "cpu"}, {"sha256:a", "gpu"}, {"sha256:a", "gpu_type h100"}, {"sha256:a", "gpu_type a100"}} {
-		name, labels := cacheVolume(ctx, baseEngine{base: k.base}, prepared(one, ""), k.model)
+		name, labels := cacheVolume(ctx, baseEngine{base: k.base}, prepared(one, ""), k.model, "me", false)
 		if prev, ok := names[name]; ok {
 			t.Errorf("%v and %s share the cache %s", k, prev, name)
 		}
@@ -55,3 +55,33 @@ func TestClusterCacheKey(t *testing.T) {
 		}
 	}
 }
+
+// Two owners, or one owner's sandboxed and root jobs, never share a
+// compile cache of one experiment, base and GPU model: another user's
+// experiment that picks the same name cannot plant entries in it. The
+// volume says whose it is and at which trust level.
+func TestCacheKeyPerOwnerAndTrust(t *testing.T) {
+	ctx := context.Background()
+	p := &submit.Prepared{Spec: &spec.Spec{Name: "softmax"}, ImageRef: "xrun/softmax:1"}
+	e := baseEngine{base: "sha256:a"}
+	names := map[string]string{}
+	for _, k := range []struct {
+		owner string
+		root  bool
+		trust string
+	}{{"me", false, contract.CacheTrustJobUser}, {"you", false, contract.CacheTrustJobUser}, {"me", true, contract.CacheTrustRoot}} {
+		name, labels := cacheVolume(ctx, e, p, "cpu", k.owner, k.root)
+		if prev, ok := names[name]; ok {
+			t.Errorf("%+v and %s share the cache %s", k, prev, name)
+		}
+		names[name] = k.owner
+		if labels[contract.LabelOwner] != k.owner || labels[contract.LabelCacheTrust] != k.trust {
+			t.Errorf("%+v: labels %v", k, labels)
+		}
+	}
+	if a, _ := cacheVolume(ctx, e, p, "cpu", "me", false); a != mustName(cacheVolume(ctx, e, p, "cpu", "me", false)) {
+		t.Error("one owner's jobs get two caches")
+	}
+}
+
+func mustName(name string, _ map[string]string) string { return name }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/go-units"
+
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -77,6 +79,9 @@ type Args struct {
 	Registry, PullSecret string
 	NoCacheVolume        bool
 	NoStandby            bool
+	// CacheLimit is the compile caches' size limit (go-units' sizes,
+	// "10GiB"; "0": none; "": contract.DefaultCacheLimit).
+	CacheLimit string
 }
 
 // Request checks a submit's arguments, loads its spec and reads its
@@ -126,7 +131,12 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.Retune {
 		env = append(env, contract.EnvRetune+"=1")
 	}
-	jo := submit.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none"}
+	jo := submit.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none", CacheLimit: contract.DefaultCacheLimit}
+	if a.CacheLimit != "" {
+		if jo.CacheLimit, err = units.RAMInBytes(a.CacheLimit); err != nil || jo.CacheLimit < 0 {
+			return r, exit.Usagef("--cache-limit %q: give a size (10GiB, 512MiB; 0 for none)", a.CacheLimit)
+		}
+	}
 	if _, hasURL := lookupEnv(getenv, contract.EnvPostURL); hasURL {
 		jo.PostToken, _ = lookupEnv(getenv, contract.EnvPostToken)
 	}

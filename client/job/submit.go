@@ -160,7 +160,7 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 		gpuModel = clusterGPUModel(p)
 	}
 	if !r.NoCacheVolume {
-		jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel)
+		jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel, s.j.Owner, jo.Root)
 	}
 	if p.GPUIDs != "" {
 		s.j.GPUs = p.GPUIDs

@@ -23,9 +23,9 @@ type Cache struct {
 	Why string `json:"why"`
 }
 
-// caches removes the compile-cache volumes that no container uses and
-// whose base image is gone (no job can use them again), or, with
-// o.Caches, every one that no container uses.
+// caches removes the compile-cache volumes of o.Owner that no container
+// uses and whose base image is gone (no job can use them again), or, with
+// o.Caches, every one of o.Owner's that no container uses.
 func caches(ctx context.Context, e engine.Engine, r *Report, o Options) {
 	vols, err := e.Volumes(ctx, map[string]string{contract.LabelCache: ""})
 	if err != nil {
@@ -34,6 +34,10 @@ func caches(ctx context.Context, e engine.Engine, r *Report, o Options) {
 	}
 	sort.Slice(vols, func(i, j int) bool { return vols[i].Name < vols[j].Name })
 	for _, v := range vols {
+		if !o.mine(v.Labels) {
+			r.CachesOthers++
+			continue
+		}
 		if v.Containers > 0 {
 			r.CachesInUse++
 			continue

@@ -30,14 +30,24 @@ type Options struct {
 	// Caches removes every compile-cache volume that no container uses,
 	// not only those whose base image is gone.
 	Caches bool
+	// Owner keeps what is not this owner's (dev.xrun.owner): another
+	// user's standbys, images and compile caches, and those of no owner
+	// (made by an xrun before owners). "" is every user's (--all-users).
+	Owner string
 	// Out gets a line for each removal as it happens; nil prints none
 	// (the report goes out as JSON).
 	Out io.Writer
 }
 
+// mine says an object with these labels is o.Owner's.
+func (o Options) mine(labels map[string]string) bool {
+	return o.Owner == "" || labels[contract.LabelOwner] == o.Owner
+}
+
 // Host removes the job images (labelled dev.xrun.experiment, with
 // o.Labels) on e that no container uses, running or stopped, built more
-// than o.OlderThan ago, and the compile-cache volumes (Caches). What could
+// than o.OlderThan ago, and the compile-cache volumes (Caches), of
+// o.Owner; the standbys of o.Owner first. What could
 // not be removed is in the report's errors; err is for a host that could
 // not be read.
 func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
@@ -47,9 +57,21 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 	}
 	// Standbys hold images and cache volumes for a next submit that a
 	// prune says is not coming soon: they go first.
-	standbys, err := dockerhost.New(e).RemoveStandbys(ctx, o.DryRun)
+	standbys, err := dockerhost.New(e).RemoveStandbys(ctx, o.Owner, o.DryRun)
 	if err != nil {
 		return nil, err
+	}
+	sbs := make([]Standby, 0, len(standbys))
+	for _, c := range standbys {
+		sb := Standby{Name: c.Name, Experiment: c.Labels[contract.LabelExperiment], Owner: c.Labels[contract.LabelOwner]}
+		sbs = append(sbs, sb)
+		if o.Out != nil {
+			verb := "removed"
+			if o.DryRun {
+				verb = "would remove"
+			}
+			fmt.Fprintf(o.Out, "%s standby container %s (%s, %s's)\n", verb, sb.Name, sb.Experiment, sb.Owner)
+		}
 	}
 	ims, err := e.Images(ctx, filter)
 	if err != nil {
@@ -73,10 +95,12 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 	}
 	cutoff := time.Now().Add(-o.OlderThan)
 	var remove []engine.Image
-	inUse, young := 0, 0
+	inUse, young, others := 0, 0, 0
 	for _, im := range ims {
 		switch {
 		case parents[im.ID] && len(tags(im)) == 0:
+		case !o.mine(im.Labels):
+			others++
 		case used[im.ID]:
 			inUse++
 		case im.Created.After(cutoff):
@@ -86,7 +110,7 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 		}
 	}
 	sort.SliceStable(remove, func(i, j int) bool { return remove[i].Created.Before(remove[j].Created) })
-	rep := &Report{Where: e.Host(), DryRun: o.DryRun, InUse: inUse, Young: young, Removed: []Removed{}, Standbys: standbys,
+	rep := &Report{Where: e.Host(), DryRun: o.DryRun, InUse: inUse, Young: young, Removed: []Removed{}, Standbys: len(sbs), StandbyContainers: sbs, Others: others, Owner: o.Owner,
 		inUseWords: "in use by containers", madeWord: "built", freedNote: "layers shared with kept images stay"}
 	// An image that another is built on (a Kubernetes job's code image
 	// is built on its job image; a user may build on one) goes after it:
@@ -122,6 +146,13 @@ func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
 	}
 	caches(ctx, e, rep, o)
 	return rep, nil
+}
+
+// Standby is a standby container that a prune removed (or would).
+type Standby struct {
+	Name       string `json:"name"`
+	Experiment string `json:"experiment,omitempty"`
+	Owner      string `json:"owner,omitempty"`
 }
 
 // Removed is one image that a prune removed (or, dry, would remove).
@@ -162,8 +193,16 @@ type Report struct {
 	CachesKept  int      `json:"caches_kept,omitempty"`
 	Errors      []string `json:"errors,omitempty"`
 	// Standbys counts the standby containers removed (Docker hosts),
-	// which wait for an experiment's next submit.
-	Standbys int `json:"standbys,omitempty"`
+	// which wait for an experiment's next submit; StandbyContainers are
+	// they.
+	Standbys          int       `json:"standbys,omitempty"`
+	StandbyContainers []Standby `json:"standby_containers,omitempty"`
+	// Owner is the user whose objects the prune removed ("": every
+	// user's, --all-users); Others and CachesOthers count the images and
+	// compile-cache volumes kept as another user's, or of no owner.
+	Owner        string `json:"owner,omitempty"`
+	Others       int    `json:"kept_other_owners,omitempty"`
+	CachesOthers int    `json:"caches_kept_other_owners,omitempty"`
 
 	inUseWords, madeWord, freedNote string
 	errs                            []error
@@ -207,13 +246,23 @@ func (r *Report) Summary(w io.Writer, o Options) {
 	if r.Bases > 0 {
 		kept += fmt.Sprintf(", and %d that a kept image is built on", r.Bases)
 	}
+	if r.Others > 0 {
+		kept += fmt.Sprintf(", and %d of other users or of none (--all-users removes those)", r.Others)
+	}
 	fmt.Fprintf(w, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), render.Plural(len(r.Removed), "image", "images"), r.Where, render.Bytes(r.Bytes), r.freedNote, kept)
 	if r.Standbys > 0 {
 		fmt.Fprintf(w, "%s %d standby %s (the next submit of %s starts cold)\n", verb, r.Standbys, render.Plural(r.Standbys, "container", "containers"), render.Plural(r.Standbys, "its experiment", "their experiments"))
 	}
-	if len(r.Caches) > 0 || r.CachesInUse+r.CachesKept > 0 {
-		fmt.Fprintf(w, "%s %d compile-cache %s (%s); kept %d in use and %d whose base is on the host (--caches removes those)\n",
-			verb, len(r.Caches), render.Plural(len(r.Caches), "volume", "volumes"), r.cacheSize(), r.CachesInUse, r.CachesKept)
+	if len(r.Caches) > 0 || r.CachesInUse+r.CachesKept+r.CachesOthers > 0 {
+		others := ""
+		if r.CachesOthers > 0 {
+			others = fmt.Sprintf(", and %d of other users or of none (--all-users)", r.CachesOthers)
+		}
+		fmt.Fprintf(w, "%s %d compile-cache %s (%s); kept %d in use and %d whose base is on the host (--caches removes those)%s\n",
+			verb, len(r.Caches), render.Plural(len(r.Caches), "volume", "volumes"), r.cacheSize(), r.CachesInUse, r.CachesKept, others)
+	}
+	if r.Owner != "" {
+		fmt.Fprintf(w, "pruned %s's alone; --all-users prunes every user's\n", r.Owner)
 	}
 }
 

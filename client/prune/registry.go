@@ -66,7 +66,14 @@ func Registry(ctx context.Context, kb *kube.Backend, addr string, known []*jobs.
 	if msg != "" {
 		fmt.Fprintf(note, "note: %s\n", msg)
 	}
-	plan := planRegistryPrune(ims, used, o.Labels, time.Now().Add(-o.OlderThan))
+	labels := map[string]string{}
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	if o.Owner != "" {
+		labels[contract.LabelOwner] = o.Owner
+	}
+	plan := planRegistryPrune(ims, used, labels, time.Now().Add(-o.OlderThan))
 	rep := &Report{Where: reg.String(), DryRun: o.DryRun, InUse: plan.inUse, Young: plan.young, Shared: plan.shared,
 		Removed: []Removed{}, inUseWords: "named by Jobs of the cluster", madeWord: "pushed",
 		freedNote: "once its garbage collection frees the layers no other image has"}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -210,7 +211,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		Python:     p.Spec.Image.Python,
 		RunnerSrc:  "xrun-runner",
 		Experiment: p.Spec.Name,
-		Labels:     imageLabels(p.Spec, baseID, p.Labels),
+		Labels:     imageLabels(p.Spec, baseID, jobs.CurrentUser(), p.Labels),
 	})
 	if err != nil {
 		return exit.BadInput(err)
@@ -270,7 +271,11 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 // imageLabels are the image's labels. User labels go into the Dockerfile
 // with xrun's own rather than as build labels: the classic builder would
 // add them as one more step, rebuilt on every change.
-func imageLabels(s *spec.Spec, baseID string, user map[string]string) map[string]string {
+//
+// The owner (jobs.CurrentUser, as on the job's container) makes an image
+// its builder's: xrun prune removes only its user's images unless
+// --all-users, and two users of one host never share a job image.
+func imageLabels(s *spec.Spec, baseID, owner string, user map[string]string) map[string]string {
 	// Not xrun.yaml's hash: the image holds no more of the spec than its
 	// base, packages and name, so that an edit of the rest (a case, a
 	// setting) reuses the image, and the standby the last submit left.
@@ -280,6 +285,9 @@ func imageLabels(s *spec.Spec, baseID string, user map[string]string) map[string
 	}
 	if baseID != "" {
 		labels[contract.LabelBaseID] = baseID
+	}
+	if owner != "" {
+		labels[contract.LabelOwner] = owner
 	}
 	for k, v := range user {
 		labels[k] = v
@@ -487,6 +495,9 @@ type JobOptions struct {
 	// (backend.Spec.CacheVolume); "" for none.
 	CacheVolume string
 	CacheLabels map[string]string
+	// CacheLimit is the most bytes the cache volume may hold as the job
+	// starts (contract.EnvCacheLimit; 0: no limit).
+	CacheLimit int64
 }
 
 // JobSpec is the spec job j is created with: the image and code of p, the
@@ -557,7 +568,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOp
 		CacheLabels: o.CacheLabels,
 	}
 	if o.CacheVolume != "" {
-		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume)
+		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume, contract.EnvCacheLimit+"="+strconv.FormatInt(o.CacheLimit, 10))
 	}
 	if n := p.Spec.Resources.Pids; n > 0 {
 		s.PidsLimit = int64(n)

@@ -112,6 +112,11 @@ const (
 	// node's directory), for the record (results.json env.cache); unset
 	// when the job has none.
 	EnvCacheVolume = "XRUN_CACHE_VOLUME"
+	// EnvCacheLimit is the most bytes the compile caches at CacheDir may
+	// hold as a job starts (a number of bytes; 0: no limit): the runner
+	// removes the least recently used entries over it first. Unset, a
+	// job with a cache volume gets DefaultCacheLimit.
+	EnvCacheLimit = "XRUN_CACHE_LIMIT"
 	// EnvStandby (a number of seconds) starts the runner as a standby:
 	// it finds Python, writes the harness and starts the zygote before
 	// any job exists, then waits at most that long for StandbyGoFile and
@@ -189,4 +194,15 @@ const (
 	// model its entries were built for ("cpu" for CPU jobs).
 	LabelCache    = "dev.xrun.cache"
 	LabelGPUModel = "dev.xrun.gpu-model"
+	// LabelCacheTrust is the trust level of the jobs that write a
+	// compile-cache volume: CacheTrustJobUser (the sandboxed job user) or
+	// CacheTrustRoot (submit --root); the two never share a volume.
+	LabelCacheTrust   = "dev.xrun.cache-trust"
+	CacheTrustJobUser = "job-user"
+	CacheTrustRoot    = "root"
 )
+
+// DefaultCacheLimit is the compile caches' size limit (EnvCacheLimit)
+// where the job does not give one: 10 GiB, some thousands of Triton and
+// Inductor kernels, or a few CUDA extension builds.
+const DefaultCacheLimit int64 = 10 << 30

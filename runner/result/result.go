@@ -170,13 +170,19 @@ type HostLoad struct {
 type Cache struct {
 	Dir string `json:"dir"`
 	// Volume names the host's volume that keeps them across the jobs of
-	// one experiment, base and GPU model (on a Kubernetes cluster: the
+	// one owner, trust level, experiment, base and GPU model (on a Kubernetes cluster: the
 	// node's directory, /var/lib/xrun/cache/NAME); empty when they were
 	// the job's own, empty at its start (xrun submit --no-cache-volume).
 	Volume string `json:"volume,omitempty"`
 	// Files and Bytes are what they held at the start: 0 on a first run.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
+	// Limit is their size limit in bytes (0: none), and TrimmedEntries
+	// and TrimmedBytes the least recently used entries the runner
+	// removed to keep them within it before the job started.
+	Limit          int64 `json:"limit,omitempty"`
+	TrimmedEntries int   `json:"trimmed_entries,omitempty"`
+	TrimmedBytes   int64 `json:"trimmed_bytes,omitempty"`
 	// Fresh are the implementations that failed while they used the
 	// volume's caches and ran again with fresh, empty caches of their own
 	// (a broken entry is rebuilt, never the job's failure).

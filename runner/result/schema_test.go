@@ -70,7 +70,7 @@ func full() *Results {
 				SMCount: 132, L2Bytes: 50 << 20, MemoryBytes: 80 << 30, PeakTFLOPS: 989.5, PeakGBps: 3350,
 				Before: state(1980), After: state(1755), During: clocks}},
 			Container: &Container{ID: "3fa1b2c3d4e5", MemoryLimitBytes: 16 << 30, CPULimit: 2, PidsLimit: 4096, CPUs: 16, ShmBytes: 1 << 30, VisibleDevices: "0", WorkerUser: "65532:65532", WorkerProcsLimit: 7936},
-			Cache: &Cache{Dir: "/xrun/cache", Volume: "xrun-cache-softmax-0123456789ab", Files: 42, Bytes: 1 << 20,
+			Cache: &Cache{Dir: "/xrun/cache", Volume: "xrun-cache-softmax-0123456789ab", Files: 42, Bytes: 1 << 20, Limit: 10 << 30, TrimmedEntries: 3, TrimmedBytes: 4096,
 				Fresh: []FreshCache{{Impl: "pipelined", Error: "exception during check: JSONDecodeError", Passed: true, Replaced: 7}}},
 			Extra: map[string]string{"nccl": "2.21"},
 			HostLoad: &HostLoadSummary{Timings: 8, CPUs: 2, MaxLoad1: 8.2, MedianOthersShare: 0.04, MaxOthersShare: 0.63,

@@ -43,6 +43,7 @@ func OptionsFromEnv() Options {
 		Retune:         os.Getenv(contract.EnvRetune) == "1",
 		HostName:       os.Getenv(contract.EnvHostName),
 		CacheVolume:    os.Getenv(contract.EnvCacheVolume),
+		CacheLimit:     os.Getenv(contract.EnvCacheLimit),
 	}
 }
 

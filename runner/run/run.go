@@ -83,6 +83,11 @@ type Options struct {
 	// volume it is, kept across jobs (XRUN_CACHE_VOLUME; "" when the
 	// caches are the job's own).
 	CacheDir, CacheVolume string
+	// CacheLimit is XRUN_CACHE_LIMIT, the most bytes the compile caches
+	// may hold as the job starts ("": contract.DefaultCacheLimit with a
+	// cache volume, else none; cachetrim.go); cacheLimit is it parsed.
+	CacheLimit string
+	cacheLimit int64
 	// Worker is the user every process of the experiment runs as, apart
 	// from the runner (runner/sandbox); nil runs them as the runner's own
 	// user. With one, OutDir must be the runner's alone.
@@ -167,6 +172,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.CacheDir == "" {
 		o.CacheDir = contract.CacheDir
 	}
+	limit, err := cacheLimit(func(string) string { return o.CacheLimit }, o.CacheVolume)
+	if err != nil {
+		return o, &SpecError{err}
+	}
+	o.cacheLimit = limit
 	switch o.Mode {
 	case "", "gpu", "cpu":
 	default:
@@ -298,7 +308,11 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		ctx, cancel = context.WithTimeout(parent, t)
 		defer cancel()
 	}
+	trim := rn.trimCaches()
 	r.Env = hostEnv(ctx, o, s.Include)
+	if c := r.Env.Cache; c != nil {
+		c.Limit, c.TrimmedEntries, c.TrimmedBytes = o.cacheLimit, trim.Entries, trim.Bytes
+	}
 	if err := rn.pickMode(ctx); err != nil {
 		return rn.abortStopped(parent, ctx, err)
 	}

@@ -142,7 +142,9 @@ func (b *Backend) MakeStandby(ctx context.Context, s backend.Spec, idle time.Dur
 	if cs, err := b.standbys(ctx, s.Labels[contract.LabelExperiment], s.Labels[contract.LabelOwner], waiting); err == nil && len(cs) > 1 {
 		sort.Slice(cs, func(i, k int) bool { return newer(cs[i], cs[k]) })
 		for _, c := range cs[1:] {
-			b.remove(ctx, c.ID)
+			if b.take(ctx, c) { // not one a submit claimed since
+				b.remove(ctx, c.ID)
+			}
 		}
 	}
 	return nil
@@ -190,23 +192,68 @@ func idle(c engine.Container) bool {
 	return contract.IdleStandby(strings.TrimPrefix(c.Name, "/"), c.Labels)
 }
 
-// RemoveStandbys removes every standby on the host that runs no job
-// (xrun prune): the waiting ones, and the claimed ones whose hand-over
-// never came. With dry it only counts them. It returns how many.
-func (b *Backend) RemoveStandbys(ctx context.Context, dry bool) (int, error) {
-	cs, err := b.standbys(ctx, "", "", idle)
-	if err != nil || dry {
-		return len(cs), err
+// RemoveStandbys removes every standby on the host that runs no job and
+// that no live submit holds (xrun prune): the waiting ones, each claimed
+// first as a submit claims it (take), and the claimed ones whose wait is
+// over (abandoned: their submit can no longer hand them a job). A claimed
+// standby whose wait goes on stays: its submit may be about to hand it its
+// job. Only owner's standbys ("": every owner's). With dry it removes
+// none. It returns those it removed (would remove), by their names as
+// listed.
+func (b *Backend) RemoveStandbys(ctx context.Context, owner string, dry bool) ([]engine.Container, error) {
+	cs, err := b.standbys(ctx, "", owner, idle)
+	if err != nil {
+		return nil, err
 	}
-	n := 0
+	sort.Slice(cs, func(i, k int) bool { return cs[i].Name < cs[k].Name })
+	var out []engine.Container
 	for _, c := range cs {
+		c.Name = strings.TrimPrefix(c.Name, "/")
+		switch {
+		case waiting(c):
+			if dry {
+				out = append(out, c)
+				continue
+			}
+			if !b.take(ctx, c) {
+				continue // a submit claimed it, or it is gone
+			}
+		case !abandoned(c):
+			continue
+		case dry:
+			out = append(out, c)
+			continue
+		}
 		if err := b.Engine.Remove(ctx, c.ID, true); err == nil {
-			n++
+			out = append(out, c)
 		} else if !errors.Is(err, engine.ErrNotFound) {
-			return n, err
+			return out, err
 		}
 	}
-	return n, nil
+	return out, nil
+}
+
+// take claims waiting standby c, as listed, for its removal as a submit
+// claims it for its job: by renaming it, by the name it was listed with,
+// to its claimed name. The daemon's names are unique and a rename finds
+// the container by that name, so take fails (false) once a submit has
+// claimed it, or handed it its job, since it was listed: whatever the
+// order, a standby a submit holds is never removed.
+func (b *Backend) take(ctx context.Context, c engine.Container) bool {
+	name := strings.TrimPrefix(c.Name, "/")
+	return b.Engine.Rename(ctx, name, strings.TrimSuffix(name, standbySuffix)+contract.ClaimedSuffix) == nil
+}
+
+// abandoned says claimed standby c waits no more: its wait (with a margin
+// for the clocks of two clients) is over, so its submit, which hands a
+// standby its job only while it still waits standbyMargin (lasts), never
+// will. One without a readable wait is abandoned once it stopped.
+func abandoned(c engine.Container) bool {
+	until, err := time.Parse(time.RFC3339, c.Labels[labelStandbyUntil])
+	if err != nil {
+		return c.State != "running"
+	}
+	return time.Since(until) > standbyMargin
 }
 
 // Standby is a standby one submit claimed: no other can.
@@ -219,12 +266,13 @@ type Standby struct {
 }
 
 // ClaimStandby claims a running standby of experiment and owner, the
-// newest first, by renaming it to its job's name with ClaimedSuffix: the
-// daemon's names are unique, so of two submits at once only one gets it.
+// newest first, by renaming it, found by its waiting name, to its job's
+// name with ClaimedSuffix: the daemon's names are unique, so of two
+// submits at once (or a submit and a prune, take) only one gets it.
 // A claimed standby is no waiting one (no other submit claims it, no new
 // standby replaces it) and no listed job: if the client dies before the
 // hand-over, it runs nothing, exits when its wait ends, and prune removes
-// it. nil when there is none to claim.
+// it then (abandoned), not before. nil when there is none to claim.
 func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *Standby {
 	cs, err := b.standbys(ctx, experiment, owner, waiting)
 	if err != nil {
@@ -235,8 +283,11 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 		if c.State != "running" || c.Labels[contract.LabelJob] == "" || !lasts(c) {
 			continue
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(c.Name, "/"), standbySuffix)
-		if err := b.Engine.Rename(ctx, c.ID, name+contract.ClaimedSuffix); err != nil {
+		// By the name it was listed with, not its id: a standby that
+		// another submit (or a prune) claimed since is not found.
+		listed := strings.TrimPrefix(c.Name, "/")
+		name := strings.TrimSuffix(listed, standbySuffix)
+		if err := b.Engine.Rename(ctx, listed, name+contract.ClaimedSuffix); err != nil {
 			continue // another submit's, or gone
 		}
 		c.Name = name + contract.ClaimedSuffix

@@ -136,7 +136,7 @@ func TestStandbyPreloadOutsideTheKey(t *testing.T) {
 
 // A standby claimed by a client that died before the hand-over is no
 // job (List hides it), no waiting standby (no submit claims it, a new
-// standby leaves it alone), and prune removes it.
+// standby leaves it alone), and prune removes it once its wait is over.
 func TestStandbyClaimedNotHanded(t *testing.T) {
 	ctx := context.Background()
 	f := hanging()
@@ -159,10 +159,18 @@ func TestStandbyClaimedNotHanded(t *testing.T) {
 	if st := b.ClaimStandby(ctx, "k", "me"); st == nil || st.JobID != "0e" {
 		t.Errorf("claimed %+v, want the new standby", st)
 	}
-	if n, err := b.RemoveStandbys(ctx, true); n != 2 || err != nil {
+	// Their submits may hand them their jobs while they wait: prune keeps
+	// them, and removes them once their wait is over.
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 0 || err != nil || len(f.Containers) != 2 {
+		t.Errorf("prune: %d, %v, %d left; want both claimed standbys kept while they wait", n, err, len(f.Containers))
+	}
+	for _, c := range f.Containers {
+		c.C.Labels[labelStandbyUntil] = time.Now().Add(-2 * standbyMargin).UTC().Format(time.RFC3339)
+	}
+	if n, err := count(b.RemoveStandbys(ctx, "", true)); n != 2 || err != nil {
 		t.Errorf("dry run: %d, %v; want both claimed standbys counted", n, err)
 	}
-	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 2 || err != nil || len(f.Containers) != 0 {
 		t.Errorf("prune: %d, %v, %d left; want both removed", n, err, len(f.Containers))
 	}
 }
@@ -246,10 +254,10 @@ func TestStandbyReplacedAndPruned(t *testing.T) {
 	if err := b.MakeStandby(ctx, other, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.RemoveStandbys(ctx, true); n != 2 || err != nil || len(f.Containers) != 2 {
+	if n, err := count(b.RemoveStandbys(ctx, "", true)); n != 2 || err != nil || len(f.Containers) != 2 {
 		t.Errorf("dry run: %d, %v, %d containers; want 2 counted, none removed", n, err, len(f.Containers))
 	}
-	if n, err := b.RemoveStandbys(ctx, false); n != 2 || err != nil || len(f.Containers) != 0 {
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 2 || err != nil || len(f.Containers) != 0 {
 		t.Errorf("prune: %d, %v, %d left; want 2 removed", n, err, len(f.Containers))
 	}
 }
@@ -272,5 +280,123 @@ func TestStandbyMadeAtOnceLeavesOne(t *testing.T) {
 	wg.Wait()
 	if n := len(f.Containers); n != 1 {
 		t.Errorf("%d standbys after six made at once, want 1", n)
+	}
+}
+
+// listHook is an engine that runs after, once, right after a List: what
+// another client does between a prune's list and its removals.
+type listHook struct {
+	*enginetest.Engine
+	after func()
+}
+
+func (h *listHook) List(ctx context.Context, labels map[string]string, all bool) ([]engine.Container, error) {
+	cs, err := h.Engine.List(ctx, labels, all)
+	if f := h.after; f != nil {
+		h.after = nil
+		f()
+	}
+	return cs, err
+}
+
+// A prune that listed a waiting standby just before a submit claimed it
+// and handed it its job leaves the job's container alone; a claimed
+// standby whose submit may still hand it its job stays too, and goes
+// once its wait is over.
+func TestStandbyPruneLeavesAClaimedOne(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	if err := b.MakeStandby(ctx, jobSpec("0f", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h := &listHook{Engine: f}
+	h.after = func() {
+		st := b.ClaimStandby(ctx, "k", "me")
+		if st == nil {
+			t.Fatal("no standby to claim")
+		}
+		if err := st.Hand(ctx, &jobs.Job{ID: "0f"}, jobSpec("0f", "c")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := count(New(h).RemoveStandbys(ctx, "", false)); n != 0 || err != nil {
+		t.Errorf("prune: %d, %v; want none removed", n, err)
+	}
+	if len(f.Containers) != 1 {
+		t.Fatalf("prune removed the job's container (%d left)", len(f.Containers))
+	}
+	for _, c := range f.Containers {
+		if c.C.Name != "xrun-k-0f" || c.C.State != "running" {
+			t.Errorf("the job's container is %q, %s; want xrun-k-0f running", c.C.Name, c.C.State)
+		}
+	}
+
+	// Claimed and not handed yet: kept while the claim may be handed.
+	if err := b.MakeStandby(ctx, jobSpec("10", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if b.ClaimStandby(ctx, "k", "me") == nil {
+		t.Fatal("no standby to claim")
+	}
+	if n, err := count(b.RemoveStandbys(ctx, "", false)); n != 0 || err != nil || len(f.Containers) != 2 {
+		t.Errorf("prune: %d, %v, %d containers; want the claimed standby kept", n, err, len(f.Containers))
+	}
+}
+
+// A new standby replaces the experiment's older ones, but not one that a
+// submit claimed since it listed them.
+func TestStandbyReplaceLeavesAClaimedOne(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	if err := b.MakeStandby(ctx, jobSpec("11", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h := &listHook{Engine: f}
+	h.after = func() {
+		// A submit that listed the standbys before the new one came.
+		if err := f.Rename(ctx, "xrun-k-11-standby", "xrun-k-11-claimed"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Rename(ctx, "xrun-k-11-claimed", "xrun-k-11"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := New(h).MakeStandby(ctx, jobSpec("12", "c"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, c := range f.Containers {
+		names = append(names, c.C.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"xrun-k-11", "xrun-k-12-standby"}; !slices.Equal(names, want) {
+		t.Errorf("containers %v, want %v: the job's and the new standby", names, want)
+	}
+}
+
+func count(cs []engine.Container, err error) (int, error) { return len(cs), err }
+
+// Prune for one owner removes that owner's standbys alone, and names them.
+func TestStandbyPrunedPerOwner(t *testing.T) {
+	ctx := context.Background()
+	f := hanging()
+	b := New(f)
+	mine, theirs := jobSpec("21", "c"), jobSpec("22", "c")
+	theirs.Labels[contract.LabelOwner] = "you"
+	for _, s := range []backend.Spec{mine, theirs} {
+		if err := b.MakeStandby(ctx, s, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		cs, err := b.RemoveStandbys(ctx, "me", dry)
+		if err != nil || len(cs) != 1 || cs[0].Name != "xrun-k-21-standby" {
+			t.Errorf("prune (dry %v): %+v, %v; want xrun-k-21-standby alone", dry, cs, err)
+		}
+	}
+	if len(f.Containers) != 1 || b.ClaimStandby(ctx, "k", "you") == nil {
+		t.Errorf("%d containers left; want the other owner's standby, waiting", len(f.Containers))
 	}
 }

@@ -61,7 +61,7 @@ func withoutCache(s backend.Spec) backend.Spec {
 	s.CacheVolume, s.CacheLabels = "", nil
 	env := make([]string, 0, len(s.Env))
 	for _, kv := range s.Env {
-		if !strings.HasPrefix(kv, contract.EnvCacheVolume+"=") {
+		if !strings.HasPrefix(kv, contract.EnvCacheVolume+"=") && !strings.HasPrefix(kv, contract.EnvCacheLimit+"=") {
 			env = append(env, kv)
 		}
 	}
