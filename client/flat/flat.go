@@ -98,6 +98,16 @@ func Rows(r *result.Results) []Row {
 		}
 		throttled[[2]string{w.Implementation, w.Label}] = true
 	}
+	// Each candidate's comparison with the baseline at each case, looked
+	// up by row: scanning the comparisons for every row made flattening
+	// quadratic in the cases (a run at the case cap took minutes).
+	type cmpKey struct{ impl, label string }
+	comparisons := make(map[cmpKey]result.Comparison, len(r.Comparisons))
+	for _, cmp := range r.Comparisons {
+		if cmp.B == r.Baseline {
+			comparisons[cmpKey{cmp.A, cmp.Label}] = cmp // the last one wins, as it always did
+		}
+	}
 	for _, c := range r.Cases {
 		label := analyze.CaseLabel(c)
 		for _, name := range implOrder(r, c) {
@@ -123,10 +133,8 @@ func Rows(r *result.Results) []Row {
 				row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
 				row.Intensity, row.Bound = tp.ArithmeticIntensity, tp.Bound
 			}
-			for _, cmp := range r.Comparisons {
-				if cmp.A == name && cmp.B == r.Baseline && cmp.Label == label {
-					row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
-				}
+			if cmp, ok := comparisons[cmpKey{name, label}]; ok {
+				row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
 			}
 			rows = append(rows, row)
 		}
