@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,24 +92,46 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
+	// One statement each, prepared once, and the experiment's series read
+	// once: preparing them again for each of a large run's rows, and
+	// looking each series up after its insert, made most of an import's
+	// time.
+	seriesIDs, err := experimentSeries(tx, r.Experiment)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	insSeries, err := tx.Prepare(`INSERT INTO series (key, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
+		clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	defer insSeries.Close()
+	insPoint, err := tx.Prepare(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
+		converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	defer insPoint.Close()
 	for _, row := range rows {
 		k := KeyOf(row)
-		if _, err := tx.Exec(`INSERT INTO series (key, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
-			clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING`,
-			k.String(), k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack, k.ClockPolicy, k.Mode); err != nil {
-			return out, fmt.Errorf("import run %s: %w", jobID, err)
-		}
-		var seriesID int64
-		if err := tx.QueryRow("SELECT id FROM series WHERE key = ?", k.String()).Scan(&seriesID); err != nil {
-			return out, fmt.Errorf("import run %s: %w", jobID, err)
+		key := k.String()
+		seriesID, ok := seriesIDs[key]
+		if !ok {
+			res, err := insSeries.Exec(key, k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack,
+				k.ClockPolicy, k.Mode)
+			if err != nil {
+				return out, fmt.Errorf("import run %s: %w", jobID, err)
+			}
+			if seriesID, err = res.LastInsertId(); err != nil {
+				return out, fmt.Errorf("import run %s: %w", jobID, err)
+			}
+			seriesIDs[key] = seriesID
 		}
 		kept, _ := json.Marshal(row.KeptSamples)
-		if _, err := tx.Exec(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
-			converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples, row.Converged,
-			row.Throttled, row.HostBusy, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound, row.Speedup,
-			row.Verdict, string(kept), row.Autotune); err != nil {
+		if _, err := insPoint.Exec(runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples,
+			row.Converged, row.Throttled, row.HostBusy, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound,
+			row.Speedup, row.Verdict, string(kept), row.Autotune); err != nil {
 			return out, fmt.Errorf("import run %s: %w", jobID, err)
 		}
 	}
@@ -116,6 +139,25 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
 	return out, nil
+}
+
+// experimentSeries maps the keys of experiment's series to their ids.
+func experimentSeries(tx *sql.Tx, experiment string) (map[string]int64, error) {
+	rows, err := tx.Query("SELECT key, id FROM series WHERE experiment = ?", experiment)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var key string
+		var id int64
+		if err := rows.Scan(&key, &id); err != nil {
+			return nil, err
+		}
+		out[key] = id
+	}
+	return out, rows.Err()
 }
 
 // ImportFile imports a results.json, or every results.json under a
