@@ -41,7 +41,9 @@ committed with an experiment, or a nightly's artifact.
 
 --csv prints one row per implementation and case (experiment, parameters,
 implementation, median/q1/q3 ms, TFLOP/s, GB/s, % of peak, bound, GPU,
-driver, commit, date), which pandas, W&B and MLflow read as it is. --plot DIR
+driver, commit, date), which pandas, W&B and MLflow read as it is; text that
+begins with =, +, - or @ (a formula to a spreadsheet) gets a ' in front,
+numbers stay as they are. --plot DIR
 writes the figures (PNG and SVG): time.* and speedup.* against the swept
 parameter, and roofline.* on a GPU the peaks table knows; with --markdown the
 report links them.

@@ -262,7 +262,8 @@ var notIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // column per parameter any row has (sorted; empty where a row lacks it),
 // then the implementation's figures. Numbers are written in full
 // precision, dates in RFC 3339, booleans as true/false; a missing figure
-// is an empty cell.
+// is an empty cell; text a spreadsheet would take for a formula is
+// quoted (Cell).
 func WriteCSV(w io.Writer, rows []Row) error {
 	var keys []string
 	for _, r := range rows {
@@ -309,6 +310,9 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
 			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
 			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
+		for i, c := range rec {
+			rec[i] = Cell(c)
+		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv: %w", err)
 		}
@@ -318,6 +322,28 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
+}
+
+// Cell is a CSV cell that a spreadsheet reads as the text it is: text
+// beginning with =, +, - or @ (a formula to Excel, LibreOffice and Google
+// Sheets), or with a tab or carriage return, gets a single quote in front,
+// as OWASP advises against CSV injection; an implementation named
+// =HYPERLINK(...) or a sweep value "@SUM(A1)" stays text. A number
+// (-1.5, +3, -1e-05) is a number, and stays as it is. Every CSV xrun
+// writes (results --csv, history --csv) goes through it.
+func Cell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+	default:
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && strings.Trim(s, "0123456789.eE+-") == "" {
+		return s
+	}
+	return "'" + s
 }
 
 func boolCell(v, known bool) string {

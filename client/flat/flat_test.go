@@ -132,3 +132,26 @@ func TestHostBusyRow(t *testing.T) {
 		t.Errorf("host_busy column %d in %v", col, recs)
 	}
 }
+
+func TestCellQuotesFormulas(t *testing.T) {
+	for in, want := range map[string]string{
+		"=HYPERLINK(\"http://x\")": "'=HYPERLINK(\"http://x\")",
+		"+cmd|' /C calc'!A0":       "'+cmd|' /C calc'!A0",
+		"-2+3":                     "'-2+3",
+		"@SUM(A1)":                 "'@SUM(A1)",
+		"\tx":                      "'\tx",
+		"\rx":                      "'\rx",
+		"-inf":                     "'-inf",
+		"-0x1p-2":                  "'-0x1p-2",
+		"-1.5":                     "-1.5",
+		"+3":                       "+3",
+		"-1e-05":                   "-1e-05",
+		"blocked":                  "blocked",
+		"a=b":                      "a=b",
+		"":                         "",
+	} {
+		if got := Cell(in); got != want {
+			t.Errorf("Cell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
