@@ -81,6 +81,11 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 	if n, _ := res.RowsAffected(); n > 0 {
 		out.Replaced = true
 	}
+	// An import is wanted: a job removed from the history before comes
+	// back, and the job store's catch-up imports it again from now on.
+	if _, err := tx.Exec("DELETE FROM removed_jobs WHERE job_id = ?", jobID); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
 	res, err = tx.Exec(`INSERT INTO runs (run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,
 		torch, git_commit, source, imported_at, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		runKey, jobID, r.Experiment, at.UnixNano(), r.Status, r.Mode, r.Env.Host, src.Address, gpu, uuid, r.Env.Driver,
@@ -204,12 +209,14 @@ func (s *Store) ImportFile(path string) ([]Imported, error) {
 }
 
 // ImportStore imports the finished jobs of the job store that the history
-// lacks, and returns how many it imported. Every finished job is imported
+// lacks and that were not removed from it, and returns how many it
+// imported. Every finished job is imported
 // when its results land in the store (lifecycle's finalize); this catches
 // up on any that were not (a history made later, a failed import).
 func (s *Store) ImportStore(js *jobs.Store) (int, error) {
 	known := map[string]bool{}
-	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs")
+	// The jobs it has, and those removed from it (xrun history rm).
+	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs UNION SELECT job_id FROM removed_jobs")
 	if err != nil {
 		return 0, fmt.Errorf("read results history: %w", err)
 	}
