@@ -51,6 +51,13 @@ var ErrRunning = errors.New("the results are partial (the job is still running):
 // into their series (made as needed). Importing a run again (the same job
 // id and start) replaces its points, so imports can be repeated.
 func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
+	return s.ImportContext(context.Background(), r, src)
+}
+
+// ImportContext is Import, stopped when ctx is done: the run's transaction
+// is rolled back (the history holds all of the run, or none of it) and the
+// error wraps ctx's.
+func (s *Store) ImportContext(ctx context.Context, r *result.Results, src Source) (Imported, error) {
 	if r.Status == result.StatusRunning || r.Status == "" {
 		return Imported{}, ErrRunning
 	}
@@ -68,7 +75,6 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 	runKey := jobID + "|" + strconv.FormatInt(at.UnixNano(), 10)
 	out := Imported{JobID: jobID, Experiment: r.Experiment, Points: len(rows)}
 
-	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
@@ -118,7 +124,12 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
 	defer insPoint.Close()
-	for _, row := range rows {
+	for i, row := range rows {
+		if i%1000 == 0 {
+			if err := ctx.Err(); err != nil {
+				return out, fmt.Errorf("import run %s: %w", jobID, err)
+			}
+		}
 		k := KeyOf(row)
 		key := k.String()
 		seriesID, ok := seriesIDs[key]
@@ -139,6 +150,9 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 			row.Speedup, row.Verdict, string(kept), row.Autotune); err != nil {
 			return out, fmt.Errorf("import run %s: %w", jobID, err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
@@ -166,8 +180,11 @@ func experimentSeries(tx *sql.Tx, experiment string) (map[string]int64, error) {
 }
 
 // ImportFile imports a results.json, or every results.json under a
-// directory (committed results, a nightly's downloaded artifacts).
-func (s *Store) ImportFile(path string) ([]Imported, error) {
+// directory (committed results, a nightly's downloaded artifacts), each
+// run in a transaction of its own, calling each (when not nil) after each
+// run's commit. Once ctx is done it stops: the runs imported so far stay,
+// the one being imported is rolled back, and the error wraps ctx's.
+func (s *Store) ImportFile(ctx context.Context, path string, each func(Imported)) ([]Imported, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
@@ -194,16 +211,22 @@ func (s *Store) ImportFile(path string) ([]Imported, error) {
 	}
 	var out []Imported
 	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("import %s: %w", f, err)
+		}
 		r, err := result.ReadFile(f)
 		if err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
 		abs, _ := filepath.Abs(f)
-		im, err := s.Import(r, Source{Origin: abs})
+		im, err := s.ImportContext(ctx, r, Source{Origin: abs})
 		if err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
 		out = append(out, im)
+		if each != nil {
+			each(im)
+		}
 	}
 	return out, nil
 }
