@@ -266,23 +266,53 @@ var notIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // quoted (Cell).
 func WriteCSV(w io.Writer, rows []Row) error {
 	var keys []string
+	seen := map[string]bool{}
 	for _, r := range rows {
 		for k := range r.Params {
-			if !slices.Contains(keys, k) {
+			if !seen[k] {
+				seen[k] = true
 				keys = append(keys, k)
 			}
 		}
 	}
-	slices.Sort(keys)
-	cw := csv.NewWriter(w)
+	cw, err := NewCSV(w, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := cw.Write(r); err != nil {
+			return err
+		}
+	}
+	return cw.Flush()
+}
+
+// CSV writes rows as WriteCSV does, one at a time, for a reader that
+// streams them: its parameter columns are named when it is made.
+type CSV struct {
+	cw   *csv.Writer
+	keys []string
+	rec  []string
+}
+
+// NewCSV writes the header of a CSV whose parameter columns are params'
+// (sorted here).
+func NewCSV(w io.Writer, params []string) (*CSV, error) {
+	keys := slices.Sorted(slices.Values(params))
+	c := &CSV{cw: csv.NewWriter(w), keys: keys}
 	head := slices.Clone(headColumns)
 	for _, k := range keys {
 		head = append(head, paramColumn(k))
 	}
 	head = append(head, tailColumns...)
-	if err := cw.Write(head); err != nil {
-		return fmt.Errorf("write csv: %w", err)
+	if err := c.cw.Write(head); err != nil {
+		return nil, fmt.Errorf("write csv: %w", err)
 	}
+	return c, nil
+}
+
+// Write writes one row (a parameter the header lacks is left out).
+func (c *CSV) Write(r Row) error {
 	num := func(v float64) string {
 		if v == 0 {
 			return ""
@@ -291,34 +321,39 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		// (0.16317700000000002) is not a digit of the measurement.
 		return strconv.FormatFloat(v, 'g', 12, 64)
 	}
-	for _, r := range rows {
-		rec := []string{r.Experiment, r.JobID, r.Date.UTC().Format(time.RFC3339), r.Status, r.Host, r.GPU, r.GPUUUID,
-			r.Driver, r.CUDA, r.Torch, r.Commit, r.Case}
-		for _, k := range keys {
-			v, ok := r.Params[k]
-			if !ok {
-				rec = append(rec, "")
-				continue
-			}
-			rec = append(rec, spec.FormatValue(v))
+	rec := append(c.rec[:0], r.Experiment, r.JobID, r.Date.UTC().Format(time.RFC3339), r.Status, r.Host, r.GPU, r.GPUUUID,
+		r.Driver, r.CUDA, r.Torch, r.Commit, r.Case)
+	for _, k := range c.keys {
+		v, ok := r.Params[k]
+		if !ok {
+			rec = append(rec, "")
+			continue
 		}
-		samples := ""
-		if r.Samples > 0 {
-			samples = strconv.Itoa(r.Samples)
-		}
-		timed := r.MedianMS > 0
-		rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
-			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
-			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
-		for i, c := range rec {
-			rec[i] = Cell(c)
-		}
-		if err := cw.Write(rec); err != nil {
-			return fmt.Errorf("write csv: %w", err)
-		}
+		rec = append(rec, spec.FormatValue(v))
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
+	samples := ""
+	if r.Samples > 0 {
+		samples = strconv.Itoa(r.Samples)
+	}
+	timed := r.MedianMS > 0
+	rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
+		boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
+		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
+	for i, cell := range rec {
+		rec[i] = Cell(cell)
+	}
+	c.rec = rec
+	if err := c.cw.Write(rec); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}
+
+// Flush writes what is buffered, and returns the first error of the
+// writes.
+func (c *CSV) Flush() error {
+	c.cw.Flush()
+	if err := c.cw.Error(); err != nil {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
