@@ -82,7 +82,45 @@ type Row struct {
 // (the reference last), skipped ones left out.
 func Rows(r *result.Results) []Row {
 	var rows []Row
+	for _, c := range r.Cases {
+		rows = caseRows(rows, r, c)
+	}
+	finishRows(r, rows)
+	return rows
+}
+
+// caseRows appends the rows of case c to rows: the case's and the
+// implementations' own fields (implOrder reads r.Implementations, and
+// nothing else of r).
+func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
+	label := analyze.CaseLabel(c)
+	for _, name := range implOrder(r, c) {
+		ir := c.Results[name]
+		if ir == nil || ir.Status == result.ImplSkipped {
+			continue
+		}
+		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: firstLine(ir.Error),
+			Autotune: result.AutotuneSummary(ir.Autotune)}
+		if t := ir.Timing; t != nil && t.MedianMS > 0 {
+			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
+			row.Clock, row.Samples, row.Converged = t.Clock, t.Samples, t.Converged // finishRows: the mode's clock when none
+			row.KeptSamples = t.KeptSamplesMS
+		}
+		if tp := ir.Throughput; tp != nil {
+			row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
+			row.Intensity, row.Bound = tp.ArithmeticIntensity, tp.Bound
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// finishRows fills in what rows have of the run: its fields, each
+// candidate's comparison with the baseline, and the warnings that cover
+// a timing.
+func finishRows(r *result.Results, rows []Row) {
 	gpu, uuid := GPUOf(r)
+	stack, policy := StackOf(r), ClockPolicyOf(r)
 	throttledRun := false
 	throttled := map[[2]string]bool{}
 	hostBusy := map[[2]string]bool{}
@@ -108,38 +146,22 @@ func Rows(r *result.Results) []Row {
 			comparisons[cmpKey{cmp.A, cmp.Label}] = cmp // the last one wins, as it always did
 		}
 	}
-	for _, c := range r.Cases {
-		label := analyze.CaseLabel(c)
-		for _, name := range implOrder(r, c) {
-			ir := c.Results[name]
-			if ir == nil || ir.Status == result.ImplSkipped {
-				continue
+	for i := range rows {
+		row := &rows[i]
+		row.Experiment, row.JobID, row.Date, row.Status, row.Mode = r.Experiment, r.JobID, r.CreatedAt.UTC(), r.Status, r.Mode
+		row.Host, row.GPU, row.GPUUUID, row.Driver, row.CUDA, row.Torch = r.Env.Host, gpu, uuid, r.Env.Driver, r.Env.CUDARuntime, r.Env.Torch
+		row.Commit, row.Stack, row.ClockPolicy = r.Env.GitCommit, stack, policy
+		if row.MedianMS > 0 {
+			if row.Clock == "" {
+				row.Clock = (&result.Timing{}).ClockOf(r.Mode)
 			}
-			row := Row{
-				Experiment: r.Experiment, JobID: r.JobID, Date: r.CreatedAt.UTC(), Status: r.Status, Mode: r.Mode,
-				Host: r.Env.Host, GPU: gpu, GPUUUID: uuid, Driver: r.Env.Driver, CUDA: r.Env.CUDARuntime, Torch: r.Env.Torch,
-				Commit: r.Env.GitCommit, Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status,
-				Error: firstLine(ir.Error), Stack: StackOf(r), ClockPolicy: ClockPolicyOf(r),
-				Autotune: result.AutotuneSummary(ir.Autotune),
-			}
-			if t := ir.Timing; t != nil && t.MedianMS > 0 {
-				row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
-				row.Clock, row.Samples, row.Converged = t.ClockOf(r.Mode), t.Samples, t.Converged
-				row.KeptSamples = t.KeptSamplesMS
-				row.Throttled = throttledRun || throttled[[2]string{name, label}]
-				row.HostBusy = hostBusy[[2]string{name, label}]
-			}
-			if tp := ir.Throughput; tp != nil {
-				row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
-				row.Intensity, row.Bound = tp.ArithmeticIntensity, tp.Bound
-			}
-			if cmp, ok := comparisons[cmpKey{name, label}]; ok {
-				row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
-			}
-			rows = append(rows, row)
+			row.Throttled = throttledRun || throttled[[2]string{row.Implementation, row.Case}]
+			row.HostBusy = hostBusy[[2]string{row.Implementation, row.Case}]
+		}
+		if cmp, ok := comparisons[cmpKey{row.Implementation, row.Case}]; ok {
+			row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
 		}
 	}
-	return rows
 }
 
 // implOrder is the run's implementations in spec order, then any others

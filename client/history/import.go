@@ -58,6 +58,12 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 // is rolled back (the history holds all of the run, or none of it) and the
 // error wraps ctx's.
 func (s *Store) ImportContext(ctx context.Context, r *result.Results, src Source) (Imported, error) {
+	return s.ImportRows(ctx, r, flat.Rows(r), src)
+}
+
+// ImportRows is ImportContext of the run r flattened to rows (r's cases
+// are not read: flat.Read leaves them out).
+func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.Row, src Source) (Imported, error) {
 	if r.Status == result.StatusRunning || r.Status == "" {
 		return Imported{}, ErrRunning
 	}
@@ -69,7 +75,6 @@ func (s *Store) ImportContext(ctx context.Context, r *result.Results, src Source
 		// The runner run without xrun: its start names it.
 		jobID = "run-" + r.CreatedAt.UTC().Format("20060102T150405")
 	}
-	rows := flat.Rows(r)
 	gpu, uuid := flat.GPUOf(r)
 	at := r.CreatedAt.UTC()
 	runKey := jobID + "|" + strconv.FormatInt(at.UnixNano(), 10)
@@ -214,12 +219,12 @@ func (s *Store) ImportFile(ctx context.Context, path string, each func(Imported)
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
-		r, err := result.ReadFile(f)
+		r, rows, err := flat.ReadFile(f) // case by case: a run at the case cap is 170 MB of JSON
 		if err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
 		abs, _ := filepath.Abs(f)
-		im, err := s.ImportContext(ctx, r, Source{Origin: abs})
+		im, err := s.ImportRows(ctx, r, rows, Source{Origin: abs})
 		if err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
@@ -274,9 +279,9 @@ func (s *Store) ImportStore(js *jobs.Store) (int, error) {
 
 // ImportJob imports the results job j has in the store.
 func (s *Store) ImportJob(js *jobs.Store, j *jobs.Job) (Imported, error) {
-	r, err := result.ReadFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile))
+	r, rows, err := flat.ReadFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile))
 	if err != nil {
 		return Imported{}, fmt.Errorf("import job %s: %w", j.ID, err)
 	}
-	return s.Import(r, Source{Origin: SourceStore, Address: j.Host, JobID: j.ID})
+	return s.ImportRows(context.Background(), r, rows, Source{Origin: SourceStore, Address: j.Host, JobID: j.ID})
 }

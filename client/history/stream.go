@@ -214,9 +214,10 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 		}
 		return fn(judged)
 	}
+	var in interner
 	for rows.Next() {
 		var g int64
-		pt, err := scanPoint(rows, &g)
+		pt, err := in.point(rows, &g)
 		if err != nil {
 			return err
 		}
@@ -272,8 +273,45 @@ const pointColumns = `p.series_id, s.experiment, s.case_label, s.params, s.imple
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanPoint reads a row of pointColumns, after the columns of first.
-func scanPoint(rows scanner, first ...any) (Point, error) {
+// interner shares the strings of a walk's points: those of a series with
+// its previous point, and those of a run among its points, so that a
+// large run's judged points hold them once (they are what most of a
+// point's memory is) and the series' parameters are decoded once.
+type interner struct {
+	prev Point
+	runs map[int64]*Point
+}
+
+// point reads a row of pointColumns after the columns of first, sharing
+// what it can with the points read before.
+func (in *interner) point(rows scanner, first ...any) (Point, error) {
+	p, err := scanPoint(rows, in.prev.SeriesID, first...)
+	if err != nil {
+		return p, err
+	}
+	if p.SeriesID == in.prev.SeriesID {
+		p.Key, p.Params = in.prev.Key, in.prev.Params
+		p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = p.Key.Experiment, p.Key.Case, p.Key.Implementation, p.Key.GPU, p.Key.Mode
+		p.Stack, p.ClockPolicy = p.Key.Stack, p.Key.ClockPolicy
+	}
+	if in.runs == nil {
+		in.runs = map[int64]*Point{}
+	}
+	if r, ok := in.runs[p.RunID]; ok {
+		p.JobID, p.Status, p.Host, p.Address, p.GPUUUID, p.Driver = r.JobID, r.Status, r.Host, r.Address, r.GPUUUID, r.Driver
+		p.CUDA, p.Torch, p.Commit, p.Source, p.Baseline = r.CUDA, r.Torch, r.Commit, r.Source, r.Baseline
+	} else {
+		r := p
+		r.KeptSamples = nil
+		in.runs[p.RunID] = &r
+	}
+	in.prev = p
+	return p, nil
+}
+
+// scanPoint reads a row of pointColumns, after the columns of first; the
+// parameters of a point of series same are left to the caller.
+func scanPoint(rows scanner, same int64, first ...any) (Point, error) {
 	var p Point
 	var params, kept string
 	var at int64
@@ -289,8 +327,10 @@ func scanPoint(rows scanner, first ...any) (Point, error) {
 	p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = p.Key.Experiment, p.Key.Case, p.Key.Implementation, p.Key.GPU, p.Key.Mode
 	p.Stack, p.ClockPolicy = p.Key.Stack, p.Key.ClockPolicy
 	p.Date = time.Unix(0, at).UTC()
-	if err := json.Unmarshal([]byte(params), &p.Params); err != nil {
-		return p, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
+	if p.SeriesID != same {
+		if err := json.Unmarshal([]byte(params), &p.Params); err != nil {
+			return p, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
+		}
 	}
 	if kept != "" && kept != "null" {
 		if err := json.Unmarshal([]byte(kept), &p.KeptSamples); err != nil {
@@ -320,7 +360,7 @@ func (s *Store) judgeRun(ctx context.Context, run Run, ru regress.Rule) ([]Judge
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read results history: %w", err)
 	}
-	var out []Judged
+	out := make([]Judged, 0, len(p.series)) // a point per series: grown by doubling, it took twice the memory
 	err = s.walk(ctx, p, ru, func(js []Judged) error {
 		for _, j := range js {
 			if j.RunID == run.ID {
