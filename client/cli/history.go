@@ -37,7 +37,8 @@ Examples:
   xrun history --host gpu1 --since 30d --csv > nightly.csv
   xrun history gla-pingpong --plot figures/
   xrun history import experiments/039-gla-pingpong/results
-  xrun history accept 3fa1 --note "new tiling, 3 % slower, accepted"`,
+  xrun history accept 3fa1 --note "new tiling, 3 % slower, accepted"
+  xrun history rm --before 180d`,
 		Flags: []cli.Flag{
 			historyFlag(a),
 			&cli.StringFlag{Name: "impl", Usage: "only the series of this implementation", Destination: &o.query.Implementation},
@@ -53,6 +54,7 @@ Examples:
 			newHistoryImportCommand(a),
 			newHistoryAcceptCommand(a),
 			newHistoryBackupCommand(a),
+			newHistoryRmCommand(a),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {

@@ -17,7 +17,9 @@ func newHistoryImportCommand(a *App) *cli.Command {
 		ArgsUsage: "PATH...",
 		Description: `Each PATH is a results.json, or a directory searched for files named results.json.
 A run imported again (the same job id and start) replaces its earlier import.
-Finished jobs of the job store join the history without this.
+Finished jobs of the job store join the history without this. Each run is
+imported in a transaction of its own: Ctrl-C stops the import, keeps the runs
+imported before it and rolls back the one in progress.
 
 Examples:
   xrun history import experiments/039-gla-pingpong/results
@@ -35,7 +37,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return n.Import(o.paths, o.json)
+			return n.Import(c.Context, o.paths, o.json)
 		},
 	}
 }

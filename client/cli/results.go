@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
@@ -41,7 +42,9 @@ committed with an experiment, or a nightly's artifact.
 
 --csv prints one row per implementation and case (experiment, parameters,
 implementation, median/q1/q3 ms, TFLOP/s, GB/s, % of peak, bound, GPU,
-driver, commit, date), which pandas, W&B and MLflow read as it is. --plot DIR
+driver, commit, date), which pandas, W&B and MLflow read as it is; text that
+begins with =, +, - or @ (a formula to a spreadsheet) gets a ' in front,
+numbers stay as they are. --plot DIR
 writes the figures (PNG and SVG): time.* and speedup.* against the swept
 parameter, and roofline.* on a GPU the peaks table knows; with --markdown the
 report links them.
@@ -156,6 +159,21 @@ func (o resultsOptions) format() render.Format {
 // runResultsFile prints a results.json as runResults prints a job's, and
 // exits with the code of its status.
 func runResultsFile(a *App, path string, o resultsOptions) error {
+	if o.format() == render.CSV && o.plot == "" {
+		// Read case by case: a run at the case cap is 170 MB of JSON.
+		r, rows, err := flat.ReadFile(path)
+		if err != nil {
+			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
+		}
+		if err := flat.WriteCSV(a.Out, rows); err != nil {
+			return err
+		}
+		outcome := statusOutcome(r.Status, path)
+		if o.expected {
+			return a.expectedOutcome(r, outcome)
+		}
+		return outcome
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
@@ -253,7 +254,16 @@ func (a *App) printStoredResults(j *jobs.Job, f render.Format, o render.Options)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	if f == render.CSV {
+		// Read case by case: a run at the case cap is 170 MB of JSON.
+		_, rows, err := flat.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read results of job %s: %w", j.ID, err)
+		}
+		return flat.WriteCSV(a.Out, rows)
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("job %s has no results: %w", j.ID, err)
 	}

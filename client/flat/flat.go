@@ -82,7 +82,45 @@ type Row struct {
 // (the reference last), skipped ones left out.
 func Rows(r *result.Results) []Row {
 	var rows []Row
+	for _, c := range r.Cases {
+		rows = caseRows(rows, r, c)
+	}
+	finishRows(r, rows)
+	return rows
+}
+
+// caseRows appends the rows of case c to rows: the case's and the
+// implementations' own fields (implOrder reads r.Implementations, and
+// nothing else of r).
+func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
+	label := analyze.CaseLabel(c)
+	for _, name := range implOrder(r, c) {
+		ir := c.Results[name]
+		if ir == nil || ir.Status == result.ImplSkipped {
+			continue
+		}
+		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: firstLine(ir.Error),
+			Autotune: result.AutotuneSummary(ir.Autotune)}
+		if t := ir.Timing; t != nil && t.MedianMS > 0 {
+			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
+			row.Clock, row.Samples, row.Converged = t.Clock, t.Samples, t.Converged // finishRows: the mode's clock when none
+			row.KeptSamples = t.KeptSamplesMS
+		}
+		if tp := ir.Throughput; tp != nil {
+			row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
+			row.Intensity, row.Bound = tp.ArithmeticIntensity, tp.Bound
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// finishRows fills in what rows have of the run: its fields, each
+// candidate's comparison with the baseline, and the warnings that cover
+// a timing.
+func finishRows(r *result.Results, rows []Row) {
 	gpu, uuid := GPUOf(r)
+	stack, policy := StackOf(r), ClockPolicyOf(r)
 	throttledRun := false
 	throttled := map[[2]string]bool{}
 	hostBusy := map[[2]string]bool{}
@@ -98,40 +136,32 @@ func Rows(r *result.Results) []Row {
 		}
 		throttled[[2]string{w.Implementation, w.Label}] = true
 	}
-	for _, c := range r.Cases {
-		label := analyze.CaseLabel(c)
-		for _, name := range implOrder(r, c) {
-			ir := c.Results[name]
-			if ir == nil || ir.Status == result.ImplSkipped {
-				continue
-			}
-			row := Row{
-				Experiment: r.Experiment, JobID: r.JobID, Date: r.CreatedAt.UTC(), Status: r.Status, Mode: r.Mode,
-				Host: r.Env.Host, GPU: gpu, GPUUUID: uuid, Driver: r.Env.Driver, CUDA: r.Env.CUDARuntime, Torch: r.Env.Torch,
-				Commit: r.Env.GitCommit, Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status,
-				Error: firstLine(ir.Error), Stack: StackOf(r), ClockPolicy: ClockPolicyOf(r),
-				Autotune: result.AutotuneSummary(ir.Autotune),
-			}
-			if t := ir.Timing; t != nil && t.MedianMS > 0 {
-				row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
-				row.Clock, row.Samples, row.Converged = t.ClockOf(r.Mode), t.Samples, t.Converged
-				row.KeptSamples = t.KeptSamplesMS
-				row.Throttled = throttledRun || throttled[[2]string{name, label}]
-				row.HostBusy = hostBusy[[2]string{name, label}]
-			}
-			if tp := ir.Throughput; tp != nil {
-				row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
-				row.Intensity, row.Bound = tp.ArithmeticIntensity, tp.Bound
-			}
-			for _, cmp := range r.Comparisons {
-				if cmp.A == name && cmp.B == r.Baseline && cmp.Label == label {
-					row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
-				}
-			}
-			rows = append(rows, row)
+	// Each candidate's comparison with the baseline at each case, looked
+	// up by row: scanning the comparisons for every row made flattening
+	// quadratic in the cases (a run at the case cap took minutes).
+	type cmpKey struct{ impl, label string }
+	comparisons := make(map[cmpKey]result.Comparison, len(r.Comparisons))
+	for _, cmp := range r.Comparisons {
+		if cmp.B == r.Baseline {
+			comparisons[cmpKey{cmp.A, cmp.Label}] = cmp // the last one wins, as it always did
 		}
 	}
-	return rows
+	for i := range rows {
+		row := &rows[i]
+		row.Experiment, row.JobID, row.Date, row.Status, row.Mode = r.Experiment, r.JobID, r.CreatedAt.UTC(), r.Status, r.Mode
+		row.Host, row.GPU, row.GPUUUID, row.Driver, row.CUDA, row.Torch = r.Env.Host, gpu, uuid, r.Env.Driver, r.Env.CUDARuntime, r.Env.Torch
+		row.Commit, row.Stack, row.ClockPolicy = r.Env.GitCommit, stack, policy
+		if row.MedianMS > 0 {
+			if row.Clock == "" {
+				row.Clock = (&result.Timing{}).ClockOf(r.Mode)
+			}
+			row.Throttled = throttledRun || throttled[[2]string{row.Implementation, row.Case}]
+			row.HostBusy = hostBusy[[2]string{row.Implementation, row.Case}]
+		}
+		if cmp, ok := comparisons[cmpKey{row.Implementation, row.Case}]; ok {
+			row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
+		}
+	}
 }
 
 // implOrder is the run's implementations in spec order, then any others
@@ -254,26 +284,57 @@ var notIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // column per parameter any row has (sorted; empty where a row lacks it),
 // then the implementation's figures. Numbers are written in full
 // precision, dates in RFC 3339, booleans as true/false; a missing figure
-// is an empty cell.
+// is an empty cell; text a spreadsheet would take for a formula is
+// quoted (Cell).
 func WriteCSV(w io.Writer, rows []Row) error {
 	var keys []string
+	seen := map[string]bool{}
 	for _, r := range rows {
 		for k := range r.Params {
-			if !slices.Contains(keys, k) {
+			if !seen[k] {
+				seen[k] = true
 				keys = append(keys, k)
 			}
 		}
 	}
-	slices.Sort(keys)
-	cw := csv.NewWriter(w)
+	cw, err := NewCSV(w, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := cw.Write(r); err != nil {
+			return err
+		}
+	}
+	return cw.Flush()
+}
+
+// CSV writes rows as WriteCSV does, one at a time, for a reader that
+// streams them: its parameter columns are named when it is made.
+type CSV struct {
+	cw   *csv.Writer
+	keys []string
+	rec  []string
+}
+
+// NewCSV writes the header of a CSV whose parameter columns are params'
+// (sorted here).
+func NewCSV(w io.Writer, params []string) (*CSV, error) {
+	keys := slices.Sorted(slices.Values(params))
+	c := &CSV{cw: csv.NewWriter(w), keys: keys}
 	head := slices.Clone(headColumns)
 	for _, k := range keys {
 		head = append(head, paramColumn(k))
 	}
 	head = append(head, tailColumns...)
-	if err := cw.Write(head); err != nil {
-		return fmt.Errorf("write csv: %w", err)
+	if err := c.cw.Write(head); err != nil {
+		return nil, fmt.Errorf("write csv: %w", err)
 	}
+	return c, nil
+}
+
+// Write writes one row (a parameter the header lacks is left out).
+func (c *CSV) Write(r Row) error {
 	num := func(v float64) string {
 		if v == 0 {
 			return ""
@@ -282,34 +343,64 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		// (0.16317700000000002) is not a digit of the measurement.
 		return strconv.FormatFloat(v, 'g', 12, 64)
 	}
-	for _, r := range rows {
-		rec := []string{r.Experiment, r.JobID, r.Date.UTC().Format(time.RFC3339), r.Status, r.Host, r.GPU, r.GPUUUID,
-			r.Driver, r.CUDA, r.Torch, r.Commit, r.Case}
-		for _, k := range keys {
-			v, ok := r.Params[k]
-			if !ok {
-				rec = append(rec, "")
-				continue
-			}
-			rec = append(rec, spec.FormatValue(v))
+	rec := append(c.rec[:0], r.Experiment, r.JobID, r.Date.UTC().Format(time.RFC3339), r.Status, r.Host, r.GPU, r.GPUUUID,
+		r.Driver, r.CUDA, r.Torch, r.Commit, r.Case)
+	for _, k := range c.keys {
+		v, ok := r.Params[k]
+		if !ok {
+			rec = append(rec, "")
+			continue
 		}
-		samples := ""
-		if r.Samples > 0 {
-			samples = strconv.Itoa(r.Samples)
-		}
-		timed := r.MedianMS > 0
-		rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
-			boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
-			num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
-		if err := cw.Write(rec); err != nil {
-			return fmt.Errorf("write csv: %w", err)
-		}
+		rec = append(rec, spec.FormatValue(v))
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
+	samples := ""
+	if r.Samples > 0 {
+		samples = strconv.Itoa(r.Samples)
+	}
+	timed := r.MedianMS > 0
+	rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
+		boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
+		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
+	for i, cell := range rec {
+		rec[i] = Cell(cell)
+	}
+	c.rec = rec
+	if err := c.cw.Write(rec); err != nil {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
+}
+
+// Flush writes what is buffered, and returns the first error of the
+// writes.
+func (c *CSV) Flush() error {
+	c.cw.Flush()
+	if err := c.cw.Error(); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}
+
+// Cell is a CSV cell that a spreadsheet reads as the text it is: text
+// beginning with =, +, - or @ (a formula to Excel, LibreOffice and Google
+// Sheets), or with a tab or carriage return, gets a single quote in front,
+// as OWASP advises against CSV injection; an implementation named
+// =HYPERLINK(...) or a sweep value "@SUM(A1)" stays text. A number
+// (-1.5, +3, -1e-05) is a number, and stays as it is. Every CSV xrun
+// writes (results --csv, history --csv) goes through it.
+func Cell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+	default:
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && strings.Trim(s, "0123456789.eE+-") == "" {
+		return s
+	}
+	return "'" + s
 }
 
 func boolCell(v, known bool) string {

@@ -3,6 +3,8 @@ package flat
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,5 +132,86 @@ func TestHostBusyRow(t *testing.T) {
 	col := slices.Index(recs[0], "host_busy")
 	if col < 0 || recs[1][col] != "false" || recs[2][col] != "true" {
 		t.Errorf("host_busy column %d in %v", col, recs)
+	}
+}
+
+func TestCellQuotesFormulas(t *testing.T) {
+	for in, want := range map[string]string{
+		"=HYPERLINK(\"http://x\")": "'=HYPERLINK(\"http://x\")",
+		"+cmd|' /C calc'!A0":       "'+cmd|' /C calc'!A0",
+		"-2+3":                     "'-2+3",
+		"@SUM(A1)":                 "'@SUM(A1)",
+		"\tx":                      "'\tx",
+		"\rx":                      "'\rx",
+		"-inf":                     "'-inf",
+		"-0x1p-2":                  "'-0x1p-2",
+		"-1.5":                     "-1.5",
+		"+3":                       "+3",
+		"-1e-05":                   "-1e-05",
+		"blocked":                  "blocked",
+		"a=b":                      "a=b",
+		"":                         "",
+	} {
+		if got := Cell(in); got != want {
+			t.Errorf("Cell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Read, case by case, gives the rows Rows gives of the decoded document,
+// and the results less their cases; also with the cases written before
+// the implementations.
+func TestReadIsRows(t *testing.T) {
+	path := filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json")
+	r := committed(t)
+	want := Rows(r)
+	check := func(what string, got *result.Results, rows []Row, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got.Cases != nil || got.Experiment != r.Experiment || len(got.Comparisons) != len(r.Comparisons) || got.Env.Driver != r.Env.Driver {
+			t.Errorf("%s: results %+v", what, got)
+		}
+		if len(rows) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", what, len(rows), len(want))
+		}
+		for i := range rows {
+			a, b := rows[i], want[i]
+			if a.Implementation != b.Implementation || a.Case != b.Case || a.Speedup != b.Speedup || a.Verdict != b.Verdict ||
+				a.Clock != b.Clock || a.Throttled != b.Throttled || a.MedianMS != b.MedianMS || a.Stack != b.Stack || a.Date != b.Date ||
+				len(a.KeptSamples) != len(b.KeptSamples) || a.GPU != b.GPU {
+				t.Errorf("%s: row %d\n%+v\nwant\n%+v", what, i, a, b)
+			}
+		}
+	}
+	got, rows, err := ReadFile(path)
+	check("as written", got, rows, err)
+	// The same document with its cases first.
+	var doc map[string]json.RawMessage
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"cases":` + string(doc["cases"]))
+	for k, v := range doc {
+		if k != "cases" {
+			b.WriteString(`,"` + k + `":` + string(v))
+		}
+	}
+	b.WriteString("}")
+	got, rows, err = Read(&b)
+	check("cases first", got, rows, err)
+	if _, _, err := Read(strings.NewReader(`{"schema_version": 1, "cases": [`)); err == nil {
+		t.Error("a cut document reads")
+	}
+}
+
+func TestReadHead(t *testing.T) {
+	r, err := ReadHead(filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"))
+	want := committed(t)
+	if err != nil || r.Cases != nil || r.Status != want.Status || len(r.Criteria) != len(want.Criteria) || len(r.Comparisons) != len(want.Comparisons) {
+		t.Errorf("ReadHead = %+v, %v", r, err)
 	}
 }

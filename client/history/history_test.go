@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func open(t *testing.T) *Store {
 
 func TestImportCommittedResults(t *testing.T) {
 	s := open(t)
-	ims, err := s.ImportFile(filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results"))
+	ims, err := s.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestImportCommittedResults(t *testing.T) {
 		t.Errorf("points %+v", points)
 	}
 	// A second import replaces the run.
-	again, err := s.ImportFile(filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"))
+	again, err := s.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"), nil)
 	if err != nil || len(again) != 1 || !again[0].Replaced {
 		t.Fatalf("re-import: %+v, %v", again, err)
 	}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,19 @@ var ErrRunning = errors.New("the results are partial (the job is still running):
 // into their series (made as needed). Importing a run again (the same job
 // id and start) replaces its points, so imports can be repeated.
 func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
+	return s.ImportContext(context.Background(), r, src)
+}
+
+// ImportContext is Import, stopped when ctx is done: the run's transaction
+// is rolled back (the history holds all of the run, or none of it) and the
+// error wraps ctx's.
+func (s *Store) ImportContext(ctx context.Context, r *result.Results, src Source) (Imported, error) {
+	return s.ImportRows(ctx, r, flat.Rows(r), src)
+}
+
+// ImportRows is ImportContext of the run r flattened to rows (r's cases
+// are not read: flat.Read leaves them out).
+func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.Row, src Source) (Imported, error) {
 	if r.Status == result.StatusRunning || r.Status == "" {
 		return Imported{}, ErrRunning
 	}
@@ -61,13 +75,11 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 		// The runner run without xrun: its start names it.
 		jobID = "run-" + r.CreatedAt.UTC().Format("20060102T150405")
 	}
-	rows := flat.Rows(r)
 	gpu, uuid := flat.GPUOf(r)
 	at := r.CreatedAt.UTC()
 	runKey := jobID + "|" + strconv.FormatInt(at.UnixNano(), 10)
 	out := Imported{JobID: jobID, Experiment: r.Experiment, Points: len(rows)}
 
-	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
@@ -80,6 +92,11 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 	if n, _ := res.RowsAffected(); n > 0 {
 		out.Replaced = true
 	}
+	// An import is wanted: a job removed from the history before comes
+	// back, and the job store's catch-up imports it again from now on.
+	if _, err := tx.Exec("DELETE FROM removed_jobs WHERE job_id = ?", jobID); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
 	res, err = tx.Exec(`INSERT INTO runs (run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,
 		torch, git_commit, source, imported_at, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		runKey, jobID, r.Experiment, at.UnixNano(), r.Status, r.Mode, r.Env.Host, src.Address, gpu, uuid, r.Env.Driver,
@@ -91,26 +108,56 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
-	for _, row := range rows {
-		k := KeyOf(row)
-		if _, err := tx.Exec(`INSERT INTO series (key, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
-			clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING`,
-			k.String(), k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack, k.ClockPolicy, k.Mode); err != nil {
-			return out, fmt.Errorf("import run %s: %w", jobID, err)
+	// One statement each, prepared once, and the experiment's series read
+	// once: preparing them again for each of a large run's rows, and
+	// looking each series up after its insert, made most of an import's
+	// time.
+	seriesIDs, err := experimentSeries(tx, r.Experiment)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	insSeries, err := tx.Prepare(`INSERT INTO series (key, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
+		clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	defer insSeries.Close()
+	insPoint, err := tx.Prepare(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
+		converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	defer insPoint.Close()
+	for i, row := range rows {
+		if i%1000 == 0 {
+			if err := ctx.Err(); err != nil {
+				return out, fmt.Errorf("import run %s: %w", jobID, err)
+			}
 		}
-		var seriesID int64
-		if err := tx.QueryRow("SELECT id FROM series WHERE key = ?", k.String()).Scan(&seriesID); err != nil {
-			return out, fmt.Errorf("import run %s: %w", jobID, err)
+		k := KeyOf(row)
+		key := k.String()
+		seriesID, ok := seriesIDs[key]
+		if !ok {
+			res, err := insSeries.Exec(key, k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack,
+				k.ClockPolicy, k.Mode)
+			if err != nil {
+				return out, fmt.Errorf("import run %s: %w", jobID, err)
+			}
+			if seriesID, err = res.LastInsertId(); err != nil {
+				return out, fmt.Errorf("import run %s: %w", jobID, err)
+			}
+			seriesIDs[key] = seriesID
 		}
 		kept, _ := json.Marshal(row.KeptSamples)
-		if _, err := tx.Exec(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
-			converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples, row.Converged,
-			row.Throttled, row.HostBusy, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound, row.Speedup,
-			row.Verdict, string(kept), row.Autotune); err != nil {
+		if _, err := insPoint.Exec(runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples,
+			row.Converged, row.Throttled, row.HostBusy, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound,
+			row.Speedup, row.Verdict, string(kept), row.Autotune); err != nil {
 			return out, fmt.Errorf("import run %s: %w", jobID, err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
@@ -118,9 +165,31 @@ func (s *Store) Import(r *result.Results, src Source) (Imported, error) {
 	return out, nil
 }
 
+// experimentSeries maps the keys of experiment's series to their ids.
+func experimentSeries(tx *sql.Tx, experiment string) (map[string]int64, error) {
+	rows, err := tx.Query("SELECT key, id FROM series WHERE experiment = ?", experiment)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var key string
+		var id int64
+		if err := rows.Scan(&key, &id); err != nil {
+			return nil, err
+		}
+		out[key] = id
+	}
+	return out, rows.Err()
+}
+
 // ImportFile imports a results.json, or every results.json under a
-// directory (committed results, a nightly's downloaded artifacts).
-func (s *Store) ImportFile(path string) ([]Imported, error) {
+// directory (committed results, a nightly's downloaded artifacts), each
+// run in a transaction of its own, calling each (when not nil) after each
+// run's commit. Once ctx is done it stops: the runs imported so far stay,
+// the one being imported is rolled back, and the error wraps ctx's.
+func (s *Store) ImportFile(ctx context.Context, path string, each func(Imported)) ([]Imported, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
@@ -147,27 +216,35 @@ func (s *Store) ImportFile(path string) ([]Imported, error) {
 	}
 	var out []Imported
 	for _, f := range files {
-		r, err := result.ReadFile(f)
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("import %s: %w", f, err)
+		}
+		r, rows, err := flat.ReadFile(f) // case by case: a run at the case cap is 170 MB of JSON
 		if err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
 		abs, _ := filepath.Abs(f)
-		im, err := s.Import(r, Source{Origin: abs})
+		im, err := s.ImportRows(ctx, r, rows, Source{Origin: abs})
 		if err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
 		}
 		out = append(out, im)
+		if each != nil {
+			each(im)
+		}
 	}
 	return out, nil
 }
 
 // ImportStore imports the finished jobs of the job store that the history
-// lacks, and returns how many it imported. Every finished job is imported
+// lacks and that were not removed from it, and returns how many it
+// imported. Every finished job is imported
 // when its results land in the store (lifecycle's finalize); this catches
 // up on any that were not (a history made later, a failed import).
 func (s *Store) ImportStore(js *jobs.Store) (int, error) {
 	known := map[string]bool{}
-	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs")
+	// The jobs it has, and those removed from it (xrun history rm).
+	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs UNION SELECT job_id FROM removed_jobs")
 	if err != nil {
 		return 0, fmt.Errorf("read results history: %w", err)
 	}
@@ -202,9 +279,9 @@ func (s *Store) ImportStore(js *jobs.Store) (int, error) {
 
 // ImportJob imports the results job j has in the store.
 func (s *Store) ImportJob(js *jobs.Store, j *jobs.Job) (Imported, error) {
-	r, err := result.ReadFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile))
+	r, rows, err := flat.ReadFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile))
 	if err != nil {
 		return Imported{}, fmt.Errorf("import job %s: %w", j.ID, err)
 	}
-	return s.Import(r, Source{Origin: SourceStore, Address: j.Host, JobID: j.ID})
+	return s.ImportRows(context.Background(), r, rows, Source{Origin: SourceStore, Address: j.Host, JobID: j.ID})
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,33 +104,7 @@ func (s *Store) Judge(job string, ru regress.Rule) ([]Judged, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("job %s is not in the results history (xrun history import PATH adds a results.json)", job)
 	}
-	run := runs[len(runs)-1]
-	points, err := s.Points(Filter{Job: job})
-	if err != nil {
-		return nil, err
-	}
-	// Keep each series up to and including the run.
-	var upTo []Point
-	for _, ser := range Series(points) {
-		last := -1
-		for i, p := range ser {
-			if p.RunID == run.ID {
-				last = i
-			}
-		}
-		if last >= 0 {
-			upTo = append(upTo, ser[:last+1]...)
-		}
-	}
-	all, err := s.Walk(upTo, ru)
-	if err != nil {
-		return nil, err
-	}
-	var out []Judged
-	for _, j := range all {
-		if j.RunID == run.ID {
-			out = append(out, j)
-		}
-	}
-	return out, nil
+	// Read group by group: a large run's series, read whole with their
+	// groups' others, held the history in memory.
+	return s.judgeRun(context.Background(), runs[len(runs)-1], ru)
 }

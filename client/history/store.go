@@ -53,8 +53,8 @@ func DefaultPath(getenv func(string) string) (string, error) {
 const busyTimeout = 30 * time.Second
 
 // schemaVersion is the layout below (PRAGMA user_version). 2 added
-// runs.baseline, points.autotune and points.host_busy.
-const schemaVersion = 2
+// runs.baseline, points.autotune and points.host_busy; 3 removed_jobs.
+const schemaVersion = 3
 
 const schema = `
 CREATE TABLE IF NOT EXISTS series (
@@ -128,6 +128,10 @@ CREATE TABLE IF NOT EXISTS change_points (
 	note       TEXT NOT NULL,
 	created_at INTEGER NOT NULL,
 	UNIQUE (series_id, at)
+);
+CREATE TABLE IF NOT EXISTS removed_jobs (
+	job_id     TEXT PRIMARY KEY,
+	removed_at INTEGER NOT NULL
 );
 `
 

@@ -1,6 +1,7 @@
 package nightly
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/xrun-dev/xrun/client/exit"
@@ -74,26 +75,35 @@ func (n *History) Changes() error {
 }
 
 // Import adds the results.json files at paths (files, or directories
-// searched for them) to the history, and says what it imported (asJSON:
-// as JSON).
-func (n *History) Import(paths []string, asJSON bool) error {
+// searched for them) to the history, saying what it imported as it goes
+// (asJSON: as JSON at the end). Once ctx is done (Ctrl-C) it stops: the
+// runs imported so far stay, the one being imported is rolled back, and it
+// says so and exits 130.
+func (n *History) Import(ctx context.Context, paths []string, asJSON bool) error {
 	all := []history.Imported{}
+	say := func(im history.Imported) {
+		if asJSON {
+			return
+		}
+		verb := "imported"
+		if im.Replaced {
+			verb = "replaced"
+		}
+		fmt.Fprintf(n.Out, "%s %s: %s, %d timings\n", verb, im.JobID, im.Experiment, im.Points)
+	}
 	for _, p := range paths {
-		ims, err := n.h.ImportFile(p)
+		ims, err := n.h.ImportFile(ctx, p, say)
 		all = append(all, ims...)
+		if err != nil && ctx.Err() != nil {
+			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("interrupted: %d run(s) imported before it stay in the results history; "+
+				"the run being imported was rolled back, nothing of it was written (run the import again to add the rest)", len(all))}
+		}
 		if err != nil {
 			return exit.BadInput(err)
 		}
 	}
 	if asJSON {
 		return render.JSON(n.Out, all)
-	}
-	for _, im := range all {
-		verb := "imported"
-		if im.Replaced {
-			verb = "replaced"
-		}
-		fmt.Fprintf(n.Out, "%s %s: %s, %d timings\n", verb, im.JobID, im.Experiment, im.Points)
 	}
 	return nil
 }

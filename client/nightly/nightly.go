@@ -7,6 +7,7 @@
 package nightly
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -172,12 +174,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results, *jobs.Job, error) {
 	h, st := n.h, m.Store
 	if path, ok := result.Locate(ref); ok {
-		r, err := result.ReadFile(path)
+		r, rows, err := flat.ReadFile(path)
 		if err != nil {
-			return history.Run{}, nil, nil, exit.BadInput(err)
+			return history.Run{}, nil, nil, exit.BadInput(fmt.Errorf("%s: %w", path, err))
 		}
 		abs, _ := filepath.Abs(path)
-		im, err := h.Import(r, history.Source{Origin: abs})
+		im, err := h.ImportRows(context.Background(), r, rows, history.Source{Origin: abs})
 		if err != nil {
 			return history.Run{}, nil, nil, exit.BadInput(fmt.Errorf("import %s: %w", path, err))
 		}
@@ -188,7 +190,7 @@ func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results,
 		run := runs[len(runs)-1]
 		r, j := storedResults(st, run.JobID)
 		if r == nil && run.Source != history.SourceStore {
-			r, _ = result.ReadFile(run.Source)
+			r, _ = readHead(run.Source)
 		}
 		return run, r, j, nil
 	}
@@ -218,18 +220,41 @@ func (n *History) lastRun(id string) (history.Run, error) {
 	return runs[len(runs)-1], nil
 }
 
-// storedResults returns the store's results and record of job id, when
-// it has them.
+// storedResults returns the store's results (without their cases:
+// readHead) and record of job id, when it has them.
 func storedResults(st *jobs.Store, id string) (*result.Results, *jobs.Job) {
 	j, err := st.Load(id)
 	if err != nil {
 		return nil, nil
 	}
-	r, err := result.ReadFile(filepath.Join(st.Dir(id), jobs.ResultsFile))
+	r, err := readHead(filepath.Join(st.Dir(id), jobs.ResultsFile))
 	if err != nil {
 		return nil, j
 	}
 	return r, j
+}
+
+// readHead reads a results.json without keeping its cases (read one by
+// one, flat.Read): the run's status, criteria and settings, which is what
+// the history's commands need of it beside the history, for the memory of
+// a case or two rather than of a run at the case cap (a gigabyte).
+func readHead(path string) (*result.Results, error) { return flat.ReadHead(path) }
+
+// fullResults reads the results of run with their cases, from the job
+// store or the file it was imported from (nil when neither has them).
+func fullResults(st *jobs.Store, run history.Run) *result.Results {
+	path := filepath.Join(st.Dir(run.JobID), jobs.ResultsFile)
+	if !st.Has(run.JobID, jobs.ResultsFile) {
+		if run.Source == history.SourceStore {
+			return nil
+		}
+		path = run.Source
+	}
+	r, err := result.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return r
 }
 
 // infra marks err as the history's failure (exit 4).

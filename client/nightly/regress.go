@@ -57,7 +57,7 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 		for _, run := range runs {
 			r, j := storedResults(m.Store, run.JobID)
 			if r == nil && run.Source != history.SourceStore {
-				r, _ = result.ReadFile(run.Source)
+				r, _ = readHead(run.Source)
 			}
 			targets = append(targets, target{run, r, j})
 		}
@@ -81,7 +81,13 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 			out := analyze.ExpectedOutcome(t.r)
 			sr.Outcome = &out
 			if len(sr.NeverConverged) > 0 {
-				sr.Advice = summary.ConvergenceAdvice(t.r, len(sr.NeverConverged))
+				// The advice reads the cases' timings, which t.r
+				// (readHead) has not kept.
+				full := fullResults(m.Store, t.run)
+				if full == nil {
+					full = t.r
+				}
+				sr.Advice = summary.ConvergenceAdvice(full, len(sr.NeverConverged))
 			}
 		}
 		if o.Rerun != nil && len(sr.Suspects()) > 0 {

@@ -1,7 +1,11 @@
 package nightly
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,7 +16,6 @@ import (
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/regress/summary"
-	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
@@ -27,61 +30,100 @@ type ShowOptions struct {
 }
 
 // Show prints the series of the history that o.Filter picks, each run
-// with the rule's verdict.
+// with the rule's verdict. It reads the history a group of series at a
+// time and prints each as it is judged, so that a large history (10^6
+// points) is never held whole.
 func (n *History) Show(o ShowOptions) error {
-	h := n.h
-	points, err := h.Points(o.Filter)
-	if err != nil {
-		return infra(err)
-	}
-	if len(points) == 0 {
-		return exit.Usagef("the results history has no run that matches (%s); xrun history import PATH adds results.json files", describeFilter(o.Filter))
-	}
-	// The verdicts need each series whole: the filters pick series, and
-	// the rule reads all of their runs (before --since too).
-	full, err := h.Points(history.Filter{Series: seriesIDs(points)})
-	if err != nil {
-		return infra(err)
-	}
-	judged, err := h.Walk(full, o.Rule)
-	if err != nil {
-		return infra(err)
-	}
-	keep := map[[2]int64]bool{}
-	for _, p := range points {
-		keep[[2]int64{p.SeriesID, p.RunID}] = true
-	}
-	var shown []history.Judged
-	for _, j := range judged {
-		if keep[[2]int64{j.SeriesID, j.RunID}] {
-			shown = append(shown, j)
+	var csvw *flat.CSV
+	var tw *tabwriter.Writer
+	firstJSON, firstText := true, true
+	start := func(points int, params []string) error {
+		if points == 0 {
+			return exit.Usagef("the results history has no run that matches (%s); xrun history import PATH adds results.json files", describeFilter(o.Filter))
 		}
+		switch {
+		case o.JSON:
+		case o.CSV:
+			var err error
+			csvw, err = flat.NewCSV(n.Out, params)
+			return err
+		default:
+			tw = tabwriter.NewWriter(n.Out, 0, 0, 2, ' ', 0)
+		}
+		return nil
 	}
-	if o.Plot != "" {
-		if err := n.plotTrends(judged, o.Plot, o.Rule); err != nil {
+	// The verdicts need each series whole: the filters pick series and
+	// runs, and the rule reads all of a picked series' runs (before
+	// --since too) with the other series of its group.
+	err := n.h.WalkFilter(context.Background(), o.Filter, o.Rule, start, func(whole, shown []history.Judged) error {
+		if o.Plot != "" {
+			for _, ser := range judgedSeries(whole) {
+				if _, err := n.plotSeries(ser, o.Plot, o.Rule); err != nil {
+					return err
+				}
+			}
+		}
+		switch {
+		case o.JSON:
+			for _, s := range historyJSON(shown) {
+				data, err := json.MarshalIndent(s, "  ", "  ")
+				if err != nil {
+					return fmt.Errorf("write JSON: %w", err)
+				}
+				sep := ",\n  "
+				if firstJSON {
+					sep, firstJSON = "[\n  ", false
+				}
+				if _, err := fmt.Fprintf(n.Out, "%s%s", sep, data); err != nil {
+					return fmt.Errorf("write JSON: %w", err)
+				}
+			}
+			return nil
+		case o.CSV:
+			for _, j := range shown {
+				row := j.Row
+				row.Regress = summary.StatusText(summary.Point{Verdict: j.Verdict})
+				if err := csvw.Write(row); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for _, ser := range judgedSeries(shown) {
+			if !firstText {
+				fmt.Fprintln(tw)
+			}
+			firstText = false
+			n.textSeries(tw, ser)
+			// A series' lines are aligned among themselves (its heading
+			// ends tabwriter's block): writing each out keeps the output
+			// as it was, without holding all of it.
+			if err := tw.Flush(); err != nil {
+				return fmt.Errorf("write history: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var ee *exit.Error
+		if errors.As(err, &ee) {
 			return err
 		}
+		return infra(err)
 	}
 	switch {
 	case o.JSON:
-		return render.JSON(n.Out, historyJSON(shown))
-	case o.CSV:
-		rows := make([]flat.Row, len(shown))
-		for i, j := range shown {
-			rows[i] = j.Row
-			rows[i].Regress = summary.StatusText(summary.Point{Verdict: j.Verdict})
+		end := "\n]\n"
+		if firstJSON {
+			end = "[]\n"
 		}
-		return flat.WriteCSV(n.Out, rows)
+		if _, err := io.WriteString(n.Out, end); err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+	case o.CSV:
+		return csvw.Flush()
 	}
-	return n.text(shown)
-}
-
-func seriesIDs(points []history.Point) []int64 {
-	var ids []int64
-	for _, s := range history.Series(points) {
-		ids = append(ids, s[0].SeriesID)
-	}
-	return ids
+	return nil
 }
 
 func describeFilter(f history.Filter) string {
@@ -128,41 +170,31 @@ func machine(k history.Key) string {
 	return strings.Join(parts, ", ")
 }
 
-// text prints each series: a heading, then one line per run.
-func (n *History) text(judged []history.Judged) error {
-	tw := tabwriter.NewWriter(n.Out, 0, 0, 2, ' ', 0)
-	for i, ser := range judgedSeries(judged) {
-		if i > 0 {
-			fmt.Fprintln(tw)
-		}
-		k := ser[0].Key
-		fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, machine(k))
-		if a := neverConverged(ser); a != "" {
-			fmt.Fprintf(tw, "  %s\n", a)
-		}
-		fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tJUDGED ON\tSTATUS")
-		for _, j := range ser {
-			ms, q := "-", "-"
-			if j.MedianMS > 0 {
-				ms = numfmt.FixedMS(j.MedianMS)
-				q = numfmt.FixedMS(j.Q1MS) + "-" + numfmt.FixedMS(j.Q3MS)
-			}
-			base, change := "-", "-"
-			if v := j.Verdict; v.Median > 0 {
-				base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
-			}
-			host := j.Host
-			if host == "" {
-				host = j.Address
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Date.Format("2006-01-02 15:04"), j.JobID, dashed(host), ms, q,
-				base, change, summary.JudgedOn(j.Verdict), summary.StatusText(summary.Point{Verdict: j.Verdict}))
-		}
+// textSeries prints one series: a heading, then one line per run.
+func (n *History) textSeries(tw io.Writer, ser []history.Judged) {
+	k := ser[0].Key
+	fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, machine(k))
+	if a := neverConverged(ser); a != "" {
+		fmt.Fprintf(tw, "  %s\n", a)
 	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write history: %w", err)
+	fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tJUDGED ON\tSTATUS")
+	for _, j := range ser {
+		ms, q := "-", "-"
+		if j.MedianMS > 0 {
+			ms = numfmt.FixedMS(j.MedianMS)
+			q = numfmt.FixedMS(j.Q1MS) + "-" + numfmt.FixedMS(j.Q3MS)
+		}
+		base, change := "-", "-"
+		if v := j.Verdict; v.Median > 0 {
+			base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
+		}
+		host := j.Host
+		if host == "" {
+			host = j.Address
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Date.Format("2006-01-02 15:04"), j.JobID, dashed(host), ms, q,
+			base, change, summary.JudgedOn(j.Verdict), summary.StatusText(summary.Point{Verdict: j.Verdict}))
 	}
-	return nil
 }
 
 // neverConverged says, for a series none of whose runs converged, that it
@@ -229,16 +261,6 @@ func historyJSON(judged []history.Judged) []seriesJSON {
 		out = append(out, s)
 	}
 	return out
-}
-
-// plotTrends draws each series' trend into dir.
-func (n *History) plotTrends(judged []history.Judged, dir string, rule regress.Rule) error {
-	for _, ser := range judgedSeries(judged) {
-		if _, err := n.plotSeries(ser, dir, rule); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // plotSeries draws one judged series' trend into dir and says so on

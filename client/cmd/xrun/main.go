@@ -41,8 +41,13 @@ func main() {
 		cancel() // the command stops its job and cleans up
 		<-sigs
 		// Exiting here would leave the container running: the command
-		// kills and removes it instead of stopping it gracefully.
-		fmt.Fprintln(os.Stderr, "xrun: interrupted twice: removing the job's container and exiting (Ctrl-C again to exit at once)")
+		// kills and removes it instead of stopping it gracefully (what
+		// this is, for the command run, cli.InterruptedTwice says).
+		note, cleanup := cli.InterruptedTwice(os.Args)
+		fmt.Fprintln(os.Stderr, note)
+		if !cleanup {
+			os.Exit(cli.ExitInterrupted)
+		}
 		close(abort)
 		select {
 		case <-sigs:
