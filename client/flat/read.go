@@ -99,6 +99,10 @@ func read(rd io.Reader, flatten bool) (*result.Results, []Row, error) {
 			if err := dec.Decode(&c); err != nil {
 				return nil, nil, fmt.Errorf("decode results: case %d: %w", len(spans)+1, err)
 			}
+			// Checked and cleaned as result.Decode does a whole document.
+			if err := result.CleanCase(len(spans), &c); err != nil {
+				return nil, nil, err
+			}
 			reorder = reorder || !implsKnown
 			spans = append(spans, span{start: len(rows)})
 			rows = caseRows(rows, &result.Results{Implementations: impls}, c)

@@ -32,24 +32,51 @@ const (
 // check refuses a document with a figure out of bounds, in one sentence
 // naming the first one.
 func (r *Results) check() error {
-	for ci, c := range r.Cases {
-		names := make([]string, 0, len(c.Results))
-		for name := range c.Results {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			ir := c.Results[name]
-			if ir == nil || ir.Timing == nil {
-				continue
-			}
-			if err := ir.Timing.check(fmt.Sprintf("cases[%d].results.%s.timing", ci, name)); err != nil {
-				return err
-			}
+	for ci := range r.Cases {
+		if err := r.Cases[ci].timings(ci); err != nil {
+			return err
 		}
 	}
+	return figures(reflect.ValueOf(r), "")
+}
+
+// CleanCase checks and cleans c, the i-th case of a document, as Decode
+// checks and cleans a whole one: for a reader that decodes a document case
+// by case (and its head, without the cases, with Decode).
+func CleanCase(i int, c *Case) error {
+	if err := c.timings(i); err != nil {
+		return fmt.Errorf("decode results: %w", err)
+	}
+	if err := figures(reflect.ValueOf(c), fmt.Sprintf("cases[%d]", i)); err != nil {
+		return fmt.Errorf("decode results: %w", err)
+	}
+	c.texts()
+	return nil
+}
+
+// timings checks the bounds of the timings of c, the ci-th case.
+func (c *Case) timings(ci int) error {
+	names := make([]string, 0, len(c.Results))
+	for name := range c.Results {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ir := c.Results[name]
+		if ir == nil || ir.Timing == nil {
+			continue
+		}
+		if err := ir.Timing.check(fmt.Sprintf("cases[%d].results.%s.timing", ci, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// figures refuses a figure of v (at path) beyond ±MaxFigure.
+func figures(v reflect.Value, path string) error {
 	var err error
-	walkFloats(reflect.ValueOf(r), "", func(path string, v float64) {
+	walkFloats(v, path, func(path string, v float64) {
 		if err == nil && !(math.Abs(v) <= MaxFigure) {
 			err = fmt.Errorf("%s is %g, beyond the ±%g a figure of a results file may be", path, v, MaxFigure)
 		}
@@ -168,20 +195,25 @@ const (
 // changes nothing.
 func (r *Results) texts() {
 	r.Error = text(r.Error, MaxErrorText)
-	for _, c := range r.Cases {
-		for _, ir := range c.Results {
-			if ir == nil {
-				continue
-			}
-			ir.Error, ir.StderrTail = text(ir.Error, MaxErrorText), text(ir.StderrTail, MaxTailText)
-			if ir.Correctness != nil {
-				ir.Correctness.Reason = text(ir.Correctness.Reason, MaxErrorText)
-			}
-		}
+	for i := range r.Cases {
+		r.Cases[i].texts()
 	}
 	if r.Env.Cache != nil {
 		for i := range r.Env.Cache.Fresh {
 			r.Env.Cache.Fresh[i].Error = text(r.Env.Cache.Fresh[i].Error, MaxErrorText)
+		}
+	}
+}
+
+// texts bounds the experiment's texts of a case, as Results.texts.
+func (c *Case) texts() {
+	for _, ir := range c.Results {
+		if ir == nil {
+			continue
+		}
+		ir.Error, ir.StderrTail = text(ir.Error, MaxErrorText), text(ir.StderrTail, MaxTailText)
+		if ir.Correctness != nil {
+			ir.Correctness.Reason = text(ir.Correctness.Reason, MaxErrorText)
 		}
 	}
 }
