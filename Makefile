@@ -29,9 +29,13 @@ cpu-base: ## make the CPU base image (Debian + python3 + numpy + torch) without 
 # end-to-end suites under client/e2e) run with the unit tests here.
 # -p 1: they share one Docker daemon, and one suite removing its images
 # must never race another's build on shared layers.
+# A line per package as it ends and one at least every 30 s while one runs
+# (scripts/testprogress); a failed package's whole output.
 test: setup k8s-cluster-build cpu-base test-python ## the whole suite: vet, unit, integration against the real Docker daemon and cluster
 	$(GO) vet -tags integration ./...
-	CGO_ENABLED=0 $(GO) test -tags integration -p 1 -count=1 -timeout 75m ./...
+	@command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 || echo "test: no NVIDIA GPU here: client/e2e/gpu runs nothing on this host (run it on a GPU box: docs/gpu-host.md)"
+	$(GO) build -o $(BIN)/testprogress ./scripts/testprogress
+	CGO_ENABLED=0 bash -o pipefail -c '$(GO) test -json -tags integration -p 1 -count=1 -timeout 75m ./... | $(BIN)/testprogress'
 
 # The Kubernetes suite's cluster is built from source the first time (about
 # 30 minutes on 2 cores, 5.3 GB in ~/.cache/xrun/k8s-cluster): it starts now,
