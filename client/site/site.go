@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -158,6 +159,9 @@ func (b *builder) build() error {
 		return ErrEmpty
 	}
 	sort.Strings(exps)
+	if err := clear(b.o.Dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Join(b.o.Dir, "series"), 0o755); err != nil {
 		return fmt.Errorf("write the site: %w", err)
 	}
@@ -584,6 +588,40 @@ func writeFile(path string, data []byte) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write the site: %w", err)
+	}
+	return nil
+}
+
+// ErrNotSite is returned for a directory that is neither empty nor a
+// site Build wrote: Build replaces a site it wrote, nothing else.
+var ErrNotSite = errors.New("is not empty and holds no site of xrun report (index.html, style.css, series/, jobs/): give a new or empty directory")
+
+// clear empties dir of the site an earlier Build wrote there, so that a
+// job or series gone from the history leaves no page behind; a directory
+// that holds anything else is refused.
+func clear(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	ours := map[string]bool{"index.html": true, "style.css": true, "series": true, "jobs": true}
+	hasIndex := false
+	for _, e := range entries {
+		if !ours[e.Name()] {
+			return fmt.Errorf("%s %w", dir, ErrNotSite)
+		}
+		hasIndex = hasIndex || e.Name() == "index.html"
+	}
+	if len(entries) > 0 && !hasIndex {
+		return fmt.Errorf("%s %w", dir, ErrNotSite)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("write the site: %w", err)
+		}
 	}
 	return nil
 }
