@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,24 +62,30 @@ func nightResults(exp, id, impl string, at time.Time, slow float64, errText stri
 func fixture(t testing.TB) (*history.Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	h, err := history.Open(filepath.Join(dir, "history.db"))
+	h, err := makeFixture(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
+	return h, dir
+}
+
+func makeFixture(dir string) (*history.Store, error) {
+	h, err := history.Open(filepath.Join(dir, "history.db"))
+	if err != nil {
+		return nil, err
+	}
 	start := time.Date(2026, 11, 1, 2, 17, 0, 0, time.UTC)
-	write := func(r *result.Results) {
-		t.Helper()
+	write := func(r *result.Results) error {
 		p := filepath.Join(dir, "runs", r.JobID, "results.json")
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if err := result.WriteFile(p, r); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if _, err := h.ImportFile(p); err != nil {
-			t.Fatal(err)
-		}
+		_, err := h.ImportFile(p)
+		return err
 	}
 	for i := 0; i < 14; i++ {
 		slow := 1.0
@@ -88,7 +95,9 @@ func fixture(t testing.TB) (*history.Store, string) {
 		case 12, 13:
 			slow = 1.2
 		}
-		write(nightResults("gemm", fmt.Sprintf("a%03d", i), "tiled", start.Add(time.Duration(i)*24*time.Hour), slow, ""))
+		if err := write(nightResults("gemm", fmt.Sprintf("a%03d", i), "tiled", start.Add(time.Duration(i)*24*time.Hour), slow, "")); err != nil {
+			return nil, err
+		}
 	}
 	for i := 0; i < 12; i++ {
 		errText := ""
@@ -97,9 +106,51 @@ func fixture(t testing.TB) (*history.Store, string) {
 		}
 		r := nightResults(evilExperiment, fmt.Sprintf("e/%03d", i), evilImpl, start.Add(time.Duration(i)*24*time.Hour+time.Hour), 1, errText)
 		r.Env.Host = "<i>host</i>"
-		write(r)
+		if err := write(r); err != nil {
+			return nil, err
+		}
 	}
-	return h, dir
+	return h, nil
+}
+
+// shared is the fixture's history and its site, built once for the tests
+// that only read them (TestMain removes them).
+var shared struct {
+	once  sync.Once
+	tmp   string
+	h     *history.Store
+	site  string
+	pages []Page
+	err   error
+}
+
+func sharedSite(t *testing.T) (*history.Store, string, []Page) {
+	t.Helper()
+	shared.once.Do(func() {
+		if shared.tmp, shared.err = os.MkdirTemp("", "xrun-site-test-"); shared.err != nil {
+			return
+		}
+		if shared.h, shared.err = makeFixture(shared.tmp); shared.err != nil {
+			return
+		}
+		shared.site = filepath.Join(shared.tmp, "site")
+		shared.pages, shared.err = Build(shared.h, testOptions(shared.site))
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.h, shared.site, shared.pages
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.h != nil {
+		shared.h.Close()
+	}
+	if shared.tmp != "" {
+		os.RemoveAll(shared.tmp)
+	}
+	os.Exit(code)
 }
 
 // readResults is Options.Results for the fixture: the file each run was

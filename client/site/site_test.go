@@ -25,9 +25,7 @@ func build(t *testing.T, h *history.Store, dir string) []Page {
 }
 
 func TestSitePages(t *testing.T) {
-	h, _ := fixture(t)
-	dir := t.TempDir()
-	pages := build(t, h, dir)
+	_, dir, pages := sharedSite(t)
 	kinds := map[string]int{}
 	for _, p := range pages {
 		kinds[p.Kind]++
@@ -57,7 +55,7 @@ func TestSitePages(t *testing.T) {
 // that run (history.Judge, the series up to the run), not the one later
 // runs made of it.
 func TestNightVerdictsAsReported(t *testing.T) {
-	h, _ := fixture(t)
+	h, _, _ := sharedSite(t)
 	ru := regress.Default()
 	points, err := h.Points(history.Filter{})
 	if err != nil {
@@ -104,9 +102,7 @@ func TestNightVerdictsAsReported(t *testing.T) {
 }
 
 func TestSiteSeriesPage(t *testing.T) {
-	h, _ := fixture(t)
-	dir := t.TempDir()
-	build(t, h, dir)
+	_, dir, _ := sharedSite(t)
 	page := ""
 	for _, p := range listPages(t, dir) {
 		s := read(t, dir, p)
@@ -127,9 +123,7 @@ func TestSiteSeriesPage(t *testing.T) {
 
 // The experiment's names and texts are text on every page, never markup.
 func TestSiteEscapes(t *testing.T) {
-	h, _ := fixture(t)
-	dir := t.TempDir()
-	build(t, h, dir)
+	_, dir, _ := sharedSite(t)
 	escaped := 0
 	for _, p := range listPages(t, dir) {
 		s := read(t, dir, p)
@@ -157,9 +151,7 @@ var linkAttr = regexp.MustCompile(`(?:href|src)="([^"]*)"`)
 // Every link and image of every page is relative and resolves to a file
 // of the site.
 func TestSiteLinks(t *testing.T) {
-	h, _ := fixture(t)
-	dir := t.TempDir()
-	build(t, h, dir)
+	_, dir, _ := sharedSite(t)
 	links := 0
 	for _, p := range listPages(t, dir) {
 		for _, m := range linkAttr.FindAllStringSubmatch(read(t, dir, p), -1) {
@@ -185,9 +177,8 @@ func TestSiteLinks(t *testing.T) {
 
 // The same history gives the same bytes.
 func TestSiteDeterministic(t *testing.T) {
-	h, _ := fixture(t)
-	a, b := t.TempDir(), t.TempDir()
-	build(t, h, a)
+	h, a, _ := sharedSite(t)
+	b := t.TempDir()
 	build(t, h, b)
 	fa, fb := tree(t, a), tree(t, b)
 	if len(fa) != len(fb) {
@@ -201,7 +192,7 @@ func TestSiteDeterministic(t *testing.T) {
 }
 
 func TestSiteEmpty(t *testing.T) {
-	h, _ := fixture(t)
+	h, _, _ := sharedSite(t)
 	_, err := Build(h, Options{Dir: t.TempDir(), Rule: regress.Default(), Experiments: []string{"nothing"}})
 	if err != ErrEmpty {
 		t.Fatalf("got %v", err)
@@ -246,13 +237,4 @@ func tree(t *testing.T, dir string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func TestDumpSite(t *testing.T) {
-	if os.Getenv("SITE_DUMP") == "" {
-		t.Skip()
-	}
-	h, _ := fixture(t)
-	os.RemoveAll(os.Getenv("SITE_DUMP"))
-	build(t, h, os.Getenv("SITE_DUMP"))
 }
