@@ -84,7 +84,7 @@ func makeFixture(dir string) (*history.Store, error) {
 		if err := result.WriteFile(p, r); err != nil {
 			return err
 		}
-		_, err := h.ImportFile(p)
+		_, err := h.Import(r, history.Source{Origin: p})
 		return err
 	}
 	for i := 0; i < 14; i++ {
