@@ -20,9 +20,10 @@ say() { printf 'setup [%3ds]: %s\n' "$((SECONDS - start))" "$*"; }
 # python3-pytest: the Python harness's tests (make test-python).
 # openssh-server, openssl: the remote-host tests (sshd and TLS on loopback).
 # hyperfine: the submit benchmark.
+# chromium: the dashboard's test in a real browser (client/site, xrun report --html).
 pkgs=(debootstrap debian-archive-keyring python3 python3-numpy python3-torch python3-pytest
   busybox-static hyperfine openssl openssh-server openssh-client iproute2
-  ca-certificates make jq)
+  ca-certificates make jq chromium)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

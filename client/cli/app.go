@@ -219,6 +219,7 @@ Examples:
 			newCompareCommand(a),
 			newHistoryCommand(a),
 			newRegressCommand(a),
+			newReportCommand(a),
 			newRunCommand(a),
 			newVersionCommand(a),
 			newCompletionCommand(a),

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/nightly"
+	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/site"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+type reportOptions struct {
+	html string
+	json bool
+	site site.Options
+}
+
+func newReportCommand(a *App) *cli.Command {
+	o := reportOptions{site: site.Options{Rule: nightly.DefaultRule()}}
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "write the results history as a static web site: the experiments' latest verdicts, each series' trend, each job's page",
+		ArgsUsage: "--html DIR [EXPERIMENT...]",
+		Description: `Writes the results history (every finished job of the store joins it first)
+as plain HTML and CSS into DIR, to publish as it is (a CI artifact, GitHub
+Pages, any web server) or open from the disk: the pages load nothing from
+elsewhere and link each other by relative paths.
+
+  index.html        each experiment's latest run on each kind of machine and
+                    host, with the regression rule's verdict on each timing
+                    (as xrun regress gives it) and links to the rest
+  series/ID.html    one series (an implementation at a case on a kind of
+                    machine): its trend figure (PNG, and SVG behind it) and
+                    each night's verdict as the rule gave it that night,
+                    with what the next run made of a suspect
+  jobs/JOB.html     one run: the verdicts, the criteria, the results table,
+                    the warnings, the sweep and roofline figures, and where
+                    it ran (GPU, driver, CUDA, Python and library versions,
+                    host, git commit, image): the run's shareable page
+
+The history keeps no verdicts: each night's is the rule's reading of that
+run against the runs before it (docs/regressions.md, "The dashboard").
+DIR is made as needed; a site written there before is replaced, and a
+directory that holds anything else is refused. The same history gives
+the same files. Progress goes to stderr.
+
+Examples:
+  xrun report --html site/ && xdg-open site/index.html
+  xrun report --html site/ gla-pingpong 058-fused-chain
+  xrun report --html out/site --json | jq -r '.pages[].path'
+  xrun history import nightly-artifact/ && xrun report --html site/`,
+		Flags: []cli.Flag{
+			historyFlag(a),
+			&cli.StringFlag{Name: "html", Usage: "write the site into `DIR`", Destination: &o.html},
+			&cli.BoolFlag{Name: "json", Usage: "print the pages written as JSON (the directory, and each page's path, kind and title)", Destination: &o.json},
+			&cli.IntFlag{Name: "window", Value: o.site.Rule.Window, Usage: "accepted runs the baseline holds (N)", Destination: &o.site.Rule.Window},
+			&cli.IntFlag{Name: "min-history", Value: o.site.Rule.MinHistory, Usage: "fewest runs a judgement needs", Destination: &o.site.Rule.MinHistory},
+			&cli.Float64Flag{Name: "score", Value: o.site.Rule.Score, Usage: "robust z-score a suspect exceeds", Destination: &o.site.Rule.Score},
+			&cli.Float64Flag{Name: "floor", Value: o.site.Rule.Floor, Usage: "relative change a suspect exceeds as well (0.05: 5 %)", Destination: &o.site.Rule.Floor},
+		},
+		Action: func(c *cli.Context) error {
+			if o.html == "" {
+				return usageError("report writes a web site: give --html DIR")
+			}
+			ru := o.site.Rule
+			if ru.Window < 1 || ru.MinHistory < 1 || ru.MinHistory > ru.Window || ru.Score < 0 || ru.Floor < 0 {
+				return usageError("the rule needs 1 <= --min-history <= --window, --score >= 0 and --floor >= 0")
+			}
+			o.site.Dir = o.html
+			o.site.Experiments = c.Args().Slice()
+			return runReport(a, o)
+		},
+	}
+}
+
+func runReport(a *App, o reportOptions) error {
+	n, err := a.syncedHistory()
+	if err != nil {
+		return err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	o.site.Results = func(r history.Run) *result.Results { return historyRunResults(st, r) }
+	o.site.Progress = render.SafeAlways(a.Err)
+	pages, err := site.Build(n.Store(), o.site)
+	switch {
+	case errors.Is(err, site.ErrEmpty) && len(o.site.Experiments) > 0:
+		return usageError("the results history has no run of %v; xrun history lists what it has", o.site.Experiments)
+	case errors.Is(err, site.ErrEmpty):
+		return usageError("the results history is empty: submit a job, or xrun history import PATH")
+	case errors.Is(err, site.ErrNotSite):
+		return usageError("%v", err)
+	case err != nil:
+		return &ExitError{Code: ExitInfra, Err: err}
+	}
+	if o.json {
+		return render.JSON(a.Out, struct {
+			Dir   string      `json:"dir"`
+			Pages []site.Page `json:"pages"`
+		}{o.html, pages})
+	}
+	fmt.Fprintf(a.Out, "wrote %d pages to %s: open %s\n", len(pages), o.html, filepath.Join(o.html, "index.html"))
+	return nil
+}
+
+// historyRunResults is a run's results.json: the job store's copy, else the file
+// it was imported from (nil when neither can be read).
+func historyRunResults(st *jobs.Store, r history.Run) *result.Results {
+	if st.Has(r.JobID, jobs.ResultsFile) {
+		if res, err := result.ReadFile(filepath.Join(st.Dir(r.JobID), jobs.ResultsFile)); err == nil {
+			return res
+		}
+	}
+	if r.Source != "" && r.Source != history.SourceStore {
+		if res, err := result.ReadFile(r.Source); err == nil {
+			return res
+		}
+	}
+	return nil
+}

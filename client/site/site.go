@@ -1,0 +1,735 @@
+// Package site writes the results history as a static web site, the
+// dashboard a team publishes (xrun report --html): an index of the
+// experiments with the regression rule's verdicts on each one's latest
+// runs, a page per series with its trend figure and each night's verdict as
+// that night reported it, and a page per job with its table, criteria,
+// figures and provenance. The pages are plain HTML and CSS made with
+// html/template (every text of the experiment's is escaped), link each
+// other by relative paths, load nothing from elsewhere, and are the same
+// bytes for the same history.
+package site
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/plot"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/regress/summary"
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/termsafe"
+)
+
+//go:embed templates/*.html templates/style.css
+var files embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"status": statusClass,
+	"date":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"ms": func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return numfmt.FixedMS(v)
+	},
+}).ParseFS(files, "templates/*.html"))
+
+// Options say what Build writes.
+type Options struct {
+	// Dir is the site's directory (made as needed).
+	Dir string
+	// Rule is the regression rule the verdicts are the rule's of.
+	Rule regress.Rule
+	// Experiments limits the site to these experiments (none: all).
+	Experiments []string
+	// Results returns a run's results.json (nil when it is not at hand:
+	// the job's page then has the history's figures alone).
+	Results func(run history.Run) *result.Results
+	// Progress receives a line per experiment and per step of long work
+	// (nil: none).
+	Progress io.Writer
+}
+
+// Page is one page written.
+type Page struct {
+	// Path is the page's path in the site (slashes).
+	Path string `json:"path"`
+	// Kind is "index", "series" or "job".
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
+}
+
+// ErrEmpty is returned for a history with no run (of the experiments
+// asked for).
+var ErrEmpty = errors.New("the results history has no run to report")
+
+// Build writes the site into o.Dir and returns its pages, index first,
+// then by path.
+func Build(h *history.Store, o Options) ([]Page, error) {
+	b := &builder{h: h, o: o, jobFiles: map[string]string{}}
+	if b.o.Progress == nil {
+		b.o.Progress = io.Discard
+	}
+	if err := b.build(); err != nil {
+		return nil, err
+	}
+	sort.Slice(b.pages[1:], func(i, j int) bool { return b.pages[1+i].Path < b.pages[1+j].Path })
+	return b.pages, nil
+}
+
+type builder struct {
+	h        *history.Store
+	o        Options
+	pages    []Page
+	jobFiles map[string]string // job id -> page's base name
+	usedJobs map[string]bool
+}
+
+// experimentView is an experiment on the index.
+type experimentView struct {
+	Name   string
+	Latest []latestView
+	Series []seriesLink
+}
+
+type latestView struct {
+	JobID, JobPage   string
+	At               time.Time
+	GPU, Host        string
+	Counts           []countView
+	Total            int
+	Outcome          string
+	OutcomeClass     string
+	HostNote, Advice string
+	Points           []pointView
+}
+
+type countView struct {
+	Status string
+	N      int
+}
+
+type pointView struct {
+	Case, Implementation string
+	SeriesPage           string
+	MedianMS             float64
+	Status               string // the status word, for the class
+	Text                 string // the status as the report words it
+	JudgedOn             string
+	Change               string
+}
+
+type seriesLink struct {
+	Page, Implementation, Case, Machine, Status string
+}
+
+func (b *builder) build() error {
+	runs, err := b.h.Runs("")
+	if err != nil {
+		return err
+	}
+	var exps []string
+	byExp := map[string][]history.Run{}
+	for _, r := range runs {
+		if len(b.o.Experiments) > 0 && !contains(b.o.Experiments, r.Experiment) {
+			continue
+		}
+		if _, ok := byExp[r.Experiment]; !ok {
+			exps = append(exps, r.Experiment)
+		}
+		byExp[r.Experiment] = append(byExp[r.Experiment], r)
+	}
+	if len(exps) == 0 {
+		return ErrEmpty
+	}
+	sort.Strings(exps)
+	if err := clear(b.o.Dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(b.o.Dir, "series"), 0o755); err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(b.o.Dir, "jobs"), 0o755); err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	b.usedJobs = map[string]bool{}
+	for _, r := range runs {
+		if _, ok := byExp[r.Experiment]; ok {
+			b.jobPage(r.JobID)
+		}
+	}
+	b.pages = append(b.pages, Page{Path: "index.html", Kind: "index", Title: "xrun results"})
+	var views []experimentView
+	for i, exp := range exps {
+		fmt.Fprintf(b.o.Progress, "report: experiment %d/%d %s: %d run(s)\n", i+1, len(exps), termsafe.String(exp), len(byExp[exp]))
+		v, err := b.experiment(exp, byExp[exp])
+		if err != nil {
+			return err
+		}
+		views = append(views, v)
+	}
+	css, err := files.ReadFile("templates/style.css")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(b.o.Dir, "style.css"), css); err != nil {
+		return err
+	}
+	return b.render("index.html", "index.html", map[string]any{
+		"Root": "", "Title": "xrun results", "Experiments": views, "Rule": ruleText(b.o.Rule),
+		"Runs": len(runs), "Latest": latestAt(runs),
+	})
+}
+
+// experiment writes the pages of one experiment's series and jobs and
+// returns its part of the index.
+func (b *builder) experiment(exp string, runs []history.Run) (experimentView, error) {
+	v := experimentView{Name: exp}
+	points, err := b.h.Points(history.Filter{Experiment: exp})
+	if err != nil {
+		return v, err
+	}
+	judged, err := b.h.Walk(points, b.o.Rule)
+	if err != nil {
+		return v, err
+	}
+	series := judgedSeries(judged)
+	for _, ser := range series {
+		link, err := b.seriesPage(ser)
+		if err != nil {
+			return v, err
+		}
+		v.Series = append(v.Series, link)
+	}
+	// Each job's page, with the verdicts that night gave its timings.
+	byJob := map[string][]history.Judged{}
+	for _, j := range judged {
+		byJob[j.JobID] = append(byJob[j.JobID], j)
+	}
+	done := map[string]bool{}
+	for i, r := range runs {
+		if done[r.JobID] {
+			continue
+		}
+		done[r.JobID] = true
+		if len(runs) > 20 && (i+1)%20 == 0 {
+			fmt.Fprintf(b.o.Progress, "report: %s: job %d/%d\n", termsafe.String(exp), i+1, len(runs))
+		}
+		if err := b.jobPageFor(lastRunOf(runs, r.JobID), byJob[r.JobID]); err != nil {
+			return v, err
+		}
+	}
+	for _, r := range latestRuns(runs) {
+		l, err := b.latest(r)
+		if err != nil {
+			return v, err
+		}
+		v.Latest = append(v.Latest, l)
+	}
+	return v, nil
+}
+
+// latest is the index's view of a latest run: the verdicts xrun regress
+// gives it.
+func (b *builder) latest(r history.Run) (latestView, error) {
+	judged, err := b.h.Judge(r.JobID, b.o.Rule)
+	if err != nil {
+		return latestView{}, err
+	}
+	sr := summary.NewRun(r, judged)
+	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: sr.Host, Total: sr.Total,
+		HostNote: sr.HostNote, Advice: sr.Advice}
+	for _, st := range regress.Statuses {
+		l.Counts = append(l.Counts, countView{Status: string(st), N: sr.Counts[string(st)]})
+	}
+	if res := b.results(r); res != nil {
+		l.Outcome, l.OutcomeClass = outcomeText(res)
+	} else {
+		l.Outcome = r.Status + " (no results.json at hand to compare with the declared outcome)"
+	}
+	for _, j := range judged {
+		l.Points = append(l.Points, pointOf(j, "series/"+seriesFile(j.SeriesID)))
+	}
+	return l, nil
+}
+
+func pointOf(j history.Judged, page string) pointView {
+	p := pointView{Case: j.Case, Implementation: j.Implementation, SeriesPage: page, MedianMS: j.MedianMS,
+		Status: string(j.Verdict.Status), Text: summary.StatusText(summary.Point{Verdict: j.Verdict}), JudgedOn: summary.JudgedOn(j.Verdict), Change: "-"}
+	if j.Verdict.Median > 0 {
+		p.Change = fmt.Sprintf("%+.1f%%", 100*j.Verdict.Change)
+	}
+	return p
+}
+
+// nightView is one run of a series on its page.
+type nightView struct {
+	At                   time.Time
+	JobID, JobPage, Host string
+	MedianMS, Q1MS, Q3MS float64
+	Baseline, Change     string
+	JudgedOn             string
+	Status, Text         string
+	Later                string
+	ChangePoint          bool
+}
+
+// AsReported is the verdict a run got the night it was judged, from its
+// verdict in the walk of its whole series: the rule reads each value
+// against the values before it alone, and a later value changes an earlier
+// verdict only by confirming a suspect (it becomes regressed or improved,
+// ConfirmedBy the later run) or by not confirming it (Spike). Undone,
+// those give the verdict xrun regress printed that night.
+func AsReported(v regress.Verdict) regress.Verdict {
+	if v.ConfirmedBy != "" {
+		v.Status, v.ConfirmedBy = regress.Suspect, ""
+	}
+	v.Spike = false
+	return v
+}
+
+// later says what the runs after a value made of its verdict ("" when
+// nothing).
+func later(v regress.Verdict) string {
+	switch {
+	case v.ConfirmedBy != "":
+		return string(v.Status) + ": confirmed by " + v.ConfirmedBy
+	case v.Spike:
+		return "spike: the next run did not confirm it"
+	}
+	return ""
+}
+
+// seriesPage writes a series' page and trend figure.
+func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
+	id := ser[0].SeriesID
+	k := ser[0].Key
+	name := seriesFile(id)
+	changes, err := b.h.ChangePoints(id)
+	if err != nil {
+		return seriesLink{}, err
+	}
+	values := history.Values(pointsOf(ser), changes[id])
+	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: b.o.Rule}
+	var nights []nightView
+	for i, j := range ser {
+		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
+			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
+		v := AsReported(j.Verdict)
+		n := nightView{At: j.Date, JobID: j.JobID, JobPage: "../jobs/" + b.jobPage(j.JobID), Host: j.Host, MedianMS: j.MedianMS,
+			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: summary.JudgedOn(v), Status: string(v.Status),
+			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint}
+		if n.Host == "" {
+			n.Host = j.Address
+		}
+		if v.Median > 0 {
+			n.Baseline = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
+			n.Change = fmt.Sprintf("%+.1f%%", 100*v.Change)
+		}
+		nights = append(nights, n)
+	}
+	base := strings.TrimSuffix(name, ".html")
+	fig, err := plot.TrendFigure(t, filepath.Join(b.o.Dir, "series"), "trend-"+base)
+	figErr := ""
+	if err != nil {
+		figErr = err.Error()
+	}
+	// Newest first: the night a reader looks for is the last one.
+	for i, j := 0, len(nights)-1; i < j; i, j = i+1, j-1 {
+		nights[i], nights[j] = nights[j], nights[i]
+	}
+	last := AsReported(ser[len(ser)-1].Verdict)
+	title := fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case)
+	data := map[string]any{
+		"Root": "../", "Title": title, "Key": k, "Machine": machine(k), "Nights": nights, "Rule": ruleText(b.o.Rule),
+		"PNG": filepath.Base(fig.PNG), "SVG": filepath.Base(fig.SVG), "FigureError": figErr,
+		"Advice": neverConverged(ser), "Changes": changes[id],
+	}
+	if err := b.render("series/"+name, "series.html", data); err != nil {
+		return seriesLink{}, err
+	}
+	b.pages = append(b.pages, Page{Path: "series/" + name, Kind: "series", Title: title})
+	return seriesLink{Page: "series/" + name, Implementation: k.Implementation, Case: k.Case, Machine: machine(k), Status: string(last.Status)}, nil
+}
+
+func neverConverged(ser []history.Judged) string {
+	if !ser[len(ser)-1].Verdict.NeverConverged {
+		return ""
+	}
+	return summary.ConvergenceAdvice(nil, 1)
+}
+
+// provenance is a row of a job's "where it ran" table.
+type provenance struct{ Name, Value string }
+
+type criterionView struct {
+	Name, Kind, Value, Threshold, Outcome, Class, Expect, Detail string
+}
+
+type figureView struct{ Title, PNG, SVG string }
+
+// jobPageFor writes the page of run r (its judged points, as that night).
+func (b *builder) jobPageFor(r history.Run, judged []history.Judged) error {
+	name := b.jobPage(r.JobID)
+	res := b.results(r)
+	data := map[string]any{"Root": "../", "Title": r.Experiment + " · job " + r.JobID, "Run": r, "Rule": ruleText(b.o.Rule)}
+	var points []pointView
+	for _, j := range judged {
+		if j.RunID != r.ID {
+			continue
+		}
+		j.Verdict = AsReported(j.Verdict)
+		points = append(points, pointOf(j, "../series/"+seriesFile(j.SeriesID)))
+	}
+	data["Points"] = points
+	if res != nil {
+		data["Results"] = res
+		data["Provenance"] = provenanceOf(r, res)
+		data["Outcome"], data["OutcomeClass"] = outcomeText(res)
+		var table bytes.Buffer
+		if err := report.TextWith(&table, res, report.TextOptions{}); err != nil {
+			return err
+		}
+		data["Table"] = table.String()
+		data["Criteria"] = criteriaOf(res)
+		data["Error"] = termsafe.String(res.Error)
+		var warns []string
+		for _, w := range res.Warnings {
+			warns = append(warns, termsafe.String(w.Message))
+		}
+		data["Warnings"] = warns
+		figs, ferr := b.figures(res, strings.TrimSuffix(name, ".html"))
+		data["Figures"], data["FigureError"] = figs, ferr
+	} else {
+		data["Provenance"] = provenanceOf(r, nil)
+	}
+	if err := b.render("jobs/"+name, "job.html", data); err != nil {
+		return err
+	}
+	b.pages = append(b.pages, Page{Path: "jobs/" + name, Kind: "job", Title: r.Experiment + " · job " + r.JobID})
+	return nil
+}
+
+// figures draws a job's sweep and roofline into jobs/<base>/, and says
+// why where it cannot.
+func (b *builder) figures(res *result.Results, base string) ([]figureView, string) {
+	dir := filepath.Join(b.o.Dir, "jobs", base)
+	figs, err := plot.Sweep(res, dir)
+	var why []string
+	if err != nil {
+		why = append(why, err.Error())
+	}
+	if roof, err := plot.Roofline(res, dir); err == nil {
+		figs = append(figs, roof)
+	} else if !errors.Is(err, plot.ErrNoRoofline) {
+		why = append(why, err.Error())
+	}
+	var out []figureView
+	for _, f := range figs {
+		title, _, _ := strings.Cut(f.Title, "\n")
+		out = append(out, figureView{Title: title, PNG: base + "/" + filepath.Base(f.PNG), SVG: base + "/" + filepath.Base(f.SVG)})
+	}
+	return out, termsafe.String(strings.Join(why, "; "))
+}
+
+func provenanceOf(r history.Run, res *result.Results) []provenance {
+	var out []provenance
+	add := func(name, value string) {
+		if value != "" {
+			out = append(out, provenance{name, termsafe.String(value)})
+		}
+	}
+	add("job", r.JobID)
+	add("started", r.At.UTC().Format(time.RFC3339))
+	add("status", r.Status)
+	add("host", r.Host)
+	add("reached at", r.Address)
+	if r.Source != history.SourceStore {
+		add("imported from", r.Source)
+	}
+	if res == nil {
+		add("GPU", r.GPU)
+		add("GPU UUID", r.GPUUUID)
+		return out
+	}
+	e := res.Env
+	if res.FinishedAt != nil {
+		add("finished", res.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	add("mode", res.Mode)
+	for _, g := range e.GPUs {
+		v := g.Name
+		if g.UUID != "" {
+			v += " (" + g.UUID + ")"
+		}
+		if g.Before != nil && g.Before.MaxSMClockMHz > 0 {
+			v += fmt.Sprintf(", max SM clock %d MHz", g.Before.MaxSMClockMHz)
+		}
+		if g.Before != nil && g.Before.PowerLimitW > 0 {
+			v += fmt.Sprintf(", power limit %.0f W", g.Before.PowerLimitW)
+		}
+		add(fmt.Sprintf("GPU %d", g.Index), v)
+	}
+	add("CPU", e.CPU)
+	add("driver", e.Driver)
+	add("CUDA runtime", e.CUDARuntime)
+	add("Python", e.Python)
+	add("PyTorch", e.Torch)
+	add("Triton", e.Triton)
+	add("NumPy", e.Numpy)
+	if e.OS != "" || e.Arch != "" {
+		add("OS", strings.TrimSpace(e.OS+" "+e.Arch))
+	}
+	commit := e.GitCommit
+	if commit != "" && e.GitDirty {
+		commit += " (the experiment's files differed from it)"
+	}
+	add("git commit", commit)
+	add("image", res.Image.Ref)
+	add("image digest", res.Image.Digest)
+	add("code hash", res.Image.CodeHash)
+	add("spec hash", res.SpecHash)
+	add("xrun client", res.ClientVersion)
+	add("xrun runner", res.RunnerVersion)
+	return out
+}
+
+func criteriaOf(res *result.Results) []criterionView {
+	var out []criterionView
+	for _, c := range res.Criteria {
+		v := criterionView{Name: termsafe.String(c.Name), Kind: c.Kind, Value: fmt.Sprintf("%.4g", c.Value),
+			Threshold: fmt.Sprintf("%.4g", c.Threshold), Expect: c.Expect, Detail: termsafe.String(c.Detail)}
+		switch {
+		case c.NotEvaluated:
+			v.Outcome, v.Class = "not evaluated", "noisy"
+		case c.Skipped:
+			v.Outcome, v.Class = "skipped", "insufficient"
+		case c.Passed:
+			v.Outcome, v.Class = "passed", "stable"
+		default:
+			v.Outcome, v.Class = "failed", "regressed"
+		}
+		if c.Expect == result.ExpectFail && !c.Passed && !c.Skipped && !c.NotEvaluated {
+			v.Outcome, v.Class = "failed, as declared", "insufficient"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// outcomeText says how a run came out against its declared outcome, and
+// the class that colours it.
+func outcomeText(res *result.Results) (string, string) {
+	o := analyze.ExpectedOutcome(res)
+	switch {
+	case o.Expected:
+		return res.Status + ", as the experiment declares", "stable"
+	case len(o.Worse) > 0:
+		return res.Status + ", worse than declared: " + termsafe.String(strings.Join(o.Worse, "; ")), "regressed"
+	}
+	return res.Status + ", changed from the declared one: " + termsafe.String(strings.Join(o.Better, "; ")), "suspect"
+}
+
+// results returns r's results.json, nil when not at hand.
+func (b *builder) results(r history.Run) *result.Results {
+	if b.o.Results == nil {
+		return nil
+	}
+	return b.o.Results(r)
+}
+
+// jobPage is the base name of a job's page: its id where that is a safe
+// file name, else the safe part with a hash of the id.
+func (b *builder) jobPage(id string) string {
+	if f, ok := b.jobFiles[id]; ok {
+		return f
+	}
+	name := plot.FileName(id)
+	if name != id || name == "" || b.usedJobs[strings.ToLower(name)] {
+		sum := sha256.Sum256([]byte(id))
+		name = strings.Trim(name+"-"+hex.EncodeToString(sum[:4]), "-")
+	}
+	b.usedJobs[strings.ToLower(name)] = true
+	b.jobFiles[id] = name + ".html"
+	return name + ".html"
+}
+
+func seriesFile(id int64) string { return fmt.Sprintf("%d.html", id) }
+
+// render executes template tmpl with data into the site's path.
+func (b *builder) render(path, tmpl string, data map[string]any) error {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, tmpl, data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return writeFile(filepath.Join(b.o.Dir, filepath.FromSlash(path)), buf.Bytes())
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	return nil
+}
+
+// ErrNotSite is returned for a directory that is neither empty nor a
+// site Build wrote: Build replaces a site it wrote, nothing else.
+var ErrNotSite = errors.New("is not empty and holds no site of xrun report (index.html, style.css, series/, jobs/): give a new or empty directory")
+
+// clear empties dir of the site an earlier Build wrote there, so that a
+// job or series gone from the history leaves no page behind; a directory
+// that holds anything else is refused.
+func clear(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	ours := map[string]bool{"index.html": true, "style.css": true, "series": true, "jobs": true}
+	hasIndex := false
+	for _, e := range entries {
+		if !ours[e.Name()] {
+			return fmt.Errorf("%s %w", dir, ErrNotSite)
+		}
+		hasIndex = hasIndex || e.Name() == "index.html"
+	}
+	if len(entries) > 0 && !hasIndex {
+		return fmt.Errorf("%s %w", dir, ErrNotSite)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("write the site: %w", err)
+		}
+	}
+	return nil
+}
+
+// latestRuns is the latest run of each kind of machine (GPU model) and
+// host, as xrun regress picks them, oldest first.
+func latestRuns(runs []history.Run) []history.Run {
+	latest := map[string]history.Run{}
+	var order []string
+	for _, r := range runs {
+		k := r.GPU + "\x00" + r.Host + "\x00" + r.Address
+		if _, ok := latest[k]; !ok {
+			order = append(order, k)
+		}
+		latest[k] = r
+	}
+	out := make([]history.Run, 0, len(order))
+	for _, k := range order {
+		out = append(out, latest[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+func lastRunOf(runs []history.Run, id string) history.Run {
+	var last history.Run
+	for _, r := range runs {
+		if r.JobID == id {
+			last = r
+		}
+	}
+	return last
+}
+
+func latestAt(runs []history.Run) time.Time {
+	var t time.Time
+	for _, r := range runs {
+		if r.At.After(t) {
+			t = r.At
+		}
+	}
+	return t
+}
+
+func judgedSeries(judged []history.Judged) [][]history.Judged {
+	var out [][]history.Judged
+	for i := 0; i < len(judged); {
+		j := i
+		for j < len(judged) && judged[j].SeriesID == judged[i].SeriesID {
+			j++
+		}
+		out = append(out, judged[i:j])
+		i = j
+	}
+	return out
+}
+
+func pointsOf(js []history.Judged) []history.Point {
+	out := make([]history.Point, len(js))
+	for i, j := range js {
+		out[i] = j.Point
+	}
+	return out
+}
+
+// machine describes a series' kind of machine.
+func machine(k history.Key) string {
+	parts := []string{k.GPU}
+	if k.Driver != "" {
+		parts = append(parts, "driver "+k.Driver)
+	}
+	if k.CUDA != "" {
+		parts = append(parts, "CUDA "+k.CUDA)
+	}
+	if k.Stack != "" {
+		parts = append(parts, k.Stack)
+	}
+	if k.ClockPolicy != "" {
+		parts = append(parts, k.ClockPolicy)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ruleText(ru regress.Rule) string {
+	return fmt.Sprintf("the last %d accepted runs at most, at least %d; suspect beyond %g robust σ and %g %% of the baseline's median; confirmed by the next run",
+		ru.Window, ru.MinHistory, ru.Score, 100*ru.Floor)
+}
+
+// statusClass is the CSS class of a status word.
+func statusClass(s string) string {
+	switch regress.Status(s) {
+	case regress.Regressed, regress.Errored:
+		return "regressed"
+	case regress.Suspect:
+		return "suspect"
+	case regress.Improved:
+		return "improved"
+	case regress.Stable:
+		return "stable"
+	}
+	return "insufficient"
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
