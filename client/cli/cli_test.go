@@ -1301,3 +1301,41 @@ func TestWaitShowsProgress(t *testing.T) {
 		t.Errorf("wait's stderr:\n%s", e)
 	}
 }
+
+// ps --filter keeps the jobs every KEY=VALUE holds for, --format prints
+// each through a template, and the table has each job's DURATION.
+func TestPsFilterFormatDuration(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ctx := context.Background()
+	ta.fake.Behave = succeed(t)
+	if code := ta.run(ctx, "submit", "--cpu", "--no-standby", dir); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, ta.err)
+	}
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Exit: 2} }
+	if code := ta.run(ctx, "submit", "--cpu", "--no-standby", dir); code != ExitFailed {
+		t.Fatalf("failing submit: exit %d: %s", code, ta.err)
+	}
+	st, _ := ta.Store()
+	list, _ := st.List()
+	var failed string
+	for _, j := range list {
+		if j.Status == result.StatusFailed {
+			failed = j.ID
+		}
+	}
+	if code := ta.run(ctx, "ps", "-a", "-q", "--filter", "status=failed", "--filter", "experiment=my-kernel"); code != 0 || strings.TrimSpace(ta.out.String()) != failed {
+		t.Errorf("--filter status=failed: exit %d, %q (want %s)", code, ta.out, failed)
+	}
+	if code := ta.run(ctx, "ps", "-a", "--format", "{{.ID}}:{{.Status}}", "--filter", "status=failed"); code != 0 || strings.TrimSpace(ta.out.String()) != failed+":failed" {
+		t.Errorf("--format: exit %d, %q", code, ta.out)
+	}
+	if code := ta.run(ctx, "ps", "-a"); code != 0 || !strings.Contains(ta.out.String(), "DURATION") || strings.Count(ta.out.String(), "\n") != 3 {
+		t.Errorf("ps -a: exit %d\n%s", code, ta.out)
+	}
+	for _, bad := range [][]string{{"--filter", "colour=red"}, {"--format", "{{.Nope"}} {
+		if code := ta.run(ctx, append([]string{"ps", "-a"}, bad...)...); code != ExitUsage {
+			t.Errorf("ps %v: exit %d, want %d: %s", bad, code, ExitUsage, ta.err)
+		}
+	}
+}

@@ -3,12 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"text/template"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
 type psOptions struct {
@@ -18,6 +24,62 @@ type psOptions struct {
 	all   bool
 	json  bool
 	quiet bool
+	// filters are --filter KEY=VALUE, every one of which a job matches;
+	// format is --format's template.
+	filters []string
+	format  string
+}
+
+// psFilterKeys are the fields --filter matches, as ps shows them.
+var psFilterKeys = map[string]func(j *jobs.Job) string{
+	"status":     func(j *jobs.Job) string { return j.Status },
+	"experiment": func(j *jobs.Job) string { return j.Experiment },
+	"owner":      func(j *jobs.Job) string { return j.Owner },
+	"host":       func(j *jobs.Job) string { return j.Host },
+	"gpus":       func(j *jobs.Job) string { return j.GPUs },
+}
+
+// psFilter is the filters as a test of a job, or a usage error.
+func psFilter(filters []string) (func(j *jobs.Job) bool, error) {
+	type cond struct {
+		get  func(j *jobs.Job) string
+		want string
+	}
+	var conds []cond
+	for _, f := range filters {
+		k, v, ok := strings.Cut(f, "=")
+		get := psFilterKeys[k]
+		if !ok || get == nil {
+			keys := slices.Sorted(maps.Keys(psFilterKeys))
+			return nil, usageError("--filter %q: give KEY=VALUE with KEY one of %s", f, strings.Join(keys, ", "))
+		}
+		conds = append(conds, cond{get, v})
+	}
+	return func(j *jobs.Job) bool {
+		for _, c := range conds {
+			if c.get(j) != c.want {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// jobDuration is how long job j ran (or has run, until now): from its
+// hand-over or start to its end.
+func jobDuration(j *jobs.Job, now time.Time) string {
+	from := j.Created
+	if j.Started != nil {
+		from = *j.Started
+	}
+	to := now
+	if j.Finished != nil {
+		to = *j.Finished
+	}
+	if from.IsZero() || to.Before(from) {
+		return "-"
+	}
+	return numfmt.Duration(to.Sub(from).Round(time.Second))
 }
 
 func newPsCommand(a *App) *cli.Command {
@@ -31,18 +93,26 @@ cancel take its id, recording it in this store). State is read from the host; a
 host that cannot be reached is an error (exit 4), not an empty list. A record
 that cannot be read is listed as unreadable, naming its file (xrun rm -f removes it).
 
+DURATION runs from the job's start (or the hand-over to a standby) to its end,
+or to now for a running job.
+
 Examples:
   xrun ps
+  xrun ps --all --filter status=failed --filter experiment=my-kernel
+  xrun ps --all --format '{{.ID}} {{.Experiment}} {{.Status}}'
   xrun ps --all --json | jq -r '.[] | select(.status=="failed") | .id'`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "list finished jobs too", Destination: &o.all},
 			&cli.BoolFlag{Name: "json", Usage: "print the jobs as a JSON array", Destination: &o.json},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print the job ids alone, one a line (xrun rm $(xrun ps -a -q))", Destination: &o.quiet},
+			&cli.StringSliceFlag{Name: "filter", Usage: "only jobs whose `KEY=VALUE` holds: status, experiment, owner, host or gpus (repeat: every one must hold)"},
+			&cli.StringFlag{Name: "format", Usage: "print each job with this Go `TEMPLATE` over its record (the fields of ps --json by their Go names: .ID, .Experiment, .Status, .Owner, .Host, .GPUs, .Created)", Destination: &o.format},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usageError("ps takes no arguments")
 			}
+			o.filters = c.StringSlice("filter")
 			o.host.MoveContextToKube()
 			o.hosts = c.StringSlice("host")
 			if len(o.hosts) > 0 {
@@ -65,9 +135,35 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 			sels = append(sels, backends.Selection{Host: h})
 		}
 	}
-	shown, err := m.List(ctx, sels, o.all, func(msg string) { fmt.Fprintf(a.Err, "warning: %s\n", msg) })
+	keep, err := psFilter(o.filters)
 	if err != nil {
 		return err
+	}
+	var tmpl *template.Template
+	if o.format != "" {
+		if tmpl, err = template.New("format").Option("missingkey=error").Parse(o.format); err != nil {
+			return usageError("--format: %v", err)
+		}
+	}
+	listed, err := m.List(ctx, sels, o.all, func(msg string) { fmt.Fprintf(a.Err, "warning: %s\n", msg) })
+	if err != nil {
+		return err
+	}
+	shown := listed[:0]
+	for _, j := range listed {
+		if keep(j) {
+			shown = append(shown, j)
+		}
+	}
+	if tmpl != nil {
+		for _, j := range shown {
+			var b strings.Builder
+			if err := tmpl.Execute(&b, j); err != nil {
+				return usageError("--format: %v", err)
+			}
+			fmt.Fprintln(a.Out, b.String())
+		}
+		return nil
 	}
 	if o.quiet {
 		for _, j := range shown {
@@ -87,14 +183,14 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tOWNER\tGPUS\tHOST\tCREATED\tIMAGE")
+	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tOWNER\tGPUS\tHOST\tCREATED\tDURATION\tIMAGE")
 	now := time.Now()
 	for _, j := range shown {
 		owner := j.Owner
 		if owner == "" {
 			owner = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, render.Ago(j.Created, now), j.ImageRef)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, render.Ago(j.Created, now), jobDuration(j, now), j.ImageRef)
 	}
 	return tw.Flush()
 }
