@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/dockerfile"

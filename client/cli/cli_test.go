@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/engine"

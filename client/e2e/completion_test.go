@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // The completion scripts work in the shells themselves: bash completes

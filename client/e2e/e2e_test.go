@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"

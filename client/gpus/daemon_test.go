@@ -16,7 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/testhosts"
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // TestConcurrentSubmits runs 20 submits at once against one real daemon

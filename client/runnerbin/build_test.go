@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 func TestSelf(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 func TestNormalizePlatform(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // The site in a real browser: Debian's chromium, headless.

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 // WriteScript writes the launcher and the whole package, readable by a

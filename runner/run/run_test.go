@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/testenv"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // testUser is a uid no process of this machine uses.

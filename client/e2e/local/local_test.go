@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/testenv"
 )
 
 var (

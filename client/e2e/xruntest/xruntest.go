@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/testenv"
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
