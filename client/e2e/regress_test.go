@@ -15,8 +15,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/client/regress/summary"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 

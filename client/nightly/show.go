@@ -13,9 +13,9 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/client/regress/summary"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 

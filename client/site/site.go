@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/client/regress/summary"
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/report"
