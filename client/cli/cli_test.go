@@ -19,12 +19,12 @@ import (
 	"github.com/xrun-dev/xrun/runner/contract"
 
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -921,7 +921,7 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 		for _, c := range ta.fake.Made() {
 			s = c.Spec
 		}
-		if s.PidsLimit != submit.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
+		if s.PidsLimit != build.DefaultPidsLimit || s.MemoryBytes != 48<<30 || !s.NetworkDisabled {
 			t.Errorf("root %v: pids %d, memory %d, network disabled %v", root, s.PidsLimit, s.MemoryBytes, s.NetworkDisabled)
 		}
 		// Unprivileged: the runner starts as root with the capabilities to
@@ -1138,7 +1138,7 @@ func TestSubmitBuildIsALinePerStep(t *testing.T) {
 			}
 			st, _ := ta.Store()
 			list, _ := st.List()
-			data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), submit.BuildLogFile))
+			data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), build.BuildLogFile))
 			if err != nil || string(data) != strings.Join(classicBuild, "\n")+"\n" {
 				t.Errorf("build.log (%v):\n%s", err, data)
 			}

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -20,7 +20,7 @@ const CacheVolumePrefix = "xrun-cache-"
 // caches per node (kube.CachePath), and a node's GPUs are of one model
 // as a rule; gpu_type keeps the caches of the GPU models it names apart
 // also on a node that has two.
-func clusterGPUModel(p *submit.Prepared) string {
+func clusterGPUModel(p *build.Prepared) string {
 	switch {
 	case p.GPUs == nil:
 		return "cpu"
@@ -42,7 +42,7 @@ func clusterGPUModel(p *submit.Prepared) string {
 // user lacks) cannot plant compiled kernels in them. Triton,
 // TorchInductor and torch's extension builds write their entries
 // atomically and lock what they build, so two jobs may share one at once.
-func cacheVolume(ctx context.Context, e engine.Engine, p *submit.Prepared, gpuModel, owner string, root bool) (string, map[string]string) {
+func cacheVolume(ctx context.Context, e engine.Engine, p *build.Prepared, gpuModel, owner string, root bool) (string, map[string]string) {
 	base := ""
 	if cfg, err := e.ImageConfig(ctx, p.ImageRef); err == nil {
 		base = cfg.Labels[contract.LabelBaseID]

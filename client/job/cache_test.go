@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -24,12 +24,12 @@ func (e baseEngine) ImageConfig(context.Context, string) (engine.ImageConfig, er
 // A cluster job's cache key holds what is known before scheduling: CPU or
 // GPU, and the spec's gpu_type; two bases or two gpu_types never share.
 func TestClusterCacheKey(t *testing.T) {
-	prepared := func(gpus *backend.GPUs, gpuType string) *submit.Prepared {
-		return &submit.Prepared{Spec: &spec.Spec{Name: "softmax", Resources: spec.Resources{GPUType: gpuType}}, GPUs: gpus, ImageRef: "xrun/softmax:1"}
+	prepared := func(gpus *backend.GPUs, gpuType string) *build.Prepared {
+		return &build.Prepared{Spec: &spec.Spec{Name: "softmax", Resources: spec.Resources{GPUType: gpuType}}, GPUs: gpus, ImageRef: "xrun/softmax:1"}
 	}
 	one := &backend.GPUs{Count: 1}
 	for _, tc := range []struct {
-		p    *submit.Prepared
+		p    *build.Prepared
 		want string
 	}{
 		{prepared(nil, ""), "cpu"},
@@ -62,7 +62,7 @@ func TestClusterCacheKey(t *testing.T) {
 // volume says whose it is and at which trust level.
 func TestCacheKeyPerOwnerAndTrust(t *testing.T) {
 	ctx := context.Background()
-	p := &submit.Prepared{Spec: &spec.Spec{Name: "softmax"}, ImageRef: "xrun/softmax:1"}
+	p := &build.Prepared{Spec: &spec.Spec{Name: "softmax"}, ImageRef: "xrun/softmax:1"}
 	e := baseEngine{base: "sha256:a"}
 	names := map[string]string{}
 	for _, k := range []struct {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/local"
+	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -82,7 +82,7 @@ func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 	}
 	return LocalRequest{Backend: b, Record: rec, Spec: func(j *jobs.Job) backend.Spec {
 		argv := local.Command(exe, dir, absOut, a.CPU, a.Python, j.ID)
-		return backend.Spec{Name: submit.JobName(s.Name, j.ID), Command: argv, OutDir: absOut}
+		return backend.Spec{Name: build.JobName(s.Name, j.ID), Command: argv, OutDir: absOut}
 	}}, out, nil
 }
 

@@ -13,9 +13,9 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
-	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -98,7 +98,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if err != nil {
 		return r, err
 	}
-	so := submit.Options{Dir: a.Dir, GPUs: a.GPUs, CPU: a.CPU, Timeout: a.Timeout, Base: a.Base, NoCache: a.NoCache, Verbose: a.Verbose, Labels: labels}
+	so := build.Options{Dir: a.Dir, GPUs: a.GPUs, CPU: a.CPU, Timeout: a.Timeout, Base: a.Base, NoCache: a.NoCache, Verbose: a.Verbose, Labels: labels}
 	if a.Profile != "" {
 		if _, err := profile.Parse(a.Profile); err != nil {
 			return r, exit.Usagef("--profile %q: %v", a.Profile, err)
@@ -113,7 +113,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.Where.K8s && a.Network != "default" {
 		return r, exit.Usagef("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", a.Network)
 	}
-	p, err := submit.Load(so)
+	p, err := build.Load(so)
 	if err != nil {
 		return r, err
 	}
@@ -131,7 +131,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.Retune {
 		env = append(env, contract.EnvRetune+"=1")
 	}
-	jo := submit.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none", CacheLimit: contract.DefaultCacheLimit}
+	jo := build.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none", CacheLimit: contract.DefaultCacheLimit}
 	if a.CacheLimit != "" {
 		if jo.CacheLimit, err = units.RAMInBytes(a.CacheLimit); err != nil || jo.CacheLimit < 0 {
 			return r, exit.Usagef("--cache-limit %q: give a size (10GiB, 512MiB; 0 for none)", a.CacheLimit)

@@ -12,10 +12,10 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
-	"github.com/xrun-dev/xrun/client/submit"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -24,16 +24,16 @@ import (
 // SubmitRequest is a submit the command line has validated: the loaded
 // experiment, where it runs, and how.
 type SubmitRequest struct {
-	// Prepared is the loaded spec (submit.Load) and Build what to build.
-	Prepared *submit.Prepared
-	Build    submit.Options
+	// Prepared is the loaded spec (build.Load) and Build what to build.
+	Prepared *build.Prepared
+	Build    build.Options
 	// Where picks the Docker host (and with K8s the cluster; the image is
 	// then built on the Docker host and pushed to Registry).
 	Where      backends.Selection
 	Registry   string
 	PullSecret string
 	// Job is how the container runs (environment, root, network, token).
-	Job submit.JobOptions
+	Job build.JobOptions
 	// Detach returns once the job runs; otherwise the job is followed
 	// to its end (Attach).
 	Detach bool
@@ -116,7 +116,7 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if runnerFor == nil {
 		runnerFor = runnerbin.For
 	}
-	builder := &submit.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
+	builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
 	if err := builder.Build(ctx, p, r.Build); err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	}
 	s.stage = recorded
 	if len(p.BuildLog) > 0 {
-		if err := m.Store.WriteFile(s.j.ID, submit.BuildLogFile, p.BuildLog); err != nil {
+		if err := m.Store.WriteFile(s.j.ID, build.BuildLogFile, p.BuildLog); err != nil {
 			fmt.Fprintf(m.Err, "warning: keep the build log: %v\n", err)
 		}
 	}
@@ -345,7 +345,7 @@ func interruptedBeforeJob(ctx context.Context, err error) error {
 }
 
 // newRecord is the record of a job about to be created from p on where.
-func newRecord(p *submit.Prepared, where, dir string) *jobs.Job {
+func newRecord(p *build.Prepared, where, dir string) *jobs.Job {
 	j := &jobs.Job{
 		Host:       where,
 		Experiment: p.Spec.Name,

@@ -1,10 +1,10 @@
-// Package submit turns an experiment directory into a job that a backend
+// Package build turns an experiment directory into a job that a backend
 // can run: it loads and checks the spec, collects the code, builds the job
 // image on a Docker engine (skipped when one with the same content hash is
 // there) and assembles the job's spec (labels, environment, limits). The
 // image holds everything but the code, which goes into the job beside it,
 // so a code edit costs no build.
-package submit
+package build
 
 import (
 	"archive/tar"
