@@ -18,7 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
@@ -45,7 +45,7 @@ type App struct {
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 	// Connect makes the engine for a host selection; tests replace it.
-	Connect backends.Connector
+	Connect connect.Connector
 	// RunnerFor returns the runner binary for the daemon's platform
 	// (nil: client/runnerbin's, which job.Manager uses); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
@@ -58,7 +58,7 @@ type App struct {
 	Trace bool
 
 	mu       sync.Mutex
-	backends *backends.Set
+	backends *connect.Set
 	store    *jobs.Store
 	hist     *nightly.History
 	// onJob, when set, gets the job record as soon as submit creates it
@@ -84,11 +84,11 @@ func NewApp(out, errw io.Writer, getenv func(string) string) *App {
 
 // Backends returns the set of engines and clusters this invocation
 // talks to.
-func (a *App) Backends() *backends.Set {
+func (a *App) Backends() *connect.Set {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.backends == nil {
-		a.backends = &backends.Set{Getenv: a.Getenv, Connect: a.Connect, KubeLog: a.Err}
+		a.backends = &connect.Set{Getenv: a.Getenv, Connect: a.Connect, KubeLog: a.Err}
 		// Jobs run on this machine without a container keep their
 		// directories beside the job store (client/backend/local).
 		if root, err := a.storeRoot(); err == nil {
@@ -329,7 +329,7 @@ func (a *App) report(err error) int {
 }
 
 // hostFlags are --host and --context, for commands that pick a daemon.
-func hostFlags(sel *backends.Selection) []cli.Flag {
+func hostFlags(sel *connect.Selection) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{
 			Name: "host", Aliases: []string{"H"}, EnvVars: []string{"XRUN_HOST"},

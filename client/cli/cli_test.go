@@ -18,8 +18,8 @@ import (
 	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/runner/contract"
 
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/build"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
@@ -792,7 +792,7 @@ func TestBadJobID(t *testing.T) {
 func TestExitCodesOfXrunItself(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	down := func(context.Context, backends.Selection) (engine.Engine, error) {
+	down := func(context.Context, connect.Selection) (engine.Engine, error) {
 		return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
 	}
 	tests := []struct {
@@ -871,7 +871,7 @@ func TestTruncatedRecord(t *testing.T) {
 func TestPsUnreachableDaemon(t *testing.T) {
 	for _, args := range [][]string{{"ps"}, {"ps", "--all", "--json"}, {"ps", "--host", "lab", "--host", "down"}} {
 		ta := newTestApp(t)
-		ta.Connect = func(_ context.Context, sel backends.Selection) (engine.Engine, error) {
+		ta.Connect = func(_ context.Context, sel connect.Selection) (engine.Engine, error) {
 			if sel.Host == "lab" {
 				return ta.fake, nil
 			}
@@ -1038,7 +1038,7 @@ func TestJobOfAnotherStore(t *testing.T) {
 	// A host that cannot be asked: the named one is an error of its own,
 	// the default one leaves the store's answer.
 	down := newTestApp(t)
-	down.Connect = func(context.Context, backends.Selection) (engine.Engine, error) {
+	down.Connect = func(context.Context, connect.Selection) (engine.Engine, error) {
 		return nil, errors.New("cannot reach the Docker daemon at ssh://lab: connection refused")
 	}
 	if code := down.run(ctx, "logs", "--host", "ssh://lab", "0000deadbeef"); code != ExitInfra || !strings.Contains(down.err.String(), "cannot reach") {

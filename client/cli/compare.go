@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/compare"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -129,7 +129,7 @@ func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Re
 	if err != nil {
 		return nil, nil, err
 	}
-	j, err := m.Find(ctx, ref, backends.Selection{})
+	j, err := m.Find(ctx, ref, connect.Selection{})
 	if err != nil {
 		return nil, nil, err
 	}

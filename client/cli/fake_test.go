@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -58,7 +58,7 @@ func newTestApp(t *testing.T) *testApp {
 	a := &App{
 		Out: &out, Err: &errb,
 		Getenv:    func(k string) string { return env[k] },
-		Connect:   func(context.Context, backends.Selection) (engine.Engine, error) { return f, nil },
+		Connect:   func(context.Context, connect.Selection) (engine.Engine, error) { return f, nil },
 		RunnerFor: func(context.Context, string, string, func(string, ...any)) (string, error) { return runner, nil },
 		StoreRoot: t.TempDir(),
 	}

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/compare"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
@@ -39,7 +39,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		var got outcome
 		child.onJob = func(j *jobs.Job) { got.job = j }
 		oh := o
-		oh.Where = backends.Selection{Host: h}
+		oh.Where = connect.Selection{Host: h}
 		err := runSubmit(ctx, child, oh)
 		got.out = out.String()
 		var ee *ExitError

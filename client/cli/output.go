@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
@@ -13,7 +13,7 @@ import (
 // or its start, and where to look for a job this store has no record of
 // (job.Manager.Find).
 type jobRef struct {
-	host backends.Selection
+	host connect.Selection
 	id   string
 }
 

@@ -8,14 +8,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/prune"
 	"github.com/xrun-dev/xrun/client/render"
 )
 
 type pruneOptions struct {
-	host backends.Selection
+	host connect.Selection
 	// registry is the cluster's registry (--k8s).
 	registry  string
 	dryRun    bool

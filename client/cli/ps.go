@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
 type psOptions struct {
-	host backends.Selection
+	host connect.Selection
 	// hosts are every --host given: jobs are listed across them.
 	hosts []string
 	all   bool
@@ -128,11 +128,11 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	if err != nil {
 		return err
 	}
-	sels := []backends.Selection{o.host}
+	sels := []connect.Selection{o.host}
 	if len(o.hosts) > 1 {
 		sels = nil
 		for _, h := range o.hosts {
-			sels = append(sels, backends.Selection{Host: h})
+			sels = append(sels, connect.Selection{Host: h})
 		}
 	}
 	keep, err := psFilter(o.filters)

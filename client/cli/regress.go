@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
@@ -123,7 +123,7 @@ func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, 
 	if job.RanLocally(j) {
 		return a.rerunLocal(ctx, j, env)
 	}
-	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: backends.Selection{Host: j.Host}, CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
+	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: connect.Selection{Host: j.Host}, CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
 	if j.Mode != "cpu" {
 		so.GPUs = sameGPUs(j.GPUs)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/xrun-dev/xrun/runner/contract"
 
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
@@ -74,7 +74,7 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 			a := &App{
 				Out: &out, Err: &errb,
 				Getenv:    func(k string) string { return env[k] },
-				Connect:   func(context.Context, backends.Selection) (engine.Engine, error) { return f, nil },
+				Connect:   func(context.Context, connect.Selection) (engine.Engine, error) { return f, nil },
 				RunnerFor: ta.RunnerFor,
 				StoreRoot: ta.StoreRoot,
 			}
@@ -121,7 +121,7 @@ func TestSubmitBusyGPUs(t *testing.T) {
 	dir := experiment(t, ta)
 	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	ta.setenv(map[string]string{gpus.FakeEnv: "2", "XDG_CACHE_HOME": ta.StoreRoot})
-	ta.Connect = func(context.Context, backends.Selection) (engine.Engine, error) {
+	ta.Connect = func(context.Context, connect.Selection) (engine.Engine, error) {
 		return ta.fake, nil
 	}
 	if code := ta.run(context.Background(), "submit", "-d", "--gpus", "all", dir); code != 0 {
@@ -177,7 +177,7 @@ func TestSubmitFanOut(t *testing.T) {
 	dir := experiment(t, ta)
 	other := enginetest.New()
 	ta.fake.Behave, other.Behave = succeed(t), succeed(t)
-	ta.Connect = func(_ context.Context, sel backends.Selection) (engine.Engine, error) {
+	ta.Connect = func(_ context.Context, sel connect.Selection) (engine.Engine, error) {
 		switch sel.Host {
 		case "lab":
 			return named{ta.fake, "lab"}, nil

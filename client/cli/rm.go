@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
@@ -15,7 +15,7 @@ import (
 type rmOptions struct {
 	// host is where to look for jobs this store has no record of (ps
 	// lists those from the host's containers).
-	host  backends.Selection
+	host  connect.Selection
 	jobs  []string
 	force bool
 	keep  bool

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
@@ -36,7 +36,7 @@ func (m *Manager) Resolve(ref string) (*jobs.Job, error) {
 // XDG_DATA_HOME, known from its container's labels). A job found there is
 // adopted: it gets a record in this store, so that status, logs, results,
 // wait and cancel follow it as they follow the store's own.
-func (m *Manager) Find(ctx context.Context, ref string, sel backends.Selection) (*jobs.Job, error) {
+func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (*jobs.Job, error) {
 	j, err := m.Resolve(ref)
 	var nf *jobs.NotFoundError
 	if err == nil || !errors.As(err, &nf) || nf.Malformed {
@@ -123,7 +123,7 @@ func Unrecorded(l backend.Listed) *jobs.Job {
 // with all, else those that have not ended. Every host asked must answer:
 // a listing without one would read as "no jobs there". Records that
 // cannot be read are listed as unreadable, and warn names their files.
-func (m *Manager) List(ctx context.Context, sels []backends.Selection, all bool, warn func(string)) ([]*jobs.Job, error) {
+func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, warn func(string)) ([]*jobs.Job, error) {
 	var bs []backend.Backend
 	for _, sel := range sels {
 		b, err := m.Backends.Selected(ctx, sel)

@@ -19,14 +19,14 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/jobs"
 )
 
 // Manager runs and follows the jobs of one job store.
 type Manager struct {
 	Store    *jobs.Store
-	Backends *backends.Set
+	Backends *connect.Set
 	// Err receives progress and warnings (stderr); a submit's job log
 	// too while it is attached.
 	Err io.Writer

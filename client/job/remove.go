@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backends"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -18,7 +18,7 @@ type RemoveOptions struct {
 	// Where is where to look for a job this store has no record of (ps
 	// lists those from a host's containers), and for the container of a
 	// record that cannot be read.
-	Where backends.Selection
+	Where connect.Selection
 	// Force removes a running job too (and a record that cannot be read).
 	Force bool
 	// KeepRecord removes the container alone.
@@ -83,7 +83,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (stri
 // host was in that record, so its containers are looked for, by the job
 // label, on the host sel names (--host, --context, --k8s; else the
 // default), and the user is told where.
-func (m *Manager) removeUnreadable(ctx context.Context, re *jobs.RecordError, sel backends.Selection) error {
+func (m *Manager) removeUnreadable(ctx context.Context, re *jobs.RecordError, sel connect.Selection) error {
 	b, err := m.Backends.Selected(ctx, sel)
 	if err == nil {
 		_, err = RemoveListed(ctx, b, re.ID, true, func(id string) bool { return id == re.ID })

@@ -12,8 +12,8 @@ import (
 
 	"github.com/docker/go-units"
 
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/build"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -53,7 +53,7 @@ type Args struct {
 	// Dir is the experiment directory.
 	Dir string
 	// Where picks the Docker host, or with K8s the cluster.
-	Where backends.Selection
+	Where connect.Selection
 	// Detach, Queue and Keep are SubmitRequest's.
 	Detach, Queue, Keep bool
 	// GPUs asks for GPUs (a count, device ids, all); CPU runs without.

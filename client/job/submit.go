@@ -11,8 +11,8 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/backend/kube"
-	"github.com/xrun-dev/xrun/client/backends"
 	"github.com/xrun-dev/xrun/client/build"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
@@ -29,7 +29,7 @@ type SubmitRequest struct {
 	Build    build.Options
 	// Where picks the Docker host (and with K8s the cluster; the image is
 	// then built on the Docker host and pushed to Registry).
-	Where      backends.Selection
+	Where      connect.Selection
 	Registry   string
 	PullSecret string
 	// Job is how the container runs (environment, root, network, token).

@@ -1,9 +1,9 @@
-// Package backends picks where a job runs and keeps the connections: a
+// Package connect picks where a job runs and keeps the connections: a
 // Docker host chosen as the docker CLI would (--host, DOCKER_HOST, the
 // docker context; client/hosts) or a Kubernetes cluster's namespace
 // (--k8s; client/backend/kube). One Set serves one xrun invocation, which
 // may talk to several hosts (a fan-out submit, ps across hosts).
-package backends
+package connect
 
 import (
 	"context"
