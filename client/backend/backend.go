@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // ErrNotFound is returned (wrapped) when the backend no longer has the job.
@@ -122,7 +122,7 @@ const CleanupTimeout = 30 * time.Second
 // Backend is a place jobs run. Each method takes the job's record, whose
 // Host, ContainerID and ContainerName the backend set in Create.
 type Backend interface {
-	// Where names the Docker host or cluster as job records do (jobs.Job.Host).
+	// Where names the Docker host or cluster as job records do (store.Job.Host).
 	Where() string
 	// Create makes the job from spec without starting it, with the job's
 	// code in it, and records its handle in j (ContainerID, ContainerName).
@@ -130,28 +130,28 @@ type Backend interface {
 	// create request itself runs to its end under CreateTimeout (one cut
 	// off can still have made the job), and what it made is then removed
 	// under CleanupTimeout, found by the job's label.
-	Create(ctx context.Context, j *jobs.Job, spec Spec) error
+	Create(ctx context.Context, j *store.Job, spec Spec) error
 	// Start starts a created job.
-	Start(ctx context.Context, j *jobs.Job) error
+	Start(ctx context.Context, j *store.Job) error
 	// State reads the job's state; ErrNotFound when the backend no longer has it.
-	State(ctx context.Context, j *jobs.Job) (State, error)
+	State(ctx context.Context, j *store.Job) (State, error)
 	// Wait blocks until the job's runner has exited (or ctx ends) and
 	// returns the state then.
-	Wait(ctx context.Context, j *jobs.Job) (State, error)
+	Wait(ctx context.Context, j *store.Job) (State, error)
 	// Logs writes the job's output until it is done (with Follow, until
 	// the job ends or ctx does).
-	Logs(ctx context.Context, j *jobs.Job, opts LogOptions, stdout, stderr io.Writer) error
+	Logs(ctx context.Context, j *store.Job, opts LogOptions, stdout, stderr io.Writer) error
 	// CopyOut returns a tar of the runner's output directory whose entries
 	// are named out/...; ErrNotFound when the runner wrote none.
-	CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error)
+	CopyOut(ctx context.Context, j *store.Job) (io.ReadCloser, error)
 	// Stop asks the runner to stop (SIGTERM: it writes cancelled results)
 	// and kills it after grace. A backend may delete a job whose runner
 	// has not started instead, as it has nothing to keep: Stop returns
 	// ErrNotStarted then, and State ErrNotFound.
-	Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error
+	Stop(ctx context.Context, j *store.Job, grace time.Duration) error
 	// Remove deletes everything the job left on the backend; force stops
 	// a running job first.
-	Remove(ctx context.Context, j *jobs.Job, force bool) error
+	Remove(ctx context.Context, j *store.Job, force bool) error
 	// List returns the xrun jobs the backend has (finished ones too when
 	// all is set), described from the backend alone: jobs submitted from
 	// other machines show up this way.
@@ -165,7 +165,7 @@ type Backend interface {
 // wrote none). The log is nil only when the job has none, and err says why. The lifecycle uses it in place of Logs then CopyOut, which
 // would read the log twice.
 type Collector interface {
-	Collect(ctx context.Context, j *jobs.Job) (logs []byte, out io.ReadCloser, err error)
+	Collect(ctx context.Context, j *store.Job) (logs []byte, out io.ReadCloser, err error)
 }
 
 // Spec is everything a job is created with.
@@ -216,7 +216,7 @@ type Spec struct {
 // Handler is a Backend that names what runs a job in its own words
 // ("process 4242"), where "container NAME" or "Job NAME" would not fit.
 type Handler interface {
-	Handle(j *jobs.Job) string
+	Handle(j *store.Job) string
 }
 
 // GPUs asks for GPUs: a count, device ids, or all (Count -1).
@@ -268,7 +268,7 @@ func (s State) Finished() bool { return s.Phase == Exited }
 // Listed is a job as a backend's List describes it: the record it would
 // have, and its state.
 type Listed struct {
-	Job   jobs.Job
+	Job   store.Job
 	State State
 }
 

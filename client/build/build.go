@@ -26,8 +26,8 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -211,7 +211,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		Python:     p.Spec.Image.Python,
 		RunnerSrc:  "xrun-runner",
 		Experiment: p.Spec.Name,
-		Labels:     imageLabels(p.Spec, baseID, jobs.CurrentUser(), p.Labels),
+		Labels:     imageLabels(p.Spec, baseID, store.CurrentUser(), p.Labels),
 	})
 	if err != nil {
 		return exit.BadInput(err)
@@ -272,7 +272,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 // with xrun's own rather than as build labels: the classic builder would
 // add them as one more step, rebuilt on every change.
 //
-// The owner (jobs.CurrentUser, as on the job's container) makes an image
+// The owner (store.CurrentUser, as on the job's container) makes an image
 // its builder's: xrun prune removes only its user's images unless
 // --all-users, and two users of one host never share a job image.
 func imageLabels(s *spec.Spec, baseID, owner string, user map[string]string) map[string]string {
@@ -502,7 +502,7 @@ type JobOptions struct {
 
 // JobSpec is the spec job j is created with: the image and code of p, the
 // job's labels and environment, and its limits.
-func (p *Prepared) JobSpec(ctx context.Context, j *jobs.Job, dir string, o JobOptions) backend.Spec {
+func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobOptions) backend.Spec {
 	labels := map[string]string{
 		contract.LabelJob:           j.ID,
 		contract.LabelExperiment:    p.Spec.Name,

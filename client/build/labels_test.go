@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -30,11 +30,11 @@ func TestImageLabelsOwner(t *testing.T) {
 // A job with a cache volume tells its runner the volume's size limit.
 func TestJobSpecCacheLimit(t *testing.T) {
 	p := &Prepared{Spec: &spec.Spec{Name: "k"}, Mode: "cpu", Code: &buildctx.Context{}}
-	s := p.JobSpec(context.Background(), &jobs.Job{ID: "0a", Owner: "me"}, t.TempDir(), JobOptions{CacheVolume: "xrun-cache-k-1", CacheLimit: 1 << 20})
+	s := p.JobSpec(context.Background(), &store.Job{ID: "0a", Owner: "me"}, t.TempDir(), JobOptions{CacheVolume: "xrun-cache-k-1", CacheLimit: 1 << 20})
 	if !slices.Contains(s.Env, contract.EnvCacheLimit+"=1048576") || s.Labels[contract.LabelOwner] != "me" {
 		t.Errorf("env %v, labels %v", s.Env, s.Labels)
 	}
-	s = p.JobSpec(context.Background(), &jobs.Job{ID: "0b"}, t.TempDir(), JobOptions{})
+	s = p.JobSpec(context.Background(), &store.Job{ID: "0b"}, t.TempDir(), JobOptions{})
 	for _, kv := range s.Env {
 		if strings.HasPrefix(kv, contract.EnvCacheLimit+"=") {
 			t.Errorf("a job without a cache volume has %s", kv)

@@ -20,9 +20,9 @@ import (
 
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/suggest"
 )
@@ -49,7 +49,7 @@ type App struct {
 	// RunnerFor returns the runner binary for the daemon's platform
 	// (nil: client/runnerbin's, which job.Manager uses); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
-	// StoreRoot overrides the job store location (default: jobs.DefaultRoot).
+	// StoreRoot overrides the job store location (default: store.DefaultRoot).
 	StoreRoot string
 	// HistoryPath overrides where the results history is (historyPath).
 	HistoryPath string
@@ -59,11 +59,11 @@ type App struct {
 
 	mu       sync.Mutex
 	backends *connect.Set
-	store    *jobs.Store
+	store    *store.Store
 	hist     *nightly.History
 	// onJob, when set, gets the job record as soon as submit creates it
 	// (fan-out learns each host's job this way).
-	onJob func(*jobs.Job)
+	onJob func(*store.Job)
 }
 
 // NewApp returns an App writing to out and errw, reading the process
@@ -108,7 +108,7 @@ func (a *App) Jobs() (*job.Manager, error) {
 }
 
 // Store returns the job store, opening it on first use.
-func (a *App) Store() (*jobs.Store, error) {
+func (a *App) Store() (*store.Store, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.store != nil {
@@ -118,7 +118,7 @@ func (a *App) Store() (*jobs.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := jobs.Open(root)
+	s, err := store.Open(root)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (a *App) storeRoot() (string, error) {
 	if d := a.getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "xrun", "jobs"), nil
 	}
-	return jobs.DefaultRoot()
+	return store.DefaultRoot()
 }
 
 func (a *App) getenv(k string) string {

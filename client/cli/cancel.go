@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 type cancelOptions struct {
@@ -26,12 +26,12 @@ Examples:
   xrun cancel 3fa1` + foundOnHost,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "cancel another user's job too", Destination: &o.force}},
-	}, nil, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+	}, nil, func(ctx context.Context, m *job.Manager, j *store.Job) error {
 		return runCancel(ctx, a, o, m, j)
 	})
 }
 
-func runCancel(ctx context.Context, a *App, o cancelOptions, m *job.Manager, j *jobs.Job) error {
+func runCancel(ctx context.Context, a *App, o cancelOptions, m *job.Manager, j *store.Job) error {
 	if err := job.CheckOwner(j, o.force, "cancel"); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/report"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -125,7 +125,7 @@ func TestSpecWithoutGPUsIsACPUJob(t *testing.T) {
 	if code := ta.run(context.Background(), "submit", "--json", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
-	var j jobs.Job
+	var j store.Job
 	if err := json.Unmarshal(ta.out.Bytes(), &j); err != nil || j.Mode != "cpu" || j.GPUs != "0" {
 		t.Errorf("job %+v (%v): want a CPU job", j, err)
 	}
@@ -176,7 +176,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 	if !strings.HasPrefix(j.ImageRef, "xrun/my-kernel:") || len(j.ImageRef) != len("xrun/my-kernel:")+12 {
 		t.Errorf("image ref %q", j.ImageRef)
 	}
-	for _, f := range []string{jobs.ResultsFile, jobs.LogsFile, "out/runner.log"} {
+	for _, f := range []string{store.ResultsFile, store.LogsFile, "out/runner.log"} {
 		if !st.Has(j.ID, f) {
 			t.Errorf("store lacks %s", f)
 		}
@@ -206,7 +206,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 		}
 	}
 	// stdout is the results table and nothing else; logs went to stderr.
-	r, _ := result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	r, _ := result.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
 	var want bytes.Buffer
 	report.Text(&want, r)
 	if ta.out.String() != want.String() {
@@ -363,7 +363,7 @@ func TestStatusAgreesWithResults(t *testing.T) {
 			if code := ta.run(ctx, "status", "--json", id); code != 0 {
 				t.Fatal(ta.err)
 			}
-			var rec jobs.Job
+			var rec store.Job
 			json.Unmarshal(ta.out.Bytes(), &rec)
 			if rec.Status != tt.status {
 				t.Errorf("record says %s, want %s", rec.Status, tt.status)
@@ -441,7 +441,7 @@ func TestAttachedRemovesContainer(t *testing.T) {
 	if len(list) != 1 || left != 0 || len(ta.fake.Removed) != 1 || standbys != 1 {
 		t.Fatalf("%d jobs, containers left %d, removed %d, standbys %d: want the job's container removed and a standby for the next", len(list), left, len(ta.fake.Removed), standbys)
 	}
-	for _, f := range []string{jobs.ResultsFile, jobs.LogsFile} {
+	for _, f := range []string{store.ResultsFile, store.LogsFile} {
 		if !st.Has(list[0].ID, f) {
 			t.Errorf("store lacks %s", f)
 		}
@@ -704,7 +704,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if code := ta.run(ctx, "ps", "--json"); code != 0 {
 		t.Fatal(ta.err)
 	}
-	var ps []jobs.Job
+	var ps []store.Job
 	if err := json.Unmarshal(ta.out.Bytes(), &ps); err != nil || len(ps) != 1 || ps[0].ID != id || ps[0].Status != "running" {
 		t.Errorf("ps = %s (%v)", ta.out, err)
 	}
@@ -839,11 +839,11 @@ func TestTruncatedRecord(t *testing.T) {
 	}
 	id := strings.TrimSpace(ta.out.String())
 	st, _ := ta.Store()
-	path := filepath.Join(st.Dir(id), jobs.RecordFile)
+	path := filepath.Join(st.Dir(id), store.RecordFile)
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, data[:len(data)/2], 0o644)
 
-	if code := ta.run(ctx, "ps"); code != 0 || !strings.Contains(ta.out.String(), id) || !strings.Contains(ta.out.String(), jobs.StatusUnreadable) || !strings.Contains(ta.err.String(), path) {
+	if code := ta.run(ctx, "ps"); code != 0 || !strings.Contains(ta.out.String(), id) || !strings.Contains(ta.out.String(), store.StatusUnreadable) || !strings.Contains(ta.err.String(), path) {
 		t.Errorf("ps: exit %d\n%s%s", code, ta.out, ta.err)
 	}
 	if code := ta.run(ctx, "status", id); code != ExitInfra || !strings.Contains(ta.err.String(), path) {
@@ -1006,10 +1006,10 @@ func TestJobOfAnotherStore(t *testing.T) {
 		t.Fatalf("status from another store: exit %d, %s", code, other.err)
 	}
 	var s job.Status
-	if err := json.Unmarshal(other.out.Bytes(), &s); err != nil || s.ID != id || s.Status != jobs.StatusRunning || s.Container == nil {
+	if err := json.Unmarshal(other.out.Bytes(), &s); err != nil || s.ID != id || s.Status != store.StatusRunning || s.Container == nil {
 		t.Errorf("status = %s (%v)", other.out, err)
 	}
-	if st, _ := other.Store(); !st.Has(id, jobs.RecordFile) {
+	if st, _ := other.Store(); !st.Has(id, store.RecordFile) {
 		t.Errorf("the job found on the host has no record in this store")
 	}
 	if !strings.Contains(other.err.String(), "is not in this job store: found on unix:///fake.sock, recorded here") {
@@ -1083,7 +1083,7 @@ func TestSubmitShowsProgressAsPlainLines(t *testing.T) {
 	}
 	st, _ := ta.Store()
 	list, _ := st.List()
-	data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), jobs.LogsFile))
+	data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), store.LogsFile))
 	if err != nil || !strings.Contains(string(data), "progress case=1/2 phase=time impl=fast") {
 		t.Errorf("the stored log lost the progress lines (%v):\n%s", err, data)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -124,7 +124,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 
 // jobResults returns a job's results, fetching them from its host into
 // the store when the store has no copy yet.
-func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Results, error) {
+func (a *App) jobResults(ctx context.Context, ref string) (*store.Job, *result.Results, error) {
 	m, err := a.Jobs()
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +137,7 @@ func (a *App) jobResults(ctx context.Context, ref string) (*jobs.Job, *result.Re
 	if err := m.EnsureResults(ctx, j); err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}

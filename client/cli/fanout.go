@@ -11,8 +11,8 @@ import (
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // runSubmitFanout submits the experiment to every host at once. Each
@@ -29,7 +29,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		seen[h] = true
 	}
 	type outcome struct {
-		job *jobs.Job
+		job *store.Job
 		out string
 	}
 	res := job.FanOut(ctx, hostList, a.Err, func(ctx context.Context, h string, w io.Writer) (outcome, error) {
@@ -37,7 +37,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		child := &App{Out: &out, Err: w, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot, Trace: a.Trace}
 		defer child.Close()
 		var got outcome
-		child.onJob = func(j *jobs.Job) { got.job = j }
+		child.onJob = func(j *store.Job) { got.job = j }
 		oh := o
 		oh.Where = connect.Selection{Host: h}
 		err := runSubmit(ctx, child, oh)
@@ -50,7 +50,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		return got, err
 	})
 
-	var started []*jobs.Job
+	var started []*store.Job
 	for _, r := range res {
 		if r.Value.job != nil && r.Value.job.ContainerID != "" {
 			started = append(started, r.Value.job)
@@ -59,7 +59,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 	switch {
 	case o.json:
 		if started == nil {
-			started = []*jobs.Job{}
+			started = []*store.Job{}
 		}
 		if err := render.JSON(a.Out, started); err != nil {
 			return err
@@ -103,7 +103,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 }
 
 // printFanoutComparison lines up the results of the jobs that have some.
-func (a *App) printFanoutComparison(ctx context.Context, js []*jobs.Job) {
+func (a *App) printFanoutComparison(ctx context.Context, js []*store.Job) {
 	var in []compare.Input
 	for _, j := range js {
 		if _, r, err := a.jobResults(ctx, j.ID); err == nil {

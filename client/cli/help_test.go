@@ -8,7 +8,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -98,8 +98,8 @@ func TestOwner(t *testing.T) {
 	id := strings.TrimSpace(ta.out.String())
 	st, _ := ta.Store()
 	j, err := st.Load(id)
-	if err != nil || j.Owner != jobs.CurrentUser() || j.Owner == "" {
-		t.Fatalf("owner %q, want %q (%v)", j.Owner, jobs.CurrentUser(), err)
+	if err != nil || j.Owner != store.CurrentUser() || j.Owner == "" {
+		t.Fatalf("owner %q, want %q (%v)", j.Owner, store.CurrentUser(), err)
 	}
 	if c := ta.fake.Containers[j.ContainerID]; c == nil || c.C.Labels[contract.LabelOwner] != j.Owner {
 		t.Errorf("container lacks the owner label")
@@ -111,7 +111,7 @@ func TestOwner(t *testing.T) {
 	if err := st.Save(j); err != nil {
 		t.Fatal(err)
 	}
-	want := "xrun: job " + id + " is someone-else's, not yours (" + jobs.CurrentUser() + "): xrun cancel --force " + id + " to cancel it anyway\n"
+	want := "xrun: job " + id + " is someone-else's, not yours (" + store.CurrentUser() + "): xrun cancel --force " + id + " to cancel it anyway\n"
 	if code := ta.run(ctx, "cancel", id); code != ExitUsage || ta.err.String() != want {
 		t.Errorf("cancel: exit %d, %q, want %q", code, ta.err, want)
 	}

@@ -5,9 +5,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // history returns the results history, opening it on first use.
@@ -48,9 +48,9 @@ func (a *App) syncedHistory() (*nightly.History, error) {
 
 // recordHistory imports a finished job's results into the history, the
 // job store's Finished hook (a failure is a warning: nightly.Record).
-func (a *App) recordHistory(j *jobs.Job) {
+func (a *App) recordHistory(j *store.Job) {
 	st, err := a.Store()
-	if err != nil || !st.Has(j.ID, jobs.ResultsFile) {
+	if err != nil || !st.Has(j.ID, store.ResultsFile) {
 		return
 	}
 	if n, err := a.history(); err == nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 type logsOptions struct {
@@ -38,7 +38,7 @@ Examples:
 			&cli.StringFlag{Name: "tail", Aliases: []string{"n"}, Value: "all", Usage: "print only the last N lines", Destination: &o.tail},
 			&cli.BoolFlag{Name: "timestamps", Aliases: []string{"t"}, Usage: "prefix each line with its time", Destination: &o.timestamps},
 		},
-	}, o.check, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+	}, o.check, func(ctx context.Context, m *job.Manager, j *store.Job) error {
 		return runLogs(ctx, a, o, m, j)
 	})
 }
@@ -52,7 +52,7 @@ func (o *logsOptions) check() error {
 	return nil
 }
 
-func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *jobs.Job) error {
+func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *store.Job) error {
 	// Both of the container's streams go to stdout, as the store's copy
 	// does once the container is gone: the runner logs on stderr, and
 	// xrun logs ID | grep must see it either way.

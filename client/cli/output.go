@@ -6,7 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // jobRef is the JOB argument of a command that acts on one job: an id
@@ -31,7 +31,7 @@ func (r *jobRef) read(c *cli.Context) error {
 // argument names: the host flags come first among its flags, completion
 // offers the store's job ids, and act runs with the job found. check,
 // when set, checks the command's own options first, before any I/O.
-func forOneJob(a *App, ref *jobRef, cmd *cli.Command, check func() error, act func(ctx context.Context, m *job.Manager, j *jobs.Job) error) *cli.Command {
+func forOneJob(a *App, ref *jobRef, cmd *cli.Command, check func() error, act func(ctx context.Context, m *job.Manager, j *store.Job) error) *cli.Command {
 	cmd.ArgsUsage = "JOB"
 	cmd.Flags = append(hostFlags(&ref.host), cmd.Flags...)
 	cmd.BashComplete = completeJobs(a)

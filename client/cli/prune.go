@@ -9,9 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/prune"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 type pruneOptions struct {
@@ -133,7 +133,7 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 	}
 	// This store's cluster jobs name the repositories that a registry
 	// which does not list its repositories would not show.
-	var known []*jobs.Job
+	var known []*store.Job
 	if st, err := a.Store(); err == nil {
 		known, _ = st.List()
 	}
@@ -151,7 +151,7 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 func (o pruneOptions) options(a *App) prune.Options {
 	po := prune.Options{DryRun: o.dryRun, OlderThan: o.olderThan, Labels: o.labels, Caches: o.caches, Out: a.Out}
 	if !o.allUsers {
-		po.Owner = jobs.CurrentUser()
+		po.Owner = store.CurrentUser()
 	}
 	if o.json {
 		po.Out = nil

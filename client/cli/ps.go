@@ -12,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 )
 
@@ -31,18 +31,18 @@ type psOptions struct {
 }
 
 // psFilterKeys are the fields --filter matches, as ps shows them.
-var psFilterKeys = map[string]func(j *jobs.Job) string{
-	"status":     func(j *jobs.Job) string { return j.Status },
-	"experiment": func(j *jobs.Job) string { return j.Experiment },
-	"owner":      func(j *jobs.Job) string { return j.Owner },
-	"host":       func(j *jobs.Job) string { return j.Host },
-	"gpus":       func(j *jobs.Job) string { return j.GPUs },
+var psFilterKeys = map[string]func(j *store.Job) string{
+	"status":     func(j *store.Job) string { return j.Status },
+	"experiment": func(j *store.Job) string { return j.Experiment },
+	"owner":      func(j *store.Job) string { return j.Owner },
+	"host":       func(j *store.Job) string { return j.Host },
+	"gpus":       func(j *store.Job) string { return j.GPUs },
 }
 
 // psFilter is the filters as a test of a job, or a usage error.
-func psFilter(filters []string) (func(j *jobs.Job) bool, error) {
+func psFilter(filters []string) (func(j *store.Job) bool, error) {
 	type cond struct {
-		get  func(j *jobs.Job) string
+		get  func(j *store.Job) string
 		want string
 	}
 	var conds []cond
@@ -55,7 +55,7 @@ func psFilter(filters []string) (func(j *jobs.Job) bool, error) {
 		}
 		conds = append(conds, cond{get, v})
 	}
-	return func(j *jobs.Job) bool {
+	return func(j *store.Job) bool {
 		for _, c := range conds {
 			if c.get(j) != c.want {
 				return false
@@ -67,7 +67,7 @@ func psFilter(filters []string) (func(j *jobs.Job) bool, error) {
 
 // jobDuration is how long job j ran (or has run, until now): from its
 // hand-over or start to its end.
-func jobDuration(j *jobs.Job, now time.Time) string {
+func jobDuration(j *store.Job, now time.Time) string {
 	from := j.Created
 	if j.Started != nil {
 		from = *j.Started

@@ -13,8 +13,8 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 type regressOptions struct {
@@ -100,7 +100,7 @@ Examples:
 			}
 			o.Refs = c.Args().Slice()
 			if o.confirm {
-				o.Rerun = func(ctx context.Context, j *jobs.Job) (*jobs.Job, error) { return a.rerun(ctx, j, o.env) }
+				o.Rerun = func(ctx context.Context, j *store.Job) (*store.Job, error) { return a.rerun(ctx, j, o.env) }
 			}
 			o.WebhookToken = a.getenv("XRUN_ALERT_TOKEN")
 			n, err := a.syncedHistory()
@@ -119,7 +119,7 @@ Examples:
 // rerun submits j again with the options it was submitted with, on its
 // host and GPUs, plus env: regress --confirm's rerun. Its progress goes
 // to stderr, its table nowhere; its results join the history as it ends.
-func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, error) {
+func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job, error) {
 	if job.RanLocally(j) {
 		return a.rerunLocal(ctx, j, env)
 	}
@@ -142,14 +142,14 @@ func (a *App) rerun(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, 
 	child := &App{Out: &out, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
 		HistoryPath: a.HistoryPath, Trace: a.Trace}
 	defer child.Close()
-	var rerun *jobs.Job
-	child.onJob = func(j *jobs.Job) { rerun = j }
+	var rerun *store.Job
+	child.onJob = func(j *store.Job) { rerun = j }
 	err := runSubmit(ctx, child, so)
 	return rerun, err
 }
 
 // rerunLocal runs j again as `xrun run --local` ran it (job.RerunLocal).
-func (a *App) rerunLocal(ctx context.Context, j *jobs.Job, env []string) (*jobs.Job, error) {
+func (a *App) rerunLocal(ctx context.Context, j *store.Job, env []string) (*store.Job, error) {
 	if len(env) > 0 {
 		return nil, exit.Usagef("--env is for reruns in a container; a local rerun (job %s ran with xrun run --local) has this shell's environment", j.ID)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -209,7 +209,7 @@ func TestSubmitFanOut(t *testing.T) {
 	st, _ := ta.Store()
 	for _, l := range lines {
 		j, err := st.Load(l[1])
-		if err != nil || j.Status != jobs.StatusRunning && j.Status != result.StatusSucceeded {
+		if err != nil || j.Status != store.StatusRunning && j.Status != result.StatusSucceeded {
 			t.Fatalf("job %s: %+v %v", l[1], j, err)
 		}
 	}

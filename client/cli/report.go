@@ -8,10 +8,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/site"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -113,9 +113,9 @@ func runReport(a *App, o reportOptions) error {
 
 // historyRunResults is a run's results.json: the job store's copy, else the file
 // it was imported from (nil when neither can be read).
-func historyRunResults(st *jobs.Store, r history.Run) *result.Results {
-	if st.Has(r.JobID, jobs.ResultsFile) {
-		if res, err := result.ReadFile(filepath.Join(st.Dir(r.JobID), jobs.ResultsFile)); err == nil {
+func historyRunResults(st *store.Store, r history.Run) *result.Results {
+	if st.Has(r.JobID, store.ResultsFile) {
+		if res, err := result.ReadFile(filepath.Join(st.Dir(r.JobID), store.ResultsFile)); err == nil {
 			return res
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -67,7 +67,7 @@ Examples:
 			&cli.StringFlag{Name: "plot", Usage: "write the figures (PNG and SVG) to `DIR`", Destination: &o.plot},
 			&cli.BoolFlag{Name: "expected", Usage: "exit 0 when the outcome is the one the experiment declares", Destination: &o.expected},
 		},
-	}, o.check, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+	}, o.check, func(ctx context.Context, m *job.Manager, j *store.Job) error {
 		return runResults(ctx, a, o, m, j)
 	})
 	// A path to a results.json stands for the run that wrote it.
@@ -100,22 +100,22 @@ func (o *resultsOptions) check() error {
 	return nil
 }
 
-func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j *jobs.Job) error {
+func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j *store.Job) error {
 	st := m.Store
-	if !st.Has(j.ID, jobs.ResultsFile) {
+	if !st.Has(j.ID, store.ResultsFile) {
 		if err := m.EnsureResults(ctx, j); err != nil {
 			return err
 		}
-		if !st.Has(j.ID, jobs.ResultsFile) {
+		if !st.Has(j.ID, store.ResultsFile) {
 			err := fmt.Errorf("job %s (%s) has no results: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)
 			var ee *ExitError
-			if errors.As(job.Outcome(j), &ee) && jobs.Final(j.Status) {
+			if errors.As(job.Outcome(j), &ee) && store.Final(j.Status) {
 				return &ExitError{Code: ee.Code, Err: err}
 			}
 			return err
 		}
 	}
-	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	path := filepath.Join(st.Dir(j.ID), store.ResultsFile)
 	var r *result.Results
 	var err error
 	if o.plot != "" || o.expected {
@@ -134,7 +134,7 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 	}
 	// The table alone can read as a pass (criteria met by the cases that
 	// ran): a job that did not succeed says so and exits with its code.
-	if !jobs.Final(j.Status) {
+	if !store.Final(j.Status) {
 		fmt.Fprintf(a.Err, "job %s is %s: these results are partial\n", j.ID, j.Status)
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 type rmOptions struct {
@@ -110,12 +110,12 @@ func runRmFinished(ctx context.Context, a *App, o rmOptions) error {
 	if err != nil {
 		return err
 	}
-	me := jobs.CurrentUser()
+	me := store.CurrentUser()
 	now := time.Now()
-	var picked []*jobs.Job
+	var picked []*store.Job
 	for _, j := range list {
 		switch {
-		case !jobs.Final(j.Status) || j.Finished == nil:
+		case !store.Final(j.Status) || j.Finished == nil:
 		case now.Sub(*j.Finished) < o.olderThan:
 		case !o.allUsers && j.Owner != "" && j.Owner != me:
 		default:

@@ -12,8 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 type statusOptions struct {
@@ -32,12 +32,12 @@ func newStatusCommand(a *App) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the job record and container state as JSON", Destination: &o.json},
 		},
-	}, nil, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+	}, nil, func(ctx context.Context, m *job.Manager, j *store.Job) error {
 		return runStatus(ctx, a, o, m, j)
 	})
 }
 
-func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *jobs.Job) error {
+func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *store.Job) error {
 	s := m.Status(ctx, j)
 	if o.json {
 		return render.JSON(a.Out, s)
@@ -70,10 +70,10 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	if s.Container != nil {
 		row("container state", s.Container.State)
 		row("because", s.Container.Message)
-	} else if jobs.Final(j.Status) {
+	} else if store.Final(j.Status) {
 		// A job stopped before its runner wrote any (a failed create, a
 		// Ctrl-C before the start) has none to point at.
-		if _, err := os.Stat(filepath.Join(s.StoreDir, jobs.ResultsFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(s.StoreDir, store.ResultsFile)); err == nil {
 			row("container state", "not checked (the job is finished and its results are in the store)")
 		} else {
 			row("container state", "not checked (the job is finished; the store has no results of it)")

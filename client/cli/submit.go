@@ -13,8 +13,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -187,7 +187,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		} else if j != nil && !o.quiet && !o.Detach && j.Status == result.StatusCancelled {
 			// Interrupted (Ctrl-C): the partial results are in the store;
 			// the table shows them, and xrun says where they stay.
-			if st, serr := a.Store(); serr == nil && st.Has(j.ID, jobs.ResultsFile) {
+			if st, serr := a.Store(); serr == nil && st.Has(j.ID, store.ResultsFile) {
 				if a.printSubmitResults(j, false) == nil {
 					fmt.Fprintf(a.Err, "partial results kept: xrun results %s\n", j.ID)
 				}
@@ -226,7 +226,7 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 
 // errorInLog says whether job j's error is a line of its stored log, as
 // the runner logs it ("error: ..."): the attached submit showed it there.
-func (a *App) errorInLog(j *jobs.Job) bool {
+func (a *App) errorInLog(j *store.Job) bool {
 	if j.Error == "" {
 		return false
 	}
@@ -234,7 +234,7 @@ func (a *App) errorInLog(j *jobs.Job) bool {
 	if err != nil {
 		return false
 	}
-	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), store.LogsFile))
 	first, _, _ := strings.Cut(strings.TrimSpace(j.Error), "\n")
 	return err == nil && strings.Contains(string(data), " error: "+first)
 }
@@ -243,18 +243,18 @@ func (a *App) errorInLog(j *jobs.Job) bool {
 // errorShown the run's error, which the log on the same screen just said,
 // is pointed to rather than repeated (on a terminal; a file or a pipe
 // gets the whole table).
-func (a *App) printSubmitResults(j *jobs.Job, errorShown bool) error {
+func (a *App) printSubmitResults(j *store.Job, errorShown bool) error {
 	shownHere := errorShown && a.OutTTY != nil && a.ErrTTY != nil
 	return a.printStoredResults(j, render.Table, render.Options{ErrorShown: shownHere})
 }
 
 // printStoredResults prints the job's results.json from the store.
-func (a *App) printStoredResults(j *jobs.Job, f render.Format, o render.Options) error {
+func (a *App) printStoredResults(j *store.Job, f render.Format, o render.Options) error {
 	st, err := a.Store()
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	path := filepath.Join(st.Dir(j.ID), store.ResultsFile)
 	if f == render.CSV {
 		// Read case by case: a run at the case cap is 170 MB of JSON.
 		_, rows, err := flat.ReadFile(path)

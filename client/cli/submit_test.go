@@ -9,7 +9,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -76,7 +76,7 @@ func TestSubmitJSONPrintsTheRecordOfAJobThatDidNotSucceed(t *testing.T) {
 					}
 					continue
 				}
-				var j jobs.Job
+				var j store.Job
 				if err := json.Unmarshal(ta.out.Bytes(), &j); err != nil {
 					t.Fatalf("stdout is not a job record: %v\n%s", err, ta.out)
 				}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/progress"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -39,13 +39,13 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the job record as JSON when it ends", Destination: &o.json},
 		},
-	}, nil, func(ctx context.Context, m *job.Manager, j *jobs.Job) error {
+	}, nil, func(ctx context.Context, m *job.Manager, j *store.Job) error {
 		return runWait(ctx, a, o, m, j)
 	})
 }
 
-func runWait(ctx context.Context, a *App, o waitOptions, m *job.Manager, j *jobs.Job) error {
-	if !jobs.Final(j.Status) {
+func runWait(ctx context.Context, a *App, o waitOptions, m *job.Manager, j *store.Job) error {
+	if !store.Final(j.Status) {
 		fmt.Fprintf(a.Err, "waiting for job %s (%s on %s); Ctrl-C stops waiting, not the job\n", j.ID, j.Experiment, j.Host)
 		stop := followProgress(ctx, a, m, j)
 		err := m.Wait(ctx, j)
@@ -72,7 +72,7 @@ func runWait(ctx context.Context, a *App, o waitOptions, m *job.Manager, j *jobs
 // followProgress shows the job's progress on stderr while it runs, as
 // logs -f does (a status line on a terminal, a line per case and phase
 // elsewhere), and nothing else of its log. The returned func stops it.
-func followProgress(ctx context.Context, a *App, m *job.Manager, j *jobs.Job) (stop func()) {
+func followProgress(ctx context.Context, a *App, m *job.Manager, j *store.Job) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	view := render.NewLog(render.NewStatus(a.Err, a.ErrTTY))
 	done := make(chan struct{})

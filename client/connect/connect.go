@@ -20,7 +20,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Selection is how the user picked where jobs run: --host and --context
@@ -162,7 +162,7 @@ func (s *Set) Local() (*local.Backend, error) {
 // j was submitted to (its record's Host). A job run on another machine's
 // processes (a job store shared over a network file system) is not this
 // machine's to look at: that is an unreachable host.
-func (s *Set) For(ctx context.Context, j *jobs.Job) (backend.Backend, error) {
+func (s *Set) For(ctx context.Context, j *store.Job) (backend.Backend, error) {
 	if kube.IsRef(j.Host) {
 		return s.Kube(ctx, kube.ParseRef(j.Host))
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -164,7 +164,7 @@ func TestHostileOwnersPruneSparesOtherUsers(t *testing.T) {
 	d, e, bb := sharedDaemon(t)
 	o := asOther(t)
 	ctx := context.Background()
-	me := jobs.CurrentUser()
+	me := store.CurrentUser()
 	type objs struct{ image, standby, volume string }
 	made := map[string]objs{}
 	for _, owner := range []string{me, otherUser} {
@@ -244,7 +244,7 @@ func TestHostileOwnersPruneSparesOtherUsers(t *testing.T) {
 func TestHostileOwnersPruneBesideClaims(t *testing.T) {
 	d, e, bb := sharedDaemon(t)
 	ctx := context.Background()
-	me := jobs.CurrentUser()
+	me := store.CurrentUser()
 	b := dockerhost.New(e)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -335,7 +335,7 @@ func TestHostileOwnersCachesApart(t *testing.T) {
 	d, e, bb := sharedDaemon(t)
 	o := asOther(t)
 	ctx := context.Background()
-	me := jobs.CurrentUser()
+	me := store.CurrentUser()
 	name := "e2e-owners-cache-" + randomHex(t)
 	plant := cacheFixture(t, name, "mkdir -p /xrun/cache/triton/planted && busybox head -c 1048576 /dev/zero > /xrun/cache/triton/planted/filler")
 	look := cacheFixture(t, name, "true")

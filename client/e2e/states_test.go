@@ -19,7 +19,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -241,8 +241,8 @@ func TestSubmitKilledDuringTheCodeCopy(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	rec, err := os.ReadFile(filepath.Join(dataDir, "xrun", "jobs", id, "job.json"))
-	var j jobs.Job
-	if err != nil || json.Unmarshal(rec, &j) != nil || j.Status != jobs.StatusCreated {
+	var j store.Job
+	if err != nil || json.Unmarshal(rec, &j) != nil || j.Status != store.StatusCreated {
 		t.Fatalf("the killed submit left no record of job %s in its created state: %v %s", id, err, rec)
 	}
 	w := x.Run(t, time.Minute, "wait", id)
@@ -311,10 +311,10 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Stop(t)
-	if s := x.Status(t, id); s.Status != jobs.StatusUnknown {
+	if s := x.Status(t, id); s.Status != store.StatusUnknown {
 		t.Errorf("status while the daemon is down: %s (%s), want unknown", s.Status, s.Error)
 	}
-	if row := psAll(t, dataDir)[id]; row.Status != jobs.StatusUnknown {
+	if row := psAll(t, dataDir)[id]; row.Status != store.StatusUnknown {
 		t.Errorf("ps while the daemon is down: %s, want unknown", row.Status)
 	}
 	time.Sleep(3 * time.Second)

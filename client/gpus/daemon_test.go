@@ -14,7 +14,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
@@ -27,7 +27,7 @@ import (
 func TestConcurrentSubmits(t *testing.T) {
 	d := testhosts.StartDaemon(t)
 	image := testhosts.EnsureBusybox(t, d.Socket)
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +133,13 @@ func TestConcurrentSubmits(t *testing.T) {
 // submit is what `xrun submit --queue --gpus 1` does about GPUs: record
 // the job, reserve a GPU, create and start the container labelled with
 // it, wait for it, free the GPU.
-func submit(ctx context.Context, host string, st *jobs.Store, inv gpus.Inventory, image string) (string, error) {
+func submit(ctx context.Context, host string, st *store.Store, inv gpus.Inventory, image string) (string, error) {
 	e, err := dial(host)
 	if err != nil {
 		return "", err
 	}
 	defer e.Close()
-	j := &jobs.Job{Host: host, Experiment: "concurrency", Mode: "gpu", Status: jobs.StatusCreated}
+	j := &store.Job{Host: host, Experiment: "concurrency", Mode: "gpu", Status: store.StatusCreated}
 	if err := st.Create(j); err != nil {
 		return "", err
 	}
@@ -172,7 +172,7 @@ func submit(ctx context.Context, host string, st *jobs.Store, inv gpus.Inventory
 	if err := e.Start(ctx, id); err != nil {
 		return "", err
 	}
-	j.Status = jobs.StatusRunning
+	j.Status = store.StatusRunning
 	if err := st.Save(j); err != nil {
 		return "", err
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -269,18 +269,18 @@ func TestMigrateBaseline(t *testing.T) {
 
 func TestImportStore(t *testing.T) {
 	s := open(t)
-	js, err := jobs.Open(filepath.Join(t.TempDir(), "jobs"))
+	js, err := store.Open(filepath.Join(t.TempDir(), "jobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, status := range []string{result.StatusSucceeded, result.StatusRunning, result.StatusCriteriaFailed} {
-		j := &jobs.Job{ID: fmt.Sprintf("job%d", i), Host: "ssh://lab@gpu1", Status: status}
+		j := &store.Job{ID: fmt.Sprintf("job%d", i), Host: "ssh://lab@gpu1", Status: status}
 		if err := js.Create(j); err != nil {
 			t.Fatal(err)
 		}
 		r := run(j.ID, time.Now().Add(time.Duration(i)*time.Hour), 1, 1, 1)
 		r.Status = status
-		if err := result.WriteFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile), r); err != nil {
+		if err := result.WriteFile(filepath.Join(js.Dir(j.ID), store.ResultsFile), r); err != nil {
 			t.Fatal(err)
 		}
 	}

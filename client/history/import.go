@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/flat"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -241,7 +241,7 @@ func (s *Store) ImportFile(ctx context.Context, path string, each func(Imported)
 // imported. Every finished job is imported
 // when its results land in the store (lifecycle's finalize); this catches
 // up on any that were not (a history made later, a failed import).
-func (s *Store) ImportStore(js *jobs.Store) (int, error) {
+func (s *Store) ImportStore(js *store.Store) (int, error) {
 	known := map[string]bool{}
 	// The jobs it has, and those removed from it (xrun history rm).
 	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs UNION SELECT job_id FROM removed_jobs")
@@ -263,7 +263,7 @@ func (s *Store) ImportStore(js *jobs.Store) (int, error) {
 	}
 	n := 0
 	for _, j := range list {
-		if known[j.ID] || !jobs.Final(j.Status) || !js.Has(j.ID, jobs.ResultsFile) {
+		if known[j.ID] || !store.Final(j.Status) || !js.Has(j.ID, store.ResultsFile) {
 			continue
 		}
 		if _, err := s.ImportJob(js, j); err != nil {
@@ -278,8 +278,8 @@ func (s *Store) ImportStore(js *jobs.Store) (int, error) {
 }
 
 // ImportJob imports the results job j has in the store.
-func (s *Store) ImportJob(js *jobs.Store, j *jobs.Job) (Imported, error) {
-	r, rows, err := flat.ReadFile(filepath.Join(js.Dir(j.ID), jobs.ResultsFile))
+func (s *Store) ImportJob(js *store.Store, j *store.Job) (Imported, error) {
+	r, rows, err := flat.ReadFile(filepath.Join(js.Dir(j.ID), store.ResultsFile))
 	if err != nil {
 		return Imported{}, fmt.Errorf("import job %s: %w", j.ID, err)
 	}

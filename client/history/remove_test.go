@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -15,7 +15,7 @@ import (
 // explicit import does.
 func TestRemove(t *testing.T) {
 	s := open(t)
-	js, err := jobs.Open(filepath.Join(t.TempDir(), "jobs"))
+	js, err := store.Open(filepath.Join(t.TempDir(), "jobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +28,11 @@ func TestRemove(t *testing.T) {
 		}
 		r := run(id, start.Add(time.Duration(i)*24*time.Hour), cases, 2, 1)
 		results = append(results, r)
-		j := &jobs.Job{ID: id, Status: result.StatusSucceeded}
+		j := &store.Job{ID: id, Status: result.StatusSucceeded}
 		if err := js.Create(j); err != nil {
 			t.Fatal(err)
 		}
-		if err := result.WriteFile(filepath.Join(js.Dir(id), jobs.ResultsFile), r); err != nil {
+		if err := result.WriteFile(filepath.Join(js.Dir(id), store.ResultsFile), r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -17,13 +17,13 @@ import (
 // timeout is kept, and once it ends its results and logs land in the
 // store (Finalize). Cancelling ctx (Ctrl-C) stops and removes the job
 // (interrupt).
-func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *jobs.Job) error {
+func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *store.Job) error {
 	return m.attach(ctx, b, j, func() {})
 }
 
 // attach is Attach, calling ended as soon as the job is seen to end (not
 // when it is interrupted or detached), before its results are fetched.
-func (m *Manager) attach(ctx context.Context, b backend.Backend, j *jobs.Job, ended func()) error {
+func (m *Manager) attach(ctx context.Context, b backend.Backend, j *store.Job, ended func()) error {
 	fmt.Fprintf(m.Err, "job %s running in %s on %s\n", j.ID, Handle(b, j), b.Where())
 	logsCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
@@ -75,7 +75,7 @@ func (m *Manager) attach(ctx context.Context, b backend.Backend, j *jobs.Job, en
 	case <-logsDone:
 	case <-time.After(5 * time.Second):
 	}
-	if jobs.Final(j.Status) && j.Finished != nil {
+	if store.Final(j.Status) && j.Finished != nil {
 		return nil
 	}
 	if s, err = b.State(ctx, j); err != nil {
@@ -93,7 +93,7 @@ func (m *Manager) attach(ctx context.Context, b backend.Backend, j *jobs.Job, en
 // The record says cancelled first; a second Ctrl-C (abortOf) cuts the
 // graceful stop and the copy of the results short, and the job is
 // killed and removed all the same.
-func (m *Manager) interrupt(ctx context.Context, b backend.Backend, j *jobs.Job) error {
+func (m *Manager) interrupt(ctx context.Context, b backend.Backend, j *store.Job) error {
 	fmt.Fprintf(m.Err, "\ninterrupted: stopping and removing %s (Ctrl-C again to skip the graceful stop)\n", Handle(b, j))
 	j.Status, j.StoppedBy = result.StatusCancelled, result.StatusCancelled
 	m.Store.Save(j)

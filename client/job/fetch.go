@@ -14,7 +14,7 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/headtail"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -22,13 +22,13 @@ import (
 
 // FetchOutputs copies the job's logs and the runner's output directory
 // (results.json among it) into its store directory.
-func FetchOutputs(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
 	if c, ok := b.(backend.Collector); ok {
 		logs, rc, err := c.Collect(ctx, j)
 		if logs == nil {
 			return err // no log at all, as Logs would have said
 		}
-		if werr := st.WriteFile(j.ID, jobs.LogsFile, logs); werr != nil {
+		if werr := st.WriteFile(j.ID, store.LogsFile, logs); werr != nil {
 			if rc != nil {
 				rc.Close()
 			}
@@ -39,7 +39,7 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *jobs.Store, j *job
 	// The log goes to the store as it comes, bounded: a job can print
 	// without end, and the client's memory must not follow.
 	var logErr error
-	err := st.WriteFrom(j.ID, jobs.LogsFile, func(w io.Writer) error {
+	err := st.WriteFrom(j.ID, store.LogsFile, func(w io.Writer) error {
 		ht := headtail.New(w, LogHeadBytes, LogTailBytes, "the job's stored log")
 		logErr = b.Logs(ctx, j, backend.LogOptions{}, ht, ht)
 		if logErr != nil {
@@ -59,7 +59,7 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *jobs.Store, j *job
 // FetchResults copies the runner's output directory (of a running or an
 // exited job) into the job's store directory, and results.json beside the
 // record.
-func FetchResults(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+func FetchResults(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
 	rc, err := b.CopyOut(ctx, j)
 	return saveOutput(st, j, rc, err)
 }
@@ -68,7 +68,7 @@ func FetchResults(ctx context.Context, b backend.Backend, st *jobs.Store, j *job
 // with err, into the job's store directory: into a new directory that
 // replaces the old copy once complete, so that a copy cut short (a full
 // disk) leaves the last good one and nothing half-written.
-func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error {
+func saveOutput(st *store.Store, j *store.Job, rc io.ReadCloser, err error) error {
 	if err != nil {
 		if errors.Is(err, backend.ErrNotFound) {
 			return nil // the runner never wrote anything
@@ -76,8 +76,8 @@ func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error 
 		return err
 	}
 	defer rc.Close()
-	dir := filepath.Join(st.Dir(j.ID), jobs.OutDir)
-	tmp, err := os.MkdirTemp(st.Dir(j.ID), "."+jobs.OutDir+"-*")
+	dir := filepath.Join(st.Dir(j.ID), store.OutDir)
+	tmp, err := os.MkdirTemp(st.Dir(j.ID), "."+store.OutDir+"-*")
 	if err != nil {
 		return storeError(st, j, err)
 	}
@@ -104,7 +104,7 @@ func saveOutput(st *jobs.Store, j *jobs.Job, rc io.ReadCloser, err error) error 
 	if err != nil {
 		return fmt.Errorf("read results of job %s: %w", j.ID, err)
 	}
-	if err := st.WriteFile(j.ID, jobs.ResultsFile, data); err != nil {
+	if err := st.WriteFile(j.ID, store.ResultsFile, data); err != nil {
 		return storeError(st, j, err)
 	}
 	return nil
@@ -127,7 +127,7 @@ var ErrOutputTooLarge = errors.New("the output directory is larger than the stor
 
 // storeError says what a failed write into the job store means, and what
 // to do: a full disk is named as such.
-func storeError(st *jobs.Store, j *jobs.Job, err error) error {
+func storeError(st *store.Store, j *store.Job, err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return fmt.Errorf("the job store's disk is full (%s): free space there, then run `xrun status %s` to copy the job's results again: %w", st.Root, j.ID, err)
 	}

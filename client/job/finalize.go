@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -19,7 +19,7 @@ import (
 // a copy that fails (a full disk, a lost connection) leaves the record as
 // it was, for the next look to try again, and is returned. An output over
 // MaxOutputBytes fails the job.
-func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job, s backend.State) error {
+func Finalize(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job, s backend.State) error {
 	fetchErr := FetchOutputs(ctx, b, st, j)
 	// A job that ended before its runner started has no log and no output:
 	// there is nothing to fetch, and its end is recorded all the same.
@@ -41,7 +41,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Jo
 		j.StoppedBy, j.Error = result.StatusTimeout, timeoutMessage(j)
 	}
 	out := Ending{ExitCode: code, OOMKilled: s.OOMKilled, StoppedBy: j.StoppedBy, Fetched: true}
-	resPath := filepath.Join(st.Dir(j.ID), jobs.ResultsFile)
+	resPath := filepath.Join(st.Dir(j.ID), store.ResultsFile)
 	r, err := result.ReadFile(resPath)
 	if err == nil {
 		out.Results = r.Status

@@ -11,16 +11,16 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Resolve finds a job of the store by id or unique id prefix: an unknown
 // or ambiguous reference is a usage error (exit 3), a store that cannot be
 // read an infrastructure one (4).
-func (m *Manager) Resolve(ref string) (*jobs.Job, error) {
+func (m *Manager) Resolve(ref string) (*store.Job, error) {
 	j, err := m.Store.Resolve(ref)
-	var nf *jobs.NotFoundError
-	var amb *jobs.AmbiguousError
+	var nf *store.NotFoundError
+	var amb *store.AmbiguousError
 	switch {
 	case errors.As(err, &nf) || errors.As(err, &amb):
 		return nil, &exit.Error{Code: exit.Usage, Err: err}
@@ -36,9 +36,9 @@ func (m *Manager) Resolve(ref string) (*jobs.Job, error) {
 // XDG_DATA_HOME, known from its container's labels). A job found there is
 // adopted: it gets a record in this store, so that status, logs, results,
 // wait and cancel follow it as they follow the store's own.
-func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (*jobs.Job, error) {
+func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (*store.Job, error) {
 	j, err := m.Resolve(ref)
-	var nf *jobs.NotFoundError
+	var nf *store.NotFoundError
 	if err == nil || !errors.As(err, &nf) || nf.Malformed {
 		return j, err
 	}
@@ -107,7 +107,7 @@ func newest(hits []backend.Listed) backend.Listed {
 // what its backend says of it: its status from its state alone (its
 // results.json is not copied for a listing), in the same words as a
 // recorded job's.
-func Unrecorded(l backend.Listed) *jobs.Job {
+func Unrecorded(l backend.Listed) *store.Job {
 	j := l.Job
 	j.Status = StatusOf(l.State)
 	if l.State.Phase == backend.Exited {
@@ -123,7 +123,7 @@ func Unrecorded(l backend.Listed) *jobs.Job {
 // with all, else those that have not ended. Every host asked must answer:
 // a listing without one would read as "no jobs there". Records that
 // cannot be read are listed as unreadable, and warn names their files.
-func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, warn func(string)) ([]*jobs.Job, error) {
+func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, warn func(string)) ([]*store.Job, error) {
 	var bs []backend.Backend
 	for _, sel := range sels {
 		b, err := m.Backends.Selected(ctx, sel)
@@ -136,15 +136,15 @@ func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, 
 	if err != nil {
 		return nil, err
 	}
-	var list []*jobs.Job
+	var list []*store.Job
 	known := map[string]bool{}
 	for _, e := range entries {
 		known[e.ID] = true
 		j := e.Job
 		if e.Err != nil {
-			j = &jobs.Job{ID: e.ID, Status: jobs.StatusUnreadable, Error: e.Err.Error(), Created: e.Modified}
+			j = &store.Job{ID: e.ID, Status: store.StatusUnreadable, Error: e.Err.Error(), Created: e.Modified}
 			warn(j.Error)
-		} else if !jobs.Final(j.Status) || j.Finished == nil {
+		} else if !store.Final(j.Status) || j.Finished == nil {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			m.Look(rctx, j)
 			cancel()
@@ -163,9 +163,9 @@ func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, 
 			}
 		}
 	}
-	shown := []*jobs.Job{}
+	shown := []*store.Job{}
 	for _, j := range list {
-		if all || !jobs.Final(j.Status) && j.Status != jobs.StatusRemoved {
+		if all || !store.Final(j.Status) && j.Status != store.StatusRemoved {
 			shown = append(shown, j)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/images"
 )
 
@@ -19,7 +19,7 @@ import (
 // (waiting for them with queue), points the job's device request at them,
 // and returns the function that frees them and the GPU's model. CPU jobs
 // get nothing to free, and the model "cpu".
-func (m *Manager) assignGPUs(ctx context.Context, p *build.Prepared, e engine.Engine, j *jobs.Job, sel connect.Selection, queue bool) (release func(), model string, err error) {
+func (m *Manager) assignGPUs(ctx context.Context, p *build.Prepared, e engine.Engine, j *store.Job, sel connect.Selection, queue bool) (release func(), model string, err error) {
 	if p.GPUs == nil {
 		return func() {}, "cpu", nil
 	}

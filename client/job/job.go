@@ -20,12 +20,12 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Manager runs and follows the jobs of one job store.
 type Manager struct {
-	Store    *jobs.Store
+	Store    *store.Store
 	Backends *connect.Set
 	// Err receives progress and warnings (stderr); a submit's job log
 	// too while it is attached.
@@ -41,7 +41,7 @@ type Manager struct {
 	Trace bool
 	// OnJob, when set, gets the job record as soon as a submit creates it
 	// (a fan-out learns each host's job this way).
-	OnJob func(*jobs.Job)
+	OnJob func(*store.Job)
 	// Detach, when it closes, leaves an attached job running on its own
 	// (stdout was closed): Attach returns ErrDetached.
 	Detach <-chan struct{}
@@ -64,8 +64,8 @@ func (m *Manager) step(name string) func() {
 // Refresh brings j up to date from the backend it was submitted to
 // (Refresh). A job that never had a backend's handle and is not being
 // created has nothing to ask.
-func (m *Manager) Refresh(ctx context.Context, j *jobs.Job) (backend.State, bool, error) {
-	if j.ContainerID == "" && j.Status != jobs.StatusCreated {
+func (m *Manager) Refresh(ctx context.Context, j *store.Job) (backend.State, bool, error) {
+	if j.ContainerID == "" && j.Status != store.StatusCreated {
 		return backend.State{}, false, nil // the job failed before it had a container
 	}
 	b, err := m.Backends.For(ctx, j)
@@ -79,10 +79,10 @@ func (m *Manager) Refresh(ctx context.Context, j *jobs.Job) (backend.State, bool
 // host that cannot be asked makes a job that has not ended unknown, with
 // why as its error, rather than showing its last status as if it were
 // current. It returns the state and whether the backend has the job.
-func (m *Manager) Look(ctx context.Context, j *jobs.Job) (backend.State, bool) {
+func (m *Manager) Look(ctx context.Context, j *store.Job) (backend.State, bool) {
 	s, ok, err := m.Refresh(ctx, j)
-	if err != nil && !jobs.Final(j.Status) {
-		j.Status, j.Error = jobs.StatusUnknown, err.Error()
+	if err != nil && !store.Final(j.Status) {
+		j.Status, j.Error = store.StatusUnknown, err.Error()
 	}
 	return s, ok && err == nil
 }
@@ -90,12 +90,12 @@ func (m *Manager) Look(ctx context.Context, j *jobs.Job) (backend.State, bool) {
 // EnsureResults brings j up to date and, when the store has no
 // results.json for it yet, copies what its runner wrote so far (the
 // partial results of a running job).
-func (m *Manager) EnsureResults(ctx context.Context, j *jobs.Job) error {
-	if m.Store.Has(j.ID, jobs.ResultsFile) {
+func (m *Manager) EnsureResults(ctx context.Context, j *store.Job) error {
+	if m.Store.Has(j.ID, store.ResultsFile) {
 		return nil
 	}
 	_, ok, err := m.Refresh(ctx, j)
-	if err != nil || !ok || m.Store.Has(j.ID, jobs.ResultsFile) {
+	if err != nil || !ok || m.Store.Has(j.ID, store.ResultsFile) {
 		return err
 	}
 	b, err := m.Backends.For(ctx, j)

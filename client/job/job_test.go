@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -72,7 +72,7 @@ type collector struct {
 	err  error
 }
 
-func (c collector) Collect(context.Context, *jobs.Job) ([]byte, io.ReadCloser, error) {
+func (c collector) Collect(context.Context, *store.Job) ([]byte, io.ReadCloser, error) {
 	if c.tar == nil {
 		return c.logs, nil, c.err
 	}
@@ -102,11 +102,11 @@ func TestFetchOutputsCollects(t *testing.T) {
 		{"bad output", collector{logs: []byte("line\n"), err: errors.New("output frame: bad checksum")}, true, "line\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := jobs.Open(t.TempDir())
+			st, err := store.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := &jobs.Job{ID: "a1b2c3d4e5f6"}
+			j := &store.Job{ID: "a1b2c3d4e5f6"}
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
 			}
@@ -114,14 +114,14 @@ func TestFetchOutputsCollects(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
-			logs, lerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+			logs, lerr := os.ReadFile(filepath.Join(st.Dir(j.ID), store.LogsFile))
 			if tc.c.logs != nil && (lerr != nil || string(logs) != tc.wantLogs) {
 				t.Errorf("logs.txt = %q, %v; want %q", logs, lerr, tc.wantLogs)
 			}
 			if tc.c.logs == nil && lerr == nil {
 				t.Errorf("logs.txt written for a job without a log: %q", logs)
 			}
-			got, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+			got, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
 			if tc.wantOut != (rerr == nil) || tc.wantOut && !bytes.Equal(got, body) {
 				t.Errorf("results.json = %q, %v; want it: %v", got, rerr, tc.wantOut)
 			}
@@ -141,11 +141,11 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "out/" + result.FileName, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644})
 	tw.Write(body)
 	tw.Close()
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &jobs.Job{ID: "a1b2c3d4e5f6", Timeout: "3s"}
+	j := &store.Job{ID: "a1b2c3d4e5f6", Timeout: "3s"}
 	if err := st.Create(j); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	if j.Status != result.StatusTimeout || j.Error != "ran past its timeout of 3s" {
 		t.Errorf("record: status %s error %q", j.Status, j.Error)
 	}
-	r, err := result.ReadFile(filepath.Join(st.Dir(j.ID), jobs.ResultsFile))
+	r, err := result.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,11 +193,11 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 		{"cancelled", result.StatusCancelled, backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusCancelled, "cancelled before its runner started"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := jobs.Open(t.TempDir())
+			st, err := store.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := &jobs.Job{ID: "a1b2c3d4e5f6", Status: jobs.StatusRunning}
+			j := &store.Job{ID: "a1b2c3d4e5f6", Status: store.StatusRunning}
 			if tc.stoppedBy != "" {
 				j.Status, j.StoppedBy = tc.stoppedBy, tc.stoppedBy // as Cancel records it
 			}
@@ -210,7 +210,7 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 			if j.Status != tc.wantStatus || j.Error != tc.wantError || j.Finished == nil {
 				t.Errorf("record: status %s error %q finished %v; want %s %q", j.Status, j.Error, j.Finished, tc.wantStatus, tc.wantError)
 			}
-			for _, f := range []string{jobs.LogsFile, jobs.ResultsFile} {
+			for _, f := range []string{store.LogsFile, store.ResultsFile} {
 				if _, err := os.Stat(filepath.Join(st.Dir(j.ID), f)); err == nil {
 					t.Errorf("%s written for a job whose runner never started", f)
 				}
@@ -227,7 +227,7 @@ type streamer struct {
 	out []byte
 }
 
-func (s streamer) Logs(_ context.Context, _ *jobs.Job, _ backend.LogOptions, stdout, _ io.Writer) error {
+func (s streamer) Logs(_ context.Context, _ *store.Job, _ backend.LogOptions, stdout, _ io.Writer) error {
 	line := []byte(strings.Repeat("x", 1023) + "\n")
 	for written := int64(0); written < s.n; written += int64(len(line)) {
 		if _, err := stdout.Write(line); err != nil {
@@ -238,7 +238,7 @@ func (s streamer) Logs(_ context.Context, _ *jobs.Job, _ backend.LogOptions, std
 	return err
 }
 
-func (s streamer) CopyOut(context.Context, *jobs.Job) (io.ReadCloser, error) {
+func (s streamer) CopyOut(context.Context, *store.Job) (io.ReadCloser, error) {
 	if s.out == nil {
 		return nil, backend.ErrNotFound
 	}
@@ -248,11 +248,11 @@ func (s streamer) CopyOut(context.Context, *jobs.Job) (io.ReadCloser, error) {
 // A gigabyte of log reaches the store as its bounded head and tail, and
 // the client's memory does not follow it.
 func TestFetchOutputsBoundsAFlood(t *testing.T) {
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &jobs.Job{ID: "a1b2c3d4e5f6"}
+	j := &store.Job{ID: "a1b2c3d4e5f6"}
 	if err := st.Create(j); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestFetchOutputsBoundsAFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
-	logs, err := os.ReadFile(filepath.Join(st.Dir(j.ID), jobs.LogsFile))
+	logs, err := os.ReadFile(filepath.Join(st.Dir(j.ID), store.LogsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +281,11 @@ func TestFetchOutputsBoundsAFlood(t *testing.T) {
 // the store; a tar that ends early (a full disk on the way, a cut
 // connection) leaves the last good copy and no partial one.
 func TestSaveOutputBounds(t *testing.T) {
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &jobs.Job{ID: "a1b2c3d4e5f6"}
+	j := &store.Job{ID: "a1b2c3d4e5f6"}
 	if err := st.Create(j); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestSaveOutputBounds(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(st.Dir(j.ID))
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".out-") || e.Name() == jobs.OutDir {
+		if strings.HasPrefix(e.Name(), ".out-") || e.Name() == store.OutDir {
 			t.Errorf("the store kept %s of an output it refused", e.Name())
 		}
 	}
@@ -310,7 +310,7 @@ func TestSaveOutputBounds(t *testing.T) {
 	if err := saveOutput(st, j, io.NopCloser(&cut), nil); err == nil {
 		t.Error("a tar cut short was taken as the output")
 	}
-	if st.Has(j.ID, jobs.ResultsFile) || st.Has(j.ID, jobs.OutDir) {
+	if st.Has(j.ID, store.ResultsFile) || st.Has(j.ID, store.OutDir) {
 		t.Error("a tar cut short left files in the store")
 	}
 }
@@ -318,12 +318,12 @@ func TestSaveOutputBounds(t *testing.T) {
 // A job whose runner finished without results (its output directory lost
 // or unwritable) failed, whatever its exit code says.
 func TestFinalizeWithoutResults(t *testing.T) {
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, code := range []int{0, 1} {
-		j := &jobs.Job{ID: fmt.Sprintf("a1b2c3d4e5f%d", code), ContainerID: "c"}
+		j := &store.Job{ID: fmt.Sprintf("a1b2c3d4e5f%d", code), ContainerID: "c"}
 		if err := st.Create(j); err != nil {
 			t.Fatal(err)
 		}
@@ -344,14 +344,14 @@ type stopper struct {
 	gone    *bool
 }
 
-func (s stopper) State(context.Context, *jobs.Job) (backend.State, error) {
+func (s stopper) State(context.Context, *store.Job) (backend.State, error) {
 	if *s.gone {
 		return backend.State{}, fmt.Errorf("job: %w", backend.ErrNotFound)
 	}
 	return backend.State{Phase: backend.Running, Detail: "running"}, nil
 }
 
-func (s stopper) Stop(context.Context, *jobs.Job, time.Duration) error {
+func (s stopper) Stop(context.Context, *store.Job, time.Duration) error {
 	*s.gone = errors.Is(s.stopErr, backend.ErrNotFound)
 	return s.stopErr
 }
@@ -370,11 +370,11 @@ func TestCancelStopOutcomes(t *testing.T) {
 		{"deleted before its runner started", fmt.Errorf("deleted Job x: %w", backend.ErrNotStarted), true, "cancelled before its runner started"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := jobs.Open(t.TempDir())
+			st, err := store.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := &jobs.Job{ID: "a1b2c3d4e5f6", ContainerID: "uid-1", Status: jobs.StatusRunning}
+			j := &store.Job{ID: "a1b2c3d4e5f6", ContainerID: "uid-1", Status: store.StatusRunning}
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
 			}
@@ -397,11 +397,11 @@ func TestCancelStopOutcomes(t *testing.T) {
 // for its image or volumes), and which the backend deleted rather than
 // stopped, is recorded as timed out and ended, with why it has no log.
 func TestExpireBeforeTheRunnerStarted(t *testing.T) {
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &jobs.Job{ID: "a1b2c3d4e5f6", ContainerID: "uid-1", Status: jobs.StatusCreated, Timeout: "1m"}
+	j := &store.Job{ID: "a1b2c3d4e5f6", ContainerID: "uid-1", Status: store.StatusCreated, Timeout: "1m"}
 	if err := st.Create(j); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestExpireBeforeTheRunnerStarted(t *testing.T) {
 // A timeout says what would help: more time for a job that ran, what its
 // pod waited for when the runner never started.
 func TestOutcomeTimeout(t *testing.T) {
-	j := &jobs.Job{ID: "a1b2c3d4e5f6", Status: result.StatusTimeout, Timeout: "15s", Error: "ran past its timeout of 15s"}
+	j := &store.Job{ID: "a1b2c3d4e5f6", Status: result.StatusTimeout, Timeout: "15s", Error: "ran past its timeout of 15s"}
 	if got, want := Outcome(j).Error(), "job a1b2c3d4e5f6 timed out after 15s: raise resources.timeout in xrun.yaml or pass --timeout"; got != want {
 		t.Errorf("timeout:\n got %q\nwant %q", got, want)
 	}
@@ -438,19 +438,19 @@ func TestOutcomeTimeout(t *testing.T) {
 // running, then ends) just after the first look at its state.
 type starter struct {
 	backend.Backend
-	st      *jobs.Store
+	st      *store.Store
 	looks   *int
 	removed *bool
 }
 
-func (s starter) State(context.Context, *jobs.Job) (backend.State, error) {
+func (s starter) State(context.Context, *store.Job) (backend.State, error) {
 	*s.looks++
 	if *s.looks == 1 {
 		started, err := s.st.Load("a1b2c3d4e5f6")
 		if err != nil {
 			return backend.State{}, err
 		}
-		started.Status = jobs.StatusRunning
+		started.Status = store.StatusRunning
 		if err := s.st.Save(started); err != nil {
 			return backend.State{}, err
 		}
@@ -460,12 +460,12 @@ func (s starter) State(context.Context, *jobs.Job) (backend.State, error) {
 }
 
 func (s starter) List(context.Context, bool) ([]backend.Listed, error) {
-	return []backend.Listed{{Job: jobs.Job{ID: "a1b2c3d4e5f6"}}}, nil
+	return []backend.Listed{{Job: store.Job{ID: "a1b2c3d4e5f6"}}}, nil
 }
 
 func (starter) Where() string { return "unix:///test.sock" }
 
-func (s starter) Remove(context.Context, *jobs.Job, bool) error {
+func (s starter) Remove(context.Context, *store.Job, bool) error {
 	*s.removed = true
 	return nil
 }
@@ -474,19 +474,19 @@ func (s starter) Remove(context.Context, *jobs.Job, bool) error {
 // reads (the record's, then the state's) is not taken for abandoned: the
 // look reads both again once it knows that xrun has ended.
 func TestRefreshJobStartedAsItsCreatorEnds(t *testing.T) {
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	gone := "another-boot:1:1" // an xrun of another boot: ended
-	j := &jobs.Job{ID: "a1b2c3d4e5f6", ContainerID: "c1", Status: jobs.StatusCreated, Creator: gone}
+	j := &store.Job{ID: "a1b2c3d4e5f6", ContainerID: "c1", Status: store.StatusCreated, Creator: gone}
 	if err := st.Create(j); err != nil {
 		t.Fatal(err)
 	}
 	removed := false
 	b := starter{st: st, looks: new(int), removed: &removed}
 	s, ok, err := Refresh(context.Background(), b, st, j)
-	if err != nil || !ok || removed || s.Phase != backend.Running || j.Status != jobs.StatusRunning {
+	if err != nil || !ok || removed || s.Phase != backend.Running || j.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, j.Status)
 	}
 }
@@ -494,17 +494,17 @@ func TestRefreshJobStartedAsItsCreatorEnds(t *testing.T) {
 // Likewise before the record named a container: the xrun that made it
 // recorded its container, started it and ended after this record was read.
 func TestRefreshStaleRecordOfAStartedJob(t *testing.T) {
-	st, err := jobs.Open(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	gone := "another-boot:1:1"
-	stale := &jobs.Job{ID: "a1b2c3d4e5f6", Status: jobs.StatusCreated, Creator: gone}
+	stale := &store.Job{ID: "a1b2c3d4e5f6", Status: store.StatusCreated, Creator: gone}
 	if err := st.Create(stale); err != nil {
 		t.Fatal(err)
 	}
 	fresh := *stale
-	fresh.ContainerID, fresh.Status = "c1", jobs.StatusRunning
+	fresh.ContainerID, fresh.Status = "c1", store.StatusRunning
 	if err := st.Save(&fresh); err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestRefreshStaleRecordOfAStartedJob(t *testing.T) {
 	looks := 1 // the backend's job already runs
 	b := starter{st: st, looks: &looks, removed: &removed}
 	s, ok, err := Refresh(context.Background(), b, st, stale)
-	if err != nil || !ok || removed || s.Phase != backend.Running || stale.Status != jobs.StatusRunning {
+	if err != nil || !ok || removed || s.Phase != backend.Running || stale.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, stale.Status)
 	}
 }

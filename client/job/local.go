@@ -12,7 +12,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -24,9 +24,9 @@ type LocalRequest struct {
 	Backend backend.Backend
 	// Record is the job's record before it is created: its experiment,
 	// directory, spec hash, mode and GPUs. The rest is filled in here.
-	Record *jobs.Job
+	Record *store.Job
 	// Spec is what Backend runs, made once the job has its id.
-	Spec func(j *jobs.Job) backend.Spec
+	Spec func(j *store.Job) backend.Spec
 }
 
 // LocalArgs are a run of the runner on this machine as `xrun run --local`
@@ -73,14 +73,14 @@ func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 		return LocalRequest{}, "", &exit.Error{Code: exit.Infra, Err: err}
 	}
 	// The runner picks GPU or CPU where no --cpu says.
-	rec := &jobs.Job{Experiment: s.Name, ExperimentDir: dir, SpecHash: s.Hash, Mode: "auto", GPUs: "-"}
+	rec := &store.Job{Experiment: s.Name, ExperimentDir: dir, SpecHash: s.Hash, Mode: "auto", GPUs: "-"}
 	if a.CPU {
 		rec.Mode, rec.GPUs = "cpu", "0"
 	}
 	if t := s.Resources.Timeout.Duration; t > 0 {
 		rec.Timeout = t.String()
 	}
-	return LocalRequest{Backend: b, Record: rec, Spec: func(j *jobs.Job) backend.Spec {
+	return LocalRequest{Backend: b, Record: rec, Spec: func(j *store.Job) backend.Spec {
 		argv := local.Command(exe, dir, absOut, a.CPU, a.Python, j.ID)
 		return backend.Spec{Name: build.JobName(s.Name, j.ID), Command: argv, OutDir: absOut}
 	}}, out, nil
@@ -122,7 +122,7 @@ func outDir(out string) (string, error) {
 // the exit code the runner gives it (run.ExitCode): a run past
 // resources.timeout, which the runner stops itself, is a failure (2)
 // there.
-func LocalOutcome(j *jobs.Job, err error) error {
+func LocalOutcome(j *store.Job, err error) error {
 	if j.Status == result.StatusTimeout && j.StoppedBy == "" {
 		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("job %s ran past resources.timeout (%s): raise it in %s (see the results above or `xrun results %s`)", j.ID, j.Timeout, spec.FileName, j.ID)}
 	}
@@ -135,7 +135,7 @@ func LocalOutcome(j *jobs.Job, err error) error {
 // directory on the backend is removed. It returns the job as far as it
 // got and an error for a run that failed or was interrupted, not for the
 // job's own outcome (Outcome says that).
-func (m *Manager) RunLocal(ctx context.Context, r LocalRequest) (*jobs.Job, error) {
+func (m *Manager) RunLocal(ctx context.Context, r LocalRequest) (*store.Job, error) {
 	s := &submission{m: m, b: r.Backend, release: func() {}}
 	j, err := s.runLocal(ctx, r)
 	if err != nil {
@@ -144,10 +144,10 @@ func (m *Manager) RunLocal(ctx context.Context, r LocalRequest) (*jobs.Job, erro
 	return j, nil
 }
 
-func (s *submission) runLocal(ctx context.Context, r LocalRequest) (*jobs.Job, error) {
+func (s *submission) runLocal(ctx context.Context, r LocalRequest) (*store.Job, error) {
 	j := r.Record
-	j.Host, j.Status = s.b.Where(), jobs.StatusCreated
-	j.Creator, j.Owner = jobs.Creator(), jobs.CurrentUser()
+	j.Host, j.Status = s.b.Where(), store.StatusCreated
+	j.Creator, j.Owner = store.Creator(), store.CurrentUser()
 	if err := s.m.Store.Create(j); err != nil {
 		return nil, err
 	}
@@ -159,13 +159,13 @@ func (s *submission) runLocal(ctx context.Context, r LocalRequest) (*jobs.Job, e
 }
 
 // RanLocally reports whether j ran without a container (xrun run --local).
-func RanLocally(j *jobs.Job) bool { return local.IsRef(j.Host) }
+func RanLocally(j *store.Job) bool { return local.IsRef(j.Host) }
 
 // RerunLocal runs j, a job of xrun run --local, again as it ran: on this
 // machine, in its mode, into an output directory of its own that is
 // removed afterwards (the rerun's results and logs are in the store). The
 // error is the rerun's outcome as LocalOutcome gives it.
-func (m *Manager) RerunLocal(ctx context.Context, j *jobs.Job) (*jobs.Job, error) {
+func (m *Manager) RerunLocal(ctx context.Context, j *store.Job) (*store.Job, error) {
 	if this := local.Ref(local.ThisHost()); j.Host != this {
 		return nil, fmt.Errorf("job %s ran without a container on %s, not on this machine (%s): run the rerun there", j.ID, j.Host, this)
 	}

@@ -6,22 +6,22 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // Outcome turns a finished job into nil (succeeded) or the error that
 // says what happened, carrying the exit code xrun exits with: the
 // runner's code for the status (docs/architecture.md).
-func Outcome(j *jobs.Job) error { return outcome(j, false) }
+func Outcome(j *store.Job) error { return outcome(j, false) }
 
 // OutcomeShown is Outcome for a job whose error the reader has just seen
 // (an attached submit: in its streamed log, or the results table on the
 // same terminal): a failure says its exit code and where to look, not the
 // error again.
-func OutcomeShown(j *jobs.Job) error { return outcome(j, true) }
+func OutcomeShown(j *store.Job) error { return outcome(j, true) }
 
-func outcome(j *jobs.Job, errorShown bool) error {
+func outcome(j *store.Job, errorShown bool) error {
 	switch j.Status {
 	case result.StatusSucceeded:
 		return nil

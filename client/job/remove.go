@@ -9,7 +9,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -30,11 +30,11 @@ type RemoveOptions struct {
 // It returns the id removed.
 func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (string, error) {
 	j, err := m.Resolve(ref)
-	var re *jobs.RecordError
+	var re *store.RecordError
 	if errors.As(err, &re) && o.Force && !o.KeepRecord {
 		return re.ID, m.removeUnreadable(ctx, re, o.Where)
 	}
-	var nf *jobs.NotFoundError
+	var nf *store.NotFoundError
 	if errors.As(err, &nf) {
 		b, herr := m.Backends.Selected(ctx, o.Where)
 		if herr != nil {
@@ -83,7 +83,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (stri
 // host was in that record, so its containers are looked for, by the job
 // label, on the host sel names (--host, --context, --k8s; else the
 // default), and the user is told where.
-func (m *Manager) removeUnreadable(ctx context.Context, re *jobs.RecordError, sel connect.Selection) error {
+func (m *Manager) removeUnreadable(ctx context.Context, re *store.RecordError, sel connect.Selection) error {
 	b, err := m.Backends.Selected(ctx, sel)
 	if err == nil {
 		_, err = RemoveListed(ctx, b, re.ID, true, func(id string) bool { return id == re.ID })
@@ -106,7 +106,7 @@ func (m *Manager) removeUnreadable(ctx context.Context, re *jobs.RecordError, se
 // the same (the daemon got the request), found by the job label on the
 // job's host. What cannot be looked for is a warning, since the record
 // goes either way.
-func (m *Manager) removeUnknownContainer(ctx context.Context, j *jobs.Job) {
+func (m *Manager) removeUnknownContainer(ctx context.Context, j *store.Job) {
 	if j.Host == "" {
 		return
 	}
@@ -144,14 +144,14 @@ func RemoveListed(ctx context.Context, b backend.Backend, ref string, force bool
 // Cancel stops job j (Cancel) and says what became of it: ended is true
 // for a job that had ended already. A job another xrun is still creating
 // is refused (it has nothing to stop yet).
-func (m *Manager) Cancel(ctx context.Context, j *jobs.Job) (ended bool, err error) {
+func (m *Manager) Cancel(ctx context.Context, j *store.Job) (ended bool, err error) {
 	if j.ContainerID == "" {
 		// Being created, or abandoned by a submit that was killed.
 		if _, _, err := m.Refresh(ctx, j); err != nil {
 			return false, err
 		}
-		if j.Status == jobs.StatusCreated {
-			return false, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, jobs.CreatorPID(j.Creator))}
+		if j.Status == store.StatusCreated {
+			return false, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, store.CreatorPID(j.Creator))}
 		}
 		return true, nil
 	}
@@ -179,11 +179,11 @@ func (m *Manager) Cancel(ctx context.Context, j *jobs.Job) (ended bool, err erro
 // CheckOwner refuses (exit 3) to let command (rm, cancel) touch another
 // user's job on a shared host unless force. A job without an owner (from
 // an xrun before owners) is anyone's.
-func CheckOwner(j *jobs.Job, force bool, command string) error {
+func CheckOwner(j *store.Job, force bool, command string) error {
 	if force || j.Owner == "" {
 		return nil
 	}
-	if me := jobs.CurrentUser(); j.Owner != me {
+	if me := store.CurrentUser(); j.Owner != me {
 		verb := map[string]string{"rm": "remove"}[command]
 		if verb == "" {
 			verb = command

@@ -15,7 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/run"
@@ -152,9 +152,9 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 }
 
 // rerunArgs are the arguments a rerun of the job repeats
-// (jobs.SubmitArgs): the names of --env variables, never their values.
-func (a Args) rerunArgs() *jobs.SubmitArgs {
-	r := &jobs.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
+// (store.SubmitArgs): the names of --env variables, never their values.
+func (a Args) rerunArgs() *store.SubmitArgs {
+	r := &store.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
 	for _, e := range a.Env {
 		name, _, _ := strings.Cut(e, "=")
 		r.Env = append(r.Env, name)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -15,8 +15,8 @@ import (
 // recorded timeout enforced, and once the runner has exited its results
 // and logs copied into the store (once). It returns the job's state, or ok
 // false when the backend no longer has the job.
-func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (s backend.State, ok bool, err error) {
-	done := jobs.Final(j.Status) && j.Finished != nil
+func Refresh(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) (s backend.State, ok bool, err error) {
+	done := store.Final(j.Status) && j.Finished != nil
 	if j.ContainerID == "" && Abandoned(j, s, false) {
 		reload(st, j)
 		if j.ContainerID == "" && Abandoned(j, s, false) {
@@ -28,8 +28,8 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 	}
 	s, err = b.State(ctx, j)
 	if errors.Is(err, backend.ErrNotFound) {
-		if !jobs.Final(j.Status) {
-			j.Status = jobs.StatusRemoved
+		if !store.Final(j.Status) {
+			j.Status = store.StatusRemoved
 			j.Error = "the job's container was removed before its results were fetched"
 			return s, false, st.Save(j)
 		}
@@ -72,14 +72,14 @@ func Refresh(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 // Abandoned reports a job that will never start: its record says created,
 // its container (when it has one) was never started, and the xrun that
 // was creating it is gone (killed during the code copy, say).
-func Abandoned(j *jobs.Job, s backend.State, hasContainer bool) bool {
-	if j.Status != jobs.StatusCreated || j.Creator == "" {
+func Abandoned(j *store.Job, s backend.State, hasContainer bool) bool {
+	if j.Status != store.StatusCreated || j.Creator == "" {
 		return false
 	}
 	if hasContainer && (s.Phase != backend.Pending || s.Detail != "created") {
 		return false
 	}
-	return jobs.CreatorGone(j.Creator)
+	return store.CreatorGone(j.Creator)
 }
 
 // reload reads j's record again, for a look that has just found the xrun
@@ -87,7 +87,7 @@ func Abandoned(j *jobs.Job, s backend.State, hasContainer bool) bool {
 // before, and that xrun may have made or started the job and recorded it
 // just before it ended. It does nothing more now, so a second look at
 // both is the last word before the job is taken for abandoned.
-func reload(st *jobs.Store, j *jobs.Job) {
+func reload(st *store.Store, j *store.Job) {
 	if fresh, err := st.Load(j.ID); err == nil {
 		*j = *fresh
 	}
@@ -95,7 +95,7 @@ func reload(st *jobs.Store, j *jobs.Job) {
 
 // Abandon removes what an abandoned job left on its backend (found by its
 // label: the record may not know its container) and records it cancelled.
-func Abandon(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+func Abandon(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
 	listed, err := b.List(ctx, true)
 	if err != nil {
 		return fmt.Errorf("remove what job %s left: %w", j.ID, err)
@@ -109,14 +109,14 @@ func Abandon(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job
 	}
 	now := time.Now().UTC()
 	j.Status, j.StoppedBy, j.Finished = result.StatusCancelled, result.StatusCancelled, &now
-	j.Error = fmt.Sprintf("never started: the xrun that submitted it (pid %d) ended before it started the job; what it had made on %s is removed", jobs.CreatorPID(j.Creator), b.Where())
+	j.Error = fmt.Sprintf("never started: the xrun that submitted it (pid %d) ended before it started the job; what it had made on %s is removed", store.CreatorPID(j.Creator), b.Where())
 	return st.Save(j)
 }
 
 // Deadline is when a started job must stop, from the timeout recorded on
 // the backend (else in the record). A backend that enforces the timeout
 // itself has none for the client to keep.
-func Deadline(j *jobs.Job, s backend.State) (time.Time, bool) {
+func Deadline(j *store.Job, s backend.State) (time.Time, bool) {
 	if s.Enforced {
 		return time.Time{}, false
 	}

@@ -2,7 +2,7 @@ package job
 
 import (
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -14,9 +14,9 @@ import (
 func StatusOf(s backend.State) string {
 	switch s.Phase {
 	case backend.Pending:
-		return jobs.StatusCreated
+		return store.StatusCreated
 	case backend.Running:
-		return jobs.StatusRunning
+		return store.StatusRunning
 	}
 	return FinalStatus(Ending{ExitCode: s.ExitCode, OOMKilled: s.OOMKilled})
 }

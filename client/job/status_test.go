@@ -3,7 +3,7 @@ package job
 import (
 	"testing"
 
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -39,7 +39,7 @@ func TestFinalStatus(t *testing.T) {
 		if got := FinalStatus(tt.o); got != tt.want {
 			t.Errorf("%s: FinalStatus(%+v) = %s, want %s", tt.name, tt.o, got, tt.want)
 		}
-		if !jobs.Final(FinalStatus(tt.o)) {
+		if !store.Final(FinalStatus(tt.o)) {
 			t.Errorf("%s: %s is not final", tt.name, FinalStatus(tt.o))
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -19,7 +19,7 @@ const StopGrace = 10 * time.Second
 // Expire stops a job that ran past its timeout and records why first. A
 // record that cannot be saved does not keep the job running: it is
 // stopped all the same, and the error says what was not recorded.
-func Expire(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) error {
+func Expire(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
 	j.Status, j.StoppedBy = result.StatusTimeout, result.StatusTimeout
 	j.Error = timeoutMessage(j)
 	saveErr := st.Save(j)
@@ -80,14 +80,14 @@ func (e *NotStoppedError) Error() string {
 
 func (e *NotStoppedError) Unwrap() error { return e.Err }
 
-func timeoutMessage(j *jobs.Job) string {
+func timeoutMessage(j *store.Job) string {
 	return fmt.Sprintf("ran past its timeout of %s", j.Timeout)
 }
 
 // Cancel records j as cancelled, stops it (the runner writes its partial
 // results) and finalizes it. A job that already ended is left as it is
 // (ended true).
-func Cancel(ctx context.Context, b backend.Backend, st *jobs.Store, j *jobs.Job) (ended bool, err error) {
+func Cancel(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) (ended bool, err error) {
 	s, ok, err := Refresh(ctx, b, st, j)
 	if err != nil {
 		return false, err

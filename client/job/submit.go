@@ -14,8 +14,8 @@ import (
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/runnerbin"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
@@ -43,7 +43,7 @@ type SubmitRequest struct {
 	// is removed once the job's results and logs are in the store.
 	Keep bool
 	// Rerun is recorded with the job, for xrun regress --confirm.
-	Rerun *jobs.SubmitArgs
+	Rerun *store.SubmitArgs
 	// NoCacheVolume leaves the compile caches in the job's own container
 	// (CacheVolume).
 	NoCacheVolume bool
@@ -68,7 +68,7 @@ type submission struct {
 	m     *Manager
 	r     SubmitRequest
 	b     backend.Backend
-	j     *jobs.Job
+	j     *store.Job
 	stage stage
 	// release frees the GPUs the job holds (a no-op without any).
 	release func()
@@ -86,7 +86,7 @@ type submission struct {
 // (Attach). It returns the job as far as it got (nil before it was
 // recorded) and an error for a submit that failed or was interrupted, not
 // for the job's own outcome (Outcome says that).
-func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*jobs.Job, error) {
+func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*store.Job, error) {
 	s := &submission{m: m, r: r, release: func() {}}
 	j, err := s.run(ctx)
 	if err != nil {
@@ -95,7 +95,7 @@ func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*jobs.Job, error
 	return j, nil
 }
 
-func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
+func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	m, r, p := s.m, s.r, s.r.Prepared
 	done := m.step("connect")
 	var kb *kube.Backend
@@ -168,7 +168,7 @@ func (s *submission) run(ctx context.Context) (*jobs.Job, error) {
 	if kb == nil && !r.NoStandby && !r.Detach {
 		owner := s.j.Owner
 		s.next = func(id string) backend.Spec {
-			next := p.JobSpec(ctx, &jobs.Job{ID: id, Owner: owner}, r.Build.Dir, jo)
+			next := p.JobSpec(ctx, &store.Job{ID: id, Owner: owner}, r.Build.Dir, jo)
 			// The standby has no code until its job comes: what its zygote
 			// imports beyond numpy, torch and triton is said here.
 			if spec.UsesTorchCompile(r.Build.Dir, p.Spec.Include) {
@@ -233,7 +233,7 @@ func (s *submission) leaveStandby() {
 		defer cancel()
 		done := s.m.step("leave standby")
 		defer done()
-		s.made <- s.b.(*dockerhost.Backend).MakeStandby(ctx, s.next(jobs.NewID()), dockerhost.DefaultStandbyIdle)
+		s.made <- s.b.(*dockerhost.Backend).MakeStandby(ctx, s.next(store.NewID()), dockerhost.DefaultStandbyIdle)
 	}()
 }
 
@@ -249,13 +249,13 @@ func (s *submission) waitStandby() {
 // launch makes and starts the recorded job from spec on s.b and, unless
 // s.r.Detach, follows it to its end (Attach) and removes what is left of
 // it once its end is stored (unless s.r.Keep).
-func (s *submission) launch(ctx context.Context, spec backend.Spec) (*jobs.Job, error) {
+func (s *submission) launch(ctx context.Context, spec backend.Spec) (*store.Job, error) {
 	m, r := s.m, s.r
 	if err := s.start(ctx, spec); err != nil {
 		return s.j, err
 	}
 	s.stage = started
-	s.j.Status = jobs.StatusRunning
+	s.j.Status = store.StatusRunning
 	if r.Detach {
 		return s.j, m.Store.Save(s.j)
 	}
@@ -282,8 +282,8 @@ func (s *submission) launch(ctx context.Context, spec backend.Spec) (*jobs.Job, 
 // does, but only once the store holds the job's end: its final status,
 // and its results and logs where the job wrote any. A failed removal is a
 // warning: the job's outcome stands.
-func (m *Manager) removeStored(b backend.Backend, j *jobs.Job) {
-	if !jobs.Final(j.Status) || j.Finished == nil || j.ContainerID == "" || !m.Store.Has(j.ID, jobs.LogsFile) {
+func (m *Manager) removeStored(b backend.Backend, j *store.Job) {
+	if !store.Final(j.Status) || j.Finished == nil || j.ContainerID == "" || !m.Store.Has(j.ID, store.LogsFile) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
@@ -318,7 +318,7 @@ func (s *submission) abort(ctx context.Context, err error) error {
 }
 
 // discard removes a job that could not start and records why.
-func (m *Manager) discard(b backend.Backend, j *jobs.Job, cause error) {
+func (m *Manager) discard(b backend.Backend, j *store.Job, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
 	defer cancel()
 	if j.ContainerID != "" && b != nil {
@@ -345,8 +345,8 @@ func interruptedBeforeJob(ctx context.Context, err error) error {
 }
 
 // newRecord is the record of a job about to be created from p on where.
-func newRecord(p *build.Prepared, where, dir string) *jobs.Job {
-	j := &jobs.Job{
+func newRecord(p *build.Prepared, where, dir string) *store.Job {
+	j := &store.Job{
 		Host:       where,
 		Experiment: p.Spec.Name,
 		ImageRef:   p.ImageRef,
@@ -354,9 +354,9 @@ func newRecord(p *build.Prepared, where, dir string) *jobs.Job {
 		SpecHash:   p.Spec.Hash,
 		GPUs:       p.GPULabel,
 		Mode:       p.Mode,
-		Status:     jobs.StatusCreated,
-		Creator:    jobs.Creator(),
-		Owner:      jobs.CurrentUser(),
+		Status:     store.StatusCreated,
+		Creator:    store.Creator(),
+		Owner:      store.CurrentUser(),
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		j.ExperimentDir = abs
@@ -369,7 +369,7 @@ func newRecord(p *build.Prepared, where, dir string) *jobs.Job {
 
 // Handle names what runs job j on b: "container NAME" on a Docker host,
 // "Job NAME" on a cluster, and what a backend.Handler says elsewhere.
-func Handle(b backend.Backend, j *jobs.Job) string {
+func Handle(b backend.Backend, j *store.Job) string {
 	if h, ok := b.(backend.Handler); ok {
 		return h.Handle(j)
 	}

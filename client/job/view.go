@@ -15,13 +15,13 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/local"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Status is what `xrun status --json` prints: the record and, while
 // the host still has it, the container's state.
 type Status struct {
-	*jobs.Job
+	*store.Job
 	Container *ContainerState `json:"container,omitempty"`
 	StoreDir  string          `json:"store_dir"`
 }
@@ -39,7 +39,7 @@ type ContainerState struct {
 
 // Status brings j up to date (Look) and describes it with its
 // container's state, while its host has the container.
-func (m *Manager) Status(ctx context.Context, j *jobs.Job) Status {
+func (m *Manager) Status(ctx context.Context, j *store.Job) Status {
 	c, ok := m.Look(ctx, j)
 	s := Status{Job: j, StoreDir: m.Store.Dir(j.ID)}
 	if ok {
@@ -66,7 +66,7 @@ func containerState(b backend.State) *ContainerState {
 // container's streams go to out, as the store's copy has them), else the
 // copy in the store, its last o.Tail lines. Once ctx has ended it returns
 // nil.
-func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, out io.Writer) error {
+func (m *Manager) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, out io.Writer) error {
 	ranHere := strings.HasPrefix(j.Host, local.Scheme)
 	b, err := m.Backends.For(ctx, j)
 	if err == nil {
@@ -79,14 +79,14 @@ func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, o
 		}
 	}
 	// The container (or its host) is gone: the copy in the store is all there is.
-	data, rerr := os.ReadFile(filepath.Join(m.Store.Dir(j.ID), jobs.LogsFile))
+	data, rerr := os.ReadFile(filepath.Join(m.Store.Dir(j.ID), store.LogsFile))
 	if rerr != nil {
 		switch {
-		case errors.Is(err, backend.ErrNotStarted) && jobs.Final(j.Status):
+		case errors.Is(err, backend.ErrNotStarted) && store.Final(j.Status):
 			return fmt.Errorf("job %s has no log: it ended (%s) before its runner started", j.ID, j.Status)
 		case errors.Is(err, backend.ErrNotStarted):
 			return err
-		case errors.Is(err, backend.ErrNotFound) && jobs.Final(j.Status) && j.Error != "":
+		case errors.Is(err, backend.ErrNotFound) && store.Final(j.Status) && j.Error != "":
 			// Only a job whose log could not be had ends without one.
 			return fmt.Errorf("job %s has no saved log: %s", j.ID, j.Error)
 		case errors.Is(err, backend.ErrNotFound):
@@ -103,7 +103,7 @@ func (m *Manager) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, o
 
 // untimed says, on stderr, that --timestamps adds nothing to job j's log,
 // whose lines have the runner's own times alone: j what.
-func (m *Manager) untimed(j *jobs.Job, what string) {
+func (m *Manager) untimed(j *store.Job, what string) {
 	if m.Err != nil {
 		fmt.Fprintf(m.Err, "xrun: job %s %s: its lines have the runner's own times (HH:MM:SS, UTC) and no others, so --timestamps adds none\n", j.ID, what)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Wait waits for job j to end and records how it ended: a job another xrun
@@ -17,7 +17,7 @@ import (
 // gone), and a host that stops answering (a daemon restart) is waited
 // for too, since the job may well go on there. Ctrl-C stops the waiting,
 // not the job.
-func (m *Manager) Wait(ctx context.Context, j *jobs.Job) error {
+func (m *Manager) Wait(ctx context.Context, j *store.Job) error {
 	if err := m.waitCreated(ctx, j); err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func Unreachable(err error) bool {
 }
 
 // waitEnd brings j up to date and, when it has not ended, waits for it.
-func (m *Manager) waitEnd(ctx context.Context, j *jobs.Job) error {
+func (m *Manager) waitEnd(ctx context.Context, j *store.Job) error {
 	s, ok, err := m.Refresh(ctx, j)
 	if err != nil || !ok || s.Finished() {
 		return err
@@ -70,11 +70,11 @@ func (m *Manager) waitEnd(ctx context.Context, j *jobs.Job) error {
 // container yet and its creator runs), reading the record again until the
 // job has a container or ended; a creator that is gone leaves the job to
 // Refresh, which records it abandoned.
-func (m *Manager) waitCreated(ctx context.Context, j *jobs.Job) error {
+func (m *Manager) waitCreated(ctx context.Context, j *store.Job) error {
 	said := false
-	for j.ContainerID == "" && j.Status == jobs.StatusCreated && j.Creator != "" && !jobs.CreatorGone(j.Creator) {
+	for j.ContainerID == "" && j.Status == store.StatusCreated && j.Creator != "" && !store.CreatorGone(j.Creator) {
 		if !said {
-			fmt.Fprintf(m.Err, "job %s is being created by xrun (pid %d): waiting for it to start\n", j.ID, jobs.CreatorPID(j.Creator))
+			fmt.Fprintf(m.Err, "job %s is being created by xrun (pid %d): waiting for it to start\n", j.ID, store.CreatorPID(j.Creator))
 			said = true
 		}
 		select {
@@ -94,7 +94,7 @@ func (m *Manager) waitCreated(ctx context.Context, j *jobs.Job) error {
 // waitJob waits for a job that has not ended (state s) to end, stopping it
 // at its timeout, reporting a change of its pending state on m.Err, and
 // records how it ended. Ctrl-C stops the waiting, not the job.
-func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *jobs.Job, s backend.State) error {
+func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, s backend.State) error {
 	for {
 		waitCtx, cancel := ctx, context.CancelFunc(func() {})
 		deadline, has := Deadline(j, s)

@@ -20,8 +20,8 @@ import (
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -80,7 +80,7 @@ func (n *History) Close() error { return n.h.Close() }
 
 // Sync imports the finished jobs of st the history lacks, saying how many
 // on Err.
-func (n *History) Sync(st *jobs.Store) error {
+func (n *History) Sync(st *store.Store) error {
 	c, err := n.h.ImportStore(st)
 	if err != nil {
 		return infra(err)
@@ -94,8 +94,8 @@ func (n *History) Sync(st *jobs.Store) error {
 // Record imports a finished job's results, the job store's Finished hook.
 // A failure is a warning on Err: the job's record and results are in the
 // store, and the next history or regress imports them.
-func (n *History) Record(st *jobs.Store, j *jobs.Job) {
-	if !st.Has(j.ID, jobs.ResultsFile) {
+func (n *History) Record(st *store.Store, j *store.Job) {
+	if !st.Has(j.ID, store.ResultsFile) {
 		return
 	}
 	if _, err := n.h.ImportJob(st, j); err != nil && !errors.Is(err, history.ErrRunning) {
@@ -171,7 +171,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // (an id or its start), imported when the history lacks it. It returns
 // the run, its results when at hand, and its job record when the store
 // has one.
-func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results, *jobs.Job, error) {
+func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results, *store.Job, error) {
 	h, st := n.h, m.Store
 	if path, ok := result.Locate(ref); ok {
 		r, rows, err := flat.ReadFile(path)
@@ -198,7 +198,7 @@ func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results,
 	if err != nil {
 		return history.Run{}, nil, nil, err
 	}
-	if !st.Has(j.ID, jobs.ResultsFile) {
+	if !st.Has(j.ID, store.ResultsFile) {
 		return history.Run{}, nil, j, exit.Usagef("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}
 	if _, err := h.ImportJob(st, j); err != nil {
@@ -222,12 +222,12 @@ func (n *History) lastRun(id string) (history.Run, error) {
 
 // storedResults returns the store's results (without their cases:
 // readHead) and record of job id, when it has them.
-func storedResults(st *jobs.Store, id string) (*result.Results, *jobs.Job) {
+func storedResults(st *store.Store, id string) (*result.Results, *store.Job) {
 	j, err := st.Load(id)
 	if err != nil {
 		return nil, nil
 	}
-	r, err := readHead(filepath.Join(st.Dir(id), jobs.ResultsFile))
+	r, err := readHead(filepath.Join(st.Dir(id), store.ResultsFile))
 	if err != nil {
 		return nil, j
 	}
@@ -242,9 +242,9 @@ func readHead(path string) (*result.Results, error) { return flat.ReadHead(path)
 
 // fullResults reads the results of run with their cases, from the job
 // store or the file it was imported from (nil when neither has them).
-func fullResults(st *jobs.Store, run history.Run) *result.Results {
-	path := filepath.Join(st.Dir(run.JobID), jobs.ResultsFile)
-	if !st.Has(run.JobID, jobs.ResultsFile) {
+func fullResults(st *store.Store, run history.Run) *result.Results {
+	path := filepath.Join(st.Dir(run.JobID), store.ResultsFile)
+	if !st.Has(run.JobID, store.ResultsFile) {
 		if run.Source == history.SourceStore {
 			return nil
 		}

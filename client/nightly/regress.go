@@ -10,9 +10,9 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/result"
 )
@@ -25,7 +25,7 @@ type RegressOptions struct {
 	Rule regress.Rule
 	// Rerun, when set, reruns a job with suspects at once (on its host
 	// and GPUs) and returns the rerun's record, to confirm or clear them.
-	Rerun func(ctx context.Context, j *jobs.Job) (*jobs.Job, error)
+	Rerun func(ctx context.Context, j *store.Job) (*store.Job, error)
 	// JSON and Markdown pick the report's form (neither: text); All lists
 	// stable timings too.
 	JSON, Markdown, All bool
@@ -43,7 +43,7 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 	type target struct {
 		run history.Run
 		r   *result.Results
-		j   *jobs.Job
+		j   *store.Job
 	}
 	var targets []target
 	if len(o.Refs) == 0 {
@@ -217,7 +217,7 @@ func latestRuns(h *history.Store) ([]history.Run, error) {
 
 // confirm reruns the job of sr with o.Rerun and applies the rerun's
 // verdicts to sr's suspects.
-func (n *History) confirm(ctx context.Context, m *job.Manager, sr *summary.Run, j *jobs.Job, o RegressOptions) error {
+func (n *History) confirm(ctx context.Context, m *job.Manager, sr *summary.Run, j *store.Job, o RegressOptions) error {
 	switch {
 	case j == nil:
 		return fmt.Errorf("it is not a job of this store (a results.json): the next run confirms or clears them")
@@ -232,7 +232,7 @@ func (n *History) confirm(ctx context.Context, m *job.Manager, sr *summary.Run, 
 		return err
 	}
 	st := m.Store
-	if !st.Has(rerun.ID, jobs.ResultsFile) {
+	if !st.Has(rerun.ID, store.ResultsFile) {
 		if err == nil {
 			err = fmt.Errorf("job %s has no results", rerun.ID)
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
-	"github.com/xrun-dev/xrun/client/jobs"
 	"github.com/xrun-dev/xrun/client/registry"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -32,7 +32,7 @@ var NodeCachesNote = "a cluster's compile caches are directories of its nodes ("
 // whose cluster jobs name repositories a registry that does not list
 // its repositories would not show; note gets what the registry could
 // not tell.
-func Registry(ctx context.Context, kb *kube.Backend, addr string, known []*jobs.Job, o Options, note io.Writer) (*Report, error) {
+func Registry(ctx context.Context, kb *kube.Backend, addr string, known []*store.Job, o Options, note io.Writer) (*Report, error) {
 	images, err := kb.ImagesInUse(ctx)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -70,7 +70,7 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 // Create makes the container and copies the code into it. Nothing is left
 // behind when it fails or ctx ends on the way: a container whose copy
 // failed is removed again, and so is one the create made after all.
-func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) error {
 	j.ContainerName = s.Name
 	if err := ctx.Err(); err != nil {
 		return err
@@ -197,11 +197,11 @@ func (b *Backend) removeLeft(ctx context.Context, job string) {
 	}
 }
 
-func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
+func (b *Backend) Start(ctx context.Context, j *store.Job) error {
 	return notFound(b.Engine.Start(ctx, j.ContainerID))
 }
 
-func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error) {
+func (b *Backend) State(ctx context.Context, j *store.Job) (backend.State, error) {
 	c, err := b.Engine.Inspect(ctx, j.ContainerID)
 	if err != nil {
 		return backend.State{}, notFound(err)
@@ -221,7 +221,7 @@ func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error)
 }
 
 // Wait waits for a started (or exited) container to stop.
-func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) {
+func (b *Backend) Wait(ctx context.Context, j *store.Job) (backend.State, error) {
 	res := <-b.Engine.Wait(ctx, j.ContainerID, false)
 	if res.Err != nil {
 		if ctx.Err() != nil {
@@ -232,7 +232,7 @@ func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) 
 	return b.State(ctx, j)
 }
 
-func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, stdout, stderr io.Writer) error {
+func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, stdout, stderr io.Writer) error {
 	tail := o.Tail
 	if tail == "" {
 		tail = "all"
@@ -240,16 +240,16 @@ func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, s
 	return notFound(b.Engine.Logs(ctx, j.ContainerID, engine.LogOptions{Follow: o.Follow, Tail: tail, Timestamps: o.Timestamps}, stdout, stderr))
 }
 
-func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error) {
+func (b *Backend) CopyOut(ctx context.Context, j *store.Job) (io.ReadCloser, error) {
 	rc, err := b.Engine.CopyFrom(ctx, j.ContainerID, contract.OutDir)
 	return rc, notFound(err)
 }
 
-func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error {
+func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) error {
 	return notFound(b.Engine.Stop(ctx, j.ContainerID, grace))
 }
 
-func (b *Backend) Remove(ctx context.Context, j *jobs.Job, force bool) error {
+func (b *Backend) Remove(ctx context.Context, j *store.Job, force bool) error {
 	return notFound(b.Engine.Remove(ctx, j.ContainerID, force))
 }
 
@@ -270,9 +270,9 @@ func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) 
 }
 
 // jobOf describes a job from its container's labels.
-func (b *Backend) jobOf(c engine.Container) jobs.Job {
+func (b *Backend) jobOf(c engine.Container) store.Job {
 	l := c.Labels
-	return jobs.Job{
+	return store.Job{
 		ID: l[contract.LabelJob], Host: b.Where(), ContainerID: c.ID, ContainerName: c.Name,
 		Experiment: l[contract.LabelExperiment], ImageRef: l[contract.LabelImage], ImageID: c.ImageID,
 		SpecHash: l[contract.LabelSpecHash], GPUs: l[contract.LabelGPUs], Mode: l[contract.LabelMode],

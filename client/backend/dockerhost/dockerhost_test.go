@@ -11,7 +11,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -45,7 +45,7 @@ func TestContainerSpec(t *testing.T) {
 func TestCreateCopiesTheTokenAsAFile(t *testing.T) {
 	f := enginetest.New()
 	b := New(f)
-	j := &jobs.Job{ID: "0123"}
+	j := &store.Job{ID: "0123"}
 	s := backend.Spec{Name: "xrun-k-0123", Image: "test/base:1", Labels: map[string]string{"dev.xrun.job": "0123"}, PostToken: "s3cr3t"}
 	if err := b.Create(context.Background(), j, s); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func (failingCopy) CopyTo(context.Context, string, string, io.Reader) error {
 func TestCreateLeavesNothingBehind(t *testing.T) {
 	f := enginetest.New()
 	b := New(failingCopy{f})
-	j := &jobs.Job{ID: "0123"}
+	j := &store.Job{ID: "0123"}
 	s := backend.Spec{Name: "xrun-k-0123", Image: "test/base:1", Labels: map[string]string{"dev.xrun.job": "0123"}, PostToken: "t"}
 	err := b.Create(context.Background(), j, s)
 	if err == nil || !strings.Contains(err.Error(), "copy the POST token") || !strings.Contains(err.Error(), "disk full") {
@@ -88,7 +88,7 @@ func TestCreateLeavesNothingBehind(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := New(f).Create(ctx, &jobs.Job{ID: "4567"}, backend.Spec{Name: "xrun-k-4567", Image: "test/base:1"}); !errors.Is(err, context.Canceled) {
+	if err := New(f).Create(ctx, &store.Job{ID: "4567"}, backend.Spec{Name: "xrun-k-4567", Image: "test/base:1"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("create after ctx ended: %v", err)
 	}
 	if len(f.Containers) != 0 {

@@ -16,7 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -306,7 +306,7 @@ func (st *Standby) Discard(ctx context.Context) { st.b.remove(ctx, st.c.ID) }
 // j.Started records when, for the job's timeout. On a mismatch the
 // standby is removed, and the job starts a container of its own; on a
 // failure to rename or copy as well, and the error is the submit's.
-func (st *Standby) Hand(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+func (st *Standby) Hand(ctx context.Context, j *store.Job, s backend.Spec) error {
 	if st.c.Labels[LabelStandby] != StandbyKey(s) || st.JobID != j.ID || s.Name != st.name || !lasts(st.c) {
 		st.Discard(ctx)
 		return ErrStandbyMismatch

@@ -14,7 +14,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -87,7 +87,7 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 	if ls, _ := b.List(ctx, true); len(ls) != 0 {
 		t.Errorf("List shows the claimed standby before its hand-over: %+v", ls)
 	}
-	j := &jobs.Job{ID: st.JobID}
+	j := &store.Job{ID: st.JobID}
 	if err := st.Hand(ctx, j, jobSpec("0a", "code2")); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestStandbyPreloadOutsideTheKey(t *testing.T) {
 	if st == nil {
 		t.Fatal("no standby claimed")
 	}
-	if err := st.Hand(ctx, &jobs.Job{ID: st.JobID}, jobSpec("0b", "code2")); err != nil {
+	if err := st.Hand(ctx, &store.Job{ID: st.JobID}, jobSpec("0b", "code2")); err != nil {
 		t.Fatalf("hand-over to a job without the preload variable: %v", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestStandbyMismatch(t *testing.T) {
 			st.c.Name = "xrun-k-0c"
 			s := jobSpec("0c", "c")
 			tc.edit(&s)
-			j := &jobs.Job{ID: "0c"}
+			j := &store.Job{ID: "0c"}
 			if err := st.Hand(ctx, j, s); !errors.Is(err, ErrStandbyMismatch) {
 				t.Errorf("hand: %v, want ErrStandbyMismatch", err)
 			}
@@ -316,7 +316,7 @@ func TestStandbyPruneLeavesAClaimedOne(t *testing.T) {
 		if st == nil {
 			t.Fatal("no standby to claim")
 		}
-		if err := st.Hand(ctx, &jobs.Job{ID: "0f"}, jobSpec("0f", "c")); err != nil {
+		if err := st.Hand(ctx, &store.Job{ID: "0f"}, jobSpec("0f", "c")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -128,7 +128,7 @@ func TestCreateCacheAndPodSecurity(t *testing.T) {
 		client := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lab", Labels: tc.labels}})
 		var log bytes.Buffer
 		b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000", Log: &log}
-		if err := b.Create(context.Background(), &jobs.Job{ID: "0123456789ab"}, cacheSpec()); err != nil {
+		if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, cacheSpec()); err != nil {
 			t.Fatal(err)
 		}
 		made, err := client.BatchV1().Jobs("lab").Get(context.Background(), JobName(testSpec().Name), metav1.GetOptions{})
@@ -146,7 +146,7 @@ func TestCreateCacheAndPodSecurity(t *testing.T) {
 	}
 	// A namespace the user may not read (here: none) keeps the cache.
 	b := &Backend{Client: fake.NewClientset(), Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
-	if err := b.Create(context.Background(), &jobs.Job{ID: "0123456789ab"}, cacheSpec()); err != nil {
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, cacheSpec()); err != nil {
 		t.Fatal(err)
 	}
 	made, _ := b.Client.BatchV1().Jobs("lab").Get(context.Background(), JobName(testSpec().Name), metav1.GetOptions{})

@@ -19,14 +19,14 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
 // Create builds and pushes the code image, then creates the Job suspended
 // (Start lets it run).
-func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) error {
 	if err := Supported(s); err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 }
 
 // Start lets the suspended Job run.
-func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
+func (b *Backend) Start(ctx context.Context, j *store.Job) error {
 	patch := []byte(`{"spec":{"suspend":false}}`)
 	_, err := b.Client.BatchV1().Jobs(b.Namespace).Patch(ctx, j.ContainerName, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // pushedBuilder is a builder whose code images are all pushed already.
@@ -55,7 +55,7 @@ func TestCreateLeavesNoJobWhenCutOff(t *testing.T) {
 				return true, obj, nil
 			})
 			b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
-			j := &jobs.Job{ID: "0123456789ab"}
+			j := &store.Job{ID: "0123456789ab"}
 			err := b.Create(ctx, j, testSpec())
 			if !tc.want(err) {
 				t.Fatalf("Create: %v", err)
@@ -75,10 +75,10 @@ func TestCreateLeavesNoJobWhenCutOff(t *testing.T) {
 func TestCreateKeepsAJobAlreadyThere(t *testing.T) {
 	client := fake.NewClientset()
 	b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
-	if err := b.Create(context.Background(), &jobs.Job{ID: "0123456789ab"}, testSpec()); err != nil {
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, testSpec()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Create(context.Background(), &jobs.Job{ID: "0123456789ab"}, testSpec()); !apierrors.IsAlreadyExists(errors.Unwrap(err)) {
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, testSpec()); !apierrors.IsAlreadyExists(errors.Unwrap(err)) {
 		t.Fatalf("second Create: %v", err)
 	}
 	left, _ := client.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{})

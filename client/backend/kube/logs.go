@@ -12,14 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/outlog"
 )
 
 // Logs writes the runner's log without the output frame. Following, it
 // waits for the runner to start, and goes on with the pod that replaces
 // an evicted one.
-func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, stdout, _ io.Writer) error {
+func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, stdout, _ io.Writer) error {
 	if _, err := b.job(ctx, j); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, s
 // logPod is the pod whose log to read: the newest one whose runner has
 // started. Following, it waits for one it has not read yet; else "" when
 // there is none.
-func (b *Backend) logPod(ctx context.Context, j *jobs.Job, follow bool, seen map[string]bool) (string, error) {
+func (b *Backend) logPod(ctx context.Context, j *store.Job, follow bool, seen map[string]bool) (string, error) {
 	for {
 		pods, err := b.pods(ctx, j.ID)
 		if err != nil {
@@ -90,7 +90,7 @@ func (b *Backend) logPod(ctx context.Context, j *jobs.Job, follow bool, seen map
 
 // CopyOut unpacks the output frame from the log of the job's newest pod
 // that ran.
-func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error) {
+func (b *Backend) CopyOut(ctx context.Context, j *store.Job) (io.ReadCloser, error) {
 	_, out, err := b.collect(ctx, j)
 	return out, err
 }
@@ -98,7 +98,7 @@ func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, erro
 // Collect reads the log of the job's newest pod that ran once, and returns
 // it without the output frame beside the frame's output (backend.Collector);
 // the log is nil when no pod of the job ran.
-func (b *Backend) Collect(ctx context.Context, j *jobs.Job) ([]byte, io.ReadCloser, error) {
+func (b *Backend) Collect(ctx context.Context, j *store.Job) ([]byte, io.ReadCloser, error) {
 	if _, err := b.job(ctx, j); err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +131,7 @@ func runnerStarted(p *corev1.Pod) bool {
 
 // collect is Collect without the check that the Job is still there; logs
 // is nil when no pod of the job ran.
-func (b *Backend) collect(ctx context.Context, j *jobs.Job) (logs []byte, out io.ReadCloser, err error) {
+func (b *Backend) collect(ctx context.Context, j *store.Job) (logs []byte, out io.ReadCloser, err error) {
 	pods, err := b.pods(ctx, j.ID)
 	if err != nil {
 		return nil, nil, err

@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -38,7 +38,7 @@ func TestCollectPodStoppedBeforeItsContainer(t *testing.T) {
 		return false, nil, nil
 	})
 	b := &Backend{Client: client, Namespace: "lab"}
-	j := &jobs.Job{ID: "0123456789ab", ContainerName: job.Name}
+	j := &store.Job{ID: "0123456789ab", ContainerName: job.Name}
 
 	logs, out, err := b.Collect(ctx, j)
 	if logs != nil || out != nil || !errors.Is(err, backend.ErrNotStarted) || !errors.Is(err, backend.ErrNotFound) {

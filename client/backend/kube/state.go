@@ -12,12 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // job returns j's Job; one of the same name but another uid is not it.
-func (b *Backend) job(ctx context.Context, j *jobs.Job) (*batchv1.Job, error) {
+func (b *Backend) job(ctx context.Context, j *store.Job) (*batchv1.Job, error) {
 	job, err := b.Client.BatchV1().Jobs(b.Namespace).Get(ctx, j.ContainerName, metav1.GetOptions{})
 	if err != nil {
 		return nil, notFound(err)
@@ -39,7 +39,7 @@ func (b *Backend) pods(ctx context.Context, id string) ([]corev1.Pod, error) {
 	return pods, nil
 }
 
-func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error) {
+func (b *Backend) State(ctx context.Context, j *store.Job) (backend.State, error) {
 	job, err := b.job(ctx, j)
 	if err != nil {
 		return backend.State{}, err
@@ -176,7 +176,7 @@ func (b *Backend) poll() time.Duration {
 }
 
 // Wait polls the job's state until its runner has exited.
-func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) {
+func (b *Backend) Wait(ctx context.Context, j *store.Job) (backend.State, error) {
 	t := time.NewTicker(b.poll())
 	defer t.Stop()
 	for {

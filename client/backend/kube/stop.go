@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
 
@@ -21,7 +21,7 @@ import (
 // with the pod's grace period. A job whose runner's container has not been
 // created yet is deleted: it has nothing to keep, and a kubelet that waits
 // for the pod's volumes or image enforces no deadline until that wait ends.
-func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error {
+func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) error {
 	if _, err := b.job(ctx, j); err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) er
 }
 
 // Remove deletes the Job and its pods.
-func (b *Backend) Remove(ctx context.Context, j *jobs.Job, force bool) error {
+func (b *Backend) Remove(ctx context.Context, j *store.Job, force bool) error {
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
 	if j.ContainerID != "" {
@@ -130,7 +130,7 @@ func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) 
 			continue
 		}
 		a := job.Annotations
-		out = append(out, backend.Listed{State: s, Job: jobs.Job{
+		out = append(out, backend.Listed{State: s, Job: store.Job{
 			ID: id, Host: b.Where(), ContainerID: string(job.UID), ContainerName: job.Name,
 			Experiment: a[contract.LabelExperiment], ImageRef: a[contract.LabelImage],
 			SpecHash: a[contract.LabelSpecHash], GPUs: a[contract.LabelGPUs], Mode: a[contract.LabelMode],

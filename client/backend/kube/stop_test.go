@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // A cancel of a job whose pod is on its node but has not created the
@@ -23,7 +23,7 @@ func TestStopBeforeTheRunnerStarts(t *testing.T) {
 	job, p := jobAndPod(corev1.PodPending, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}, time.Now().Add(-time.Minute))
 	client := fake.NewClientset(job, &p)
 	b := &Backend{Client: client, Namespace: "lab"}
-	j := &jobs.Job{ID: "0123456789ab", ContainerName: job.Name}
+	j := &store.Job{ID: "0123456789ab", ContainerName: job.Name}
 
 	err := b.Stop(ctx, j, time.Second)
 	if !errors.Is(err, backend.ErrNotStarted) {

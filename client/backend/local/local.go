@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Scheme starts the Host of a local job's record: local://HOSTNAME.
@@ -90,7 +90,7 @@ func (b *Backend) Where() string { return Ref(b.Host) }
 
 // Handle names what runs job j: its runner's process, as long as
 // this Backend has seen it (its directory may be gone since).
-func (b *Backend) Handle(j *jobs.Job) string {
+func (b *Backend) Handle(j *store.Job) string {
 	if st, err := readStarted(b.dir(j)); err == nil {
 		b.pids.Store(j.ID, st.PID)
 	}
@@ -102,9 +102,9 @@ func (b *Backend) Handle(j *jobs.Job) string {
 
 // spec is job.json.
 type spec struct {
-	Job     jobs.Job `json:"job"`
-	Command []string `json:"command"`
-	Env     []string `json:"env,omitempty"`
+	Job     store.Job `json:"job"`
+	Command []string  `json:"command"`
+	Env     []string  `json:"env,omitempty"`
 	// Dir is the runner's working directory: where xrun was run.
 	Dir    string `json:"dir"`
 	OutDir string `json:"out_dir"`
@@ -113,7 +113,7 @@ type spec struct {
 // started is started.json.
 type started struct {
 	PID int `json:"pid"`
-	// Runner and Supervisor identify the two processes as jobs.Process
+	// Runner and Supervisor identify the two processes as store.Process
 	// does, so that a pid used again is not taken for them.
 	Runner     string    `json:"runner"`
 	Supervisor string    `json:"supervisor"`
@@ -130,7 +130,7 @@ type exited struct {
 
 // dir is job j's directory; "" for a record whose handle is not a plain
 // name (edited by hand), which no method then touches.
-func (b *Backend) dir(j *jobs.Job) string {
+func (b *Backend) dir(j *store.Job) string {
 	id := j.ContainerID
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) || b.Root == "" {
 		return ""
@@ -139,7 +139,7 @@ func (b *Backend) dir(j *jobs.Job) string {
 }
 
 // jobDir is dir, or ErrNotFound when the job has no directory.
-func (b *Backend) jobDir(j *jobs.Job) (string, error) {
+func (b *Backend) jobDir(j *store.Job) (string, error) {
 	d := b.dir(j)
 	if d == "" {
 		return "", fmt.Errorf("job %s has no process on %s (%w)", j.ID, b.Where(), backend.ErrNotFound)
@@ -156,7 +156,7 @@ func (b *Backend) jobDir(j *jobs.Job) (string, error) {
 // Create makes the job's directory with what Start runs: s.Command with
 // s.Env added to the environment of the xrun that starts it, in this
 // xrun's working directory, writing its output to s.OutDir.
-func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error {
+func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (b *Backend) Create(ctx context.Context, j *jobs.Job, s backend.Spec) error
 
 // Start runs the supervisor and returns once the runner runs (or the
 // supervisor recorded why it could not start it).
-func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
+func (b *Backend) Start(ctx context.Context, j *store.Job) error {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		return err
@@ -263,7 +263,7 @@ func (b *Backend) Start(ctx context.Context, j *jobs.Job) error {
 	}
 }
 
-func (b *Backend) State(ctx context.Context, j *jobs.Job) (backend.State, error) {
+func (b *Backend) State(ctx context.Context, j *store.Job) (backend.State, error) {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		return backend.State{}, err
@@ -311,11 +311,11 @@ func stateOf(dir string) backend.State {
 // asked about.
 var processAlive = alive
 
-// alive reports whether the process id names (jobs.Process) runs; pid,
+// alive reports whether the process id names (store.Process) runs; pid,
 // when id cannot be told, is asked instead.
 func alive(id string, pid int) bool {
 	if id != "" {
-		return !jobs.CreatorGone(id)
+		return !store.CreatorGone(id)
 	}
 	if pid <= 0 {
 		return false
@@ -325,7 +325,7 @@ func alive(id string, pid int) bool {
 }
 
 // Wait polls the job's directory until its runner has exited.
-func (b *Backend) Wait(ctx context.Context, j *jobs.Job) (backend.State, error) {
+func (b *Backend) Wait(ctx context.Context, j *store.Job) (backend.State, error) {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		return backend.State{}, err
@@ -360,7 +360,7 @@ func (b *Backend) poll() time.Duration {
 // Logs writes the job's log (both of the runner's streams) to stdout;
 // with Follow it goes on until the runner has exited. A local log has
 // has recorded the runner's end.
-func (b *Backend) Stop(ctx context.Context, j *jobs.Job, grace time.Duration) error {
+func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) error {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		return err
@@ -408,7 +408,7 @@ func (b *Backend) waitExit(ctx context.Context, dir string, d time.Duration) boo
 
 // Remove deletes the job's directory (the output directory, which the
 // user named, stays); force kills a running job first.
-func (b *Backend) Remove(ctx context.Context, j *jobs.Job, force bool) error {
+func (b *Backend) Remove(ctx context.Context, j *store.Job, force bool) error {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		if d := b.dir(j); d != "" {
@@ -494,7 +494,7 @@ func writeJSON(dir, name string, v any) error {
 	if err != nil {
 		return err
 	}
-	return jobs.WriteAtomic(filepath.Join(dir, name), 0o600, func(w io.Writer) error {
+	return store.WriteAtomic(filepath.Join(dir, name), 0o600, func(w io.Writer) error {
 		_, err := w.Write(append(data, '\n'))
 		return err
 	})

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // superviseEnv makes the test binary the supervisor: Start runs it with
@@ -42,10 +42,10 @@ func newBackend(t *testing.T) *Backend {
 
 // create makes a job whose runner is the shell script script, with $OUT
 // its output directory.
-func create(t *testing.T, b *Backend, script string) (*jobs.Job, string) {
+func create(t *testing.T, b *Backend, script string) (*store.Job, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	j := &jobs.Job{ID: jobs.NewID(), Experiment: "exp", Host: b.Where()}
+	j := &store.Job{ID: store.NewID(), Experiment: "exp", Host: b.Where()}
 	spec := backend.Spec{Name: "xrun-exp-" + j.ID, Command: []string{"/bin/sh", "-c", script}, Env: []string{"OUT=" + out}, OutDir: out}
 	if err := b.Create(context.Background(), j, spec); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func create(t *testing.T, b *Backend, script string) (*jobs.Job, string) {
 	return j, out
 }
 
-func logsOf(t *testing.T, b *Backend, j *jobs.Job, o backend.LogOptions) string {
+func logsOf(t *testing.T, b *Backend, j *store.Job, o backend.LogOptions) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := b.Logs(context.Background(), j, o, &buf, &buf); err != nil {
@@ -156,7 +156,7 @@ func TestStopIsGracefulThenKills(t *testing.T) {
 	// results), the other ignores it and is killed after the grace.
 	polite, _ := create(t, b, `trap 'echo stopping; exit 130' TERM; echo up; while :; do sleep 0.05; done`)
 	stubborn, _ := create(t, b, `trap '' TERM; echo up; while :; do sleep 0.05; done`)
-	for _, j := range []*jobs.Job{polite, stubborn} {
+	for _, j := range []*store.Job{polite, stubborn} {
 		if err := b.Start(ctx, j); err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestStopIsGracefulThenKills(t *testing.T) {
 		}
 	}
 	// The shell must be in its loop, its trap set, before the signal.
-	for _, j := range []*jobs.Job{polite, stubborn} {
+	for _, j := range []*store.Job{polite, stubborn} {
 		for !strings.Contains(logsOf(t, b, j, backend.LogOptions{}), "up") {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -243,7 +243,7 @@ func TestFollowLogsToTheEnd(t *testing.T) {
 func TestRunnerThatCannotStart(t *testing.T) {
 	b := newBackend(t)
 	out := t.TempDir()
-	j := &jobs.Job{ID: jobs.NewID()}
+	j := &store.Job{ID: store.NewID()}
 	if err := b.Create(context.Background(), j, backend.Spec{Command: []string{"/nonexistent/runner"}, OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -275,12 +275,12 @@ func TestLostJob(t *testing.T) {
 func TestHandleOutsideTheRoot(t *testing.T) {
 	b := newBackend(t)
 	for _, id := range []string{"", "..", "../x", "a/b"} {
-		j := &jobs.Job{ID: "x", ContainerID: id}
+		j := &store.Job{ID: "x", ContainerID: id}
 		if _, err := b.State(context.Background(), j); !errors.Is(err, backend.ErrNotFound) {
 			t.Errorf("State of handle %q: %v, want not found", id, err)
 		}
 	}
-	if err := b.Create(context.Background(), &jobs.Job{ID: "../evil"}, backend.Spec{Command: []string{"true"}, OutDir: "/tmp"}); err == nil {
+	if err := b.Create(context.Background(), &store.Job{ID: "../evil"}, backend.Spec{Command: []string{"true"}, OutDir: "/tmp"}); err == nil {
 		t.Error("Create with an id that is a path succeeded")
 	}
 }

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Logs copies the runner's log of job j to stdout, following it while
 // the runner runs when asked. Its lines carry the runner's own times and
 // no time of their own per line: Timestamps is not kept (job.Manager.Logs
 // says so).
-func (b *Backend) Logs(ctx context.Context, j *jobs.Job, o backend.LogOptions, stdout, _ io.Writer) error {
+func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, stdout, _ io.Writer) error {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func seekTail(f *os.File, n int) error {
 // CopyOut tars the runner's output directory as out/...: its regular
 
 // files and directories.
-func (b *Backend) CopyOut(ctx context.Context, j *jobs.Job) (io.ReadCloser, error) {
+func (b *Backend) CopyOut(ctx context.Context, j *store.Job) (io.ReadCloser, error) {
 	dir, err := b.jobDir(j)
 	if err != nil {
 		return nil, err

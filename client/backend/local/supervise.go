@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/jobs"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 
@@ -77,7 +77,7 @@ func Supervise(dir string) int {
 		return fail("start the runner: %v", err)
 	}
 	pid := cmd.Process.Pid
-	st := started{PID: pid, Runner: jobs.Process(pid), Supervisor: jobs.Creator(), StartedAt: time.Now().UTC()}
+	st := started{PID: pid, Runner: store.Process(pid), Supervisor: store.Creator(), StartedAt: time.Now().UTC()}
 	if err := writeJSON(dir, startedFile, st); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		cmd.Wait()

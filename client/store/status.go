@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import "github.com/xrun-dev/xrun/runner/result"
 

@@ -1,8 +1,8 @@
-// Package jobs is the local job store: one directory per job under
+// Package store is the local job store: one directory per job under
 // $XDG_DATA_HOME/xrun/jobs/<id>/ holding job.json (the record), and
 // results.json and logs.txt once they have been fetched, so that nothing is
 // lost when the host prunes the container.
-package jobs
+package store
 
 import (
 	"crypto/rand"
