@@ -114,27 +114,6 @@ class ProfilerClock(KernelClock):
                 pass
 
 
-def open_kernel_clock(torch, hold, readers=None):
-    """(KernelClock, "") with its launch cost measured, or (None, why not):
-    the first of readers (ActivityClock, then ProfilerClock) that opens and
-    records the touch kernels' launch gaps. Where none can, the worker
-    times on the events alone."""
-    from .activityclock import ActivityClock
-    word = torch.zeros(2, dtype=torch.int32, device="cuda")
-    why = []
-    for reader in readers or (ActivityClock, ProfilerClock):
-        kc = None
-        try:
-            kc = reader(torch, hold, word)
-            kc.calibrate()
-            return kc, ""
-        except Exception as e:  # noqa: B902 - any failure: the next reader
-            if kc is not None:
-                kc.abandon()
-            why.append("%s: %s: %s" % (reader.__name__, type(e).__name__, e))
-    return None, "CUPTI is unavailable (%s)" % "; ".join(why)
-
-
 def call_windows(records):
     """Splits GPU records (sorted by correlation id) into calls: the records
     launched after each hold kernel and before the mark kernel that follows

@@ -4,15 +4,36 @@ hold (or spin) kernel, with the kernel clock beside them (PROTOCOL.md,
 
 import time
 
+from .activityclock import ActivityClock
 from .flush import L2Flush, flush_size
 from .hold import Hold, hold_max_ms
-from .kernelclock import Reading, open_kernel_clock, read_batch
+from .kernelclock import ProfilerClock, Reading, read_batch
 from .spin import Spin, calibrate
 
 # Hold time-outs after which the worker stops holding the GPU back.
 MAX_HOLD_TIMEOUTS = 3
 # The longest rest (ms) before a sample, whatever rest_ratio asks.
 MAX_REST_MS = 1000.0
+
+
+def open_kernel_clock(torch, hold, readers=None):
+    """(KernelClock, "") with its launch cost measured, or (None, why not):
+    the first of readers (ActivityClock, then ProfilerClock) that opens and
+    records the touch kernels' launch gaps. Where none can, the worker
+    times on the events alone."""
+    word = torch.zeros(2, dtype=torch.int32, device="cuda")
+    why = []
+    for reader in readers or (ActivityClock, ProfilerClock):
+        kc = None
+        try:
+            kc = reader(torch, hold, word)
+            kc.calibrate()
+            return kc, ""
+        except Exception as e:  # noqa: B902 - any failure: the next reader
+            if kc is not None:
+                kc.abandon()
+            why.append("%s: %s: %s" % (reader.__name__, type(e).__name__, e))
+    return None, "CUPTI is unavailable (%s)" % "; ".join(why)
 
 
 class Sampler:
