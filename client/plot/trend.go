@@ -47,13 +47,10 @@ var statusStyles = map[regress.Status]statusStyle{
 	regress.Insufficient: {"insufficient", rgb(0xa0a0a0), draw.CircleGlyph{}, 3},
 	regress.Noisy:        {"noisy, not judged", rgb(0x808080), draw.RingGlyph{}, 3.5},
 	regress.Suspect:      {"suspect, unconfirmed", rgb(0xf28e2b), draw.PyramidGlyph{}, 4.5},
-	spike:                {"spike (not confirmed)", rgb(0xf28e2b), draw.TriangleGlyph{}, 4.5},
+	regress.Spike:        {"spike (not confirmed)", rgb(0xf28e2b), draw.TriangleGlyph{}, 4.5},
 	regress.Regressed:    {"regressed", rgb(0xd62728), draw.BoxGlyph{}, 4.5},
 	regress.Improved:     {"improved", rgb(0x2ca02c), draw.PyramidGlyph{}, 4.5},
 }
-
-// spike is a suspect that the next run did not confirm.
-const spike regress.Status = "spike"
 
 // TrendFigure draws a series' medians run by run (q1-q3 bars), the band
 // the rule calls stable (the baseline's median ± the larger of Score
@@ -141,10 +138,7 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 			bars.xys = append(bars.xys, plotter.XY{X: x, Y: pt.MedianMS})
 			bars.errs = append(bars.errs, struct{ Low, High float64 }{pt.MedianMS - pt.Q1MS, pt.Q3MS - pt.MedianMS})
 		}
-		st := pt.Verdict.Status
-		if st == regress.Suspect && pt.Verdict.Spike {
-			st = spike
-		}
+		st := pt.Verdict.Shown()
 		if st == regress.Errored {
 			errored++
 			continue
@@ -159,7 +153,7 @@ func TrendFigure(t Trend, dir, name string) (Figure, error) {
 		eb.Color, eb.Width, eb.CapWidth = color.Gray{Y: 150}, vg.Points(1), vg.Points(4)
 		p.Add(eb)
 	}
-	for _, st := range []regress.Status{regress.Insufficient, regress.Noisy, regress.Stable, regress.Improved, spike, regress.Suspect, regress.Regressed} {
+	for _, st := range []regress.Status{regress.Insufficient, regress.Noisy, regress.Stable, regress.Improved, regress.Spike, regress.Suspect, regress.Regressed} {
 		xys := byStatus[st]
 		if len(xys) == 0 {
 			continue

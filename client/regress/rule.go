@@ -68,6 +68,20 @@ const (
 	Stable       Status = "stable"       // within the rule's bounds
 )
 
+// Spike is no status the rule gives: it is how a suspect reads once the
+// next value did not confirm it (Verdict.Spike), where a figure or a
+// report tells the two apart (Verdict.Shown).
+const Spike Status = "spike"
+
+// Shown is the status to show for v: Spike for a suspect the next value
+// did not confirm, else v.Status.
+func (v Verdict) Shown() Status {
+	if v.Status == Suspect && v.Spike {
+		return Spike
+	}
+	return v.Status
+}
+
 // Statuses lists every status, in the order reports count them.
 var Statuses = []Status{Regressed, Improved, Suspect, Stable, Insufficient, Noisy, Errored}
 

@@ -207,3 +207,20 @@ func TestMannWhitney(t *testing.T) {
 		t.Error("a p-value from 2 samples")
 	}
 }
+
+// A suspect the next value did not confirm shows as a spike; every other
+// verdict as its status.
+func TestShown(t *testing.T) {
+	for _, tt := range []struct {
+		v    Verdict
+		want Status
+	}{
+		{Verdict{Status: Suspect, Spike: true}, Spike},
+		{Verdict{Status: Suspect}, Suspect},
+		{Verdict{Status: Stable}, Stable},
+	} {
+		if got := tt.v.Shown(); got != tt.want {
+			t.Errorf("%+v shown as %s, want %s", tt.v, got, tt.want)
+		}
+	}
+}
