@@ -30,7 +30,7 @@ import (
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/run"
+	"github.com/xrun-dev/xrun/runner/gitinfo"
 	"github.com/xrun-dev/xrun/runner/spec"
 	"github.com/xrun-dev/xrun/runner/version"
 )
@@ -537,7 +537,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 	if p.Info.Name != "" {
 		env = append(env, contract.EnvHostName+"="+p.Info.Name)
 	}
-	if commit, dirty := run.Git(ctx, dir, p.Spec.Include...); commit != "" {
+	if commit, dirty := gitinfo.Head(ctx, dir, p.Spec.Include...); commit != "" {
 		env = append(env, contract.EnvGitCommit+"="+commit)
 		if dirty {
 			env = append(env, contract.EnvGitDirty+"=1")

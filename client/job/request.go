@@ -18,7 +18,7 @@ import (
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/profile"
-	"github.com/xrun-dev/xrun/runner/run"
+	"github.com/xrun-dev/xrun/runner/refs"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
@@ -36,7 +36,7 @@ func Preflight(ctx context.Context, r SubmitRequest) error {
 	if err != nil {
 		return nil
 	}
-	if _, err := run.CheckRefsOnHost(ctx, r.Prepared.Spec, r.Build.Dir, py, preflightTimeout); err != nil {
+	if _, err := refs.CheckOnHost(ctx, r.Prepared.Spec, r.Build.Dir, py, preflightTimeout); err != nil {
 		// Here the spec is named as the command line named it
 		// (x/exp/xrun.yaml:20), not as the container names it.
 		msg := err.Error()

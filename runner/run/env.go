@@ -2,19 +2,18 @@ package run
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/gitinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/refs"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -76,7 +75,7 @@ func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 	// git reads the experiment's own .git (hooks, fsmonitor): only a run
 	// that trusts that code, outside the sandbox, asks it.
 	if env.GitCommit == "" && o.Worker == nil {
-		env.GitCommit, env.GitDirty = Git(ctx, o.ExperimentDir, includes...)
+		env.GitCommit, env.GitDirty = gitinfo.Head(ctx, o.ExperimentDir, includes...)
 	}
 	return env
 }
@@ -98,49 +97,6 @@ func cpuModel() string {
 	return ""
 }
 
-// Git returns HEAD of the repository dir is in ("" when it is in none or
-// git is missing) and whether the experiment's files differ from it: dir
-// and the includes (relative to dir) have uncommitted changes or untracked
-// files. A copy of a checkout whose .git is older than its files (a tree
-// sent to another machine) reads dirty, as it should.
-func Git(ctx context.Context, dir string, includes ...string) (commit string, dirty bool) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "", false
-	}
-	args := append([]string{"-C", dir, "status", "--porcelain", "--", "."}, includes...)
-	status, err := exec.CommandContext(ctx, "git", args...).Output()
-	return strings.TrimSpace(string(out)), err != nil || len(bytes.TrimSpace(status)) > 0
-}
-
-// pythonPath is the PYTHONPATH of the workers: the experiment directory and
-// the parent of each include, where an include p is <exp>/p when that
-// exists and <exp>/<basename p> otherwise (its place in the container).
-func pythonPath(expDir string, includes []string, existing string) string {
-	var parts []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			parts = append(parts, p)
-		}
-	}
-	add(expDir)
-	for _, inc := range includes {
-		p := filepath.Join(expDir, inc)
-		if _, err := os.Stat(p); err != nil {
-			p = filepath.Join(expDir, filepath.Base(inc))
-		}
-		add(filepath.Dir(p))
-	}
-	for _, p := range filepath.SplitList(existing) {
-		add(p)
-	}
-	return strings.Join(parts, string(os.PathListSeparator))
-}
-
 // workerEnv is this process's environment with the workers' additions,
 // the compile caches in cacheDir.
 func workerEnv(expDir string, includes []string, device, cacheDir string) []string {
@@ -158,7 +114,7 @@ func workerEnv(expDir string, includes []string, device, cacheDir string) []stri
 		env = append(env, kv)
 	}
 	env = append(env,
-		"PYTHONPATH="+pythonPath(expDir, includes, existing),
+		"PYTHONPATH="+refs.PythonPath(expDir, includes, existing),
 		"PYTHONUNBUFFERED=1",
 		// The experiment directory may be read-only, or a user's checkout
 		// that should not fill with __pycache__.

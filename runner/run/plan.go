@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/xrun-dev/xrun/runner/analyze"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
+	"github.com/xrun-dev/xrun/runner/refs"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 	"github.com/xrun-dev/xrun/runner/stats"
@@ -173,85 +172,16 @@ func (rn *runner) implementations() []*impl {
 // starts: a misspelt name or a syntax error is a bad spec (exit 3) found
 // in a second, not an error repeated by every case after the GPU work.
 func (rn *runner) checkRefs(ctx context.Context, py string, env []string) error {
-	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, SpecRefs(rn.s), rn.o.Worker)
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, refs.Of(rn.s), rn.o.Worker)
 	if err != nil {
 		// The check is a shortcut: the workers still report what it missed.
 		rn.logf("%v", err)
 		return nil
 	}
-	if err := RefsError(rn.s, problems); err != nil {
+	if err := refs.Error(rn.s, problems); err != nil {
 		return &SpecError{err}
 	}
 	return nil
-}
-
-// SpecRefs are the module:function references of s, each with the spec
-// key that names it.
-func SpecRefs(s *spec.Spec) []harness.Ref {
-	b := &s.Benchmark
-	var refs []harness.Ref
-	add := func(key, ref string) {
-		if ref != "" {
-			refs = append(refs, harness.Ref{Key: key, Ref: ref})
-		}
-	}
-	add("benchmark.inputs", b.Inputs)
-	add("benchmark.reference", b.Reference)
-	// A command benchmark's implementations are its arguments, not
-	// module:function references.
-	if len(b.Command) == 0 {
-		for _, im := range b.Implementations {
-			key := "benchmark.implementations." + im.Name
-			if _, ok := s.Lines[key+".fn"]; ok {
-				key += ".fn"
-			}
-			add(key, im.Fn)
-		}
-	}
-	add("benchmark.flops", b.Flops)
-	add("benchmark.bytes", b.Bytes)
-	add("benchmark.tokens", b.Tokens)
-	add("benchmark.metrics", b.Metrics)
-	return refs
-}
-
-// RefsError is the problems the reference check found, a line each
-// ("xrun.yaml:9: benchmark.inputs: ops:mk: ops.py: module ops has no
-// function mk; ..."), or nil for none: one message, whether xrun finds them
-// before the build or the runner in the container.
-func RefsError(s *spec.Spec, problems []harness.Problem) error {
-	if len(problems) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(problems))
-	for i, p := range problems {
-		msgs[i] = fmt.Sprintf("%s: %s: %s%s", s.At(p.Key), p.Ref, p.Where(), p.Message)
-	}
-	return errors.New(strings.Join(msgs, "\n"))
-}
-
-// CheckRefsOnHost checks s's references with python on this machine, as
-// xrun submit does before it builds the image: the experiment's modules
-// are parsed (nothing of them is imported or run), with expDir and its
-// includes on PYTHONPATH as the workers have them. The error is the bad
-// spec; a check that could not run is no error (the container checks).
-func CheckRefsOnHost(ctx context.Context, s *spec.Spec, expDir, python string, timeout time.Duration) (ran bool, err error) {
-	expDir, err = filepath.Abs(expDir)
-	if err != nil {
-		return false, nil
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "PYTHONPATH" && k != "PYTHONSTARTUP" && k != "PYTHONHOME" {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "PYTHONPATH="+pythonPath(expDir, s.Include, ""), "PYTHONDONTWRITEBYTECODE=1")
-	problems, cerr := harness.CheckRefsOnHost(ctx, python, expDir, env, SpecRefs(s), timeout)
-	if cerr != nil {
-		return false, nil
-	}
-	return true, RefsError(s, problems)
 }
 
 var smRE = regexp.MustCompile(`^sm_([0-9]{2,3})(a?)$`)

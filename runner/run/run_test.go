@@ -579,21 +579,6 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-func TestPythonPath(t *testing.T) {
-	exp := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(exp, "kernels", "gla"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// ../../kernels/gla is not there: it is <exp>/gla in the container, so
-	// its parent is <exp>; kernels/gla is there, so its parent is
-	// <exp>/kernels.
-	got := pythonPath(exp, []string{"../../kernels/gla", "kernels/gla", "shared/util"}, "/opt/x:/opt/y:"+exp)
-	want := strings.Join([]string{exp, filepath.Join(exp, "kernels"), "/opt/x", "/opt/y"}, ":")
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-}
-
 func TestSeeds(t *testing.T) {
 	p := &plan{trials: 3}
 	a, b := p.seeds(), p.seeds()
