@@ -36,6 +36,36 @@ func (notStarted) Is(target error) bool { return target == ErrNotFound }
 // answer, or stopped answering (a daemon restart): it may come back.
 var ErrUnreachable = errors.New("unreachable")
 
+// Standbys is what a backend that keeps warm standby containers does (a
+// Docker host): a submit claims the one a previous submit of its
+// experiment and owner left, and an attached job leaves one for the next.
+// The lifecycle asks for it where the backend has it.
+type Standbys interface {
+	// Claim claims a waiting standby of experiment and owner; ok is
+	// false when there is none.
+	Claim(ctx context.Context, experiment, owner string) (st Standby, ok bool)
+	// Leave makes a standby for the job spec s would run.
+	Leave(ctx context.Context, s Spec) error
+}
+
+// Standby is a standby a submit claimed, until it is handed its job or
+// discarded.
+type Standby interface {
+	// ID is the job id the standby was made for, which the job takes.
+	ID() string
+	// Hand gives the standby job j to run from s; ErrStandbyMismatch (and
+	// the standby discarded) when it was made for other settings.
+	Hand(ctx context.Context, j *store.Job, s Spec) error
+	// Discard removes the standby.
+	Discard(ctx context.Context)
+}
+
+// ErrStandbyMismatch says a claimed standby was made for other settings
+// than the job's (an edited spec, a new image, other GPUs), or would stop
+// waiting too soon: it is discarded and the job gets a container of its
+// own.
+var ErrStandbyMismatch = errors.New("the standby was made for other settings")
+
 // UnsupportedError is a backend's refusal of a job it cannot run as
 // asked. Its text is the backend's own; the command line words it in its
 // flags.

@@ -48,7 +48,7 @@ type SubmitRequest struct {
 	// (CacheVolume).
 	NoCacheVolume bool
 	// NoStandby neither claims a Docker host's standby container for the
-	// job nor leaves one for the next submit (dockerhost.MakeStandby).
+	// job nor leaves one for the next submit (backend.Standbys).
 	NoStandby bool
 }
 
@@ -76,7 +76,7 @@ type submission struct {
 	// is handed to it or it is discarded; next is the spec of a job with
 	// id on the same host and settings, for the standby an attached job
 	// leaves behind (nil: none).
-	standby *dockerhost.Standby
+	standby backend.Standby
 	next    func(id string) backend.Spec
 	made    chan error // the standby being made (leaveStandby)
 }
@@ -129,16 +129,18 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	}
 	s.j = newRecord(p, s.b.Where(), r.Build.Dir)
 	s.j.Submit = r.Rerun
-	if kb == nil && !r.NoStandby {
+	standbys, warm := s.b.(backend.Standbys)
+	warm = warm && !r.NoStandby
+	if warm {
 		// The job takes the id its standby was made for.
-		if s.standby = s.b.(*dockerhost.Backend).ClaimStandby(ctx, p.Spec.Name, s.j.Owner); s.standby != nil {
-			s.j.ID = s.standby.JobID
+		if st, ok := standbys.Claim(ctx, p.Spec.Name, s.j.Owner); ok {
+			s.standby, s.j.ID = st, st.ID()
 		}
 	}
 	if err := m.Store.Create(s.j); err != nil {
 		return nil, err
 	}
-	if s.standby != nil && s.j.ID != s.standby.JobID {
+	if s.standby != nil && s.j.ID != s.standby.ID() {
 		s.dropStandby() // the store has that id already
 	}
 	s.stage = recorded
@@ -165,7 +167,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	if p.GPUIDs != "" {
 		s.j.GPUs = p.GPUIDs
 	}
-	if kb == nil && !r.NoStandby && !r.Detach {
+	if warm && !r.Detach {
 		owner := s.j.Owner
 		s.next = func(id string) backend.Spec {
 			next := p.JobSpec(ctx, &store.Job{ID: id, Owner: owner}, r.Build.Dir, jo)
@@ -200,7 +202,7 @@ func (s *submission) start(ctx context.Context, spec backend.Spec) error {
 		done := m.step("hand to the standby")
 		err := st.Hand(ctx, s.j, spec)
 		done()
-		if !errors.Is(err, dockerhost.ErrStandbyMismatch) {
+		if !errors.Is(err, backend.ErrStandbyMismatch) {
 			return err
 		}
 	}
@@ -233,7 +235,7 @@ func (s *submission) leaveStandby() {
 		defer cancel()
 		done := s.m.step("leave standby")
 		defer done()
-		s.made <- s.b.(*dockerhost.Backend).MakeStandby(ctx, s.next(store.NewID()), dockerhost.DefaultStandbyIdle)
+		s.made <- s.b.(backend.Standbys).Leave(ctx, s.next(store.NewID()))
 	}()
 }
 

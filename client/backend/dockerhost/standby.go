@@ -49,11 +49,26 @@ const standbySuffix = contract.StandbySuffix
 // exits having run nothing.
 const DefaultStandbyIdle = 15 * time.Minute
 
-// ErrStandbyMismatch says a claimed standby was made for other settings
-// than the job's (an edited spec, a new image, other GPUs), or would stop
-// waiting too soon: it is discarded and the job gets a container of its
-// own.
-var ErrStandbyMismatch = errors.New("the standby was made for other settings")
+// ErrStandbyMismatch is backend.ErrStandbyMismatch.
+var ErrStandbyMismatch = backend.ErrStandbyMismatch
+
+var _ backend.Standbys = (*Backend)(nil)
+
+// Claim is ClaimStandby, as backend.Standbys.
+func (b *Backend) Claim(ctx context.Context, experiment, owner string) (backend.Standby, bool) {
+	if st := b.ClaimStandby(ctx, experiment, owner); st != nil {
+		return st, true
+	}
+	return nil, false
+}
+
+// Leave is MakeStandby with the default wait, as backend.Standbys.
+func (b *Backend) Leave(ctx context.Context, s backend.Spec) error {
+	return b.MakeStandby(ctx, s, DefaultStandbyIdle)
+}
+
+// ID is the job id the standby was made for.
+func (st *Standby) ID() string { return st.JobID }
 
 // perSubmitLabels are the labels that differ between two submits of the
 // same experiment and settings (the hashes of the code and of xrun.yaml,
