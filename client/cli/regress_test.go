@@ -309,3 +309,38 @@ func TestRegressSaysNeverConverged(t *testing.T) {
 		t.Errorf("history --json: exit %d\n%s%s", code, ta.out, ta.err)
 	}
 }
+
+// history --plot draws each series' trend while it walks the history (a
+// read of the change points inside the walk waited for the walk's one
+// connection forever).
+func TestHistoryPlot(t *testing.T) {
+	ta := newTestApp(t)
+	dir := t.TempDir()
+	start := time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)
+	var paths []string
+	for i := 0; i < 4; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		if err := os.WriteFile(p, []byte(timedResults(t, 1+0.01*float64(i), start.Add(time.Duration(i)*24*time.Hour))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	ctx := context.Background()
+	if code := ta.run(ctx, append([]string{"history", "import"}, paths...)...); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, ta.err)
+	}
+	figs := filepath.Join(dir, "figs")
+	done := make(chan int, 1)
+	go func() { done <- ta.run(ctx, "history", "--plot", figs, "--impl", "blocked", "my-kernel") }()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("history --plot: exit %d: %s", code, ta.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("history --plot did not end within a minute")
+	}
+	if pngs, _ := filepath.Glob(filepath.Join(figs, "*.png")); len(pngs) != 1 {
+		t.Errorf("figures: %v", pngs)
+	}
+}

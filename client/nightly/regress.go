@@ -181,7 +181,11 @@ func (n *History) plotVerdicts(rep *summary.Report, o RegressOptions) error {
 					break
 				}
 			}
-			f, err := n.plotSeries(judged, o.Plot, o.Rule)
+			changes, err := n.h.ChangePoints(judged[0].SeriesID)
+			if err != nil {
+				return infra(err)
+			}
+			f, err := n.plotSeries(judged, o.Plot, o.Rule, changes)
 			if err != nil {
 				return err
 			}

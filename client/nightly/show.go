@@ -55,10 +55,17 @@ func (n *History) Show(o ShowOptions) error {
 	// The verdicts need each series whole: the filters pick series and
 	// runs, and the rule reads all of a picked series' runs (before
 	// --since too) with the other series of its group.
+	var changes map[int64][]history.ChangePoint
+	if o.Plot != "" {
+		var err error
+		if changes, err = n.h.ChangePoints(); err != nil {
+			return infra(err)
+		}
+	}
 	err := n.h.WalkFilter(context.Background(), o.Filter, o.Rule, start, func(whole, shown []history.Judged) error {
 		if o.Plot != "" {
 			for _, ser := range judgedSeries(whole) {
-				if _, err := n.plotSeries(ser, o.Plot, o.Rule); err != nil {
+				if _, err := n.plotSeries(ser, o.Plot, o.Rule, changes); err != nil {
 					return err
 				}
 			}
@@ -264,12 +271,10 @@ func historyJSON(judged []history.Judged) []seriesJSON {
 }
 
 // plotSeries draws one judged series' trend into dir and says so on
-// stderr.
-func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule) (plot.Figure, error) {
-	changes, err := n.h.ChangePoints(ser[0].SeriesID)
-	if err != nil {
-		return plot.Figure{}, infra(err)
-	}
+// stderr. changes are the history's change points (ChangePoints), read
+// before: a walk of the history holds its one connection while it calls
+// back, so a read here would wait for it forever.
+func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule, changes map[int64][]history.ChangePoint) (plot.Figure, error) {
 	k := ser[0].Key
 	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: rule}
 	values := history.Values(pointsOf(ser), changes[ser[0].SeriesID])
