@@ -150,7 +150,7 @@ func TestRmFinished(t *testing.T) {
 		}
 		st.Save(j)
 	}
-	if code := ta.run(ctx, "rm", "--finished", "--older-than", "72h", "--dry-run"); code != 0 || ta.out.String() != ids[0]+"\n" || ta.err.String() != "would remove 1 of 3 jobs (dry run: none removed)\n" {
+	if code := ta.run(ctx, "rm", "--finished", "--older-than", "72h", "--dry-run"); code != 0 || !strings.HasPrefix(ta.out.String(), ids[0]+"  my-kernel  succeeded  ended 4 days ago") || strings.Count(ta.out.String(), "\n") != 1 || ta.err.String() != "would remove 1 of 3 jobs (dry run: none removed)\n" {
 		t.Errorf("dry run: exit %d, out %q, err %q", code, ta.out, ta.err)
 	}
 	if code := ta.run(ctx, "rm", "--finished", "--older-than", "72h"); code != 0 || ta.out.String() != ids[0]+"\n" || ta.err.String() != "removed 1 of 3 jobs; 2 left\n" {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -55,7 +56,7 @@ timed out) more than --older-than ago are removed, yours alone unless
 			&cli.BoolFlag{Name: "finished", Usage: "remove every finished job of the store (yours, unless --all-users) instead of named ones", Destination: &o.finished},
 			&cli.DurationFlag{Name: "older-than", Usage: "with --finished: only jobs that ended longer ago than this", DefaultText: "any age", Destination: &o.olderThan},
 			&cli.BoolFlag{Name: "all-users", Usage: "with --finished: other users' jobs too", Destination: &o.allUsers},
-			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "with --finished: print the jobs that would be removed, and remove none", Destination: &o.dryRun},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "with --finished: print the jobs that would be removed (id, experiment, status, when it ended), and remove none", Destination: &o.dryRun},
 			&cli.BoolFlag{Name: "keep-record", Usage: "remove the container only; keep the record, results and logs", Destination: &o.keep},
 		),
 		BashComplete: completeJobs(a),
@@ -126,7 +127,9 @@ func runRmFinished(ctx context.Context, a *App, o rmOptions) error {
 	removed := 0
 	for _, j := range picked {
 		if o.dryRun {
-			fmt.Fprintln(a.Out, j.ID)
+			// Each job as a person checks it before the real run: what it
+			// ran, how it ended and when.
+			fmt.Fprintf(a.Out, "%s  %s  %s  ended %s\n", j.ID, j.Experiment, j.Status, render.Ago(*j.Finished, now))
 			continue
 		}
 		id, err := m.Remove(ctx, j.ID, job.RemoveOptions{Where: o.host, Force: o.allUsers, KeepRecord: o.keep})
