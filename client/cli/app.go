@@ -221,6 +221,7 @@ Examples:
 			newRegressCommand(a),
 			newReportCommand(a),
 			newRunCommand(a),
+			newRerunCommand(a),
 			newVersionCommand(a),
 			newCompletionCommand(a),
 			newPruneCommand(a),

@@ -123,6 +123,21 @@ func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job
 	if job.RanLocally(j) {
 		return a.rerunLocal(ctx, j, env)
 	}
+	so := rerunOptions(j, env)
+	var out bytes.Buffer
+	child := &App{Out: &out, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
+		HistoryPath: a.HistoryPath, Trace: a.Trace}
+	defer child.Close()
+	var rerun *store.Job
+	child.onJob = func(j *store.Job) { rerun = j }
+	err := runSubmit(ctx, child, so)
+	return rerun, err
+}
+
+// rerunOptions are the submit options that run j again: its code's
+// directory, host, mode, GPUs, timeout and recorded options, plus env.
+// Queue waits for the GPUs where they are busy.
+func rerunOptions(j *store.Job, env []string) submitOptions {
 	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: connect.Selection{Host: j.Host}, CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
 	if j.Mode != "cpu" {
 		so.GPUs = sameGPUs(j.GPUs)
@@ -138,14 +153,7 @@ func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job
 		}
 	}
 	so.Env = append(so.Env, env...)
-	var out bytes.Buffer
-	child := &App{Out: &out, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
-		HistoryPath: a.HistoryPath, Trace: a.Trace}
-	defer child.Close()
-	var rerun *store.Job
-	child.onJob = func(j *store.Job) { rerun = j }
-	err := runSubmit(ctx, child, so)
-	return rerun, err
+	return so
 }
 
 // rerunLocal runs j again as `xrun run --local` ran it (job.RerunLocal).

@@ -344,3 +344,42 @@ func TestHistoryPlot(t *testing.T) {
 		t.Errorf("figures: %v", pngs)
 	}
 }
+
+// xrun rerun JOB submits the job again as it was submitted: its host,
+// GPUs, labels, --env names (read again) and --no-standby.
+func TestRerunCommand(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.setenv(map[string]string{gpus.FakeEnv: "4", "SLOWDOWN": "1"})
+	ta.fake.Behave = func(s engine.ContainerSpec) enginetest.Run {
+		return enginetest.Run{Files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
+	}
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-q", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", "--no-standby", dir); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, ta.err)
+	}
+	first := strings.Fields(ta.out.String())[0]
+	if code := ta.run(ctx, "rerun", "-q", first); code != 0 {
+		t.Fatalf("rerun: exit %d: %s", code, ta.err)
+	}
+	f := strings.Fields(ta.out.String())
+	if len(f) != 2 || f[0] == first || f[1] != "succeeded" {
+		t.Fatalf("rerun -q printed %q", ta.out)
+	}
+	var rerun *enginetest.Container
+	for _, c := range ta.fake.Made() {
+		if c.C.Labels["dev.xrun.job"] == f[0] {
+			rerun = c
+		}
+		if strings.Contains(c.C.Name, "standby") {
+			t.Errorf("a standby was made: %s", c.C.Name)
+		}
+	}
+	if rerun == nil || strings.Join(rerun.Spec.GPUs.IDs, ",") != "2" || rerun.C.Labels["team"] != "kernels" ||
+		!strings.Contains(strings.Join(rerun.Spec.Env, " "), "SLOWDOWN=1") {
+		t.Errorf("rerun container: %+v", rerun)
+	}
+	if code := ta.run(ctx, "rerun", "0000deadbeef"); code != ExitUsage {
+		t.Errorf("rerun of an unknown job: exit %d", code)
+	}
+}
