@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/internal/testenv"
+
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -275,7 +277,7 @@ func TestNewOnThisMachine(t *testing.T) {
 	r, err := New()
 	if err != nil {
 		if _, statErr := os.Stat("/proc/stat"); statErr != nil {
-			t.Skipf("no /proc here: %v", err)
+			testenv.Missing(t, "no /proc here: %v", err)
 		}
 		t.Fatal(err)
 	}

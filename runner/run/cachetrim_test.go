@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/internal/testenv"
+
 	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
@@ -100,9 +102,7 @@ func TestCacheLimit(t *testing.T) {
 // The runner of a sandboxed job is root without CAP_DAC_OVERRIDE: it
 // trims the worker user's caches with that user's file permissions.
 func TestTrimCacheAsTheWorker(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to own files as another user")
-	}
+	testenv.Root(t, "it owns files as another user")
 	// Not t.TempDir: its parent is root's alone.
 	dir, err := os.MkdirTemp("", "xrun-trim-")
 	if err != nil {
