@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/xrun-dev/xrun/client/flat"
 )
@@ -49,4 +50,32 @@ func (k Key) String() string {
 func (k Key) Group() string {
 	b, _ := json.Marshal([]string{k.Experiment, k.Params, k.GPU, k.Driver, k.CUDA, k.Stack, k.ClockPolicy, k.Mode})
 	return string(b)
+}
+
+// Machine describes the key's kind of machine: the GPU, its driver, CUDA,
+// the software stack and the clock policy.
+func (k Key) Machine() string {
+	parts := []string{k.GPU}
+	if k.Driver != "" {
+		parts = append(parts, "driver "+k.Driver)
+	}
+	if k.CUDA != "" {
+		parts = append(parts, "CUDA "+k.CUDA)
+	}
+	if k.Stack != "" {
+		parts = append(parts, k.Stack)
+	}
+	if k.ClockPolicy != "" {
+		parts = append(parts, k.ClockPolicy)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PointsOf are the points of judged points.
+func PointsOf(js []Judged) []Point {
+	out := make([]Point, len(js))
+	for i, j := range js {
+		out[i] = j.Point
+	}
+	return out
 }

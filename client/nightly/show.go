@@ -159,28 +159,10 @@ func describeFilter(f history.Filter) string {
 	return strings.Join(parts, ", ")
 }
 
-// machine describes a series' kind of machine.
-func machine(k history.Key) string {
-	parts := []string{k.GPU}
-	if k.Driver != "" {
-		parts = append(parts, "driver "+k.Driver)
-	}
-	if k.CUDA != "" {
-		parts = append(parts, "CUDA "+k.CUDA)
-	}
-	if k.Stack != "" {
-		parts = append(parts, k.Stack)
-	}
-	if k.ClockPolicy != "" {
-		parts = append(parts, k.ClockPolicy)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // textSeries prints one series: a heading, then one line per run.
 func (n *History) textSeries(tw io.Writer, ser []history.Judged) {
 	k := ser[0].Key
-	fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, machine(k))
+	fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, k.Machine())
 	if a := neverConverged(ser); a != "" {
 		fmt.Fprintf(tw, "  %s\n", a)
 	}
@@ -276,8 +258,8 @@ func historyJSON(judged []history.Judged) []seriesJSON {
 // back, so a read here would wait for it forever.
 func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule, changes map[int64][]history.ChangePoint) (plot.Figure, error) {
 	k := ser[0].Key
-	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: rule}
-	values := history.Values(pointsOf(ser), changes[ser[0].SeriesID])
+	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: k.Machine(), Rule: rule}
+	values := history.Values(history.PointsOf(ser), changes[ser[0].SeriesID])
 	for i, j := range ser {
 		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
 			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
@@ -289,14 +271,6 @@ func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule
 	}
 	fmt.Fprintf(n.Err, "wrote %s and %s\n", f.PNG, f.SVG)
 	return f, nil
-}
-
-func pointsOf(js []history.Judged) []history.Point {
-	out := make([]history.Point, len(js))
-	for i, j := range js {
-		out[i] = j.Point
-	}
-	return out
 }
 
 func dashed(s string) string {

@@ -325,8 +325,8 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	if err != nil {
 		return seriesLink{}, err
 	}
-	values := history.Values(pointsOf(ser), changes[id])
-	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: machine(k), Rule: b.o.Rule}
+	values := history.Values(history.PointsOf(ser), changes[id])
+	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: k.Machine(), Rule: b.o.Rule}
 	var nights []nightView
 	for i, j := range ser {
 		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
@@ -357,7 +357,7 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	last := AsReported(ser[len(ser)-1].Verdict)
 	title := fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case)
 	data := map[string]any{
-		"Root": "../", "Title": title, "Key": k, "Machine": machine(k), "Nights": nights, "Rule": ruleText(b.o.Rule),
+		"Root": "../", "Title": title, "Key": k, "Machine": k.Machine(), "Nights": nights, "Rule": ruleText(b.o.Rule),
 		"PNG": filepath.Base(fig.PNG), "SVG": filepath.Base(fig.SVG), "FigureError": figErr,
 		"Advice": neverConverged(ser), "Changes": changes[id],
 	}
@@ -365,7 +365,7 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 		return seriesLink{}, err
 	}
 	b.pages = append(b.pages, Page{Path: "series/" + name, Kind: "series", Title: title})
-	return seriesLink{Page: "series/" + name, Implementation: k.Implementation, Case: k.Case, Machine: machine(k), Status: string(last.Status)}, nil
+	return seriesLink{Page: "series/" + name, Implementation: k.Implementation, Case: k.Case, Machine: k.Machine(), Status: string(last.Status)}, nil
 }
 
 func neverConverged(ser []history.Judged) string {
@@ -677,32 +677,6 @@ func judgedSeries(judged []history.Judged) [][]history.Judged {
 		i = j
 	}
 	return out
-}
-
-func pointsOf(js []history.Judged) []history.Point {
-	out := make([]history.Point, len(js))
-	for i, j := range js {
-		out[i] = j.Point
-	}
-	return out
-}
-
-// machine describes a series' kind of machine.
-func machine(k history.Key) string {
-	parts := []string{k.GPU}
-	if k.Driver != "" {
-		parts = append(parts, "driver "+k.Driver)
-	}
-	if k.CUDA != "" {
-		parts = append(parts, "CUDA "+k.CUDA)
-	}
-	if k.Stack != "" {
-		parts = append(parts, k.Stack)
-	}
-	if k.ClockPolicy != "" {
-		parts = append(parts, k.ClockPolicy)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func ruleText(ru regress.Rule) string {
