@@ -21,9 +21,10 @@ say() { printf 'setup [%3ds]: %s\n' "$((SECONDS - start))" "$*"; }
 # openssh-server, openssl: the remote-host tests (sshd and TLS on loopback).
 # hyperfine: the submit benchmark.
 # chromium: the dashboard's test in a real browser (client/site, xrun report --html).
+# slurm-wlm, munge: the one-node Slurm cluster of the Slurm suite (scripts/slurm-cluster).
 pkgs=(debootstrap debian-archive-keyring python3 python3-numpy python3-torch python3-pytest
   busybox-static hyperfine openssl openssh-server openssh-client iproute2
-  ca-certificates make jq chromium)
+  ca-certificates make jq chromium slurm-wlm munge)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

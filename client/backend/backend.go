@@ -101,6 +101,20 @@ func (r Request) String() string {
 	return fmt.Sprintf("request %d", int(r))
 }
 
+// RefusedError is a scheduler's refusal, before anything is submitted, of
+// a job it can never run as asked (more GPUs than a partition's nodes
+// have, a time limit past its maximum): Reason is the scheduler's own
+// words.
+type RefusedError struct {
+	// Where names the cluster and partition ("Slurm partition debug").
+	Where  string
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s cannot run this job: %s", e.Where, e.Reason)
+}
+
 // MissingError says a backend lacks a setting it needs to go on.
 type MissingError struct {
 	Setting Setting
@@ -274,6 +288,9 @@ type State struct {
 	// "restarting", "ImagePullBackOff"), and Message why, when it says.
 	Detail  string
 	Message string
+	// Waiting says a Pending job is held by its cluster's scheduler
+	// until a node can take it; Message says why ("Resources").
+	Waiting bool
 	// ExitCode and OOMKilled describe an exited job.
 	ExitCode  int
 	OOMKilled bool

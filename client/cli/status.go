@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/xrun-dev/xrun/runner/numfmt"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
+
+	"github.com/xrun-dev/xrun/client/backend/slurm"
+	"github.com/xrun-dev/xrun/runner/numfmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -58,7 +60,17 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	}
 	row("error", j.Error)
 	row("host", j.Host)
-	row("container", j.ContainerName)
+	state := "container state"
+	if slurm.IsRef(j.Host) {
+		// A batch job and its directory on the cluster, not a container.
+		state = "slurm state"
+		if j.ContainerID != j.ContainerName {
+			row("slurm job", j.ContainerID)
+		}
+		row("directory", j.ContainerName)
+	} else {
+		row("container", j.ContainerName)
+	}
 	row("image", j.ImageRef)
 	row("gpus", j.GPUs)
 	row("mode", j.Mode)
@@ -68,15 +80,15 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 		row("finished", j.Finished.Local().Format(time.RFC3339))
 	}
 	if s.Container != nil {
-		row("container state", s.Container.State)
+		row(state, s.Container.State)
 		row("because", s.Container.Message)
 	} else if store.Final(j.Status) {
 		// A job stopped before its runner wrote any (a failed create, a
 		// Ctrl-C before the start) has none to point at.
 		if _, err := os.Stat(filepath.Join(s.StoreDir, store.ResultsFile)); err == nil {
-			row("container state", "not checked (the job is finished and its results are in the store)")
+			row(state, "not checked (the job is finished and its results are in the store)")
 		} else {
-			row("container state", "not checked (the job is finished; the store has no results of it)")
+			row(state, "not checked (the job is finished; the store has no results of it)")
 		}
 	}
 	row("store", s.StoreDir)

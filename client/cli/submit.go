@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
@@ -29,6 +30,10 @@ type submitOptions struct {
 	noPreflight bool
 	// hosts are every --host given: more than one fans out.
 	hosts []string
+	// slurm and login pick a Slurm cluster; settings are its options.
+	slurm    bool
+	login    string
+	settings store.SlurmSettings
 }
 
 func newSubmitCommand(a *App) *cli.Command {
@@ -120,6 +125,15 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.BoolFlag{Name: "retune", EnvVars: []string{"XRUN_RETUNE"}, Usage: "time every autotuned Triton kernel's configs afresh, instead of reading the configs an earlier run of the same code stored in the compile-cache volume, and store the new choices (the spec's benchmark.method.retune does it for every run)", Destination: &o.Retune},
 			&cli.BoolFlag{Name: "no-standby", EnvVars: []string{"XRUN_NO_STANDBY"}, Usage: "on a Docker host, neither run the job in the standby container a previous submit of this experiment left (Python and torch already imported) nor leave one for the next submit", Destination: &o.NoStandby},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.PullSecret},
+			&cli.BoolFlag{Name: "slurm", EnvVars: []string{"XRUN_SLURM"}, Usage: "run the job on a Slurm cluster with sbatch, without a container (docs/slurm.md): this machine's Slurm commands, or --login's", Destination: &o.slurm},
+			&cli.StringFlag{Name: "login", EnvVars: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]`, reached with ssh (default: sbatch on this machine)", Destination: &o.login},
+			&cli.StringFlag{Name: "partition", Aliases: []string{"p"}, EnvVars: []string{"XRUN_SLURM_PARTITION"}, Usage: "with --slurm: sbatch --partition", Destination: &o.settings.Partition},
+			&cli.StringFlag{Name: "account", EnvVars: []string{"XRUN_SLURM_ACCOUNT"}, Usage: "with --slurm: sbatch --account", Destination: &o.settings.Account},
+			&cli.StringFlag{Name: "qos", EnvVars: []string{"XRUN_SLURM_QOS"}, Usage: "with --slurm: sbatch --qos", Destination: &o.settings.QOS},
+			&cli.StringFlag{Name: "constraint", EnvVars: []string{"XRUN_SLURM_CONSTRAINT"}, Usage: "with --slurm: sbatch --constraint (node features)", Destination: &o.settings.Constraint},
+			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_SLURM_PYTHON"}, Usage: "with --slurm: the Python on the nodes for the harness (a module's or a venv's python3)", DefaultText: "the first python3 on the node's PATH that imports numpy", Destination: &o.settings.Python},
+			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: where the job directories go on the cluster's shared file system", DefaultText: "~/.xrun/slurm", Destination: &o.settings.Dir},
+			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm: how long a job with a timeout may wait for a node before Slurm drops it (sbatch --deadline)", Value: slurm.DefaultPendingLimit, Destination: &o.settings.PendingLimit},
 		),
 		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
@@ -138,6 +152,11 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			o.hosts = c.StringSlice("host")
 			if len(o.hosts) > 0 {
 				o.Where.Host = o.hosts[0]
+			}
+			if o.slurm {
+				o.Slurm = &job.SlurmTarget{Login: o.login, Settings: o.settings}
+			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") {
+				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir and --pending-limit go with --slurm")
 			}
 			o.Where.MoveContextToKube()
 			if o.Where.K8s {

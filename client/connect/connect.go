@@ -17,6 +17,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backend/local"
+	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/hosts"
@@ -158,6 +159,10 @@ func (s *Set) Local() (*local.Backend, error) {
 	return local.New(s.LocalRoot), nil
 }
 
+// Slurm returns the backend of the Slurm cluster reached through login
+// over ssh ("": the Slurm commands of this machine).
+func (s *Set) Slurm(login string) *slurm.Backend { return slurm.New(login) }
+
 // For returns the backend of the Docker host, cluster or machine that job
 // j was submitted to (its record's Host). A job run on another machine's
 // processes (a job store shared over a network file system) is not this
@@ -165,6 +170,13 @@ func (s *Set) Local() (*local.Backend, error) {
 func (s *Set) For(ctx context.Context, j *store.Job) (backend.Backend, error) {
 	if kube.IsRef(j.Host) {
 		return s.Kube(ctx, kube.ParseRef(j.Host))
+	}
+	if slurm.IsRef(j.Host) {
+		login, machine := slurm.ParseRef(j.Host)
+		if b := slurm.New(login); machine == "" || b.Where() == j.Host {
+			return b, nil
+		}
+		return nil, fmt.Errorf("job %s runs on the Slurm cluster of %s, whose commands are not on this machine: look at it with xrun there (%w)", j.ID, machine, backend.ErrUnreachable)
 	}
 	if local.IsRef(j.Host) {
 		b, err := s.Local()

@@ -75,6 +75,9 @@ type Args struct {
 	Profile string
 	// Retune has autotuned Triton kernels timed afresh (contract.EnvRetune).
 	Retune bool
+	// Slurm, when set, runs the job on a Slurm cluster instead
+	// (xrun submit --slurm; client/backend/slurm).
+	Slurm *SlurmTarget
 	// Registry and PullSecret are the cluster's (Where.K8s).
 	Registry, PullSecret string
 	NoCacheVolume        bool
@@ -113,9 +116,17 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.Where.K8s && a.Network != "default" {
 		return r, exit.Usagef("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", a.Network)
 	}
+	if a.Slurm != nil {
+		if err := a.checkSlurm(); err != nil {
+			return r, err
+		}
+	}
 	p, err := build.Load(so)
 	if err != nil {
 		return r, err
+	}
+	if a.Slurm != nil && p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
+		return r, exit.Usagef("--gpus %s does not apply with --slurm: Slurm picks the GPUs; give a count", p.GPULabel)
 	}
 	// --env is read before the connection and the build, which take minutes.
 	env, err := jobEnv(p.Spec, a.Env, getenv, warn)
@@ -148,6 +159,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	return SubmitRequest{
 		Prepared: p, Build: so, Where: a.Where, Registry: a.Registry, PullSecret: a.PullSecret,
 		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume, NoStandby: a.NoStandby,
+		Slurm: a.Slurm,
 	}, nil
 }
 
@@ -155,6 +167,10 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 // (store.SubmitArgs): the names of --env variables, never their values.
 func (a Args) rerunArgs() *store.SubmitArgs {
 	r := &store.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
+	if a.Slurm != nil {
+		settings := a.Slurm.Settings
+		r.Slurm = &settings
+	}
 	for _, e := range a.Env {
 		name, _, _ := strings.Cut(e, "=")
 		r.Env = append(r.Env, name)

@@ -14,6 +14,9 @@ import (
 func StatusOf(s backend.State) string {
 	switch s.Phase {
 	case backend.Pending:
+		if s.Waiting {
+			return store.StatusPending
+		}
 		return store.StatusCreated
 	case backend.Running:
 		return store.StatusRunning

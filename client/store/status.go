@@ -10,6 +10,9 @@ import "github.com/xrun-dev/xrun/runner/result"
 const (
 	StatusCreated = "created"
 	StatusRunning = "running"
+	// StatusPending is a job its cluster's scheduler holds until a node
+	// can take it (the backend's state says why).
+	StatusPending = "pending"
 	// StatusUnknown is a job whose host could not be asked.
 	StatusUnknown = "unknown"
 	// StatusRemoved is a job whose container went before its results

@@ -83,6 +83,27 @@ type SubmitArgs struct {
 	// --no-cache-volume.
 	NoStandby     bool `json:"no_standby,omitempty"`
 	NoCacheVolume bool `json:"no_cache_volume,omitempty"`
+	// Slurm repeats a Slurm job's options (its login node is the
+	// record's Host).
+	Slurm *SlurmSettings `json:"slurm,omitempty"`
+}
+
+// SlurmSettings are a Slurm job's options (client/backend/slurm), in
+// sbatch's own names where sbatch has them.
+type SlurmSettings struct {
+	// Dir holds the job directories on the cluster's shared file system
+	// ("": ~/.xrun/slurm; a leading ~/ is the home directory there).
+	Dir        string `json:"dir,omitempty"`
+	Partition  string `json:"partition,omitempty"`
+	Account    string `json:"account,omitempty"`
+	QOS        string `json:"qos,omitempty"`
+	Constraint string `json:"constraint,omitempty"`
+	// Python is the harness's interpreter on the nodes (a module's or a
+	// venv's python3); "": the runner picks the first python3 with numpy.
+	Python string `json:"python,omitempty"`
+	// PendingLimit is how long a job with a timeout may wait for its node
+	// before Slurm drops it (0: the backend's default).
+	PendingLimit time.Duration `json:"pending_limit,omitempty"`
 }
 
 // Store is a directory of job records.

@@ -88,6 +88,11 @@ const (
 	// log at the end (runner/outlog), for backends that keep a finished
 	// job's log but not its files.
 	EnvOutToLog = "XRUN_OUT_TO_LOG"
+	// EnvOwnTree=1 says every process the runner starts is the job's and
+	// runs as the runner's own user (run.Options.OwnTree): a job of a
+	// batch scheduler without a container (client/backend/slurm), whose
+	// orphans the runner adopts and kills before its results are final.
+	EnvOwnTree = "XRUN_OWN_TREE"
 	// EnvProfile asks the runner for Nsight Compute reports after the
 	// timed cases: "ncu" for every implementation and case, or
 	// "ncu:impl=a,b;case=0,2;set=full;clock=base" (each key optional;

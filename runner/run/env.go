@@ -38,6 +38,7 @@ func OptionsFromEnv() Options {
 		HostBusyShare:  os.Getenv(contract.EnvHostBusyShare),
 		NoZygote:       os.Getenv(contract.EnvZygote) == "off",
 		OutToLog:       os.Getenv(contract.EnvOutToLog) == "1",
+		OwnTree:        os.Getenv(contract.EnvOwnTree) == "1",
 		Profile:        os.Getenv(contract.EnvProfile),
 		Retune:         os.Getenv(contract.EnvRetune) == "1",
 		HostName:       os.Getenv(contract.EnvHostName),

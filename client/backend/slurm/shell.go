@@ -1,0 +1,146 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+
+	"github.com/xrun-dev/xrun/client/backend"
+)
+
+// Shell runs sh scripts where the cluster's commands are: on this
+// machine, or on the login node over ssh.
+type Shell interface {
+	// Run runs script with stdin (nil: none) and returns its stdout. A
+	// script that exits non-zero is an *ExitError carrying its stderr; one
+	// that could not run at all (ssh could not connect) wraps
+	// backend.ErrUnreachable.
+	Run(ctx context.Context, script string, stdin io.Reader) ([]byte, error)
+	// Stream runs script and returns its stdout as it comes; Close waits
+	// for the script and returns its error.
+	Stream(ctx context.Context, script string) (io.ReadCloser, error)
+	// Where names the machine the scripts run on, for messages.
+	Where() string
+}
+
+// ExitError is a script's failure: its exit code and what it said on
+// stderr.
+type ExitError struct {
+	Code   int
+	Stderr string
+}
+
+func (e *ExitError) Error() string {
+	if e.Stderr == "" {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Stderr
+}
+
+// LocalShell runs scripts with this machine's sh (sbatch is here).
+type LocalShell struct{}
+
+func (LocalShell) command(ctx context.Context, script string) *exec.Cmd {
+	return exec.CommandContext(ctx, "sh", "-c", script)
+}
+
+func (s LocalShell) Run(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	return run(s.command(ctx, script), stdin, false)
+}
+
+func (s LocalShell) Stream(ctx context.Context, script string) (io.ReadCloser, error) {
+	return stream(s.command(ctx, script), false)
+}
+
+func (LocalShell) Where() string { return "this machine" }
+
+// SSHShell runs scripts on a login node with the ssh command, so that
+// ~/.ssh/config, agents and jump hosts work as they do for the user.
+type SSHShell struct {
+	// Login is [user@]host[:port] or an ssh://[user@]host[:port] address.
+	Login string
+}
+
+func (s SSHShell) command(ctx context.Context, script string) *exec.Cmd {
+	host, port := s.Login, ""
+	host = strings.TrimPrefix(host, "ssh://")
+	if i := strings.LastIndex(host, ":"); i > 0 && !strings.Contains(host[i:], "]") {
+		host, port = host[:i], host[i+1:]
+	}
+	args := []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=15"}
+	if port != "" {
+		args = append(args, "-p", port)
+	}
+	// The login shell may not be sh: it is handed one quoted word.
+	args = append(args, "--", host, "sh -c "+quote(script))
+	return exec.CommandContext(ctx, "ssh", args...)
+}
+
+func (s SSHShell) Run(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
+	return run(s.command(ctx, script), stdin, true)
+}
+
+func (s SSHShell) Stream(ctx context.Context, script string) (io.ReadCloser, error) {
+	return stream(s.command(ctx, script), true)
+}
+
+func (s SSHShell) Where() string { return strings.TrimPrefix(s.Login, "ssh://") }
+
+// sshFailed is ssh's own exit code: it could not connect or log in.
+const sshFailed = 255
+
+func run(cmd *exec.Cmd, stdin io.Reader, ssh bool) ([]byte, error) {
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	err := cmd.Run()
+	return out.Bytes(), exitError(err, errb.String(), ssh)
+}
+
+func exitError(err error, stderr string, ssh bool) error {
+	if err == nil {
+		return nil
+	}
+	stderr = strings.TrimSpace(stderr)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return fmt.Errorf("%w: %v", backend.ErrUnreachable, err)
+	}
+	if ssh && ee.ExitCode() == sshFailed {
+		return fmt.Errorf("ssh: %s: %w", stderr, backend.ErrUnreachable)
+	}
+	return &ExitError{Code: ee.ExitCode(), Stderr: stderr}
+}
+
+type streamed struct {
+	io.ReadCloser
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	ssh    bool
+}
+
+func (s *streamed) Close() error {
+	s.ReadCloser.Close()
+	return exitError(s.cmd.Wait(), s.stderr.String(), s.ssh)
+}
+
+func stream(cmd *exec.Cmd, ssh bool) (io.ReadCloser, error) {
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: %v", backend.ErrUnreachable, err)
+	}
+	return &streamed{ReadCloser: out, cmd: cmd, stderr: &errb, ssh: ssh}, nil
+}
+
+// quote makes s one sh word.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

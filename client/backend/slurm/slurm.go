@@ -1,0 +1,368 @@
+// Package slurm runs jobs on a Slurm cluster (xrun submit --slurm): the
+// backend.Backend whose job is a batch job that runs the static runner on
+// a node, without a container, with the cluster's own Python (docs/slurm.md).
+// The Slurm commands run on this machine, or on a login node over ssh.
+//
+// Each job is a directory on the cluster's shared file system, under Dir
+// (default ~/.xrun/slurm), named by the job's id:
+//
+//	exp/       the experiment's code
+//	job.sh     the batch script (its #SBATCH lines are the job's options)
+//	job.json   the job as List describes it
+//	slurm-id   the Slurm job id, once sbatch took it
+//	started    when the batch script started (seconds since 1970)
+//	log        the runner's stdout and stderr (sbatch --output)
+//	out/       the runner's output directory
+//	exit       the runner's exit code, once it has exited
+//
+// The runner binary is kept once per version in Dir/bin.
+package slurm
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+// Schemes of a Slurm job's Host: slurm://LOGIN when the commands run on
+// the login node over ssh, slurm+local://HOSTNAME when they run on the
+// machine called HOSTNAME.
+const (
+	Scheme      = "slurm://"
+	LocalScheme = "slurm+local://"
+)
+
+// IsRef reports whether a job record's Host names a Slurm cluster.
+func IsRef(host string) bool {
+	return strings.HasPrefix(host, Scheme) || strings.HasPrefix(host, LocalScheme)
+}
+
+// Ref is the Host of the jobs of the cluster reached through login ("":
+// this machine's Slurm commands).
+func Ref(login string) string {
+	if login == "" {
+		return LocalScheme + thisHost()
+	}
+	return Scheme + strings.TrimPrefix(login, "ssh://")
+}
+
+// ParseRef returns the login node of ref, or, for a cluster whose commands
+// run on a machine (slurm+local://), "" and that machine's name.
+func ParseRef(ref string) (login, machine string) {
+	if m, ok := strings.CutPrefix(ref, LocalScheme); ok {
+		return "", m
+	}
+	return strings.TrimPrefix(ref, Scheme), ""
+}
+
+func thisHost() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
+}
+
+// Files of a job directory.
+const (
+	scriptFile  = "job.sh"
+	recordFile  = "job.json"
+	idFile      = "slurm-id"
+	startedFile = "started"
+	logFile     = "log"
+	outDir      = "out"
+	exitFile    = "exit"
+)
+
+// Backend is one Slurm cluster.
+type Backend struct {
+	Shell Shell
+	// Settings are where the job directories are (Dir, also for List and
+	// the other commands) and the sbatch options of the jobs Create makes.
+	Settings Settings
+	// Runner is the path here of the static runner for the cluster's
+	// nodes, which Create copies there once per version.
+	Runner string
+	// Poll is how often Wait, Logs and Stop ask again (0: 2 s).
+	Poll time.Duration
+
+	ref string
+}
+
+// New is the backend of the cluster reached through login ("": the
+// Slurm commands of this machine).
+func New(login string) *Backend {
+	b := &Backend{ref: Ref(login)}
+	if login == "" {
+		b.Shell = LocalShell{}
+	} else {
+		b.Shell = SSHShell{Login: login}
+	}
+	return b
+}
+
+func (b *Backend) Where() string { return b.ref }
+
+// Handle names the Slurm job, or its directory before sbatch took it.
+func (b *Backend) Handle(j *store.Job) string {
+	if id := slurmID(j); id != "" {
+		return "Slurm job " + id
+	}
+	return "Slurm job directory " + j.ContainerName
+}
+
+func (b *Backend) poll() time.Duration {
+	if b.Poll > 0 {
+		return b.Poll
+	}
+	return 2 * time.Second
+}
+
+// slurmID is j's Slurm job id, "" before sbatch took it (ContainerID is
+// then the job's directory).
+func slurmID(j *store.Job) string {
+	id := j.ContainerID
+	if id == "" || strings.Contains(id, "/") {
+		return ""
+	}
+	return id
+}
+
+// dir is job j's directory on the cluster.
+func dir(j *store.Job) (string, error) {
+	d := j.ContainerName
+	if !path.IsAbs(d) || path.Base(d) != j.ID || path.Clean(d) != d {
+		return "", fmt.Errorf("job %s has no directory on the cluster recorded (%q): %w", j.ID, d, backend.ErrNotFound)
+	}
+	return d, nil
+}
+
+// rootExpr is Dir as a sh word.
+func (b *Backend) rootExpr() string {
+	switch d := b.Settings.Dir; {
+	case d == "":
+		return `"$HOME/.xrun/slurm"`
+	case d == "~":
+		return `"$HOME"`
+	case strings.HasPrefix(d, "~/"):
+		return `"$HOME"/` + quote(d[2:])
+	default:
+		return quote(d)
+	}
+}
+
+// runnerName is the runner's path in Dir/bin, one per content:
+// HASH/xrun-runner (the xrun binary is the runner by that name).
+func runnerName(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("the runner for the cluster: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("the runner for the cluster: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16] + "/xrun-runner", nil
+}
+
+// Create checks with sbatch --test-only that the cluster can run spec,
+// then makes the job's directory: the runner (once per version), the
+// code, the batch script and the record. It submits nothing (Start does).
+func (b *Backend) Create(ctx context.Context, j *store.Job, spec backend.Spec) error {
+	if spec.NoNetwork {
+		return &backend.UnsupportedError{Backend: "Slurm", Asked: backend.NoNetwork, Instead: "a job has its node's network"}
+	}
+	if spec.GPUs != nil && (len(spec.GPUs.IDs) > 0 || spec.GPUs.Count < 0) {
+		return &backend.UnsupportedError{Backend: "Slurm", Asked: backend.GPUsByID, Instead: "Slurm picks the GPUs; give a count"}
+	}
+	if spec.Code == nil || b.Runner == "" {
+		return errors.New("a Slurm job needs its code and the runner for the cluster")
+	}
+	name, err := runnerName(b.Runner)
+	if err != nil {
+		return err
+	}
+	// The directory's name is known only once the cluster resolved Dir.
+	out, err := b.Shell.Run(ctx, fmt.Sprintf(`r=%s
+mkdir -p "$r/bin" && chmod 0700 "$r" && cd "$r" && pwd && if test -x bin/%s; then echo have; else echo need; fi`, b.rootExpr(), name), nil)
+	if err != nil {
+		return fmt.Errorf("make the job directories on %s: %w", b.Shell.Where(), err)
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 || !path.IsAbs(lines[0]) {
+		return fmt.Errorf("make the job directories on %s: unexpected answer %q", b.Shell.Where(), out)
+	}
+	root, have := lines[0], lines[1] == "have"
+	if strings.ContainsAny(root, " \t\"'\\") {
+		return fmt.Errorf("the job directory %s holds white space or quotes, which sbatch's options cannot: choose another with --slurm-dir", root)
+	}
+	d := root + "/" + j.ID
+	opts, err := directives(b.Settings, spec, d)
+	if err != nil {
+		return err
+	}
+	env := append([]string(nil), spec.Env...)
+	if spec.PostToken != "" {
+		// The script is its owner's alone (0700, in a 0700 directory).
+		env = append(env, contract.EnvPostToken+"="+spec.PostToken)
+	}
+	if b.Settings.Python != "" {
+		env = append(env, contract.EnvPython+"="+b.Settings.Python)
+	}
+	script := jobScript(opts, d, root+"/bin/"+name, env)
+	if err := b.testOnly(ctx, script); err != nil {
+		return err
+	}
+	j.ContainerID, j.ContainerName = d, d
+	if err := b.upload(ctx, j, spec, d, root, name, have, script); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
+		defer cancel()
+		b.Shell.Run(cctx, "rm -rf "+quote(d), nil)
+		j.ContainerID, j.ContainerName = "", ""
+		return err
+	}
+	return nil
+}
+
+// testOnly asks sbatch whether the cluster could ever run script: a
+// partition without such GPUs, a time limit past its maximum or an
+// unknown account is a refusal in Slurm's words.
+func (b *Backend) testOnly(ctx context.Context, script string) error {
+	_, err := b.Shell.Run(ctx, "sbatch --test-only", strings.NewReader(script))
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.Code == 127:
+		return fmt.Errorf("sbatch is not on %s's PATH: is it a Slurm login node? (%s)", b.Shell.Where(), ee.Stderr)
+	case errors.As(err, &ee):
+		where := "the Slurm cluster"
+		if b.Settings.Partition != "" {
+			where = "Slurm partition " + b.Settings.Partition
+		}
+		return &backend.RefusedError{Where: where, Reason: sbatchReason(ee.Stderr)}
+	}
+	return err
+}
+
+// sbatchReason is sbatch's error without its prefixes.
+func sbatchReason(stderr string) string {
+	s := strings.TrimSpace(stderr)
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimPrefix(s, "sbatch: error: ")
+	s = strings.TrimPrefix(s, "Batch job submission failed: ")
+	if s == "" {
+		return "sbatch --test-only refused it"
+	}
+	return s
+}
+
+func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d, root, name string, have bool, script string) error {
+	where := b.Shell.Where()
+	if !have {
+		f, err := os.Open(b.Runner)
+		if err != nil {
+			return fmt.Errorf("the runner for the cluster: %w", err)
+		}
+		defer f.Close()
+		bin := quote(root + "/bin/" + name)
+		if _, err := b.Shell.Run(ctx, fmt.Sprintf(`mkdir -p "$(dirname %s)" && t=%s.$$ && cat > "$t" && chmod 755 "$t" && mv -f "$t" %s`, bin, bin, bin), f); err != nil {
+			return fmt.Errorf("copy the runner to %s: %w", where, err)
+		}
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(spec.Code.WriteCode(pw)) }()
+	_, err := b.Shell.Run(ctx, fmt.Sprintf("mkdir -m 0700 -p %s && tar -xf - -C %s", quote(d), quote(d)), pr)
+	pr.Close()
+	if err != nil {
+		return fmt.Errorf("copy the experiment's code to %s: %w", where, err)
+	}
+	rec := *j
+	rec.Host = b.ref
+	record, err := json.Marshal(&rec)
+	if err != nil {
+		return err
+	}
+	var files bytes.Buffer
+	tw := tar.NewWriter(&files)
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{scriptFile, 0o700, []byte(script)}, {recordFile, 0o644, record}} {
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Now(), Typeflag: tar.TypeReg})
+		tw.Write(f.data)
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if _, err := b.Shell.Run(ctx, "tar -xf - -C "+quote(d), &files); err != nil {
+		return fmt.Errorf("write the job's script to %s: %w", where, err)
+	}
+	return nil
+}
+
+// Start submits the job's script with sbatch. A job with a timeout gets a
+// deadline: Slurm drops it when it cannot start within the pending limit.
+func (b *Backend) Start(ctx context.Context, j *store.Job) error {
+	d, err := dir(j)
+	if err != nil {
+		return err
+	}
+	args := "--parsable"
+	if t, _ := time.ParseDuration(j.Timeout); t > 0 {
+		limit := b.Settings.PendingLimit
+		if limit <= 0 {
+			limit = DefaultPendingLimit
+		}
+		args += fmt.Sprintf(" --deadline=now+%d", int((limit + t).Seconds()))
+	}
+	out, err := b.Shell.Run(ctx, fmt.Sprintf(`cd %s && sbatch %s %s > %s.tmp && mv -f %s.tmp %s && cat %s`,
+		quote(d), args, scriptFile, idFile, idFile, idFile, idFile), nil)
+	if err != nil {
+		return fmt.Errorf("sbatch on %s: %w", b.Shell.Where(), err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if _, err := strconv.Atoi(id); err != nil {
+		return fmt.Errorf("sbatch on %s answered %q, not a job id", b.Shell.Where(), out)
+	}
+	j.ContainerID = id
+	return nil
+}
+
+// Arch is the GOARCH of the machine the Slurm commands run on, taken to
+// be the nodes' (docs/slurm.md).
+func (b *Backend) Arch(ctx context.Context) (string, error) {
+	out, err := b.Shell.Run(ctx, "uname -m", nil)
+	if err != nil {
+		return "", fmt.Errorf("reach the Slurm cluster on %s: %w", b.Shell.Where(), err)
+	}
+	switch m := strings.TrimSpace(string(out)); m {
+	case "x86_64", "amd64":
+		return "amd64", nil
+	case "aarch64", "arm64":
+		return "arm64", nil
+	case "ppc64le":
+		return "ppc64le", nil
+	default:
+		return "", fmt.Errorf("the Slurm cluster on %s is a %s machine, which xrun has no runner for", b.Shell.Where(), m)
+	}
+}
