@@ -229,6 +229,9 @@ mkdir -p "$r/bin" && chmod 0700 "$r" && cd "$r" && pwd && if test -x bin/%s; the
 	if err := b.testOnly(ctx, script); err != nil {
 		return err
 	}
+	if err := b.checkTimeLimit(ctx, spec.Timeout); err != nil {
+		return err
+	}
 	j.ContainerID, j.ContainerName = d, d
 	if err := b.upload(ctx, j, spec, d, root, name, have, script); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
@@ -259,6 +262,86 @@ func (b *Backend) testOnly(ctx context.Context, script string) error {
 		return &backend.RefusedError{Where: where, Reason: sbatchReason(ee.Stderr)}
 	}
 	return err
+}
+
+// checkTimeLimit refuses a timeout past the partition's time limit:
+// sbatch takes such a job unless the cluster enforces partition limits
+// at submission, and it would then wait for good (PartitionTimeLimit).
+func (b *Backend) checkTimeLimit(ctx context.Context, timeout time.Duration) error {
+	if timeout <= 0 {
+		return nil
+	}
+	out, err := b.Shell.Run(ctx, "sinfo -h -o '%P %l'", nil)
+	if err != nil {
+		return nil // sbatch's own check stands
+	}
+	part, limit, ok := partitionLimit(string(out), b.Settings.Partition)
+	if !ok || limit <= 0 || timeout <= limit {
+		return nil
+	}
+	return &backend.RefusedError{Where: "Slurm partition " + part,
+		Reason: fmt.Sprintf("its time limit is %s and the job's timeout %s: lower resources.timeout (or --timeout), or pick another --partition", limit, timeout)}
+}
+
+// partitionLimit reads sinfo's "PARTITION TIMELIMIT" lines for partition
+// ("": the default one, marked *): its name and time limit (0: none).
+func partitionLimit(sinfo, partition string) (string, time.Duration, bool) {
+	for _, line := range strings.Split(sinfo, "\n") {
+		name, limit, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		def := strings.HasSuffix(name, "*")
+		name = strings.TrimSuffix(name, "*")
+		if partition == name || partition == "" && def {
+			d, ok := parseSlurmTime(strings.TrimSpace(limit))
+			return name, d, ok
+		}
+	}
+	return "", 0, false
+}
+
+// parseSlurmTime reads a Slurm time limit: [days-]hours:minutes:seconds,
+// minutes:seconds, minutes, or infinite (0).
+func parseSlurmTime(s string) (time.Duration, bool) {
+	if s == "infinite" || s == "UNLIMITED" {
+		return 0, true
+	}
+	var days int
+	if d, rest, ok := strings.Cut(s, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			return 0, false
+		}
+		days, s = n, rest
+	}
+	parts := strings.Split(s, ":")
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || len(parts) > 3 {
+			return 0, false
+		}
+		n[i] = v
+	}
+	var d time.Duration
+	switch len(parts) {
+	case 1: // minutes, or hours with days
+		if days > 0 {
+			d = time.Duration(n[0]) * time.Hour
+		} else {
+			d = time.Duration(n[0]) * time.Minute
+		}
+	case 2: // minutes:seconds, or hours:minutes with days
+		if days > 0 {
+			d = time.Duration(n[0])*time.Hour + time.Duration(n[1])*time.Minute
+		} else {
+			d = time.Duration(n[0])*time.Minute + time.Duration(n[1])*time.Second
+		}
+	case 3:
+		d = time.Duration(n[0])*time.Hour + time.Duration(n[1])*time.Minute + time.Duration(n[2])*time.Second
+	}
+	return d + time.Duration(days)*24*time.Hour, true
 }
 
 // sbatchReason is sbatch's error without its prefixes.

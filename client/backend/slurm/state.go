@@ -31,7 +31,7 @@ var ended = map[string]string{
 	"BOOT_FAIL":     "its node failed to boot",
 	"PREEMPTED":     "a job of higher priority preempted it",
 	"OUT_OF_MEMORY": "it ran out of memory (resources.memory, sbatch --mem)",
-	"DEADLINE":      "it could not start before its deadline: it waited longer than its pending limit (--pending-limit) for a node",
+	"DEADLINE":      "it could not start within its pending limit (--pending-limit): Slurm dropped it while it waited for a node",
 	"FAILED":        "its batch script failed",
 	"REVOKED":       "a sibling cluster ran it",
 }
@@ -136,14 +136,14 @@ func stateOf(p probe, submitted bool, timeout string) backend.State {
 		return s
 	}
 	// Slurm ended the job without the runner's exit code, or no longer
-	// lists it.
+	// lists it: -1 says there is none.
 	s.Phase, s.Detail, s.FinishedAt = backend.Exited, strings.ToLower(word), time.Now()
 	switch word {
 	case "":
-		s.Detail, s.ExitCode = "gone", 1
+		s.Detail, s.ExitCode = "gone", -1
 		s.Message = "Slurm no longer lists the job and its runner left no exit code (its node failed, or it was killed)"
 	case "COMPLETED":
-		s.ExitCode = 1
+		s.ExitCode = -1
 		s.Message = "its batch script ended without the runner's exit code"
 	case "TIMEOUT":
 		s.ExitCode, s.TimedOut, s.Message = 124, true, ended[word]
@@ -152,7 +152,7 @@ func stateOf(p probe, submitted bool, timeout string) backend.State {
 	case "OUT_OF_MEMORY":
 		s.ExitCode, s.OOMKilled, s.Message = 137, true, ended[word]
 	default:
-		s.ExitCode, s.Message = 1, ended[word]
+		s.ExitCode, s.Message = -1, ended[word]
 		if s.Message == "" {
 			s.Message = "Slurm says " + word
 		}
@@ -191,7 +191,7 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, opts backend.LogOption
 		if err != nil {
 			return err
 		}
-		if !p.hasLog {
+		if !p.hasLog || p.started == 0 {
 			return fmt.Errorf("job %s has no log yet: %w", j.ID, backend.ErrNotStarted)
 		}
 		out, err := b.Shell.Run(ctx, cmd, nil)
@@ -253,6 +253,13 @@ func (b *Backend) CopyOut(ctx context.Context, j *store.Job) (io.ReadCloser, err
 	d, err := dir(j)
 	if err != nil {
 		return nil, err
+	}
+	p, err := b.probe(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	if p.started == 0 {
+		return nil, fmt.Errorf("job %s has no output: %w", j.ID, backend.ErrNotStarted)
 	}
 	if _, err := b.Shell.Run(ctx, "test -d "+quote(d+"/"+outDir), nil); err != nil {
 		var ee *ExitError

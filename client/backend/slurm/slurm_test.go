@@ -1,0 +1,204 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+)
+
+func TestStateOf(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		p         probe
+		submitted bool
+		phase     backend.Phase
+		waiting   bool
+		code      int
+		timedOut  bool
+		message   string
+	}{
+		{"before sbatch", probe{}, false, backend.Pending, false, 0, false, ""},
+		{"pending", probe{queue: "PENDING|Resources"}, true, backend.Pending, true, 0, false, "Resources"},
+		{"requeued", probe{queue: "REQUEUED|None", started: 1}, true, backend.Pending, true, 0, false, ""},
+		{"running", probe{queue: "RUNNING|None", started: 1}, true, backend.Running, false, 0, false, ""},
+		{"runner exited, batch completing", probe{queue: "COMPLETING|None", exit: "2", started: 1}, true, backend.Exited, false, 2, false, ""},
+		{"completed", probe{queue: "COMPLETED|None", exit: "0", started: 1}, true, backend.Exited, false, 0, false, ""},
+		{"purged from the queue", probe{exit: "1", started: 1}, true, backend.Exited, false, 1, false, ""},
+		{"time limit, runner wrote its code", probe{queue: "TIMEOUT|TimeLimit", exit: "130", started: 1}, true, backend.Exited, false, 130, true, ended["TIMEOUT"]},
+		{"time limit, killed", probe{queue: "TIMEOUT|TimeLimit", started: 1}, true, backend.Exited, false, 124, true, ended["TIMEOUT"]},
+		{"node failure", probe{queue: "NODE_FAIL|None", started: 1}, true, backend.Exited, false, -1, false, ended["NODE_FAIL"]},
+		{"preempted", probe{queue: "PREEMPTED|None", started: 1}, true, backend.Exited, false, -1, false, ended["PREEMPTED"]},
+		{"deadline", probe{queue: "DEADLINE|None"}, true, backend.Exited, false, -1, false, ended["DEADLINE"]},
+		{"gone without a code", probe{started: 1}, true, backend.Exited, false, -1, false, "Slurm no longer lists the job and its runner left no exit code (its node failed, or it was killed)"},
+		{"cancelled while it waited", probe{queue: "CANCELLED|None"}, true, backend.Exited, false, 143, false, ended["CANCELLED"]},
+	} {
+		s := stateOf(c.p, c.submitted, "1m")
+		if s.Phase != c.phase || s.Waiting != c.waiting || s.ExitCode != c.code || s.TimedOut != c.timedOut || s.Message != c.message {
+			t.Errorf("%s: got %+v", c.name, s)
+		}
+		if s.Enforced || s.Timeout != "1m" {
+			t.Errorf("%s: a client that watches stops the job at its timeout: %+v", c.name, s)
+		}
+	}
+}
+
+func TestTimeLimit(t *testing.T) {
+	for in, want := range map[time.Duration]string{0: "", 20 * time.Second: "0:20", 90 * time.Second: "1:30", 1500 * time.Millisecond: "0:02", 2 * time.Hour: "120:00"} {
+		if got := timeLimit(in); got != want {
+			t.Errorf("timeLimit(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDirectives(t *testing.T) {
+	spec := backend.Spec{Name: "xrun-e-1", GPUs: &backend.GPUs{Count: 2}, GPUType: "h100", Timeout: time.Minute, MemoryBytes: 3<<20 + 1}
+	got, err := directives(Settings{Partition: "gpu", Account: "lab", QOS: "normal", Constraint: "h100&ib"}, spec, "/home/u/.xrun/slurm/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--job-name=xrun-e-1", "--output=/home/u/.xrun/slurm/1/log", "--open-mode=append", "--chdir=/home/u/.xrun/slurm/1",
+		"--partition=gpu", "--account=lab", "--qos=normal", "--constraint=h100&ib", "--time=1:00", "--gres=gpu:h100:2", "--mem=4M"}
+	if strings.Join(got, "\n") != "#SBATCH "+strings.Join(want, "\n#SBATCH ") {
+		t.Errorf("directives:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// sbatch would split a value with white space into another option.
+	if _, err := directives(Settings{Partition: "gpu --uid=0"}, spec, "/d/1"); err == nil || !strings.Contains(err.Error(), "--partition") {
+		t.Errorf("a partition with a space: %v", err)
+	}
+}
+
+func TestSbatchReason(t *testing.T) {
+	got := sbatchReason("sbatch: error: Batch job submission failed: Requested node configuration is not available\n")
+	if got != "Requested node configuration is not available" {
+		t.Errorf("reason %q", got)
+	}
+}
+
+// TestJobScript runs the batch script with sh, a stand-in runner in place
+// of the real one: the runner's exit code is recorded, the environment
+// is quoted, and a SIGTERM to the script (scancel, the time limit) reaches
+// the runner, whose own exit code is the one kept.
+func TestJobScript(t *testing.T) {
+	d := t.TempDir()
+	runner := filepath.Join(d, "runner")
+	os.WriteFile(runner, []byte(`#!/bin/sh
+printf '%s\n' "$WEIRD" > "$(dirname "$2")/weird"
+trap 'echo got TERM; exit 7' TERM
+echo started > "$(dirname "$2")/runner-started"
+if [ "$SLEEP" = 1 ]; then sleep 30 & wait; fi
+exit 3
+`), 0o755)
+	run := func(env []string, term bool) (string, string) {
+		script := jobScript(nil, d, runner, env)
+		cmd := exec.Command("sh", "-c", script)
+		out, err := os.Create(filepath.Join(d, "log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if term {
+			for i := 0; i < 100; i++ {
+				if _, err := os.Stat(filepath.Join(d, "runner-started")); err == nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+		}
+		cmd.Wait()
+		code, _ := os.ReadFile(filepath.Join(d, exitFile))
+		log, _ := os.ReadFile(filepath.Join(d, "log"))
+		os.Remove(filepath.Join(d, "runner-started"))
+		return strings.TrimSpace(string(code)), string(log)
+	}
+	weird := `it's "$HOME" $(id) ` + "`x`"
+	code, log := run([]string{"WEIRD=" + weird, "1BAD=x", "SLEEP=0"}, false)
+	if code != "3" {
+		t.Errorf("exit file %q; log:\n%s", code, log)
+	}
+	if got, _ := os.ReadFile(filepath.Join(d, "weird")); strings.TrimSpace(string(got)) != weird {
+		t.Errorf("the value reached the runner as %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(d, startedFile)); err != nil || len(strings.TrimSpace(string(b))) < 9 {
+		t.Errorf("started: %q %v", b, err)
+	}
+	code, log = run([]string{"SLEEP=1"}, true)
+	if code != "7" || !strings.Contains(log, "got TERM") {
+		t.Errorf("after SIGTERM: exit file %q; log:\n%s", code, log)
+	}
+}
+
+// TestSSHShellQuotes runs scripts through a stand-in ssh that hands its
+// last argument to sh, as the login node's shell does: what the script
+// says arrives intact, and ssh's own failure (255) is an unreachable
+// cluster.
+func TestSSHShellQuotes(t *testing.T) {
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "ssh"), []byte(`#!/bin/sh
+for a; do last="$a"; done
+case "$*" in *" -p 2222 "*) ;; *) [ "$FAKE_SSH_PORT" ] && exit 9 ;; esac
+[ "$FAKE_SSH_DOWN" = 1 ] && { echo "ssh: connect to host login port 22: Connection refused" >&2; exit 255; }
+exec sh -c "$last"
+`), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	sh := SSHShell{Login: "ssh://me@login:2222"}
+	out, err := sh.Run(context.Background(), `printf '%s|' "it's" "a \"b\"" '$HOME'; cat`, strings.NewReader("in"))
+	if err != nil || string(out) != `it's|a "b"|$HOME|in` {
+		t.Errorf("got %q %v", out, err)
+	}
+	if _, err := sh.Run(context.Background(), "echo no >&2; exit 4", nil); !errors.As(err, new(*ExitError)) || err.Error() != "no" {
+		t.Errorf("a failing script: %v", err)
+	}
+	t.Setenv("FAKE_SSH_DOWN", "1")
+	if _, err := sh.Run(context.Background(), "true", nil); !errors.Is(err, backend.ErrUnreachable) {
+		t.Errorf("ssh down: %v", err)
+	}
+	if sh.Where() != "me@login:2222" || Ref("ssh://me@login:2222") != "slurm://me@login:2222" {
+		t.Errorf("where %q ref %q", sh.Where(), Ref("ssh://me@login:2222"))
+	}
+}
+
+func TestRefs(t *testing.T) {
+	if login, machine := ParseRef(Ref("")); login != "" || machine != thisHost() {
+		t.Errorf("this machine's ref parses to %q %q", login, machine)
+	}
+	if login, machine := ParseRef("slurm://u@login1"); login != "u@login1" || machine != "" {
+		t.Errorf("login ref parses to %q %q", login, machine)
+	}
+	if !IsRef("slurm://x") || !IsRef("slurm+local://x") || IsRef("ssh://x") {
+		t.Error("IsRef")
+	}
+}
+
+func TestPartitionLimit(t *testing.T) {
+	sinfo := "debug* infinite\nshort 5:00\nlong 2-00:00:00\nmid 12:00:00\n"
+	for _, c := range []struct {
+		part, name string
+		limit      time.Duration
+	}{{"", "debug", 0}, {"short", "short", 5 * time.Minute}, {"long", "long", 48 * time.Hour}, {"mid", "mid", 12 * time.Hour}} {
+		name, limit, ok := partitionLimit(sinfo, c.part)
+		if !ok || name != c.name || limit != c.limit {
+			t.Errorf("%q: %q %s %v", c.part, name, limit, ok)
+		}
+	}
+	if _, _, ok := partitionLimit(sinfo, "gpu"); ok {
+		t.Error("an unknown partition has a limit")
+	}
+	for in, want := range map[string]time.Duration{"30": 30 * time.Minute, "1-12": 36 * time.Hour, "1-2:30": 26*time.Hour + 30*time.Minute} {
+		if got, ok := parseSlurmTime(in); !ok || got != want {
+			t.Errorf("parseSlurmTime(%q) = %s %v", in, got, ok)
+		}
+	}
+}

@@ -1,0 +1,353 @@
+//go:build integration
+
+// Package slurm_test runs xrun submit --slurm as a user does, against a
+// real one-node Slurm cluster (munged, slurmctld, slurmd) that
+// scripts/slurm-cluster/up.sh starts, with two fake GPUs: the jobs run
+// the runner on the node without a container, and ps, status, logs -f,
+// wait, cancel, results, history and rm take their ids.
+package slurm_test
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+)
+
+var (
+	repo      string
+	dataDir   string
+	jobsDir   string // the cluster's job directories (--slurm-dir)
+	slurmConf string
+)
+
+func TestMain(m *testing.M) { os.Exit(mainSlurm(m)) }
+
+func mainSlurm(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "slurm: -short: skipping the Slurm suite")
+		return 0
+	}
+	fail := func(format string, args ...any) int { return xruntest.Unavailable("slurm", format, args...) }
+	if os.Geteuid() != 0 {
+		return fail("the test cluster's slurmd starts jobs as their users: it needs root")
+	}
+	repo = xruntest.Repo()
+	tmp, err := os.MkdirTemp("", "xrun-slurm-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(tmp)
+	state := filepath.Join(tmp, "cluster")
+	script := func(name string) error {
+		cmd := exec.Command(filepath.Join(repo, "scripts", "slurm-cluster", name), state)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		return cmd.Run()
+	}
+	if err := script("up.sh"); err != nil {
+		script("down.sh")
+		return fail("start the cluster (make setup installs slurm-wlm and munge): %v", err)
+	}
+	defer script("down.sh")
+	slurmConf = filepath.Join(state, "slurm.conf")
+	dataDir, jobsDir = filepath.Join(tmp, "data"), filepath.Join(tmp, "jobs")
+	x.Bin = filepath.Join(tmp, "xrun")
+	if err := xruntest.Build(repo, x.Bin); err != nil {
+		fmt.Fprintf(os.Stderr, "slurm: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func env() []string {
+	return append(os.Environ(), "XDG_DATA_HOME="+dataDir, "SLURM_CONF="+slurmConf, "XRUN_SLURM_DIR="+jobsDir,
+		"XRUN_HOST=", "XRUN_CONTEXT=", "XRUN_NO_PREFLIGHT=1")
+}
+
+var x = &xruntest.Xrun{Env: env}
+
+func xrun(t *testing.T, limit time.Duration, args ...string) xruntest.Result {
+	t.Helper()
+	return x.Run(t, limit, args...)
+}
+
+// fakeGPU is the environment of a job in GPU mode on the fake GPUs: a
+// stand-in nvidia-smi and torch dressed up as CUDA torch, which sbatch
+// passes on to the job as it passes the submitter's environment.
+func fakeGPU() []string {
+	return []string{
+		"PATH=" + filepath.Join(repo, "runner", "run", "testdata", "fakegpu", "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PYTHONPATH=" + filepath.Join(repo, "runner", "harness", "testdata", "fakecuda"),
+	}
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(name))
+	if out, err := exec.Command("cp", "-r", filepath.Join(repo, "client", "e2e", "testdata", name), dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy fixture: %v\n%s", err, out)
+	}
+	return dst
+}
+
+func status(t *testing.T, id string) xruntest.Status {
+	t.Helper()
+	return xruntest.DecodeStatus(t, xrun(t, time.Minute, "status", "--json", id))
+}
+
+// waitStatus polls the job until its status is want (or fails t).
+func waitStatus(t *testing.T, id, want string, limit time.Duration) xruntest.Status {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s := status(t, id)
+		if s.Status == want {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s after %s, want %s (%+v)", id, s.Status, limit, want, s.Container)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// jobDirs are the job directories left on the cluster.
+func jobDirs(t *testing.T) []string {
+	t.Helper()
+	entries, _ := os.ReadDir(jobsDir)
+	var dirs []string
+	for _, e := range entries {
+		if e.Name() != "bin" {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
+}
+
+func has(dirs []string, id string) bool {
+	for _, d := range dirs {
+		if d == id {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAttachedSubmit(t *testing.T) {
+	dir := fixture(t, "quick")
+	start := time.Now()
+	r := xrun(t, 3*time.Minute, "submit", "--slurm", "--cpu", "--json", dir)
+	xruntest.Expect(t, r, 0)
+	j, _ := xruntest.DecodeJob(t, r)
+	if !strings.HasPrefix(j.Host, "slurm+local://") || j.Status != "succeeded" {
+		t.Errorf("job %+v", j)
+	}
+	t.Logf("attached submit to the cluster: %s", time.Since(start).Round(time.Millisecond))
+	for _, want := range []string{"in Slurm job", "xrun: Slurm job", "GPUs none", "status: succeeded"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the attached submit's log lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	// Its results and log are in the store, and its directory on the
+	// cluster is gone, as an attached job's container is.
+	res := xrun(t, time.Minute, "results", j.ID)
+	xruntest.Expect(t, res, 0)
+	if !strings.Contains(res.Stdout, "loop") {
+		t.Errorf("results:\n%s", res.Stdout)
+	}
+	if has(jobDirs(t), j.ID) {
+		t.Errorf("job %s's directory is left on the cluster", j.ID)
+	}
+	// The history took the run, as it takes a Docker host's.
+	h := xrun(t, time.Minute, "history", "--json")
+	xruntest.Expect(t, h, 0)
+	if !strings.Contains(h.Stdout, "e2e-quick") || !strings.Contains(h.Stdout, j.ID) {
+		t.Errorf("history lacks the run:\n%s", h.Stdout)
+	}
+}
+
+func TestDetachedFollowWaitResultsRemove(t *testing.T) {
+	dir := fixture(t, "quick")
+	r := xrun(t, time.Minute, "submit", "-d", "--slurm", "--cpu", dir)
+	xruntest.Expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	ps := xrun(t, time.Minute, "ps", "--json")
+	if js := xruntest.DecodeJobs(t, ps); len(js) == 0 || !strings.Contains(ps.Stdout, id) {
+		t.Errorf("ps lacks %s:\n%s", id, ps.Stdout)
+	}
+	logs := xrun(t, 3*time.Minute, "logs", "-f", id)
+	xruntest.Expect(t, logs, 0)
+	if !strings.Contains(logs.Stdout, "status: succeeded") {
+		t.Errorf("logs -f ended before the job did:\n%s", logs.Stdout)
+	}
+	xruntest.Expect(t, xrun(t, 2*time.Minute, "wait", id), 0)
+	s := status(t, id)
+	if s.Status != "succeeded" || s.ExitCode == nil || *s.ExitCode != 0 {
+		t.Errorf("status %+v", s)
+	}
+	res := xrun(t, time.Minute, "results", "--json", id)
+	xruntest.Expect(t, res, 0)
+	if !strings.Contains(res.Stdout, `"success": true`) {
+		t.Errorf("results --json:\n%s", res.Stdout)
+	}
+	tail := xrun(t, time.Minute, "logs", "--tail", "1", id)
+	if tail.Code != 0 || strings.Count(strings.TrimSpace(tail.Stdout), "\n") != 0 || tail.Stdout == "" {
+		t.Errorf("logs --tail 1 (exit %d):\n%s", tail.Code, tail.Stdout)
+	}
+	if !has(jobDirs(t), id) {
+		t.Fatalf("a detached job's directory stays until xrun rm: %v", jobDirs(t))
+	}
+	xruntest.Expect(t, xrun(t, time.Minute, "rm", id), 0)
+	if has(jobDirs(t), id) {
+		t.Errorf("xrun rm left job %s's directory on the cluster", id)
+	}
+}
+
+func TestCancelKeepsPartialResults(t *testing.T) {
+	dir := fixture(t, "slow")
+	r := xrun(t, time.Minute, "submit", "-d", "--slurm", "--cpu", dir)
+	xruntest.Expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	cancelAtEnd(t, id)
+	waitStatus(t, id, "running", time.Minute)
+	// Once the runner is at the slow inputs, it has something to keep.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(xrun(t, time.Minute, "logs", id).Stdout, "progress: case 1/1, checking") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner did not reach the inputs:\n%s", xrun(t, time.Minute, "logs", id).Stdout)
+		}
+		time.Sleep(time.Second)
+	}
+	start := time.Now()
+	xruntest.Expect(t, xrun(t, time.Minute, "cancel", id), 0)
+	t.Logf("cancel took %s", time.Since(start).Round(time.Millisecond))
+	s := status(t, id)
+	if s.Status != "cancelled" {
+		t.Errorf("after cancel: %+v", s)
+	}
+	res := xrun(t, time.Minute, "results", "--json", id)
+	if !strings.Contains(res.Stdout, `"not_run"`) || !strings.Contains(res.Stdout, `"cancelled"`) {
+		t.Errorf("the partial results (exit %d):\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	dir := fixture(t, "slow")
+	start := time.Now()
+	r := xrun(t, 2*time.Minute, "submit", "--slurm", "--cpu", "--timeout", "15s", dir)
+	took := time.Since(start)
+	xruntest.Expect(t, r, 124, "timed out after 15s")
+	if took > time.Minute {
+		t.Errorf("a 15 s timeout took %s", took)
+	}
+}
+
+// TestGPUsAndPending fills the node's two fake GPUs with two jobs, which
+// get different devices; a third waits for them (pending: Resources), is
+// cancelled while it waits, and a fourth whose pending limit cannot be
+// met ends with a sentence that says so.
+func TestGPUsAndPending(t *testing.T) {
+	dir := fixture(t, "slow")
+	var ids []string
+	for i := 0; i < 2; i++ {
+		r := x.RunEnv(t, time.Minute, fakeGPU(), "submit", "-d", "--slurm", "--gpus", "1", dir)
+		xruntest.Expect(t, r, 0)
+		ids = append(ids, strings.TrimSpace(r.Stdout))
+		cancelAtEnd(t, ids[i])
+	}
+	var devices []string
+	for _, id := range ids {
+		waitStatus(t, id, "running", time.Minute)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			line := firstLine(xrun(t, time.Minute, "logs", id).Stdout)
+			if _, gpus, ok := strings.Cut(line, "GPUs "); ok {
+				devices = append(devices, gpus)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s's log has no GPU line: %q", id, line)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	sort.Strings(devices)
+	if strings.Join(devices, " ") != "0 1" {
+		t.Errorf("the two jobs got GPUs %v, want 0 and 1", devices)
+	}
+
+	r := x.RunEnv(t, time.Minute, fakeGPU(), "submit", "-d", "--slurm", "--gpus", "1", dir)
+	xruntest.Expect(t, r, 0)
+	waiting := strings.TrimSpace(r.Stdout)
+	cancelAtEnd(t, waiting)
+	s := waitStatus(t, waiting, "pending", 30*time.Second)
+	// The scheduler gives its reason once it has looked at the job.
+	for deadline := time.Now().Add(30 * time.Second); s.Container == nil || s.Container.Message != "Resources"; s = status(t, waiting) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a pending job's state: %+v", s.Container)
+		}
+		time.Sleep(time.Second)
+	}
+	ps := xrun(t, time.Minute, "ps")
+	if !strings.Contains(ps.Stdout, waiting) || !strings.Contains(ps.Stdout, "pending") {
+		t.Errorf("ps:\n%s", ps.Stdout)
+	}
+	xruntest.Expect(t, xrun(t, time.Minute, "cancel", waiting), 0)
+	if s := status(t, waiting); s.Status != "cancelled" {
+		t.Errorf("cancelled while pending: %+v", s)
+	}
+	if has(jobDirs(t), waiting) {
+		t.Errorf("a job cancelled while it waited left its directory")
+	}
+
+	r = x.RunEnv(t, time.Minute, fakeGPU(), "submit", "-d", "--slurm", "--gpus", "1", "--timeout", "20s", "--pending-limit", "20s", dir)
+	xruntest.Expect(t, r, 0)
+	late := strings.TrimSpace(r.Stdout)
+	cancelAtEnd(t, late)
+	w := xrun(t, 3*time.Minute, "wait", late)
+	xruntest.Expect(t, w, 2, "pending limit")
+	if s := status(t, late); s.Status != "failed" || !strings.Contains(s.Error, "pending limit") {
+		t.Errorf("past its pending limit: %+v", s)
+	}
+}
+
+// TestRefusedBeforeSubmit: what the partition can never give is refused
+// in a sentence, and nothing is submitted or left on the cluster.
+func TestRefusedBeforeSubmit(t *testing.T) {
+	dir := fixture(t, "quick")
+	before := jobDirs(t)
+	r := xrun(t, time.Minute, "submit", "--slurm", "--gpus", "3", dir)
+	xruntest.Expect(t, r, 3, "cannot run this job", "nothing was submitted")
+	// The test cluster takes a job past a partition's time limit (as
+	// Slurm does unless EnforcePartLimits), which would wait for good.
+	r = xrun(t, time.Minute, "submit", "--slurm", "--cpu", "--partition", "short", "--timeout", "10m", dir)
+	xruntest.Expect(t, r, 3, "Slurm partition short cannot run this job: its time limit is 5m0s")
+	r = xrun(t, time.Minute, "submit", "--slurm", "--cpu", "--root", dir)
+	xruntest.Expect(t, r, 3, "--root does not apply with --slurm")
+	if after := jobDirs(t); len(after) != len(before) {
+		t.Errorf("refused submits left directories: %v", after)
+	}
+}
+
+// cancelAtEnd cancels job id when the test ends, however it ends: a job
+// left running holds the node's CPUs and GPUs from the next test.
+func cancelAtEnd(t *testing.T, id string) {
+	t.Cleanup(func() { xrun(t, time.Minute, "cancel", id) })
+}
+
+func firstLine(s string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	if sc.Scan() {
+		return sc.Text()
+	}
+	return ""
+}
