@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/slurm"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/connect"
@@ -150,6 +152,17 @@ func rerunOptions(j *store.Job, env []string) submitOptions {
 		so.NoStandby, so.NoCacheVolume = s.NoStandby, s.NoCacheVolume
 		if s.Network != "" {
 			so.Network = s.Network
+		}
+	}
+	if slurm.IsRef(j.Host) {
+		// The same cluster, partition, GPU count and type, and Python.
+		login, _ := slurm.ParseRef(j.Host)
+		so.Where, so.Slurm = connect.Selection{}, &job.SlurmTarget{Login: login}
+		if s := j.Submit; s != nil && s.Slurm != nil {
+			so.Slurm.Settings = *s.Slurm
+		}
+		if j.Mode != "cpu" {
+			so.GPUs = j.GPUs
 		}
 	}
 	so.Env = append(so.Env, env...)

@@ -175,6 +175,24 @@ func TestAttachedSubmit(t *testing.T) {
 	}
 }
 
+// TestRerun: xrun rerun (as regress --confirm does) submits the job again
+// to the same cluster with the same partition.
+func TestRerun(t *testing.T) {
+	dir := fixture(t, "quick")
+	r := xrun(t, 3*time.Minute, "submit", "--slurm", "--cpu", "--partition", "debug", "--json", dir)
+	xruntest.Expect(t, r, 0)
+	first, _ := xruntest.DecodeJob(t, r)
+	r = xrun(t, 3*time.Minute, "rerun", "--json", first.ID)
+	xruntest.Expect(t, r, 0)
+	again, _ := xruntest.DecodeJob(t, r)
+	if again.ID == first.ID || again.Host != first.Host || again.Status != "succeeded" {
+		t.Errorf("rerun of %+v: %+v", first, again)
+	}
+	if !strings.Contains(r.Stdout, `"partition": "debug"`) {
+		t.Errorf("the rerun's record lacks the partition:\n%s", r.Stdout)
+	}
+}
+
 func TestDetachedFollowWaitResultsRemove(t *testing.T) {
 	dir := fixture(t, "quick")
 	r := xrun(t, time.Minute, "submit", "-d", "--slurm", "--cpu", dir)
