@@ -74,6 +74,7 @@ Examples:
   xrun submit --base xrun/cpu-torch:bookworm --timeout 10m my-kernel
   xrun submit --retune experiments/autotuned-matmul          # autotune afresh
   xrun submit --k8s --context lab --registry registry.lab:5000 --gpus 2 experiments/039-gla-pingpong
+  xrun submit --slurm --login me@login.hpc.edu --partition gpu --python ~/venv/bin/python3 -d my-kernel
 
 With --k8s the job runs as a Kubernetes Job on the cluster of the kubeconfig
 (--context picks a context, --namespace a namespace): the image is built on the
@@ -81,6 +82,14 @@ Docker host (--host, default the local one), the code added as one layer, and
 pushed to --registry, which the cluster pulls from. GPUs are nvidia.com/gpu
 limits and gpu_type a node affinity; the cluster's scheduler places the job.
 See docs/kubernetes.md.
+
+With --slurm the job is a Slurm batch job, without a container: the static
+runner and the code go to a job directory on the cluster's shared file system
+(--slurm-dir), the runner uses the nodes' Python (--python), and sbatch gets
+--gres from the GPUs asked for, --time from the timeout, --partition, --account,
+--qos and --constraint as given. The Slurm commands run on this machine, or on
+--login over ssh. A job that waits for a node is "pending" with the scheduler's
+reason. See docs/slurm.md.
 
 Jobs run as uid 65532 without capabilities (--root to run as root; --root
 with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192

@@ -95,6 +95,9 @@ func (m *Manager) waitCreated(ctx context.Context, j *store.Job) error {
 // at its timeout, reporting a change of its pending state on m.Err, and
 // records how it ended. Ctrl-C stops the waiting, not the job.
 func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, s backend.State) error {
+	if s.Waiting && s.Message != "" {
+		m.sayWaiting(j, s)
+	}
 	for {
 		waitCtx, cancel := ctx, context.CancelFunc(func() {})
 		deadline, has := Deadline(j, s)
@@ -130,9 +133,19 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 			return nil // a container that was never started does not start by itself
 		}
 		if s.Phase == backend.Pending && (s.Detail != prev.Detail || s.Message != prev.Message) && s.Message != "" {
-			fmt.Fprintf(m.Err, "job %s is waiting (%s): %s\n", j.ID, s.Detail, s.Message)
+			m.sayWaiting(j, s)
 		}
 	}
+}
+
+// sayWaiting says why job j has not started (state s), and for a job its
+// scheduler holds, how to give up.
+func (m *Manager) sayWaiting(j *store.Job, s backend.State) {
+	next := ""
+	if s.Waiting {
+		next = fmt.Sprintf(" (xrun cancel %s gives up)", j.ID)
+	}
+	fmt.Fprintf(m.Err, "job %s is waiting (%s): %s%s\n", j.ID, s.Detail, s.Message, next)
 }
 
 var (

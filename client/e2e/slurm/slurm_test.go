@@ -9,6 +9,7 @@ package slurm_test
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -314,6 +315,15 @@ func TestGPUsAndPending(t *testing.T) {
 			t.Fatalf("a pending job's state: %+v", s.Container)
 		}
 		time.Sleep(time.Second)
+	}
+	// wait says why the job waits, and how to give up, at once.
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	cmd := exec.CommandContext(ctx, x.Bin, "wait", waiting)
+	cmd.Env = env()
+	out, _ := cmd.CombinedOutput()
+	stop()
+	if want := fmt.Sprintf("job %s is waiting (pending): Resources (xrun cancel %s gives up)", waiting, waiting); !strings.Contains(string(out), want) {
+		t.Errorf("xrun wait of a pending job lacks %q:\n%s", want, out)
 	}
 	ps := xrun(t, time.Minute, "ps")
 	if !strings.Contains(ps.Stdout, waiting) || !strings.Contains(ps.Stdout, "pending") {
