@@ -248,6 +248,10 @@ type Spec struct {
 	// contract.CacheDir, made with CacheLabels on first use.
 	CacheVolume string
 	CacheLabels map[string]string
+	// WaitForNode (--queue) lets a cluster's job ask for what no node
+	// offers now, to wait for one (an autoscaled cluster adds it); without
+	// it such a request is refused before anything is made.
+	WaitForNode bool
 	// Command and OutDir are a job that runs as a process of this
 	// machine (client/backend/local), in place of Image and Code: the
 	// runner's command line, run with Env added to the environment of

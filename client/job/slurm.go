@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -80,9 +79,5 @@ func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job,
 		s.Image, s.Env = "", append(s.Env, contract.EnvOwnTree+"=1")
 		return s
 	}, r)
-	var refused *backend.RefusedError
-	if errors.As(err, &refused) {
-		err = exit.BadInput(fmt.Errorf("%w (nothing was submitted; ask for less, or another --partition)", err))
-	}
-	return j, err
+	return j, refusedIsBadInput(err)
 }

@@ -96,9 +96,19 @@ func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*store.Job, erro
 	s := &submission{m: m, r: r, release: func() {}}
 	j, err := s.run(ctx)
 	if err != nil {
-		return j, s.abort(ctx, err)
+		return j, refusedIsBadInput(s.abort(ctx, err))
 	}
 	return j, nil
+}
+
+// refusedIsBadInput gives a cluster's refusal of what it can never run
+// (backend.RefusedError) the exit code of a bad request (3).
+func refusedIsBadInput(err error) error {
+	var refused *backend.RefusedError
+	if errors.As(err, &refused) {
+		return exit.BadInput(fmt.Errorf("%w (nothing was submitted)", err))
+	}
+	return err
 }
 
 func (s *submission) run(ctx context.Context) (*store.Job, error) {
@@ -185,7 +195,9 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 			return next
 		}
 	}
-	return s.launch(ctx, p.JobSpec(ctx, s.j, r.Build.Dir, jo))
+	spec := p.JobSpec(ctx, s.j, r.Build.Dir, jo)
+	spec.WaitForNode = r.Queue
+	return s.launch(ctx, spec)
 }
 
 // dropStandby removes the standby the submit claimed and did not use.

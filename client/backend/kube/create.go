@@ -30,11 +30,16 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 	if err := Supported(s); err != nil {
 		return err
 	}
-	ref, err := b.pushCodeImage(ctx, s)
+	affinity, err := b.gpuAffinity(ctx, s.GPUType)
 	if err != nil {
 		return err
 	}
-	affinity, err := b.gpuAffinity(ctx, s.GPUType)
+	if !s.WaitForNode {
+		if err := b.checkGPUs(ctx, s.GPUs); err != nil {
+			return err
+		}
+	}
+	ref, err := b.pushCodeImage(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -164,6 +169,50 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 // gpuAffinity is the node affinity for gpu_type: the GPU products that the
 // cluster's nodes advertise (nvidia.com/gpu.product) and that gpu_type
 // names. A user who may not list nodes gets gpu_type as the label's value.
+// checkGPUs refuses, before anything is pushed or created, a job asking
+// for more GPUs than any node of the cluster offers (nvidia.com/gpu): its
+// pod would wait for good. A client not allowed to list nodes leaves it
+// to the scheduler, as does a cluster that lists no node at all.
+func (b *Backend) checkGPUs(ctx context.Context, gpus *backend.GPUs) error {
+	if gpus == nil || gpus.Count <= 0 {
+		return nil
+	}
+	nodes, err := b.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
+		return fmt.Errorf("list the cluster's nodes: %w", err)
+	}
+	most := int64(0)
+	for _, n := range nodes.Items {
+		// The kubelet copies a device plugin's capacity into allocatable
+		// a moment later.
+		for _, l := range []corev1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
+			if q, ok := l[GPUResource]; ok && q.Value() > most {
+				most = q.Value()
+			}
+		}
+	}
+	if int64(gpus.Count) <= most || len(nodes.Items) == 0 {
+		return nil
+	}
+	have := fmt.Sprintf("the most any of its %d nodes offers is %d", len(nodes.Items), most)
+	if most == 0 {
+		have = fmt.Sprintf("none of its %d nodes offers any (%s)", len(nodes.Items), GPUResource)
+	}
+	return &backend.RefusedError{Where: "the Kubernetes cluster",
+		Reason: fmt.Sprintf("the job asks for %s and %s: pass --cpu, ask for fewer, or pass --queue to wait for a node that has them (an autoscaled cluster adds one)", plural(gpus.Count, "GPU"), have)}
+}
+
+// plural is "1 GPU", "2 GPUs".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 func (b *Backend) gpuAffinity(ctx context.Context, gpuType string) (*corev1.Affinity, error) {
 	if gpuType == "" {
 		return nil, nil
@@ -334,11 +383,19 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 	}
 	backoff := int32(0)
 	suspend := true
+	var jobDeadline *int64
+	if s.Timeout > 0 {
+		// Counted from the start (the Job's resume), a pod waiting for a
+		// node included: a job that no node takes ends all the same.
+		d := int64((s.Timeout + DeadlineSlack).Seconds())
+		jobDeadline = &d
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name), Labels: labels, Annotations: annotations},
 		Spec: batchv1.JobSpec{
-			Suspend:      &suspend,
-			BackoffLimit: &backoff,
+			Suspend:               &suspend,
+			BackoffLimit:          &backoff,
+			ActiveDeadlineSeconds: jobDeadline,
 			// An evicted or preempted pod is replaced, not counted as
 			// the job's failure; a runner that fails is not retried.
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{

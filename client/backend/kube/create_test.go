@@ -3,9 +3,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
 )
@@ -84,5 +88,30 @@ func TestCreateKeepsAJobAlreadyThere(t *testing.T) {
 	left, _ := client.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{})
 	if len(left.Items) != 1 {
 		t.Errorf("%d Jobs, want the first one", len(left.Items))
+	}
+}
+
+// A job asking for more GPUs than any node offers is refused before
+// anything is made, unless it asks to wait for such a node (--queue).
+func TestCreateRefusesGPUsNoNodeHas(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{GPUResource: resource.MustParse("1")}}}
+	client := fake.NewClientset(node)
+	b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
+	s := testSpec() // 2 GPUs
+	err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s)
+	var refused *backend.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "asks for 2 GPUs and the most any of its 1 nodes offers is 1") {
+		t.Fatalf("Create: %v", err)
+	}
+	if left, _ := client.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
+		t.Errorf("a refused job made %d Jobs", len(left.Items))
+	}
+	s.WaitForNode = true
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s); err != nil {
+		t.Errorf("with --queue: %v", err)
+	}
+	s.WaitForNode, s.GPUs, s.Name = false, &backend.GPUs{Count: 1}, "xrun-quick-0123456789ac"
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ac"}, s); err != nil {
+		t.Errorf("one GPU, which the node has: %v", err)
 	}
 }

@@ -151,8 +151,22 @@ func TestStateOf(t *testing.T) {
 	no := false
 	job.Spec.Suspend = &no
 	unsched := pod("p1", now, corev1.PodPending, nil, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."})
-	if s := StateOf(job, []corev1.Pod{unsched}); s.Phase != backend.Pending || s.Detail != "unschedulable" || !strings.Contains(s.Message, "Insufficient nvidia.com/gpu") {
+	if s := StateOf(job, []corev1.Pod{unsched}); s.Phase != backend.Pending || !s.Waiting || s.Detail != "unschedulable" || !strings.Contains(s.Message, "Insufficient nvidia.com/gpu") {
 		t.Errorf("unschedulable: %+v", s)
+	}
+	if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != int64((5*time.Minute+DeadlineSlack).Seconds()) {
+		t.Errorf("the Job's own deadline, counted from the submit: %v", d)
+	}
+	// The Job's deadline passed while its pod waited for a node.
+	expired := job.DeepCopy()
+	expired.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline"}}
+	unschedFailed := unsched.DeepCopy()
+	unschedFailed.Status.Phase = corev1.PodFailed
+	if s := StateOf(expired, []corev1.Pod{*unschedFailed}); s.Phase != backend.Exited || !s.TimedOut || s.Message != "no node took it before its deadline, 10m0s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
+		t.Errorf("deadline while unschedulable: %+v", s)
+	}
+	if s := StateOf(expired, nil); s.Phase != backend.Exited || !s.TimedOut || s.Message != "Kubernetes stopped it at its deadline, 10m0s after the submit (its timeout plus 5m0s)" {
+		t.Errorf("deadline, pods gone: %+v", s)
 	}
 	pulling := pod("p1", now, corev1.PodPending, &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}}})
 	if s := StateOf(job, []corev1.Pod{pulling}); s.Phase != backend.Pending || s.Detail != "ImagePullBackOff" {

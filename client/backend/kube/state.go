@@ -65,6 +65,9 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 		if failed != nil {
 			s.Phase, s.Detail, s.ExitCode = backend.Exited, failed.Reason, contract.ExitInfra
 			s.Message, s.FinishedAt = failed.Message, failed.LastTransitionTime.Time
+			if failed.Reason == batchv1.JobReasonDeadlineExceeded {
+				s.TimedOut, s.Message = true, jobDeadlineMessage(job, "")
+			}
 			return s
 		}
 		s.Detail, s.Message = "pending", "waiting for the Job controller to make the job's pod"
@@ -121,17 +124,39 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 		if s.Message == "" && failed != nil {
 			s.Message = failed.Message
 		}
+		if failed != nil && failed.Reason == batchv1.JobReasonDeadlineExceeded {
+			why := ""
+			if c := podCondition(&pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+				why = c.Message
+			}
+			s.TimedOut, s.Message = true, jobDeadlineMessage(job, why)
+		}
 		s.FinishedAt = time.Now()
 	case cs != nil && cs.State.Waiting != nil:
 		s.Detail, s.Message = cs.State.Waiting.Reason, cs.State.Waiting.Message
 	default:
 		if c := podCondition(&pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
-			s.Detail, s.Message = strings.ToLower(c.Reason), c.Message
+			// The scheduler holds the pod until a node can take it.
+			s.Detail, s.Message, s.Waiting = strings.ToLower(c.Reason), c.Message, true
 		} else {
 			s.Detail = strings.ToLower(string(pod.Status.Phase))
 		}
 	}
 	return s
+}
+
+// jobDeadlineMessage says that the Job's own deadline (its timeout plus
+// DeadlineSlack, counted from the submit) ended it; why is what kept its
+// pod from a node, when it never got one.
+func jobDeadlineMessage(job *batchv1.Job, why string) string {
+	limit := "its deadline"
+	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
+		limit = fmt.Sprintf("its deadline, %s after the submit (its timeout plus %s)", time.Duration(*d)*time.Second, DeadlineSlack)
+	}
+	if why != "" {
+		return fmt.Sprintf("no node took it before %s: %s", limit, why)
+	}
+	return fmt.Sprintf("Kubernetes stopped it at %s", limit)
 }
 
 // pendingInit is the status of the first init container of pod that has

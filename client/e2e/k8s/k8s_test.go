@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/runner/contract"
@@ -316,15 +317,28 @@ func TestTimeout(t *testing.T) {
 // A GPU job on a cluster without GPUs waits, and says why; a gpu_type no
 // node has is refused before anything is made.
 func TestGPUScheduling(t *testing.T) {
+	// The test cluster's node offers no GPU: refused before anything is
+	// pushed or made.
 	r := submit(t, 5*time.Minute, "quick", "--gpus", "1", "-d")
+	expect(t, r, contract.ExitBadSpec, "the Kubernetes cluster cannot run this job: the job asks for 1 GPU and none of its 1 nodes offers any (nvidia.com/gpu)", "--queue", "nothing was submitted")
+	// With --queue it waits for a node that has one, pending with the
+	// scheduler's reason, under a deadline counted from the submit.
+	r = submit(t, 5*time.Minute, "quick", "--gpus", "1", "--queue", "--timeout", "30s", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
 	until(t, 2*time.Minute, "unschedulable", func() bool {
 		s := x.Status(t, id)
 		return s.Container != nil && strings.Contains(s.Container.Message, "nvidia.com/gpu")
 	})
-	if s := x.Status(t, id); s.Status != "created" || s.Container.State != "unschedulable" {
+	if s := x.Status(t, id); s.Status != "pending" || s.Container.State != "unschedulable" {
 		t.Errorf("status %+v %+v", s, s.Container)
+	}
+	if ps := x.Run(t, time.Minute, "ps"); !strings.Contains(ps.Stdout, "pending") {
+		t.Errorf("ps:\n%s", ps.Stdout)
+	}
+	jobs, err := kc.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	if err != nil || len(jobs.Items) != 1 || jobs.Items[0].Spec.ActiveDeadlineSeconds == nil || *jobs.Items[0].Spec.ActiveDeadlineSeconds != int64((30*time.Second+kube.DeadlineSlack).Seconds()) {
+		t.Errorf("the Job's own deadline (timeout + slack from the submit): %v %+v", err, jobs)
 	}
 	expect(t, x.Run(t, 2*time.Minute, "cancel", id), 0)
 	if s := x.Status(t, id); s.Status != result.StatusCancelled {
