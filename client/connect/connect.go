@@ -160,8 +160,19 @@ func (s *Set) Local() (*local.Backend, error) {
 }
 
 // Slurm returns the backend of the Slurm cluster reached through login
-// over ssh ("": the Slurm commands of this machine).
-func (s *Set) Slurm(login string) *slurm.Backend { return slurm.New(login) }
+// over ssh ("": the Slurm commands of this machine). A login that names
+// an ssh:// host of xrun's config (docs/hosts.md) is reached with that
+// host's address and ssh_options.
+func (s *Set) Slurm(login string) *slurm.Backend {
+	b := slurm.New(login)
+	if login == "" {
+		return b
+	}
+	if t, err := hosts.Resolve(hosts.Options{Host: login, Getenv: s.Getenv}); err == nil && t.Name == login && strings.HasPrefix(t.Host, "ssh://") {
+		b.Shell = slurm.SSHShell{Login: t.Host, Options: t.SSHOptions}
+	}
+	return b
+}
 
 // For returns the backend of the Docker host, cluster or machine that job
 // j was submitted to (its record's Host). A job run on another machine's
@@ -173,7 +184,7 @@ func (s *Set) For(ctx context.Context, j *store.Job) (backend.Backend, error) {
 	}
 	if slurm.IsRef(j.Host) {
 		login, machine := slurm.ParseRef(j.Host)
-		if b := slurm.New(login); machine == "" || b.Where() == j.Host {
+		if b := s.Slurm(login); machine == "" || b.Where() == j.Host {
 			return b, nil
 		}
 		return nil, fmt.Errorf("job %s runs on the Slurm cluster of %s, whose commands are not on this machine: look at it with xrun there (%w)", j.ID, machine, backend.ErrUnreachable)

@@ -84,6 +84,7 @@ UsePAM no
 StrictModes no
 LogLevel ERROR
 SetEnv PATH=%s
+AcceptEnv SLURM_CONF
 `, port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), sessionPath()), 0o644)
 	// Privilege separation needs this directory (Debian makes it at boot).
 	if _, err := os.Stat("/run/sshd"); err != nil {

@@ -63,6 +63,9 @@ func (LocalShell) Where() string { return "this machine" }
 type SSHShell struct {
 	// Login is [user@]host[:port] or an ssh://[user@]host[:port] address.
 	Login string
+	// Options are extra ssh arguments ("-i", "key"), as a named host of
+	// xrun's config gives them (ssh_options).
+	Options []string
 }
 
 func (s SSHShell) command(ctx context.Context, script string) *exec.Cmd {
@@ -71,7 +74,7 @@ func (s SSHShell) command(ctx context.Context, script string) *exec.Cmd {
 	if i := strings.LastIndex(host, ":"); i > 0 && !strings.Contains(host[i:], "]") {
 		host, port = host[:i], host[i+1:]
 	}
-	args := []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=15"}
+	args := append([]string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=15"}, s.Options...)
 	if port != "" {
 		args = append(args, "-p", port)
 	}

@@ -16,11 +16,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/client/testhosts"
 )
 
 var (
@@ -174,6 +176,45 @@ func TestAttachedSubmit(t *testing.T) {
 	if !strings.Contains(h.Stdout, "e2e-quick") || !strings.Contains(h.Stdout, j.ID) {
 		t.Errorf("history lacks the run:\n%s", h.Stdout)
 	}
+}
+
+// TestOverSSH submits through a login node reached with ssh (sshd on
+// loopback, a key of the test's own), named in xrun's config with its
+// ssh options as a lab's login node would be: the job, its logs and its
+// results come back through ssh alone.
+func TestOverSSH(t *testing.T) {
+	sshd := testhosts.StartSSHD(t)
+	cfg := t.TempDir()
+	opts := append(append([]string(nil), sshd.Options...), "-o", "SetEnv=SLURM_CONF="+slurmConf)
+	quoted := make([]string, len(opts))
+	for i, o := range opts {
+		quoted[i] = strconv.Quote(o)
+	}
+	os.MkdirAll(filepath.Join(cfg, "xrun"), 0o755)
+	if err := os.WriteFile(filepath.Join(cfg, "xrun", "config.yaml"), []byte(fmt.Sprintf("hosts:\n  login:\n    host: %s\n    ssh_options: [%s]\n", sshd.Host, strings.Join(quoted, ", "))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	extra := []string{"XDG_CONFIG_HOME=" + cfg, "SLURM_CONF=/nonexistent"}
+	dir := fixture(t, "quick")
+	r := x.RunEnv(t, 3*time.Minute, extra, "submit", "-d", "--slurm", "--login", "login", "--cpu", dir)
+	xruntest.Expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	xruntest.Expect(t, x.RunEnv(t, 3*time.Minute, extra, "wait", id), 0)
+	s := xruntest.DecodeStatus(t, x.RunEnv(t, time.Minute, extra, "status", "--json", id))
+	if s.Host != "slurm://login" || s.Status != "succeeded" {
+		t.Errorf("status %+v", s)
+	}
+	logs := x.RunEnv(t, time.Minute, extra, "logs", id)
+	if !strings.Contains(logs.Stdout, "xrun: Slurm job") {
+		t.Errorf("logs:\n%s", logs.Stdout)
+	}
+	xruntest.Expect(t, x.RunEnv(t, time.Minute, extra, "rm", id), 0)
+	if has(jobDirs(t), id) {
+		t.Errorf("rm over ssh left the job's directory")
+	}
+	// A login node that does not answer is one sentence, exit 4.
+	r = x.RunEnv(t, time.Minute, extra, "submit", "--slurm", "--login", "nobody@127.0.0.1:1", "--cpu", dir)
+	xruntest.Expect(t, r, 4, "reach the Slurm cluster on nobody@127.0.0.1:1")
 }
 
 // TestRerun: xrun rerun (as regress --confirm does) submits the job again
