@@ -95,7 +95,8 @@ type registryPrune struct {
 	inUse, young, shared int
 }
 
-// planRegistryPrune picks the images to delete: those with labels, that
+// planRegistryPrune picks the images to delete: xrun's job images (a
+// contract.LabelExperiment) with labels, that
 // no Job names (used holds refs without their host) and pushed before
 // cutoff, whose manifest no kept tag shares (deleting a manifest deletes
 // every tag of it).
@@ -105,6 +106,10 @@ func planRegistryPrune(ims []registry.Image, used map[string]bool, labels map[st
 	var candidates []registry.Image
 	for _, im := range ims {
 		switch {
+		case im.Labels[contract.LabelExperiment] == "":
+			// Not a job image of xrun's (the cluster's own pause image
+			// shares the xrun/ prefix): never touched, whoever prunes.
+			keep[im.Digest] = true
 		case !hasLabels(im.Labels, labels):
 			keep[im.Digest] = true
 		case used[registry.WithoutHost(im.Ref)]:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/registry"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // The plan keeps what a Job names (whatever host it spells), what is young,
@@ -23,6 +24,16 @@ func TestPlanRegistryPrune(t *testing.T) {
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-5", Digest: "sha256:5", Created: old, Labels: exp}, // goes
 	}
 	used := map[string]bool{registry.WithoutHost("registry.lab:5000/xrun/softmax:a-1"): true}
+	// --all-users without --label: every job image, and nothing else.
+	all := planRegistryPrune(append(ims, registry.Image{Ref: "10.0.0.5:5000/xrun/pause:1", Digest: "sha256:9", Created: old}), used, nil, now.Add(-time.Hour))
+	for _, im := range all.remove {
+		if im.Labels[contract.LabelExperiment] == "" {
+			t.Errorf("an image that is not xrun's would go: %s", im.Ref)
+		}
+	}
+	if len(all.remove) != 2 {
+		t.Errorf("all users: remove %d images, want the 2 old softmax ones", len(all.remove))
+	}
 	p := planRegistryPrune(ims, used, map[string]string{"team": "kernels"}, now.Add(-time.Hour))
 	var got []string
 	for _, im := range p.remove {

@@ -31,17 +31,28 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 		}
 		seen[pod] = true
 		opts := &corev1.PodLogOptions{Container: ContainerName, Follow: o.Follow, Timestamps: o.Timestamps}
-		if n, err := strconv.ParseInt(o.Tail, 10, 64); err == nil {
-			opts.TailLines = &n
+		// A finished runner's log ends with its output frame, which the
+		// filter strips: the last lines are counted after it, unless the
+		// log is followed (the frame comes last, once the runner is done).
+		out, tail := stdout, int64(-1)
+		if n, err := strconv.ParseInt(o.Tail, 10, 64); err == nil && n >= 0 {
+			if o.Follow {
+				opts.TailLines = &n
+			} else {
+				out, tail = new(bytes.Buffer), n
+			}
 		}
 		rc, err := b.Client.CoreV1().Pods(b.Namespace).GetLogs(pod, opts).Stream(ctx)
 		if err != nil {
 			return fmt.Errorf("logs of pod %s: %w", pod, notFound(err))
 		}
-		f := outlog.Filter(stdout)
+		f := outlog.Filter(out)
 		_, err = io.Copy(f, rc)
 		rc.Close()
 		f.Close()
+		if tail >= 0 {
+			stdout.Write(lastLines(out.(*bytes.Buffer).Bytes(), int(tail)))
+		}
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("logs of pod %s: %w", pod, err)
 		}
@@ -52,6 +63,26 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 			return nil
 		}
 	}
+}
+
+// lastLines is the last n lines of b.
+func lastLines(b []byte, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	i := end
+	for lines := 0; i > 0; i-- {
+		if b[i-1] == '\n' {
+			if lines++; lines == n {
+				break
+			}
+		}
+	}
+	return b[i:]
 }
 
 // logPod is the pod whose log to read: the newest one whose runner has

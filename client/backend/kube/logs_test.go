@@ -78,3 +78,15 @@ func jobAndPod(phase corev1.PodPhase, state corev1.ContainerState, started time.
 	p.Status.StartTime = &metav1.Time{Time: started}
 	return job, p
 }
+
+func TestLastLines(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"a\nb\nc\n", 2, "b\nc\n"}, {"a\nb\nc", 2, "b\nc"}, {"a\nb\n", 5, "a\nb\n"}, {"a\n", 0, ""}, {"", 3, ""}} {
+		if got := string(lastLines([]byte(c.in), c.n)); got != c.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

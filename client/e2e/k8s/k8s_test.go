@@ -383,6 +383,11 @@ func TestEvictedPodIsReplaced(t *testing.T) {
 	if logs := x.Run(t, time.Minute, "logs", id); !strings.Contains(logs.Stdout, "status: succeeded") {
 		t.Errorf("logs of the replacement:\n%s", logs.Stdout)
 	}
+	// The last lines are the runner's, not its packed output's (which the
+	// log ends with, and which is stripped).
+	if tail := x.Run(t, time.Minute, "logs", "--tail", "2", id); tail.Code != 0 || strings.Count(tail.Stdout, "\n") != 2 || !strings.Contains(tail.Stdout, "status: succeeded") {
+		t.Errorf("logs --tail 2 of a finished cluster job (exit %d):\n%q", tail.Code, tail.Stdout)
+	}
 	s := x.Status(t, id)
 	if s.Status != result.StatusSucceeded {
 		t.Errorf("status %+v", s)
