@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 
@@ -68,6 +69,10 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 			row("slurm job", j.ContainerID)
 		}
 		row("directory", j.ContainerName)
+	} else if kube.IsRef(j.Host) {
+		// A Kubernetes Job and its pods, not a container.
+		state = "pod state"
+		row("kubernetes job", j.ContainerName)
 	} else {
 		row("container", j.ContainerName)
 	}

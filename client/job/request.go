@@ -113,6 +113,10 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.CPU && a.GPUs != "" {
 		return r, exit.Usagef("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", a.GPUs)
 	}
+	if a.Where.K8s && a.Registry == "" {
+		// Found before the build, which takes minutes.
+		return r, exit.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
+	}
 	if a.Where.K8s && a.Network != "default" {
 		return r, exit.Usagef("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", a.Network)
 	}
