@@ -196,7 +196,8 @@ func runSubmit(ctx context.Context, a *App, o submitOptions) error {
 		return err
 	}
 	if o.quiet {
-		m.Err = io.Discard
+		// The cluster's push lines too: -q leaves errors alone on stderr.
+		m.Err, m.Backends.KubeLog = io.Discard, io.Discard
 	}
 	if !o.Detach && a.StdoutClosed != nil {
 		m.Detach = a.StdoutClosed()

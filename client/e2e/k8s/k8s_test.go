@@ -280,8 +280,12 @@ func TestAttachedRun(t *testing.T) {
 // Cancelling a running job stops its runner with SIGTERM through the
 // pod's deadline: the runner writes cancelled results, which come back.
 func TestDetachedCancel(t *testing.T) {
-	r := submit(t, 5*time.Minute, "slow", "--cpu", "-d")
+	r := submit(t, 5*time.Minute, "slow", "--cpu", "-d", "-q")
 	expect(t, r, 0)
+	// -q: the job id alone, and no build or push lines on stderr.
+	if strings.TrimSpace(r.Stderr) != "" {
+		t.Errorf("submit -q printed on stderr:\n%s", r.Stderr)
+	}
 	id := strings.TrimSpace(r.Stdout)
 	until(t, 3*time.Minute, "job running", func() bool { return x.Status(t, id).Status == "running" })
 	time.Sleep(3 * time.Second) // the runner is making the inputs
