@@ -383,3 +383,34 @@ func TestRerunCommand(t *testing.T) {
 		t.Errorf("rerun of an unknown job: exit %d", code)
 	}
 }
+
+// A committed run that predates declared outcomes takes them from its
+// experiment's spec, which it lies under (039's H100 results, whose
+// speedup criteria the spec declares to fail); the same file elsewhere
+// has none, and its failed criteria are worse than declared.
+func TestExpectedOfACommittedRunPredatingDeclarations(t *testing.T) {
+	ta := newTestApp(t)
+	src := filepath.Join("..", "..", "experiments", "039-gla-pingpong")
+	data, err := os.ReadFile(filepath.Join(src, "results", "2026-11-22-h100", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := os.ReadFile(filepath.Join(src, "xrun.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(t.TempDir(), "039")
+	inside := filepath.Join(exp, "results", "h100", "results.json")
+	os.MkdirAll(filepath.Dir(inside), 0o755)
+	os.WriteFile(filepath.Join(exp, "xrun.yaml"), spec, 0o644)
+	os.WriteFile(inside, data, 0o644)
+	ctx := context.Background()
+	if code := ta.run(ctx, "results", "--expected", inside); code != 0 || !strings.Contains(ta.err.String(), "take theirs from") || !strings.Contains(ta.err.String(), "as the experiment declares") {
+		t.Errorf("inside its experiment: exit %d\n%s", code, ta.err)
+	}
+	outside := filepath.Join(t.TempDir(), "results.json")
+	os.WriteFile(outside, data, 0o644)
+	if code := ta.run(ctx, "results", "--expected", outside); code != ExitCriteriaFailed || !strings.Contains(ta.err.String(), "worse than declared") {
+		t.Errorf("elsewhere: exit %d\n%s", code, ta.err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/spec"
 )
 
 type resultsOptions struct {
@@ -170,6 +172,7 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 		}
 		outcome := statusOutcome(r.Status, path)
 		if o.expected {
+			declareFromSpec(r, path, a.Err)
 			return a.expectedOutcome(r, outcome)
 		}
 		return outcome
@@ -198,6 +201,7 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	}
 	outcome := statusOutcome(r.Status, path)
 	if o.expected {
+		declareFromSpec(r, path, a.Err)
 		return a.expectedOutcome(r, outcome)
 	}
 	return outcome
@@ -210,6 +214,49 @@ func figureError(err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
 	return err
+}
+
+// declareFromSpec gives r, a results file written before criteria had
+// declared outcomes (expect:), those of its experiment's spec, when the
+// file lies inside that experiment's directory (a results/ folder of a
+// committed run): the criteria are matched by name. It says so on note.
+func declareFromSpec(r *result.Results, path string, note io.Writer) {
+	for _, c := range r.Criteria {
+		if c.Expect != "" {
+			return
+		}
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	for i := 0; i < 4; i, dir = i+1, filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, spec.FileName)); err != nil {
+			continue
+		}
+		s, err := spec.Load(dir)
+		if err != nil || s.Name != r.Experiment {
+			return
+		}
+		expect := map[string]string{}
+		for _, c := range s.Criteria {
+			expect[c.Name] = result.ExpectPass
+			if c.ExpectFail() {
+				expect[c.Name] = result.ExpectFail
+			}
+		}
+		n := 0
+		for i := range r.Criteria {
+			if e, ok := expect[r.Criteria[i].Name]; ok {
+				r.Criteria[i].Expect = e
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(note, "note: the run predates declared outcomes; %d of its %d criteria take theirs from %s by name\n", n, len(r.Criteria), filepath.Join(dir, spec.FileName))
+		}
+		return
+	}
 }
 
 // expectedOutcome prints how r came out against its experiment's
