@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 
 	"github.com/urfave/cli/v2"
@@ -57,7 +59,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	row("experiment", j.Experiment)
 	row("status", j.Status)
 	if j.ExitCode != nil {
-		row("exit code", fmt.Sprint(*j.ExitCode))
+		row("exit code", exitCodeText(j))
 	}
 	row("error", j.Error)
 	row("host", j.Host)
@@ -107,4 +109,25 @@ func readableDuration(s string) string {
 		return numfmt.Duration(d)
 	}
 	return s
+}
+
+// exitCodeText is the exit code xrun's commands give finished job j (wait,
+// results), and the runner's own where that differs (a runner stopped at
+// its timeout exits as cancelled, 130; a job its scheduler ended before
+// the runner did has none).
+func exitCodeText(j *store.Job) string {
+	code := 0
+	var ee *exit.Error
+	if err := job.Outcome(j); errors.As(err, &ee) {
+		code = ee.Code
+	} else if err != nil {
+		return fmt.Sprint(*j.ExitCode)
+	}
+	switch {
+	case !store.Final(j.Status) || code == *j.ExitCode:
+		return fmt.Sprint(*j.ExitCode)
+	case *j.ExitCode < 0:
+		return fmt.Sprintf("%d (the runner left none)", code)
+	}
+	return fmt.Sprintf("%d (the runner's own: %d)", code, *j.ExitCode)
 }

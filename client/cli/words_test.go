@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // A backend's typed errors come out naming the flags that change them,
@@ -29,6 +31,23 @@ func TestWorded(t *testing.T) {
 	} {
 		if got := worded(c.err); got != c.want {
 			t.Errorf("worded(%v) =\n  %s\nwant\n  %s", c.err, got, c.want)
+		}
+	}
+}
+
+func TestExitCodeText(t *testing.T) {
+	code := func(n int) *int { return &n }
+	for _, c := range []struct {
+		j    store.Job
+		want string
+	}{
+		{store.Job{ID: "a", Status: result.StatusSucceeded, ExitCode: code(0)}, "0"},
+		{store.Job{ID: "b", Status: result.StatusTimeout, ExitCode: code(130), Timeout: "20s"}, "124 (the runner's own: 130)"},
+		{store.Job{ID: "c", Status: result.StatusFailed, ExitCode: code(-1), Error: "its node failed"}, "2 (the runner left none)"},
+		{store.Job{ID: "d", Status: result.StatusCriteriaFailed, ExitCode: code(1)}, "1"},
+	} {
+		if got := exitCodeText(&c.j); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.j.Status, c.j.ID, got, c.want)
 		}
 	}
 }
