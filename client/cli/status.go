@@ -1,18 +1,22 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/runner/progress"
 
 	"github.com/urfave/cli/v2"
 
@@ -86,6 +90,9 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	if j.Finished != nil {
 		row("finished", j.Finished.Local().Format(time.RFC3339))
 	}
+	if j.Status == store.StatusRunning {
+		row("progress", lastProgress(ctx, m, j))
+	}
 	if s.Container != nil {
 		row(state, s.Container.State)
 		row("because", s.Container.Message)
@@ -130,4 +137,22 @@ func exitCodeText(j *store.Job) string {
 		return fmt.Sprintf("%d (the runner left none)", code)
 	}
 	return fmt.Sprintf("%d (the runner's own: %d)", code, *j.ExitCode)
+}
+
+// lastProgress is the last progress line of running job j's log, for a
+// person, with the time the runner wrote it ("" when the log has none
+// yet, or cannot be read).
+func lastProgress(ctx context.Context, m *job.Manager, j *store.Job) string {
+	var log bytes.Buffer
+	if err := m.Logs(ctx, j, backend.LogOptions{Tail: "200"}, &log); err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(log.String(), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if e, ok := progress.Parse(lines[i]); ok {
+			at, _, _ := strings.Cut(lines[i], " ")
+			return fmt.Sprintf("%s (logged at %s)", e.Text(e.Elapsed), at)
+		}
+	}
+	return ""
 }

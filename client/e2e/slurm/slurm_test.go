@@ -287,6 +287,10 @@ func TestCancelKeepsPartialResults(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	// status says where the run is, as logs -f and wait do.
+	if st := xrun(t, time.Minute, "status", id); !strings.Contains(st.Stdout, "progress:") || !strings.Contains(st.Stdout, "case 1/1, checking") {
+		t.Errorf("status of a running job:\n%s", st.Stdout)
+	}
 	start := time.Now()
 	xruntest.Expect(t, xrun(t, time.Minute, "cancel", id), 0)
 	t.Logf("cancel took %s", time.Since(start).Round(time.Millisecond))
