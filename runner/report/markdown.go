@@ -131,6 +131,10 @@ func (m *mdWriter) table(r *result.Results) {
 		row(n+" ("+u.time.Name+")", func(c result.Case) string {
 			ir := c.Results[n]
 			if t := timing(ir); t != nil {
+				if !t.Converged {
+					// As the text table marks it.
+					return u.time.Format(t.MedianMS, timeDigits) + "\\*"
+				}
 				return u.time.Format(t.MedianMS, timeDigits)
 			}
 			if ir != nil {
@@ -227,6 +231,9 @@ func (m *mdWriter) table(r *result.Results) {
 		m.printf("| %s |\n", strings.Join(cells, " | "))
 	}
 	m.printf("\n")
+	if notConverged(r) {
+		m.printf("\\* did not converge: the median is noisy (see warnings)\n\n")
+	}
 	for i, f := range m.footnotes {
 		m.printf("[^%d]: %s\n", i+1, f)
 	}
