@@ -63,6 +63,10 @@ type Row struct {
 	// baseline itself and the reference).
 	Speedup float64 `json:"speedup,omitempty"`
 	Verdict string  `json:"verdict,omitempty"`
+	// MaxAbsError and MaxRelError are the implementation's largest
+	// errors against the reference at the case (nil: not checked).
+	MaxAbsError *float64 `json:"max_abs_error,omitempty"`
+	MaxRelError *float64 `json:"max_rel_error,omitempty"`
 	// Regress is the regression rule's status of the row in its series
 	// (history rows only).
 	Regress string `json:"regress,omitempty"`
@@ -105,6 +109,10 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
 			row.Clock, row.Samples, row.Converged = t.Clock, t.Samples, t.Converged // finishRows: the mode's clock when none
 			row.KeptSamples = t.KeptSamplesMS
+		}
+		if c := ir.Correctness; c != nil && name != "reference" {
+			abs, rel := c.MaxAbsError, c.MaxRelError
+			row.MaxAbsError, row.MaxRelError = &abs, &rel
 		}
 		if tp := ir.Throughput; tp != nil {
 			row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW = tp.TFLOPS, tp.GBps, tp.PctPeakFlops, tp.PctPeakBW
@@ -270,7 +278,7 @@ func firstLine(s string) string {
 var (
 	headColumns = []string{"experiment", "job_id", "date", "status", "host", "gpu", "gpu_uuid", "driver", "cuda", "torch", "commit", "case"}
 	tailColumns = []string{"implementation", "impl_status", "median_ms", "q1_ms", "q3_ms", "clock", "samples", "converged", "throttled",
-		"host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "regress", "autotune", "error"}
+		"host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "max_abs_error", "max_rel_error", "regress", "autotune", "error"}
 )
 
 // paramColumn is the column of parameter k: "param_" and the name, with
@@ -360,7 +368,7 @@ func (c *CSV) Write(r Row) error {
 	timed := r.MedianMS > 0
 	rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
 		boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
-		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, r.Regress, r.Autotune, r.Error)
+		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, errCell(r.MaxAbsError), errCell(r.MaxRelError), r.Regress, r.Autotune, r.Error)
 	for i, cell := range rec {
 		rec[i] = Cell(cell)
 	}
@@ -369,6 +377,15 @@ func (c *CSV) Write(r Row) error {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
+}
+
+// errCell is an error figure's cell: empty when the implementation was
+// not checked, 0 when it matched the reference exactly.
+func errCell(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'g', 6, 64)
 }
 
 // Flush writes what is buffered, and returns the first error of the

@@ -79,6 +79,17 @@ func TestWriteCSV(t *testing.T) {
 	if at(recs[1], "converged") != "true" || at(recs[1], "speedup") != "" {
 		t.Errorf("first record's converged %q, speedup %q", at(recs[1], "converged"), at(recs[1], "speedup"))
 	}
+	// Each checked implementation has its errors, as the table's MAX ERR;
+	// the reference, checked against nothing, has none.
+	for i, rec := range recs[1:] {
+		abs := at(rec, "max_abs_error")
+		switch {
+		case rows[i].Implementation == "reference" && abs != "":
+			t.Errorf("the reference has a max error %q", abs)
+		case rows[i].Implementation != "reference" && rows[i].ImplStatus == "ok" && abs == "":
+			t.Errorf("%s at %s has no max error", rows[i].Implementation, rows[i].Case)
+		}
+	}
 }
 
 func TestParamColumnsAreIdentifiers(t *testing.T) {
