@@ -49,6 +49,7 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "print the series as JSON", Destination: &o.show.JSON},
 			&cli.BoolFlag{Name: "csv", Usage: "print one row per run, implementation and case (pandas, W&B, MLflow read it as it is)", Destination: &o.show.CSV},
 			&cli.StringFlag{Name: "plot", Usage: "write each series' trend to `DIR` (PNG and SVG)", Destination: &o.show.Plot},
+			&cli.IntFlag{Name: "last", Value: 10, Usage: "the table shows each series' `N` latest runs (0: all; the verdicts read every run, and --json and --csv print them all)", Destination: &o.show.Last},
 		},
 		Subcommands: []*cli.Command{
 			newHistoryImportCommand(a),

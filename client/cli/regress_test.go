@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -412,5 +414,43 @@ func TestExpectedOfACommittedRunPredatingDeclarations(t *testing.T) {
 	os.WriteFile(outside, data, 0o644)
 	if code := ta.run(ctx, "results", "--expected", outside); code != ExitCriteriaFailed || !strings.Contains(ta.err.String(), "worse than declared") {
 		t.Errorf("elsewhere: exit %d\n%s", code, ta.err)
+	}
+}
+
+// history's table shows each series' latest runs (--last, 10 by
+// default) and says how many it left out; --csv has them all, with the
+// series id and the software stack of each.
+func TestHistoryShowsTheLatestRuns(t *testing.T) {
+	ta := newTestApp(t)
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC)
+	var paths []string
+	for i := 0; i < 13; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("r%02d.json", i))
+		if err := os.WriteFile(p, []byte(timedResults(t, 1, start.Add(time.Duration(i)*24*time.Hour))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	ctx := context.Background()
+	if code := ta.run(ctx, append([]string{"history", "import"}, paths...)...); code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, ta.err)
+	}
+	if code := ta.run(ctx, "history", "my-kernel"); code != 0 || !strings.Contains(ta.out.String(), "(3 earlier runs left out") || strings.Count(ta.out.String(), "2026-11-") != 10 {
+		t.Errorf("history: exit %d\n%s", code, ta.out)
+	}
+	if code := ta.run(ctx, "history", "--last", "0", "my-kernel"); code != 0 || strings.Contains(ta.out.String(), "left out") || strings.Count(ta.out.String(), "2026-11-") != 13 {
+		t.Errorf("history --last 0: exit %d\n%s", code, ta.out)
+	}
+	if code := ta.run(ctx, "history", "--csv", "my-kernel"); code != 0 {
+		t.Fatalf("history --csv: exit %d", code)
+	}
+	recs, err := csv.NewReader(strings.NewReader(ta.out.String())).ReadAll()
+	if err != nil || len(recs) != 14 {
+		t.Fatalf("history --csv: %d records, %v", len(recs), err)
+	}
+	col := func(name string) int { return slices.Index(recs[0], name) }
+	if col("series_id") < 0 || recs[1][col("series_id")] == "" || recs[1][col("series_id")] != recs[13][col("series_id")] || !strings.Contains(recs[1][col("stack")], "torch 2.11.0") {
+		t.Errorf("series_id and stack: %v\n%v", recs[0], recs[1])
 	}
 }

@@ -68,15 +68,16 @@ type Row struct {
 	MaxAbsError *float64 `json:"max_abs_error,omitempty"`
 	MaxRelError *float64 `json:"max_rel_error,omitempty"`
 	// Regress is the regression rule's status of the row in its series
-	// (history rows only).
-	Regress string `json:"regress,omitempty"`
+	// and SeriesID that series' id (history rows only).
+	Regress  string `json:"regress,omitempty"`
+	SeriesID int64  `json:"series_id,omitempty"`
 	// Autotune is the config each autotuned kernel ran with
 	// (result.AutotuneSummary).
 	Autotune string `json:"autotune,omitempty"`
 
 	// Stack and ClockPolicy identify the software and clock settings the
-	// run had, for the history's series key; KeptSamples are the timing's
-	// kept samples. None is written to CSV.
+	// run had, for the history's series key (the CSV has Stack: python,
+	// torch, triton, numpy); KeptSamples are the timing's kept samples.
 	Stack       string    `json:"-"`
 	ClockPolicy string    `json:"-"`
 	KeptSamples []float64 `json:"-"`
@@ -278,7 +279,7 @@ func firstLine(s string) string {
 var (
 	headColumns = []string{"experiment", "job_id", "date", "status", "host", "gpu", "gpu_uuid", "driver", "cuda", "torch", "commit", "case"}
 	tailColumns = []string{"implementation", "impl_status", "median_ms", "q1_ms", "q3_ms", "clock", "samples", "converged", "throttled",
-		"host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "max_abs_error", "max_rel_error", "regress", "autotune", "error"}
+		"host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "max_abs_error", "max_rel_error", "regress", "series_id", "stack", "autotune", "error"}
 )
 
 // paramColumn is the column of parameter k: "param_" and the name, with
@@ -368,7 +369,7 @@ func (c *CSV) Write(r Row) error {
 	timed := r.MedianMS > 0
 	rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
 		boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
-		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, errCell(r.MaxAbsError), errCell(r.MaxRelError), r.Regress, r.Autotune, r.Error)
+		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, errCell(r.MaxAbsError), errCell(r.MaxRelError), r.Regress, seriesCell(r.SeriesID), r.Stack, r.Autotune, r.Error)
 	for i, cell := range rec {
 		rec[i] = Cell(cell)
 	}
@@ -377,6 +378,14 @@ func (c *CSV) Write(r Row) error {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
+}
+
+// seriesCell is a history row's series id ("" elsewhere).
+func seriesCell(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
 }
 
 // errCell is an error figure's cell: empty when the implementation was

@@ -27,6 +27,10 @@ type ShowOptions struct {
 	JSON, CSV bool
 	// Plot is a directory for each series' trend figure ("": none).
 	Plot string
+	// Last is how many of each series' latest runs the table shows (0:
+	// all); the verdicts read every run all the same, and --json and
+	// --csv print them all.
+	Last int
 }
 
 // Show prints the series of the history that o.Filter picks, each run
@@ -90,6 +94,7 @@ func (n *History) Show(o ShowOptions) error {
 			for _, j := range shown {
 				row := j.Row
 				row.Regress = summary.StatusText(summary.Point{Verdict: j.Verdict})
+				row.SeriesID = j.SeriesID
 				if err := csvw.Write(row); err != nil {
 					return err
 				}
@@ -101,7 +106,7 @@ func (n *History) Show(o ShowOptions) error {
 				fmt.Fprintln(tw)
 			}
 			firstText = false
-			n.textSeries(tw, ser)
+			n.textSeries(tw, ser, o.Last)
 			// A series' lines are aligned among themselves (its heading
 			// ends tabwriter's block): writing each out keeps the output
 			// as it was, without holding all of it.
@@ -160,11 +165,15 @@ func describeFilter(f history.Filter) string {
 }
 
 // textSeries prints one series: a heading, then one line per run.
-func (n *History) textSeries(tw io.Writer, ser []history.Judged) {
+func (n *History) textSeries(tw io.Writer, ser []history.Judged, last int) {
 	k := ser[0].Key
 	fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, k.Machine())
 	if a := neverConverged(ser); a != "" {
 		fmt.Fprintf(tw, "  %s\n", a)
+	}
+	if last > 0 && len(ser) > last {
+		fmt.Fprintf(tw, "  (%d earlier runs left out: --last 0 shows them, --csv and --json have them all)\n", len(ser)-last)
+		ser = ser[len(ser)-last:]
 	}
 	fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tJUDGED ON\tSTATUS")
 	for _, j := range ser {
