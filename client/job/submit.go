@@ -387,14 +387,11 @@ func newRecord(p *build.Prepared, where, dir string) *store.Job {
 	return j
 }
 
-// Handle names what runs job j on b: "container NAME" on a Docker host,
-// "Job NAME" on a cluster, and what a backend.Handler says elsewhere.
+// Handle names what runs job j on b: what its backend.Handler says
+// ("Job NAME" on a cluster, "Slurm job 31"), else "container NAME".
 func Handle(b backend.Backend, j *store.Job) string {
 	if h, ok := b.(backend.Handler); ok {
 		return h.Handle(j)
-	}
-	if kube.IsRef(b.Where()) {
-		return "Job " + j.ContainerName
 	}
 	return "container " + j.ContainerName
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Names on the cluster.
@@ -154,6 +155,9 @@ func contextNames[V any](m map[string]V) []string {
 
 // Where is k8s://CONTEXT/NAMESPACE.
 func (b *Backend) Where() string { return RefScheme + b.Context + "/" + b.Namespace }
+
+// Handle names the job's Kubernetes Job (backend.Handler).
+func (b *Backend) Handle(j *store.Job) string { return "Job " + j.ContainerName }
 
 // notFound turns the API's not-found into the backend's.
 func notFound(err error) error {
