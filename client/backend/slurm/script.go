@@ -95,11 +95,15 @@ echo "xrun: Slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEV
 		fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
 	}
 	fmt.Fprintf(&b, "%s --experiment \"$d/exp\" --out \"$d/out\" &\n", quote(runner))
+	// A signal cuts the wait short: the runner's own exit code comes from
+	// waiting again, as many times as a signal came (the shell keeps it
+	// after the runner exited).
 	b.WriteString(`pid=$!
-trap 'kill -TERM $pid 2>/dev/null' TERM INT
+sig=
+trap 'sig=1; kill -TERM $pid 2>/dev/null' TERM INT
 rc=0
 wait $pid || rc=$?
-while kill -0 $pid 2>/dev/null; do rc=0; wait $pid || rc=$?; done
+while [ -n "$sig" ]; do sig=; rc=0; wait $pid || rc=$?; done
 echo $rc > "$d/` + exitFile + `.tmp" && mv -f "$d/` + exitFile + `.tmp" "$d/` + exitFile + `"
 exit $rc
 `)

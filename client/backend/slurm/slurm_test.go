@@ -27,7 +27,8 @@ func TestStateOf(t *testing.T) {
 	}{
 		{"before sbatch", probe{}, false, backend.Pending, false, 0, false, ""},
 		{"pending", probe{queue: "PENDING|Resources"}, true, backend.Pending, true, 0, false, "Resources"},
-		{"requeued", probe{queue: "REQUEUED|None", started: 1}, true, backend.Pending, true, 0, false, ""},
+		{"requeued", probe{queue: "REQUEUED|None", started: 1}, true, backend.Pending, true, 0, false, "Slurm requeued it (its node went down, or it was preempted): it runs again from the start once it gets a node"},
+		{"pending again after its node went down", probe{queue: "PENDING|BeginTime", started: 1}, true, backend.Pending, true, 0, false, "Slurm requeued it (its node went down, or it was preempted): it runs again from the start once it gets a node (BeginTime)"},
 		{"running", probe{queue: "RUNNING|None", started: 1}, true, backend.Running, false, 0, false, ""},
 		{"runner exited, batch completing", probe{queue: "COMPLETING|None", exit: "2", started: 1}, true, backend.Exited, false, 2, false, ""},
 		{"completed", probe{queue: "COMPLETED|None", exit: "0", started: 1}, true, backend.Exited, false, 0, false, ""},

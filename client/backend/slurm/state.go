@@ -130,6 +130,15 @@ func stateOf(p probe, submitted bool, timeout string) backend.State {
 		return s
 	case waiting[word]:
 		s.Phase, s.Detail, s.Message, s.Waiting = backend.Pending, strings.ToLower(word), reason, true
+		if p.started > 0 && word != "SUSPENDED" && word != "STOPPED" {
+			// It ran, and Slurm put it back in the queue: its node went
+			// down, or a job of higher priority preempted it.
+			s.Detail = "requeued"
+			s.Message = "Slurm requeued it (its node went down, or it was preempted): it runs again from the start once it gets a node"
+			if reason != "" {
+				s.Message += " (" + reason + ")"
+			}
+		}
 		return s
 	case running[word]:
 		s.Phase, s.Detail = backend.Running, "running"

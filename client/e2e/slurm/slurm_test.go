@@ -304,6 +304,43 @@ func TestCancelKeepsPartialResults(t *testing.T) {
 	}
 }
 
+// TestNodeDownRequeues takes the node down under a running job: Slurm
+// requeues it, and xrun says so rather than "waiting" alone.
+func TestNodeDownRequeues(t *testing.T) {
+	dir := fixture(t, "slow")
+	r := xrun(t, time.Minute, "submit", "-d", "--slurm", "--cpu", dir)
+	xruntest.Expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	cancelAtEnd(t, id)
+	waitStatus(t, id, "running", time.Minute)
+	node, _ := os.Hostname()
+	node, _, _ = strings.Cut(node, ".")
+	slurmCmd := func(args ...string) (string, error) {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = env()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := slurmCmd("scontrol", "update", "nodename="+node, "state=down", "reason=xrun-test"); err != nil {
+		t.Fatalf("scontrol: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		// The node returns by itself (ReturnToService=2) or on resume;
+		// the next test needs it up.
+		slurmCmd("scontrol", "update", "nodename="+node, "state=resume")
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+			if out, _ := slurmCmd("sinfo", "-h", "-n", node, "-o", "%T"); strings.HasPrefix(out, "idle") || strings.HasPrefix(out, "mixed") || strings.HasPrefix(out, "allocated") {
+				return
+			}
+		}
+		t.Errorf("the node did not come back")
+	})
+	s := waitStatus(t, id, "pending", time.Minute)
+	if s.Container == nil || s.Container.State != "requeued" || !strings.Contains(s.Container.Message, "Slurm requeued it") {
+		t.Errorf("after its node went down: %+v", s.Container)
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	dir := fixture(t, "slow")
 	start := time.Now()
