@@ -292,6 +292,13 @@ func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) e
 	switch {
 	case s.Finished():
 		return nil
+	case s.Phase == backend.Pending && s.Detail == "requeued":
+		// It ran before Slurm requeued it: what its first run wrote is
+		// kept, and the job ends cancelled as one that ran.
+		if _, err := b.Shell.Run(ctx, "scancel "+quote(id), nil); err != nil {
+			return fmt.Errorf("scancel %s: %w", id, err)
+		}
+		return nil
 	case s.Phase == backend.Pending:
 		if id != "" {
 			if _, err := b.Shell.Run(ctx, "scancel "+quote(id), nil); err != nil {

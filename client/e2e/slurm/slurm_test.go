@@ -339,6 +339,16 @@ func TestNodeDownRequeues(t *testing.T) {
 	if s.Container == nil || s.Container.State != "requeued" || !strings.Contains(s.Container.Message, "Slurm requeued it") {
 		t.Errorf("after its node went down: %+v", s.Container)
 	}
+	// Cancelled while it waits to run again, it ends as a job that ran:
+	// its log is kept, and nothing says it never started.
+	xruntest.Expect(t, xrun(t, time.Minute, "cancel", id), 0)
+	s = status(t, id)
+	if s.Status != "cancelled" || strings.Contains(s.Error, "before its runner started") {
+		t.Errorf("cancelled after a requeue: %+v", s)
+	}
+	if logs := xrun(t, time.Minute, "logs", id); !strings.Contains(logs.Stdout, "xrun: Slurm job") {
+		t.Errorf("the first run's log is gone (exit %d):\n%s%s", logs.Code, logs.Stdout, logs.Stderr)
+	}
 }
 
 func TestTimeout(t *testing.T) {
