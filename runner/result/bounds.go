@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/xrun-dev/xrun/runner/headtail"
 	"github.com/xrun-dev/xrun/runner/termsafe"
@@ -73,8 +74,14 @@ func (c *Case) timings(ci int) error {
 	return nil
 }
 
-// figures refuses a figure of v (at path) beyond ±MaxFigure.
+// figures refuses a figure of v (at path) beyond ±MaxFigure. It looks
+// for one first without naming paths (a run at the case cap has millions
+// of figures, and naming each took a quarter of reading the file), then
+// names the first it finds.
 func figures(v reflect.Value, path string) error {
+	if floatsWithin(v, MaxFigure) {
+		return nil
+	}
 	var err error
 	walkFloats(v, path, func(path string, v float64) {
 		if err == nil && !(math.Abs(v) <= MaxFigure) {
@@ -85,6 +92,45 @@ func figures(v reflect.Value, path string) error {
 }
 
 func (t *Timing) check(path string) error {
+	if t.plausible() {
+		return nil
+	}
+	return t.refuse(path)
+}
+
+// plausible says whether every figure of t is one a call can take: the
+// check without the maps and names of refuse, which says which is not.
+func (t *Timing) plausible() bool {
+	median := func(v float64) bool { return v == 0 || (v >= MinTimingMS && v <= MaxTimingMS) }
+	span := func(vs ...float64) bool {
+		for _, v := range vs {
+			if !(v >= 0 && v <= MaxTimingMS) {
+				return false
+			}
+		}
+		return true
+	}
+	if !median(t.MedianMS) || !span(t.MeanMS, t.MinMS, t.MaxMS, t.Q1MS, t.Q3MS, t.P20MS, t.P80MS, t.StdevMS) {
+		return false
+	}
+	for _, cs := range []*ClockSummary{t.Events, kernelClock(t.Kernel)} {
+		if cs != nil && (!median(cs.MedianMS) || !span(cs.MinMS, cs.Q1MS, cs.Q3MS)) {
+			return false
+		}
+	}
+	if t.Kernel != nil && !span(t.Kernel.BusyMedianMS, t.Kernel.LaunchMS) {
+		return false
+	}
+	for _, v := range t.KeptSamplesMS {
+		if !median(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// refuse names the first figure of t (at path) out of its bounds.
+func (t *Timing) refuse(path string) error {
 	medians := map[string]float64{"median_ms": t.MedianMS}
 	spans := map[string]float64{"mean_ms": t.MeanMS, "min_ms": t.MinMS, "max_ms": t.MaxMS, "q1_ms": t.Q1MS,
 		"q3_ms": t.Q3MS, "p20_ms": t.P20MS, "p80_ms": t.P80MS, "stdev_ms": t.StdevMS}
@@ -133,6 +179,66 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// floatsWithin says whether every float of v, but those of the unbounded
+// fields, is within ±limit: walkFloats's walk without the paths.
+func floatsWithin(v reflect.Value, limit float64) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil() || floatsWithin(v.Elem(), limit)
+	case reflect.Struct:
+		for _, i := range boundedFields(v.Type()) {
+			if !floatsWithin(v.Field(i), limit) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if k := v.Type().Elem().Kind(); k == reflect.Float64 || k == reflect.Float32 {
+			for i := 0; i < v.Len(); i++ {
+				if !(math.Abs(v.Index(i).Float()) <= limit) {
+					return false
+				}
+			}
+			return true
+		}
+		for i := 0; i < v.Len(); i++ {
+			if !floatsWithin(v.Index(i), limit) {
+				return false
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if !floatsWithin(it.Value(), limit) {
+				return false
+			}
+		}
+	case reflect.Float32, reflect.Float64:
+		return math.Abs(v.Float()) <= limit
+	}
+	return true
+}
+
+// fieldPlans holds boundedFields's answer per struct type.
+var fieldPlans sync.Map // reflect.Type -> []int
+
+// boundedFields lists the fields of struct type t that walkFloats walks
+// into: exported, not "-" and not unbounded.
+func boundedFields(t reflect.Type) []int {
+	if p, ok := fieldPlans.Load(t); ok {
+		return p.([]int)
+	}
+	var p []int
+	for i := 0; i < t.NumField(); i++ {
+		fl := t.Field(i)
+		name := strings.Split(fl.Tag.Get("json"), ",")[0]
+		if !fl.IsExported() || name == "-" || (name != "" && unbounded[name]) {
+			continue
+		}
+		p = append(p, i)
+	}
+	fieldPlans.Store(t, p)
+	return p
 }
 
 // walkFloats calls f with every float of v and its path in the document,

@@ -2,9 +2,12 @@ package result
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -166,5 +169,96 @@ func TestDecodeBoundsTexts(t *testing.T) {
 	twice, err := Decode(again)
 	if err != nil || twice.Cases[0].Results[name].Error != got.Error || twice.Cases[0].Results[name].StderrTail != got.StderrTail {
 		t.Errorf("a second decode changed the texts: %v", err)
+	}
+}
+
+// The quick looks (floatsWithin, Timing.plausible) find every figure that
+// the naming walks refuse: each float of a full document set beyond its
+// bounds, one at a time, is refused and named.
+func TestQuickChecksAgree(t *testing.T) {
+	var paths []string
+	walkFloats(reflect.ValueOf(full()), "", func(p string, _ float64) { paths = append(paths, p) })
+	set := 0
+	for k, want := range paths {
+		r := full()
+		n := 0
+		var setK func(v reflect.Value)
+		setK = func(v reflect.Value) {
+			switch v.Kind() {
+			case reflect.Pointer, reflect.Interface:
+				if !v.IsNil() {
+					setK(v.Elem())
+				}
+			case reflect.Struct:
+				for _, i := range boundedFields(v.Type()) {
+					setK(v.Field(i))
+				}
+			case reflect.Slice, reflect.Array:
+				for i := 0; i < v.Len(); i++ {
+					setK(v.Index(i))
+				}
+			case reflect.Map:
+				keys := v.MapKeys()
+				sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+				for _, key := range keys {
+					setK(v.MapIndex(key))
+				}
+			case reflect.Float32, reflect.Float64:
+				if n == k && v.CanSet() {
+					v.SetFloat(1e31)
+					set++
+				}
+				n++
+			}
+		}
+		setK(reflect.ValueOf(r))
+		if n != len(paths) {
+			t.Fatalf("walked %d floats, walkFloats %d", n, len(paths))
+		}
+		err := figures(reflect.ValueOf(r), "")
+		if got := floatsWithin(reflect.ValueOf(r), MaxFigure); got != (err == nil) {
+			t.Errorf("%s: floatsWithin %v, figures %v", want, got, err)
+		}
+		// (full() shares some records between two places: the first is named.)
+		if err == nil || !strings.Contains(err.Error(), " is 1e+31") {
+			t.Errorf("%s: figures said %v", want, err)
+		}
+	}
+	if set < 20 {
+		t.Fatalf("set only %d of %d figures", set, len(paths))
+	}
+	tm := anyTiming(full())
+	tv := reflect.ValueOf(tm)
+	var timingFloats func(v reflect.Value, f func(reflect.Value))
+	timingFloats = func(v reflect.Value, f func(reflect.Value)) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if !v.IsNil() {
+				timingFloats(v.Elem(), f)
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				timingFloats(v.Field(i), f)
+			}
+		case reflect.Slice:
+			for i := 0; i < v.Len(); i++ {
+				timingFloats(v.Index(i), f)
+			}
+		case reflect.Float64:
+			f(v)
+		}
+	}
+	checked := 0
+	timingFloats(tv, func(v reflect.Value) {
+		old := v.Float()
+		v.SetFloat(-1)
+		if tm.plausible() == (tm.refuse("t") != nil) {
+			t.Errorf("a timing figure of -1: plausible %v, refuse %v", tm.plausible(), tm.refuse("t"))
+		}
+		v.SetFloat(old)
+		checked++
+	})
+	if checked < 10 {
+		t.Fatalf("checked only %d timing figures", checked)
 	}
 }
