@@ -22,6 +22,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/goccy/go-json v0.10.5 // indirect
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect

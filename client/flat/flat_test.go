@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,9 +221,97 @@ func TestReadIsRows(t *testing.T) {
 }
 
 func TestReadHead(t *testing.T) {
-	r, err := ReadHead(filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"))
+	path := filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json")
 	want := committed(t)
-	if err != nil || r.Cases != nil || r.Status != want.Status || len(r.Criteria) != len(want.Criteria) || len(r.Comparisons) != len(want.Comparisons) {
-		t.Errorf("ReadHead = %+v, %v", r, err)
+	check := func(what string, r *result.Results, err error) {
+		t.Helper()
+		if err != nil || r.Cases != nil || r.Status != want.Status || len(r.Criteria) != len(want.Criteria) ||
+			len(r.Comparisons) != len(want.Comparisons) || r.Env.Driver != want.Env.Driver || r.Experiment != want.Experiment {
+			t.Errorf("%s: ReadHead = %+v, %v", what, r, err)
+		}
+	}
+	r, err := ReadHead(path)
+	check("as written", r, err)
+	// The cases (skipped unread) first, in the middle and last, with
+	// strings that hold brackets, quotes and escapes, white space around
+	// the colon; and "cases": null.
+	var doc map[string]json.RawMessage
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range doc {
+		if k != "cases" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	hostile := `[{"label": "]}\\\"[{", "results": {"a": {"error": "\\"}}}, {"params": {"n": [1, [2, {"x": "}"}]]}}]`
+	for _, cases := range []string{string(doc["cases"]), hostile, "null", "[]"} {
+		for _, at := range []int{0, len(keys) / 2, len(keys)} {
+			var b bytes.Buffer
+			b.WriteString("{")
+			for i, k := range keys {
+				if i == at {
+					b.WriteString(`"cases" :` + "\n " + cases + " ,")
+				}
+				b.WriteString(`"` + k + `":` + string(doc[k]))
+				if i < len(keys)-1 {
+					b.WriteString(",")
+				}
+			}
+			if at == len(keys) {
+				b.WriteString(`, "cases":` + cases + "\n")
+			}
+			b.WriteString("}")
+			file := filepath.Join(t.TempDir(), "results.json")
+			if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := ReadHead(file)
+			check(fmt.Sprintf("cases %.20s at %d", cases, at), r, err)
+			// Read finds the same cases' ends.
+			r, rows, err := ReadFile(file)
+			if err != nil || r.Experiment != want.Experiment {
+				t.Errorf("Read of cases %.20s at %d: %v", cases, at, err)
+			}
+			switch cases {
+			case hostile:
+				if len(rows) != 1 || rows[0].Case != "]}\\\"[{" || rows[0].Error != "\\" {
+					t.Errorf("Read of hostile cases at %d: %+v", at, rows)
+				}
+			case string(doc["cases"]):
+				if len(rows) != len(Rows(want)) {
+					t.Errorf("Read at %d: %d rows, want %d", at, len(rows), len(Rows(want)))
+				}
+			}
+		}
+	}
+	// Broken cases in an otherwise good document: every one is refused.
+	var head bytes.Buffer
+	for _, k := range keys {
+		head.WriteString(`"` + k + `":` + string(doc[k]) + ",")
+	}
+	for _, cut := range []string{`"cases": [`, `"cases": ["]"`, `"cases": [{}] "x": 1}`, `"cases": [}`,
+		`"cases": [{}, ]}`, `"cases": [{} {}]}`, `"cases": nul}`, `"cases": 7}`, `"cases": [{"label": "x"}`, `"cases": [{"label": "x}]}`} {
+		file := filepath.Join(t.TempDir(), "results.json")
+		if err := os.WriteFile(file, []byte("{"+head.String()+cut), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ReadFile(file); err == nil {
+			t.Errorf("Read of %s: no error", cut)
+		}
+		if _, err := ReadHead(file); err == nil {
+			t.Errorf("ReadHead of %s: no error", cut)
+		}
+	}
+	// The same with good cases reads.
+	file := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(file, []byte("{"+head.String()+`"cases": [{"label": "x"}, {"label": "y"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadFile(file); err != nil {
+		t.Errorf("Read of two good cases: %v", err)
 	}
 }

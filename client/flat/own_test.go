@@ -1,0 +1,64 @@
+package flat
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"unsafe"
+)
+
+// own leaves no string sharing the bytes it was decoded from: after it,
+// overwriting those bytes changes nothing that was read.
+func TestOwn(t *testing.T) {
+	buf := []byte("label impl error param key list")
+	at := func(i, n int) string { return unsafe.String(&buf[i], n) }
+	type inner struct {
+		Error string
+		List  []string
+	}
+	type doc struct {
+		Label   string
+		Results map[string]*inner
+		Params  map[string]any
+		Any     any
+	}
+	d := doc{
+		Label:   at(0, 5),
+		Results: map[string]*inner{at(6, 4): {Error: at(11, 5), List: []string{at(27, 4)}}},
+		Params:  map[string]any{at(23, 3): at(17, 5), "nested": map[string]any{"x": []any{at(0, 5)}}},
+		Any:     at(6, 4),
+	}
+	own(reflect.ValueOf(&d))
+	for i := range buf {
+		buf[i] = 'X'
+	}
+	want := doc{
+		Label:   "label",
+		Results: map[string]*inner{"impl": {Error: "error", List: []string{"list"}}},
+		Params:  map[string]any{"key": "param", "nested": map[string]any{"x": []any{"label"}}},
+		Any:     "impl",
+	}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("after own and overwriting the bytes: %+v, want %+v", d, want)
+	}
+}
+
+// FuzzRead: no document makes Read or ReadHead panic, and what Read
+// accepts ReadHead accepts.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"schema_version": 1, "implementations": ["a"], "cases": [{"label": "x", "results": {"a": {"status": "ok"}}}]}`))
+	f.Add([]byte(`{"cases": [{"params": {"n": [1, {"x": "]"}]}}, {}], "experiment": "e"}`))
+	f.Add([]byte(`{"cases": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _, err := Read(bytes.NewReader(data))
+		path := filepath.Join(t.TempDir(), "results.json")
+		if werr := os.WriteFile(path, data, 0o644); werr != nil {
+			t.Fatal(werr)
+		}
+		if _, herr := ReadHead(path); err == nil && herr != nil {
+			t.Errorf("Read accepts, ReadHead refuses: %v", herr)
+		}
+	})
+}
