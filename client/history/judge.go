@@ -95,16 +95,28 @@ func (s *Store) mates(ids []int64) ([]int64, error) {
 // Judge returns the verdict on each point of job's run against the values
 // of its series up to it (later runs left out, so an old run is judged as
 // it was that night; its suspects show as suspects even where a later run
-// confirmed them).
+// confirmed them). The points come without their kept samples.
 func (s *Store) Judge(job string, ru regress.Rule) ([]Judged, error) {
+	var out []Judged
+	err := s.JudgeEach(job, ru, func(j Judged) { out = append(out, j) })
+	return out, err
+}
+
+// JudgeEach is Judge, calling fn with each judged point in turn instead of
+// returning them: a run at the case cap has 110000, and a report that keeps
+// a few fields of each need not hold them whole.
+func (s *Store) JudgeEach(job string, ru regress.Rule, fn func(Judged)) error {
 	runs, err := s.RunsOfJob(job)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("job %s is not in the results history (xrun history import PATH adds a results.json)", job)
+		return fmt.Errorf("job %s is not in the results history (xrun history import PATH adds a results.json)", job)
 	}
 	// Read group by group: a large run's series, read whole with their
 	// groups' others, held the history in memory.
-	return s.judgeRun(context.Background(), runs[len(runs)-1], ru)
+	return s.judgeRun(context.Background(), runs[len(runs)-1], ru, func(j Judged) {
+		j.KeptSamples = nil // judged: a report needs the verdicts, not the samples
+		fn(j)
+	})
 }

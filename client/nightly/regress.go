@@ -72,11 +72,11 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 	rep := &summary.Report{Rule: o.Rule}
 	failed := error(nil)
 	for _, t := range targets {
-		judged, err := h.Judge(t.run.JobID, o.Rule)
-		if err != nil {
+		b := summary.StartRun(t.run)
+		if err := h.JudgeEach(t.run.JobID, o.Rule, b.Add); err != nil {
 			return infra(err)
 		}
-		sr := summary.NewRun(t.run, judged)
+		sr := b.Done()
 		if t.r != nil {
 			out := analyze.ExpectedOutcome(t.r)
 			sr.Outcome = &out

@@ -80,36 +80,61 @@ type Point struct {
 
 // NewRun makes a run's report from its judged points.
 func NewRun(run history.Run, judged []history.Judged) Run {
+	r := StartRun(run)
+	for _, j := range judged {
+		r.Add(j)
+	}
+	return r.Done()
+}
+
+// RunBuilder makes a run's report from its judged points given one at a
+// time (history.Store.JudgeEach): it keeps the few fields the report
+// needs, not the points.
+type RunBuilder struct {
+	run     Run
+	factors []float64
+	moved   int
+}
+
+// StartRun starts the report of run.
+func StartRun(run history.Run) *RunBuilder {
 	out := Run{Experiment: run.Experiment, JobID: run.JobID, At: run.At, Status: run.Status, Host: run.Host, GPU: run.GPU,
 		Counts: map[string]int{}}
 	if out.Host == "" {
 		out.Host = run.Address
 	}
-	var factors []float64
-	moved := 0
-	for _, j := range judged {
-		out.Points = append(out.Points, Point{Series: j.SeriesID, Case: j.Case, Implementation: j.Implementation,
-			MedianMS: j.MedianMS, Verdict: j.Verdict})
-		if f := j.Verdict.HostFactor; f > 0 {
-			factors = append(factors, f)
-		}
-		if j.Verdict.Host != "" {
-			moved++
-		}
-		if j.Verdict.NeverConverged {
-			out.NeverConverged = append(out.NeverConverged, j.Implementation+" at "+j.Case)
-		}
+	return &RunBuilder{run: out}
+}
+
+// Add adds a judged point of the run.
+func (b *RunBuilder) Add(j history.Judged) {
+	out := &b.run
+	out.Points = append(out.Points, Point{Series: j.SeriesID, Case: j.Case, Implementation: j.Implementation,
+		MedianMS: j.MedianMS, Verdict: j.Verdict})
+	if f := j.Verdict.HostFactor; f > 0 {
+		b.factors = append(b.factors, f)
 	}
-	if len(factors) > 0 {
-		out.HostFactor, _ = regress.MedianMAD(factors)
+	if j.Verdict.Host != "" {
+		b.moved++
 	}
-	if moved > 0 {
+	if j.Verdict.NeverConverged {
+		out.NeverConverged = append(out.NeverConverged, j.Implementation+" at "+j.Case)
+	}
+}
+
+// Done returns the report of the points added.
+func (b *RunBuilder) Done() Run {
+	out := b.run
+	if len(b.factors) > 0 {
+		out.HostFactor, _ = regress.MedianMAD(b.factors)
+	}
+	if b.moved > 0 {
 		word := "slower"
 		if out.HostFactor < 1 {
 			word = "faster"
 		}
 		out.HostNote = fmt.Sprintf("the host was %s (all implementations %+.0f %%, host factor %.2f): %d of %d timings moved with it, "+
-			"not on their own", word, 100*(out.HostFactor-1), out.HostFactor, moved, len(judged))
+			"not on their own", word, 100*(out.HostFactor-1), out.HostFactor, b.moved, len(out.Points))
 	}
 	if len(out.NeverConverged) > 0 {
 		out.Advice = ConvergenceAdvice(nil, len(out.NeverConverged))
