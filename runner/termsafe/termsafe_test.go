@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,6 +87,14 @@ func FuzzWriter(f *testing.F) {
 			w.Write(in[i:min(i+chunk, len(in))])
 		}
 		b := out.Bytes()
+		// The same as stepping a byte at a time.
+		ref := NewWriter(io.Discard)
+		for _, c := range in {
+			ref.step(c)
+		}
+		if !bytes.Equal(b, ref.buf) {
+			t.Fatalf("wrote %q, a byte at a time %q", b, ref.buf)
+		}
 		for i, c := range b {
 			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
 				t.Fatalf("control byte %#x at %d in %q", c, i, b)
