@@ -164,6 +164,11 @@ func IdleStandby(name string, labels map[string]string) bool {
 // StandbyEnv are the variables StandbyGoFile may set.
 var StandbyEnv = []string{EnvCodeHash, EnvGitCommit, EnvGitDirty, EnvRetune}
 
+// LocalRunnerArg, as the xrun binary's first argument, makes it the
+// runner of a job of xrun run --local (runner/run.LocalMain; the client
+// writes the command line, client/backend/local.Command).
+const LocalRunnerArg = "__run-local"
+
 // Exit codes of the runner (docs/architecture.md); the client exits with
 // the same codes for the same outcomes.
 const (

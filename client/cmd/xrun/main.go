@@ -2,7 +2,8 @@
 // runs them on your own Docker hosts. Called as xrun-runner (or with
 // __runner first) it is the in-container runner instead; with __run-local
 // or __local-job first, the runner or the supervisor of a job of xrun run
-// --local.
+// --local (role). It is the one client package that links the runner's
+// orchestrator (runner/run).
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/cli"
+	"github.com/xrun-dev/xrun/runner/run"
 )
 
 // abortGrace is how long a second Ctrl-C waits for the command's fast
@@ -23,7 +25,7 @@ import (
 const abortGrace = 15 * time.Second
 
 func main() {
-	if code, ok := local.Role(os.Args); ok {
+	if code, ok := role(os.Args); ok {
 		// A local job's supervisor or runner, or the in-container runner.
 		os.Exit(code)
 	}
@@ -56,4 +58,25 @@ func main() {
 		os.Exit(cli.ExitInterrupted)
 	}()
 	os.Exit(cli.Main(ctx, os.Args, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// role runs what the xrun binary is asked to be when it is not the
+// command line (args are os.Args): a local job's supervisor
+// (local.SuperviseArg), a local job's runner (run.LocalMain), or the
+// in-container runner (run.RunnerMain); ok is false when args ask for the
+// command line. The runners stop on SIGINT and SIGTERM.
+func role(args []string) (code int, ok bool) {
+	switch {
+	case local.IsSupervisor(args):
+		return local.Supervise(args[2]), true
+	case run.IsLocalRunner(args):
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return run.LocalMain(ctx, args[2:], os.Stderr), true
+	case run.IsRunner(args):
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return run.RunnerMain(ctx, args, os.Stdout, os.Stderr), true
+	}
+	return 0, false
 }
