@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -259,6 +260,66 @@ type Spec struct {
 	// (what CopyOut returns).
 	Command []string
 	OutDir  string
+	// Push is where a cluster's job image goes (nil on a Docker host,
+	// which runs the image it built).
+	Push *Push
+}
+
+// Push is where a submit puts a cluster's job image: built on the Docker
+// host Builder, pushed to Registry, and pulled by the cluster with the
+// namespace's docker-registry secret PullSecret ("": none). It is one
+// submit's, never the backend's: two submits in one process may push to
+// two registries.
+type Push struct {
+	Builder    engine.Engine
+	Registry   string
+	PullSecret string
+}
+
+// Preparer is a Backend that readies its host for a job once the job is
+// recorded and before it is made: it reserves the job's GPUs (a Docker
+// host assigns devices that no other xrun job holds) and names the GPU
+// model the job's compile caches are keyed by.
+type Preparer interface {
+	Prepare(ctx context.Context, r PrepareRequest) (Reservation, error)
+}
+
+// PrepareRequest is what a job asks of its host.
+type PrepareRequest struct {
+	Job *store.Job
+	// Image is the job image's reference on the Docker host that built it.
+	Image string
+	// GPUs is nil for a CPU job; GPUType is resources.gpu_type.
+	GPUs    *GPUs
+	GPUType string
+	// Queue waits for GPUs that other jobs hold instead of failing.
+	Queue bool
+	// Log receives progress ("job ID gets GPU 1 (NVIDIA H100) on HOST").
+	Log io.Writer
+}
+
+// Reservation is what a Preparer reserved for a job.
+type Reservation struct {
+	// Release frees it (never nil; a no-op when nothing is held).
+	Release func()
+	// GPUModel keys the compile caches: "cpu" for a CPU job, the GPUs'
+	// name on a Docker host, what gpu_type names on a cluster.
+	GPUModel string
+	// GPUs are the devices the host assigned, in place of the request
+	// (nil: the request as it was), and GPUIDs their indices on the host
+	// ("0,2") for the job's record.
+	GPUs   *GPUs
+	GPUIDs string
+}
+
+// NoReservation is what a backend without a Preparer reserves: nothing,
+// and the GPU model "cpu" or "gpu".
+func NoReservation(gpus *GPUs) Reservation {
+	model := "cpu"
+	if gpus != nil {
+		model = "gpu"
+	}
+	return Reservation{Release: func() {}, GPUModel: model}
 }
 
 // Handler is a Backend that names what runs a job in its own words

@@ -203,7 +203,52 @@ func (s *Set) For(ctx context.Context, j *store.Job) (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dockerhost.New(e), nil
+	return s.dockerHost(e), nil
+}
+
+// IsLocal reports whether a job's host (its record's Host) is a machine's
+// own processes (xrun run --local) rather than a Docker host, a cluster
+// or a Slurm cluster.
+func IsLocal(host string) bool { return local.IsRef(host) }
+
+// Target is where a submit goes: the backend that runs the job, the
+// Docker host that builds its image, and whether the job runs on that
+// host (a Docker host: it probes the host's GPUs before the build, and
+// the job's default memory limit is a share of the host's) or elsewhere
+// (a cluster, which pulls the image from the submit's registry).
+type Target struct {
+	Backend   backend.Backend
+	Builder   engine.Engine
+	OnBuilder bool
+}
+
+// Target connects to where sel sends a submit: the Docker host, or the
+// cluster with the Docker host (--host, default the local one) that
+// builds and pushes its images.
+func (s *Set) Target(ctx context.Context, sel Selection) (Target, error) {
+	if sel.K8s {
+		kb, err := s.Kube(ctx, sel.Kube)
+		if err != nil {
+			return Target{}, err
+		}
+		e, err := s.Engine(ctx, sel)
+		if err != nil {
+			return Target{}, err
+		}
+		return Target{Backend: kb, Builder: e}, nil
+	}
+	e, err := s.Engine(ctx, sel)
+	if err != nil {
+		return Target{}, err
+	}
+	b := s.dockerHost(e)
+	b.FakeGPUs = s.FakeGPUs(sel)
+	return Target{Backend: b, Builder: e, OnBuilder: true}, nil
+}
+
+// dockerHost is the backend of the Docker host whose engine is e.
+func (s *Set) dockerHost(e engine.Engine) *dockerhost.Backend {
+	return &dockerhost.Backend{Engine: e, Getenv: s.Getenv}
 }
 
 // Selected returns the backend the user picked with --host, --context or
@@ -216,7 +261,7 @@ func (s *Set) Selected(ctx context.Context, sel Selection) (backend.Backend, err
 	if err != nil {
 		return nil, err
 	}
-	return dockerhost.New(e), nil
+	return s.dockerHost(e), nil
 }
 
 // FakeGPUs is the test inventory a named host of xrun's config declares

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/engine"
@@ -14,25 +13,9 @@ import (
 // CacheVolumePrefix starts the name of every compile-cache volume.
 const CacheVolumePrefix = "xrun-cache-"
 
-// clusterGPUModel stands for the GPU model in the compile cache's key of a
-// cluster job, whose GPU the scheduler picks later: "cpu" for a CPU job,
-// the spec's gpu_type when it names one, else "gpu". A cluster keeps the
-// caches per node (kube.CachePath), and a node's GPUs are of one model
-// as a rule; gpu_type keeps the caches of the GPU models it names apart
-// also on a node that has two.
-func clusterGPUModel(p *build.Prepared) string {
-	switch {
-	case p.GPUs == nil:
-		return "cpu"
-	case p.Spec.Resources.GPUType != "":
-		return "gpu_type " + strings.ToLower(p.Spec.Resources.GPUType)
-	}
-	return "gpu"
-}
-
 // cacheVolume is the compile-cache volume of a job of p, whose image
 // engine e built, with a GPU of model gpuModel ("cpu" for a CPU job;
-// clusterGPUModel on a cluster, where it is a directory of each node),
+// on a cluster, what its Prepare names, where it is a directory of each node),
 // submitted by owner, run as root or not: one per owner, trust level,
 // experiment, base image and GPU model, so that two bases (another torch,
 // another Triton) or two GPU models never share an entry, and a job's

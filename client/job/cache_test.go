@@ -21,27 +21,13 @@ func (e baseEngine) ImageConfig(context.Context, string) (engine.ImageConfig, er
 	return engine.ImageConfig{Labels: map[string]string{contract.LabelBaseID: e.base}}, nil
 }
 
-// A cluster job's cache key holds what is known before scheduling: CPU or
-// GPU, and the spec's gpu_type; two bases or two gpu_types never share.
+// Two bases or two GPU models (as a cluster's Prepare names them: "cpu",
+// "gpu", "gpu_type h100") never share a compile cache.
 func TestClusterCacheKey(t *testing.T) {
 	prepared := func(gpus *backend.GPUs, gpuType string) *build.Prepared {
 		return &build.Prepared{Spec: &spec.Spec{Name: "softmax", Resources: spec.Resources{GPUType: gpuType}}, GPUs: gpus, ImageRef: "xrun/softmax:1"}
 	}
 	one := &backend.GPUs{Count: 1}
-	for _, tc := range []struct {
-		p    *build.Prepared
-		want string
-	}{
-		{prepared(nil, ""), "cpu"},
-		{prepared(nil, "H100"), "cpu"},
-		{prepared(one, ""), "gpu"},
-		{prepared(one, "H100"), "gpu_type h100"},
-		{prepared(one, "h100"), "gpu_type h100"},
-	} {
-		if got := clusterGPUModel(tc.p); got != tc.want {
-			t.Errorf("clusterGPUModel(gpus %v, gpu_type %q) = %q, want %q", tc.p.GPUs, tc.p.Spec.Resources.GPUType, got, tc.want)
-		}
-	}
 	ctx := context.Background()
 	names := map[string]string{}
 	for _, k := range []struct{ base, model string }{{"sha256:a", "cpu"}, {"sha256:b", "cpu"}, {"sha256:a", "gpu"}, {"sha256:a", "gpu_type h100"}, {"sha256:a", "gpu_type a100"}} {

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/build"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/result"
@@ -81,7 +81,7 @@ func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 		rec.Timeout = t.String()
 	}
 	return LocalRequest{Backend: b, Record: rec, Spec: func(j *store.Job) backend.Spec {
-		argv := local.Command(exe, dir, absOut, a.CPU, a.Python, j.ID)
+		argv := b.Command(exe, dir, absOut, a.CPU, a.Python, j.ID)
 		return backend.Spec{Name: build.JobName(s.Name, j.ID), Command: argv, OutDir: absOut}
 	}}, out, nil
 }
@@ -166,14 +166,18 @@ func (s *submission) runImageless(ctx context.Context, j *store.Job, spec func(*
 }
 
 // RanLocally reports whether j ran without a container (xrun run --local).
-func RanLocally(j *store.Job) bool { return local.IsRef(j.Host) }
+func RanLocally(j *store.Job) bool { return connect.IsLocal(j.Host) }
 
 // RerunLocal runs j, a job of xrun run --local, again as it ran: on this
 // machine, in its mode, into an output directory of its own that is
 // removed afterwards (the rerun's results and logs are in the store). The
 // error is the rerun's outcome as LocalOutcome gives it.
 func (m *Manager) RerunLocal(ctx context.Context, j *store.Job) (*store.Job, error) {
-	if this := local.Ref(local.ThisHost()); j.Host != this {
+	b, err := m.Backends.Local()
+	if err != nil {
+		return nil, &exit.Error{Code: exit.Infra, Err: err}
+	}
+	if this := b.Where(); j.Host != this {
 		return nil, fmt.Errorf("job %s ran without a container on %s, not on this machine (%s): run the rerun there", j.ID, j.Host, this)
 	}
 	out, err := os.MkdirTemp("", "xrun-rerun-")

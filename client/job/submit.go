@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backend/dockerhost"
-	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
@@ -114,34 +112,26 @@ func refusedIsBadInput(err error) error {
 func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	m, r, p := s.m, s.r, s.r.Prepared
 	done := m.step("connect")
-	var kb *kube.Backend
-	if r.Where.K8s {
-		var err error
-		if kb, err = m.Backends.Kube(ctx, r.Where.Kube); err != nil {
-			return nil, err
-		}
-	}
 	// A cluster's job image is built on the Docker host (--host, default
 	// the local one) and pushed to the cluster's registry.
-	e, err := m.Backends.Engine(ctx, r.Where)
+	t, err := m.Backends.Target(ctx, r.Where)
 	if err != nil {
 		return nil, err
 	}
+	e := t.Builder
 	done()
 	runnerFor := m.RunnerFor
 	if runnerFor == nil {
 		runnerFor = runnerbin.For
 	}
-	builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: !r.Where.K8s}
+	builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: t.OnBuilder}
 	if err := builder.Build(ctx, p, r.Build); err != nil {
 		return nil, err
 	}
-	s.b = dockerhost.New(e)
+	s.b = t.Backend
 	jo := r.Job
-	jo.HostMemory = p.Info.MemoryBytes
-	if kb != nil {
-		kb.Builder, kb.Registry, kb.PullSecret = e, r.Registry, r.PullSecret
-		s.b, jo.HostMemory = kb, 0
+	if t.OnBuilder {
+		jo.HostMemory = p.Info.MemoryBytes
 	}
 	s.j = newRecord(p, s.b.Where(), r.Build.Dir)
 	s.j.Submit = r.Rerun
@@ -168,15 +158,19 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	if m.OnJob != nil {
 		m.OnJob(s.j)
 	}
-	gpuModel := "cpu"
-	if kb == nil {
-		if s.release, gpuModel, err = m.assignGPUs(ctx, p, e, s.j, r.Where, r.Queue); err != nil {
-			s.release = func() {}
+	res := backend.NoReservation(p.GPUs)
+	if pr, ok := s.b.(backend.Preparer); ok {
+		if res, err = pr.Prepare(ctx, backend.PrepareRequest{Job: s.j, Image: p.ImageRef, GPUs: p.GPUs,
+			GPUType: p.Spec.Resources.GPUType, Queue: r.Queue, Log: m.Err}); err != nil {
 			return s.j, err
 		}
-	} else {
-		gpuModel = clusterGPUModel(p)
 	}
+	s.release = res.Release
+	if res.GPUs != nil {
+		// The devices the host assigned, in place of the request.
+		p.GPUs, p.GPUIDs = res.GPUs, res.GPUIDs
+	}
+	gpuModel := res.GPUModel
 	if !r.NoCacheVolume {
 		jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel, s.j.Owner, jo.Root)
 	}
@@ -197,6 +191,9 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	}
 	spec := p.JobSpec(ctx, s.j, r.Build.Dir, jo)
 	spec.WaitForNode = r.Queue
+	if !t.OnBuilder {
+		spec.Push = &backend.Push{Builder: e, Registry: r.Registry, PullSecret: r.PullSecret}
+	}
 	return s.launch(ctx, spec)
 }
 

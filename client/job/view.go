@@ -10,11 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backend/local"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -67,7 +66,7 @@ func containerState(b backend.State) *ContainerState {
 // copy in the store, its last o.Tail lines. Once ctx has ended it returns
 // nil.
 func (m *Manager) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, out io.Writer) error {
-	ranHere := strings.HasPrefix(j.Host, local.Scheme)
+	ranHere := connect.IsLocal(j.Host)
 	b, err := m.Backends.For(ctx, j)
 	if err == nil {
 		if o.Timestamps && ranHere {

@@ -23,6 +23,11 @@ import (
 // Backend is a Docker host.
 type Backend struct {
 	Engine engine.Engine
+	// FakeGPUs is the test inventory of a named host of xrun's config
+	// (gpus: N; docs/hosts.md), 0 for none; Getenv reads the environment
+	// (XRUN_FAKE_GPUS, the inventory's cache; nil: the process's).
+	FakeGPUs int
+	Getenv   func(string) string
 }
 
 var _ backend.Backend = (*Backend)(nil)

@@ -127,7 +127,7 @@ func TestCreateCacheAndPodSecurity(t *testing.T) {
 	} {
 		client := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lab", Labels: tc.labels}})
 		var log bytes.Buffer
-		b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000", Log: &log}
+		b := &Backend{Client: client, Namespace: "lab", Log: &log}
 		if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, cacheSpec()); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestCreateCacheAndPodSecurity(t *testing.T) {
 		}
 	}
 	// A namespace the user may not read (here: none) keeps the cache.
-	b := &Backend{Client: fake.NewClientset(), Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
+	b := &Backend{Client: fake.NewClientset(), Namespace: "lab"}
 	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, cacheSpec()); err != nil {
 		t.Fatal(err)
 	}

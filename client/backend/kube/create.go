@@ -51,7 +51,7 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 			s = withoutCache(s)
 		}
 	}
-	job := JobObject(s, ref, j.ID, b.PullSecret, affinity)
+	job := JobObject(s, ref, j.ID, s.Push.PullSecret, affinity)
 	job.Namespace = b.Namespace
 	if err := ctx.Err(); err != nil {
 		return err
@@ -120,25 +120,26 @@ func CodeImage(registry string, s backend.Spec) string {
 	return strings.TrimSuffix(registry, "/") + "/xrun/" + name + ":" + tag + "-" + code
 }
 
-// pushCodeImage builds the job image plus the code on the builder (once
-// per code) and pushes it.
+// pushCodeImage builds the job image plus the code on the submit's
+// builder (s.Push; once per code) and pushes it to the submit's registry.
 func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, error) {
-	if b.Registry == "" {
+	if s.Push == nil || s.Push.Registry == "" {
 		return "", &backend.MissingError{Setting: backend.Registry, Why: "the cluster pulls the job's image from one (docs/kubernetes.md)"}
 	}
-	if b.Builder == nil {
+	if s.Push.Builder == nil {
 		return "", errors.New("no Docker host to build the job's image on")
 	}
-	ref := CodeImage(b.Registry, s)
+	builder := s.Push.Builder
+	ref := CodeImage(s.Push.Registry, s)
 	logf := func(format string, args ...any) {
 		if b.Log != nil {
 			fmt.Fprintf(b.Log, format+"\n", args...)
 		}
 	}
-	if ok, err := b.Builder.ImageExists(ctx, ref); err != nil {
+	if ok, err := builder.ImageExists(ctx, ref); err != nil {
 		return "", err
 	} else if !ok {
-		logf("adding the code to %s as %s on %s", s.Image, ref, b.Builder.Host())
+		logf("adding the code to %s as %s on %s", s.Image, ref, builder.Host())
 		df := []byte("FROM " + s.Image + "\nCOPY " + buildctx.Root + "/ " + contract.ExperimentDir + "/\n")
 		code := s.Code
 		if code == nil {
@@ -148,7 +149,7 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 		go func() {
 			pw.CloseWithError(code.WriteTar(pw, buildctx.Extra{Name: "Dockerfile", Mode: 0o644, Data: df}))
 		}()
-		_, err := b.Builder.Build(ctx, pr, engine.BuildOptions{Tag: ref}, func(string) {})
+		_, err := builder.Build(ctx, pr, engine.BuildOptions{Tag: ref}, func(string) {})
 		pr.Close()
 		if err != nil {
 			return "", fmt.Errorf("add the code to the job image: %w", err)
@@ -156,12 +157,12 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 	}
 	logf("pushing %s", ref)
 	last := ""
-	if err := b.Builder.Push(ctx, ref, func(line string) {
+	if err := builder.Push(ctx, ref, func(line string) {
 		if line != last && !strings.Contains(line, "Pushing [") {
 			last = line
 		}
 	}); err != nil {
-		return "", fmt.Errorf("%w (is the registry reachable from %s, and logged in with docker login?)", err, b.Builder.Host())
+		return "", fmt.Errorf("%w (is the registry reachable from %s, and logged in with docker login?)", err, builder.Host())
 	}
 	return ref, nil
 }

@@ -58,7 +58,7 @@ func TestCreateLeavesNoJobWhenCutOff(t *testing.T) {
 				}
 				return true, obj, nil
 			})
-			b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
+			b := &Backend{Client: client, Namespace: "lab"}
 			j := &store.Job{ID: "0123456789ab"}
 			err := b.Create(ctx, j, testSpec())
 			if !tc.want(err) {
@@ -78,7 +78,7 @@ func TestCreateLeavesNoJobWhenCutOff(t *testing.T) {
 // A Job of the same name made before is not the failed create's to delete.
 func TestCreateKeepsAJobAlreadyThere(t *testing.T) {
 	client := fake.NewClientset()
-	b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
+	b := &Backend{Client: client, Namespace: "lab"}
 	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, testSpec()); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestCreateKeepsAJobAlreadyThere(t *testing.T) {
 func TestCreateRefusesGPUsNoNodeHas(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{GPUResource: resource.MustParse("1")}}}
 	client := fake.NewClientset(node)
-	b := &Backend{Client: client, Namespace: "lab", Builder: pushedBuilder{}, Registry: "registry.lab:5000"}
+	b := &Backend{Client: client, Namespace: "lab"}
 	s := testSpec() // 2 GPUs
 	err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s)
 	var refused *backend.RefusedError

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -76,14 +75,6 @@ type Backend struct {
 	Namespace string
 	server    string
 
-	// Builder is the Docker engine the code image is built on and pushed
-	// from (Create only).
-	Builder engine.Engine
-	// Registry is where job images are pushed and the cluster pulls them
-	// from ("registry.lab:5000", "localhost:5000/team").
-	Registry string
-	// PullSecret names a docker-registry secret of the namespace for pulls.
-	PullSecret string
 	// Log gets the progress of the code image's build and push, and
 	// what a submit leaves out (the compile cache).
 	Log io.Writer

@@ -42,6 +42,7 @@ func testSpec() backend.Spec {
 			contract.LabelImage: "xrun/quick:abcdef012345", contract.LabelTimeout: "5m0s",
 		},
 		GPUs: &backend.GPUs{Count: 2}, ShmBytes: 1 << 30, MemoryBytes: 8 << 30, Timeout: 5 * time.Minute,
+		Push: &backend.Push{Builder: pushedBuilder{}, Registry: "registry.lab:5000"},
 	}
 }
 

@@ -6,7 +6,7 @@ import "github.com/xrun-dev/xrun/runner/contract"
 // exe as contract.LocalRunnerArg (runner/run.LocalMain), for the
 // experiment in dir writing to out (both absolute), in CPU mode with cpu,
 // with python as the harness's interpreter where given.
-func Command(exe, dir, out string, cpu bool, python, jobID string) []string {
+func (b *Backend) Command(exe, dir, out string, cpu bool, python, jobID string) []string {
 	argv := []string{exe, contract.LocalRunnerArg, "--experiment", dir, "--out", out, "--job-id", jobID}
 	if cpu {
 		argv = append(argv, "--mode", "cpu")
