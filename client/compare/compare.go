@@ -374,7 +374,7 @@ func implOrder(r *result.Results) []string {
 	var rest []string
 	for _, c := range r.Cases {
 		for n := range c.Results {
-			if !seen[n] && n != "reference" {
+			if !seen[n] && n != result.Reference {
 				rest = append(rest, n)
 			}
 		}
@@ -384,8 +384,8 @@ func implOrder(r *result.Results) []string {
 		add(n)
 	}
 	for _, c := range r.Cases {
-		if ir := c.Results["reference"]; ir != nil && ir.Timing != nil {
-			add("reference")
+		if ir := c.Results[result.Reference]; ir != nil && ir.Timing != nil {
+			add(result.Reference)
 			break
 		}
 	}

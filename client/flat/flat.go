@@ -111,7 +111,7 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 			row.Clock, row.Samples, row.Converged = t.Clock, t.Samples, t.Converged // finishRows: the mode's clock when none
 			row.KeptSamples = t.KeptSamplesMS
 		}
-		if c := ir.Correctness; c != nil && name != "reference" {
+		if c := ir.Correctness; c != nil && name != result.Reference {
 			abs, rel := c.MaxAbsError, c.MaxRelError
 			row.MaxAbsError, row.MaxRelError = &abs, &rel
 		}
@@ -177,7 +177,7 @@ func finishRows(r *result.Results, rows []Row) {
 // the case has (sorted), then the reference.
 func implOrder(r *result.Results, c result.Case) []string {
 	var out []string
-	seen := map[string]bool{"reference": true}
+	seen := map[string]bool{result.Reference: true}
 	for _, n := range r.Implementations {
 		if !seen[n] {
 			seen[n] = true
@@ -192,8 +192,8 @@ func implOrder(r *result.Results, c result.Case) []string {
 	}
 	slices.Sort(rest)
 	out = append(out, rest...)
-	if _, ok := c.Results["reference"]; ok {
-		out = append(out, "reference")
+	if _, ok := c.Results[result.Reference]; ok {
+		out = append(out, result.Reference)
 	}
 	return out
 }

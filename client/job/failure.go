@@ -17,7 +17,7 @@ func FailureSentence(r *result.Results) string {
 	n, sameImpl := 0, 0
 	others := map[string]bool{}
 	for _, c := range r.Cases {
-		for _, name := range append([]string{"reference"}, r.Implementations...) {
+		for _, name := range append([]string{result.Reference}, r.Implementations...) {
 			x := c.Results[name]
 			if x == nil || x.Status == result.ImplOK || x.Status == result.ImplSkipped || x.Status == result.ImplNotRun {
 				continue

@@ -198,7 +198,7 @@ func implOrder(r *result.Results) []string {
 	for _, n := range r.Implementations {
 		add(n)
 	}
-	add("reference")
+	add(result.Reference)
 	return out
 }
 
@@ -262,7 +262,7 @@ func sweepFigure(r *result.Results, l layout, impls []string, kind, dir string) 
 	var all []float64
 	var shown []string
 	for ii, name := range impls {
-		if kind == "speedup" && (name == r.Baseline || name == "reference") {
+		if kind == "speedup" && (name == r.Baseline || name == result.Reference) {
 			continue
 		}
 		for gi := range l.groups {

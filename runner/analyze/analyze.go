@@ -255,7 +255,7 @@ func CaseLabel(c result.Case) string {
 // Failed implementations are not warnings: their status says so.
 func Warnings(r *result.Results) []result.Warning {
 	out := []result.Warning{}
-	names := append([]string{"reference"}, r.Implementations...)
+	names := append([]string{result.Reference}, r.Implementations...)
 	for _, c := range r.Cases {
 		label := CaseLabel(c)
 		for _, name := range uniq(names) {

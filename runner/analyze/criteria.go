@@ -302,7 +302,7 @@ func implPoints(which string, r *result.Results, value func(*result.ImplResult) 
 	if which == "all" {
 		impls = nil
 		for _, n := range r.Implementations {
-			if n != "reference" {
+			if n != result.Reference {
 				impls = append(impls, n)
 			}
 		}

@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // ToolNcu is the one profiler the runner drives.
@@ -164,12 +166,12 @@ func (r *Request) Check(impls []string, cases int) ([]string, error) {
 	}
 	var out []string
 	for _, n := range r.Impls {
-		if n != "reference" && !slices.Contains(impls, n) {
+		if n != result.Reference && !slices.Contains(impls, n) {
 			return nil, fmt.Errorf("profile %s: no implementation %q (the spec has %s, and the reference)", r, n, strings.Join(impls, ", "))
 		}
 	}
-	if slices.Contains(r.Impls, "reference") {
-		out = append(out, "reference")
+	if slices.Contains(r.Impls, result.Reference) {
+		out = append(out, result.Reference)
 	}
 	for _, n := range impls {
 		if slices.Contains(r.Impls, n) {

@@ -208,7 +208,7 @@ func (m *mdWriter) table(r *result.Results) {
 		})
 	}
 	for _, n := range names {
-		if n == "reference" {
+		if n == result.Reference {
 			continue
 		}
 		row(n+" correctness", func(c result.Case) string { return m.correctness(c.Results[n]) })

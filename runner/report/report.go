@@ -119,8 +119,8 @@ func implNames(r *result.Results) []string {
 		}
 	}
 	for _, c := range r.Cases {
-		if c.Results["reference"] != nil {
-			add("reference")
+		if c.Results[result.Reference] != nil {
+			add(result.Reference)
 			break
 		}
 	}

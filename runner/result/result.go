@@ -613,13 +613,18 @@ func (r *Results) Interrupt(names []string, reason string) {
 	}
 }
 
+// Reference is the reference implementation's name among a run's
+// implementations (Case.Results, comparisons, the history): the spec's
+// benchmark.reference, which every implementation is checked against.
+const Reference = "reference"
+
 // Names are the implementations the results speak of: the reference where
 // a case has it, then Implementations.
 func (r *Results) Names() []string {
 	var names []string
 	for _, c := range r.Cases {
-		if _, ok := c.Results["reference"]; ok {
-			names = append(names, "reference")
+		if _, ok := c.Results[Reference]; ok {
+			names = append(names, Reference)
 			break
 		}
 	}

@@ -126,7 +126,7 @@ const (
 	minInitTimeout = time.Minute
 )
 
-const referenceName = "reference"
+const referenceName = result.Reference
 
 // Run runs the experiment in o.ExperimentDir and returns its results. The
 // error is a *SpecError, an *InfraError, or ctx's error on cancellation;

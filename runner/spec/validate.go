@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 var (
@@ -66,7 +68,7 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 	}
 	errs = append(errs, validateBenchmark(&s.Benchmark, bad)...)
 	checkSweeps(&s.Benchmark, bad)
-	impls := map[string]bool{"reference": true}
+	impls := map[string]bool{result.Reference: true}
 	for _, im := range s.Benchmark.Implementations {
 		impls[im.Name] = true
 	}
@@ -189,7 +191,7 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 	}
 	for _, im := range b.Implementations {
 		key := "benchmark.implementations." + im.Name
-		if im.Name == "reference" || im.Name == "all" {
+		if im.Name == result.Reference || im.Name == "all" {
 			bad(key, "%q is reserved; choose another name", im.Name)
 		}
 		callable(key, im.Fn, true)
@@ -200,7 +202,7 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 		}
 		checkTolerance(key+".tolerance", im.Tolerance, bad)
 	}
-	if b.Baseline != "" && b.Baseline != "reference" {
+	if b.Baseline != "" && b.Baseline != result.Reference {
 		if _, ok := b.Implementations.Get(b.Baseline); !ok {
 			bad("benchmark.baseline", "%q is not an implementation; known: reference, %s", b.Baseline, strings.Join(b.Implementations.Names(), ", "))
 		}
@@ -277,7 +279,7 @@ func (b *Benchmark) BaselineName() string {
 	if len(b.Implementations) > 0 {
 		return b.Implementations[0].Name
 	}
-	return "reference"
+	return result.Reference
 }
 
 // Cases returns the sweep points: the GPU sweep, or on a host without a GPU

@@ -32,7 +32,7 @@ func Make(cases, impls int, job string, at time.Time, seed uint64) *result.Resul
 		label := fmt.Sprintf("M=%d N=%d", params["M"], params["N"])
 		rc := result.Case{Params: params, Label: label, Results: map[string]*result.ImplResult{}}
 		base := 0.0
-		for _, name := range append(append([]string{}, r.Implementations...), "reference") {
+		for _, name := range append(append([]string{}, r.Implementations...), result.Reference) {
 			med := 0.1 + rng.Float64()
 			kept := make([]float64, 20)
 			for s := range kept {
@@ -43,7 +43,7 @@ func Make(cases, impls int, job string, at time.Time, seed uint64) *result.Resul
 				Throughput: &result.Throughput{TFLOPS: 100 * med, GBps: 1000 * med}}
 			if name == r.Baseline {
 				base = med
-			} else if name != "reference" {
+			} else if name != result.Reference {
 				r.Comparisons = append(r.Comparisons, result.Comparison{A: name, B: r.Baseline, Params: params, Label: label,
 					Speedup: base / med, Verdict: result.VerdictSame})
 			}
