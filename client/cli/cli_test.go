@@ -206,7 +206,7 @@ func TestSubmitAttachedCPU(t *testing.T) {
 		}
 	}
 	// stdout is the results table and nothing else; logs went to stderr.
-	r, _ := result.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
+	r, _ := result.ReadFile(st.Results(j.ID))
 	var want bytes.Buffer
 	report.Text(&want, r)
 	if ta.out.String() != want.String() {
@@ -1086,7 +1086,7 @@ func TestSubmitShowsProgressAsPlainLines(t *testing.T) {
 	}
 	st, _ := ta.Store()
 	list, _ := st.List()
-	data, err := os.ReadFile(filepath.Join(st.Dir(list[0].ID), store.LogsFile))
+	data, err := os.ReadFile(st.Log(list[0].ID))
 	if err != nil || !strings.Contains(string(data), "progress case=1/2 phase=time impl=fast") {
 		t.Errorf("the stored log lost the progress lines (%v):\n%s", err, data)
 	}

@@ -137,7 +137,7 @@ func (a *App) jobResults(ctx context.Context, ref string) (*store.Job, *result.R
 	if err := m.EnsureResults(ctx, j); err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
+	data, err := os.ReadFile(st.Results(j.ID))
 	if err != nil {
 		return nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}

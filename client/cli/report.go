@@ -115,7 +115,7 @@ func runReport(a *App, o reportOptions) error {
 // it was imported from (nil when neither can be read).
 func historyRunResults(st *store.Store, r history.Run) *result.Results {
 	if st.Has(r.JobID, store.ResultsFile) {
-		if res, err := result.ReadFile(filepath.Join(st.Dir(r.JobID), store.ResultsFile)); err == nil {
+		if res, err := result.ReadFile(st.Results(r.JobID)); err == nil {
 			return res
 		}
 	}

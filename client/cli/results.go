@@ -117,7 +117,7 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 			return err
 		}
 	}
-	path := filepath.Join(st.Dir(j.ID), store.ResultsFile)
+	path := st.Results(j.ID)
 	var r *result.Results
 	var err error
 	if o.plot != "" || o.expected {

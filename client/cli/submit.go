@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -263,7 +262,7 @@ func (a *App) errorInLog(j *store.Job) bool {
 	if err != nil {
 		return false
 	}
-	data, err := os.ReadFile(filepath.Join(st.Dir(j.ID), store.LogsFile))
+	data, err := os.ReadFile(st.Log(j.ID))
 	first, _, _ := strings.Cut(strings.TrimSpace(j.Error), "\n")
 	return err == nil && strings.Contains(string(data), " error: "+first)
 }
@@ -283,7 +282,7 @@ func (a *App) printStoredResults(j *store.Job, f render.Format, o render.Options
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(st.Dir(j.ID), store.ResultsFile)
+	path := st.Results(j.ID)
 	if f == render.CSV {
 		// Read case by case: a run at the case cap is 170 MB of JSON.
 		_, rows, err := flat.ReadFile(path)

@@ -280,7 +280,7 @@ func TestImportStore(t *testing.T) {
 		}
 		r := run(j.ID, time.Now().Add(time.Duration(i)*time.Hour), 1, 1, 1)
 		r.Status = status
-		if err := result.WriteFile(filepath.Join(js.Dir(j.ID), store.ResultsFile), r); err != nil {
+		if err := result.WriteFile(js.Results(j.ID), r); err != nil {
 			t.Fatal(err)
 		}
 	}

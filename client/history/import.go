@@ -279,7 +279,7 @@ func (s *Store) ImportStore(js *store.Store) (int, error) {
 
 // ImportJob imports the results job j has in the store.
 func (s *Store) ImportJob(js *store.Store, j *store.Job) (Imported, error) {
-	r, rows, err := flat.ReadFile(filepath.Join(js.Dir(j.ID), store.ResultsFile))
+	r, rows, err := flat.ReadFile(js.Results(j.ID))
 	if err != nil {
 		return Imported{}, fmt.Errorf("import job %s: %w", j.ID, err)
 	}

@@ -32,7 +32,7 @@ func TestRemove(t *testing.T) {
 		if err := js.Create(j); err != nil {
 			t.Fatal(err)
 		}
-		if err := result.WriteFile(filepath.Join(js.Dir(id), store.ResultsFile), r); err != nil {
+		if err := result.WriteFile(js.Results(id), r); err != nil {
 			t.Fatal(err)
 		}
 	}

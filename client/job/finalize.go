@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,7 +40,7 @@ func Finalize(ctx context.Context, b backend.Backend, st *store.Store, j *store.
 		j.StoppedBy, j.Error = result.StatusTimeout, timeoutMessage(j)
 	}
 	out := Ending{ExitCode: code, OOMKilled: s.OOMKilled, StoppedBy: j.StoppedBy, Fetched: true}
-	resPath := filepath.Join(st.Dir(j.ID), store.ResultsFile)
+	resPath := st.Results(j.ID)
 	r, err := result.ReadFile(resPath)
 	if err == nil {
 		out.Results = r.Status

@@ -114,14 +114,14 @@ func TestFetchOutputsCollects(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
-			logs, lerr := os.ReadFile(filepath.Join(st.Dir(j.ID), store.LogsFile))
+			logs, lerr := os.ReadFile(st.Log(j.ID))
 			if tc.c.logs != nil && (lerr != nil || string(logs) != tc.wantLogs) {
 				t.Errorf("logs.txt = %q, %v; want %q", logs, lerr, tc.wantLogs)
 			}
 			if tc.c.logs == nil && lerr == nil {
 				t.Errorf("logs.txt written for a job without a log: %q", logs)
 			}
-			got, rerr := os.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
+			got, rerr := os.ReadFile(st.Results(j.ID))
 			if tc.wantOut != (rerr == nil) || tc.wantOut && !bytes.Equal(got, body) {
 				t.Errorf("results.json = %q, %v; want it: %v", got, rerr, tc.wantOut)
 			}
@@ -157,7 +157,7 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	if j.Status != result.StatusTimeout || j.Error != "ran past its timeout of 3s" {
 		t.Errorf("record: status %s error %q", j.Status, j.Error)
 	}
-	r, err := result.ReadFile(filepath.Join(st.Dir(j.ID), store.ResultsFile))
+	r, err := result.ReadFile(st.Results(j.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestFetchOutputsBoundsAFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
-	logs, err := os.ReadFile(filepath.Join(st.Dir(j.ID), store.LogsFile))
+	logs, err := os.ReadFile(st.Log(j.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

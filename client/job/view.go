@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -78,7 +77,7 @@ func (m *Manager) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 		}
 	}
 	// The container (or its host) is gone: the copy in the store is all there is.
-	data, rerr := os.ReadFile(filepath.Join(m.Store.Dir(j.ID), store.LogsFile))
+	data, rerr := os.ReadFile(m.Store.Log(j.ID))
 	if rerr != nil {
 		switch {
 		case errors.Is(err, backend.ErrNotStarted) && store.Final(j.Status):

@@ -227,7 +227,7 @@ func storedResults(st *store.Store, id string) (*result.Results, *store.Job) {
 	if err != nil {
 		return nil, nil
 	}
-	r, err := readHead(filepath.Join(st.Dir(id), store.ResultsFile))
+	r, err := readHead(st.Results(id))
 	if err != nil {
 		return nil, j
 	}
@@ -243,7 +243,7 @@ func readHead(path string) (*result.Results, error) { return flat.ReadHead(path)
 // fullResults reads the results of run with their cases, from the job
 // store or the file it was imported from (nil when neither has them).
 func fullResults(st *store.Store, run history.Run) *result.Results {
-	path := filepath.Join(st.Dir(run.JobID), store.ResultsFile)
+	path := st.Results(run.JobID)
 	if !st.Has(run.JobID, store.ResultsFile) {
 		if run.Source == history.SourceStore {
 			return nil

@@ -147,6 +147,14 @@ func NewID() string {
 // Dir is the directory of job id.
 func (s *Store) Dir(id string) string { return filepath.Join(s.Root, id) }
 
+// Results is the path of job id's results.json in the store (Has says
+// whether it is there).
+func (s *Store) Results(id string) string { return filepath.Join(s.Dir(id), ResultsFile) }
+
+// Log is the path of job id's log in the store (Has says whether it is
+// there).
+func (s *Store) Log(id string) string { return filepath.Join(s.Dir(id), LogsFile) }
+
 // Create reserves a new id for j (when j.ID is empty) and writes its
 // record. The directory is made with Mkdir, so two concurrent submits can
 // never share an id.
