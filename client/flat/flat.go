@@ -173,10 +173,14 @@ func finishRows(r *result.Results, rows []Row) {
 	}
 }
 
-// implOrder is the run's implementations in spec order, then any others
-// the case has (sorted), then the reference.
+// implOrder is the order of a case's rows, the table's (runner/report):
+// the reference, then the run's implementations in spec order, then any
+// others the case has (sorted).
 func implOrder(r *result.Results, c result.Case) []string {
 	var out []string
+	if _, ok := c.Results[result.Reference]; ok {
+		out = append(out, result.Reference)
+	}
 	seen := map[string]bool{result.Reference: true}
 	for _, n := range r.Implementations {
 		if !seen[n] {
@@ -191,11 +195,7 @@ func implOrder(r *result.Results, c result.Case) []string {
 		}
 	}
 	slices.Sort(rest)
-	out = append(out, rest...)
-	if _, ok := c.Results[result.Reference]; ok {
-		out = append(out, result.Reference)
-	}
-	return out
+	return append(out, rest...)
 }
 
 // GPUOf names the kind of device a run timed on: the GPU's model ("2x
