@@ -225,3 +225,36 @@ func TestRooflineLegendBounds(t *testing.T) {
 		t.Errorf("both: %v", got)
 	}
 }
+
+// The time figure draws a median that did not converge hollow and says
+// so in its legend; a run whose medians all converged has no such entry.
+func TestSweepMarksUnconverged(t *testing.T) {
+	r := committed(t, "039-gla-pingpong", "2026-11-22-h100")
+	legend := func(r *result.Results, dir string) bool {
+		t.Helper()
+		figs, err := Sweep(r, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFigure(t, figs[0])
+		svg, err := os.ReadFile(figs[0].SVG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Contains(svg, []byte("hollow: did not converge"))
+	}
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if ir.Timing != nil {
+				ir.Timing.Converged = true
+			}
+		}
+	}
+	if legend(r, out(t, "converged")) {
+		t.Error("a run whose medians converged says some did not")
+	}
+	r.Cases[0].Results["pipelined"].Timing.Converged = false
+	if !legend(r, out(t, "unconverged")) {
+		t.Error("an unconverged median is not marked")
+	}
+}

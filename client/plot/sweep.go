@@ -261,6 +261,7 @@ func sweepFigure(r *result.Results, l layout, impls []string, kind, dir string) 
 	leg := newLegend()
 	var all []float64
 	var shown []string
+	unconverged := false
 	for ii, name := range impls {
 		if kind == "speedup" && (name == r.Baseline || name == result.Reference) {
 			continue
@@ -284,7 +285,12 @@ func sweepFigure(r *result.Results, l layout, impls []string, kind, dir string) 
 					}
 					t := ir.Timing
 					pts = append(pts, point{x, t.MedianMS, t.Q1MS, t.Q3MS})
-					filled = append(filled, true)
+					// Hollow: the median did not converge (noisy), as
+					// the markdown table's \* says.
+					filled = append(filled, t.Converged)
+					if !t.Converged {
+						unconverged = true
+					}
 					continue
 				}
 				cmp := comparisonOf(r, name, c)
@@ -318,6 +324,11 @@ func sweepFigure(r *result.Results, l layout, impls []string, kind, dir string) 
 		for gi, g := range l.groups {
 			leg.add(g, swatch(gray, gi, true))
 		}
+	}
+	if kind == "time" && unconverged {
+		leg.add("filled: converged", swatchGlyph(gray, true))
+		leg.add("hollow: did not converge", swatchGlyph(gray, false))
+		leg.add(" (a noisy median)", nil...)
 	}
 	if kind == "speedup" {
 		one := plotter.NewFunction(func(float64) float64 { return 1 })
