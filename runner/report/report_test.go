@@ -419,3 +419,39 @@ func TestMarkdownOutcomeWithASkippedCriterion(t *testing.T) {
 		t.Errorf("markdown lacks %q:\n%s", want, md.String())
 	}
 }
+
+// A stopped sweep's table says once why what it did not run was not run,
+// with the cases (and, where some of a case ran, the implementations).
+func TestNotRunSaidOnce(t *testing.T) {
+	r := &result.Results{Experiment: "e", Status: result.StatusCancelled, Error: "cancelled", SweepKeys: []string{"M"},
+		Implementations: []string{"blocked"}}
+	ok := func() *result.ImplResult {
+		return &result.ImplResult{Status: result.ImplOK, Timing: &result.Timing{MedianMS: 1, Q1MS: 1, Q3MS: 1, Samples: 10, Converged: true}}
+	}
+	notRun := func() *result.ImplResult { return &result.ImplResult{Status: result.ImplNotRun, Error: "cancelled"} }
+	for m := 1; m <= 12; m++ {
+		c := result.Case{Params: map[string]any{"M": m}, Results: map[string]*result.ImplResult{result.Reference: notRun(), "blocked": notRun()}}
+		switch m {
+		case 1:
+			c.Results[result.Reference], c.Results["blocked"] = ok(), ok()
+		case 2:
+			c.Results[result.Reference] = ok()
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := "not ok:\n  not_run: cancelled: M=2 (blocked), M=3, M=4, ... M=11, M=12 (11 cases)\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("table:\n%s\nwant:\n%s", out, want)
+	}
+	if n := strings.Count(out, "cancelled"); n != 2 { // the run's status and the line above
+		t.Errorf("says cancelled %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "M=12  blocked") {
+		t.Errorf("the table leaves out a case that never ran:\n%s", out)
+	}
+}

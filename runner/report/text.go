@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -49,7 +51,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	switch {
 	case r.Error != "" && o.ErrorShown:
 		fmt.Fprintf(ew, "error: in the log above\n")
-	case r.Error != "":
+	case r.Error != "" && r.Error != r.Status: // "cancelled" is said by the status
 		fmt.Fprintf(ew, "error: %s\n", firstLine(r.Error))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
@@ -191,10 +193,39 @@ func failures(r *result.Results) []string {
 	var out []string
 	cols := columns(r)
 	shown := map[string]bool{}
+	// What a stopped run did not run is said once per reason, with its
+	// cases, not once per implementation and case.
+	var reasons []string
+	notRun := map[string][]string{}
+	for i, c := range r.Cases {
+		byReason, timed := map[string][]string{}, 0
+		for _, n := range implNames(r) {
+			if ir := c.Results[n]; ir != nil && ir.Status == result.ImplNotRun && ir.Error != "" {
+				why := firstLine(ir.Error)
+				byReason[why] = append(byReason[why], n)
+			} else if ir != nil && ir.Status != result.ImplSkipped {
+				timed++
+			}
+		}
+		for _, why := range slices.Sorted(maps.Keys(byReason)) {
+			if _, ok := notRun[why]; !ok {
+				reasons = append(reasons, why)
+			}
+			where := cols[i]
+			if timed > 0 || len(byReason) > 1 {
+				where += " (" + strings.Join(byReason[why], ", ") + ")"
+			}
+			notRun[why] = append(notRun[why], where)
+		}
+	}
+	for _, why := range reasons {
+		out = append(out, fmt.Sprintf("not_run: %s: %s", why, listCases(notRun[why])))
+	}
 	for i, c := range r.Cases {
 		for _, n := range implNames(r) {
 			ir := c.Results[n]
-			if ir == nil || ir.Status == result.ImplOK || ir.Status == result.ImplSkipped {
+			if ir == nil || ir.Status == result.ImplOK || ir.Status == result.ImplSkipped ||
+				ir.Status == result.ImplNotRun && ir.Error != "" {
 				continue
 			}
 			why := firstLine(ir.Error)
@@ -218,6 +249,15 @@ func failures(r *result.Results) []string {
 		}
 	}
 	return out
+}
+
+// listCases lists the cases of one line of failures: all of them, or,
+// past eight, the first three, the last two and how many.
+func listCases(cases []string) string {
+	if len(cases) <= 8 {
+		return strings.Join(cases, ", ")
+	}
+	return fmt.Sprintf("%s, ... %s (%d cases)", strings.Join(cases[:3], ", "), strings.Join(cases[len(cases)-2:], ", "), len(cases))
 }
 
 // tailLines is how much of a traceback the table shows: a Python

@@ -345,6 +345,15 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		for i, p := range cases {
 			rn.prog.caseN, rn.prog.caseStart = i+1, time.Now()
 			if runErr = rn.runCase(ctx, p); runErr != nil {
+				if ctx.Err() != nil {
+					// Stopped: the cases it never started are in the
+					// results too, not run (finish says why), so that
+					// a cancelled sweep's table shows the whole sweep.
+					for _, p := range cases[i+1:] {
+						rn.rec.r.Cases = append(rn.rec.r.Cases, result.Case{Params: p.Map(), Label: p.Only(rn.varying).Label(),
+							Results: map[string]*result.ImplResult{}})
+					}
+				}
 				break
 			}
 			rn.prog.done += time.Since(rn.prog.caseStart)

@@ -758,7 +758,7 @@ func TestJobTimeout(t *testing.T) {
 	esac
 done
 `
-	spec := "name: slow\nresources: {timeout: 1s}\nbenchmark:\n  command: [sh, bench.sh]\n  implementations: {stuck: stuck}\n"
+	spec := "name: slow\nresources: {timeout: 1s}\nbenchmark:\n  command: [sh, bench.sh]\n  implementations: {stuck: stuck}\n  sweep: {n: [1, 2, 3]}\n"
 	for name, body := range map[string]string{"bench.sh": script, "xrun.yaml": spec} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -767,6 +767,16 @@ done
 	_, r := runPastTimeout(t, Options{ExperimentDir: dir})
 	if ir := implOf(t, r, 0, "stuck"); ir.Status != result.ImplNotRun {
 		t.Errorf("stuck: %+v", ir)
+	}
+	// The cases it never started are in the results, not run, with the
+	// reason: the table shows the whole sweep.
+	if len(r.Cases) != 3 {
+		t.Fatalf("%d cases, want the sweep's 3", len(r.Cases))
+	}
+	for ci, label := range []string{"n=1", "n=2", "n=3"} {
+		if ir := implOf(t, r, ci, "stuck"); r.Cases[ci].Label != label || ir.Status != result.ImplNotRun || !strings.Contains(ir.Error, "timeout") {
+			t.Errorf("case %d (%s): %+v", ci, r.Cases[ci].Label, ir)
+		}
 	}
 }
 
