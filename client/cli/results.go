@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
@@ -275,17 +276,20 @@ func (a *App) expectedOutcome(r *result.Results, outcome error) error {
 // statusOutcome is the exit code of a results file's status, as
 // jobOutcome gives a job's.
 func statusOutcome(status, what string) error {
-	switch status {
-	case result.StatusSucceeded:
+	code, ok := exit.OfStatus(status)
+	switch {
+	case status == result.StatusRunning || code == 0 && ok:
 		return nil
-	case result.StatusCriteriaFailed:
-		return &ExitError{Code: ExitCriteriaFailed, Err: fmt.Errorf("%s: the criteria failed", what)}
-	case result.StatusTimeout:
-		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("%s: the job timed out", what)}
-	case result.StatusCancelled:
-		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("%s: the job was cancelled", what)}
-	case result.StatusRunning:
-		return nil
+	case !ok:
+		code = ExitFailed // a status no runner writes
 	}
-	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: the job %s", what, status)}
+	why := map[string]string{
+		result.StatusCriteriaFailed: "the criteria failed",
+		result.StatusTimeout:        "the job timed out",
+		result.StatusCancelled:      "the job was cancelled",
+	}[status]
+	if why == "" {
+		why = "the job " + status
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("%s: %s", what, why)}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // Exit codes of xrun.
@@ -22,6 +23,27 @@ const (
 	Regressed   = 5
 	Interrupted = contract.ExitCancelled // cancelled, or interrupted by Ctrl-C
 )
+
+// OfStatus is the exit code of a job that ended with status (its record's,
+// or its results.json's): the one table that xrun submit, wait, results
+// and status-reading commands exit by. ok is false for a status that is no
+// job's end (removed, or a record that never got a container), whose code
+// the caller decides.
+func OfStatus(status string) (code int, ok bool) {
+	switch status {
+	case result.StatusSucceeded:
+		return 0, true
+	case result.StatusCriteriaFailed:
+		return CriteriaFailed, true
+	case result.StatusFailed:
+		return Failed, true
+	case result.StatusTimeout:
+		return Timeout, true
+	case result.StatusCancelled:
+		return Interrupted, true
+	}
+	return 0, false
+}
 
 // Error carries the process exit code for an error; a job's own exit code
 // is mirrored this way. An empty Err prints nothing.

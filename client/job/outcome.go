@@ -22,23 +22,24 @@ func Outcome(j *store.Job) error { return outcome(j, false) }
 func OutcomeShown(j *store.Job) error { return outcome(j, true) }
 
 func outcome(j *store.Job, errorShown bool) error {
+	code, _ := exit.OfStatus(j.Status)
 	switch j.Status {
 	case result.StatusSucceeded:
 		return nil
 	case result.StatusCriteriaFailed:
-		return &exit.Error{Code: exit.CriteriaFailed, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
+		return &exit.Error{Code: code, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
 	case result.StatusTimeout:
 		if strings.HasSuffix(j.Error, notStartedSuffix) {
 			// More time would not have helped: what it waited for would.
-			return &exit.Error{Code: exit.Timeout, Err: fmt.Errorf("job %s %s: its pod was still waiting for a node, its image or its volumes", j.ID, j.Error)}
+			return &exit.Error{Code: code, Err: fmt.Errorf("job %s %s: its pod was still waiting for a node, its image or its volumes", j.ID, j.Error)}
 		}
-		return &exit.Error{Code: exit.Timeout, Err: fmt.Errorf("job %s timed out after %s: raise resources.timeout in xrun.yaml or pass --timeout", j.ID, j.Timeout)}
+		return &exit.Error{Code: code, Err: fmt.Errorf("job %s timed out after %s: raise resources.timeout in xrun.yaml or pass --timeout", j.ID, j.Timeout)}
 	case result.StatusCancelled:
 		// Whoever stopped it, when it was not this store's cancel or Ctrl-C.
 		if j.Error != "" && j.Error != result.StatusCancelled && j.StoppedBy == "" || strings.HasPrefix(j.Error, "never started") {
-			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, firstLine(j.Error))}
+			return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, firstLine(j.Error))}
 		}
-		return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s was cancelled", j.ID)}
+		return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled", j.ID)}
 	case result.StatusFailed:
 	default: // removed, or a record that never got a container
 		msg := fmt.Sprintf("job %s is %s", j.ID, j.Status)
@@ -47,7 +48,6 @@ func outcome(j *store.Job, errorShown bool) error {
 		}
 		return &exit.Error{Code: exit.Infra, Err: errors.New(msg)}
 	}
-	code := exit.Failed
 	if j.ExitCode != nil && (*j.ExitCode == exit.Usage || *j.ExitCode == exit.Infra) {
 		code = *j.ExitCode // the runner's bad spec or infrastructure
 	}
