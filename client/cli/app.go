@@ -104,7 +104,10 @@ func (a *App) Jobs() (*job.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &job.Manager{Store: st, Backends: a.Backends(), Err: a.Err, ErrTTY: a.ErrTTY, RunnerFor: a.RunnerFor, Trace: a.Trace, OnJob: a.onJob}, nil
+	// Every finished job's results join the history as they land, here
+	// alone: a job finishes through its manager.
+	return &job.Manager{Store: st, Backends: a.Backends(), Err: a.Err, ErrTTY: a.ErrTTY, RunnerFor: a.RunnerFor, Trace: a.Trace,
+		OnJob: a.onJob, Finished: a.recordHistory}, nil
 }
 
 // Store returns the job store, opening it on first use.
@@ -122,8 +125,6 @@ func (a *App) Store() (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every finished job's results join the history as they land.
-	s.Finished = a.recordHistory
 	a.store = s
 	return s, nil
 }

@@ -15,7 +15,7 @@ import (
 
 // Attach follows a started job to its end: its log streams to m.Err, its
 // timeout is kept, and once it ends its results and logs land in the
-// store (Finalize). Cancelling ctx (Ctrl-C) stops and removes the job
+// store (finalize). Cancelling ctx (Ctrl-C) stops and removes the job
 // (interrupt).
 func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *store.Job) error {
 	return m.attach(ctx, b, j, func() {})
@@ -81,7 +81,7 @@ func (m *Manager) attach(ctx context.Context, b backend.Backend, j *store.Job, e
 	if s, err = b.State(ctx, j); err != nil {
 		return err
 	}
-	if err := Finalize(ctx, b, m.Store, j, s); err != nil {
+	if err := m.finalize(ctx, b, j, s); err != nil {
 		// The job ended, but nothing says how until its results are in
 		// the store (a full disk): the next look copies them.
 		return &exit.Error{Code: exit.Infra, Err: err}
@@ -108,7 +108,7 @@ func (m *Manager) interrupt(ctx context.Context, b backend.Backend, j *store.Job
 	}()
 	b.Stop(graceful, j, 2*time.Second)
 	if s, err := b.State(graceful, j); err == nil {
-		Finalize(graceful, b, m.Store, j, s)
+		m.finalize(graceful, b, j, s)
 	}
 	if graceful.Err() != nil && j.Finished == nil {
 		now := time.Now().UTC()

@@ -13,12 +13,13 @@ import (
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
-// Finalize records how a job whose runner exited ended, and copies its
+// finalize records how a job whose runner exited ended, and copies its
 // output and logs into the store. Nothing is final until they are there:
 // a copy that fails (a full disk, a lost connection) leaves the record as
 // it was, for the next look to try again, and is returned. An output over
 // MaxOutputBytes fails the job.
-func Finalize(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job, s backend.State) error {
+func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job, s backend.State) error {
+	st := m.Store
 	fetchErr := FetchOutputs(ctx, b, st, j)
 	// A job that ended before its runner started has no log and no output:
 	// there is nothing to fetch, and its end is recorded all the same.
@@ -121,8 +122,8 @@ func Finalize(ctx context.Context, b backend.Backend, st *store.Store, j *store.
 			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
 		}
 	}
-	if st.Finished != nil {
-		st.Finished(j)
+	if m.Finished != nil {
+		m.Finished(j)
 	}
 	return nil
 }

@@ -45,6 +45,10 @@ type Manager struct {
 	// Detach, when it closes, leaves an attached job running on its own
 	// (stdout was closed): Attach returns ErrDetached.
 	Detach <-chan struct{}
+	// Finished, when set, is called once a finished job's record and
+	// results are in the store (finalize), by whichever command saw it
+	// end: the results history imports them there.
+	Finished func(*store.Job)
 }
 
 // ErrDetached is Attach's error when m.Detach closed: the job goes on.
@@ -72,7 +76,7 @@ func (m *Manager) Refresh(ctx context.Context, j *store.Job) (backend.State, boo
 	if err != nil {
 		return backend.State{}, false, err
 	}
-	return Refresh(ctx, b, m.Store, j)
+	return m.refreshOn(ctx, b, j)
 }
 
 // Look brings j up to date for a command that shows it (status, ps): a

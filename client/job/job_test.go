@@ -151,7 +151,7 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	}
 	j.Status, j.StoppedBy, j.Error = result.StatusTimeout, result.StatusTimeout, timeoutMessage(j)
 	c := collector{logs: []byte("line\n"), tar: buf.Bytes()}
-	if err := Finalize(context.Background(), c, st, j, backend.State{Phase: backend.Exited, ExitCode: 130}); err != nil {
+	if err := (&Manager{Store: st}).finalize(context.Background(), c, j, backend.State{Phase: backend.Exited, ExitCode: 130}); err != nil {
 		t.Fatal(err)
 	}
 	if j.Status != result.StatusTimeout || j.Error != "ran past its timeout of 3s" {
@@ -204,7 +204,7 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
 			}
-			if err := Finalize(context.Background(), notStarted, st, j, tc.state); err != nil {
+			if err := (&Manager{Store: st}).finalize(context.Background(), notStarted, j, tc.state); err != nil {
 				t.Fatalf("Finalize: %v", err)
 			}
 			if j.Status != tc.wantStatus || j.Error != tc.wantError || j.Finished == nil {
@@ -327,7 +327,7 @@ func TestFinalizeWithoutResults(t *testing.T) {
 		if err := st.Create(j); err != nil {
 			t.Fatal(err)
 		}
-		if err := Finalize(context.Background(), streamer{}, st, j, backend.State{Phase: backend.Exited, ExitCode: code}); err != nil {
+		if err := (&Manager{Store: st}).finalize(context.Background(), streamer{}, j, backend.State{Phase: backend.Exited, ExitCode: code}); err != nil {
 			t.Fatal(err)
 		}
 		if j.Status != result.StatusFailed || !strings.Contains(j.Error, "left no results.json") {
@@ -378,7 +378,7 @@ func TestCancelStopOutcomes(t *testing.T) {
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
 			}
-			ended, err := Cancel(context.Background(), stopper{stopErr: tc.stopErr, gone: new(bool)}, st, j)
+			ended, err := (&Manager{Store: st}).cancelOn(context.Background(), stopper{stopErr: tc.stopErr, gone: new(bool)}, j)
 			var ns *NotStoppedError
 			if ended || errors.As(err, &ns) == tc.wantStopped || tc.wantStopped && err != nil {
 				t.Fatalf("Cancel: ended %v, err %v; want stopped %v", ended, err, tc.wantStopped)
@@ -406,7 +406,7 @@ func TestExpireBeforeTheRunnerStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := stopper{stopErr: fmt.Errorf("deleted Job x: %w", backend.ErrNotStarted), gone: new(bool)}
-	if err := Expire(context.Background(), b, st, j); err != nil {
+	if err := (&Manager{Store: st}).expire(context.Background(), b, j); err != nil {
 		t.Fatalf("Expire: %v", err)
 	}
 	saved, err := st.Load(j.ID)
@@ -416,7 +416,7 @@ func TestExpireBeforeTheRunnerStarted(t *testing.T) {
 	if saved.Status != result.StatusTimeout || saved.Finished == nil || saved.Error != "ran past its timeout of 1m before its runner started" {
 		t.Errorf("record: status %s finished %v error %q", saved.Status, saved.Finished, saved.Error)
 	}
-	if _, ok, err := Refresh(context.Background(), b, st, saved); ok || err != nil {
+	if _, ok, err := (&Manager{Store: st}).refreshOn(context.Background(), b, saved); ok || err != nil {
 		t.Errorf("a look after: ok %v, err %v; want nothing more to do", ok, err)
 	}
 }
@@ -485,7 +485,7 @@ func TestRefreshJobStartedAsItsCreatorEnds(t *testing.T) {
 	}
 	removed := false
 	b := starter{st: st, looks: new(int), removed: &removed}
-	s, ok, err := Refresh(context.Background(), b, st, j)
+	s, ok, err := (&Manager{Store: st}).refreshOn(context.Background(), b, j)
 	if err != nil || !ok || removed || s.Phase != backend.Running || j.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, j.Status)
 	}
@@ -511,7 +511,7 @@ func TestRefreshStaleRecordOfAStartedJob(t *testing.T) {
 	removed := false
 	looks := 1 // the backend's job already runs
 	b := starter{st: st, looks: &looks, removed: &removed}
-	s, ok, err := Refresh(context.Background(), b, st, stale)
+	s, ok, err := (&Manager{Store: st}).refreshOn(context.Background(), b, stale)
 	if err != nil || !ok || removed || s.Phase != backend.Running || stale.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, stale.Status)
 	}

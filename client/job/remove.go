@@ -141,7 +141,7 @@ func RemoveListed(ctx context.Context, b backend.Backend, ref string, force bool
 	return hits[0].Job.ID, nil
 }
 
-// Cancel stops job j (Cancel) and says what became of it: ended is true
+// Cancel stops job j (cancelOn) and says what became of it: ended is true
 // for a job that had ended already. A job another xrun is still creating
 // is refused (it has nothing to stop yet).
 func (m *Manager) Cancel(ctx context.Context, j *store.Job) (ended bool, err error) {
@@ -159,7 +159,7 @@ func (m *Manager) Cancel(ctx context.Context, j *store.Job) (ended bool, err err
 	if err != nil {
 		return false, err
 	}
-	ended, err = Cancel(ctx, b, m.Store, j)
+	ended, err = m.cancelOn(ctx, b, j)
 	var nr *NotRecordedError
 	var ns *NotStoppedError
 	switch {

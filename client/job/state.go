@@ -11,16 +11,17 @@ import (
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
-// Refresh brings j up to date from its backend: status and exit code, the
+// refreshOn brings j up to date from its backend b: status and exit code, the
 // recorded timeout enforced, and once the runner has exited its results
 // and logs copied into the store (once). It returns the job's state, or ok
 // false when the backend no longer has the job.
-func Refresh(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) (s backend.State, ok bool, err error) {
+func (m *Manager) refreshOn(ctx context.Context, b backend.Backend, j *store.Job) (s backend.State, ok bool, err error) {
+	st := m.Store
 	done := store.Final(j.Status) && j.Finished != nil
 	if j.ContainerID == "" && Abandoned(j, s, false) {
 		reload(st, j)
 		if j.ContainerID == "" && Abandoned(j, s, false) {
-			return s, false, Abandon(ctx, b, st, j)
+			return s, false, m.abandon(ctx, b, j)
 		}
 	}
 	if j.ContainerID == "" {
@@ -47,7 +48,7 @@ func Refresh(ctx context.Context, b backend.Backend, st *store.Store, j *store.J
 			return s, false, err
 		}
 		if Abandoned(j, s, true) {
-			return s, false, Abandon(ctx, b, st, j)
+			return s, false, m.abandon(ctx, b, j)
 		}
 	}
 	if !s.Finished() {
@@ -56,7 +57,7 @@ func Refresh(ctx context.Context, b backend.Backend, st *store.Store, j *store.J
 			j.Status = StatusOf(s)
 			return s, true, nil
 		}
-		if err := Expire(ctx, b, st, j); err != nil {
+		if err := m.expire(ctx, b, j); err != nil {
 			return s, true, err
 		}
 		if j.Finished != nil {
@@ -66,7 +67,7 @@ func Refresh(ctx context.Context, b backend.Backend, st *store.Store, j *store.J
 			return s, true, err
 		}
 	}
-	return s, true, Finalize(ctx, b, st, j, s)
+	return s, true, m.finalize(ctx, b, j, s)
 }
 
 // Abandoned reports a job that will never start: its record says created,
@@ -93,9 +94,10 @@ func reload(st *store.Store, j *store.Job) {
 	}
 }
 
-// Abandon removes what an abandoned job left on its backend (found by its
+// abandon removes what an abandoned job left on its backend (found by its
 // label: the record may not know its container) and records it cancelled.
-func Abandon(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
+func (m *Manager) abandon(ctx context.Context, b backend.Backend, j *store.Job) error {
+	st := m.Store
 	listed, err := b.List(ctx, true)
 	if err != nil {
 		return fmt.Errorf("remove what job %s left: %w", j.ID, err)

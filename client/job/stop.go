@@ -16,10 +16,11 @@ import (
 // SIGTERM before it is killed.
 const StopGrace = 10 * time.Second
 
-// Expire stops a job that ran past its timeout and records why first. A
+// expire stops a job that ran past its timeout and records why first. A
 // record that cannot be saved does not keep the job running: it is
 // stopped all the same, and the error says what was not recorded.
-func Expire(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
+func (m *Manager) expire(ctx context.Context, b backend.Backend, j *store.Job) error {
+	st := m.Store
 	j.Status, j.StoppedBy = result.StatusTimeout, result.StatusTimeout
 	j.Error = timeoutMessage(j)
 	saveErr := st.Save(j)
@@ -84,11 +85,12 @@ func timeoutMessage(j *store.Job) string {
 	return fmt.Sprintf("ran past its timeout of %s", j.Timeout)
 }
 
-// Cancel records j as cancelled, stops it (the runner writes its partial
+// cancelOn records j as cancelled, stops it (the runner writes its partial
 // results) and finalizes it. A job that already ended is left as it is
 // (ended true).
-func Cancel(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) (ended bool, err error) {
-	s, ok, err := Refresh(ctx, b, st, j)
+func (m *Manager) cancelOn(ctx context.Context, b backend.Backend, j *store.Job) (ended bool, err error) {
+	st := m.Store
+	s, ok, err := m.refreshOn(ctx, b, j)
 	if err != nil {
 		return false, err
 	}
@@ -108,7 +110,7 @@ func Cancel(ctx context.Context, b backend.Backend, st *store.Store, j *store.Jo
 		return false, &NotRecordedError{ID: j.ID, Did: "cancelled", Err: saveErr}
 	}
 	if s, err = b.State(ctx, j); err == nil {
-		return false, Finalize(ctx, b, st, j, s)
+		return false, m.finalize(ctx, b, j, s)
 	}
 	if errors.Is(err, backend.ErrNotFound) {
 		// A backend that deletes what it stops (a Kubernetes Job whose

@@ -116,7 +116,7 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("stopped waiting; job %s goes on (xrun cancel %s stops it)", j.ID, j.ID)}
 		case errors.Is(cause, errTimeout):
 			fmt.Fprintf(m.Err, "job %s ran past its timeout of %s: stopping it\n", j.ID, j.Timeout)
-			if err := Expire(ctx, b, m.Store, j); err != nil {
+			if err := m.expire(ctx, b, j); err != nil {
 				return err
 			}
 			b.Wait(ctx, j)
@@ -126,7 +126,7 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 		}
 		prev := s
 		var ok bool
-		if s, ok, err = Refresh(ctx, b, m.Store, j); err != nil || !ok || s.Finished() {
+		if s, ok, err = m.refreshOn(ctx, b, j); err != nil || !ok || s.Finished() {
 			return err
 		}
 		if s.Phase == backend.Pending && cause == nil {

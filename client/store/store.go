@@ -109,10 +109,6 @@ type SlurmSettings struct {
 // Store is a directory of job records.
 type Store struct {
 	Root string
-	// Finished, when set, is called once a finished job's record and
-	// results are in the store (lifecycle.Finalize): the results history
-	// imports them there.
-	Finished func(*Job)
 }
 
 // DefaultRoot is $XDG_DATA_HOME/xrun/jobs, or ~/.local/share/xrun/jobs.
