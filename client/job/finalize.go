@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -90,34 +89,7 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 		// The store's results.json says what the record says (a runner
 		// stopped for its timeout wrote cancelled, one that died wrote
 		// running); out/ keeps the runner's own copy.
-		if !verdict {
-			// What the runner had under way when it died did not finish.
-			r.Interrupt(r.Names(), j.Error)
-		}
-		r.Status, r.Success = j.Status, j.Status == result.StatusSucceeded
-		if stopReason {
-			// The runner gave its error to what the stop left not run, and
-			// the criteria quote it.
-			for _, c := range r.Cases {
-				for _, ir := range c.Results {
-					if ir != nil && ir.Status == result.ImplNotRun && ir.Error == r.Error {
-						ir.Error = j.Error
-					}
-				}
-			}
-			quoted := "(" + result.ImplNotRun + ": " + r.Error + ")"
-			for i := range r.Criteria {
-				r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, quoted, "("+result.ImplNotRun+": "+j.Error+")")
-			}
-		}
-		for i := range r.Criteria {
-			if c := &r.Criteria[i]; c.NotEvaluated {
-				c.Detail = analyze.NotEvaluatedDetail(j.Status)
-			}
-		}
-		if r.Error == "" || stopReason || !verdict {
-			r.Error = j.Error
-		}
+		analyze.Conclude(r, analyze.Conclusion{Status: j.Status, Reason: j.Error, Finished: verdict, StoppedFor: stopReason})
 		if err := result.WriteFile(resPath, r); err != nil {
 			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
 		}

@@ -116,6 +116,55 @@ func unfinished(r *result.Results) string {
 // status before its verdict.
 func NotEvaluatedDetail(status string) string { return "job " + status }
 
+// Conclusion is how a job ended as its client saw it, for Conclude.
+type Conclusion struct {
+	// Status and Reason are the job's status and error.
+	Status, Reason string
+	// Finished says the runner reached its verdict.
+	Finished bool
+	// StoppedFor says the client stopped the job (a cancel, its timeout)
+	// for Reason, which replaces the reason the runner gave its stop
+	// (it knows only that it got SIGTERM: "cancelled").
+	StoppedFor bool
+}
+
+// Conclude records in r how its job ended where the client knows it
+// better than the runner: the status (a runner stopped for its job's
+// timeout wrote cancelled, one that died wrote running) and the reason. A
+// runner that did not reach its verdict did not finish what it had under
+// way: that is not run with the reason. Results the runner left not run
+// for its own stop reason get the client's, the criteria not evaluated say
+// the status, and the run's error is the job's where the runner gave none,
+// the client stopped the job, or the runner died.
+func Conclude(r *result.Results, c Conclusion) {
+	if !c.Finished {
+		r.Interrupt(r.Names(), c.Reason)
+	}
+	if c.StoppedFor {
+		for _, cs := range r.Cases {
+			for _, ir := range cs.Results {
+				if ir != nil && ir.Status == result.ImplNotRun && ir.Error == r.Error {
+					ir.Error = c.Reason
+				}
+			}
+		}
+		// The criteria quote why those did not run (notRun).
+		was, now := quoteWhy(result.ImplNotRun, firstLine(r.Error)), quoteWhy(result.ImplNotRun, firstLine(c.Reason))
+		for i := range r.Criteria {
+			r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, was, now)
+		}
+	}
+	r.Status, r.Success = c.Status, c.Status == result.StatusSucceeded
+	for i := range r.Criteria {
+		if cr := &r.Criteria[i]; cr.NotEvaluated {
+			cr.Detail = NotEvaluatedDetail(c.Status)
+		}
+	}
+	if r.Error == "" || c.StoppedFor || !c.Finished {
+		r.Error = c.Reason
+	}
+}
+
 func evaluate(c spec.Criterion, r *result.Results) result.Criterion {
 	kind := c.Kind()
 	k, known := kinds[kind]
@@ -352,8 +401,12 @@ func notRun(name string, ir *result.ImplResult) string {
 		// result is (the table's "not ok", results.json), not again here.
 		return name + " did not run (" + ir.Status + ")"
 	}
-	return name + " did not run (" + ir.Status + ": " + why + ")"
+	return name + " did not run " + quoteWhy(ir.Status, why)
 }
+
+// quoteWhy is how a criterion's detail quotes why an implementation did
+// not run: "(not_run: cancelled)". Conclude finds it there.
+func quoteWhy(status, why string) string { return "(" + status + ": " + why + ")" }
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
