@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,5 +79,99 @@ func TestNightlyScriptExpectedFailureIsGreen(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(out, "drift", "submit.json"))
 	if json.Unmarshal(data, &jobs) == nil && jobs.ID != "" {
 		x.Run(t, time.Minute, "rm", "--force", jobs.ID)
+	}
+}
+
+// scripts/pr.sh, the pull-request workflow's step, in a repository where a
+// pull request changed one of two experiments: it runs that one alone,
+// judges it against a copy of main's results history (main's is not
+// changed) and writes the comment's table.
+func TestPRScript(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	for _, name := range []string{"quick", "other"} {
+		d := filepath.Join(dir, "experiments", name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"xrun.yaml", "vecadd.py"} {
+			data, err := os.ReadFile(filepath.Join(fixturePath("quick"), f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f == "xrun.yaml" {
+				data = []byte(strings.Replace(string(data), "name: e2e-quick", "name: e2e-pr-"+name, 1))
+			}
+			if err := os.WriteFile(filepath.Join(d, f), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-qm", "main")
+	// Main's history has a run of the experiment.
+	mainHist := filepath.Join(t.TempDir(), "history.db")
+	e := append(env(), "XRUN_HISTORY="+mainHist)
+	first := xruntest.Run(t, 3*time.Minute, xrunBin, e, "submit", "--cpu", "--base", Base, "--label", labelArg, "--json",
+		filepath.Join(dir, "experiments", "quick"))
+	var j struct {
+		ID string `json:"id"`
+	}
+	if first.Code != 0 || json.Unmarshal([]byte(first.Stdout), &j) != nil {
+		t.Fatalf("main's run: exit %d\n%s%s", first.Code, first.Stdout, first.Stderr)
+	}
+	defer x.Run(t, time.Minute, "rm", "--force", j.ID)
+	before, err := os.ReadFile(mainHist)
+	if err != nil {
+		t.Fatalf("main's history: %v", err)
+	}
+	git("checkout", "-qb", "pr")
+	f, err := os.OpenFile(filepath.Join(dir, "experiments", "quick", "vecadd.py"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("# a change in the pull request\n")
+	f.Close()
+	git("commit", "-qam", "pr")
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command("bash", filepath.Join(repo, "scripts", "pr.sh"), "--cpu", "--base", Base, "--label", labelArg, "main", out)
+	cmd.Dir = dir
+	cmd.Env = append(e, "XRUN="+xrunBin)
+	log, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pr.sh: %v\n%s", err, log)
+	}
+	var sub struct {
+		ID string `json:"id"`
+	}
+	data, _ := os.ReadFile(filepath.Join(out, "quick", "submit.json"))
+	if json.Unmarshal(data, &sub) != nil || sub.ID == "" {
+		t.Fatalf("submit.json: %s\n%s", data, log)
+	}
+	defer x.Run(t, time.Minute, "rm", "--force", sub.ID)
+	if _, err := os.Stat(filepath.Join(out, "other")); err == nil {
+		t.Error("it ran an experiment the pull request did not touch")
+	}
+	comment, err := os.ReadFile(filepath.Join(out, "comment.md"))
+	if err != nil || !strings.Contains(string(comment), "### quick (job "+sub.ID+")") || !strings.Contains(string(comment), "e2e-pr-quick") {
+		t.Errorf("comment.md (%v):\n%s\nlog:\n%s", err, comment, log)
+	}
+	t.Logf("comment.md:\n%s", comment)
+	after, err := os.ReadFile(mainHist)
+	if err != nil || string(after) != string(before) {
+		t.Errorf("main's history changed (%v)", err)
+	}
+	// The copy has both runs.
+	h := xruntest.Run(t, time.Minute, xrunBin, append(env(), "XRUN_HISTORY="+filepath.Join(out, "history.db")), "history", "--json", "e2e-pr-quick")
+	if h.Code != 0 || !strings.Contains(h.Stdout, j.ID) || !strings.Contains(h.Stdout, sub.ID) {
+		t.Errorf("the copy of the history: exit %d\n%.600s", h.Code, h.Stdout)
 	}
 }

@@ -1,0 +1,385 @@
+// Package workflowtest runs the GitHub workflows' steps that talk to
+// GitHub as a runner would (the step's run: line with bash -e, the scripts
+// with the modes git records, the step's environment), against a fake of
+// the GitHub REST API: the nightly opens an issue for a confirmed
+// regression and comments on it the next night, and the pull-request
+// workflow keeps one comment per pull request.
+package workflowtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/xrun-dev/xrun/client/nightly/summary"
+	"github.com/xrun-dev/xrun/internal/testenv"
+)
+
+const (
+	repoName = "lab/kernels"
+	token    = "ghs_test_token"
+)
+
+// repo is the repository's root.
+var repo = func() string {
+	d, _ := filepath.Abs(filepath.Join("..", ".."))
+	return d
+}()
+
+// fakeGitHub is the part of the REST API the scripts use: issues, their
+// comments, and a pull request's comments (an issue's, as GitHub has them).
+type fakeGitHub struct {
+	mu       sync.Mutex
+	issues   []issue
+	comments map[int][]comment
+	nextID   int
+	requests []string
+}
+
+type issue struct {
+	Number int      `json:"number"`
+	Title  string   `json:"title"`
+	Body   string   `json:"body"`
+	Labels []string `json:"-"`
+	State  string   `json:"state"`
+}
+
+type comment struct {
+	ID   int    `json:"id"`
+	Body string `json:"body"`
+}
+
+func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
+	if r.Header.Get("Authorization") != "Bearer "+token {
+		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
+		return
+	}
+	prefix := "/repos/" + repoName
+	path, ok := strings.CutPrefix(r.URL.Path, prefix)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	var in struct {
+		Title  string   `json:"title"`
+		Body   string   `json:"body"`
+		Labels []string `json:"labels"`
+	}
+	if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, `{"message":"Problems parsing JSON"}`, http.StatusBadRequest)
+			return
+		}
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	reply := func(code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(v)
+	}
+	switch {
+	case r.Method == http.MethodGet && path == "/issues":
+		label := r.URL.Query().Get("labels")
+		out := []issue{}
+		for _, is := range f.issues {
+			if is.State == r.URL.Query().Get("state") && (label == "" || contains(is.Labels, label)) {
+				out = append(out, is)
+			}
+		}
+		reply(200, out)
+	case r.Method == http.MethodPost && path == "/issues":
+		f.nextID++
+		is := issue{Number: len(f.issues) + 1, Title: in.Title, Body: in.Body, Labels: in.Labels, State: "open"}
+		f.issues = append(f.issues, is)
+		reply(201, is)
+	case len(parts) == 3 && parts[0] == "issues" && parts[2] == "comments":
+		n, err := strconv.Atoi(parts[1])
+		if err != nil || n < 1 {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method == http.MethodPost {
+			f.nextID++
+			c := comment{ID: 1000 + f.nextID, Body: in.Body}
+			f.comments[n] = append(f.comments[n], c)
+			reply(201, c)
+			return
+		}
+		per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		per, page = max(per, 30), max(page, 1)
+		all := f.comments[n]
+		lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+		reply(200, all[lo:hi])
+	case r.Method == http.MethodPatch && len(parts) == 3 && parts[0] == "issues" && parts[1] == "comments":
+		id, _ := strconv.Atoi(parts[2])
+		for n, cs := range f.comments {
+			for i := range cs {
+				if cs[i].ID == id {
+					f.comments[n][i].Body = in.Body
+					reply(200, f.comments[n][i])
+					return
+				}
+			}
+		}
+		http.NotFound(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// workflow is the part of a workflow file the test reads.
+type workflow struct {
+	Jobs map[string]struct {
+		Steps []struct {
+			Name string            `yaml:"name"`
+			If   string            `yaml:"if"`
+			Run  string            `yaml:"run"`
+			Env  map[string]string `yaml:"env"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// step returns the run: line and env: keys of the step named name.
+func step(t *testing.T, file, name string) (run string, env []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, ".github", "workflows", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w workflow
+	if err := yaml.Unmarshal(data, &w); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	for _, j := range w.Jobs {
+		for _, s := range j.Steps {
+			if s.Name == name {
+				for k := range s.Env {
+					env = append(env, k)
+				}
+				return s.Run, env
+			}
+		}
+	}
+	t.Fatalf("%s has no step %q", file, name)
+	return "", nil
+}
+
+// checkout is a directory with the repository's scripts as a checkout has
+// them: their content, and the mode git records (a script committed
+// without its run bit cannot run there: Permission denied).
+func checkout(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("git", "-C", repo, "ls-files", "-s", "scripts").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line) // mode object stage path
+		if len(f) != 4 || !strings.HasSuffix(f[3], ".sh") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(repo, f[3]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if f[0] == "100755" {
+			mode = 0o755
+		}
+		dst := filepath.Join(dir, f[3])
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dst, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// runStep runs a step's run: line in dir as a runner does (bash -e with
+// pipefail), with env.
+func runStep(t *testing.T, dir, run string, env map[string]string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GITHUB_REPOSITORY="+repoName)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", run, err, out)
+	}
+	return string(out)
+}
+
+func needTools(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Missing(t, "%s (scripts/setup.sh installs it)", tool)
+		}
+	}
+}
+
+// The nightly's issue step opens an issue for a confirmed regression, and
+// the next night's alert of the same regression is a comment on it.
+func TestNightlyOpensAnIssue(t *testing.T) {
+	needTools(t)
+	gh := &fakeGitHub{comments: map[int][]comment{}}
+	srv := httptest.NewServer(gh)
+	defer srv.Close()
+	run, envKeys := step(t, "nightly.yml", "Open or update an issue for each confirmed regression")
+	if !contains(envKeys, "GITHUB_TOKEN") {
+		t.Errorf("the step does not pass GITHUB_TOKEN: %v", envKeys)
+	}
+	dir := checkout(t)
+	alert := &summary.Alert{Title: "xrun: softmax regressed on NVIDIA H200", Text: "softmax at N=4096: +21 % (confirmed by a rerun)",
+		Regressions: []summary.Regression{{Experiment: "softmax", Case: "N=4096", Implementation: "triton", JobID: "0123456789ab"}},
+		Created:     time.Now().UTC()}
+	night := func(n int) {
+		alerts := filepath.Join(dir, "out", "alerts")
+		os.RemoveAll(alerts)
+		if err := alert.WriteFile(filepath.Join(alerts, fmt.Sprintf("job%d.json", n))); err != nil {
+			t.Fatal(err)
+		}
+		runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL,
+			"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": strconv.Itoa(n)})
+	}
+	night(1)
+	if len(gh.issues) != 1 || gh.issues[0].Title != alert.Title || !contains(gh.issues[0].Labels, "nightly-regression") ||
+		!strings.Contains(gh.issues[0].Body, "+21 %") || !strings.Contains(gh.issues[0].Body, "actions/runs/1") {
+		t.Fatalf("after the first night: issues %+v (requests %v)", gh.issues, gh.requests)
+	}
+	night(2)
+	if len(gh.issues) != 1 || len(gh.comments[1]) != 1 || !strings.Contains(gh.comments[1][0].Body, "actions/runs/2") {
+		t.Fatalf("after the second night: issues %+v, comments %+v", gh.issues, gh.comments)
+	}
+}
+
+// The pull-request workflow's comment step comments once and then rewrites
+// its comment, found among many others (the API pages them).
+func TestPRKeepsOneComment(t *testing.T) {
+	needTools(t)
+	gh := &fakeGitHub{comments: map[int][]comment{}}
+	for i := range 130 {
+		gh.comments[7] = append(gh.comments[7], comment{ID: i + 1, Body: "a reviewer's comment"})
+	}
+	srv := httptest.NewServer(gh)
+	defer srv.Close()
+	run, envKeys := step(t, "pr.yml", "Comment the tables on the pull request")
+	for _, k := range []string{"GITHUB_TOKEN", "PR_NUMBER"} {
+		if !contains(envKeys, k) {
+			t.Errorf("the step does not pass %s: %v", k, envKeys)
+		}
+	}
+	dir := checkout(t)
+	push := func(table string) {
+		if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "out", "comment.md"), []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "7"})
+	}
+	push("| impl | verdict |\n|---|---|\n| triton | regressed |\n")
+	push("| impl | verdict |\n|---|---|\n| triton | ok |\n")
+	var ours []comment
+	for _, c := range gh.comments[7] {
+		if strings.Contains(c.Body, "| triton |") {
+			ours = append(ours, c)
+		}
+	}
+	if len(gh.comments[7]) != 131 || len(ours) != 1 || !strings.Contains(ours[0].Body, "| triton | ok |") {
+		t.Fatalf("%d comments, ours %+v", len(gh.comments[7]), ours)
+	}
+}
+
+// The pull-request script runs the experiments whose files changed, and
+// those that include a changed path; the others not.
+func TestPRTouchedExperiments(t *testing.T) {
+	needTools(t)
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(path, body string) {
+		t.Helper()
+		p := filepath.Join(dir, path)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("experiments/plain/xrun.yaml", "name: plain\n")
+	write("experiments/plain/k.py", "x = 1\n")
+	write("experiments/gla/xrun.yaml", "name: gla\ninclude: [../../kernels/gla]\n")
+	write("experiments/listed/xrun.yaml", "name: listed\ninclude:\n  - ../../kernels/common\nbenchmark: {}\n")
+	write("kernels/gla/gla.py", "x = 1\n")
+	write("kernels/common/c.py", "x = 1\n")
+	write("kernels/other/o.py", "x = 1\n")
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-qm", "main")
+	git("checkout", "-qb", "pr")
+	list := func() string {
+		t.Helper()
+		cmd := exec.Command("bash", filepath.Join(repo, "scripts", "pr.sh"), "--list", "main")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pr.sh --list: %v\n%s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	write("kernels/other/o.py", "x = 2\n")
+	git("commit", "-qam", "other")
+	if got := list(); got != "" {
+		t.Errorf("a kernel no experiment includes: %q", got)
+	}
+	write("kernels/gla/gla.py", "x = 2\n")
+	git("commit", "-qam", "gla")
+	if got := list(); got != "experiments/gla" {
+		t.Errorf("an included kernel: %q", got)
+	}
+	write("kernels/common/c.py", "x = 2\n")
+	write("experiments/plain/k.py", "x = 2\n")
+	git("commit", "-qam", "more")
+	if got := list(); got != "experiments/gla\nexperiments/listed\nexperiments/plain" {
+		t.Errorf("three touched: %q", got)
+	}
+}
