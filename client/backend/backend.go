@@ -276,6 +276,23 @@ type Push struct {
 	PullSecret string
 }
 
+// Execer is a Backend that runs a command beside a running job, as the
+// job's experiment code runs (its user, its directory, none of the
+// runner's privileges): xrun exec.
+type Execer interface {
+	Exec(ctx context.Context, j *store.Job, e Exec) (exitCode int, err error)
+}
+
+// Exec is a command to run beside a job (Execer).
+type Exec struct {
+	Cmd []string
+	// Stdin, when set, is the command's input; TTY gives it a terminal
+	// (stdout then has both streams).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            bool
+}
+
 // Preparer is a Backend that readies its host for a job once the job is
 // recorded and before it is made: it reserves the job's GPUs (a Docker
 // host assigns devices that no other xrun job holds) and names the GPU

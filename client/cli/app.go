@@ -56,6 +56,8 @@ type App struct {
 
 	// Trace, when set (XRUN_TRACE=1), times the steps of a submit on stderr.
 	Trace bool
+	// In is standard input, for xrun exec -i (nil: the process's).
+	In io.Reader
 
 	mu       sync.Mutex
 	backends *connect.Set
@@ -215,6 +217,7 @@ Examples:
 			newStatusCommand(a),
 			newWaitCommand(a),
 			newCancelCommand(a),
+			newExecCommand(a),
 			newRmCommand(a),
 			newResultsCommand(a),
 			newCompareCommand(a),

@@ -256,6 +256,52 @@ func (d *Docker) Kill(ctx context.Context, id, signal string) error {
 	return nil
 }
 
+// Exec runs a command in a running container and returns its exit code.
+func (d *Docker) Exec(ctx context.Context, id string, o ExecOptions, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	created, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
+		User: o.User, WorkingDir: o.WorkingDir, Env: o.Env, Cmd: o.Cmd, TTY: o.TTY,
+		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("run %s in container %s: %w", o.Cmd[0], short(id), translate(err))
+	}
+	att, err := d.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{TTY: o.TTY})
+	if err != nil {
+		return 0, fmt.Errorf("run %s in container %s: %w", o.Cmd[0], short(id), translate(err))
+	}
+	defer att.Close()
+	if stdin != nil {
+		go func() {
+			io.Copy(att.Conn, stdin)
+			att.CloseWrite()
+		}()
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if o.TTY {
+			_, err = io.Copy(stdout, att.Reader)
+		} else {
+			_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
+		}
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		att.Close()
+		return 0, ctx.Err()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("run %s in container %s: %w", o.Cmd[0], short(id), err)
+	}
+	res, err := d.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("run %s in container %s: %w", o.Cmd[0], short(id), translate(err))
+	}
+	return res.ExitCode, nil
+}
+
 // Remove deletes a container.
 func (d *Docker) Remove(ctx context.Context, id string, force bool) error {
 	if _, err := d.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: force, RemoveVolumes: true}); err != nil {

@@ -52,6 +52,10 @@ type Engine interface {
 	Stop(ctx context.Context, id string, grace time.Duration) error
 	// Kill sends a signal ("KILL", "INT", ...).
 	Kill(ctx context.Context, id, signal string) error
+	// Exec runs a command in a running container, its output to stdout
+	// and stderr (one stream with a TTY), stdin to its input when not
+	// nil, and returns its exit code.
+	Exec(ctx context.Context, id string, o ExecOptions, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 	// Remove deletes a container, stopping it first when force is true.
 	Remove(ctx context.Context, id string, force bool) error
 	// Rename gives container id a new name; it fails when a container
@@ -219,4 +223,16 @@ type Container struct {
 // Finished reports whether the container has exited (or died).
 func (c Container) Finished() bool {
 	return c.State == "exited" || c.State == "dead"
+}
+
+// ExecOptions is a command to run in a container (Engine.Exec).
+type ExecOptions struct {
+	Cmd []string
+	// User is "uid:gid"; WorkingDir the command's directory; Env is added
+	// to the container's environment.
+	User       string
+	WorkingDir string
+	Env        []string
+	// TTY gives the command a terminal.
+	TTY bool
 }

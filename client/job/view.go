@@ -13,6 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -128,4 +129,26 @@ func tailLines(data []byte, tail string) []byte {
 		out.WriteByte('\n')
 	}
 	return out.Bytes()
+}
+
+// Exec runs a command beside job j while it runs (xrun exec), on a
+// backend that can (backend.Execer: a Docker host), and returns its exit
+// code.
+func (m *Manager) Exec(ctx context.Context, j *store.Job, e backend.Exec) (int, error) {
+	b, err := m.Backends.For(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	ex, ok := b.(backend.Execer)
+	if !ok {
+		return 0, exit.Usagef("xrun exec reaches the container of a job on a Docker host; job %s runs on %s, which has none it can reach", j.ID, j.Host)
+	}
+	s, ok, err := m.Refresh(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	if !ok || s.Phase != backend.Running || store.Final(j.Status) {
+		return 0, exit.Usagef("job %s is %s: xrun exec runs a command beside a running job", j.ID, j.Status)
+	}
+	return ex.Exec(ctx, j, e)
 }

@@ -51,7 +51,11 @@ type Engine struct {
 	Stops int
 	// VolumeSet are the named volumes, made by the mounts of Create.
 	VolumeSet map[string]*engine.Volume
-	next      int
+	// Execs are the commands Exec ran; ExecRun, when set, answers each
+	// with its stdout, stderr and exit code.
+	Execs   []engine.ExecOptions
+	ExecRun func(engine.ExecOptions) (stdout, stderr string, code int)
+	next    int
 }
 
 // Run is what a started container does: it exits with Exit at once (or
@@ -98,6 +102,26 @@ func (f *Engine) Ping(context.Context) error                        { return nil
 func (f *Engine) Info(context.Context) (engine.Info, error)         { return f.DaemonInfo, nil }
 func (f *Engine) Close() error                                      { return nil }
 func (f *Engine) Kill(ctx context.Context, id, signal string) error { return f.Stop(ctx, id, 0) }
+
+// Exec records the command (Execs) and answers with ExecRun's output and
+// exit code (nil: none and 0); the container must be running.
+func (f *Engine) Exec(_ context.Context, id string, o engine.ExecOptions, _ io.Reader, stdout, stderr io.Writer) (int, error) {
+	f.mu.Lock()
+	c, err := f.get(id)
+	if err == nil && c.C.State != "running" {
+		err = fmt.Errorf("container %s is not running", id)
+	}
+	f.Execs = append(f.Execs, o)
+	run := f.ExecRun
+	f.mu.Unlock()
+	if err != nil || run == nil {
+		return 0, err
+	}
+	out, errOut, code := run(o)
+	io.WriteString(stdout, out)
+	io.WriteString(stderr, errOut)
+	return code, nil
+}
 
 func (f *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
 	_, err := f.ImageID(ctx, ref)
