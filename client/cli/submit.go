@@ -88,7 +88,9 @@ runner and the code go to a job directory on the cluster's shared file system
 --gres from the GPUs asked for, --time from the timeout, --partition, --account,
 --qos and --constraint as given. The Slurm commands run on this machine, or on
 --login over ssh. A job that waits for a node is "pending" with the scheduler's
-reason. See docs/slurm.md.
+reason. With --slurm-runtime docker the job's image is built here (--base as on
+a Docker host), copied to the cluster once per image, and the batch job runs it
+in the node's Docker as a Docker host runs it. See docs/slurm.md.
 
 Jobs run as uid 65532 without capabilities (--root to run as root; --root
 with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192
@@ -141,6 +143,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.StringFlag{Name: "constraint", EnvVars: []string{"XRUN_SLURM_CONSTRAINT"}, Usage: "with --slurm: sbatch --constraint (node features)", Destination: &o.settings.Constraint},
 			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_SLURM_PYTHON"}, Usage: "with --slurm: the Python on the nodes for the harness (a module's or a venv's python3)", DefaultText: "the first python3 on the node's PATH that imports numpy", Destination: &o.settings.Python},
 			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: where the job directories go on the cluster's shared file system", DefaultText: "~/.xrun/slurm", Destination: &o.settings.Dir},
+			&cli.StringFlag{Name: "slurm-runtime", EnvVars: []string{"XRUN_SLURM_RUNTIME"}, Usage: "with --slurm: bare (the runner as your process on the node, the cluster's Python) or docker (the job's image, built here and copied to the cluster, in the node's Docker)", DefaultText: "bare", Destination: &o.settings.Runtime},
 			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm: how long a job with a timeout may wait for a node before Slurm drops it (sbatch --deadline)", Value: slurm.DefaultPendingLimit, Destination: &o.settings.PendingLimit},
 		),
 		BashComplete: completeDirs,
@@ -162,9 +165,16 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 				o.Where.Host = o.hosts[0]
 			}
 			if o.slurm {
+				switch o.settings.Runtime {
+				case "", store.RuntimeBare:
+					o.settings.Runtime = ""
+				case store.RuntimeDocker:
+				default:
+					return usageError("--slurm-runtime %q: give bare or docker", o.settings.Runtime)
+				}
 				o.Slurm = &job.SlurmTarget{Login: o.login, Settings: o.settings}
-			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") {
-				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir and --pending-limit go with --slurm")
+			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") || c.IsSet("slurm-runtime") {
+				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime and --pending-limit go with --slurm")
 			}
 			o.Where.MoveContextToKube()
 			if o.Where.K8s {

@@ -115,6 +115,15 @@ func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
 	return nil
 }
 
+// SaveImage returns ref as a docker save archive.
+func (d *Docker) SaveImage(ctx context.Context, ref string) (io.ReadCloser, error) {
+	r, err := d.cli.ImageSave(ctx, []string{ref})
+	if err != nil {
+		return nil, fmt.Errorf("save image %s: %w", ref, translate(err))
+	}
+	return r, nil
+}
+
 // Images lists images by label.
 func (d *Docker) Images(ctx context.Context, labels map[string]string) ([]Image, error) {
 	r, err := d.cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: labelFilters(labels)})

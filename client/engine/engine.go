@@ -32,6 +32,9 @@ type Engine interface {
 	Push(ctx context.Context, ref string, progress func(line string)) error
 	// RemoveImage deletes ref from the host.
 	RemoveImage(ctx context.Context, ref string) error
+	// SaveImage returns ref as a docker save archive (docker load reads
+	// it on another host).
+	SaveImage(ctx context.Context, ref string) (io.ReadCloser, error)
 	// Images lists the images carrying every label in labels (a value of
 	// "" matches any value), intermediate ones included.
 	Images(ctx context.Context, labels map[string]string) ([]Image, error)

@@ -31,8 +31,10 @@ func (a Args) checkSlurm() error {
 		return exit.Usagef("--root does not apply with --slurm: a Slurm job runs as your user on the cluster")
 	case a.Network != "" && a.Network != "default":
 		return exit.Usagef("--network %s does not apply with --slurm: a Slurm job has its node's network", a.Network)
-	case a.Base != "":
-		return exit.Usagef("--base does not apply with --slurm: the job runs without a container, with the cluster's Python (--python)")
+	case a.Base != "" && a.Settings().Runtime != store.RuntimeDocker:
+		return exit.Usagef("--base does not apply with --slurm: the job runs without a container, with the cluster's Python (--python), unless --slurm-runtime docker")
+	case a.Settings().Python != "" && a.Settings().Runtime == store.RuntimeDocker:
+		return exit.Usagef("--python does not apply with --slurm-runtime docker: the job's image has its Python")
 	case a.Settings().PendingLimit < 0:
 		return exit.Usagef("--pending-limit %s: give a duration > 0", a.Settings().PendingLimit)
 	}
@@ -65,15 +67,38 @@ func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job,
 	if runnerFor == nil {
 		runnerFor = runnerbin.For
 	}
-	if b.Runner, err = runnerFor(ctx, "linux", arch, func(f string, args ...any) { fmt.Fprintf(m.Err, f+"\n", args...) }); err != nil {
+	docker := r.Slurm.Settings.Runtime == store.RuntimeDocker
+	var push *backend.Push // the docker runtime's image, and where it was built
+	if docker {
+		// The image is built on this machine's Docker host, as for a
+		// Docker host's job, and copied to the cluster (Create).
+		e, err := m.Backends.Engine(ctx, r.Where)
+		if err != nil {
+			return nil, err
+		}
+		builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step}
+		if err := builder.Build(ctx, p, r.Build); err != nil {
+			return nil, err
+		}
+		push = &backend.Push{Builder: e}
+	} else if b.Runner, err = runnerFor(ctx, "linux", arch, func(f string, args ...any) { fmt.Fprintf(m.Err, f+"\n", args...) }); err != nil {
 		return nil, err
 	}
-	if p.Code, err = buildctx.Collect(r.Build.Dir, p.Spec, nil); err != nil {
-		return nil, exit.BadInput(err)
+	if p.Code == nil {
+		if p.Code, err = buildctx.Collect(r.Build.Dir, p.Spec, nil); err != nil {
+			return nil, exit.BadInput(err)
+		}
 	}
 	rec := newRecord(p, b.Where(), r.Build.Dir)
 	rec.Submit = r.Rerun
 	j, err := m.runImageless(ctx, b, rec, func(j *store.Job) backend.Spec {
+		if docker {
+			// As on a Docker host: the runner as root in the container,
+			// the code as the job user.
+			s := p.JobSpec(ctx, j, r.Build.Dir, build.JobOptions{Env: r.Job.Env, PostToken: r.Job.PostToken})
+			s.Push = push
+			return s
+		}
 		s := p.JobSpec(ctx, j, r.Build.Dir, build.JobOptions{Env: r.Job.Env, Root: true, PostToken: r.Job.PostToken})
 		// Every process the runner starts is the job's, as the user's.
 		s.Image, s.Env = "", append(s.Env, contract.EnvOwnTree+"=1")

@@ -104,7 +104,17 @@ type SlurmSettings struct {
 	// PendingLimit is how long a job with a timeout may wait for its node
 	// before Slurm drops it (0: the backend's default).
 	PendingLimit time.Duration `json:"pending_limit,omitempty"`
+	// Runtime runs the job on the node: RuntimeBare ("", the runner as
+	// the user's process) or RuntimeDocker (the job's image, in the
+	// node's Docker).
+	Runtime string `json:"runtime,omitempty"`
 }
+
+// Slurm runtimes (SlurmSettings.Runtime).
+const (
+	RuntimeBare   = "bare"
+	RuntimeDocker = "docker"
+)
 
 // Store is a directory of job records.
 type Store struct {

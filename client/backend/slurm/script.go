@@ -9,6 +9,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // Settings are a job's Slurm options, as its record keeps them for a rerun.
@@ -120,4 +121,94 @@ func validName(k string) bool {
 		}
 	}
 	return true
+}
+
+// imageFile is the name of an image's archive on the cluster: its
+// reference (xrun/NAME:CONTENT-HASH, one per content) with what a file
+// name cannot hold replaced.
+func imageFile(ref string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == ':' || r == '@' {
+			return '_'
+		}
+		return r
+	}, ref)
+}
+
+// dockerScript is the batch script of a job that runs in the node's
+// Docker (the docker runtime): it loads the job's image from archive
+// unless the node has it, and runs it as a Docker host runs a job's
+// container: the runner as root with only the capabilities it needs
+// (contract.RunnerCaps), the experiment's code as the job user, no new
+// privileges, the job's limits; the code and the output directory are the
+// job directory's, bind-mounted. The environment is passed by name, so
+// that no value (the POST token) is on a command line. A SIGTERM (scancel,
+// the time limit) stops the container gracefully, and the runner writes
+// cancelled results before it exits.
+func dockerScript(directives []string, dir, archive, image, jobID string, spec backend.Spec, env []string) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, d := range directives {
+		b.WriteString(d + "\n")
+	}
+	name := "xrun-slurm-" + jobID
+	fmt.Fprintf(&b, "d=%s\nimage=%s\nname=%s\n", quote(dir), quote(image), quote(name))
+	b.WriteString(`date +%s > "$d/` + startedFile + `"
+rm -f "$d/` + exitFile + `"
+echo "xrun: Slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEVICES:-none}, in Docker" >&2
+`)
+	fmt.Fprintf(&b, `if ! docker image inspect "$image" >/dev/null 2>&1; then
+	echo "xrun: loading the job's image on $(hostname)" >&2
+	docker load -q -i %s >&2 || { echo 4 > "$d/%s"; exit 4; }
+fi
+mkdir -p "$d/out"
+`, quote(archive), exitFile)
+	env = append([]string(nil), env...)
+	sort.Strings(env)
+	// The runner names the machine it ran on after the node, not the
+	// Docker host that built the image.
+	b.WriteString(`export ` + contract.EnvHostName + `="$(hostname)"` + "\n")
+	names := []string{contract.EnvHostName}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !validName(k) || k == contract.EnvHostName {
+			continue
+		}
+		fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
+		names = append(names, k)
+	}
+	args := []string{"docker", "run", "--rm", "--name", `"$name"`, "--user", "0:0", "--cap-drop", "ALL"}
+	for _, c := range contract.RunnerCaps {
+		args = append(args, "--cap-add", c)
+	}
+	args = append(args, "--security-opt", "no-new-privileges", "--label", contract.LabelJob+"="+jobID)
+	if spec.PidsLimit > 0 {
+		args = append(args, "--pids-limit", fmt.Sprint(spec.PidsLimit))
+	}
+	if spec.MemoryBytes > 0 {
+		args = append(args, "--memory", fmt.Sprintf("%db", spec.MemoryBytes))
+	}
+	if spec.ShmBytes > 0 {
+		args = append(args, "--shm-size", fmt.Sprintf("%db", spec.ShmBytes))
+	}
+	for _, k := range names {
+		args = append(args, "-e", k)
+	}
+	args = append(args, "-v", `"$d/exp:`+contract.ExperimentDir+`:ro"`, "-v", `"$d/out:`+contract.OutDir+`"`)
+	b.WriteString(strings.Join(args, " "))
+	if spec.GPUs != nil {
+		// The GPUs Slurm gave the job, by index, as the node numbers them.
+		b.WriteString(` ${CUDA_VISIBLE_DEVICES:+--gpus "\"device=$CUDA_VISIBLE_DEVICES\""}`)
+	}
+	b.WriteString(` "$image" &
+pid=$!
+sig=
+trap 'sig=1; docker stop -t 20 "$name" >/dev/null 2>&1 &' TERM INT
+rc=0
+wait $pid || rc=$?
+while [ -n "$sig" ]; do sig=; rc=0; wait $pid || rc=$?; done
+echo $rc > "$d/` + exitFile + `.tmp" && mv -f "$d/` + exitFile + `.tmp" "$d/` + exitFile + `"
+exit $rc
+`)
+	return b.String()
 }

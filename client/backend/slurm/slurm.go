@@ -191,16 +191,24 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, spec backend.Spec) e
 	if spec.GPUs != nil && (len(spec.GPUs.IDs) > 0 || spec.GPUs.Count < 0) {
 		return &backend.UnsupportedError{Backend: "Slurm", Asked: backend.GPUsByID, Instead: "Slurm picks the GPUs; give a count"}
 	}
-	if spec.Code == nil || b.Runner == "" {
-		return errors.New("a Slurm job needs its code and the runner for the cluster")
+	docker := b.Settings.Runtime == store.RuntimeDocker
+	if spec.Code == nil || !docker && b.Runner == "" || docker && (spec.Image == "" || spec.Push == nil || spec.Push.Builder == nil) {
+		return errors.New("a Slurm job needs its code and the runner for the cluster (with the docker runtime: its image, and the Docker host that built it)")
 	}
-	name, err := runnerName(b.Runner)
-	if err != nil {
-		return err
+	name := "none"
+	if !docker {
+		var err error
+		if name, err = runnerName(b.Runner); err != nil {
+			return err
+		}
 	}
 	// The directory's name is known only once the cluster resolved Dir.
+	present := fmt.Sprintf("test -x bin/%s", name)
+	if docker {
+		present = fmt.Sprintf("test -f images/%s.tar", imageFile(spec.Image))
+	}
 	out, err := b.Shell.Run(ctx, fmt.Sprintf(`r=%s
-mkdir -p "$r/bin" && chmod 0700 "$r" && cd "$r" && pwd && if test -x bin/%s; then echo have; else echo need; fi`, b.rootExpr(), name), nil)
+mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; then echo have; else echo need; fi`, b.rootExpr(), present), nil)
 	if err != nil {
 		return fmt.Errorf("make the job directories on %s: %w", b.Shell.Where(), err)
 	}
@@ -226,6 +234,9 @@ mkdir -p "$r/bin" && chmod 0700 "$r" && cd "$r" && pwd && if test -x bin/%s; the
 		env = append(env, contract.EnvPython+"="+b.Settings.Python)
 	}
 	script := jobScript(opts, d, root+"/bin/"+name, env)
+	if docker {
+		script = dockerScript(opts, d, root+"/images/"+imageFile(spec.Image)+".tar", spec.Image, j.ID, spec, env)
+	}
 	if err := b.testOnly(ctx, script); err != nil {
 		return err
 	}
@@ -360,7 +371,17 @@ func sbatchReason(stderr string) string {
 
 func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d, root, name string, have bool, script string) error {
 	where := b.Shell.Where()
-	if !have {
+	if !have && b.Settings.Runtime == store.RuntimeDocker {
+		rc, err := spec.Push.Builder.SaveImage(ctx, spec.Image)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		tar := quote(root + "/images/" + imageFile(spec.Image) + ".tar")
+		if _, err := b.Shell.Run(ctx, fmt.Sprintf(`t=%s.$$ && cat > "$t" && mv -f "$t" %s`, tar, tar), rc); err != nil {
+			return fmt.Errorf("copy the job's image %s to %s: %w", spec.Image, where, err)
+		}
+	} else if !have {
 		f, err := os.Open(b.Runner)
 		if err != nil {
 			return fmt.Errorf("the runner for the cluster: %w", err)

@@ -34,6 +34,10 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(mainSlurm(m)) }
 
+// Base is the CPU base the docker runtime's jobs build on
+// (images/make-cpu-base.sh).
+const Base = "xrun/cpu-base:bookworm"
+
 func mainSlurm(m *testing.M) int {
 	flag.Parse()
 	if testing.Short() {
@@ -45,6 +49,16 @@ func mainSlurm(m *testing.M) int {
 		return fail("the test cluster's slurmd starts jobs as their users: it needs root")
 	}
 	repo = xruntest.Repo()
+	// The docker runtime's jobs build on the CPU base on this machine's
+	// daemon, which is also the test cluster's node's.
+	eng, err := xruntest.Connect()
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer eng.Close()
+	if code := xruntest.EnsureBase(eng, repo, Base, "slurm"); code >= 0 {
+		return code
+	}
 	tmp, err := os.MkdirTemp("", "xrun-slurm-")
 	if err != nil {
 		return fail("%v", err)
@@ -129,7 +143,7 @@ func jobDirs(t *testing.T) []string {
 	entries, _ := os.ReadDir(jobsDir)
 	var dirs []string
 	for _, e := range entries {
-		if e.Name() != "bin" {
+		if e.Name() != "bin" && e.Name() != "images" {
 			dirs = append(dirs, e.Name())
 		}
 	}
@@ -470,4 +484,73 @@ func firstLine(s string) string {
 		return sc.Text()
 	}
 	return ""
+}
+
+// The docker runtime: the job's image is built here, copied to the cluster
+// once, and the batch job runs it in the node's Docker as a Docker host
+// runs a job: the experiment's code as the job user, the results back in
+// the store. Cancelled, its container is stopped gracefully (partial
+// results kept) and gone.
+func TestDockerRuntime(t *testing.T) {
+	dir := fixture(t, "quick")
+	r := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "--json", dir)
+	xruntest.Expect(t, r, 0)
+	j, _ := xruntest.DecodeJob(t, r)
+	if j.Status != "succeeded" || !strings.Contains(r.Stderr, "in Docker") {
+		t.Fatalf("job %+v\n%s", j, r.Stderr)
+	}
+	res := xrun(t, time.Minute, "results", "--json", j.ID)
+	xruntest.Expect(t, res, 0)
+	if !strings.Contains(res.Stdout, `"worker_user"`) || !strings.Contains(res.Stdout, `"loop"`) {
+		t.Errorf("results (the code should run as the job user, apart from the runner):\n%.1500s", res.Stdout)
+	}
+	archives, _ := filepath.Glob(filepath.Join(jobsDir, "images", "*.tar"))
+	if len(archives) != 1 {
+		t.Fatalf("image archives on the cluster: %v", archives)
+	}
+	before, _ := os.Stat(archives[0])
+	// The archive is what a node without the image loads: removed from
+	// the daemon, the image comes back from it under its reference.
+	ref := status(t, j.ID).ImageRef
+	if ref == "" {
+		t.Fatal("the job's record names no image")
+	}
+	if out, err := exec.Command("docker", "rmi", ref).CombinedOutput(); err != nil {
+		t.Fatalf("docker rmi %s: %v\n%s", ref, err, out)
+	}
+	if out, err := exec.Command("docker", "load", "-q", "-i", archives[0]).CombinedOutput(); err != nil || !strings.Contains(string(out), ref) {
+		t.Errorf("docker load of the cluster's archive: %v\n%s", err, out)
+	}
+	// A second job of the same image uses the archive there; cancelled
+	// while it runs, it keeps its partial results.
+	slow := fixture(t, "slow")
+	d := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "-d", slow)
+	xruntest.Expect(t, d, 0)
+	id := strings.TrimSpace(d.Stdout)
+	defer xrun(t, time.Minute, "rm", "--force", id)
+	waitStatus(t, id, "running", 3*time.Minute)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if l := xrun(t, time.Minute, "logs", id); strings.Contains(l.Stdout+l.Stderr, "case ") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	xruntest.Expect(t, xrun(t, time.Minute, "cancel", id), 0)
+	if s := waitStatus(t, id, "cancelled", 2*time.Minute); s.Status != "cancelled" {
+		t.Errorf("after cancel: %+v", s)
+	}
+	if res := xrun(t, time.Minute, "results", id); !strings.Contains(res.Stdout+res.Stderr, "cancelled") {
+		t.Errorf("partial results:\n%s%s", res.Stdout, res.Stderr)
+	}
+	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "name=xrun-slurm-"+id).Output()
+	if strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the job's container is left: %s", out)
+	}
+	if after, err := os.Stat(archives[0]); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the image archive was copied again (%v)", err)
+	}
+	// --python is the bare runtime's.
+	xruntest.Expect(t, xrun(t, time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--python", "/usr/bin/python3", "--cpu", dir), 3, "--python does not apply")
+	xruntest.Expect(t, xrun(t, time.Minute, "submit", "--slurm", "--slurm-runtime", "podman", "--cpu", dir), 3, "give bare or docker")
 }

@@ -190,6 +190,7 @@ type Status struct {
 	Host   string `json:"host"`
 	// ContainerName names the job's container, or its Job on a cluster.
 	ContainerName string `json:"container_name"`
+	ImageRef      string `json:"image_ref"`
 	ExitCode      *int   `json:"exit_code"`
 	Error         string `json:"error"`
 	Container     *struct {

@@ -174,6 +174,17 @@ func (f *Engine) RemoveImage(_ context.Context, ref string) error {
 	return nil
 }
 
+// SaveImage returns a stand-in archive of ref: its name and id.
+func (f *Engine) SaveImage(_ context.Context, ref string) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.ImageIDs[ref]
+	if !ok {
+		return nil, fmt.Errorf("save image %s: %w", ref, engine.ErrNotFound)
+	}
+	return io.NopCloser(strings.NewReader(ref + " " + id + "\n")), nil
+}
+
 func (f *Engine) Images(context.Context, map[string]string) ([]engine.Image, error) {
 	return nil, nil
 }
