@@ -80,6 +80,12 @@ func (d *Docker) Push(ctx context.Context, ref string, progress func(string)) er
 	}
 	defer r.Close()
 	if _, err := decodeStream(r, progress); err != nil {
+		// The daemon's push stream fails as its build stream does, but it
+		// is no build that failed.
+		var be *BuildError
+		if errors.As(err, &be) {
+			return fmt.Errorf("push %s: %s", ref, be.Message)
+		}
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	return nil

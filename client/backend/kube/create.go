@@ -162,6 +162,11 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 			last = line
 		}
 	}); err != nil {
+		// The tag for the registry is of no use here: the next submit
+		// makes it again (its code layer is cached).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
+		builder.RemoveImage(rctx, ref)
+		cancel()
 		return "", fmt.Errorf("%w (is the registry reachable from %s, and logged in with docker login?)", err, builder.Host())
 	}
 	return ref, nil

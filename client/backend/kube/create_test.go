@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,5 +114,42 @@ func TestCreateRefusesGPUsNoNodeHas(t *testing.T) {
 	s.WaitForNode, s.GPUs, s.Name = false, &backend.GPUs{Count: 1}, "xrun-quick-0123456789ac"
 	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ac"}, s); err != nil {
 		t.Errorf("one GPU, which the node has: %v", err)
+	}
+}
+
+// failingPush is a builder whose pushes fail; it records the images
+// removed.
+type failingPush struct {
+	engine.Engine
+	removed []string
+}
+
+func (*failingPush) ImageExists(context.Context, string) (bool, error) { return true, nil }
+func (*failingPush) Host() string                                      { return "unix:///builder.sock" }
+func (*failingPush) Push(_ context.Context, ref string, _ func(string)) error {
+	return fmt.Errorf("push %s: connection refused", ref)
+}
+func (f *failingPush) RemoveImage(_ context.Context, ref string) error {
+	f.removed = append(f.removed, ref)
+	return nil
+}
+
+// A failed push says so, makes no Job, and leaves no tag for the registry
+// on the builder.
+func TestCreateFailedPushLeavesNoTag(t *testing.T) {
+	client := fake.NewClientset()
+	b := &Backend{Client: client, Namespace: "lab"}
+	f := &failingPush{}
+	s := testSpec()
+	s.Push.Builder = f
+	err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s)
+	if err == nil || !strings.Contains(err.Error(), "connection refused (is the registry reachable") || strings.Contains(err.Error(), "image build failed") {
+		t.Fatalf("err %v", err)
+	}
+	if want := CodeImage("registry.lab:5000", s); len(f.removed) != 1 || f.removed[0] != want {
+		t.Errorf("removed %v, want %s", f.removed, want)
+	}
+	if jobs, _ := client.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{}); len(jobs.Items) != 0 {
+		t.Errorf("a Job was made: %v", jobs.Items)
 	}
 }
