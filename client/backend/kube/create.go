@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -156,12 +157,7 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 		}
 	}
 	logf("pushing %s", ref)
-	last := ""
-	if err := builder.Push(ctx, ref, func(line string) {
-		if line != last && !strings.Contains(line, "Pushing [") {
-			last = line
-		}
-	}); err != nil {
+	if err := builder.Push(ctx, ref, pushProgress(ref, logf)); err != nil {
 		// The tag for the registry is of no use here: the next submit
 		// makes it again (its code layer is cached).
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
@@ -170,6 +166,37 @@ func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, er
 		return "", fmt.Errorf("%w (is the registry reachable from %s, and logged in with docker login?)", err, builder.Host())
 	}
 	return ref, nil
+}
+
+// pushReport is how often a push says how far it got: a first push of a
+// CUDA image's layers takes minutes.
+var pushReport = 10 * time.Second
+
+// pushProgress reads the daemon's push messages ("ID: Pushing", "ID:
+// Pushed", "ID: Layer already exists") and says every pushReport how many
+// of the image's layers are in the registry.
+func pushProgress(ref string, logf func(string, ...any)) func(string) {
+	layers := map[string]bool{} // by id: in the registry
+	start := time.Now()
+	said := start
+	return func(line string) {
+		id, status, ok := strings.Cut(line, ": ")
+		if !ok || len(id) != 12 {
+			return
+		}
+		layers[id] = status == "Pushed" || status == "Layer already exists" || strings.HasPrefix(status, "Mounted from")
+		if time.Since(said) < pushReport {
+			return
+		}
+		said = time.Now()
+		done := 0
+		for _, in := range layers {
+			if in {
+				done++
+			}
+		}
+		logf("pushing %s: %d of %d layers in the registry after %s", ref, done, len(layers), time.Since(start).Round(time.Second))
+	}
 }
 
 // gpuAffinity is the node affinity for gpu_type: the GPU products that the

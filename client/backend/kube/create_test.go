@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -151,5 +152,21 @@ func TestCreateFailedPushLeavesNoTag(t *testing.T) {
 	}
 	if jobs, _ := client.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{}); len(jobs.Items) != 0 {
 		t.Errorf("a Job was made: %v", jobs.Items)
+	}
+}
+
+// A long push says how many layers are in the registry as it goes.
+func TestPushProgress(t *testing.T) {
+	defer func(d time.Duration) { pushReport = d }(pushReport)
+	pushReport = 0
+	var said []string
+	p := pushProgress("reg/xrun/q:1", func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
+	for _, line := range []string{"The push refers to repository [reg/xrun/q]", "aaaaaaaaaaaa: Preparing", "bbbbbbbbbbbb: Preparing",
+		"aaaaaaaaaaaa: Layer already exists", "bbbbbbbbbbbb: Pushing", "bbbbbbbbbbbb: Pushed", "1: digest: sha256:00 size: 1"} {
+		p(line)
+	}
+	if len(said) != 5 || said[0] != "pushing reg/xrun/q:1: 0 of 1 layers in the registry after 0s" ||
+		!strings.HasPrefix(said[4], "pushing reg/xrun/q:1: 2 of 2 layers in the registry") {
+		t.Errorf("said %q", said)
 	}
 }
