@@ -1035,7 +1035,8 @@ func TestJobOfAnotherStore(t *testing.T) {
 	}
 	// Neither here nor on the host: the store's sentence, and where else it looked.
 	if code := other.run(ctx, "status", "0000deadbeef"); code != ExitUsage || !strings.Contains(other.err.String(), `no job "0000deadbeef"`) ||
-		!strings.Contains(other.err.String(), "; not on ") || !strings.Contains(other.err.String(), " either") {
+		!strings.Contains(other.err.String(), "; not on ") || !strings.Contains(other.err.String(), " either") ||
+		!strings.Contains(other.err.String(), "a job on a Kubernetes cluster: add --k8s") {
 		t.Errorf("status of an unknown job: exit %d, %s", code, other.err)
 	}
 	// A host that cannot be asked: the named one is an error of its own,

@@ -53,7 +53,12 @@ func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (
 	hits, merr := FindListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {
 	case errors.Is(merr, ErrNoContainer):
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w; not on %s either", nf, b.Where())}
+		also := ""
+		if !sel.K8s {
+			// A cluster's jobs are found only where they were asked for.
+			also = " (a job on a Kubernetes cluster: add --k8s, and --context or --namespace where it is not the default)"
+		}
+		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w; not on %s either%s", nf, b.Where(), also)}
 	case merr != nil:
 		return nil, merr
 	}
