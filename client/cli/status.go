@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backend/kube"
-	"github.com/xrun-dev/xrun/client/backend/slurm"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/runner/numfmt"
 	"github.com/xrun-dev/xrun/runner/progress"
@@ -67,20 +66,10 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	}
 	row("error", j.Error)
 	row("host", j.Host)
-	state := "container state"
-	if slurm.IsRef(j.Host) {
-		// A batch job and its directory on the cluster, not a container.
-		state = "slurm state"
-		if j.ContainerID != j.ContainerName {
-			row("slurm job", j.ContainerID)
-		}
-		row("directory", j.ContainerName)
-	} else if kube.IsRef(j.Host) {
-		// A Kubernetes Job and its pods, not a container.
-		state = "pod state"
-		row("kubernetes job", j.ContainerName)
-	} else {
-		row("container", j.ContainerName)
+	// What runs the job, in its backend's words.
+	where, state := connect.Describe(j)
+	for _, r := range where {
+		row(r[0], r[1])
 	}
 	row("image", j.ImageRef)
 	row("gpus", j.GPUs)

@@ -211,6 +211,20 @@ func (s *Set) For(ctx context.Context, j *store.Job) (backend.Backend, error) {
 // or a Slurm cluster.
 func IsLocal(host string) bool { return local.IsRef(host) }
 
+// Describe names what runs job j in its backend's words, for xrun
+// status: the rows that say where (a container; a Kubernetes Job; a Slurm
+// job and its directory) and what its state row is called. It reads the
+// record alone, so it answers for a host that cannot be reached.
+func Describe(j *store.Job) (rows [][2]string, state string) {
+	switch {
+	case slurm.IsRef(j.Host):
+		return slurm.Describe(j)
+	case kube.IsRef(j.Host):
+		return kube.Describe(j)
+	}
+	return [][2]string{{"container", j.ContainerName}}, "container state"
+}
+
 // Target is where a submit goes: the backend that runs the job, the
 // Docker host that builds its image, and whether the job runs on that
 // host (a Docker host: it probes the host's GPUs before the build, and

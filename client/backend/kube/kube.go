@@ -150,6 +150,12 @@ func (b *Backend) Where() string { return RefScheme + b.Context + "/" + b.Namesp
 // Handle names the job's Kubernetes Job (backend.Handler).
 func (b *Backend) Handle(j *store.Job) string { return "Job " + j.ContainerName }
 
+// Describe names what runs job j, for xrun status: a Kubernetes Job and
+// its pods, not a container.
+func Describe(j *store.Job) (rows [][2]string, state string) {
+	return [][2]string{{"kubernetes job", j.ContainerName}}, "pod state"
+}
+
 // notFound turns the API's not-found into the backend's.
 func notFound(err error) error {
 	if apierrors.IsNotFound(err) {

@@ -126,6 +126,15 @@ func (b *Backend) Handle(j *store.Job) string {
 	return "Slurm job directory " + j.ContainerName
 }
 
+// Describe names what runs job j, for xrun status: a batch job and its
+// directory on the cluster, not a container.
+func Describe(j *store.Job) (rows [][2]string, state string) {
+	if id := slurmID(j); id != "" {
+		rows = append(rows, [2]string{"slurm job", id})
+	}
+	return append(rows, [2]string{"directory", j.ContainerName}), "slurm state"
+}
+
 func (b *Backend) poll() time.Duration {
 	if b.Poll > 0 {
 		return b.Poll
