@@ -12,12 +12,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
 )
+
+// ThisHost is this machine's name, as the records of jobs run on it say
+// it (local://NAME, slurm+local://NAME).
+func ThisHost() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
+}
 
 // ErrNotFound is returned (wrapped) when the backend no longer has the job.
 var ErrNotFound = errors.New("not found")

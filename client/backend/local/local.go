@@ -48,13 +48,7 @@ func IsRef(host string) bool { return strings.HasPrefix(host, Scheme) }
 func Ref(hostname string) string { return Scheme + hostname }
 
 // ThisHost is this machine's name, as Ref takes it.
-func ThisHost() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-	return h
-}
+func ThisHost() string { return backend.ThisHost() }
 
 // Files of a job directory.
 const (

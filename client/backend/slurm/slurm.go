@@ -56,7 +56,7 @@ func IsRef(host string) bool {
 // this machine's Slurm commands).
 func Ref(login string) string {
 	if login == "" {
-		return LocalScheme + thisHost()
+		return LocalScheme + backend.ThisHost()
 	}
 	return Scheme + strings.TrimPrefix(login, "ssh://")
 }
@@ -68,14 +68,6 @@ func ParseRef(ref string) (login, machine string) {
 		return "", m
 	}
 	return strings.TrimPrefix(ref, Scheme), ""
-}
-
-func thisHost() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-	return h
 }
 
 // Files of a job directory.

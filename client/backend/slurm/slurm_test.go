@@ -172,7 +172,7 @@ exec sh -c "$last"
 }
 
 func TestRefs(t *testing.T) {
-	if login, machine := ParseRef(Ref("")); login != "" || machine != thisHost() {
+	if login, machine := ParseRef(Ref("")); login != "" || machine != backend.ThisHost() {
 		t.Errorf("this machine's ref parses to %q %q", login, machine)
 	}
 	if login, machine := ParseRef("slurm://u@login1"); login != "u@login1" || machine != "" {

@@ -295,14 +295,11 @@ func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) e
 	case s.Phase == backend.Pending && s.Detail == "requeued":
 		// It ran before Slurm requeued it: what its first run wrote is
 		// kept, and the job ends cancelled as one that ran.
-		if _, err := b.Shell.Run(ctx, "scancel "+quote(id), nil); err != nil {
-			return fmt.Errorf("scancel %s: %w", id, err)
-		}
-		return nil
+		return b.scancel(ctx, id, "")
 	case s.Phase == backend.Pending:
 		if id != "" {
-			if _, err := b.Shell.Run(ctx, "scancel "+quote(id), nil); err != nil {
-				return fmt.Errorf("scancel %s: %w", id, err)
+			if err := b.scancel(ctx, id, ""); err != nil {
+				return err
 			}
 		}
 		if err := b.removeDir(ctx, j); err != nil {
@@ -310,8 +307,8 @@ func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) e
 		}
 		return fmt.Errorf("job %s was cancelled while it waited for a node: %w", j.ID, backend.ErrNotStarted)
 	}
-	if _, err := b.Shell.Run(ctx, "scancel --signal=TERM --full "+quote(id), nil); err != nil {
-		return fmt.Errorf("scancel %s: %w", id, err)
+	if err := b.scancel(ctx, id, "TERM"); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
@@ -324,7 +321,22 @@ func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) e
 			return err
 		}
 	}
-	if _, err := b.Shell.Run(ctx, "scancel --signal=KILL --full "+quote(id)+"; scancel "+quote(id), nil); err != nil {
+	return b.scancel(ctx, id, "KILL")
+}
+
+// scancel cancels Slurm job id: with signal "" as scancel does (a pending
+// job leaves the queue); "TERM" sends it to every process of the job, for
+// the runner to write its results; "KILL" kills every process, then
+// cancels the job.
+func (b *Backend) scancel(ctx context.Context, id, signal string) error {
+	cmd := "scancel " + quote(id)
+	switch signal {
+	case "TERM":
+		cmd = "scancel --signal=TERM --full " + quote(id)
+	case "KILL":
+		cmd = "scancel --signal=KILL --full " + quote(id) + "; " + cmd
+	}
+	if _, err := b.Shell.Run(ctx, cmd, nil); err != nil {
 		return fmt.Errorf("scancel %s: %w", id, err)
 	}
 	return nil
@@ -342,7 +354,7 @@ func (b *Backend) Remove(ctx context.Context, j *store.Job, force bool) error {
 			return &backend.RunningError{JobID: j.ID, State: s.Detail}
 		}
 		if id := slurmID(j); id != "" {
-			b.Shell.Run(ctx, "scancel --signal=KILL --full "+quote(id)+"; scancel "+quote(id), nil)
+			b.scancel(ctx, id, "KILL")
 		}
 	}
 	return b.removeDir(ctx, j)
