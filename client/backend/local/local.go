@@ -47,9 +47,6 @@ func IsRef(host string) bool { return strings.HasPrefix(host, Scheme) }
 // Ref is the Host of a job run on the machine called hostname.
 func Ref(hostname string) string { return Scheme + hostname }
 
-// ThisHost is this machine's name, as Ref takes it.
-func ThisHost() string { return backend.ThisHost() }
-
 // Files of a job directory.
 const (
 	jobFile     = "job.json"
@@ -78,7 +75,7 @@ type Backend struct {
 var _ backend.Backend = (*Backend)(nil)
 
 // New returns the backend of the job directories under root.
-func New(root string) *Backend { return &Backend{Root: root, Host: ThisHost()} }
+func New(root string) *Backend { return &Backend{Root: root, Host: backend.ThisHost()} }
 
 func (b *Backend) Where() string { return Ref(b.Host) }
 
