@@ -25,6 +25,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/runner/contract"
 	"github.com/xrun-dev/xrun/runner/result"
 )
 
@@ -106,6 +107,14 @@ func cleanup() {
 	ims, _ := eng.Images(ctx, map[string]string{testLabel: runLabel})
 	for _, im := range ims {
 		eng.RemoveImage(ctx, im.ID)
+	}
+	// The fixtures' compile-cache volumes (their experiments are e2e-*);
+	// one a container still uses stays.
+	vols, _ := eng.Volumes(ctx, map[string]string{contract.LabelCache: ""})
+	for _, v := range vols {
+		if strings.HasPrefix(v.Labels[contract.LabelExperiment], "e2e-") {
+			eng.RemoveVolume(ctx, v.Name)
+		}
 	}
 	// The layers the fixtures share below their labels (ENV, runner,
 	// WORKDIR) are left untagged once their last child is gone.
@@ -195,14 +204,14 @@ func waitRunning(t *testing.T, id string) {
 }
 
 func TestInitThenSubmitAttached(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "first-kernel")
+	dir := filepath.Join(t.TempDir(), "e2e-first-kernel")
 	expect(t, x.Run(t, time.Minute, "init", dir), 0)
 	// The scaffold as it is, on whatever CPU base the host has.
 	r, id := x.Submitted(t, dir, func() res {
 		return x.Run(t, 5*time.Minute, "submit", "--cpu", "--keep", "--label", labelArg, dir)
 	})
 	expect(t, r, 0, "build: step 1/", "job "+id+" running in container", "status: succeeded")
-	for _, want := range []string{"first-kernel", "succeeded", "reference", "blocked", "PASS"} {
+	for _, want := range []string{"e2e-first-kernel", "succeeded", "reference", "blocked", "PASS"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("results table lacks %q:\n%s", want, r.Stdout)
 		}
@@ -232,7 +241,7 @@ func TestInitThenSubmitAttached(t *testing.T) {
 	if name := strings.TrimSpace(dockerCLI(t, "info", "--format", "{{.Name}}")); rs.Env.Host != name {
 		t.Errorf("env.host %q, want the daemon's host name %q", rs.Env.Host, name)
 	}
-	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}", "xrun-first-kernel-"+id)
+	status := dockerCLI(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}", "xrun-e2e-first-kernel-"+id)
 	// The runner starts as root with the capabilities to run the
 	// experiment as the job user and kill its processes (Docker may write
 	// them with or without CAP_).

@@ -35,8 +35,12 @@ var (
 func TestMain(m *testing.M) { os.Exit(mainSlurm(m)) }
 
 // Base is the CPU base the docker runtime's jobs build on
-// (images/make-cpu-base.sh).
-const Base = "xrun/cpu-base:bookworm"
+// (images/make-cpu-base.sh), and testLabel the label of their images,
+// which the suite removes when it ends.
+const (
+	Base      = "xrun/cpu-base:bookworm"
+	testLabel = "dev.xrun.test=slurm"
+)
 
 func mainSlurm(m *testing.M) int {
 	flag.Parse()
@@ -59,6 +63,15 @@ func mainSlurm(m *testing.M) int {
 	if code := xruntest.EnsureBase(eng, repo, Base, "slurm"); code >= 0 {
 		return code
 	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		k, v, _ := strings.Cut(testLabel, "=")
+		ims, _ := eng.Images(ctx, map[string]string{k: v})
+		for _, im := range ims {
+			eng.RemoveImage(ctx, im.ID)
+		}
+	}()
 	tmp, err := os.MkdirTemp("", "xrun-slurm-")
 	if err != nil {
 		return fail("%v", err)
@@ -493,7 +506,7 @@ func firstLine(s string) string {
 // results kept) and gone.
 func TestDockerRuntime(t *testing.T) {
 	dir := fixture(t, "quick")
-	r := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "--json", dir)
+	r := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "--label", testLabel, "--json", dir)
 	xruntest.Expect(t, r, 0)
 	j, _ := xruntest.DecodeJob(t, r)
 	if j.Status != "succeeded" || !strings.Contains(r.Stderr, "in Docker") {
@@ -524,7 +537,7 @@ func TestDockerRuntime(t *testing.T) {
 	// A second job of the same image uses the archive there; cancelled
 	// while it runs, it keeps its partial results.
 	slow := fixture(t, "slow")
-	d := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "-d", slow)
+	d := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "--label", testLabel, "-d", slow)
 	xruntest.Expect(t, d, 0)
 	id := strings.TrimSpace(d.Stdout)
 	defer xrun(t, time.Minute, "rm", "--force", id)
