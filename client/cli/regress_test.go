@@ -129,9 +129,23 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"confirmed_by": "`+run.Rerun+`"`) {
 		t.Errorf("alert (%v): %s", err, data)
 	}
-	// Accepted, the change starts a new baseline.
+
+	// Accepted, the change starts a new baseline; the history keeps what
+	// the night of the accepted run reported.
 	if code := ta.run(ctx, "history", "accept", "--note", "meant", slow.ID); code != 0 {
 		t.Fatalf("accept: exit %d: %s", code, ta.err)
+	}
+	hist, err := ta.history()
+	if err != nil {
+		t.Fatal(err)
+	}
+	night, err := hist.Store().RunsOfJob(slow.ID)
+	if err != nil || len(night) != 1 {
+		t.Fatalf("runs of %s: %v, %v", slow.ID, night, err)
+	}
+	kept, err := hist.Store().ReportedForRun(night[0].ID)
+	if v := kept[run.Points[0].Series]; err != nil || v.Status != "suspect" {
+		t.Errorf("the night kept: %+v, %v", kept, err)
 	}
 	if code := ta.run(ctx, "regress", run.Rerun); code != 0 || !strings.Contains(ta.out.String(), "1 insufficient") {
 		t.Errorf("after the change point: exit %d\n%s%s", code, ta.out, ta.err)

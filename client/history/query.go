@@ -212,6 +212,9 @@ type ChangePoint struct {
 // series (replacing one already at that time), and returns how many it
 // recorded.
 func (s *Store) MarkChange(series []int64, at time.Time, job, note string) (int, error) {
+	if err := s.keepNights(series, at); err != nil {
+		return 0, err
+	}
 	tx, err := s.db.Begin()
 	if err != nil {
 		return 0, fmt.Errorf("record change point: %w", err)

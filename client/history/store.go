@@ -53,8 +53,9 @@ func DefaultPath(getenv func(string) string) (string, error) {
 const busyTimeout = 30 * time.Second
 
 // schemaVersion is the layout below (PRAGMA user_version). 2 added
-// runs.baseline, points.autotune and points.host_busy; 3 removed_jobs.
-const schemaVersion = 3
+// runs.baseline, points.autotune and points.host_busy; 3 removed_jobs;
+// 4 reported.
+const schemaVersion = 4
 
 const schema = `
 CREATE TABLE IF NOT EXISTS series (
@@ -132,6 +133,13 @@ CREATE TABLE IF NOT EXISTS change_points (
 CREATE TABLE IF NOT EXISTS removed_jobs (
 	job_id     TEXT PRIMARY KEY,
 	removed_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reported (
+	run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	series_id   INTEGER NOT NULL,
+	verdict     TEXT NOT NULL,
+	reported_at INTEGER NOT NULL,
+	PRIMARY KEY (run_id, series_id)
 );
 `
 

@@ -177,6 +177,18 @@ type Verdict struct {
 	ConfigChange string `json:"config_change,omitempty"`
 }
 
+// AsReported is the verdict the night of its value reported: a walk of
+// the whole series also knows what later values made of it (a suspect the
+// next value confirmed, ConfirmedBy; or did not, a spike), which that
+// night's regress did not; the rule is otherwise causal.
+func (v Verdict) AsReported() Verdict {
+	if v.ConfirmedBy != "" {
+		v.Status, v.ConfirmedBy = Suspect, ""
+	}
+	v.Spike = false
+	return v
+}
+
 // Walk applies the rule to a series in time order and returns one verdict
 // per value. A verdict can change when a later value confirms it (a
 // suspect becomes regressed) or does not (a spike), so the whole series is

@@ -246,11 +246,20 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 }
 
 // latest is the index's view of a latest run: the verdicts xrun regress
-// gives it.
+// reported for it, else those it gives it now.
 func (b *builder) latest(r history.Run) (latestView, error) {
 	judged, err := b.h.Judge(r.JobID, b.o.Rule)
 	if err != nil {
 		return latestView{}, err
+	}
+	reported, err := b.h.ReportedForRun(r.ID)
+	if err != nil {
+		return latestView{}, err
+	}
+	for i := range judged {
+		if v, ok := reported[judged[i].SeriesID]; ok {
+			judged[i].Verdict = v
+		}
 	}
 	sr := summary.NewRun(r, judged)
 	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: sr.Host, Total: sr.Total,
@@ -296,12 +305,17 @@ type nightView struct {
 // verdict only by confirming a suspect (it becomes regressed or improved,
 // ConfirmedBy the later run) or by not confirming it (Spike). Undone,
 // those give the verdict xrun regress printed that night.
-func AsReported(v regress.Verdict) regress.Verdict {
-	if v.ConfirmedBy != "" {
-		v.Status, v.ConfirmedBy = regress.Suspect, ""
+func AsReported(v regress.Verdict) regress.Verdict { return v.AsReported() }
+
+// nightVerdict is the verdict j's run got the night it was judged: the one
+// the history kept for it when a change point accepted later made the rule
+// read it otherwise (history.Store.MarkChange), else the rule's walk read
+// as that night (AsReported).
+func nightVerdict(j history.Judged, kept regress.Verdict) regress.Verdict {
+	if kept.Status != "" {
+		return kept
 	}
-	v.Spike = false
-	return v
+	return AsReported(j.Verdict)
 }
 
 // later says what the runs after a value made of its verdict ("" when
@@ -327,11 +341,15 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	}
 	values := history.Values(history.PointsOf(ser), changes[id])
 	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: k.Machine(), Rule: b.o.Rule}
+	reported, err := b.h.ReportedForSeries(id)
+	if err != nil {
+		return seriesLink{}, err
+	}
 	var nights []nightView
 	for i, j := range ser {
 		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
 			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
-		v := AsReported(j.Verdict)
+		v := nightVerdict(j, reported[j.RunID])
 		n := nightView{At: j.Date, JobID: j.JobID, JobPage: "../jobs/" + b.jobPage(j.JobID), Host: j.Host, MedianMS: j.MedianMS,
 			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: summary.JudgedOn(v), Status: string(v.Status),
 			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint}
@@ -354,7 +372,7 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	for i, j := 0, len(nights)-1; i < j; i, j = i+1, j-1 {
 		nights[i], nights[j] = nights[j], nights[i]
 	}
-	last := AsReported(ser[len(ser)-1].Verdict)
+	last := nightVerdict(ser[len(ser)-1], reported[ser[len(ser)-1].RunID])
 	title := fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case)
 	data := map[string]any{
 		"Root": "../", "Title": title, "Key": k, "Machine": k.Machine(), "Nights": nights, "Rule": ruleText(b.o.Rule),
@@ -389,12 +407,16 @@ func (b *builder) jobPageFor(r history.Run, judged []history.Judged) error {
 	name := b.jobPage(r.JobID)
 	res := b.results(r)
 	data := map[string]any{"Root": "../", "Title": r.Experiment + " · job " + r.JobID, "Run": r, "Rule": ruleText(b.o.Rule)}
+	reported, err := b.h.ReportedForRun(r.ID)
+	if err != nil {
+		return err
+	}
 	var points []pointView
 	for _, j := range judged {
 		if j.RunID != r.ID {
 			continue
 		}
-		j.Verdict = AsReported(j.Verdict)
+		j.Verdict = nightVerdict(j, reported[j.SeriesID])
 		points = append(points, pointOf(j, "../series/"+seriesFile(j.SeriesID)))
 	}
 	data["Points"] = points

@@ -238,3 +238,60 @@ func tree(t *testing.T, dir string) map[string][]byte {
 	}
 	return out
 }
+
+// A night's verdict on the dashboard is what xrun regress reported that
+// night, also once a change point accepted later makes the rule read that
+// run otherwise: the history keeps the nights a change point rereads.
+func TestNightVerdictsKeptAfterAccept(t *testing.T) {
+	h, dir := fixture(t)
+	ru := regress.Default()
+	runs, err := h.Runs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series int64
+	var run history.Run
+	for _, r := range runs {
+		judged, err := h.Judge(r.JobID, ru)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range judged {
+			if j.Verdict.Status == regress.Regressed {
+				series, run = j.SeriesID, r
+			}
+		}
+	}
+	if series == 0 {
+		t.Fatal("the fixture has no regressed night")
+	}
+	// Accepted: the run starts a new baseline, and the rule now reads it
+	// otherwise.
+	if _, err := h.MarkChange([]int64{series}, run.At, run.JobID, "meant"); err != nil {
+		t.Fatal(err)
+	}
+	now, err := h.Judge(run.JobID, ru)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range now {
+		if j.SeriesID == series && j.Verdict.Status == regress.Regressed {
+			t.Fatal("the accepted change point changed nothing: the test shows nothing")
+		}
+	}
+	site := filepath.Join(dir, "site")
+	build(t, h, site)
+	page := read(t, site, "series/"+seriesFile(series))
+	i := strings.Index(page, ">"+run.JobID+"</a>")
+	if i < 0 {
+		t.Fatalf("the series page has no row of job %s", run.JobID)
+	}
+	row := page[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, "regressed") {
+		t.Errorf("the night of job %s after the accept: %s", run.JobID, row)
+	}
+	if job := read(t, site, "jobs/"+run.JobID+".html"); !strings.Contains(job, "regressed") {
+		t.Errorf("the job's page lost its night's verdict")
+	}
+}
