@@ -165,6 +165,9 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 				o.Where.Host = o.hosts[0]
 			}
 			if o.slurm {
+				// A login node named in xrun's config brings its slurm:
+				// options where the flags leave them unset.
+				o.settings = a.Backends().SlurmDefaults(o.login, o.settings)
 				switch o.settings.Runtime {
 				case "", store.RuntimeBare:
 					o.settings.Runtime = ""

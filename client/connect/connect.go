@@ -174,6 +174,33 @@ func (s *Set) Slurm(login string) *slurm.Backend {
 	return b
 }
 
+// SlurmDefaults fills what settings leave unset from the slurm: options
+// of the named host login in xrun's config (docs/hosts.md), if it has
+// them.
+func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.SlurmSettings {
+	if login == "" {
+		return settings
+	}
+	t, err := hosts.Resolve(hosts.Options{Host: login, Getenv: s.Getenv})
+	if err != nil || t.Name != login || t.Slurm == nil {
+		return settings
+	}
+	o := t.Slurm
+	for _, f := range []struct {
+		dst *string
+		val string
+	}{{&settings.Partition, o.Partition}, {&settings.Account, o.Account}, {&settings.QOS, o.QOS}, {&settings.Constraint, o.Constraint},
+		{&settings.Python, o.Python}, {&settings.Dir, o.Dir}, {&settings.Runtime, o.Runtime}} {
+		if *f.dst == "" {
+			*f.dst = f.val
+		}
+	}
+	if settings.Runtime == store.RuntimeBare {
+		settings.Runtime = ""
+	}
+	return settings
+}
+
 // For returns the backend of the Docker host, cluster or machine that job
 // j was submitted to (its record's Host). A job run on another machine's
 // processes (a job store shared over a network file system) is not this

@@ -49,6 +49,22 @@ type NamedHost struct {
 	// for tests of GPU assignment on machines without GPUs only: on a
 	// real host the inventory is always learned from nvidia-smi.
 	GPUs int `yaml:"gpus"`
+	// Slurm are the sbatch options of the jobs submitted through this
+	// host as a Slurm login node (xrun submit --slurm --login NAME), where
+	// the command line and XRUN_SLURM_* leave them unset.
+	Slurm *SlurmOptions `yaml:"slurm"`
+}
+
+// SlurmOptions are a Slurm cluster's defaults in xrun's config (the flags of
+// xrun submit --slurm of the same names).
+type SlurmOptions struct {
+	Partition  string `yaml:"partition"`
+	Account    string `yaml:"account"`
+	QOS        string `yaml:"qos"`
+	Constraint string `yaml:"constraint"`
+	Python     string `yaml:"python"`
+	Dir        string `yaml:"dir"`
+	Runtime    string `yaml:"runtime"`
 }
 
 // LoadConfig reads the hosts section of path; a missing file is an empty
@@ -70,7 +86,7 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("read xrun config %s: %w (allowed keys of a host: host, context, cert_path, tls_verify, ssh_options, gpus)", path, err)
+		return Config{}, fmt.Errorf("read xrun config %s: %w (allowed keys of a host: host, context, cert_path, tls_verify, ssh_options, gpus, slurm; of its slurm: partition, account, qos, constraint, python, dir, runtime)", path, err)
 	}
 	cfg := Config{Hosts: file.Hosts}
 	for name, h := range cfg.Hosts {
@@ -120,6 +136,10 @@ func (h NamedHost) target(o Options, name string) (Target, error) {
 		t.SSHOptions = append(t.SSHOptions, expandHome(o, s))
 	}
 	t.FakeGPUs = h.GPUs
+	if h.Slurm != nil {
+		o := *h.Slurm
+		t.Slurm = &o
+	}
 	return t, nil
 }
 

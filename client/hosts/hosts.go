@@ -44,6 +44,9 @@ type Target struct {
 	// of asking the host. It exists for tests of GPU assignment on hosts
 	// without GPUs and must not be used for real hosts.
 	FakeGPUs int
+	// Slurm are the Slurm options a named host declares for the jobs
+	// submitted through it as a login node (nil: none).
+	Slurm *SlurmOptions
 }
 
 // TLS locates the client certificate material for a tcp:// address. Empty

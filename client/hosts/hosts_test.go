@@ -68,6 +68,9 @@ hosts:
   fake4:
     host: unix:///tmp/fake.sock
     gpus: 4
+  login:
+    host: ssh://me@login.hpc
+    slurm: {partition: gpu, account: lab, qos: short, runtime: docker}
 `)
 	dockerDir := dockerConfig(t, "lab-ssh")
 	ctxTLS := filepath.Join(dockerDir, "contexts", "tls", contextID("cloud"), "docker")
@@ -110,6 +113,8 @@ hosts:
 			want: Target{Name: "viactx", Host: "tcp://203.0.113.7:2376", Context: "cloud",
 				TLS: &TLS{CAFile: filepath.Join(ctxTLS, "ca.pem"), CertFile: filepath.Join(ctxTLS, "cert.pem"), KeyFile: filepath.Join(ctxTLS, "key.pem"), Verify: true}}},
 		{name: "named host with a test inventory", o: Options{Host: "fake4"}, want: Target{Name: "fake4", Host: "unix:///tmp/fake.sock", FakeGPUs: 4}},
+		{name: "a Slurm login node with its options", o: Options{Host: "login"}, want: Target{Name: "login", Host: "ssh://me@login.hpc",
+			Slurm: &SlurmOptions{Partition: "gpu", Account: "lab", QOS: "short", Runtime: "docker"}}},
 		{name: "unknown name", o: Options{Host: "nosuch"}, wantErr: `unknown host "nosuch"`},
 		{name: "unknown context", o: Options{Context: "nosuch"}, wantErr: `docker context "nosuch" not found`},
 		{name: "--host and --context", o: Options{Host: "lab", Context: "cloud"}, wantErr: "pick one"},

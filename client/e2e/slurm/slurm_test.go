@@ -218,7 +218,7 @@ func TestOverSSH(t *testing.T) {
 		quoted[i] = strconv.Quote(o)
 	}
 	os.MkdirAll(filepath.Join(cfg, "xrun"), 0o755)
-	if err := os.WriteFile(filepath.Join(cfg, "xrun", "config.yaml"), []byte(fmt.Sprintf("hosts:\n  login:\n    host: %s\n    ssh_options: [%s]\n", sshd.Host, strings.Join(quoted, ", "))), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg, "xrun", "config.yaml"), []byte(fmt.Sprintf("hosts:\n  login:\n    host: %s\n    ssh_options: [%s]\n    slurm: {partition: short}\n", sshd.Host, strings.Join(quoted, ", "))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	extra := []string{"XDG_CONFIG_HOME=" + cfg, "SLURM_CONF=/nonexistent"}
@@ -234,6 +234,10 @@ func TestOverSSH(t *testing.T) {
 	logs := x.RunEnv(t, time.Minute, extra, "logs", id)
 	if !strings.Contains(logs.Stdout, "xrun: Slurm job") {
 		t.Errorf("logs:\n%s", logs.Stdout)
+	}
+	// The login node's slurm: options of the config went to sbatch.
+	if script, err := os.ReadFile(filepath.Join(jobsDir, id, "job.sh")); err != nil || !strings.Contains(string(script), "#SBATCH --partition=short") {
+		t.Errorf("job.sh (%v):\n%s", err, script)
 	}
 	xruntest.Expect(t, x.RunEnv(t, time.Minute, extra, "rm", id), 0)
 	if has(jobDirs(t), id) {
