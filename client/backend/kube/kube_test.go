@@ -177,6 +177,11 @@ func TestStateOf(t *testing.T) {
 	if s := StateOf(job, []corev1.Pod{oom}); s.Phase != backend.Exited || !s.OOMKilled || s.ExitCode != 137 || s.MemoryBytes != 8<<30 {
 		t.Errorf("oom: %+v", s)
 	}
+	// The kubelet's generic "Error" says less than the runner's exit code.
+	cancelled := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://a4", ExitCode: 130, Reason: "Error"}}})
+	if s := StateOf(job, []corev1.Pod{cancelled}); s.Phase != backend.Exited || s.ExitCode != 130 || s.Message != "the runner exited with code 130" {
+		t.Errorf("a runner that exited 130: %+v", s)
+	}
 	// An evicted pod and its replacement: the newest decides, and until
 	// the replacement runs, the job is being replaced, not failed.
 	evicted := pod("p1", now, corev1.PodFailed, &corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://a2", ExitCode: 137}}},

@@ -109,7 +109,13 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 		s.OOMKilled = t.Reason == "OOMKilled"
 		s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
 		s.TimedOut = timedOut
-		if t.ExitCode != 0 {
+		switch {
+		case t.ExitCode == 0:
+		case t.Reason == "Error" || t.Reason == "":
+			// The kubelet's word for any non-zero exit: the exit code
+			// says more (130 a cancelled runner, 3 a bad spec).
+			s.Message = fmt.Sprintf("the runner exited with code %d", t.ExitCode)
+		default:
 			s.Message = t.Reason
 		}
 	case cs != nil && cs.State.Running != nil:
