@@ -13,8 +13,9 @@
 #
 # An experiment is touched when a file under experiments/NAME/ changed, or a
 # file under a path its xrun.yaml includes (include: [../../kernels/gla]).
-# The runs are judged against a copy of main's history (OUT_DIR/history.db),
-# so a pull request never moves main's baselines. OUT_DIR/comment.md gets
+# The runs are judged against a copy of main's history (OUT_DIR/history.db)
+# and recorded in a job store of their own (OUT_DIR/data), so a pull
+# request never moves main's baselines. OUT_DIR/comment.md gets
 # one markdown table per experiment (the workflow comments it on the pull
 # request), and each job's report and judgement stay in OUT_DIR/NAME/.
 #
@@ -90,14 +91,17 @@ if [ -z "$exps" ]; then
 	exit 0
 fi
 
-# A copy of main's history: the pull request's runs join it, main's does not.
+# A copy of main's history: the pull request's runs join it, main's does
+# not. They are also kept out of main's job store (the nightly's history
+# imports the finished jobs of its store): the pull request has its own,
+# under OUT_DIR.
 if [ -n "${XRUN_HISTORY:-}" ]; then export XRUN_HISTORY; fi
 if ! "$xrun" history backup "$out/history.db" 2>"$out/history-backup.log"; then
 	echo "pr: main's results history could not be copied ($(tail -n 1 "$out/history-backup.log")): the runs are judged against none" >&2
 	echo "_main's results history could not be read: the runs below are judged against none._" >>"$comment"
 	echo >>"$comment"
 fi
-export XRUN_HISTORY=$out/history.db
+export XRUN_HISTORY=$out/history.db XDG_DATA_HOME=$out/data
 
 rc=0 regressed=0 infra=0
 for exp in $exps; do

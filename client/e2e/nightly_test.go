@@ -129,8 +129,7 @@ func TestPRScript(t *testing.T) {
 		t.Fatalf("main's run: exit %d\n%s%s", first.Code, first.Stdout, first.Stderr)
 	}
 	defer x.Run(t, time.Minute, "rm", "--force", j.ID)
-	before, err := os.ReadFile(mainHist)
-	if err != nil {
+	if _, err := os.Stat(mainHist); err != nil {
 		t.Fatalf("main's history: %v", err)
 	}
 	git("checkout", "-qb", "pr")
@@ -156,7 +155,8 @@ func TestPRScript(t *testing.T) {
 	if json.Unmarshal(data, &sub) != nil || sub.ID == "" {
 		t.Fatalf("submit.json: %s\n%s", data, log)
 	}
-	defer x.Run(t, time.Minute, "rm", "--force", sub.ID)
+	prEnv := append(env(), "XDG_DATA_HOME="+filepath.Join(out, "data"), "XRUN_HISTORY="+filepath.Join(out, "history.db"))
+	defer xruntest.Run(t, time.Minute, xrunBin, prEnv, "rm", "--force", sub.ID)
 	if _, err := os.Stat(filepath.Join(out, "other")); err == nil {
 		t.Error("it ran an experiment the pull request did not touch")
 	}
@@ -165,12 +165,15 @@ func TestPRScript(t *testing.T) {
 		t.Errorf("comment.md (%v):\n%s\nlog:\n%s", err, comment, log)
 	}
 	t.Logf("comment.md:\n%s", comment)
-	after, err := os.ReadFile(mainHist)
-	if err != nil || string(after) != string(before) {
-		t.Errorf("main's history changed (%v)", err)
+	// Main's history holds its run alone, also after its catch-up with
+	// main's job store (its file may be rewritten by SQLite's
+	// checkpoint, not its content).
+	mh := xruntest.Run(t, time.Minute, xrunBin, e, "history", "--json", "e2e-pr-quick")
+	if mh.Code != 0 || !strings.Contains(mh.Stdout, j.ID) || strings.Contains(mh.Stdout, sub.ID) {
+		t.Errorf("main's history: exit %d\n%.600s", mh.Code, mh.Stdout)
 	}
 	// The copy has both runs.
-	h := xruntest.Run(t, time.Minute, xrunBin, append(env(), "XRUN_HISTORY="+filepath.Join(out, "history.db")), "history", "--json", "e2e-pr-quick")
+	h := xruntest.Run(t, time.Minute, xrunBin, prEnv, "history", "--json", "e2e-pr-quick")
 	if h.Code != 0 || !strings.Contains(h.Stdout, j.ID) || !strings.Contains(h.Stdout, sub.ID) {
 		t.Errorf("the copy of the history: exit %d\n%.600s", h.Code, h.Stdout)
 	}
