@@ -215,6 +215,10 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 					t.Errorf("%s written for a job whose runner never started", f)
 				}
 			}
+			// Its outcome points at no log it does not have.
+			if err := Outcome(j); tc.name == "no message" && (err == nil || strings.Contains(err.Error(), "xrun logs") || !strings.Contains(err.Error(), "it has no log")) {
+				t.Errorf("outcome: %v", err)
+			}
 		})
 	}
 }

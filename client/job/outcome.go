@@ -61,6 +61,10 @@ func outcome(j *store.Job, errorShown bool) error {
 	if j.OOMKilled && !strings.Contains(msg, "resources.memory") {
 		msg += "; raise resources.memory in xrun.yaml"
 	}
+	if strings.HasSuffix(j.Error, notStartedSuffix) {
+		// Its runner never started: there is no log to point at.
+		return &exit.Error{Code: code, Err: fmt.Errorf("%s (it has no log; `xrun status %s` says what it waited for)", msg, j.ID)}
+	}
 	if errorShown {
 		return &exit.Error{Code: code, Err: fmt.Errorf("%s (what failed is above; `xrun logs %s`)", msg, j.ID)}
 	}
