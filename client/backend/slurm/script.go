@@ -77,38 +77,60 @@ func directives(s Settings, spec backend.Spec, dir string) ([]string, error) {
 // to the runner, which writes cancelled results before it exits.
 func jobScript(directives []string, dir, runner string, env []string) string {
 	var b strings.Builder
+	scriptHead(&b, directives, dir, "")
+	exportEnv(&b, env, "")
+	fmt.Fprintf(&b, "%s --experiment \"$d/exp\" --out \"$d/out\" &\n", quote(runner))
+	waitFor(&b, "kill -TERM $pid 2>/dev/null")
+	return b.String()
+}
+
+// scriptHead starts a batch script: its #SBATCH lines, the job's
+// directory as $d, when it started, and a line on where it runs (where
+// added to it).
+func scriptHead(b *strings.Builder, directives []string, dir, where string) {
 	b.WriteString("#!/bin/sh\n")
 	for _, d := range directives {
 		b.WriteString(d + "\n")
 	}
-	fmt.Fprintf(&b, "d=%s\n", quote(dir))
+	fmt.Fprintf(b, "d=%s\n", quote(dir))
 	b.WriteString(`date +%s > "$d/` + startedFile + `"
 rm -f "$d/` + exitFile + `"
-echo "xrun: Slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEVICES:-none}" >&2
+echo "xrun: Slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEVICES:-none}` + where + `" >&2
 `)
+}
+
+// exportEnv exports env's variables (sorted; names that are not a shell's
+// left out, and skip) and returns their names.
+func exportEnv(b *strings.Builder, env []string, skip string) []string {
 	env = append([]string(nil), env...)
 	sort.Strings(env)
+	var names []string
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !validName(k) {
+		if !ok || !validName(k) || k == skip {
 			continue
 		}
-		fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
+		fmt.Fprintf(b, "export %s=%s\n", k, quote(v))
+		names = append(names, k)
 	}
-	fmt.Fprintf(&b, "%s --experiment \"$d/exp\" --out \"$d/out\" &\n", quote(runner))
-	// A signal cuts the wait short: the runner's own exit code comes from
-	// waiting again, as many times as a signal came (the shell keeps it
-	// after the runner exited).
+	return names
+}
+
+// waitFor ends a batch script: it waits for the job it started last (in
+// the background), running stop on a SIGTERM or SIGINT, and records the
+// job's own exit code. A signal cuts the wait short: the exit code comes
+// from waiting again, as many times as a signal came (the shell keeps it
+// after the job exited).
+func waitFor(b *strings.Builder, stop string) {
 	b.WriteString(`pid=$!
 sig=
-trap 'sig=1; kill -TERM $pid 2>/dev/null' TERM INT
+trap 'sig=1; ` + stop + `' TERM INT
 rc=0
 wait $pid || rc=$?
 while [ -n "$sig" ]; do sig=; rc=0; wait $pid || rc=$?; done
 echo $rc > "$d/` + exitFile + `.tmp" && mv -f "$d/` + exitFile + `.tmp" "$d/` + exitFile + `"
 exit $rc
 `)
-	return b.String()
 }
 
 func validName(k string) bool {
@@ -147,36 +169,18 @@ func imageFile(ref string) string {
 // cancelled results before it exits.
 func dockerScript(directives []string, dir, archive, image, jobID string, spec backend.Spec, env []string) string {
 	var b strings.Builder
-	b.WriteString("#!/bin/sh\n")
-	for _, d := range directives {
-		b.WriteString(d + "\n")
-	}
-	name := "xrun-slurm-" + jobID
-	fmt.Fprintf(&b, "d=%s\nimage=%s\nname=%s\n", quote(dir), quote(image), quote(name))
-	b.WriteString(`date +%s > "$d/` + startedFile + `"
-rm -f "$d/` + exitFile + `"
-echo "xrun: Slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEVICES:-none}, in Docker" >&2
-`)
+	scriptHead(&b, directives, dir, ", in Docker")
+	fmt.Fprintf(&b, "image=%s\nname=%s\n", quote(image), quote("xrun-slurm-"+jobID))
 	fmt.Fprintf(&b, `if ! docker image inspect "$image" >/dev/null 2>&1; then
 	echo "xrun: loading the job's image on $(hostname)" >&2
 	docker load -q -i %s >&2 || { echo 4 > "$d/%s"; exit 4; }
 fi
 mkdir -p "$d/out"
 `, quote(archive), exitFile)
-	env = append([]string(nil), env...)
-	sort.Strings(env)
 	// The runner names the machine it ran on after the node, not the
 	// Docker host that built the image.
 	b.WriteString(`export ` + contract.EnvHostName + `="$(hostname)"` + "\n")
-	names := []string{contract.EnvHostName}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !validName(k) || k == contract.EnvHostName {
-			continue
-		}
-		fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
-		names = append(names, k)
-	}
+	names := append([]string{contract.EnvHostName}, exportEnv(&b, env, contract.EnvHostName)...)
 	args := []string{"docker", "run", "--rm", "--name", `"$name"`, "--user", "0:0", "--cap-drop", "ALL"}
 	for _, c := range contract.RunnerCaps {
 		args = append(args, "--cap-add", c)
@@ -200,15 +204,7 @@ mkdir -p "$d/out"
 		// The GPUs Slurm gave the job, by index, as the node numbers them.
 		b.WriteString(` ${CUDA_VISIBLE_DEVICES:+--gpus "\"device=$CUDA_VISIBLE_DEVICES\""}`)
 	}
-	b.WriteString(` "$image" &
-pid=$!
-sig=
-trap 'sig=1; docker stop -t 20 "$name" >/dev/null 2>&1 &' TERM INT
-rc=0
-wait $pid || rc=$?
-while [ -n "$sig" ]; do sig=; rc=0; wait $pid || rc=$?; done
-echo $rc > "$d/` + exitFile + `.tmp" && mv -f "$d/` + exitFile + `.tmp" "$d/` + exitFile + `"
-exit $rc
-`)
+	b.WriteString(" \"$image\" &\n")
+	waitFor(&b, `docker stop -t 20 "$name" >/dev/null 2>&1 &`)
 	return b.String()
 }
