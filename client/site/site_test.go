@@ -84,7 +84,7 @@ func TestNightVerdictsAsReported(t *testing.T) {
 	laterChanged := 0
 	for _, j := range walked {
 		want := night[key{j.SeriesID, j.JobID}]
-		got := AsReported(j.Verdict)
+		got := j.Verdict.AsReported()
 		if got.Status != want.Status || got.Direction != want.Direction || got.Confirms != want.Confirms ||
 			got.ConfirmedBy != want.ConfirmedBy || got.Spike != want.Spike || got.Score != want.Score {
 			t.Errorf("series %d job %s: as reported %+v, regress said %+v", j.SeriesID, j.JobID, got, want)

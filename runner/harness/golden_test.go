@@ -88,17 +88,7 @@ func TestGoldenCommands(t *testing.T) {
 		if c.cmd == nil {
 			continue
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(lines[i], &obj); err != nil {
-			t.Fatal(err)
-		}
-		delete(obj, "op")
-		delete(obj, "id")
-		rest, _ := json.Marshal(obj)
-		dec := json.NewDecoder(bytes.NewReader(rest))
-		dec.DisallowUnknownFields()
-		v := reflectNew(c.cmd)
-		if err := dec.Decode(v); err != nil {
+		if err := decodeStrict(lines[i], reflectNew(c.cmd), "op"); err != nil {
 			t.Errorf("%s: %v", c.op, err)
 		}
 	}
@@ -132,16 +122,7 @@ func TestGoldenEvents(t *testing.T) {
 		default:
 			continue
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(line, &obj); err != nil {
-			t.Fatal(err)
-		}
-		delete(obj, "event")
-		delete(obj, "id")
-		rest, _ := json.Marshal(obj)
-		dec := json.NewDecoder(bytes.NewReader(rest))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(payload); err != nil {
+		if err := decodeStrict(line, payload, "event"); err != nil {
 			t.Errorf("%s event: the runner does not read a field the harness writes: %v", ev.Kind, err)
 		}
 	}
@@ -154,3 +135,18 @@ func TestGoldenEvents(t *testing.T) {
 
 // reflectNew is a pointer to a new zero value of v's type.
 func reflectNew(v any) any { return reflect.New(reflect.TypeOf(v)).Interface() }
+
+// decodeStrict decodes a protocol line into v, less its envelope (kind,
+// "op" or "event", and "id"), refusing a field v does not have.
+func decodeStrict(line []byte, v any, kind string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return err
+	}
+	delete(obj, kind)
+	delete(obj, "id")
+	rest, _ := json.Marshal(obj)
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

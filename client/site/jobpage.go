@@ -1,0 +1,203 @@
+package site
+
+// A job's page: its verdicts that night, its criteria, its table and
+// figures, and where it ran.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/plot"
+	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/runner/termsafe"
+)
+
+// provenance is a row of a job's "where it ran" table.
+type provenance struct{ Name, Value string }
+
+type criterionView struct {
+	Name, Kind, Value, Threshold, Outcome, Class, Expect, Detail string
+}
+
+type figureView struct{ Title, PNG, SVG string }
+
+// jobPageFor writes the page of run r (its judged points, as that night).
+func (b *builder) jobPageFor(r history.Run, judged []history.Judged) error {
+	name := b.jobPage(r.JobID)
+	res := b.results(r)
+	data := map[string]any{"Root": "../", "Title": r.Experiment + " · job " + r.JobID, "Run": r, "Rule": ruleText(b.o.Rule)}
+	reported, err := b.h.ReportedForRun(r.ID)
+	if err != nil {
+		return err
+	}
+	var points []pointView
+	for _, j := range judged {
+		if j.RunID != r.ID {
+			continue
+		}
+		j.Verdict = nightVerdict(j, reported[j.SeriesID])
+		points = append(points, pointOf(j, "../series/"+seriesFile(j.SeriesID)))
+	}
+	data["Points"] = points
+	if res != nil {
+		data["Results"] = res
+		data["Provenance"] = provenanceOf(r, res)
+		data["Outcome"], data["OutcomeClass"] = outcomeText(res)
+		var table bytes.Buffer
+		if err := report.TextWith(&table, res, report.TextOptions{}); err != nil {
+			return err
+		}
+		data["Table"] = table.String()
+		data["Criteria"] = criteriaOf(res)
+		data["Error"] = termsafe.String(res.Error)
+		var warns []string
+		for _, w := range res.Warnings {
+			warns = append(warns, termsafe.String(w.Message))
+		}
+		data["Warnings"] = warns
+		figs, ferr := b.figures(res, strings.TrimSuffix(name, ".html"))
+		data["Figures"], data["FigureError"] = figs, ferr
+	} else {
+		data["Provenance"] = provenanceOf(r, nil)
+	}
+	if err := b.render("jobs/"+name, "job.html", data); err != nil {
+		return err
+	}
+	b.pages = append(b.pages, Page{Path: "jobs/" + name, Kind: "job", Title: r.Experiment + " · job " + r.JobID})
+	return nil
+}
+
+// figures draws a job's sweep and roofline into jobs/<base>/, and says
+// why where it cannot.
+func (b *builder) figures(res *result.Results, base string) ([]figureView, string) {
+	dir := filepath.Join(b.o.Dir, "jobs", base)
+	figs, err := plot.Sweep(res, dir)
+	var why []string
+	if err != nil {
+		why = append(why, err.Error())
+	}
+	if roof, err := plot.Roofline(res, dir); err == nil {
+		figs = append(figs, roof)
+	} else if !errors.Is(err, plot.ErrNoRoofline) {
+		why = append(why, err.Error())
+	}
+	var out []figureView
+	for _, f := range figs {
+		title, _, _ := strings.Cut(f.Title, "\n")
+		out = append(out, figureView{Title: title, PNG: base + "/" + filepath.Base(f.PNG), SVG: base + "/" + filepath.Base(f.SVG)})
+	}
+	return out, termsafe.String(strings.Join(why, "; "))
+}
+
+func provenanceOf(r history.Run, res *result.Results) []provenance {
+	var out []provenance
+	add := func(name, value string) {
+		if value != "" {
+			out = append(out, provenance{name, termsafe.String(value)})
+		}
+	}
+	add("job", r.JobID)
+	add("started", r.At.UTC().Format(time.RFC3339))
+	add("status", r.Status)
+	add("host", r.Host)
+	add("reached at", r.Address)
+	if r.Source != history.SourceStore {
+		add("imported from", r.Source)
+	}
+	if res == nil {
+		add("GPU", r.GPU)
+		add("GPU UUID", r.GPUUUID)
+		return out
+	}
+	e := res.Env
+	if res.FinishedAt != nil {
+		add("finished", res.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	add("mode", res.Mode)
+	for _, g := range e.GPUs {
+		v := g.Name
+		if g.UUID != "" {
+			v += " (" + g.UUID + ")"
+		}
+		if g.Before != nil && g.Before.MaxSMClockMHz > 0 {
+			v += fmt.Sprintf(", max SM clock %d MHz", g.Before.MaxSMClockMHz)
+		}
+		if g.Before != nil && g.Before.PowerLimitW > 0 {
+			v += fmt.Sprintf(", power limit %.0f W", g.Before.PowerLimitW)
+		}
+		add(fmt.Sprintf("GPU %d", g.Index), v)
+	}
+	add("CPU", e.CPU)
+	add("driver", e.Driver)
+	add("CUDA runtime", e.CUDARuntime)
+	add("Python", e.Python)
+	add("PyTorch", e.Torch)
+	add("Triton", e.Triton)
+	add("NumPy", e.Numpy)
+	if e.OS != "" || e.Arch != "" {
+		add("OS", strings.TrimSpace(e.OS+" "+e.Arch))
+	}
+	commit := e.GitCommit
+	if commit != "" && e.GitDirty {
+		commit += " (the experiment's files differed from it)"
+	}
+	add("git commit", commit)
+	add("image", res.Image.Ref)
+	add("image digest", res.Image.Digest)
+	add("code hash", res.Image.CodeHash)
+	add("spec hash", res.SpecHash)
+	add("xrun client", res.ClientVersion)
+	add("xrun runner", res.RunnerVersion)
+	return out
+}
+
+func criteriaOf(res *result.Results) []criterionView {
+	var out []criterionView
+	for _, c := range res.Criteria {
+		v := criterionView{Name: termsafe.String(c.Name), Kind: c.Kind, Value: fmt.Sprintf("%.4g", c.Value),
+			Threshold: fmt.Sprintf("%.4g", c.Threshold), Expect: c.Expect, Detail: termsafe.String(c.Detail)}
+		switch {
+		case c.NotEvaluated:
+			v.Outcome, v.Class = "not evaluated", "noisy"
+		case c.Skipped:
+			v.Outcome, v.Class = "skipped", "insufficient"
+		case c.Passed:
+			v.Outcome, v.Class = "passed", "stable"
+		default:
+			v.Outcome, v.Class = "failed", "regressed"
+		}
+		if c.Expect == result.ExpectFail && !c.Passed && !c.Skipped && !c.NotEvaluated {
+			v.Outcome, v.Class = "failed, as declared", "insufficient"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// outcomeText says how a run came out against its declared outcome, and
+// the class that colours it.
+func outcomeText(res *result.Results) (string, string) {
+	o := analyze.ExpectedOutcome(res)
+	switch {
+	case o.Expected:
+		return res.Status + ", as the experiment declares", "stable"
+	case len(o.Worse) > 0:
+		return res.Status + ", worse than declared: " + termsafe.String(strings.Join(o.Worse, "; ")), "regressed"
+	}
+	return res.Status + ", changed from the declared one: " + termsafe.String(strings.Join(o.Better, "; ")), "suspect"
+}
+
+// results returns r's results.json, nil when not at hand.
+func (b *builder) results(r history.Run) *result.Results {
+	if b.o.Results == nil {
+		return nil
+	}
+	return b.o.Results(r)
+}
