@@ -118,6 +118,11 @@ func TestOwner(t *testing.T) {
 	if code := ta.run(ctx, "rm", id); code != ExitUsage || !strings.Contains(ta.err.String(), "xrun rm --force "+id+" to remove it anyway") {
 		t.Errorf("rm: exit %d, %s", code, ta.err)
 	}
+	// Nor can a command run in another user's job (xrun exec).
+	if code := ta.run(ctx, "exec", id, "--", "true"); code != ExitUsage || !strings.Contains(ta.err.String(), "xrun exec --force "+id+" to exec it anyway") ||
+		len(ta.fake.Execs) != 0 {
+		t.Errorf("exec: exit %d, %s (%d commands ran)", code, ta.err, len(ta.fake.Execs))
+	}
 	if code := ta.run(ctx, "cancel", "--force", id); code != 0 {
 		t.Errorf("cancel --force: exit %d, %s", code, ta.err)
 	}
