@@ -31,8 +31,8 @@ func newCompareCommand(a *App) *cli.Command {
 over its own baseline, its TFLOPS, and the first job's time over its own (above
 1x: faster than the first job) with the runner's conservative verdict on it:
 FAST or SLOW only when the two jobs' q1-q3 ranges are apart by more than the
-fast_threshold margin (2 %), SAME when they overlap within it, AMBIGUOUS
-otherwise, so that two hosts or two nights can be told apart from noise; and
+fast_threshold margin (2 %), otherwise SAME when the medians are within it,
+AMBIGUOUS when they are further apart, so that two hosts or two nights can be told apart from noise; and
 each job's host (the machine's name the runner recorded, alike for a job and a
 results file, with the alias a job was submitted to: "gpu01 (lab)") and GPU. Jobs of different experiments are refused (exit 3)
 unless --force lines up what they share, with a note; jobs with no sweep point in

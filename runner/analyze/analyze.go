@@ -143,8 +143,10 @@ func bandwidth(gpu *result.GPU) (float64, bool) {
 //	FAST       cand.q3 * th <= base.q1: even the candidate's slow quarter beats
 //	           the baseline's fast quarter by the margin;
 //	SLOW       base.q3 * th <= cand.q1: the same, the other way round;
-//	SAME       otherwise, when the medians are within th of each other and
-//	           the IQRs overlap;
+//	SAME       otherwise, when the medians are within th of each other:
+//	           whatever the spreads, the difference is under the margin
+//	           (tight, disjoint ranges only say that a difference smaller
+//	           than the margin was measured precisely);
 //	AMBIGUOUS  anything else: the medians differ by more than the margin but
 //	           the spreads overlap too much to call it, or a timing is missing
 //	           (speedup 0).
@@ -163,8 +165,7 @@ func Verdict(cand, base result.Timing, threshold float64) (speedup float64, verd
 		return speedup, result.VerdictSlow
 	}
 	lo, hi := math.Min(cand.MedianMS, base.MedianMS), math.Max(cand.MedianMS, base.MedianMS)
-	overlap := cand.Q1MS <= base.Q3MS && base.Q1MS <= cand.Q3MS
-	if overlap && hi <= lo*threshold {
+	if hi <= lo*threshold {
 		return speedup, result.VerdictSame
 	}
 	return speedup, result.VerdictAmbiguous

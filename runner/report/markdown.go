@@ -402,7 +402,7 @@ func (m *mdWriter) methodology(r *result.Results) {
 		th = 1.02
 	}
 	s = append(s, fmt.Sprintf("times are medians; a speedup is FAST only when the candidate's q3 x %g <= the baseline's q1 (SLOW the other way round), "+
-		"SAME when the medians are within %g%% and the interquartile ranges overlap, otherwise AMBIGUOUS", th, roundPct(th)))
+		"otherwise SAME when the medians are within %g%%, and AMBIGUOUS when they are further apart", th, roundPct(th)))
 	if me.ImplTimeoutS > 0 {
 		s = append(s, fmt.Sprintf("each implementation ran in its own process with a %g s timeout", me.ImplTimeoutS))
 	}
