@@ -241,6 +241,8 @@ type Spec struct {
 	ShmBytes    int64
 	MemoryBytes int64
 	PidsLimit   int64
+	// CPUSet is the host CPUs the job runs on ("2-3"; "": all of them).
+	CPUSet string
 	// Root runs the runner as root with the default capabilities instead
 	// of as contract.JobUser without any.
 	Root bool
@@ -320,7 +322,10 @@ type PrepareRequest struct {
 	// GPUs is nil for a CPU job; GPUType is resources.gpu_type.
 	GPUs    *GPUs
 	GPUType string
-	// Queue waits for GPUs that other jobs hold instead of failing.
+	// CPUs is resources.cpus: how many CPUs to reserve (0: the default,
+	// a GPU job's share of the host; none for a CPU job).
+	CPUs int
+	// Queue waits for GPUs and CPUs that other jobs hold instead of failing.
 	Queue bool
 	// Log receives progress ("job ID gets GPU 1 (NVIDIA H100) on HOST").
 	Log io.Writer
@@ -338,6 +343,8 @@ type Reservation struct {
 	// ("0,2") for the job's record.
 	GPUs   *GPUs
 	GPUIDs string
+	// CPUSet is the CPUs the job runs on ("2-3"; "": all of them).
+	CPUSet string
 }
 
 // NoReservation is what a backend without a Preparer reserves: nothing,

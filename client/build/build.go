@@ -56,6 +56,8 @@ type Options struct {
 	CPU  bool
 	// Timeout overrides resources.timeout when set.
 	Timeout time.Duration
+	// CPUs overrides resources.cpus when set (--cpus).
+	CPUs int
 	// Base overrides the base image image.base resolves to.
 	Base    string
 	NoCache bool
@@ -100,6 +102,9 @@ func Load(o Options) (*Prepared, error) {
 	p := &Prepared{Spec: s, Timeout: s.Resources.Timeout.Duration, Mode: "gpu", Labels: o.Labels}
 	if o.Timeout > 0 {
 		p.Timeout = o.Timeout
+	}
+	if o.CPUs > 0 {
+		s.Resources.CPUs = o.CPUs
 	}
 	// resources.gpus: 0 is a CPU experiment, unless --gpus asks otherwise.
 	if o.CPU || o.GPUs == "" && s.Resources.GPUs.Zero {
@@ -498,6 +503,8 @@ type JobOptions struct {
 	// CacheLimit is the most bytes the cache volume may hold as the job
 	// starts (contract.EnvCacheLimit; 0: no limit).
 	CacheLimit int64
+	// CPUSet is the host CPUs the job runs on (backend.Spec.CPUSet).
+	CPUSet string
 }
 
 // JobSpec is the spec job j is created with: the image and code of p, the
@@ -566,6 +573,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 		PostToken:   o.PostToken,
 		CacheVolume: o.CacheVolume,
 		CacheLabels: o.CacheLabels,
+		CPUSet:      o.CPUSet,
 	}
 	if o.CacheVolume != "" {
 		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume, contract.EnvCacheLimit+"="+strconv.FormatInt(o.CacheLimit, 10))

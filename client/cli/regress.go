@@ -149,7 +149,7 @@ func rerunOptions(j *store.Job, env []string) submitOptions {
 	}
 	if s := j.Submit; s != nil {
 		so.Base, so.Labels, so.Root, so.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
-		so.NoStandby, so.NoCacheVolume = s.NoStandby, s.NoCacheVolume
+		so.NoStandby, so.NoCacheVolume, so.CPUs = s.NoStandby, s.NoCacheVolume, s.CPUs
 		if s.Network != "" {
 			so.Network = s.Network
 		}

@@ -73,6 +73,9 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	}
 	row("image", j.ImageRef)
 	row("gpus", j.GPUs)
+	if j.CPUs != "" {
+		row("cpus", j.CPUs)
+	}
 	row("mode", j.Mode)
 	row("timeout", readableDuration(j.Timeout))
 	row("created", j.Created.Local().Format(time.RFC3339))

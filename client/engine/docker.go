@@ -159,6 +159,7 @@ func (d *Docker) Create(ctx context.Context, s ContainerSpec) (string, error) {
 	if s.PidsLimit > 0 {
 		hc.PidsLimit = &s.PidsLimit
 	}
+	hc.CpusetCpus = s.CPUSet
 	if s.Unprivileged {
 		hc.CapDrop = []string{"ALL"}
 		hc.SecurityOpt = []string{"no-new-privileges"}
@@ -318,6 +319,14 @@ func (d *Docker) Rename(ctx context.Context, id, name string) error {
 	return nil
 }
 
+// SetCPUs moves the container onto the CPUs of cpuset.
+func (d *Docker) SetCPUs(ctx context.Context, id, cpuset string) error {
+	if _, err := d.cli.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &container.Resources{CpusetCpus: cpuset}}); err != nil {
+		return fmt.Errorf("move container %s onto CPUs %s: %w", short(id), cpuset, translate(err))
+	}
+	return nil
+}
+
 // CopyTo unpacks tar into dir of the container.
 func (d *Docker) CopyTo(ctx context.Context, id, dir string, tar io.Reader) error {
 	if _, err := d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: dir, Content: tar}); err != nil {
@@ -350,6 +359,7 @@ func (d *Docker) Inspect(ctx context.Context, id string) (Container, error) {
 	}
 	if c.HostConfig != nil {
 		out.MemoryBytes = c.HostConfig.Memory
+		out.CPUSet = c.HostConfig.CpusetCpus
 	}
 	if s := c.State; s != nil {
 		out.State = string(s.Status)

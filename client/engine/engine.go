@@ -65,6 +65,9 @@ type Engine interface {
 	// has that name already (the daemon's names are unique, so of two
 	// renames to one name only one succeeds).
 	Rename(ctx context.Context, id, name string) error
+	// SetCPUs moves a container, running or not, onto the CPUs of cpuset
+	// ("0-3,6"; the daemon leaves an empty one as it was).
+	SetCPUs(ctx context.Context, id, cpuset string) error
 	// CopyTo unpacks a tar stream into directory dir of a created (or
 	// running) container.
 	CopyTo(ctx context.Context, id, dir string, tar io.Reader) error
@@ -166,6 +169,8 @@ type ContainerSpec struct {
 	User string
 	// PidsLimit caps the processes and threads of the container (0: none).
 	PidsLimit int64
+	// CPUSet is the CPUs the container may run on ("0-3,6"; "": all).
+	CPUSet string
 	// Unprivileged drops every capability and sets no-new-privileges.
 	Unprivileged bool
 	// CapAdd adds capabilities (such as SYS_ADMIN) to Docker's default set.
@@ -221,6 +226,8 @@ type Container struct {
 	FinishedAt time.Time
 	// MemoryBytes is the memory limit (0: none).
 	MemoryBytes int64
+	// CPUSet is the CPUs it may run on ("": all); Inspect reads it.
+	CPUSet string
 }
 
 // Finished reports whether the container has exited (or died).

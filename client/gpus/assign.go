@@ -296,32 +296,41 @@ func (a *Assigner) labelHeld(ctx context.Context, jobID string) (map[int]string,
 	return held, nil
 }
 
-// reserve creates the reservation container of g for jobID. It returns the
-// container id on success, or the holder's job id when another live job
-// holds g. A stale reservation is removed (by its id, so a fresh one made
-// meanwhile by another client is never touched) and the create retried.
+// reserve creates the reservation container of g for jobID (Reserve).
 func (a *Assigner) reserve(ctx context.Context, jobID string, g GPU) (string, string, error) {
-	name := ReservationName(g.Index)
+	return Reserve(ctx, a.Engine, a.Image, a.Grace, jobID, ReservationName(g.Index), fmt.Sprintf("GPU %d", g.Index),
+		map[string]string{LabelReservation: strconv.Itoa(g.Index), "dev.xrun.gpu-uuid": g.UUID})
+}
+
+// Reserve creates the reservation container name (from image, never
+// started) for jobID, labelled with labels and LabelHolder; what names
+// the device it reserves ("GPU 1", "CPU 3"). It returns the container id
+// on success, or the holder's job id when another live job holds it. A
+// stale reservation (its job's container finished or gone, or never made
+// within grace; default 5 min) is removed, by its id so that a fresh one
+// made meanwhile by another client is never touched, and the create
+// retried. Release frees every reservation of a job.
+func Reserve(ctx context.Context, e engine.Engine, image string, grace time.Duration, jobID, name, what string, labels map[string]string) (string, string, error) {
+	l := map[string]string{LabelHolder: jobID}
+	for k, v := range labels {
+		l[k] = v
+	}
 	for attempt := 0; attempt < 5; attempt++ {
-		id, err := a.Engine.Create(ctx, engine.ContainerSpec{
+		id, err := e.Create(ctx, engine.ContainerSpec{
 			Name:  name,
-			Image: a.Image,
+			Image: image,
 			// Never started: the entrypoint only has to be non-empty.
-			Entrypoint: []string{"xrun-gpu-reservation"},
-			Labels: map[string]string{
-				LabelReservation:    strconv.Itoa(g.Index),
-				LabelHolder:         jobID,
-				"dev.xrun.gpu-uuid": g.UUID,
-			},
+			Entrypoint:      []string{"xrun-reservation"},
+			Labels:          l,
 			NetworkDisabled: true,
 		})
 		if err == nil {
 			return id, "", nil
 		}
 		if !isConflict(err) {
-			return "", "", fmt.Errorf("reserve GPU %d on host %s: %w", g.Index, a.Engine.Host(), err)
+			return "", "", fmt.Errorf("reserve %s on host %s: %w", what, e.Host(), err)
 		}
-		c, err := a.Engine.Inspect(ctx, name)
+		c, err := e.Inspect(ctx, name)
 		if errors.Is(err, engine.ErrNotFound) {
 			// The daemon reserves a name before the container exists, so
 			// another client's create in progress (or a release just
@@ -329,40 +338,41 @@ func (a *Assigner) reserve(ctx context.Context, jobID string, g GPU) (string, st
 			return "", "another client", nil
 		}
 		if err != nil {
-			return "", "", fmt.Errorf("inspect the reservation of GPU %d on host %s: %w", g.Index, a.Engine.Host(), err)
+			return "", "", fmt.Errorf("inspect the reservation of %s on host %s: %w", what, e.Host(), err)
 		}
 		holder := c.Labels[LabelHolder]
 		if holder == jobID {
 			return c.ID, "", nil
 		}
-		stale, err := a.stale(ctx, c)
+		stale, err := Stale(ctx, e, c, grace)
 		if err != nil {
 			return "", "", err
 		}
 		if !stale {
 			return "", holder, nil
 		}
-		err = a.Engine.Remove(ctx, c.ID, true)
+		err = e.Remove(ctx, c.ID, true)
 		if err != nil && (isConflict(err) || strings.Contains(err.Error(), "already in progress")) {
 			return "", holder, nil // its own client is freeing it right now
 		}
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
-			return "", "", fmt.Errorf("reclaim the stale reservation of GPU %d (job %s) on host %s: %w", g.Index, holder, a.Engine.Host(), err)
+			return "", "", fmt.Errorf("reclaim the stale reservation of %s (job %s) on host %s: %w", what, holder, e.Host(), err)
 		}
 	}
-	return "", "", fmt.Errorf("reserve GPU %d on host %s: other clients keep taking it; try again", g.Index, a.Engine.Host())
+	return "", "", fmt.Errorf("reserve %s on host %s: other clients keep taking it; try again", what, e.Host())
 }
 
-// stale reports whether a reservation's job no longer needs it: its job
-// container has finished or is gone, or never appeared within Grace.
-func (a *Assigner) stale(ctx context.Context, res engine.Container) (bool, error) {
+// Stale reports whether a reservation's job no longer needs it: its job
+// container has finished or is gone, or never appeared within grace
+// (default 5 min).
+func Stale(ctx context.Context, e engine.Engine, res engine.Container, grace time.Duration) (bool, error) {
 	holder := res.Labels[LabelHolder]
 	if holder == "" {
 		return true, nil
 	}
-	cs, err := a.Engine.List(ctx, map[string]string{contract.LabelJob: holder}, true)
+	cs, err := e.List(ctx, map[string]string{contract.LabelJob: holder}, true)
 	if err != nil {
-		return false, fmt.Errorf("look up job %s on host %s: %w", holder, a.Engine.Host(), err)
+		return false, fmt.Errorf("look up job %s on host %s: %w", holder, e.Host(), err)
 	}
 	if len(cs) > 0 {
 		for _, c := range cs {
@@ -372,7 +382,6 @@ func (a *Assigner) stale(ctx context.Context, res engine.Container) (bool, error
 		}
 		return true, nil
 	}
-	grace := a.Grace
 	if grace <= 0 {
 		grace = 5 * time.Minute
 	}
@@ -388,11 +397,12 @@ func (a *Assigner) drop(ctx context.Context, ids []string) {
 	}
 }
 
-// Release frees the GPUs reserved for jobID on the host behind e.
+// Release frees every reservation of jobID on the host behind e (its
+// GPUs and its CPUs).
 func Release(ctx context.Context, e engine.Engine, jobID string) error {
 	cs, err := e.List(ctx, map[string]string{LabelHolder: jobID}, true)
 	if err != nil {
-		return fmt.Errorf("free the GPUs of job %s on host %s: %w", jobID, e.Host(), err)
+		return fmt.Errorf("free what job %s reserved on host %s: %w", jobID, e.Host(), err)
 	}
 	var errs []error
 	for _, c := range cs {
@@ -401,7 +411,7 @@ func Release(ctx context.Context, e engine.Engine, jobID string) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("free the GPUs of job %s on host %s: %w", jobID, e.Host(), errors.Join(errs...))
+		return fmt.Errorf("free what job %s reserved on host %s: %w", jobID, e.Host(), errors.Join(errs...))
 	}
 	return nil
 }

@@ -63,6 +63,8 @@ type Args struct {
 	// spec's env names.
 	Env     []string
 	Timeout time.Duration
+	// CPUs replaces resources.cpus (a Docker host's CPUs for the job alone).
+	CPUs int
 	// Base replaces the base image that image.base resolves to.
 	Base             string
 	NoCache, Verbose bool
@@ -101,7 +103,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if err != nil {
 		return r, err
 	}
-	so := build.Options{Dir: a.Dir, GPUs: a.GPUs, CPU: a.CPU, Timeout: a.Timeout, Base: a.Base, NoCache: a.NoCache, Verbose: a.Verbose, Labels: labels}
+	so := build.Options{Dir: a.Dir, GPUs: a.GPUs, CPU: a.CPU, Timeout: a.Timeout, CPUs: a.CPUs, Base: a.Base, NoCache: a.NoCache, Verbose: a.Verbose, Labels: labels}
 	if a.Profile != "" {
 		if _, err := profile.Parse(a.Profile); err != nil {
 			return r, exit.Usagef("--profile %q: %v", a.Profile, err)
@@ -170,7 +172,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 // rerunArgs are the arguments a rerun of the job repeats
 // (store.SubmitArgs): the names of --env variables, never their values.
 func (a Args) rerunArgs() *store.SubmitArgs {
-	r := &store.SubmitArgs{Base: a.Base, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
+	r := &store.SubmitArgs{Base: a.Base, CPUs: a.CPUs, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
 	if a.Slurm != nil {
 		settings := a.Slurm.Settings
 		r.Slurm = &settings

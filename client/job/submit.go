@@ -161,7 +161,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	res := backend.NoReservation(p.GPUs)
 	if pr, ok := s.b.(backend.Preparer); ok {
 		if res, err = pr.Prepare(ctx, backend.PrepareRequest{Job: s.j, Image: p.ImageRef, GPUs: p.GPUs,
-			GPUType: p.Spec.Resources.GPUType, Queue: r.Queue, Log: m.Err}); err != nil {
+			GPUType: p.Spec.Resources.GPUType, CPUs: p.Spec.Resources.CPUs, Queue: r.Queue, Log: m.Err}); err != nil {
 			return s.j, err
 		}
 	}
@@ -177,6 +177,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	if p.GPUIDs != "" {
 		s.j.GPUs = p.GPUIDs
 	}
+	jo.CPUSet, s.j.CPUs = res.CPUSet, res.CPUSet
 	if warm && !r.Detach {
 		owner := s.j.Owner
 		s.next = func(id string) backend.Spec {

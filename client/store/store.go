@@ -33,19 +33,21 @@ const (
 
 // Job is one submitted job as the client recorded it.
 type Job struct {
-	ID            string    `json:"id"`
-	Host          string    `json:"host"`
-	ContainerID   string    `json:"container_id,omitempty"`
-	ContainerName string    `json:"container_name,omitempty"`
-	Experiment    string    `json:"experiment"`
-	ExperimentDir string    `json:"experiment_dir,omitempty"`
-	ImageRef      string    `json:"image_ref,omitempty"`
-	ImageID       string    `json:"image_id,omitempty"`
-	SpecHash      string    `json:"spec_hash,omitempty"`
-	GPUs          string    `json:"gpus"`
-	Mode          string    `json:"mode"` // gpu or cpu
-	Timeout       string    `json:"timeout,omitempty"`
-	Created       time.Time `json:"created"`
+	ID            string `json:"id"`
+	Host          string `json:"host"`
+	ContainerID   string `json:"container_id,omitempty"`
+	ContainerName string `json:"container_name,omitempty"`
+	Experiment    string `json:"experiment"`
+	ExperimentDir string `json:"experiment_dir,omitempty"`
+	ImageRef      string `json:"image_ref,omitempty"`
+	ImageID       string `json:"image_id,omitempty"`
+	SpecHash      string `json:"spec_hash,omitempty"`
+	GPUs          string `json:"gpus"`
+	// CPUs is the host CPUs the job runs on ("2-3"; "": all of them).
+	CPUs    string    `json:"cpus,omitempty"`
+	Mode    string    `json:"mode"` // gpu or cpu
+	Timeout string    `json:"timeout,omitempty"`
+	Created time.Time `json:"created"`
 	// Started is when a standby container was handed the job (its
 	// container started before the job); nil for any other job.
 	Started  *time.Time `json:"started,omitempty"`
@@ -73,6 +75,8 @@ type Job struct {
 // SubmitArgs are the submit options a rerun of a job repeats.
 type SubmitArgs struct {
 	Base string `json:"base,omitempty"`
+	// CPUs repeats --cpus.
+	CPUs int `json:"cpus,omitempty"`
 	// Env are the names of the --env variables, never their values: a
 	// rerun reads them from its own environment again.
 	Env     []string `json:"env,omitempty"`

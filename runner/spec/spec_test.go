@@ -104,6 +104,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad requires", strings.Replace(base, "{a: m:a}", "{a: {fn: m:a, requires: [tpu]}}", 1), []string{"\"tpu\" is not known"}},
 		{"bad duration", base + "resources: {timeout: 30 minutes}\n", []string{"xrun.yaml:6: resources.timeout: found \"30 minutes\"; write a duration like 90s"}},
 		{"bad size", base + "resources: {shm: lots}\n", []string{"xrun.yaml:6: resources.shm: size \"lots\""}},
+		{"negative cpus", base + "resources: {cpus: -2}\n", []string{"resources.cpus: found -2; write how many of the host's CPUs the job reserves, at least 1, or leave it out"}},
 		{"bad gpus", base + "resources: {gpus: -1}\n", []string{"xrun.yaml:6: resources.gpus: gpus \"-1\": a count must be >= 0"}},
 		{"criterion unknown impl", base + "criteria:\n  - {speedup: b, over: a, at_least: 1.2}\n", []string{"xrun.yaml:7: criteria[0].speedup: \"b\" is not an implementation; known: a"}},
 		{"criterion two kinds", base + "criteria:\n  - {speedup: a, max_error: a, over: a, at_least: 1}\n", []string{"give exactly one of"}},

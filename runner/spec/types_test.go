@@ -51,6 +51,7 @@ func typeCases() []typeCase {
 		top("resources.timeout", "resources: {timeout: 30 minutes}", `found "30 minutes"; write a duration like 90s, 30m or 1h30m`),
 		top("resources.timeout", "resources: {timeout: 90}", `found 90; write a duration like 90s`),
 		top("resources.pids", "resources: {pids: many}", `found "many"; write a whole number of processes, at least 512`),
+		top("resources.cpus", "resources: {cpus: two}", `found "two"; write a whole number of CPUs, at least 1`),
 		top("include", "include: ../common", `found "../common"; write a list of paths like [../common]`),
 		top("env", "env: {A: 1}", `found a mapping; write a list of variable names like [WANDB_API_KEY]`),
 		{"benchmark", "name: x\nbenchmark: run.sh\n", 2, `found "run.sh"; write a mapping with keys inputs, reference,`},

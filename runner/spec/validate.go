@@ -127,6 +127,9 @@ func validate(s *Spec, file string, lines map[string]int) Errors {
 			}
 		}
 	}
+	if s.Resources.CPUs < 0 {
+		bad("resources.cpus", "found %d; write how many of the host's CPUs the job reserves, at least 1, or leave it out", s.Resources.CPUs)
+	}
 	if p := s.Resources.Pids; p != 0 && p < MinPids {
 		bad("resources.pids", "%d is too few: give at least %d (the runner keeps 256 of them, and a worker's Python has dozens of threads), or leave it out for 8192", p, MinPids)
 	}

@@ -51,6 +51,7 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 		ShmBytes:    s.ShmBytes,
 		MemoryBytes: s.MemoryBytes,
 		PidsLimit:   s.PidsLimit,
+		CPUSet:      s.CPUSet,
 		// The runner starts as root with the capabilities to run the
 		// experiment's code as contract.JobUser and kill its processes,
 		// and no others; that user owns /xrun/{home,tmp} alone

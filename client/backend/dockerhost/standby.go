@@ -86,7 +86,9 @@ var perSubmitLabels = []string{contract.LabelCodeHash, contract.LabelSpecHash, g
 // adopts its standby's id, so s carries it already.
 func StandbyKey(s backend.Spec) string {
 	cs := ContainerSpec(withoutPerSubmit(s))
-	cs.Name = ""
+	// The job's CPUs are its own (client/cores): Hand moves the standby
+	// onto them.
+	cs.Name, cs.CPUSet = "", ""
 	// The standby's own variables: how long it waits, and what its zygote
 	// imports ahead of the job (which a job's own zygote never does).
 	cs.Env = slices.DeleteFunc(cs.Env, func(kv string) bool {
@@ -311,6 +313,19 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 	return nil
 }
 
+// moveOnto moves container id onto the CPUs of cpuset ("": all of the
+// host's), where a standby made on another job's CPUs runs its own job.
+func (b *Backend) moveOnto(ctx context.Context, id, cpuset string) error {
+	if cpuset == "" {
+		n := hostCPUs(ctx, b.Engine)
+		if n <= 0 {
+			return nil
+		}
+		cpuset = "0-" + strconv.Itoa(n-1)
+	}
+	return b.Engine.SetCPUs(ctx, id, cpuset)
+}
+
 // Discard removes a claimed standby the job does not use.
 func (st *Standby) Discard(ctx context.Context) { st.b.remove(ctx, st.c.ID) }
 
@@ -327,6 +342,10 @@ func (st *Standby) Hand(ctx context.Context, j *store.Job, s backend.Spec) error
 		return ErrStandbyMismatch
 	}
 	if err := st.b.Engine.Rename(ctx, st.c.ID, st.name); err != nil {
+		st.Discard(ctx)
+		return fmt.Errorf("hand the job to its standby: %w", err)
+	}
+	if err := st.b.moveOnto(ctx, st.c.ID, s.CPUSet); err != nil {
 		st.Discard(ctx)
 		return fmt.Errorf("hand the job to its standby: %w", err)
 	}

@@ -88,8 +88,15 @@ func TestStandbyClaimedAndHanded(t *testing.T) {
 		t.Errorf("List shows the claimed standby before its hand-over: %+v", ls)
 	}
 	j := &store.Job{ID: st.JobID}
-	if err := st.Hand(ctx, j, jobSpec("0a", "code2")); err != nil {
+	// The job's own CPUs, which the standby was not made on: it moves
+	// onto them as it is handed the job.
+	handed := jobSpec("0a", "code2")
+	handed.CPUSet = "2-3"
+	if err := st.Hand(ctx, j, handed); err != nil {
 		t.Fatal(err)
+	}
+	if sc.Spec.CPUSet != "2-3" {
+		t.Errorf("the handed standby runs on CPUs %q, want its job's 2-3", sc.Spec.CPUSet)
 	}
 	if j.ContainerID != sc.C.ID || j.ContainerName != "xrun-k-0a" || j.Started == nil {
 		t.Errorf("job %+v: want the standby's container, renamed, and when it was handed over", j)

@@ -259,7 +259,7 @@ func (f *Engine) Create(_ context.Context, s engine.ContainerSpec) (string, erro
 	id := fmt.Sprintf("c%063d", f.next)
 	f.Containers[id] = &Container{
 		C: engine.Container{ID: id, Name: s.Name, Image: s.Image, Labels: s.Labels, State: "created",
-			Created: time.Now(), MemoryBytes: s.MemoryBytes},
+			Created: time.Now(), MemoryBytes: s.MemoryBytes, CPUSet: s.CPUSet},
 		Spec: s, done: make(chan struct{}),
 	}
 	return id, nil
@@ -494,6 +494,20 @@ func (f *Engine) Rename(_ context.Context, id, name string) error {
 		return fmt.Errorf("rename container %s: Conflict. The container name %q is already in use", id, "/"+name)
 	}
 	c.C.Name, c.Spec.Name = name, name
+	return nil
+}
+
+// SetCPUs moves the container onto cpuset, as the daemon does.
+func (f *Engine) SetCPUs(_ context.Context, id, cpuset string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if cpuset != "" {
+		c.C.CPUSet, c.Spec.CPUSet = cpuset, cpuset
+	}
 	return nil
 }
 

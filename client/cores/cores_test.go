@@ -1,0 +1,146 @@
+package cores
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
+	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/runner/contract"
+)
+
+func newHost(cpus int) (*Host, *enginetest.Engine) {
+	f := enginetest.New()
+	f.ImageIDs["img"] = "sha256:img"
+	return &Host{Engine: f, CPUs: cpus, Image: "img", Poll: 10 * time.Millisecond}, f
+}
+
+// running adds a running job container of job id.
+func running(f *enginetest.Engine, id string) string {
+	return f.Add("job-"+id, "running", map[string]string{contract.LabelJob: id}, time.Now())
+}
+
+func TestSet(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""}, {[]int{3}, "3"}, {[]int{0, 1, 2, 3}, "0-3"}, {[]int{6, 0, 2, 1}, "0-2,6"}, {[]int{1, 3, 5}, "1,3,5"},
+	} {
+		if got := Set(c.in); got != c.want {
+			t.Errorf("Set(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestAcquireGivesEachJobItsOwnCPUs(t *testing.T) {
+	h, f := newHost(4)
+	ctx := context.Background()
+	a, err := h.Acquire(ctx, "a", 2)
+	if err != nil || !reflect.DeepEqual(a, []int{2, 3}) {
+		t.Fatalf("job a: %v, %v; want [2 3]", a, err)
+	}
+	ja := running(f, "a")
+	b, err := h.Acquire(ctx, "b", 2)
+	if err != nil || !reflect.DeepEqual(b, []int{0, 1}) {
+		t.Fatalf("job b: %v, %v; want [0 1]", b, err)
+	}
+	running(f, "b")
+	_, err = h.Acquire(ctx, "c", 1)
+	var busy *BusyError
+	if !errors.As(err, &busy) {
+		t.Fatalf("job c: %v, want a BusyError", err)
+	}
+	for _, want := range []string{"0 of 4 free", "CPU 2-3 by job a", "CPU 0-1 by job b", "--queue"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if _, err := h.Acquire(ctx, "d", 5); err == nil || !strings.Contains(err.Error(), "has 4 CPUs, the job asks for 5") {
+		t.Errorf("5 of 4: %v", err)
+	}
+	// A job's release frees its CPUs for the next.
+	if err := f.SetState(ja, "exited"); err != nil {
+		t.Fatal(err)
+	}
+	if err := gpus.Release(ctx, f, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := h.Acquire(ctx, "c", 2); err != nil || !reflect.DeepEqual(c, []int{2, 3}) {
+		t.Errorf("after a's release: %v, %v", c, err)
+	}
+}
+
+func TestAcquireTakesOverAFinishedJobsCPUs(t *testing.T) {
+	h, f := newHost(2)
+	ctx := context.Background()
+	if _, err := h.Acquire(ctx, "a", 2); err != nil {
+		t.Fatal(err)
+	}
+	id := running(f, "a")
+	if _, err := h.Acquire(ctx, "b", 1); err == nil {
+		t.Fatal("b got a CPU job a holds")
+	}
+	if err := f.SetState(id, "exited"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.Acquire(ctx, "b", 2)
+	if err != nil || !reflect.DeepEqual(got, []int{0, 1}) {
+		t.Fatalf("after a exited: %v, %v", got, err)
+	}
+}
+
+func TestPoolJobsMoveOffReservedCPUs(t *testing.T) {
+	h, f := newHost(4)
+	ctx := context.Background()
+	if set, err := h.Pool(ctx, "p"); err != nil || set != "" {
+		t.Fatalf("pool with nothing reserved: %q, %v; want all CPUs", set, err)
+	}
+	p := running(f, "p")
+	// While a job runs on the pool, one CPU stays out of reach.
+	if _, err := h.Acquire(ctx, "a", 4); err == nil {
+		t.Fatal("a reservation took every CPU from a running pool job")
+	}
+	if _, err := h.Acquire(ctx, "a", 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Containers[p].Spec.CPUSet; got != "0" {
+		t.Errorf("the pool job runs on %q, want 0", got)
+	}
+	if set, err := h.Pool(ctx, "q"); err != nil || set != "0" {
+		t.Errorf("the next pool job: %q, %v; want 0", set, err)
+	}
+}
+
+func TestPoolWhenEveryCPUIsReserved(t *testing.T) {
+	h, f := newHost(2)
+	ctx := context.Background()
+	if _, err := h.Acquire(ctx, "a", 2); err != nil {
+		t.Fatal(err)
+	}
+	running(f, "a")
+	_, err := h.Pool(ctx, "p")
+	var busy *BusyError
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "every CPU of host") {
+		t.Fatalf("pool: %v", err)
+	}
+	// Queued, it waits for the holder to end.
+	h.Queue = true
+	var lines []string
+	h.Progress = func(l string) { lines = append(lines, l) }
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		gpus.Release(ctx, f, "a")
+	}()
+	set, err := h.Pool(ctx, "p")
+	if err != nil || set != "" {
+		t.Fatalf("queued pool: %q, %v", set, err)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "queued on") {
+		t.Errorf("progress: %q", lines)
+	}
+}
