@@ -497,18 +497,15 @@ func (f *Engine) Rename(_ context.Context, id, name string) error {
 	return nil
 }
 
-// SetCPUs moves the container onto cpuset, as the daemon does.
+// SetCPUs moves the container onto cpuset (none: as it was).
 func (f *Engine) SetCPUs(_ context.Context, id, cpuset string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, err := f.get(id)
-	if err != nil {
-		return err
-	}
-	if cpuset != "" {
+	if err == nil && cpuset != "" {
 		c.C.CPUSet, c.Spec.CPUSet = cpuset, cpuset
 	}
-	return nil
+	return err
 }
 
 // Made returns every container made, removed ones included.
