@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A CPU job beside a neighbour that keeps every CPU busy, on the local Docker
+# daemon: the measurement behind docs/hosts.md "CPUs of their own". The job
+# is client/e2e/testdata/cpus (a pure-Python loop, one CPU's work), the
+# neighbour client/e2e/testdata/cpuhog (two spinning processes per CPU for a
+# minute). Each round submits the job three ways:
+#   alone     no neighbour, no reservation
+#   shared    beside the neighbour, no reservation (the pool: every CPU)
+#   reserved  beside the neighbour, resources.cpus: 1
+# and prints the loop's median at N = 40000, the share of the job's CPUs that
+# other processes used (env.host_load: median and largest over the timings)
+# and how many CPUs it could use.
+#
+#   scripts/cpu-isolation.sh OUT_DIR [ROUNDS]
+#
+#   XRUN  the client (default bin/xrun; make build)
+#   BASE  the CPU base image (default xrun/cpu-base:bookworm; make cpu-base)
+set -uo pipefail
+out=${1:?usage: scripts/cpu-isolation.sh OUT_DIR [ROUNDS]}
+rounds=${2:-3}
+xrun=$(realpath "${XRUN:-bin/xrun}")
+base=${BASE:-xrun/cpu-base:bookworm}
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+out=$(realpath "$out")
+export XDG_DATA_HOME=$out/data XRUN_NO_STANDBY=1 XRUN_HOST= XRUN_CONTEXT=
+
+# The job with and without its reservation.
+rm -rf "$out/reserved" "$out/shared"
+cp -r "$here/client/e2e/testdata/cpus" "$out/reserved"
+cp -r "$here/client/e2e/testdata/cpus" "$out/shared"
+sed -i 's/, cpus: 1}/}/' "$out/shared/xrun.yaml"
+sed -i 's/^name: e2e-cpus$/name: e2e-cpus-shared/' "$out/shared/xrun.yaml"
+
+job() { # label dir -> one line of the table
+  local label=$1 dir=$2 id
+  id=$("$xrun" submit --cpu --base "$base" -d -q "$dir") || { echo "$label: submit failed" >&2; return 1; }
+  "$xrun" wait "$id" > /dev/null
+  "$xrun" results --json "$id" > "$out/$label-$id.json"
+  python3 - "$label" "$out/$label-$id.json" <<'EOF'
+import json, sys
+label, path = sys.argv[1], sys.argv[2]
+r = json.load(open(path))
+med = next(c["results"]["loop"]["timing"]["median_ms"] for c in r["cases"] if c["params"]["N"] == 40000)
+hl = r["env"]["host_load"]
+print(f"{label}\t{med:.3f}\t{hl['median_others_share']:.2f}\t{hl['max_others_share']:.2f}\t{hl['cpus']}")
+EOF
+}
+
+printf 'round\trun\tmedian_ms\tothers_median\tothers_max\tcpus\n' | tee "$out/table.tsv"
+for r in $(seq 1 "$rounds"); do
+  job alone "$out/shared" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
+  hog=$("$xrun" submit --cpu --base "$base" -d -q "$here/client/e2e/testdata/cpuhog")
+  sleep 8 # the neighbour's runner starts its spinners
+  job shared "$out/shared" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
+  job reserved "$out/reserved" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
+  "$xrun" cancel "$hog" > /dev/null 2>&1
+  "$xrun" wait "$hog" > /dev/null 2>&1
+done
