@@ -254,10 +254,12 @@ func (h *Host) free(held map[int]string) []int {
 	return out
 }
 
-// poolJobs lists the running containers of xrun jobs, standbys among them,
-// that hold no CPU (other than jobID's).
+// poolJobs lists the containers of xrun jobs that have not ended, made or
+// running, standbys among them, that hold no CPU (other than jobID's). A
+// container made but not started yet counts: with Settle on the other
+// side, no pool job is missed by a reservation made as it starts.
 func (h *Host) poolJobs(ctx context.Context, held map[int]string, jobID string) ([]engine.Container, error) {
-	cs, err := h.Engine.List(ctx, map[string]string{contract.LabelJob: ""}, false)
+	cs, err := h.Engine.List(ctx, map[string]string{contract.LabelJob: ""}, true)
 	if err != nil {
 		return nil, fmt.Errorf("list the jobs running on host %s: %w", h.Engine.Host(), err)
 	}
@@ -274,7 +276,40 @@ func (h *Host) poolJobs(ctx context.Context, held map[int]string, jobID string) 
 	return out, nil
 }
 
-// confine moves the pool's running jobs onto the CPUs free names.
+// Settle moves container id of job jobID, made on cpuset, onto the pool as
+// it is now when the job holds no CPUs: a reservation made between the
+// job's Pool and its container's create listed the jobs before the
+// container existed. Every reservation after the create sees the container
+// (poolJobs), so the job never runs on a CPU another job holds.
+func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
+	held, err := h.held(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range held {
+		if j == jobID {
+			return nil
+		}
+	}
+	free := h.free(held)
+	want := "" // all of them
+	if len(held) > 0 {
+		want = Set(free)
+	}
+	if want == cpuset || len(free) == 0 {
+		return nil // where it should be, or nowhere better
+	}
+	set := want
+	if set == "" {
+		set = Set(h.free(nil))
+	}
+	if err := h.Engine.SetCPUs(ctx, id, set); err != nil {
+		return fmt.Errorf("move job %s onto the CPUs no job reserved: %w", jobID, err)
+	}
+	return nil
+}
+
+// confine moves the pool's jobs onto the CPUs free names.
 func (h *Host) confine(ctx context.Context, pool []engine.Container, free []int) error {
 	set := Set(free)
 	for _, c := range pool {

@@ -144,3 +144,38 @@ func TestPoolWhenEveryCPUIsReserved(t *testing.T) {
 		t.Errorf("progress: %q", lines)
 	}
 }
+
+// A job whose Pool came before another job's reservation, and whose
+// container came after it, settles on the pool as it is; a container made
+// before a reservation, started or not, is moved by it.
+func TestSettleAfterARaceWithAReservation(t *testing.T) {
+	h, f := newHost(4)
+	ctx := context.Background()
+	set, err := h.Pool(ctx, "p")
+	if err != nil || set != "" {
+		t.Fatalf("pool: %q, %v", set, err)
+	}
+	if _, err := h.Acquire(ctx, "a", 2); err != nil { // p's container does not exist yet
+		t.Fatal(err)
+	}
+	running(f, "a")
+	p := f.Add("job-p", "created", map[string]string{contract.LabelJob: "p"}, time.Now())
+	if err := h.Settle(ctx, "p", p, set); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Containers[p].Spec.CPUSet; got != "0-1" {
+		t.Errorf("settled on %q, want 0-1", got)
+	}
+	// Made, not started: the next reservation moves it too.
+	if _, err := h.Acquire(ctx, "b", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Containers[p].Spec.CPUSet; got != "0" {
+		t.Errorf("after b's reservation the made container runs on %q, want 0", got)
+	}
+	// A job that holds CPUs stays on them.
+	a := f.Add("job-a2", "created", map[string]string{contract.LabelJob: "a"}, time.Now())
+	if err := h.Settle(ctx, "a", a, "2-3"); err != nil || f.Containers[a].Spec.CPUSet != "" {
+		t.Errorf("settle moved a job that holds CPUs: %q, %v", f.Containers[a].Spec.CPUSet, err)
+	}
+}

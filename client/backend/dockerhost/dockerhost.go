@@ -98,6 +98,10 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 		b.remove(ctx, id)
 		return err
 	}
+	if err := b.settle(ctx, j.ID, id, s.CPUSet); err != nil {
+		b.remove(ctx, id)
+		return err
+	}
 	j.ContainerID = id
 	return b.copyIn(ctx, id, s, nil)
 }

@@ -313,17 +313,22 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 	return nil
 }
 
-// moveOnto moves container id onto the CPUs of cpuset ("": all of the
-// host's), where a standby made on another job's CPUs runs its own job.
-func (b *Backend) moveOnto(ctx context.Context, id, cpuset string) error {
-	if cpuset == "" {
+// moveOnto moves container id of job jobID onto the CPUs of cpuset ("":
+// all of the host's), where a standby made on another job's CPUs runs its
+// own job, and settles it there (settle).
+func (b *Backend) moveOnto(ctx context.Context, jobID, id, cpuset string) error {
+	set := cpuset
+	if set == "" {
 		n := hostCPUs(ctx, b.Engine)
 		if n <= 0 {
 			return nil
 		}
-		cpuset = "0-" + strconv.Itoa(n-1)
+		set = "0-" + strconv.Itoa(n-1)
 	}
-	return b.Engine.SetCPUs(ctx, id, cpuset)
+	if err := b.Engine.SetCPUs(ctx, id, set); err != nil {
+		return err
+	}
+	return b.settle(ctx, jobID, id, cpuset)
 }
 
 // Discard removes a claimed standby the job does not use.
@@ -345,7 +350,7 @@ func (st *Standby) Hand(ctx context.Context, j *store.Job, s backend.Spec) error
 		st.Discard(ctx)
 		return fmt.Errorf("hand the job to its standby: %w", err)
 	}
-	if err := st.b.moveOnto(ctx, st.c.ID, s.CPUSet); err != nil {
+	if err := st.b.moveOnto(ctx, j.ID, st.c.ID, s.CPUSet); err != nil {
 		st.Discard(ctx)
 		return fmt.Errorf("hand the job to its standby: %w", err)
 	}
