@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
@@ -63,22 +62,6 @@ func TestFailureSentence(t *testing.T) {
 	}
 }
 
-// collector is a backend that only collects: any call to Logs or CopyOut
-// (the two reads Collect replaces) panics on the nil Backend it embeds.
-type collector struct {
-	backend.Backend
-	logs []byte
-	tar  []byte
-	err  error
-}
-
-func (c collector) Collect(context.Context, *store.Job) ([]byte, io.ReadCloser, error) {
-	if c.tar == nil {
-		return c.logs, nil, c.err
-	}
-	return c.logs, io.NopCloser(bytes.NewReader(c.tar)), c.err
-}
-
 func TestFetchOutputsCollects(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -90,16 +73,18 @@ func TestFetchOutputsCollects(t *testing.T) {
 	noOutput := fmt.Errorf("pod p: no output: %w", backend.ErrNotFound)
 	for _, tc := range []struct {
 		name     string
-		c        collector
+		logs     []byte // what Collect returns
+		tar      []byte
+		err      error
 		wantErr  bool
 		wantLogs string // logs.txt, where the collector returns a log
 		wantOut  bool
 	}{
-		{"log and output", collector{logs: []byte("line\n"), tar: buf.Bytes()}, false, "line\n", true},
-		{"log without output", collector{logs: []byte("died\n"), err: noOutput}, false, "died\n", false},
-		{"empty log", collector{logs: []byte{}, err: noOutput}, false, "", false},
-		{"no log", collector{err: fmt.Errorf("job x has no log yet: %w", backend.ErrNotFound)}, true, "", false},
-		{"bad output", collector{logs: []byte("line\n"), err: errors.New("output frame: bad checksum")}, true, "line\n", false},
+		{"log and output", []byte("line\n"), buf.Bytes(), nil, false, "line\n", true},
+		{"log without output", []byte("died\n"), nil, noOutput, false, "died\n", false},
+		{"empty log", []byte{}, nil, noOutput, false, "", false},
+		{"no log", nil, nil, fmt.Errorf("job x has no log yet: %w", backend.ErrNotFound), true, "", false},
+		{"bad output", []byte("line\n"), nil, errors.New("output frame: bad checksum"), true, "line\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := store.Open(t.TempDir())
@@ -110,15 +95,15 @@ func TestFetchOutputsCollects(t *testing.T) {
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
 			}
-			err = FetchOutputs(context.Background(), tc.c, st, j)
+			err = FetchOutputs(context.Background(), collector(tc.logs, tc.tar, tc.err), st, j)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
 			logs, lerr := os.ReadFile(st.Log(j.ID))
-			if tc.c.logs != nil && (lerr != nil || string(logs) != tc.wantLogs) {
+			if tc.logs != nil && (lerr != nil || string(logs) != tc.wantLogs) {
 				t.Errorf("logs.txt = %q, %v; want %q", logs, lerr, tc.wantLogs)
 			}
-			if tc.c.logs == nil && lerr == nil {
+			if tc.logs == nil && lerr == nil {
 				t.Errorf("logs.txt written for a job without a log: %q", logs)
 			}
 			got, rerr := os.ReadFile(st.Results(j.ID))
@@ -150,7 +135,7 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.Status, j.StoppedBy, j.Error = result.StatusTimeout, result.StatusTimeout, timeoutMessage(j)
-	c := collector{logs: []byte("line\n"), tar: buf.Bytes()}
+	c := collector([]byte("line\n"), buf.Bytes(), nil)
 	if err := (&Manager{Store: st}).finalize(context.Background(), c, j, backend.State{Phase: backend.Exited, ExitCode: 130}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +164,7 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 // image's pull) has no log and no output: it is finalized all the same,
 // with what the backend said, and a cancelled one stays cancelled.
 func TestFinalizeRunnerNeverStarted(t *testing.T) {
-	notStarted := collector{err: fmt.Errorf("job a1b2c3d4e5f6 has no log yet: %w", backend.ErrNotStarted)}
+	notStarted := collector(nil, nil, fmt.Errorf("job a1b2c3d4e5f6 has no log yet: %w", backend.ErrNotStarted))
 	for _, tc := range []struct {
 		name       string
 		stoppedBy  string
@@ -223,32 +208,6 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 	}
 }
 
-// streamer is a Docker-like backend whose log is n bytes of lines made as
-// they are read, and whose output directory is the tar out.
-type streamer struct {
-	backend.Backend
-	n   int64
-	out []byte
-}
-
-func (s streamer) Logs(_ context.Context, _ *store.Job, _ backend.LogOptions, stdout, _ io.Writer) error {
-	line := []byte(strings.Repeat("x", 1023) + "\n")
-	for written := int64(0); written < s.n; written += int64(len(line)) {
-		if _, err := stdout.Write(line); err != nil {
-			return err
-		}
-	}
-	_, err := io.WriteString(stdout, "status: succeeded\n")
-	return err
-}
-
-func (s streamer) CopyOut(context.Context, *store.Job) (io.ReadCloser, error) {
-	if s.out == nil {
-		return nil, backend.ErrNotFound
-	}
-	return io.NopCloser(bytes.NewReader(s.out)), nil
-}
-
 // A gigabyte of log reaches the store as its bounded head and tail, and
 // the client's memory does not follow it.
 func TestFetchOutputsBoundsAFlood(t *testing.T) {
@@ -263,7 +222,7 @@ func TestFetchOutputsBoundsAFlood(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if err := FetchOutputs(context.Background(), streamer{n: 1 << 30}, st, j); err != nil {
+	if err := FetchOutputs(context.Background(), streamer(1<<30, nil), st, j); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -331,33 +290,13 @@ func TestFinalizeWithoutResults(t *testing.T) {
 		if err := st.Create(j); err != nil {
 			t.Fatal(err)
 		}
-		if err := (&Manager{Store: st}).finalize(context.Background(), streamer{}, j, backend.State{Phase: backend.Exited, ExitCode: code}); err != nil {
+		if err := (&Manager{Store: st}).finalize(context.Background(), streamer(0, nil), j, backend.State{Phase: backend.Exited, ExitCode: code}); err != nil {
 			t.Fatal(err)
 		}
 		if j.Status != result.StatusFailed || !strings.Contains(j.Error, "left no results.json") {
 			t.Errorf("exit %d without results: %s (%s)", code, j.Status, j.Error)
 		}
 	}
-}
-
-// stopper is a backend whose job runs until Stop, which returns stopErr;
-// after a Stop that deleted the job (gone), State is ErrNotFound.
-type stopper struct {
-	backend.Backend
-	stopErr error
-	gone    *bool
-}
-
-func (s stopper) State(context.Context, *store.Job) (backend.State, error) {
-	if *s.gone {
-		return backend.State{}, fmt.Errorf("job: %w", backend.ErrNotFound)
-	}
-	return backend.State{Phase: backend.Running, Detail: "running"}, nil
-}
-
-func (s stopper) Stop(context.Context, *store.Job, time.Duration) error {
-	*s.gone = errors.Is(s.stopErr, backend.ErrNotFound)
-	return s.stopErr
 }
 
 // A cancel whose stop did not happen says so (the job may still run); one
@@ -382,7 +321,7 @@ func TestCancelStopOutcomes(t *testing.T) {
 			if err := st.Create(j); err != nil {
 				t.Fatal(err)
 			}
-			ended, err := (&Manager{Store: st}).cancelOn(context.Background(), stopper{stopErr: tc.stopErr, gone: new(bool)}, j)
+			ended, err := (&Manager{Store: st}).cancelOn(context.Background(), stopper(tc.stopErr), j)
 			var ns *NotStoppedError
 			if ended || errors.As(err, &ns) == tc.wantStopped || tc.wantStopped && err != nil {
 				t.Fatalf("Cancel: ended %v, err %v; want stopped %v", ended, err, tc.wantStopped)
@@ -409,7 +348,7 @@ func TestExpireBeforeTheRunnerStarted(t *testing.T) {
 	if err := st.Create(j); err != nil {
 		t.Fatal(err)
 	}
-	b := stopper{stopErr: fmt.Errorf("deleted Job x: %w", backend.ErrNotStarted), gone: new(bool)}
+	b := stopper(fmt.Errorf("deleted Job x: %w", backend.ErrNotStarted))
 	if err := (&Manager{Store: st}).expire(context.Background(), b, j); err != nil {
 		t.Fatalf("Expire: %v", err)
 	}
@@ -438,42 +377,6 @@ func TestOutcomeTimeout(t *testing.T) {
 	}
 }
 
-// starter is a backend whose job the submitting xrun starts (and records
-// running, then ends) just after the first look at its state.
-type starter struct {
-	backend.Backend
-	st      *store.Store
-	looks   *int
-	removed *bool
-}
-
-func (s starter) State(context.Context, *store.Job) (backend.State, error) {
-	*s.looks++
-	if *s.looks == 1 {
-		started, err := s.st.Load("a1b2c3d4e5f6")
-		if err != nil {
-			return backend.State{}, err
-		}
-		started.Status = store.StatusRunning
-		if err := s.st.Save(started); err != nil {
-			return backend.State{}, err
-		}
-		return backend.State{Phase: backend.Pending, Detail: "created"}, nil
-	}
-	return backend.State{Phase: backend.Running, Detail: "running"}, nil
-}
-
-func (s starter) List(context.Context, bool) ([]backend.Listed, error) {
-	return []backend.Listed{{Job: store.Job{ID: "a1b2c3d4e5f6"}}}, nil
-}
-
-func (starter) Where() string { return "unix:///test.sock" }
-
-func (s starter) Remove(context.Context, *store.Job, bool) error {
-	*s.removed = true
-	return nil
-}
-
 // A job whose submitting xrun started it and ended between a look's two
 // reads (the record's, then the state's) is not taken for abandoned: the
 // look reads both again once it knows that xrun has ended.
@@ -488,7 +391,7 @@ func TestRefreshJobStartedAsItsCreatorEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed := false
-	b := starter{st: st, looks: new(int), removed: &removed}
+	b := starter(st, 0, &removed)
 	s, ok, err := (&Manager{Store: st}).refreshOn(context.Background(), b, j)
 	if err != nil || !ok || removed || s.Phase != backend.Running || j.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, j.Status)
@@ -513,8 +416,7 @@ func TestRefreshStaleRecordOfAStartedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed := false
-	looks := 1 // the backend's job already runs
-	b := starter{st: st, looks: &looks, removed: &removed}
+	b := starter(st, 1, &removed) // the backend's job already runs
 	s, ok, err := (&Manager{Store: st}).refreshOn(context.Background(), b, stale)
 	if err != nil || !ok || removed || s.Phase != backend.Running || stale.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, stale.Status)
