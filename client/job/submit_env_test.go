@@ -1,0 +1,202 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/connect"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
+	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/runner/result"
+)
+
+// submitEnv is a Manager over a fresh job store, a connect.Set whose every
+// host is one fake engine, and a fake runner binary: the submit pipeline
+// as xrun submit drives it, without a daemon.
+type submitEnv struct {
+	m    *Manager
+	fake *enginetest.Engine
+	// err is what the Manager wrote (stderr's part of a submit).
+	err *syncBuffer
+	// env is the environment the request and the backends read; a test
+	// sets its keys before it submits.
+	env    map[string]string
+	root   string // the job store's
+	runner string // the fake runner binary
+}
+
+func newSubmitEnv(t *testing.T) *submitEnv {
+	t.Helper()
+	runner := filepath.Join(t.TempDir(), "xrun-runner")
+	if err := os.WriteFile(runner, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &submitEnv{fake: enginetest.New(), err: &syncBuffer{}, root: t.TempDir(), runner: runner,
+		env: map[string]string{"SECRET_TOKEN": "s3cr3t", "XDG_CACHE_HOME": t.TempDir()}}
+	e.m = e.manager(t)
+	return e
+}
+
+func (e *submitEnv) getenv(k string) string { return e.env[k] }
+
+// manager returns a Manager of its own on e's store and engine, as another
+// xrun process on this machine has: its own store handle and connections.
+func (e *submitEnv) manager(t *testing.T) *Manager {
+	t.Helper()
+	st, err := store.Open(e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &connect.Set{Getenv: e.getenv, KubeLog: e.err,
+		Connect: func(context.Context, connect.Selection) (engine.Engine, error) { return e.fake, nil }}
+	return &Manager{Store: st, Backends: set, Err: e.err,
+		RunnerFor: func(context.Context, string, string, func(string, ...any)) (string, error) { return e.runner, nil }}
+}
+
+// request loads the experiment dir into the SubmitRequest xrun submit
+// makes of a (Request), reading e's environment.
+func (e *submitEnv) request(t *testing.T, dir string, a Args) SubmitRequest {
+	t.Helper()
+	a.Dir = dir
+	if a.Network == "" {
+		a.Network = "default" // the flag's default
+	}
+	r, err := Request(a, e.getenv, e.err)
+	if err != nil {
+		t.Fatalf("request %+v: %v", a, err)
+	}
+	return r
+}
+
+// submit submits the experiment dir with a, as xrun submit does.
+func (e *submitEnv) submit(ctx context.Context, t *testing.T, dir string, a Args) (*store.Job, error) {
+	t.Helper()
+	return e.m.Submit(ctx, e.request(t, dir, a))
+}
+
+// jobs returns the records of the store.
+func (e *submitEnv) jobs(t *testing.T) []*store.Job {
+	t.Helper()
+	list, err := e.m.Store.List()
+	if err != nil {
+		t.Fatalf("job store unreadable: %v", err)
+	}
+	return list
+}
+
+// cancelWhenRunning returns a context cancelled once e's engine runs a
+// container, as Ctrl-C during a job.
+func (e *submitEnv) cancelWhenRunning() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if running, _ := e.fake.List(context.Background(), nil, false); len(running) > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return ctx
+}
+
+// jobContainers counts e's job containers and its waiting standbys.
+func (e *submitEnv) jobContainers() (running, standbys int) {
+	for _, c := range e.fake.Containers {
+		if contract.WaitingStandby(c.C.Name, c.C.Labels) {
+			standbys++
+		} else {
+			running++
+		}
+	}
+	return running, standbys
+}
+
+// experiment writes the experiment xrun init makes (client/cli/scaffold)
+// on the fake's base, named my-kernel, into a new directory.
+func experiment(t *testing.T) string {
+	t.Helper()
+	const scaffold = "../cli/scaffold"
+	dir := filepath.Join(t.TempDir(), "My Kernel")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := template.ParseFiles(filepath.Join(scaffold, "xrun.yaml.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.Create(filepath.Join(dir, "xrun.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tmpl.Execute(y, struct{ Name, Base string }{"my-kernel", "test/base:1"})
+	if cerr := y.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	py, err := os.ReadFile(filepath.Join(scaffold, "matmul.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "matmul.py"), py, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// editSpec replaces the first old in dir's xrun.yaml with new.
+func editSpec(t *testing.T, dir, old, new string) {
+	t.Helper()
+	path := filepath.Join(dir, "xrun.yaml")
+	y, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(y), old) {
+		t.Fatalf("%s has no %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(y), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resultsJSON is a results.json the fake runner writes.
+func resultsJSON(t *testing.T, experiment, status string) string {
+	t.Helper()
+	r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: experiment, Status: status,
+		Success: status == result.StatusSucceeded, CreatedAt: time.Unix(0, 0).UTC()}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// succeed is a runner that logs a line and three progress records and
+// succeeds.
+func succeed(t *testing.T) func(engine.ContainerSpec) enginetest.Run {
+	return func(engine.ContainerSpec) enginetest.Run {
+		return enginetest.Run{Logs: "runner says hi\n" +
+			"10:00:01 progress case=1/2 phase=check elapsed=1.0 case_start=1.0 done=0.0\n" +
+			"10:00:02 progress case=1/2 phase=check elapsed=2.0 case_start=1.0 done=0.0\n" +
+			"10:00:03 progress case=1/2 phase=time impl=a elapsed=3.0 case_start=1.0 done=0.0\n", Files: map[string]string{
+			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
+	}
+}
+
+// Reset empties the buffer, between the submits of a test.
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
