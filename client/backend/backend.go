@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/runner/contract"
 )
 
 // ThisHost is this machine's name, as the records of jobs run on it say
@@ -262,6 +264,12 @@ type Spec struct {
 	// contract.CacheDir, made with CacheLabels on first use.
 	CacheVolume string
 	CacheLabels map[string]string
+	// CacheLimit is the most bytes the cache may hold as the job starts
+	// (contract.EnvCacheLimit; 0: no limit).
+	CacheLimit int64
+	// HostName is the name of the machine the job runs on where the client
+	// knows it (a Docker host's); a cluster's backend names the node.
+	HostName string
 	// WaitForNode (--queue) lets a cluster's job ask for what no node
 	// offers now, to wait for one (an autoscaled cluster adds it); without
 	// it such a request is refused before anything is made.
@@ -424,4 +432,23 @@ type LogOptions struct {
 	Follow     bool
 	Tail       string // "all" (or "") or a number of lines
 	Timestamps bool
+}
+
+// WhereEnv is the environment that says where a job runs, as its backend
+// names it: the image's reference, the machine's name and the compile
+// cache (contract.EnvImageRef, EnvHostName, EnvCacheVolume with
+// EnvCacheLimit), each left out when empty. The rest of the job's
+// environment (Spec.Env) is the same on every backend.
+func (s Spec) WhereEnv(imageRef, hostName, cacheVolume string) []string {
+	var env []string
+	if imageRef != "" {
+		env = append(env, contract.EnvImageRef+"="+imageRef)
+	}
+	if hostName != "" {
+		env = append(env, contract.EnvHostName+"="+hostName)
+	}
+	if cacheVolume != "" {
+		env = append(env, contract.EnvCacheVolume+"="+cacheVolume, contract.EnvCacheLimit+"="+strconv.FormatInt(s.CacheLimit, 10))
+	}
+	return env
 }

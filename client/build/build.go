@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -536,14 +535,10 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 	env = append(env,
 		contract.EnvJobID+"="+j.ID,
 		contract.EnvClientVersion+"="+version.Version,
-		contract.EnvImageRef+"="+p.ImageRef,
 		contract.EnvImageDigest+"="+p.ImageID,
 		contract.EnvCodeHash+"="+p.Code.Hash,
 		contract.EnvMode+"="+p.Mode,
 	)
-	if p.Info.Name != "" {
-		env = append(env, contract.EnvHostName+"="+p.Info.Name)
-	}
 	if commit, dirty := gitinfo.Head(ctx, dir, p.Spec.Include...); commit != "" {
 		env = append(env, contract.EnvGitCommit+"="+commit)
 		if dirty {
@@ -573,10 +568,9 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 		PostToken:   o.PostToken,
 		CacheVolume: o.CacheVolume,
 		CacheLabels: o.CacheLabels,
+		CacheLimit:  o.CacheLimit,
+		HostName:    p.Info.Name,
 		CPUSet:      o.CPUSet,
-	}
-	if o.CacheVolume != "" {
-		s.Env = append(s.Env, contract.EnvCacheVolume+"="+o.CacheVolume, contract.EnvCacheLimit+"="+strconv.FormatInt(o.CacheLimit, 10))
 	}
 	if n := p.Spec.Resources.Pids; n > 0 {
 		s.PidsLimit = int64(n)

@@ -31,11 +31,12 @@ func TestImageLabelsOwner(t *testing.T) {
 func TestJobSpecCacheLimit(t *testing.T) {
 	p := &Prepared{Spec: &spec.Spec{Name: "k"}, Mode: "cpu", Code: &buildctx.Context{}}
 	s := p.JobSpec(context.Background(), &store.Job{ID: "0a", Owner: "me"}, t.TempDir(), JobOptions{CacheVolume: "xrun-cache-k-1", CacheLimit: 1 << 20})
-	if !slices.Contains(s.Env, contract.EnvCacheLimit+"=1048576") || s.Labels[contract.LabelOwner] != "me" {
-		t.Errorf("env %v, labels %v", s.Env, s.Labels)
+	env := s.WhereEnv(s.Image, s.HostName, s.CacheVolume)
+	if !slices.Contains(env, contract.EnvCacheLimit+"=1048576") || s.Labels[contract.LabelOwner] != "me" {
+		t.Errorf("env %v, labels %v", env, s.Labels)
 	}
 	s = p.JobSpec(context.Background(), &store.Job{ID: "0b"}, t.TempDir(), JobOptions{})
-	for _, kv := range s.Env {
+	for _, kv := range s.WhereEnv(s.Image, s.HostName, s.CacheVolume) {
 		if strings.HasPrefix(kv, contract.EnvCacheLimit+"=") {
 			t.Errorf("a job without a cache volume has %s", kv)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ func ContainerSpec(s backend.Spec) engine.ContainerSpec {
 	cs := engine.ContainerSpec{
 		Name:        s.Name,
 		Image:       s.Image,
-		Env:         s.Env,
+		Env:         append(slices.Clone(s.Env), s.WhereEnv(s.Image, s.HostName, s.CacheVolume)...),
 		Labels:      s.Labels,
 		ShmBytes:    s.ShmBytes,
 		MemoryBytes: s.MemoryBytes,

@@ -58,14 +58,7 @@ func (b *Backend) cacheAllowed(ctx context.Context) (bool, string) {
 
 // withoutCache is s without its compile cache.
 func withoutCache(s backend.Spec) backend.Spec {
-	s.CacheVolume, s.CacheLabels = "", nil
-	env := make([]string, 0, len(s.Env))
-	for _, kv := range s.Env {
-		if !strings.HasPrefix(kv, contract.EnvCacheVolume+"=") && !strings.HasPrefix(kv, contract.EnvCacheLimit+"=") {
-			env = append(env, kv)
-		}
-	}
-	s.Env = env
+	s.CacheVolume, s.CacheLabels, s.CacheLimit = "", nil, 0
 	return s
 }
 

@@ -24,7 +24,6 @@ func cacheSpec() backend.Spec {
 	s := testSpec()
 	s.CacheVolume = testCache
 	s.CacheLabels = map[string]string{contract.LabelCache: "1"}
-	s.Env = append(s.Env, contract.EnvCacheVolume+"="+testCache)
 	return s
 }
 

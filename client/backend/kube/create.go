@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -324,19 +325,10 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 	}
 	annotations[contract.LabelImage] = ref
 	var env []corev1.EnvVar
-	for _, kv := range s.Env {
+	// The pushed image, and the node's directory of the compile cache
+	// (env.host names the node); the node's name comes below.
+	for _, kv := range append(slices.Clone(s.Env), s.WhereEnv(ref, "", CachePath(s.CacheVolume))...) {
 		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case contract.EnvImageRef:
-			v = ref
-		case contract.EnvHostName:
-			continue // the builder's name: the node's comes below
-		case contract.EnvCacheVolume:
-			// The record names the node's directory (env.host the node).
-			if v = CachePath(s.CacheVolume); v == "" {
-				continue
-			}
-		}
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
 	if s.PostToken != "" {

@@ -36,7 +36,9 @@ func testSpec() backend.Spec {
 	return backend.Spec{
 		Name: "xrun-quick-0123456789ab", Image: "xrun/quick:abcdef012345",
 		Code: &buildctx.Context{Hash: "c0dec0dec0dec0de"},
-		Env:  []string{"A=1", contract.EnvImageRef + "=xrun/quick:abcdef012345", contract.EnvHostName + "=builder"},
+		Env:  []string{"A=1"},
+		// The builder's name, which the pod must not take for its node's.
+		HostName: "builder",
 		Labels: map[string]string{
 			contract.LabelJob: "0123456789ab", contract.LabelExperiment: "quick",
 			contract.LabelImage: "xrun/quick:abcdef012345", contract.LabelTimeout: "5m0s",

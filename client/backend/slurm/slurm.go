@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -226,7 +227,9 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 	if err != nil {
 		return err
 	}
-	env := append([]string(nil), spec.Env...)
+	// The node names itself in the script (jobScript); a bare job has no
+	// image, and the cluster no cache volume.
+	env := append(slices.Clone(spec.Env), spec.WhereEnv(spec.Image, "", "")...)
 	if spec.PostToken != "" {
 		// The script is its owner's alone (0700, in a 0700 directory).
 		env = append(env, contract.EnvPostToken+"="+spec.PostToken)
