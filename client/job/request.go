@@ -119,6 +119,14 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 		// Found before the build, which takes minutes.
 		return r, exit.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
 	}
+	switch {
+	case a.CPUs < 0:
+		return r, exit.Usagef("--cpus %d: give how many of the host's CPUs to reserve, at least 1", a.CPUs)
+	case a.CPUs > 0 && a.Where.K8s:
+		return r, exit.Usagef("--cpus reserves a Docker host's CPUs and does not apply with --k8s: the scheduler places the pod")
+	case a.CPUs > 0 && a.Slurm != nil:
+		return r, exit.Usagef("--cpus reserves a Docker host's CPUs and does not apply with --slurm: the job gets the CPUs Slurm allocates")
+	}
 	if a.Where.K8s && a.Network != "default" {
 		return r, exit.Usagef("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", a.Network)
 	}
