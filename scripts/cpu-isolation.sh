@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # A CPU job beside a neighbour that keeps every CPU busy, on the local Docker
 # daemon: the measurement behind docs/hosts.md "CPUs of their own". The job
-# is client/e2e/testdata/cpus (a pure-Python loop, one CPU's work), the
-# neighbour client/e2e/testdata/cpuhog (two spinning processes per CPU for a
-# minute). Each round submits the job three ways:
-#   alone     no neighbour, no reservation
-#   shared    beside the neighbour, no reservation (the pool: every CPU)
-#   reserved  beside the neighbour, resources.cpus: 1
-# and prints the loop's median at N = 40000, the share of the job's CPUs that
-# other processes used (env.host_load: median and largest over the timings)
-# and how many CPUs it could use.
+# is client/e2e/testdata/cpus (NumPy's matrix product, a BLAS thread per CPU
+# the job may use), the neighbours NEIGHBOURS jobs (default 2) of
+# client/e2e/testdata/cpuhog (two spinning processes per CPU for a minute
+# each). Docker gives every container an equal share of a busy CPU, so one
+# neighbour takes half the CPU time of the CPUs it shares with the job and
+# two take two thirds. Each round submits the job four ways:
+#   alone            no neighbour, no reservation (every CPU)
+#   shared           beside the neighbours, no reservation (every CPU)
+#   reserved-alone   no neighbour, resources.cpus: 1
+#   reserved         beside the neighbours, resources.cpus: 1
+# and prints the product's median at N = 512, the share of the job's CPUs
+# that other processes used (env.host_load: median and largest over the
+# timings) and how many CPUs it could use.
 #
 #   scripts/cpu-isolation.sh OUT_DIR [ROUNDS]
 #
 #   XRUN  the client (default bin/xrun; make build)
 #   BASE  the CPU base image (default xrun/cpu-base:bookworm; make cpu-base)
+#   NEIGHBOURS  how many neighbour jobs (default 2)
 set -uo pipefail
 out=${1:?usage: scripts/cpu-isolation.sh OUT_DIR [ROUNDS]}
 rounds=${2:-3}
+neighbours=${NEIGHBOURS:-2}
 xrun=$(realpath "${XRUN:-bin/xrun}")
 base=${BASE:-xrun/cpu-base:bookworm}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,7 +47,7 @@ job() { # label dir -> one line of the table
 import json, sys
 label, path = sys.argv[1], sys.argv[2]
 r = json.load(open(path))
-med = next(c["results"]["loop"]["timing"]["median_ms"] for c in r["cases"] if c["params"]["N"] == 40000)
+med = next(c["results"]["matmul"]["timing"]["median_ms"] for c in r["cases"] if c["params"]["N"] == 512)
 hl = r["env"]["host_load"]
 print(f"{label}\t{med:.3f}\t{hl['median_others_share']:.2f}\t{hl['max_others_share']:.2f}\t{hl['cpus']}")
 EOF
@@ -50,10 +56,16 @@ EOF
 printf 'round\trun\tmedian_ms\tothers_median\tothers_max\tcpus\n' | tee "$out/table.tsv"
 for r in $(seq 1 "$rounds"); do
   job alone "$out/shared" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
-  hog=$("$xrun" submit --cpu --base "$base" -d -q "$here/client/e2e/testdata/cpuhog")
-  sleep 8 # the neighbour's runner starts its spinners
+  job reserved-alone "$out/reserved" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
+  hogs=()
+  for _ in $(seq 1 "$neighbours"); do
+    hogs+=("$("$xrun" submit --cpu --base "$base" -d -q "$here/client/e2e/testdata/cpuhog")")
+  done
+  sleep 8 # the neighbours' runners start their spinners
   job shared "$out/shared" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
   job reserved "$out/reserved" | sed "s/^/$r\t/" | tee -a "$out/table.tsv"
-  "$xrun" cancel "$hog" > /dev/null 2>&1
-  "$xrun" wait "$hog" > /dev/null 2>&1
+  for hog in "${hogs[@]}"; do
+    "$xrun" cancel "$hog" > /dev/null 2>&1
+    "$xrun" wait "$hog" > /dev/null 2>&1
+  done
 done
