@@ -76,4 +76,4 @@ gpu-host-bundle: ## .gpu-host/: Docker + NVIDIA toolkit bundle, xrun and the GPU
 	./scripts/gpu-host/bundle.sh .gpu-host
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o .gpu-host/xrun ./client/cmd/xrun
 	CGO_ENABLED=0 $(GO) test -tags integration -c -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
-	xz -T0 -f .gpu-host/xrun .gpu-host/gpu-e2e.test
+	xz -T0 --x86 --lzma2=preset=9e -f .gpu-host/xrun .gpu-host/gpu-e2e.test

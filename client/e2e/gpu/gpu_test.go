@@ -194,6 +194,13 @@ func TestSubmitOneGPU(t *testing.T) {
 	if sr.Code != 0 || !strings.Contains(sr.Stdout, "succeeded") {
 		t.Fatalf("exit %d\n%s", sr.Code, sr.Stdout)
 	}
+	// Its GPU's share of the host's CPUs, for it alone (docs/hosts.md).
+	if !strings.Contains(sr.Stderr, "job "+id+" gets CPU ") {
+		t.Errorf("the GPU job was given no CPUs of its own:\n%s", sr.Stderr)
+	}
+	if st, _, _ := run(t, "status", id); !strings.Contains(st, "cpus") {
+		t.Errorf("status does not name the job's CPUs:\n%s", st)
+	}
 	r := jobResults(t, id)
 	if len(r.Env.GPUs) != 1 || r.Env.GPUs[0].Name != gpuName || r.Mode != "gpu" {
 		t.Errorf("env GPUs %+v, mode %s: want one %s", r.Env.GPUs, r.Mode, gpuName)
