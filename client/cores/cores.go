@@ -103,10 +103,11 @@ func (h *Host) Acquire(ctx context.Context, jobID string, n int) ([]int, error) 
 func (h *Host) Pool(ctx context.Context, jobID string) (string, error) {
 	var set string
 	_, err := h.wait(ctx, 0, func() ([]int, *BusyError, error) {
-		held, err := h.held(ctx)
+		st, err := h.read(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
+		held := st.held
 		free := h.free(held)
 		if len(free) == 0 {
 			return nil, &BusyError{Host: h.Engine.Host(), CPUs: h.CPUs, Holders: held}, nil
@@ -160,14 +161,11 @@ func plural(n int) string {
 // try makes one pass: it reserves n free CPUs, or gives back what it took
 // and says who holds the rest.
 func (h *Host) try(ctx context.Context, jobID string, n int) ([]int, *BusyError, error) {
-	held, err := h.held(ctx)
+	st, err := h.read(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := h.poolJobs(ctx, held, jobID)
-	if err != nil {
-		return nil, nil, err
-	}
+	held, pool := st.held, st.poolJobs(jobID)
 	free := h.free(held)
 	keep := 0
 	if len(pool) > 0 {
@@ -219,28 +217,34 @@ func withJob(held map[int]string, cpus []int, jobID string) map[int]string {
 	return out
 }
 
-// held reads which CPUs live reservations hold, and for which job. A
-// stale reservation is left for the next Reserve of its CPU to reclaim.
-func (h *Host) held(ctx context.Context) (map[int]string, error) {
-	cs, err := h.Engine.List(ctx, map[string]string{LabelReservation: ""}, true)
+// state is what one look at the host reads: which CPUs live reservations
+// hold, for which job, and the containers of xrun jobs, ended ones too.
+type state struct {
+	held map[int]string
+	jobs []engine.Container
+}
+
+// read takes one look at the host (two lists, however many reservations
+// there are). A stale reservation is left for the next Reserve of its CPU
+// to reclaim.
+func (h *Host) read(ctx context.Context) (state, error) {
+	res, err := h.Engine.List(ctx, map[string]string{LabelReservation: ""}, true)
 	if err != nil {
-		return nil, fmt.Errorf("list the CPUs reserved on host %s: %w", h.Engine.Host(), err)
+		return state{}, fmt.Errorf("list the CPUs reserved on host %s: %w", h.Engine.Host(), err)
 	}
-	held := map[int]string{}
-	for _, c := range cs {
+	jobs, err := h.Engine.List(ctx, map[string]string{contract.LabelJob: ""}, true)
+	if err != nil {
+		return state{}, fmt.Errorf("list the jobs on host %s: %w", h.Engine.Host(), err)
+	}
+	st := state{held: map[int]string{}, jobs: jobs}
+	for _, c := range res {
 		cpu, err := strconv.Atoi(c.Labels[LabelReservation])
-		if err != nil || cpu < 0 || cpu >= h.CPUs {
+		if err != nil || cpu < 0 || cpu >= h.CPUs || gpus.StaleAmong(c, jobs, 0) {
 			continue
 		}
-		stale, err := gpus.Stale(ctx, h.Engine, c, 0)
-		if err != nil {
-			return nil, err
-		}
-		if !stale {
-			held[cpu] = c.Labels[gpus.LabelHolder]
-		}
+		st.held[cpu] = c.Labels[gpus.LabelHolder]
 	}
-	return held, nil
+	return st, nil
 }
 
 // free lists the CPUs held does not name, in order.
@@ -258,22 +262,18 @@ func (h *Host) free(held map[int]string) []int {
 // running, standbys among them, that hold no CPU (other than jobID's). A
 // container made but not started yet counts: with Settle on the other
 // side, no pool job is missed by a reservation made as it starts.
-func (h *Host) poolJobs(ctx context.Context, held map[int]string, jobID string) ([]engine.Container, error) {
-	cs, err := h.Engine.List(ctx, map[string]string{contract.LabelJob: ""}, true)
-	if err != nil {
-		return nil, fmt.Errorf("list the jobs running on host %s: %w", h.Engine.Host(), err)
-	}
+func (st state) poolJobs(jobID string) []engine.Container {
 	holders := map[string]bool{}
-	for _, j := range held {
+	for _, j := range st.held {
 		holders[j] = true
 	}
 	var out []engine.Container
-	for _, c := range cs {
+	for _, c := range st.jobs {
 		if j := c.Labels[contract.LabelJob]; j != jobID && !holders[j] && !c.Finished() {
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Settle moves container id of job jobID, made on cpuset, onto the pool as
@@ -282,10 +282,11 @@ func (h *Host) poolJobs(ctx context.Context, held map[int]string, jobID string) 
 // container existed. Every reservation after the create sees the container
 // (poolJobs), so the job never runs on a CPU another job holds.
 func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
-	held, err := h.held(ctx)
+	st, err := h.read(ctx)
 	if err != nil {
 		return err
 	}
+	held := st.held
 	for _, j := range held {
 		if j == jobID {
 			return nil

@@ -374,18 +374,34 @@ func Stale(ctx context.Context, e engine.Engine, res engine.Container, grace tim
 	if err != nil {
 		return false, fmt.Errorf("look up job %s on host %s: %w", holder, e.Host(), err)
 	}
-	if len(cs) > 0 {
-		for _, c := range cs {
-			if !c.Finished() {
-				return false, nil
-			}
+	return StaleAmong(res, cs, grace), nil
+}
+
+// StaleAmong is Stale with the host's job containers already listed (all
+// of them, or those of the reservation's job), for many reservations at
+// once.
+func StaleAmong(res engine.Container, jobs []engine.Container, grace time.Duration) bool {
+	holder := res.Labels[LabelHolder]
+	if holder == "" {
+		return true
+	}
+	found := false
+	for _, c := range jobs {
+		if c.Labels[contract.LabelJob] != holder {
+			continue
 		}
-		return true, nil
+		if !c.Finished() {
+			return false
+		}
+		found = true
+	}
+	if found {
+		return true
 	}
 	if grace <= 0 {
 		grace = 5 * time.Minute
 	}
-	return !res.Created.IsZero() && time.Since(res.Created) > grace, nil
+	return !res.Created.IsZero() && time.Since(res.Created) > grace
 }
 
 // drop removes reservation containers this pass made.
