@@ -26,7 +26,7 @@ func TestNoControlSequencesInOutputs(t *testing.T) {
 	dir := experiment(t, ta)
 	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
 		return enginetest.Run{Logs: "runner: " + escapes + "\n", Files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
+			"results.json": enginetest.ResultsJSON("my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
 	}
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {

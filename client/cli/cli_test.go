@@ -12,7 +12,6 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
 
@@ -24,16 +23,6 @@ func experiment(t *testing.T, ta *testApp) string {
 		t.Fatalf("init: exit %d: %s", code, ta.err)
 	}
 	return dir
-}
-
-func succeed(t *testing.T) func(engine.ContainerSpec) enginetest.Run {
-	return func(engine.ContainerSpec) enginetest.Run {
-		return enginetest.Run{Logs: "runner says hi\n" +
-			"10:00:01 progress case=1/2 phase=check elapsed=1.0 case_start=1.0 done=0.0\n" +
-			"10:00:02 progress case=1/2 phase=check elapsed=2.0 case_start=1.0 done=0.0\n" +
-			"10:00:03 progress case=1/2 phase=time impl=a elapsed=3.0 case_start=1.0 done=0.0\n", Files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
-	}
 }
 
 func TestInitScaffoldIsAValidSpec(t *testing.T) {
@@ -66,7 +55,7 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 func TestBadJobID(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	ta.run(context.Background(), "submit", "-d", "--cpu", dir)
 	for _, cmd := range []string{"logs", "status", "wait", "cancel", "rm", "results"} {
 		code := ta.run(context.Background(), cmd, "zzzz")

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 )
 
 // complete runs xrun as the bash and zsh scripts do for the words typed
@@ -26,7 +28,7 @@ func complete(t *testing.T, ta *testApp, words ...string) []string {
 func TestCompletion(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	if code := ta.run(context.Background(), "submit", "-q", "-d", "--cpu", dir); code != 0 {
 		t.Fatal(ta.err)
 	}

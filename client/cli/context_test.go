@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/engine/enginetest"
 )
 
 func TestSubmitWarnsOfLargeFiles(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	big := filepath.Join(dir, "weights.bin")
 	if err := os.WriteFile(big, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -3,29 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/runner/result"
 )
-
-// resultsJSON is a results.json the fake runner writes.
-func resultsJSON(t *testing.T, experiment, status string) string {
-	t.Helper()
-	r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: experiment, Status: status,
-		Success: status == result.StatusSucceeded, CreatedAt: time.Unix(0, 0).UTC()}
-	data, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
 
 // testApp is an App on a fake engine with its own store and a fake runner binary.
 type testApp struct {

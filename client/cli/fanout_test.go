@@ -28,7 +28,7 @@ func TestSubmitFanOut(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	other := enginetest.New()
-	ta.fake.Behave, other.Behave = succeed(t), succeed(t)
+	ta.fake.Behave, other.Behave = enginetest.Succeed("my-kernel"), enginetest.Succeed("my-kernel")
 	ta.Connect = func(_ context.Context, sel connect.Selection) (engine.Engine, error) {
 		switch sel.Host {
 		case "lab":

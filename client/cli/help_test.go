@@ -90,7 +90,7 @@ func TestPsEmpty(t *testing.T) {
 func TestOwner(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "-q", "-d", "--cpu", dir); code != 0 {
 		t.Fatal(ta.err)
@@ -136,7 +136,7 @@ func TestOwner(t *testing.T) {
 func TestRmFinished(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	var ids []string
 	for range 3 {
@@ -202,7 +202,7 @@ func TestPsQuiet(t *testing.T) {
 		t.Errorf("ps -q with no jobs: exit %d, %q", code, ta.out)
 	}
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	if code := ta.run(context.Background(), "submit", "-q", "--cpu", dir); code != 0 {
 		t.Fatal(ta.err)
 	}

@@ -96,7 +96,7 @@ func TestStatusAgreesWithResults(t *testing.T) {
 func TestLogsAfterTheContainerWent(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "--cpu", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
@@ -129,7 +129,7 @@ func submitRunning(t *testing.T, ta *testApp) string {
 	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
 		// A running runner's results.json says running until it ends.
 		return enginetest.Run{Hang: true, Logs: "line1\nline2\nline3\n", Files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusRunning)}}
+			"results.json": enginetest.ResultsJSON("my-kernel", result.StatusRunning)}}
 	}
 	if code := ta.run(context.Background(), "submit", "-d", "--cpu", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
@@ -336,7 +336,7 @@ func TestLogsFollowInterrupted(t *testing.T) {
 func TestWaitShowsProgress(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "--cpu", "-d", dir); code != 0 {
 		t.Fatalf("submit -d: exit %d: %s", code, ta.err)
@@ -357,7 +357,7 @@ func TestPsFilterFormatDuration(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	ctx := context.Background()
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	if code := ta.run(ctx, "submit", "--cpu", "--no-standby", dir); code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, ta.err)
 	}

@@ -368,7 +368,7 @@ func TestRerunCommand(t *testing.T) {
 	dir := experiment(t, ta)
 	ta.setenv(map[string]string{gpus.FakeEnv: "4", "SLOWDOWN": "1"})
 	ta.fake.Behave = func(s engine.ContainerSpec) enginetest.Run {
-		return enginetest.Run{Files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
+		return enginetest.Run{Files: map[string]string{"results.json": enginetest.ResultsJSON("my-kernel", result.StatusSucceeded)}}
 	}
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "-q", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", "--no-standby", dir); code != 0 {

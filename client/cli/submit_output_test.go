@@ -25,7 +25,7 @@ func TestBasePullProgress(t *testing.T) {
 		{Layers: 3, Done: 1, Got: 100 << 20, Size: 300 << 20},
 		{Layers: 3, Done: 3, Got: 300 << 20, Size: 300 << 20},
 	}
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	if code := ta.run(context.Background(), "submit", "--cpu", "--no-standby", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
@@ -58,7 +58,7 @@ func TestSubmitShowsProgressAsPlainLines(t *testing.T) {
 		"22:00:02 progress case=2/2 phase=check elapsed=5.0 case_start=5.0 done=4.0\n"
 	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
 		return enginetest.Run{Logs: log, Files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": log}}
+			"results.json": enginetest.ResultsJSON("my-kernel", result.StatusSucceeded), "runner.log": log}}
 	}
 	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
@@ -99,7 +99,7 @@ func TestSubmitBuildIsALinePerStep(t *testing.T) {
 		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
 			ta := newTestApp(t)
 			dir := experiment(t, ta)
-			ta.fake.Behave = succeed(t)
+			ta.fake.Behave = enginetest.Succeed("my-kernel")
 			ta.fake.BuildOutput = classicBuild
 			args := []string{"submit", "--cpu", dir}
 			if verbose {
@@ -165,7 +165,7 @@ func TestSubmitSaysAFailureOnce(t *testing.T) {
 			}
 			dir := experiment(t, ta)
 			var r result.Results
-			json.Unmarshal([]byte(resultsJSON(t, "my-kernel", result.StatusFailed)), &r)
+			json.Unmarshal([]byte(enginetest.ResultsJSON("my-kernel", result.StatusFailed)), &r)
 			r.Error = msg
 			data, _ := json.Marshal(r)
 			ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {

@@ -105,7 +105,7 @@ func TestSubmitInterruptedShowsPartialResults(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
-		return enginetest.Run{Hang: true, Files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusCancelled)}}
+		return enginetest.Run{Hang: true, Files: map[string]string{"results.json": enginetest.ResultsJSON("my-kernel", result.StatusCancelled)}}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -136,7 +136,7 @@ func TestSubmitInterruptedShowsPartialResults(t *testing.T) {
 func TestSubmitAttachedPrintsTheTable(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, ta.err)
 	}
@@ -191,7 +191,7 @@ func TestSubmitExitCodes(t *testing.T) {
 			}
 			run := tt.run
 			if _, ok := run.Files["results.json"]; ok {
-				run.Files = map[string]string{"results.json": resultsJSON(t, "my-kernel", tt.status)}
+				run.Files = map[string]string{"results.json": enginetest.ResultsJSON("my-kernel", tt.status)}
 			}
 			ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return run }
 			code := ta.run(context.Background(), append(append([]string{"submit", "--cpu"}, tt.args...), dir)...)
@@ -212,7 +212,7 @@ func TestSubmitExitCodes(t *testing.T) {
 func TestSubmitQuiet(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	if code := ta.run(ctx, "submit", "-q", "--cpu", dir); code != 0 || ta.err.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q", code, ta.err)
@@ -327,7 +327,7 @@ func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
 	if err := os.WriteFile(yaml, bytes.Replace(data, []byte("matmul:blocked"), []byte("matmul:blockd"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ta.fake.Behave = succeed(t)
+	ta.fake.Behave = enginetest.Succeed("my-kernel")
 	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != ExitUsage {
 		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, ta.err)
 	}

@@ -26,7 +26,7 @@ import (
 func TestSubmitAttachedCPU(t *testing.T) {
 	e := newSubmitEnv(t)
 	dir := experiment(t)
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	if _, err := e.submit(ctx, t, dir, Args{CPU: true, Keep: true, Env: []string{"SECRET_TOKEN"}, Labels: []string{"team=kernels"}}); err != nil {
 		t.Fatalf("submit: %v: %s", err, e.err)
@@ -145,7 +145,7 @@ func TestCPUBaseFallbackSaidOnce(t *testing.T) {
 	dir := experiment(t)
 	editSpec(t, dir, "  base: test/base:1\n", "")
 	e.fake.ImageIDs["xrun/cpu-torch:bookworm"] = "sha256:cafe"
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	const said = "is not on unix:///fake.sock: using xrun/cpu-torch:bookworm"
 	a := Args{CPU: true, NoStandby: true}
 	if _, err := e.submit(context.Background(), t, dir, a); err != nil || !strings.Contains(e.err.String(), said) {
@@ -166,7 +166,7 @@ func TestSpecWithoutGPUsIsACPUJob(t *testing.T) {
 	e := newSubmitEnv(t)
 	dir := experiment(t)
 	editSpec(t, dir, "gpus: 1 ", "gpus: 0 ")
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	j, err := e.submit(context.Background(), t, dir, Args{})
 	if err != nil {
 		t.Fatalf("submit: %v: %s", err, e.err)
@@ -201,7 +201,7 @@ func TestSubmitKeepsTheBuildLog(t *testing.T) {
 		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
 			e := newSubmitEnv(t)
 			dir := experiment(t)
-			e.fake.Behave = succeed(t)
+			e.fake.Behave = enginetest.Succeed("my-kernel")
 			e.fake.BuildOutput = output
 			j, err := e.submit(context.Background(), t, dir, Args{CPU: true, Verbose: verbose})
 			if err != nil {
@@ -226,7 +226,7 @@ func TestSubmitStoresTheLogAsWritten(t *testing.T) {
 		"22:00:01 progress case=1/2 phase=time impl=fast elapsed=2.5 case_start=1.0 done=0.0\n"
 	e.fake.Behave = func(engine.ContainerSpec) enginetest.Run {
 		return enginetest.Run{Logs: log, Files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": log}}
+			"results.json": enginetest.ResultsJSON("my-kernel", result.StatusSucceeded), "runner.log": log}}
 	}
 	j, err := e.submit(context.Background(), t, dir, Args{CPU: true})
 	if err != nil {

@@ -34,7 +34,7 @@ func TestSubmitGPURequests(t *testing.T) {
 	for _, tt := range tests {
 		e := newSubmitEnv(t)
 		dir := experiment(t)
-		e.fake.Behave = succeed(t)
+		e.fake.Behave = enginetest.Succeed("my-kernel")
 		// Here the test inventory of 4 (docs/hosts.md).
 		e.env[gpus.FakeEnv] = "4"
 		if _, err := e.submit(context.Background(), t, dir, Args{Detach: true, GPUs: tt.gpus}); err != nil {
@@ -64,7 +64,7 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 		e := newSubmitEnv(t)
 		dir := experiment(t)
 		e.fake.DaemonInfo.MemoryBytes = 64 << 30
-		e.fake.Behave = succeed(t)
+		e.fake.Behave = enginetest.Succeed("my-kernel")
 		if _, err := e.submit(context.Background(), t, dir, Args{CPU: true, Network: "none", Root: root}); err != nil {
 			t.Fatalf("root %v: %v: %s", root, err, e.err)
 		}
@@ -91,7 +91,7 @@ func TestSubmitRunsUnprivileged(t *testing.T) {
 func TestSubmitProfile(t *testing.T) {
 	e := newSubmitEnv(t)
 	dir := experiment(t)
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	e.env[gpus.FakeEnv] = "1"
 	if _, err := e.submit(context.Background(), t, dir, Args{Detach: true, Profile: "ncu:impl=fast;case=0"}); err != nil {
 		t.Fatalf("submit: %v: %s", err, e.err)
@@ -107,7 +107,7 @@ func TestSubmitProfile(t *testing.T) {
 	}
 	for _, root := range []bool{false, true} {
 		e := newSubmitEnv(t)
-		e.fake.Behave = succeed(t)
+		e.fake.Behave = enginetest.Succeed("my-kernel")
 		e.env[gpus.FakeEnv] = "1"
 		if _, err := e.submit(context.Background(), t, experiment(t), Args{Detach: true, Profile: "ncu", Root: root}); err != nil {
 			t.Fatalf("root %v: %v: %s", root, err, e.err)
@@ -129,7 +129,7 @@ func TestSubmitProfile(t *testing.T) {
 func TestAttachedRemovesContainer(t *testing.T) {
 	e := newSubmitEnv(t)
 	dir := experiment(t)
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	ctx := context.Background()
 	j, err := e.submit(ctx, t, dir, Args{CPU: true})
 	if err != nil {
@@ -156,7 +156,7 @@ func TestAttachedRemovesContainer(t *testing.T) {
 func TestStandbyPreloadsTheCompileStack(t *testing.T) {
 	e := newSubmitEnv(t)
 	dir := experiment(t)
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	preload := func() []string {
 		var vals []string
 		for _, fc := range e.fake.Containers {

@@ -42,7 +42,7 @@ func TestSubmitRecordsHowTheRunnerEnded(t *testing.T) {
 			}
 			run := tt.run
 			if _, ok := run.Files["results.json"]; ok {
-				run.Files = map[string]string{"results.json": resultsJSON(t, "my-kernel", tt.status)}
+				run.Files = map[string]string{"results.json": enginetest.ResultsJSON("my-kernel", tt.status)}
 			}
 			e.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return run }
 			j, err := e.submit(context.Background(), t, dir, Args{CPU: true})

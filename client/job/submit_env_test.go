@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // submitEnv is a Manager over a fresh job store, a connect.Set whose every
@@ -167,30 +165,6 @@ func editSpec(t *testing.T, dir, old, new string) {
 	}
 	if err := os.WriteFile(path, []byte(strings.Replace(string(y), old, new, 1)), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// resultsJSON is a results.json the fake runner writes.
-func resultsJSON(t *testing.T, experiment, status string) string {
-	t.Helper()
-	r := result.Results{SchemaVersion: result.SchemaVersion, Experiment: experiment, Status: status,
-		Success: status == result.StatusSucceeded, CreatedAt: time.Unix(0, 0).UTC()}
-	data, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
-
-// succeed is a runner that logs a line and three progress records and
-// succeeds.
-func succeed(t *testing.T) func(engine.ContainerSpec) enginetest.Run {
-	return func(engine.ContainerSpec) enginetest.Run {
-		return enginetest.Run{Logs: "runner says hi\n" +
-			"10:00:01 progress case=1/2 phase=check elapsed=1.0 case_start=1.0 done=0.0\n" +
-			"10:00:02 progress case=1/2 phase=check elapsed=2.0 case_start=1.0 done=0.0\n" +
-			"10:00:03 progress case=1/2 phase=time impl=a elapsed=3.0 case_start=1.0 done=0.0\n", Files: map[string]string{
-			"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded), "runner.log": "log\n"}}
 	}
 }
 

@@ -52,7 +52,7 @@ func TestConcurrentSubmitsShareNoGPU(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			f.Exit(s.Name, 0)
 		}()
-		return enginetest.Run{Hang: true, Files: map[string]string{"results.json": resultsJSON(t, "my-kernel", result.StatusSucceeded)}}
+		return enginetest.Run{Hang: true, Files: map[string]string{"results.json": enginetest.ResultsJSON("my-kernel", result.StatusSucceeded)}}
 	}
 	e.env[gpus.FakeEnv] = "4"
 	const n = 20
@@ -126,7 +126,7 @@ func TestSubmitGPUType(t *testing.T) {
 	e := newSubmitEnv(t)
 	dir := experiment(t)
 	editSpec(t, dir, "  # gpu_type: H100", "  gpu_type: H100  ")
-	e.fake.Behave = succeed(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
 	e.env[gpus.FakeEnv] = "2"
 	_, err := e.submit(context.Background(), t, dir, Args{})
 	if err == nil || !strings.Contains(err.Error(), "has no H100 GPU (resources.gpu_type; it has 2x test GPU") {
