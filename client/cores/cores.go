@@ -45,6 +45,9 @@ type Host struct {
 	// Queue waits for CPUs other jobs hold instead of failing with a
 	// *BusyError.
 	Queue bool
+	// Keep is how many CPUs a reservation must leave unreserved (at least
+	// one while a job runs on the pool).
+	Keep int
 	// Poll is the wait between tries while queued (default 1 s, jittered).
 	Poll time.Duration
 	// Progress, when set, gets a line when a queued job starts waiting
@@ -167,9 +170,9 @@ func (h *Host) try(ctx context.Context, jobID string, n int) ([]int, *BusyError,
 	}
 	held, pool := st.held, st.poolJobs(jobID)
 	free := h.free(held)
-	keep := 0
+	keep := h.Keep
 	if len(pool) > 0 {
-		keep = 1 // the pool's jobs keep a CPU
+		keep = max(keep, 1) // the pool's jobs keep a CPU
 	}
 	busy := &BusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: held}
 	if len(free)-keep < n {

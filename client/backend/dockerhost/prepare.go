@@ -90,9 +90,10 @@ func (b *Backend) cpus(ctx context.Context, r backend.PrepareRequest, share int)
 	} else {
 		// A GPU job's share is what it gets if free, or as much of it as
 		// is free now: it waits for its GPUs, never for CPUs it did not
-		// ask for.
+		// ask for. It leaves the host's last free CPU to the pool, so that
+		// a CPU job can still run beside it.
 		now := *h
-		now.Queue = false
+		now.Queue, now.Keep = false, 1
 		for want := min(share, n); want > 0 && got == nil; {
 			got, err = now.Acquire(ctx, r.Job.ID, want)
 			var busy *cores.BusyError

@@ -89,3 +89,23 @@ func mustID(t *testing.T, f *enginetest.Engine, name string) string {
 	t.Fatalf("no container %s", name)
 	return ""
 }
+
+// On a one-GPU host the GPU job's share is every CPU but the last free
+// one, which a CPU job beside it then runs on.
+func TestPrepareLeavesACPUBesideAGPUJob(t *testing.T) {
+	f := enginetest.New()
+	f.ImageIDs["img"] = "sha256:img"
+	f.DaemonInfo.CPUs = 4
+	b := &Backend{Engine: f, FakeGPUs: 1, Getenv: func(string) string { return "" }}
+	ctx := context.Background()
+	var log strings.Builder
+	res, err := b.Prepare(ctx, backend.PrepareRequest{Job: &store.Job{ID: "gpu"}, Image: "img", GPUs: &backend.GPUs{Count: 1}, Log: &log})
+	if err != nil || res.CPUSet != "1-3" {
+		t.Fatalf("GPU job: CPUs %q, %v; want 1-3", res.CPUSet, err)
+	}
+	f.Add("job-gpu", "running", map[string]string{contract.LabelJob: "gpu"}, time.Now())
+	res, err = b.Prepare(ctx, backend.PrepareRequest{Job: &store.Job{ID: "cpu"}, Image: "img", Log: &log})
+	if err != nil || res.CPUSet != "0" {
+		t.Errorf("CPU job beside it: CPUs %q, %v; want 0", res.CPUSet, err)
+	}
+}
