@@ -195,11 +195,18 @@ func TestSubmitOneGPU(t *testing.T) {
 		t.Fatalf("exit %d\n%s", sr.Code, sr.Stdout)
 	}
 	// Its GPU's share of the host's CPUs, for it alone (docs/hosts.md).
-	if !strings.Contains(sr.Stderr, "job "+id+" gets CPU ") {
+	if i := strings.Index(sr.Stderr, "job "+id+" gets CPU "); i < 0 {
 		t.Errorf("the GPU job was given no CPUs of its own:\n%s", sr.Stderr)
+	} else {
+		line, _, _ := strings.Cut(sr.Stderr[i:], "\n")
+		t.Logf("%s", line)
 	}
-	if st, _, _ := run(t, "status", id); !strings.Contains(st, "cpus") {
+	st, _, _ := run(t, "status", id)
+	if i := strings.Index(st, "cpus"); i < 0 {
 		t.Errorf("status does not name the job's CPUs:\n%s", st)
+	} else {
+		line, _, _ := strings.Cut(st[i:], "\n")
+		t.Logf("status: %s", line)
 	}
 	r := jobResults(t, id)
 	if len(r.Env.GPUs) != 1 || r.Env.GPUs[0].Name != gpuName || r.Mode != "gpu" {
