@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/connect"
@@ -118,35 +117,12 @@ func (e *submitEnv) jobContainers() (running, standbys int) {
 	return running, standbys
 }
 
-// experiment writes the experiment xrun init makes (client/cli/scaffold)
-// on the fake's base, named my-kernel, into a new directory.
+// experiment copies testdata/my-kernel, the experiment xrun init makes, to
+// a directory of its own whose name has a space.
 func experiment(t *testing.T) string {
 	t.Helper()
-	const scaffold = "../cli/scaffold"
 	dir := filepath.Join(t.TempDir(), "My Kernel")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := template.ParseFiles(filepath.Join(scaffold, "xrun.yaml.tmpl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := os.Create(filepath.Join(dir, "xrun.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = tmpl.Execute(y, struct{ Name, Base string }{"my-kernel", "test/base:1"})
-	if cerr := y.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	py, err := os.ReadFile(filepath.Join(scaffold, "matmul.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "matmul.py"), py, 0o644); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "my-kernel"))); err != nil {
 		t.Fatal(err)
 	}
 	return dir
