@@ -1,25 +1,20 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"text/template"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/scaffold"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
-
-//go:embed scaffold
-var scaffold embed.FS
 
 type initOptions struct {
 	dir  string
@@ -71,29 +66,18 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 	if _, err := os.Stat(filepath.Join(o.dir, spec.FileName)); err == nil {
 		return usageError("%s already has an %s: pick a new directory", o.dir, spec.FileName)
 	}
-	tmpl, err := template.ParseFS(scaffold, "scaffold/xrun.yaml.tmpl")
+	fs, err := scaffold.Files(name, o.base)
 	if err != nil {
-		return fmt.Errorf("read the scaffold: %w", err)
+		return err
 	}
-	var y bytes.Buffer
-	if err := tmpl.Execute(&y, struct{ Name, Base string }{name, o.base}); err != nil {
-		return fmt.Errorf("write the scaffold: %w", err)
-	}
-	if _, err := spec.Parse(filepath.Join(o.dir, spec.FileName), y.Bytes()); err != nil {
+	if _, err := spec.Parse(filepath.Join(o.dir, spec.FileName), fs[0].Data); err != nil {
 		return usageError("%v (pick another --name)", err)
-	}
-	py, err := scaffold.ReadFile("scaffold/matmul.py")
-	if err != nil {
-		return fmt.Errorf("read the scaffold: %w", err)
 	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return fmt.Errorf("init %s: %w", o.dir, err)
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{spec.FileName, y.Bytes()}, {"matmul.py", py}} {
-		p := filepath.Join(o.dir, f.name)
+	for _, f := range fs {
+		p := filepath.Join(o.dir, f.Name)
 		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, os.ErrExist) {
 			return usageError("%s exists: init does not overwrite files; pick a new directory", p)
@@ -101,7 +85,7 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 		if err != nil {
 			return fmt.Errorf("init %s: %w", o.dir, err)
 		}
-		_, err = fh.Write(f.data)
+		_, err = fh.Write(f.Data)
 		if cerr := fh.Close(); err == nil {
 			err = cerr
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
+	"github.com/xrun-dev/xrun/client/scaffold"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/runner/contract"
 )
@@ -117,13 +118,22 @@ func (e *submitEnv) jobContainers() (running, standbys int) {
 	return running, standbys
 }
 
-// experiment copies testdata/my-kernel, the experiment xrun init makes, to
-// a directory of its own whose name has a space.
+// experiment writes the experiment xrun init makes (client/scaffold), on
+// the fake engine's base, to a directory whose name has a space.
 func experiment(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "My Kernel")
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "my-kernel"))); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	fs, err := scaffold.Files("my-kernel", "test/base:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

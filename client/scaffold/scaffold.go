@@ -1,0 +1,41 @@
+// Package scaffold is the experiment `xrun init` writes: a spec with every
+// section a first experiment needs, commented, and a matrix product to
+// time against its reference.
+package scaffold
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"text/template"
+
+	"github.com/xrun-dev/xrun/runner/spec"
+)
+
+//go:embed files
+var files embed.FS
+
+// File is one file of the scaffold: its name in the experiment's
+// directory and its contents.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Files are the scaffold's files for an experiment called name on base
+// ("": the default base of its mode), the spec first.
+func Files(name, base string) ([]File, error) {
+	tmpl, err := template.ParseFS(files, "files/xrun.yaml.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("read the scaffold: %w", err)
+	}
+	var y bytes.Buffer
+	if err := tmpl.Execute(&y, struct{ Name, Base string }{name, base}); err != nil {
+		return nil, fmt.Errorf("write the scaffold: %w", err)
+	}
+	py, err := files.ReadFile("files/matmul.py")
+	if err != nil {
+		return nil, fmt.Errorf("read the scaffold: %w", err)
+	}
+	return []File{{spec.FileName, y.Bytes()}, {"matmul.py", py}}, nil
+}
