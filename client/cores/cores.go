@@ -58,8 +58,11 @@ type Host struct {
 // BusyError says that the CPUs a job needs are held by other jobs.
 type BusyError struct {
 	Host string
-	// Want is how many CPUs the job asked for (0: a place in the pool).
+	// Want is how many CPUs the job asked for (0: a place in the pool);
+	// Free how many no job holds, of which the job could have had
+	// available (less those kept for the pool).
 	Want, Free, CPUs int
+	available        int
 	// Holders maps a held CPU to the job that holds it.
 	Holders map[int]string
 }
@@ -98,6 +101,21 @@ func (h *Host) Acquire(ctx context.Context, jobID string, n int) ([]int, error) 
 		return nil, fmt.Errorf("host %s has %d CPUs, the job asks for %d (resources.cpus): ask for fewer or pick a bigger host", h.Engine.Host(), h.CPUs, n)
 	}
 	return h.wait(ctx, n, func() ([]int, *BusyError, error) { return h.try(ctx, jobID, n) })
+}
+
+// Share reserves up to n CPUs for jobID, as many as are free now (less
+// Keep and the pool's), without waiting; none when none is free.
+func (h *Host) Share(ctx context.Context, jobID string, n int) ([]int, error) {
+	// A pass can lose a CPU to another client's reservation made at the
+	// same time: the next pass asks for what is left.
+	for pass := 0; pass < 5 && n > 0; pass++ {
+		got, busy, err := h.try(ctx, jobID, n)
+		if err != nil || busy == nil {
+			return got, err
+		}
+		n = min(n-1, busy.available)
+	}
+	return nil, nil
 }
 
 // Pool returns the CPUs that no job has reserved, as a cpuset for a job
@@ -174,7 +192,7 @@ func (h *Host) try(ctx context.Context, jobID string, n int) ([]int, *BusyError,
 	if len(pool) > 0 {
 		keep = max(keep, 1) // the pool's jobs keep a CPU
 	}
-	busy := &BusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: held}
+	busy := &BusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: held, available: max(len(free)-keep, 0)}
 	if len(free)-keep < n {
 		return nil, busy, nil
 	}
@@ -305,7 +323,7 @@ func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
 	}
 	set := want
 	if set == "" {
-		set = Set(h.free(nil))
+		set = All(h.CPUs)
 	}
 	if err := h.Engine.SetCPUs(ctx, id, set); err != nil {
 		return fmt.Errorf("move job %s onto the CPUs no job reserved: %w", jobID, err)
@@ -331,6 +349,15 @@ func (h *Host) drop(ctx context.Context, ids []string) {
 	for _, id := range ids {
 		h.Engine.Remove(rctx, id, true)
 	}
+}
+
+// All is the cpuset of every CPU of a host with n: "0-(n-1)".
+func All(n int) string {
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return Set(cpus)
 }
 
 // Set renders CPU numbers as a cpuset: "0-3,6".

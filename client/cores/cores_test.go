@@ -35,6 +35,12 @@ func TestSet(t *testing.T) {
 			t.Errorf("Set(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
+	if got := All(16); got != "0-15" {
+		t.Errorf("All(16) = %q", got)
+	}
+	if got := All(1); got != "0" {
+		t.Errorf("All(1) = %q", got)
+	}
 }
 
 func TestAcquireGivesEachJobItsOwnCPUs(t *testing.T) {

@@ -2,7 +2,6 @@ package dockerhost
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -92,16 +91,10 @@ func (b *Backend) cpus(ctx context.Context, r backend.PrepareRequest, share int)
 		// is free now: it waits for its GPUs, never for CPUs it did not
 		// ask for. It leaves the host's last free CPU to the pool, so that
 		// a CPU job can still run beside it.
-		now := *h
-		now.Queue, now.Keep = false, 1
-		for want := min(share, n); want > 0 && got == nil; {
-			got, err = now.Acquire(ctx, r.Job.ID, want)
-			var busy *cores.BusyError
-			if errors.As(err, &busy) {
-				want = min(want-1, busy.Free)
-			} else if err != nil {
-				return "", err
-			}
+		sh := *h
+		sh.Keep = 1
+		if got, err = sh.Share(ctx, r.Job.ID, min(share, n)); err != nil {
+			return "", err
 		}
 		if got == nil {
 			return h.Pool(ctx, r.Job.ID)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/store"
@@ -323,7 +324,7 @@ func (b *Backend) moveOnto(ctx context.Context, jobID, id, cpuset string) error 
 		if n <= 0 {
 			return nil
 		}
-		set = "0-" + strconv.Itoa(n-1)
+		set = cores.All(n)
 	}
 	if err := b.Engine.SetCPUs(ctx, id, set); err != nil {
 		return err
