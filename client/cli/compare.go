@@ -29,10 +29,12 @@ func newCompareCommand(a *App) *cli.Command {
 		ArgsUsage: "JOB|RESULTS JOB|RESULTS...",
 		Description: `For every sweep point and implementation: each job's median time, its speedup
 over its own baseline, its TFLOPS, and the first job's time over its own (above
-1x: faster than the first job) with the runner's conservative verdict on it:
-FAST or SLOW only when the two jobs' q1-q3 ranges are apart by more than the
-fast_threshold margin (2 %), otherwise SAME when the medians are within it,
-AMBIGUOUS when they are further apart, so that two hosts or two nights can be told apart from noise; and
+1x: faster than the first job) with the runner's verdict on it, judged on the
+95 % interval of that ratio from the uncertainty of the two medians: FAST or
+SLOW when the whole interval is past the fast_threshold margin (the larger of
+the two jobs', 2 % by default), SAME when it lies within the margin, AMBIGUOUS
+when it reaches across the margin's edge, so that two hosts or two nights can be
+told apart from noise; and
 each job's host (the machine's name the runner recorded, alike for a job and a
 results file, with the alias a job was submitted to: "gpu01 (lab)") and GPU. Jobs of different experiments are refused (exit 3)
 unless --force lines up what they share, with a note; jobs with no sweep point in

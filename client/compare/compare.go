@@ -239,10 +239,18 @@ func Build(in []Input) (*Report, error) {
 func quartiles(t *result.Timing) bool { return t != nil && t.Q1MS > 0 && t.Q3MS > 0 }
 
 // threshold is the margin the verdicts of two jobs' timings need: the
-// larger of the two runs' fast_threshold (the runner's default where a
-// run does not say).
+// larger of the two runs' fast_threshold, each the runner's default where
+// a run does not say (two runs that asked for 1 % are compared at 1 %).
 func threshold(a, b *result.Results) float64 {
-	return max(a.Methodology.FastThreshold, b.Methodology.FastThreshold, analyze.DefaultThreshold)
+	return max(marginOf(a), marginOf(b))
+}
+
+// marginOf is r's fast_threshold, or the runner's default where r has none.
+func marginOf(r *result.Results) float64 {
+	if th := r.Methodology.FastThreshold; th >= 1 {
+		return th
+	}
+	return analyze.DefaultThreshold
 }
 
 // countMissing counts the cells of jobs that lack the row.

@@ -343,3 +343,33 @@ func TestConfigChanged(t *testing.T) {
 		}
 	}
 }
+
+// Two runs that asked for a 1 % margin are compared at 1 %, not at the
+// 2 % default; a run that says nothing gets the default.
+func TestMarginIsTheRunsOwn(t *testing.T) {
+	night := func(id string, ms, margin float64) Input {
+		r := results(id, "NVIDIA H100 80GB HBM3", 1, false, false)
+		r.Methodology.FastThreshold = margin
+		r.Cases[0].Results["baseline"].Timing = &result.Timing{MedianMS: ms, Q1MS: ms * 0.999, Q3MS: ms * 1.001, StderrRel: 0.0005}
+		return Input{JobID: id, Results: r}
+	}
+	for _, c := range []struct {
+		name         string
+		first, other float64
+		want         string
+	}{
+		{"both 1 %", 1.01, 1.01, result.VerdictSlow},
+		{"one 1 %, one default", 1.01, 0, result.VerdictSame},
+		{"one 1 %, one 2 %", 1.01, 1.02, result.VerdictSame},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := Build([]Input{night("a", 0.5, c.first), night("b", 0.5075, c.other)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Cases[0].Rows[0].Cells[1].VsFirstVerdict; got != c.want {
+				t.Errorf("1.5 %% slower: %s, want %s", got, c.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/spec"
 )
@@ -47,12 +48,26 @@ type Row struct {
 	Clock          string  `json:"clock,omitempty"`
 	Samples        int     `json:"samples,omitempty"`
 	Converged      bool    `json:"converged"`
-	// Throttled says a throttled warning covers this timing (its own, or
-	// the GPU's over the run).
+	// Throttled says the timing's own throttled warning covers it (a
+	// thermal or hardware slowdown, or clocks well under the maximum with
+	// no reason given, in its own readings); the GPU's state at the end of
+	// the run marks no timing.
 	// HostBusy says a host_busy warning covers it (a CPU timing taken
 	// while other processes used more of the CPUs than the runner allows).
-	Throttled    bool    `json:"throttled,omitempty"`
-	HostBusy     bool    `json:"host_busy,omitempty"`
+	Throttled bool `json:"throttled,omitempty"`
+	HostBusy  bool `json:"host_busy,omitempty"`
+	// What the GPU did while the timing's samples were taken (GPU runs
+	// with clock readings): the median SM clock, the GPU's maximum, the
+	// median power, the reasons that held clocks back with how many of
+	// the readings had each ("sw_power_cap 3/5"), and Slowdown, why the
+	// readings saw a thermal or hardware slowdown ("" when they did not).
+	SMClockMHz    int     `json:"sm_clock_mhz,omitempty"`
+	MaxSMClockMHz int     `json:"max_sm_clock_mhz,omitempty"`
+	PowerW        float64 `json:"power_w,omitempty"`
+	ClockReadings int     `json:"clock_readings,omitempty"`
+	ClockReasons  string  `json:"clock_reasons,omitempty"`
+	Slowdown      string  `json:"slowdown,omitempty"`
+
 	TFLOPS       float64 `json:"tflops,omitempty"`
 	GBps         float64 `json:"gbps,omitempty"`
 	PctPeakFlops float64 `json:"pct_peak_flops,omitempty"`
@@ -110,6 +125,18 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
 			row.Clock, row.Samples, row.Converged = t.Clock, t.Samples, t.Converged // finishRows: the mode's clock when none
 			row.KeptSamples = t.KeptSamplesMS
+			if c := t.Clocks; c != nil && c.Readings > 0 {
+				row.SMClockMHz, row.PowerW, row.ClockReadings = c.SMClockMHz, c.PowerW, c.Readings
+				row.MaxSMClockMHz = MaxSMClock(r)
+				row.ClockReasons = clockReasons(c)
+				if slow, why := gpuinfo.SlowedDown(c); slow {
+					row.Slowdown = why
+				}
+				// Judged again by today's rule, not the warning the runner
+				// wrote: files from before the power-cap rule called
+				// every power-capped timing throttled.
+				row.Throttled, _ = gpuinfo.ThrottledDuring(c, row.MaxSMClockMHz)
+			}
 		}
 		if c := ir.Correctness; c != nil && name != result.Reference {
 			abs, rel := c.MaxAbsError, c.MaxRelError
@@ -130,20 +157,17 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 func finishRows(r *result.Results, rows []Row) {
 	gpu, uuid := GPUOf(r)
 	stack, policy := StackOf(r), ClockPolicyOf(r)
-	throttledRun := false
 	throttled := map[[2]string]bool{}
 	hostBusy := map[[2]string]bool{}
 	for _, w := range r.Warnings {
 		if w.Kind == analyze.WarnHostBusy {
 			hostBusy[[2]string{w.Implementation, w.Label}] = true
 		}
-		if w.Kind != analyze.WarnThrottled {
-			continue
+		// A run-level warning (no implementation) marks no timing: each is
+		// judged by its own readings.
+		if w.Kind == analyze.WarnThrottled && w.Implementation != "" {
+			throttled[[2]string{w.Implementation, w.Label}] = true
 		}
-		if w.Implementation == "" && w.Label == "" {
-			throttledRun = true
-		}
-		throttled[[2]string{w.Implementation, w.Label}] = true
 	}
 	// Each candidate's comparison with the baseline at each case, looked
 	// up by row: scanning the comparisons for every row made flattening
@@ -164,13 +188,43 @@ func finishRows(r *result.Results, rows []Row) {
 			if row.Clock == "" {
 				row.Clock = (&result.Timing{}).ClockOf(r.Mode)
 			}
-			row.Throttled = throttledRun || throttled[[2]string{row.Implementation, row.Case}]
+			if row.ClockReadings == 0 {
+				// No readings of its own: the runner's warning on it.
+				row.Throttled = throttled[[2]string{row.Implementation, row.Case}]
+			}
 			row.HostBusy = hostBusy[[2]string{row.Implementation, row.Case}]
 		}
 		if cmp, ok := comparisons[cmpKey{row.Implementation, row.Case}]; ok {
 			row.Speedup, row.Verdict = cmp.Speedup, cmp.Verdict
 		}
 	}
+}
+
+// MaxSMClock is the highest SM clock r's GPUs allowed, as the runner read
+// it before timing (0 when it did not).
+func MaxSMClock(r *result.Results) int {
+	m := 0
+	for _, g := range r.Env.GPUs {
+		if g.Before != nil {
+			m = max(m, g.Before.MaxSMClockMHz)
+		}
+	}
+	return m
+}
+
+// clockReasons is the reasons that held c's clocks back, each with the
+// share of the readings it was active in where c counts them: "sw_power_cap
+// 3/5, hw_slowdown 1/5".
+func clockReasons(c *result.Clocks) string {
+	var parts []string
+	for _, r := range c.ClockEventReasons {
+		if n, ok := c.ReasonReadings[r]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", r, n, c.Readings))
+		} else {
+			parts = append(parts, r)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // implOrder is the order of a case's rows, the table's (runner/report):
@@ -279,7 +333,7 @@ func firstLine(s string) string {
 var (
 	headColumns = []string{"experiment", "job_id", "date", "status", "host", "gpu", "gpu_uuid", "driver", "cuda", "torch", "commit", "case"}
 	tailColumns = []string{"implementation", "impl_status", "median_ms", "q1_ms", "q3_ms", "clock", "samples", "converged", "throttled",
-		"host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "max_abs_error", "max_rel_error", "regress", "series_id", "stack", "autotune", "error"}
+		"sm_clock_mhz", "power_w", "clock_reasons", "host_busy", "tflops", "gbps", "pct_peak_flops", "pct_peak_bw", "arithmetic_intensity", "bound", "speedup", "verdict", "max_abs_error", "max_rel_error", "regress", "series_id", "stack", "autotune", "error"}
 )
 
 // paramColumn is the column of parameter k: "param_" and the name, with
@@ -368,7 +422,8 @@ func (c *CSV) Write(r Row) error {
 	}
 	timed := r.MedianMS > 0
 	rec = append(rec, r.Implementation, r.ImplStatus, num(r.MedianMS), num(r.Q1MS), num(r.Q3MS), r.Clock, samples,
-		boolCell(r.Converged, timed), boolCell(r.Throttled, timed), boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
+		boolCell(r.Converged, timed), boolCell(r.Throttled, timed), intCell(r.SMClockMHz), num(r.PowerW), r.ClockReasons,
+		boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
 		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, errCell(r.MaxAbsError), errCell(r.MaxRelError), r.Regress, seriesCell(r.SeriesID), r.Stack, r.Autotune, r.Error)
 	for i, cell := range rec {
 		rec[i] = Cell(cell)
@@ -378,6 +433,14 @@ func (c *CSV) Write(r Row) error {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
+}
+
+// intCell is a whole number's cell, empty for 0 (not read).
+func intCell(v int) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.Itoa(v)
 }
 
 // seriesCell is a history row's series id ("" elsewhere).

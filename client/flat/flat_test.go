@@ -320,3 +320,50 @@ func TestReadHead(t *testing.T) {
 		t.Errorf("Read of two good cases: %v", err)
 	}
 }
+
+// An H200 run of an fp16 GEMM at the power cap (2026-11-29, run2): its
+// runner warned "throttled" for the run (sw_power_cap after it) and for
+// N = 4096 and 8192 (the rule then called the power cap throttling). Rows
+// judge each timing by its own readings: none is throttled, and the one
+// timing given a thermal slowdown here is the only one that is.
+func TestThrottledByItsOwnReadings(t *testing.T) {
+	r, err := result.ReadFile(filepath.Join("..", "..", "experiments", "autotuned-matmul", "results", "2026-11-29-h200", "run2", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLevel := false
+	for _, w := range r.Warnings {
+		runLevel = runLevel || (w.Kind == "throttled" && w.Implementation == "")
+	}
+	if !runLevel {
+		t.Fatal("the recorded run has lost its run-level throttled warning")
+	}
+	check := func(want map[string]bool) {
+		t.Helper()
+		n := 0
+		for _, row := range Rows(r) {
+			if row.MedianMS <= 0 {
+				continue
+			}
+			n++
+			key := row.Implementation + " " + row.Case
+			if row.Throttled != want[key] || (row.Slowdown != "") != want[key] {
+				t.Errorf("%s: throttled %v, slowdown %q; want throttled %v", key, row.Throttled, row.Slowdown, want[key])
+			}
+			if row.SMClockMHz == 0 || row.MaxSMClockMHz != 1980 {
+				t.Errorf("%s: SM clock %d of %d MHz, want the readings' median of 1980", key, row.SMClockMHz, row.MaxSMClockMHz)
+			}
+		}
+		if n != 10 {
+			t.Fatalf("%d timed rows, want 10", n)
+		}
+	}
+	check(map[string]bool{})
+	c := r.Cases[1].Results["triton"].Timing.Clocks // N=1024
+	c.ClockEventReasons, c.ThrottledReadings = []string{"hw_thermal_slowdown"}, 2
+	c.ReasonReadings = map[string]int{"hw_thermal_slowdown": 2}
+	check(map[string]bool{"triton N=1024": true})
+	if row := Rows(r)[3]; row.Case != "N=1024" || row.ClockReasons != "hw_thermal_slowdown 2/3" {
+		t.Errorf("row %s %s: clock reasons %q, want hw_thermal_slowdown 2/3", row.Implementation, row.Case, row.ClockReasons)
+	}
+}

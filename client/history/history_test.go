@@ -244,7 +244,11 @@ func TestMigrateBaseline(t *testing.T) {
 		}
 	}
 	// Back to layout 1, as an older xrun wrote it.
-	for _, q := range []string{"ALTER TABLE runs DROP COLUMN baseline", "ALTER TABLE points DROP COLUMN autotune", "ALTER TABLE points DROP COLUMN host_busy", "PRAGMA user_version = 1"} {
+	back := []string{"ALTER TABLE runs DROP COLUMN baseline", "ALTER TABLE points DROP COLUMN autotune", "ALTER TABLE points DROP COLUMN host_busy"}
+	for _, c := range clockColumns {
+		back = append(back, "ALTER TABLE points DROP COLUMN "+strings.Fields(c)[0])
+	}
+	for _, q := range append(back, "PRAGMA user_version = 1") {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -80,6 +80,28 @@ func TestHostBusyIsNoisy(t *testing.T) {
 // layout2Columns are the schema's lines of the columns layout 2 added.
 var layout2Columns = []string{"\thost_busy      INTEGER NOT NULL DEFAULT 0,\n", "\tautotune       TEXT NOT NULL DEFAULT '',\n", ",\n\tbaseline    TEXT NOT NULL DEFAULT ''"}
 
+// layout5Columns are the schema's lines of the columns layout 5 added.
+var layout5Columns = []string{"\tsm_clock_mhz   INTEGER NOT NULL DEFAULT 0,\n", "\tmax_sm_clock_mhz INTEGER NOT NULL DEFAULT 0,\n",
+	"\tpower_w        REAL NOT NULL DEFAULT 0,\n", "\tclock_readings INTEGER NOT NULL DEFAULT 0,\n",
+	"\tclock_reasons  TEXT NOT NULL DEFAULT '',\n", "\tslowdown       TEXT NOT NULL DEFAULT '',\n"}
+
+// layoutWithout is schema less the lines cols, or a failed test where
+// one is not there.
+func layoutWithout(t *testing.T, cols ...[]string) string {
+	t.Helper()
+	out := schema
+	for _, cs := range cols {
+		for _, col := range cs {
+			cut := strings.Replace(out, col, "", 1)
+			if cut == out {
+				t.Fatalf("the layout has no %q to leave out", col)
+			}
+			out = cut
+		}
+	}
+	return out
+}
+
 // A history of layout 1 (before host_busy, autotune and baseline) opens: the columns are added,
 // its points read as not busy, and new runs import.
 func TestMigrateLayout1(t *testing.T) {
@@ -88,14 +110,7 @@ func TestMigrateLayout1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout1 := schema
-	for _, col := range layout2Columns {
-		cut := strings.Replace(layout1, col, "", 1)
-		if cut == layout1 {
-			t.Fatalf("the layout has no %q to leave out", col)
-		}
-		layout1 = cut
-	}
+	layout1 := layoutWithout(t, layout2Columns, layout5Columns)
 	for _, q := range []string{
 		layout1,
 		`INSERT INTO runs (id, run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,

@@ -123,8 +123,9 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 	}
 	defer insSeries.Close()
 	insPoint, err := tx.Prepare(`INSERT INTO points (run_id, series_id, impl_status, error, median_ms, q1_ms, q3_ms, clock, samples,
-		converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		converged, throttled, host_busy, tflops, gbps, pct_peak_flops, pct_peak_bw, intensity, bound, speedup, verdict, kept, autotune,
+		sm_clock_mhz, max_sm_clock_mhz, power_w, clock_readings, clock_reasons, slowdown)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
@@ -152,7 +153,8 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 		kept, _ := json.Marshal(row.KeptSamples)
 		if _, err := insPoint.Exec(runID, seriesID, row.ImplStatus, row.Error, row.MedianMS, row.Q1MS, row.Q3MS, row.Clock, row.Samples,
 			row.Converged, row.Throttled, row.HostBusy, row.TFLOPS, row.GBps, row.PctPeakFlops, row.PctPeakBW, row.Intensity, row.Bound,
-			row.Speedup, row.Verdict, string(kept), row.Autotune); err != nil {
+			row.Speedup, row.Verdict, string(kept), row.Autotune, row.SMClockMHz, row.MaxSMClockMHz, row.PowerW, row.ClockReadings,
+			row.ClockReasons, row.Slowdown); err != nil {
 			return out, fmt.Errorf("import run %s: %w", jobID, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -49,11 +48,7 @@ type Point struct {
 // Points returns the points f picks, by series (in the order the series
 // were first seen), each series in time order.
 func (s *Store) Points(f Filter) ([]Point, error) {
-	q := `SELECT p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
-		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
-		r.git_commit, r.source, r.baseline, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
-		p.throttled, p.host_busy, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune
-		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
+	q := "SELECT " + pointColumns + " FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id"
 	var where []string
 	var args []any
 	if f.Experiment != "" {
@@ -87,27 +82,9 @@ func (s *Store) Points(f Filter) ([]Point, error) {
 	defer rows.Close()
 	var out []Point
 	for rows.Next() {
-		var p Point
-		var params, kept string
-		var at int64
-		if err := rows.Scan(&p.SeriesID, &p.Key.Experiment, &p.Key.Case, &params, &p.Key.Implementation, &p.Key.GPU,
-			&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
-			&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.Baseline, &p.ImplStatus, &p.Error,
-			&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.HostBusy, &p.TFLOPS, &p.GBps,
-			&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept, &p.Autotune); err != nil {
-			return nil, fmt.Errorf("read results history: %w", err)
-		}
-		p.Key.Params = params
-		p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = p.Key.Experiment, p.Key.Case, p.Key.Implementation, p.Key.GPU, p.Key.Mode
-		p.Stack, p.ClockPolicy = p.Key.Stack, p.Key.ClockPolicy
-		p.Date = time.Unix(0, at).UTC()
-		if err := json.Unmarshal([]byte(params), &p.Params); err != nil {
-			return nil, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
-		}
-		if kept != "" && kept != "null" {
-			if err := json.Unmarshal([]byte(kept), &p.KeptSamples); err != nil {
-				return nil, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
-			}
+		p, err := scanPoint(rows, 0)
+		if err != nil {
+			return nil, err
 		}
 		if f.matches(&p) {
 			out = append(out, p)
@@ -154,14 +131,19 @@ func Series(points []Point) [][]Point {
 }
 
 // Values turns one series' points into the rule's values: an
-// implementation that did not run correctly is errored, a timing that did
-// not converge, was throttled or was taken on a busy host noisy, and a new
-// baseline starts at each change point and where the series' timings
-// change clock (a new measurement method).
+// implementation that did not run correctly is errored; a timing that did
+// not converge, was taken on a busy host, or whose own clock readings the
+// clock rule (regress.ClockRule: a thermal or hardware slowdown, clocks
+// well under the series' usual) calls noisy is noisy; and a new baseline
+// starts at each change point and where the series' timings change clock
+// (a new measurement method). A timing imported before the history kept
+// clock readings is noisy where its run's throttled warning covered it.
 func Values(series []Point, changes []ChangePoint) []regress.Value {
 	out := make([]regress.Value, len(series))
 	lastClock := ""
 	next := 0 // the next change point to apply
+	starts := make([]bool, len(series))
+	clocks := make([]regress.Clocks, len(series))
 	for i, p := range series {
 		v := regress.Value{Run: p.JobID, At: p.Date, MedianMS: p.MedianMS, Q1MS: p.Q1MS, Q3MS: p.Q3MS, Samples: p.KeptSamples,
 			Baseline: p.Baseline, Config: p.Autotune}
@@ -169,6 +151,21 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 			v.ChangePoint = true
 			next++
 		}
+		if p.ImplStatus == result.ImplOK && p.MedianMS > 0 {
+			clocks[i] = regress.Clocks{Readings: p.ClockReadings, SMClockMHz: p.SMClockMHz, Slowdown: p.Slowdown}
+		}
+		if v.Errored == "" && p.Clock != "" && p.ImplStatus == result.ImplOK {
+			if lastClock != "" && p.Clock != lastClock {
+				v.ChangePoint = true
+			}
+			lastClock = p.Clock
+		}
+		starts[i] = v.ChangePoint
+		out[i] = v
+	}
+	byClock := regress.DefaultClocks().Noise(clocks, starts)
+	for i, p := range series {
+		v := &out[i]
 		switch {
 		case p.ImplStatus == result.ImplWrong:
 			v.Errored = "wrong result"
@@ -181,21 +178,24 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 			v.Errored = "no timing"
 		case !p.Converged:
 			v.Noisy = regress.NotConverged
-		case p.Throttled:
-			v.Noisy = "timed on a throttled GPU"
+		case byClock[i] != "":
+			v.Noisy = byClock[i]
+		case p.Throttled && p.ClockReadings == 0:
+			v.Noisy = LegacyThrottled
 		case p.HostBusy:
-			v.Noisy = "timed on a busy host"
+			v.Noisy = BusyHost
 		}
-		if v.Errored == "" && p.Clock != "" {
-			if lastClock != "" && p.Clock != lastClock {
-				v.ChangePoint = true
-			}
-			lastClock = p.Clock
-		}
-		out[i] = v
 	}
 	return out
 }
+
+// BusyHost is the noisy reason of a CPU timing taken on a busy host.
+const BusyHost = "timed on a busy host"
+
+// LegacyThrottled is the noisy reason of a timing without clock readings
+// of its own (results, or a history row, from before they were kept) that
+// its run's runner called throttled: nothing is left to judge it by again.
+const LegacyThrottled = "timed on a throttled GPU (by its run's warning: no clock readings of its own to judge)"
 
 // ChangePoint starts a new baseline for a series: the user accepted the
 // change its values show from At on.

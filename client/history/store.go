@@ -54,8 +54,20 @@ const busyTimeout = 30 * time.Second
 
 // schemaVersion is the layout below (PRAGMA user_version). 2 added
 // runs.baseline, points.autotune and points.host_busy; 3 removed_jobs;
-// 4 reported.
-const schemaVersion = 4
+// 4 reported; 5 each timing's clock readings (points.sm_clock_mhz ...
+// points.slowdown), which the noise rule judges against its series'.
+const schemaVersion = 5
+
+// clockColumns are the points' columns of layout 5, as a layout before it
+// gets them: rows imported before them read no clock readings (zero, empty).
+var clockColumns = []string{
+	"sm_clock_mhz INTEGER NOT NULL DEFAULT 0",
+	"max_sm_clock_mhz INTEGER NOT NULL DEFAULT 0",
+	"power_w REAL NOT NULL DEFAULT 0",
+	"clock_readings INTEGER NOT NULL DEFAULT 0",
+	"clock_reasons TEXT NOT NULL DEFAULT ''",
+	"slowdown TEXT NOT NULL DEFAULT ''",
+}
 
 const schema = `
 CREATE TABLE IF NOT EXISTS series (
@@ -118,6 +130,12 @@ CREATE TABLE IF NOT EXISTS points (
 	verdict        TEXT NOT NULL,
 	kept           TEXT NOT NULL,
 	autotune       TEXT NOT NULL DEFAULT '',
+	sm_clock_mhz   INTEGER NOT NULL DEFAULT 0,
+	max_sm_clock_mhz INTEGER NOT NULL DEFAULT 0,
+	power_w        REAL NOT NULL DEFAULT 0,
+	clock_readings INTEGER NOT NULL DEFAULT 0,
+	clock_reasons  TEXT NOT NULL DEFAULT '',
+	slowdown       TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (run_id, series_id)
 );
 CREATE INDEX IF NOT EXISTS points_series ON points(series_id);
@@ -229,6 +247,13 @@ func (s *Store) migrate() error {
 			"ALTER TABLE points ADD COLUMN host_busy INTEGER NOT NULL DEFAULT 0",
 		} {
 			if _, err := tx.Exec(q); err != nil {
+				return err
+			}
+		}
+	}
+	if v >= 1 && v < 5 {
+		for _, c := range clockColumns {
+			if _, err := tx.Exec("ALTER TABLE points ADD COLUMN " + c); err != nil {
 				return err
 			}
 		}

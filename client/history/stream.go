@@ -280,7 +280,8 @@ func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule
 const pointColumns = `p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
 		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
 		r.git_commit, r.source, r.baseline, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
-		p.throttled, p.host_busy, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune`
+		p.throttled, p.host_busy, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune,
+		p.sm_clock_mhz, p.max_sm_clock_mhz, p.power_w, p.clock_readings, p.clock_reasons, p.slowdown`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -330,7 +331,8 @@ func scanPoint(rows scanner, same int64, first ...any) (Point, error) {
 		&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
 		&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.Baseline, &p.ImplStatus, &p.Error,
 		&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.HostBusy, &p.TFLOPS, &p.GBps,
-		&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept, &p.Autotune)
+		&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept, &p.Autotune,
+		&p.SMClockMHz, &p.MaxSMClockMHz, &p.PowerW, &p.ClockReadings, &p.ClockReasons, &p.Slowdown)
 	if err := rows.Scan(dest...); err != nil {
 		return p, fmt.Errorf("read results history: %w", err)
 	}

@@ -87,7 +87,7 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 				if full == nil {
 					full = t.r
 				}
-				sr.Advice = summary.ConvergenceAdvice(full, len(sr.NeverConverged))
+				sr.WithResults(full)
 			}
 		}
 		if o.Rerun != nil && len(sr.Suspects()) > 0 {

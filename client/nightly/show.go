@@ -180,7 +180,7 @@ func describeFilter(f history.Filter) string {
 func (n *History) textSeries(tw io.Writer, ser []history.Judged, last int) {
 	k := ser[0].Key
 	fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, k.Machine())
-	if a := neverConverged(ser); a != "" {
+	if a := neverJudged(ser); a != "" {
 		fmt.Fprintf(tw, "  %s\n", a)
 	}
 	if last > 0 && len(ser) > last {
@@ -207,13 +207,10 @@ func (n *History) textSeries(tw io.Writer, ser []history.Judged, last int) {
 	}
 }
 
-// neverConverged says, for a series none of whose runs converged, that it
-// has no baseline and which settings to change ("" for one that did).
-func neverConverged(ser []history.Judged) string {
-	if !ser[len(ser)-1].Verdict.NeverConverged {
-		return ""
-	}
-	return summary.ConvergenceAdvice(nil, 1)
+// neverJudged says, for a series none of whose runs was judged, that it
+// has no baseline and why ("" for one that was).
+func neverJudged(ser []history.Judged) string {
+	return summary.NeverJudgedAdvice(ser[len(ser)-1].Verdict)
 }
 
 func judgedSeries(judged []history.Judged) [][]history.Judged {
@@ -234,9 +231,11 @@ type seriesJSON struct {
 	ID     int64       `json:"series"`
 	Key    history.Key `json:"key"`
 	Points []pointJSON `json:"points"`
-	// NeverConverged: no run of the series converged, so it has no
-	// baseline; Advice says which settings to change.
+	// NeverConverged: no run of the series converged; NeverJudged: no run
+	// of it was clean, for any reason. Either way it has no baseline, and
+	// Advice says why and what to change.
 	NeverConverged bool   `json:"never_converged,omitempty"`
+	NeverJudged    bool   `json:"never_judged,omitempty"`
 	Advice         string `json:"advice,omitempty"`
 }
 
@@ -259,10 +258,9 @@ type pointJSON struct {
 func historyJSON(judged []history.Judged) []seriesJSON {
 	out := []seriesJSON{}
 	for _, ser := range judgedSeries(judged) {
-		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key, NeverConverged: ser[len(ser)-1].Verdict.NeverConverged}
-		if s.NeverConverged {
-			s.Advice = summary.ConvergenceAdvice(nil, 1)
-		}
+		last := ser[len(ser)-1].Verdict
+		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key, NeverConverged: last.NeverConverged, NeverJudged: last.NeverJudged,
+			Advice: summary.NeverJudgedAdvice(last)}
 		for _, j := range ser {
 			s.Points = append(s.Points, pointJSON{Date: j.Date, JobID: j.JobID, Host: j.Host, Address: j.Address, GPUUUID: j.GPUUUID,
 				Status: j.ImplStatus, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS, Clock: j.Clock, Commit: j.Commit,

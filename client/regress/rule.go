@@ -170,6 +170,10 @@ type Verdict struct {
 	// of its series before it did: the series has no baseline and is never
 	// judged until its timings converge.
 	NeverConverged bool `json:"never_converged,omitempty"`
+	// NeverJudged is set on a noisy value when no value of its series
+	// before it was clean (for any reason: Reason says this one's): the
+	// series has no baseline and has never been judged.
+	NeverJudged bool `json:"never_judged,omitempty"`
 	// ConfigChange says, of a value that breached the rule's bounds,
 	// which autotuned kernels ran another config than in the baseline's
 	// latest run ("config changed: matmul_kernel 128x256x64/w8/s3 →
@@ -223,7 +227,7 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 			out[i] = Verdict{Status: Errored, Reason: v.Errored}
 			continue
 		case v.Noisy != "":
-			out[i] = Verdict{Status: Noisy, Reason: v.Noisy, NeverConverged: !timed && times[i].Noisy == NotConverged}
+			out[i] = Verdict{Status: Noisy, Reason: v.Noisy, NeverJudged: !timed, NeverConverged: !timed && times[i].Noisy == NotConverged}
 			continue
 		case v.MedianMS <= 0:
 			out[i] = Verdict{Status: Errored, Reason: "no timing"}

@@ -367,7 +367,7 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	data := map[string]any{
 		"Root": "../", "Title": title, "Key": k, "Machine": k.Machine(), "Nights": nights, "Rule": ruleText(b.o.Rule),
 		"PNG": filepath.Base(fig.PNG), "SVG": filepath.Base(fig.SVG), "FigureError": figErr,
-		"Advice": neverConverged(ser), "Changes": changes[id],
+		"Advice": neverJudged(ser), "Changes": changes[id],
 	}
 	if err := b.render("series/"+name, "series.html", data); err != nil {
 		return seriesLink{}, err
@@ -376,11 +376,8 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	return seriesLink{Page: "series/" + name, Implementation: k.Implementation, Case: k.Case, Machine: k.Machine(), Status: string(last.Status)}, nil
 }
 
-func neverConverged(ser []history.Judged) string {
-	if !ser[len(ser)-1].Verdict.NeverConverged {
-		return ""
-	}
-	return summary.ConvergenceAdvice(nil, 1)
+func neverJudged(ser []history.Judged) string {
+	return summary.NeverJudgedAdvice(ser[len(ser)-1].Verdict)
 }
 
 // jobPage is the base name of a job's page: its id where that is a safe

@@ -5,6 +5,12 @@ BLOCK_K with fp32 accumulation. Programs are ordered in groups of GROUP_M
 rows of tiles, so that programs running at the same time share tiles of A
 and B in the L2. The autotuner times every config the first time it meets a
 new (M, N, K) and keeps the fastest for that key.
+
+extra_pct (0 in use) makes every program walk extra_pct % more steps of K
+past its end, on masked loads that read nothing: the dots' work on zeros,
+which leaves C as it is. It is how experiments/heavy-kernels injects a
+slowdown that scales with the kernel at every size (a second launch would
+cost a few microseconds whatever its size).
 """
 
 import torch
@@ -30,7 +36,7 @@ CONFIGS = [
 @triton.autotune(configs=CONFIGS, key=["M", "N", "K"])
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, extra_pct,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr):
     pid = tl.program_id(axis=0)
@@ -50,7 +56,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    steps = tl.cdiv(K, BLOCK_K)
+    for k in range(0, steps + (steps * extra_pct + 50) // 100):
         left = K - k * BLOCK_K
         a = tl.load(a_ptrs, mask=offs_k[None, :] < left, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < left, other=0.0)
@@ -65,7 +72,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     tl.store(c_ptrs, c, mask=(rows_c[:, None] < M) & (cols_c[None, :] < N))
 
 
-def matmul(a, b):
+def matmul(a, b, extra_pct=0):
     assert a.shape[1] == b.shape[0], "inner dimensions differ"
     M, K = a.shape
     _, N = b.shape
@@ -75,5 +82,5 @@ def matmul(a, b):
         return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
     matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1))
+                        c.stride(0), c.stride(1), extra_pct)
     return c

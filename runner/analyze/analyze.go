@@ -24,9 +24,18 @@ const ExcessiveSpeedup = 10
 
 // Warning kinds.
 const (
-	WarnNotConverged     = "not_converged"
-	WarnThrottled        = "throttled"
+	WarnNotConverged = "not_converged"
+	// WarnThrottled: a timing taken during a thermal or hardware slowdown
+	// (or at clocks well under the maximum with no reason given), or, with
+	// no implementation, the GPU's state over the run.
+	WarnThrottled = "throttled"
+	// WarnPowerCapped: a timing taken at the GPU's power cap, a heavy
+	// kernel's steady state: told, not noise.
+	WarnPowerCapped      = "power_capped"
 	WarnExcessiveSpeedup = "excessive_speedup"
+	// WarnAutotuneBeaten: a config read from the autotune cache that the
+	// check of the choice found beaten (it still ran: reuse is the default).
+	WarnAutotuneBeaten = "autotune_beaten"
 	// WarnStrayProcesses: processes of the experiment's code outlived
 	// their workers (setsid children, daemons) and were killed before the
 	// results were final.
@@ -133,42 +142,81 @@ func bandwidth(gpu *result.GPU) (float64, bool) {
 	return gpu.PeakGBps, gpu.PeakGBps > 0
 }
 
-// Verdict compares a candidate's timing with a baseline's. speedup is
-// base.median / cand.median (above 1: the candidate is faster).
+// Verdict compares a candidate's timing with a baseline's: speedup =
+// base.median / cand.median, with a verdict judged on the uncertainty of
+// the two medians, so that noise cannot produce a FAST and a difference
+// that repeats run after run reads the same in every run. With threshold
+// th (default 1.02, a 2% margin; values below 1 mean the default) and
+// [lo, hi] the 95% interval of the speedup (SpeedupInterval):
 //
-// The verdict is conservative: it looks at the interquartile ranges, not only
-// the medians, so noise cannot produce a FAST. With threshold th (default
-// 1.02, a 2% margin; values below 1 mean the default):
+//	FAST       lo >= th: the candidate is faster by more than the margin,
+//	           even at the slow end of what its samples allow;
+//	SLOW       hi <= 1/th: the same, the other way round;
+//	SAME       1/th <= lo and hi <= th: whatever the truth within the
+//	           interval, the difference is under the margin;
+//	AMBIGUOUS  the interval reaches across a margin's edge: the medians
+//	           are too uncertain for the size of the difference, or a
+//	           timing is missing (speedup 0).
 //
-//	FAST       cand.q3 * th <= base.q1: even the candidate's slow quarter beats
-//	           the baseline's fast quarter by the margin;
-//	SLOW       base.q3 * th <= cand.q1: the same, the other way round;
-//	SAME       otherwise, when the medians are within th of each other:
-//	           whatever the spreads, the difference is under the margin
-//	           (tight, disjoint ranges only say that a difference smaller
-//	           than the margin was measured precisely);
-//	AMBIGUOUS  anything else: the medians differ by more than the margin but
-//	           the spreads overlap too much to call it, or a timing is missing
-//	           (speedup 0).
+// The interquartile ranges do not decide: under a power cap they widen
+// and narrow from run to run while the medians repeat within 1%
+// (docs/performance.md, "Verdicts on the medians' intervals").
 func Verdict(cand, base result.Timing, threshold float64) (speedup float64, verdict string) {
 	if threshold < 1 {
 		threshold = DefaultThreshold
 	}
-	if cand.MedianMS <= 0 || base.MedianMS <= 0 {
+	lo, hi, ok := SpeedupInterval(cand, base)
+	if !ok {
 		return 0, result.VerdictAmbiguous // nothing to compare
 	}
 	speedup = base.MedianMS / cand.MedianMS
 	switch {
-	case cand.Q3MS*threshold <= base.Q1MS:
+	case lo >= threshold:
 		return speedup, result.VerdictFast
-	case base.Q3MS*threshold <= cand.Q1MS:
+	case hi*threshold <= 1:
 		return speedup, result.VerdictSlow
-	}
-	lo, hi := math.Min(cand.MedianMS, base.MedianMS), math.Max(cand.MedianMS, base.MedianMS)
-	if hi <= lo*threshold {
+	case lo*threshold >= 1 && hi <= threshold:
 		return speedup, result.VerdictSame
 	}
 	return speedup, result.VerdictAmbiguous
+}
+
+// SpeedupInterval is the 95% interval of base.median / cand.median: the
+// ratio times and over exp(h), where h is the two medians' relative
+// half-widths (MedianHalfWidth) added in quadrature. ok is false when
+// either timing has no median.
+func SpeedupInterval(cand, base result.Timing) (lo, hi float64, ok bool) {
+	if cand.MedianMS <= 0 || base.MedianMS <= 0 {
+		return 0, 0, false
+	}
+	s := base.MedianMS / cand.MedianMS
+	h := math.Hypot(MedianHalfWidth(cand), MedianHalfWidth(base))
+	return s * math.Exp(-h), s * math.Exp(h), true
+}
+
+// medianZ is the normal quantile of the medians' 95% intervals.
+const medianZ = 1.959963984540054
+
+// notch is the factor of McGill, Tukey and Larsen's boxplot notch (1978):
+// median +- 1.58 IQR / sqrt(n) is roughly its 95% interval.
+const notch = 1.58
+
+// MedianHalfWidth is the relative half-width of the 95% interval of t's
+// median: z x stderr_rel, the distribution-free standard error of the
+// median from the order statistics around it (runner/stats), or, for a
+// timing that does not carry it (files before it, a single sample), the
+// boxplot notch's 1.58 IQR / sqrt(n) over the median; 0 when neither can
+// be had.
+func MedianHalfWidth(t result.Timing) float64 {
+	switch {
+	case t.MedianMS <= 0:
+		return 0
+	case t.StderrRel > 0:
+		return medianZ * t.StderrRel
+	case t.Samples > 1 && t.Q3MS > t.Q1MS:
+		return notch * (t.Q3MS - t.Q1MS) / math.Sqrt(float64(t.Samples)) / t.MedianMS
+	}
+	return 0
 }
 
 // Comparisons compares every implementation other than the baseline with the
@@ -192,8 +240,9 @@ func Comparisons(r *result.Results, threshold float64) []result.Comparison {
 			}
 			ct, bt := OneClock(*cand, *base)
 			s, v := Verdict(ct, bt, threshold)
+			lo, hi, _ := SpeedupInterval(ct, bt)
 			out = append(out, result.Comparison{
-				A: name, B: r.Baseline, Params: c.Params, Label: CaseLabel(c), Speedup: s, Verdict: v,
+				A: name, B: r.Baseline, Params: c.Params, Label: CaseLabel(c), Speedup: s, SpeedupLo: lo, SpeedupHi: hi, Verdict: v,
 			})
 		}
 	}
@@ -299,6 +348,9 @@ func Warnings(r *result.Results) []result.Warning {
 			if th, why := gpuinfo.ThrottledDuring(t.Clocks, maxSM); th {
 				out = append(out, result.Warning{Kind: WarnThrottled, Implementation: name, Label: label,
 					Message: fmt.Sprintf("%s at %s was timed with the GPU's clocks held back: %s; its time reflects the limited clock and can move between runs", name, label, why)})
+			} else if capped, why := gpuinfo.PowerCapped(t.Clocks, maxSM); capped {
+				out = append(out, result.Warning{Kind: WarnPowerCapped, Implementation: name, Label: label,
+					Message: fmt.Sprintf("%s at %s ran at the GPU's power cap: %s; a heavy kernel's steady state, which the history judges against its series' usual clocks", name, label, why)})
 			}
 		}
 	}
@@ -306,7 +358,22 @@ func Warnings(r *result.Results) []result.Warning {
 	for _, g := range r.Env.GPUs {
 		if th, why := gpuinfo.Throttled(g.Before, g.After); th {
 			out = append(out, result.Warning{Kind: WarnThrottled,
-				Message: fmt.Sprintf("GPU %d (%s) was throttled: %s; timings may be slower than the GPU can do", g.Index, g.Name, why)})
+				Message: fmt.Sprintf("GPU %d (%s) was throttled by the end of the run: %s; each timing's own clock readings say whether it was", g.Index, g.Name, why)})
+		}
+	}
+	for _, c := range r.Cases {
+		label := CaseLabel(c)
+		for _, name := range uniq(names) {
+			ir := c.Results[name]
+			if ir == nil {
+				continue
+			}
+			for _, a := range ir.Autotune {
+				if a.Check != nil && a.Check.Beaten != "" {
+					out = append(out, result.Warning{Kind: WarnAutotuneBeaten, Implementation: name, Label: label,
+						Message: fmt.Sprintf("%s at %s: %s; run xrun submit --retune to tune afresh", name, label, a.Check.Note)})
+				}
+			}
 		}
 	}
 	for _, cmp := range r.Comparisons {

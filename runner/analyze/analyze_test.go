@@ -13,6 +13,13 @@ func tm(q1, med, q3 float64) result.Timing {
 	return result.Timing{Q1MS: q1, MedianMS: med, Q3MS: q3, Samples: 100, Converged: true, StopReason: "converged"}
 }
 
+// tmSE is a timing with the median's relative standard error rse.
+func tmSE(q1, med, q3, rse float64) result.Timing {
+	t := tm(q1, med, q3)
+	t.StderrRel = rse
+	return t
+}
+
 func TestVerdict(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -22,30 +29,75 @@ func TestVerdict(t *testing.T) {
 		verdict    string
 	}{
 		{"clearly faster", tm(0.49, 0.5, 0.51), tm(0.99, 1, 1.01), 1.02, 2, result.VerdictFast},
-		{"faster exactly at margin", tm(0.9, 0.95, 1.0), tm(1.02, 1.05, 1.1), 1.02, 1.05 / 0.95, result.VerdictFast},
-		{"faster, just inside margin", tm(0.9, 0.95, 1.0), tm(1.019, 1.05, 1.1), 1.02, 1.05 / 0.95, result.VerdictAmbiguous},
 		{"clearly slower", tm(3.9, 4, 4.1), tm(0.99, 1, 1.01), 1.02, 0.25, result.VerdictSlow},
 		{"identical", tm(0.99, 1, 1.01), tm(0.99, 1, 1.01), 1.02, 1, result.VerdictSame},
-		{"1% apart, overlapping", tm(0.985, 0.99, 1.0), tm(0.99, 1, 1.01), 1.02, 1 / 0.99, result.VerdictSame},
+		{"1% apart, precise", tm(0.985, 0.99, 1.0), tm(0.99, 1, 1.01), 1.02, 1 / 0.99, result.VerdictSame},
+		// 5 % apart with IQRs of 40 %: the notch's interval (+-6 %) reaches
+		// across the margin.
 		{"5% apart, wide spread", tm(0.8, 0.95, 1.2), tm(0.85, 1, 1.25), 1.02, 1 / 0.95, result.VerdictAmbiguous},
-		// A difference under the margin, measured precisely: the ranges
-		// are apart, and the medians within 2 % (H200 GEMM at N = 8192).
+		// The H200 GEMM at N = 4096: the candidate 3.6 % slower,
+		// cuBLAS's IQR spanning 4.6 % under the power cap, both medians
+		// known to 0.1 %: SLOW, where q1-q3 overlap read AMBIGUOUS.
+		{"power cap: wide IQR, precise medians", tmSE(0.1880, 0.1893, 0.1905, 0.001), tmSE(0.1790, 0.1827, 0.1874, 0.001), 1.02,
+			0.1827 / 0.1893, result.VerdictSlow},
 		{"close medians, disjoint IQRs inside margin", tm(0.995, 0.996, 0.997), tm(1.0, 1.001, 1.002), 1.02, 1.001 / 0.996, result.VerdictSame},
-		{"disjoint IQRs, medians just past the margin", tm(0.975, 0.976, 0.977), tm(0.9955, 0.9965, 0.9975), 1.02, 0.9965 / 0.976, result.VerdictAmbiguous},
-		{"no margin: disjoint is FAST", tm(0.995, 0.996, 0.997), tm(1.0, 1.001, 1.002), 1, 1.001 / 0.996, result.VerdictFast},
-		{"threshold below 1 means default", tm(0.9, 0.95, 1.0), tm(1.019, 1.05, 1.1), 0, 1.05 / 0.95, result.VerdictAmbiguous},
-		{"symmetric slow with margin", tm(1.02, 1.05, 1.1), tm(0.9, 0.95, 1.0), 1.02, 0.95 / 1.05, result.VerdictSlow},
+		// 2.1 % apart, each median known to +-0.4 %: the interval
+		// [1.015, 1.027] reaches across 1.02.
+		{"just past the margin, uncertain", tmSE(0.97, 0.98, 0.99, 0.002), tmSE(0.99, 1.0006, 1.01, 0.002), 1.02, 1.0006 / 0.98,
+			result.VerdictAmbiguous},
+		{"just past the margin, precise", tmSE(0.979, 0.98, 0.981, 0.0002), tmSE(0.999, 1.0006, 1.001, 0.0002), 1.02, 1.0006 / 0.98,
+			result.VerdictFast},
+		{"no margin: a precise difference is FAST", tmSE(0.995, 0.996, 0.997, 0.0002), tmSE(1.0, 1.001, 1.002, 0.0002), 1,
+			1.001 / 0.996, result.VerdictFast},
+		// 5 % apart: FAST at the default 2 %; at a margin of 1.1 it would be SAME.
+		{"threshold below 1 means the default", tmSE(0.9, 0.95, 1.0, 0.001), tmSE(1.019, 1.05, 1.1, 0.001), 0, 1.05 / 0.95,
+			result.VerdictFast},
+		{"symmetric slow", tm(1.04, 1.05, 1.06), tm(0.94, 0.95, 0.96), 1.02, 0.95 / 1.05, result.VerdictSlow},
 		{"no candidate timing", result.Timing{}, tm(0.99, 1, 1.01), 1.02, 0, result.VerdictAmbiguous},
 		{"no baseline timing", tm(0.99, 1, 1.01), result.Timing{}, 1.02, 0, result.VerdictAmbiguous},
-		{"10% margin", tm(0.9, 0.92, 0.95), tm(1.0, 1.01, 1.02), 1.1, 1.01 / 0.92, result.VerdictSame},
-		{"10% margin, medians 12% apart", tm(0.88, 0.9, 0.95), tm(1.0, 1.01, 1.02), 1.1, 1.01 / 0.9, result.VerdictAmbiguous},
+		{"10% margin", tm(0.92, 0.935, 0.95), tm(1.0, 1.01, 1.02), 1.1, 1.01 / 0.935, result.VerdictSame},
+		{"10% margin, medians 12% apart", tm(0.88, 0.9, 0.92), tm(1.0, 1.01, 1.02), 1.1, 1.01 / 0.9, result.VerdictFast},
+		// A single sample each: no interval, the medians decide.
+		{"one sample each", result.Timing{MedianMS: 1, Samples: 1}, result.Timing{MedianMS: 1.5, Samples: 1}, 1.02, 1.5, result.VerdictFast},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, v := Verdict(c.cand, c.base, c.th)
 			if v != c.verdict || math.Abs(s-c.speedup) > 1e-12 {
-				t.Errorf("Verdict = (%v, %s), want (%v, %s)", s, v, c.speedup, c.verdict)
+				lo, hi, _ := SpeedupInterval(c.cand, c.base)
+				t.Errorf("Verdict = (%v, %s), want (%v, %s); interval [%.4f, %.4f]", s, v, c.speedup, c.verdict, lo, hi)
 			}
 		})
+	}
+}
+
+// The verdict repeats when the medians do: five runs of the N =
+// 4096 pair, the candidate 3.4-3.9 % slower, cuBLAS's IQR 1.5-4.6 %
+// wide from run to run.
+func TestVerdictRepeatsWithTheMedians(t *testing.T) {
+	runs := []struct{ cand, base result.Timing }{
+		{tmSE(0.1885, 0.1892, 0.1900, 0.0008), tmSE(0.1790, 0.1828, 0.1874, 0.0012)},
+		{tmSE(0.1887, 0.1893, 0.1901, 0.0007), tmSE(0.1812, 0.1826, 0.1840, 0.0006)},
+		{tmSE(0.1884, 0.1894, 0.1903, 0.0009), tmSE(0.1800, 0.1822, 0.1851, 0.0010)},
+		{tmSE(0.1886, 0.1891, 0.1899, 0.0006), tmSE(0.1808, 0.1820, 0.1837, 0.0007)},
+		{tmSE(0.1884, 0.1890, 0.1898, 0.0007), tmSE(0.1795, 0.1827, 0.1869, 0.0011)},
+	}
+	for i, r := range runs {
+		if _, v := Verdict(r.cand, r.base, 0); v != result.VerdictSlow {
+			t.Errorf("run %d: %s, want SLOW", i+1, v)
+		}
+	}
+}
+
+func TestMedianHalfWidth(t *testing.T) {
+	if h := MedianHalfWidth(tmSE(0.9, 1, 1.1, 0.01)); math.Abs(h-0.0196) > 1e-4 {
+		t.Errorf("from stderr_rel: %v, want 1.96 x 0.01", h)
+	}
+	// 1.58 x 0.2 / sqrt(100) / 1
+	if h := MedianHalfWidth(tm(0.9, 1, 1.1)); math.Abs(h-0.0316) > 1e-9 {
+		t.Errorf("from the notch: %v, want 0.0316", h)
+	}
+	if h := MedianHalfWidth(result.Timing{MedianMS: 1, Samples: 1}); h != 0 {
+		t.Errorf("one sample: %v, want 0", h)
 	}
 }
 
@@ -269,7 +321,7 @@ func TestWarnings(t *testing.T) {
 	got := Warnings(r)
 	want := []struct{ kind, impl, label, msg string }{
 		{WarnNotConverged, "reference", "T=1024", "relative standard error 1.20% after 12 samples and 15 s (max_time), target 0.5%"},
-		{WarnThrottled, "", "", "GPU 0 (NVIDIA H100 80GB HBM3) was throttled: clock event reasons active: sw_thermal_slowdown"},
+		{WarnThrottled, "", "", "GPU 0 (NVIDIA H100 80GB HBM3) was throttled by the end of the run: clock event reasons active: sw_thermal_slowdown"},
 		{WarnExcessiveSpeedup, "fused", "T=1024", "fused is 13.8x faster than baseline at T=1024"},
 	}
 	if len(got) != len(want) {
@@ -520,5 +572,37 @@ func TestSpeedupCriterionConservative(t *testing.T) {
 	}
 	if crit[1].Passed || math.Abs(crit[1].Value-1.1/1.05) > 1e-9 || !strings.Contains(crit[1].Name, "conservative") {
 		t.Errorf("conservative: %+v, want a failure at %.4gx", crit[1], 1.1/1.05)
+	}
+}
+
+// One throttled timing among clean ones, and one at the power cap: each
+// timing is warned of by its own readings (an H200's, max 1980 MHz),
+// and the power cap after the run is no warning.
+func TestWarningsPerTiming(t *testing.T) {
+	r := fixture()
+	r.Env.GPUs = []result.GPU{{Index: 0, Name: "NVIDIA H200",
+		Before: &result.GPUState{SMClockMHz: 345, MaxSMClockMHz: 1980, ClockEventReasons: []string{"gpu_idle"}},
+		After:  &result.GPUState{SMClockMHz: 1770, MaxSMClockMHz: 1980, Utilization: 93, ClockEventReasons: []string{"sw_power_cap"}}}}
+	clean := &result.Clocks{Readings: 5, SMClockMHz: 1980, MinSMClockMHz: 1980, MaxSMClockMHz: 1980, ClockEventReasons: []string{}}
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if ir.Timing != nil {
+				ir.Timing.Clocks = clean
+			}
+		}
+	}
+	r.Cases[0].Results["baseline"].Timing.Clocks = &result.Clocks{Readings: 5, SMClockMHz: 1425, MinSMClockMHz: 1290, MaxSMClockMHz: 1755,
+		ClockEventReasons: []string{"hw_thermal_slowdown"}, ThrottledReadings: 4, ReasonReadings: map[string]int{"hw_thermal_slowdown": 4}}
+	r.Cases[1].Results["baseline"].Timing.Clocks = &result.Clocks{Readings: 4, SMClockMHz: 1785, MinSMClockMHz: 1575, MaxSMClockMHz: 1980,
+		ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 4, ReasonReadings: map[string]int{"sw_power_cap": 4}}
+	var kinds []string
+	for _, w := range Warnings(r) {
+		if w.Kind == WarnThrottled || w.Kind == WarnPowerCapped {
+			kinds = append(kinds, w.Kind+" "+w.Implementation+" "+w.Label)
+		}
+	}
+	want := []string{"throttled baseline " + CaseLabel(r.Cases[0]), "power_capped baseline " + CaseLabel(r.Cases[1])}
+	if strings.Join(kinds, "; ") != strings.Join(want, "; ") {
+		t.Errorf("warnings %q, want %q", kinds, want)
 	}
 }

@@ -127,7 +127,9 @@ func TestThrottled(t *testing.T) {
 		{"steady", load(1980), load(1980), false, ""},
 		{"idle after", load(1980), idle, false, ""},
 		{"benign reasons", load(1410), load(1410, "applications_clocks_setting"), false, ""},
-		{"power cap", load(1980), load(1980, "sw_power_cap"), true, "sw_power_cap"},
+		// The power cap after a heavy kernel is its steady state, not throttling.
+		{"power cap", load(1980), load(1830, "sw_power_cap"), false, ""},
+		{"hardware slowdown", load(1980), load(1500, "sw_power_cap", "hw_slowdown"), true, "hw_slowdown"},
 		{"thermal", nil, load(1600, "gpu_idle", "hw_thermal_slowdown"), true, "hw_thermal_slowdown"},
 		{"clock drop under load", load(1980), load(1700), true, "1980 MHz to 1700 MHz"},
 		{"small drop", load(1980), load(1800), false, ""},

@@ -25,7 +25,7 @@ const fieldTimestamp = "timestamp"
 
 var monitorFields = []field{
 	{[]string{FieldIndex}}, {[]string{fieldTimestamp}}, {[]string{FieldSMClock}}, {[]string{FieldPower}},
-	{[]string{FieldReasons, "clocks_throttle_reasons.active"}},
+	{[]string{FieldReasons, "clocks_throttle_reasons.active"}}, {[]string{FieldTemperature}},
 }
 
 // smiTimeLayout is nvidia-smi's timestamp field ("2026/11/22 06:18:16.735"),
@@ -34,11 +34,12 @@ const smiTimeLayout = "2006/01/02 15:04:05.000"
 
 // Reading is one sample of one GPU.
 type Reading struct {
-	At         time.Time
-	Index      int
-	SMClockMHz int
-	PowerW     float64
-	Reasons    []string // clock event reasons, decoded
+	At           time.Time
+	Index        int
+	SMClockMHz   int
+	PowerW       float64
+	TemperatureC int
+	Reasons      []string // clock event reasons, decoded
 }
 
 // Window is a span of time in which samples were timed.
@@ -134,7 +135,7 @@ func parseReading(row map[string]string, arrived time.Time) (Reading, bool) {
 		at = arrived
 	}
 	return Reading{At: at, Index: idx, SMClockMHz: atoi(row[FieldSMClock]), PowerW: atof(row[FieldPower]),
-		Reasons: ParseReasons(row[FieldReasons])}, true
+		TemperatureC: atoi(row[FieldTemperature]), Reasons: ParseReasons(row[FieldReasons])}, true
 }
 
 // Stop ends the sampling and waits for the last readings. It returns the
@@ -175,16 +176,25 @@ func (m *Monitor) Clocks(index int, windows []Window) *result.Clocks {
 // when none is left.
 func summarizeClocks(readings []Reading, index int, windows []Window) *result.Clocks {
 	var clocks []int
+	var power []float64
 	c := &result.Clocks{ClockEventReasons: []string{}}
 	for _, rd := range readings {
 		if rd.Index != index || slices.Contains(rd.Reasons, "gpu_idle") || !inWindows(rd.At, windows) {
 			continue
 		}
 		clocks = append(clocks, rd.SMClockMHz)
+		if rd.PowerW > 0 {
+			power = append(power, rd.PowerW)
+		}
 		c.MaxPowerW = max(c.MaxPowerW, rd.PowerW)
+		c.MaxTemperatureC = max(c.MaxTemperatureC, rd.TemperatureC)
 		if held := holdingBack(rd.Reasons); len(held) > 0 {
 			c.ThrottledReadings++
+			if c.ReasonReadings == nil {
+				c.ReasonReadings = map[string]int{}
+			}
 			for _, r := range held {
+				c.ReasonReadings[r]++
 				if !slices.Contains(c.ClockEventReasons, r) {
 					c.ClockEventReasons = append(c.ClockEventReasons, r)
 				}
@@ -198,6 +208,10 @@ func summarizeClocks(readings []Reading, index int, windows []Window) *result.Cl
 	c.Readings = len(clocks)
 	c.SMClockMHz = clocks[len(clocks)/2]
 	c.MinSMClockMHz, c.MaxSMClockMHz = clocks[0], clocks[len(clocks)-1]
+	if len(power) > 0 {
+		slices.Sort(power)
+		c.PowerW = power[len(power)/2]
+	}
 	return c
 }
 

@@ -49,6 +49,10 @@ func TestMonitorClocks(t *testing.T) {
 	if !equalClocks(got, want) {
 		t.Errorf("Clocks(0, all) = %+v, want %+v", got, want)
 	}
+	if got.PowerW != 699.8 || got.ReasonReadings["sw_power_cap"] != 3 || got.MaxTemperatureC != 0 {
+		t.Errorf("Clocks(0, all): median power %v W, sw_power_cap in %d readings, %d °C; want 699.8 W, 3, 0 (no temperature read)",
+			got.PowerW, got.ReasonReadings["sw_power_cap"], got.MaxTemperatureC)
+	}
 	// One window: the last two readings.
 	w := []Window{{From: at(t, "2026/11/22 06:18:17.050"), To: at(t, "2026/11/22 06:18:17.250")}}
 	got = m.Clocks(0, w)
@@ -99,13 +103,21 @@ func TestThrottledDuring(t *testing.T) {
 	}{
 		{"no readings", nil, 1980, false, ""},
 		{"full clock", &result.Clocks{Readings: 10, SMClockMHz: 1980, MinSMClockMHz: 1965, MaxSMClockMHz: 1980}, 1980, false, ""},
+		// The power cap is a heavy kernel's steady state (PowerCapped), not throttling.
 		{"power cap", &result.Clocks{Readings: 10, SMClockMHz: 1455, MinSMClockMHz: 1155, MaxSMClockMHz: 1980,
-			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 9}, 1980, true, "sw_power_cap in 9 of 10 readings (SM clock median 1455 MHz, 1155-1980 MHz, maximum 1980 MHz)"},
-		{"low clock, no reason", &result.Clocks{Readings: 4, SMClockMHz: 1500, MinSMClockMHz: 1500, MaxSMClockMHz: 1500}, 1980, true, "median SM clock more than 5% under its maximum"},
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 9}, 1980, false, ""},
+		{"low clock, no reason", &result.Clocks{Readings: 4, SMClockMHz: 1500, MinSMClockMHz: 1500, MaxSMClockMHz: 1500}, 1980, true, "median SM clock more than 5% under its maximum with no reason given"},
 		{"power cap at full clock", &result.Clocks{Readings: 7, SMClockMHz: 1965, MinSMClockMHz: 1965, MaxSMClockMHz: 1965,
 			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 7}, 1980, false, ""},
 		{"power cap, maximum unknown", &result.Clocks{Readings: 7, SMClockMHz: 1965, MinSMClockMHz: 1965, MaxSMClockMHz: 1965,
-			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 7}, 0, true, "sw_power_cap in 7 of 7 readings"},
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 7}, 0, false, ""},
+		// A thermal slowdown is noise whatever the clock reads.
+		{"thermal slowdown", &result.Clocks{Readings: 5, SMClockMHz: 1410, MinSMClockMHz: 1290, MaxSMClockMHz: 1755,
+			ClockEventReasons: []string{"sw_power_cap", "hw_thermal_slowdown"}, ThrottledReadings: 5,
+			ReasonReadings: map[string]int{"sw_power_cap": 5, "hw_thermal_slowdown": 3}}, 1980, true,
+			"hw_thermal_slowdown in 3 of 5 readings (SM clock median 1410 MHz, 1290-1755 MHz)"},
+		{"thermal slowdown, maximum unknown", &result.Clocks{Readings: 2, SMClockMHz: 1980, MinSMClockMHz: 1980, MaxSMClockMHz: 1980,
+			ClockEventReasons: []string{"sw_thermal_slowdown"}, ThrottledReadings: 1}, 0, true, "sw_thermal_slowdown (SM clock"},
 		{"low clock, maximum unknown", &result.Clocks{Readings: 4, SMClockMHz: 1500, MinSMClockMHz: 1500, MaxSMClockMHz: 1500}, 0, false, ""},
 		{"one dip", &result.Clocks{Readings: 10, SMClockMHz: 1980, MinSMClockMHz: 1200, MaxSMClockMHz: 1980}, 1980, false, ""},
 	}
@@ -113,6 +125,37 @@ func TestThrottledDuring(t *testing.T) {
 		got, why := ThrottledDuring(tt.c, tt.maxSM)
 		if got != tt.want || !strings.Contains(why, tt.why) {
 			t.Errorf("%s: ThrottledDuring = %v, %q; want %v, %q", tt.name, got, why, tt.want, tt.why)
+		}
+	}
+}
+
+// PowerCapped on the readings of an H200 run of an fp16 GEMM
+// (experiments/autotuned-matmul/results/2026-11-29-h200/run2): the power
+// cap at N = 8192 and in the 4096 timing whose clocks dipped; not at N =
+// 4096 where the clock stayed within 5 % of the maximum.
+func TestPowerCapped(t *testing.T) {
+	tests := []struct {
+		name string
+		c    *result.Clocks
+		want bool
+		why  string
+	}{
+		{"N=8192 cublas", &result.Clocks{Readings: 5, SMClockMHz: 1755, MinSMClockMHz: 1455, MaxSMClockMHz: 1980, MaxPowerW: 548.21,
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 3, ReasonReadings: map[string]int{"sw_power_cap": 3}}, true,
+			"sw_power_cap in 3 of 5 readings (SM clock median 1755 MHz, 1455-1980 MHz, maximum 1980 MHz)"},
+		{"N=4096 triton, dipped", &result.Clocks{Readings: 3, SMClockMHz: 1875, MinSMClockMHz: 1800, MaxSMClockMHz: 1965,
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 3}, true, "sw_power_cap (SM clock median 1875 MHz"},
+		{"N=4096 cublas", &result.Clocks{Readings: 5, SMClockMHz: 1965, MinSMClockMHz: 1830, MaxSMClockMHz: 1980,
+			ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 4}, false, ""},
+		{"N=512", &result.Clocks{Readings: 5, SMClockMHz: 1980, MinSMClockMHz: 1980, MaxSMClockMHz: 1980, ClockEventReasons: []string{}}, false, ""},
+	}
+	for _, tt := range tests {
+		got, why := PowerCapped(tt.c, 1980)
+		if got != tt.want || !strings.Contains(why, tt.why) {
+			t.Errorf("%s: PowerCapped = %v, %q; want %v, %q", tt.name, got, why, tt.want, tt.why)
+		}
+		if th, why := ThrottledDuring(tt.c, 1980); th {
+			t.Errorf("%s: ThrottledDuring = true (%s); the power cap is not throttling", tt.name, why)
 		}
 	}
 }
@@ -125,7 +168,7 @@ func TestStartMonitor(t *testing.T) {
 	script := `#!/bin/sh
 case "$1" in *clocks_event_reasons*) echo 'Field "clocks_event_reasons.active" is not a valid field to query.'; exit 2;; esac
 echo "$@" > "$0.args"
-line() { echo "0, $(date '+%Y/%m/%d %H:%M:%S.%3N'), 1410, 650.5, 0x0000000000000004"; }
+line() { echo "0, $(date '+%Y/%m/%d %H:%M:%S.%3N'), 1410, 650.5, 0x0000000000000004, 61"; }
 line
 case "$*" in *-lms*) ;; *) exit 0;; esac
 trap 'exit 0' TERM
@@ -151,7 +194,7 @@ while :; do sleep 0.05; line; done
 	}
 	c := m.Clocks(0, []Window{{From: from, To: to}})
 	if c == nil || c.Readings < 2 || c.SMClockMHz != 1410 || c.ThrottledReadings != c.Readings ||
-		!slices.Equal(c.ClockEventReasons, []string{"sw_power_cap"}) {
+		!slices.Equal(c.ClockEventReasons, []string{"sw_power_cap"}) || c.MaxTemperatureC != 61 || c.PowerW != 650.5 {
 		t.Errorf("Clocks = %+v", c)
 	}
 }

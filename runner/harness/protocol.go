@@ -163,13 +163,38 @@ type Check struct {
 type First struct {
 	Params json.RawMessage `json:"params"`
 	Seed   int64           `json:"seed"`
+	// WarmMS: before the call, a GPU worker runs a large matrix product
+	// until its time per call stops falling, for at most WarmMS, so that
+	// an autotuner times its configs at the GPU's working clocks, not as
+	// it comes up from idle (0: no warming).
+	WarmMS float64 `json:"warm_ms,omitempty"`
+	// Check: after the call, the best CheckConfigs configs of each
+	// autotuned Triton kernel the call tuned (or read from the autotune
+	// cache) are timed again, CheckRounds interleaved rounds of a batch
+	// of CheckBudgetMS each, on the kernel clock, with Flush, RestRatio
+	// and KernelClockMaxMS as the timing's (0 configs: no check).
+	CheckConfigs     int     `json:"check_configs,omitempty"`
+	CheckRounds      int     `json:"check_rounds,omitempty"`
+	CheckBudgetMS    float64 `json:"check_budget_ms,omitempty"`
+	Flush            bool    `json:"flush,omitempty"`
+	RestRatio        float64 `json:"rest_ratio,omitempty"`
+	KernelClockMaxMS float64 `json:"kernel_clock_max_ms,omitempty"`
 }
 
-// FirstCall answers First: the call's wall time and the configs its
-// autotuned kernels ran with.
+// FirstCall answers First: the call's wall time, the configs its
+// autotuned kernels ran with, and what warming the GPU did.
 type FirstCall struct {
 	MS       float64           `json:"ms"`
 	Autotune []result.Autotune `json:"autotune,omitempty"`
+	Warm     *Warm             `json:"warm,omitempty"`
+}
+
+// Warm is what warming the GPU before a first call did: how long it ran,
+// and the warm-up product's time per call in its first and last batch.
+type Warm struct {
+	MS        float64 `json:"ms"`
+	FirstCall float64 `json:"first_call_ms"`
+	LastCall  float64 `json:"last_call_ms"`
 }
 
 // Time asks for a batch of timed samples.

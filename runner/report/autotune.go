@@ -28,8 +28,34 @@ func autotuneRows(r *result.Results) [][]string {
 	return rows
 }
 
-// autotuneSource says where a config came from, in words.
+// autotuneSource says where a config came from, in words, and what the
+// check of the choice found.
 func autotuneSource(a result.Autotune) string {
+	s := sourceWords(a)
+	if c := a.Check; c != nil {
+		switch {
+		case c.Replaced != "":
+			s += "; checked: replaces the autotuner's " + c.Replaced + checkGain(c, c.Replaced, a.Config)
+		case c.Beaten != "":
+			s += "; checked: beaten by " + c.Beaten + checkGain(c, a.Config, c.Beaten) + " (--retune tunes afresh)"
+		default:
+			s += fmt.Sprintf("; checked: the fastest of %d", len(c.TimingsMS))
+		}
+	}
+	return s
+}
+
+// checkGain is how much faster than slow fast ran in check c: " (6.1 %
+// faster)", or "" where the check lacks either.
+func checkGain(c *result.AutotuneCheck, slow, fast string) string {
+	a, b := c.TimingsMS[slow], c.TimingsMS[fast]
+	if a <= 0 || b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1f %% faster)", 100*(a/b-1))
+}
+
+func sourceWords(a result.Autotune) string {
 	switch a.Source {
 	case result.AutotuneTuned:
 		s := "tuned in " + strconv.FormatFloat(a.TuningMS/1e3, 'f', 1, 64) + " s"

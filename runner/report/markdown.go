@@ -401,8 +401,9 @@ func (m *mdWriter) methodology(r *result.Results) {
 	if th < 1 {
 		th = 1.02
 	}
-	s = append(s, fmt.Sprintf("times are medians; a speedup is FAST only when the candidate's q3 x %g <= the baseline's q1 (SLOW the other way round), "+
-		"otherwise SAME when the medians are within %g%%, and AMBIGUOUS when they are further apart", th, roundPct(th)))
+	s = append(s, fmt.Sprintf("times are medians; a speedup is judged on its 95%% interval from the uncertainty of the two medians: "+
+		"FAST when the whole interval is above %g, SLOW when it is below 1/%g, SAME when it lies within %g%% either way, "+
+		"and AMBIGUOUS when it reaches across that margin", th, th, roundPct(th)))
 	if me.ImplTimeoutS > 0 {
 		s = append(s, fmt.Sprintf("each implementation ran in its own process with a %g s timeout", me.ImplTimeoutS))
 	}

@@ -23,7 +23,41 @@ type Autotune struct {
 	// measured them, by short name.
 	TuningMS  float64            `json:"tuning_ms,omitempty"`
 	TimingsMS map[string]float64 `json:"timings_ms,omitempty"`
+	// Check is the runner's own reading of the best configs after the
+	// autotuner chose (nil: not checked).
+	Check *AutotuneCheck `json:"check,omitempty"`
 }
+
+// AutotuneCheck is the check of an autotuner's choice: its best configs
+// timed again on the runner's clock, in interleaved rounds, after it
+// chose (docs/performance.md, "A checked choice").
+type AutotuneCheck struct {
+	// Clock is the clock of TimingsMS: ClockKernel or ClockEvents.
+	Clock string `json:"clock"`
+	// TimingsMS is each checked config's median over Rounds rounds.
+	TimingsMS map[string]float64 `json:"timings_ms"`
+	Rounds    int                `json:"rounds"`
+	// Replaced is the autotuner's choice where the check found another
+	// config faster by more than AutotuneCheckMargin and ran that one
+	// instead (Autotune.Config); Stored says the check's choice was kept
+	// for later runs, which read it from the cache with Triton's.
+	Replaced string `json:"replaced,omitempty"`
+	Stored   bool   `json:"stored,omitempty"`
+	// Beaten, on a choice read from the cache, is the config the check
+	// found faster by more than AutotuneBeatenMargin: the cached one still
+	// ran (reuse stays the default), and xrun submit --retune tunes afresh.
+	Beaten string `json:"beaten,omitempty"`
+	// Note says what the check concluded, in words.
+	Note string `json:"note,omitempty"`
+}
+
+// The check's margins: a tuned choice is replaced by a config faster by
+// more than 1 %, and a cached one is reported beaten by one faster by
+// more than 3 %.
+const (
+	AutotuneCheckMargin  = 0.01
+	AutotuneBeatenMargin = 0.03
+)
 
 // Sources of an autotuned config.
 const (

@@ -252,11 +252,18 @@ type Clocks struct {
 	MinSMClockMHz int     `json:"min_sm_clock_mhz"`
 	MaxSMClockMHz int     `json:"max_sm_clock_mhz"`
 	MaxPowerW     float64 `json:"max_power_w"`
+	// PowerW is the median power draw and MaxTemperatureC the highest
+	// temperature over the readings (absent in files before them, and
+	// where nvidia-smi does not report them).
+	PowerW          float64 `json:"power_w,omitempty"`
+	MaxTemperatureC int     `json:"max_temperature_c,omitempty"`
 	// ClockEventReasons are the reasons seen in any reading that hold clocks
 	// back (all but gpu_idle and applications_clocks_setting), and
-	// ThrottledReadings how many readings had one.
-	ClockEventReasons []string `json:"clock_event_reasons"`
-	ThrottledReadings int      `json:"throttled_readings"`
+	// ThrottledReadings how many readings had one; ReasonReadings counts
+	// the readings each reason was active in.
+	ClockEventReasons []string       `json:"clock_event_reasons"`
+	ThrottledReadings int            `json:"throttled_readings"`
+	ReasonReadings    map[string]int `json:"reason_readings,omitempty"`
 }
 
 // GPUState is one nvidia-smi reading.
@@ -545,7 +552,12 @@ type Comparison struct {
 	Params  map[string]any `json:"params"`
 	Label   string         `json:"label"`
 	Speedup float64        `json:"speedup"` // b.median / a.median
-	Verdict string         `json:"verdict"`
+	// SpeedupLo and SpeedupHi bound the speedup's 95% interval, from the
+	// uncertainty of the two medians (analyze.SpeedupInterval); the
+	// verdict is judged on it. Absent in files before it.
+	SpeedupLo float64 `json:"speedup_lo,omitempty"`
+	SpeedupHi float64 `json:"speedup_hi,omitempty"`
+	Verdict   string  `json:"verdict"`
 }
 
 // Criterion is the evaluation of one spec criterion.

@@ -50,7 +50,8 @@ func full() *Results {
 			ClockEventReasons: []string{"sw_power_cap"}}
 	}
 	clocks := &Clocks{Readings: 20, SMClockMHz: 1410, MinSMClockMHz: 1155, MaxSMClockMHz: 1980, MaxPowerW: 701.2,
-		ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 18}
+		PowerW: 699.5, MaxTemperatureC: 61, ClockEventReasons: []string{"sw_power_cap"}, ThrottledReadings: 18,
+		ReasonReadings: map[string]int{"sw_power_cap": 18}}
 	timing := &Timing{MedianMS: 5.645, MeanMS: 5.66, MinMS: 5.6, MaxMS: 6.1, Q1MS: 5.63, Q3MS: 5.66, P20MS: 5.62,
 		P80MS: 5.67, StdevMS: 0.05, StderrRel: 0.0012, Samples: 400, Rounds: 3, TotalS: 2.3, Converged: true, StopReason: "converged",
 		Cover: "hold", Discarded: 12, Clocks: clocks, Clock: ClockKernel, ClockNote: "the events read 2.4 us more",
@@ -91,12 +92,14 @@ func full() *Results {
 				Timing: timing,
 				Throughput: &Throughput{TFLOPS: 1.52, GBps: 21.3, PctPeakFlops: 0.15, PctPeakBW: 0.6, TokensPerS: 725602,
 					ArithmeticIntensity: 71.7, Bound: BoundMemory},
-				Model:    &Model{Flops: 8.6e9, Bytes: 1.3e8, Tokens: 4096},
-				Metrics:  map[string]float64{"ctas": 512},
-				Autotune: []Autotune{{Kernel: "matmul_kernel", Kind: "triton", Key: "8192, 8192, 8192, torch.float16", Config: "128x256x64/w8/s3", Params: map[string]any{"BLOCK_M": 128, "num_warps": 8}, Source: AutotuneTuned, TuningMS: 1240, TimingsMS: map[string]float64{"128x256x64/w8/s3": 1.49, "128x128x32/w4/s4": 1.88}}},
+				Model:   &Model{Flops: 8.6e9, Bytes: 1.3e8, Tokens: 4096},
+				Metrics: map[string]float64{"ctas": 512},
+				Autotune: []Autotune{{Kernel: "matmul_kernel", Kind: "triton", Key: "8192, 8192, 8192, torch.float16", Config: "128x256x64/w8/s3", Params: map[string]any{"BLOCK_M": 128, "num_warps": 8}, Source: AutotuneTuned, TuningMS: 1240, TimingsMS: map[string]float64{"128x256x64/w8/s3": 1.49, "128x128x32/w4/s4": 1.88},
+					Check: &AutotuneCheck{Clock: ClockKernel, TimingsMS: map[string]float64{"128x256x64/w8/s3": 1.46, "128x128x32/w4/s4": 1.44},
+						Rounds: 3, Replaced: "128x256x64/w8/s3", Stored: true, Beaten: "64x256x32/w4/s4", Note: "128x128x32/w4/s4 was 1.4 % faster"}}},
 			}}}},
 		Comparisons: []Comparison{{A: "pipelined", B: "baseline", Params: map[string]any{"T": 1024}, Label: "T=1024",
-			Speedup: 0.274, Verdict: VerdictSlow}},
+			Speedup: 0.274, SpeedupLo: 0.272, SpeedupHi: 0.276, Verdict: VerdictSlow}},
 		Criteria: []Criterion{{Name: "pipelined >= 1.2x over baseline at every case", Kind: "speedup", Value: 0.274,
 			Threshold: 1.2, Passed: true, Skipped: true, NotEvaluated: true, Detail: "fails at T=1024", Expect: ExpectFail}},
 		Success:  true,

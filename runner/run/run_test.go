@@ -982,15 +982,27 @@ benchmark:
 	if tm == nil || tm.Clocks == nil || tm.Clocks.SMClockMHz != 1410 || tm.Clocks.ThrottledReadings == 0 {
 		t.Fatalf("timing %+v", tm)
 	}
-	var found bool
-	for _, w := range r.Warnings {
-		if w.Kind == analyze.WarnThrottled && w.Implementation == "matmul" && strings.Contains(w.Label, "n=16") &&
-			strings.Contains(w.Message, "sw_power_cap") && strings.Contains(w.Message, "1410 MHz") {
-			found = true
+	// The power cap alone is a heavy kernel's steady state: told, not throttled.
+	warned := func(r *result.Results, kind, reason string) bool {
+		for _, w := range r.Warnings {
+			if w.Kind == kind && w.Implementation == "matmul" && strings.Contains(w.Label, "n=16") &&
+				strings.Contains(w.Message, reason) && strings.Contains(w.Message, "1410 MHz") {
+				return true
+			}
 		}
+		return false
 	}
-	if !found {
-		t.Errorf("no throttled warning for matmul at n=16: %+v", r.Warnings)
+	if !warned(r, analyze.WarnPowerCapped, "sw_power_cap") || warned(r, analyze.WarnThrottled, "") {
+		t.Errorf("want a power_capped warning for matmul at n=16 and no throttled one: %+v", r.Warnings)
+	}
+	if rc := tm.Clocks.ReasonReadings["sw_power_cap"]; rc != tm.Clocks.Readings || tm.Clocks.PowerW <= 0 {
+		t.Errorf("clocks %+v: want sw_power_cap in every reading and the power", tm.Clocks)
+	}
+	// A thermal slowdown beside it is throttling.
+	t.Setenv("FAKE_SMI_REASONS", "0x0000000000000044")
+	ro = runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py})
+	if r = readResults(t, ro.out); !warned(r, analyze.WarnThrottled, "hw_thermal_slowdown") {
+		t.Errorf("no throttled warning naming hw_thermal_slowdown for matmul at n=16: %+v", r.Warnings)
 	}
 
 	// With the monitor off, only the readings before and after remain.

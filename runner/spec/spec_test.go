@@ -133,6 +133,10 @@ func TestParseErrors(t *testing.T) {
 		{"sweep count past MaxInt", base + "  sweep: " + bigSweep(20, 10) + "\n",
 			[]string{"benchmark.sweep: expands to more than 9223372036854775807 cases"}},
 		{"rest ratio", base + "  method: {rest_ratio: -1}\n", []string{"method.rest_ratio: must be between 0 and 10"}},
+		// A user meaning 5 %: refused, not silently the 2 % default.
+		{"fast_threshold as a fraction", base + "  method: {fast_threshold: 0.05}\n",
+			[]string{"xrun.yaml:6: benchmark.method.fast_threshold: found 0.05; the margin is a ratio above 1: write 1.05 for 5 %"}},
+		{"fast_threshold of 1", base + "  method: {fast_threshold: 1}\n", []string{"benchmark.method.fast_threshold: found 1; the margin is a ratio above 1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -222,6 +222,9 @@ func validateBenchmark(b *Benchmark, bad func(key, format string, args ...any)) 
 			bad("benchmark.method."+key, "found %v; write a finite number >= 0", v)
 		}
 	}
+	if th := m.FastThreshold; finite(th) && th > 0 && th <= 1 {
+		bad("benchmark.method.fast_threshold", "found %v; the margin is a ratio above 1: write 1.05 for 5 %% (leave it out for the default 1.02)", th)
+	}
 	if m.KernelClockMax() < 0 {
 		bad("benchmark.method.kernel_clock_max_ms", "must be >= 0 (0: no limit)")
 	}

@@ -61,7 +61,11 @@ type Run struct {
 	// NeverConverged names the timings ("blocked at M=32") whose series
 	// has never converged, and Advice the settings to change for them.
 	NeverConverged []string `json:"never_converged,omitempty"`
-	Advice         string   `json:"advice,omitempty"`
+	// NeverJudged names the other timings whose series has been noisy in
+	// every run, with the latest reason ("triton at N=8192: timed during
+	// a thermal or hardware slowdown: ..."); Advice says what to do.
+	NeverJudged []string `json:"never_judged,omitempty"`
+	Advice      string   `json:"advice,omitempty"`
 }
 
 // Point is one timing of the run with its verdict.
@@ -117,8 +121,11 @@ func (b *RunBuilder) Add(j history.Judged) {
 	if j.Verdict.Host != "" {
 		b.moved++
 	}
-	if j.Verdict.NeverConverged {
+	switch {
+	case j.Verdict.NeverConverged:
 		out.NeverConverged = append(out.NeverConverged, j.Implementation+" at "+j.Case)
+	case j.Verdict.NeverJudged:
+		out.NeverJudged = append(out.NeverJudged, j.Implementation+" at "+j.Case+": "+j.Verdict.Reason)
 	}
 }
 
@@ -136,9 +143,7 @@ func (b *RunBuilder) Done() Run {
 		out.HostNote = fmt.Sprintf("the host was %s (all implementations %+.0f %%, host factor %.2f): %d of %d timings moved with it, "+
 			"not on their own", word, 100*(out.HostFactor-1), out.HostFactor, b.moved, len(out.Points))
 	}
-	if len(out.NeverConverged) > 0 {
-		out.Advice = ConvergenceAdvice(nil, len(out.NeverConverged))
-	}
+	out.Advice = out.advice(nil)
 	out.count()
 	return out
 }
@@ -449,8 +454,11 @@ func StatusText(p Point) string {
 		if v.Reason != "" {
 			s += ": " + v.Reason
 		}
-		if v.NeverConverged {
+		switch {
+		case v.NeverConverged:
 			s += " (never converged: no baseline)"
+		case v.NeverJudged:
+			s += " (never judged: every run noisy, no baseline)"
 		}
 	}
 	if p.Rerun != nil && v.Status == regress.Suspect && !v.Spike {
@@ -482,6 +490,51 @@ func fmtP(p float64) string {
 func dash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// advice is what to do about the run's series that have never been
+// judged: ConvergenceAdvice for those that never converged (with the run's
+// results, res, where at hand), NeverJudgedAdvice for the others.
+func (r *Run) advice(res *result.Results) string {
+	var parts []string
+	if n := len(r.NeverConverged); n > 0 {
+		parts = append(parts, ConvergenceAdvice(res, n))
+	}
+	switch n := len(r.NeverJudged); {
+	case n == 1:
+		parts = append(parts, "never judged: "+r.NeverJudged[0]+"; every run of its series was noisy, so it has no baseline")
+	case n > 1:
+		parts = append(parts, fmt.Sprintf("%d timings have never been judged: every run of their series was noisy, so they have no baseline (%s)",
+			n, strings.Join(r.NeverJudged, "; ")))
+	}
+	return strings.Join(parts, ". ")
+}
+
+// WithResults sets the run's advice again with its results at hand,
+// which say what the timings that never converged used and reached.
+func (r *Run) WithResults(res *result.Results) { r.Advice = r.advice(res) }
+
+// NeverJudgedAdvice says, for a series whose latest value v is noisy with
+// no clean value before it, that it has never been judged and why, and
+// what to do where something can be done ("" for any other series).
+func NeverJudgedAdvice(v regress.Verdict) string {
+	switch {
+	case v.NeverConverged:
+		return ConvergenceAdvice(nil, 1)
+	case !v.NeverJudged:
+		return ""
+	}
+	s := "never judged: every run of this series was noisy (latest: " + v.Reason + "), so it has no baseline"
+	switch {
+	case strings.HasPrefix(v.Reason, regress.SlowdownReason):
+		s += "; the GPU slowed itself down for heat or by its board's protection in every run: check its cooling and power " +
+			"(nvidia-smi -q -d PERFORMANCE names the slowdown)"
+	case v.Reason == history.BusyHost:
+		s += "; other processes used the job's CPUs in every run: reserve them (xrun submit --cpus N, resources.cpus)"
+	case v.Reason == history.LegacyThrottled:
+		s += "; runs from now on are judged by their own clock readings"
 	}
 	return s
 }

@@ -95,13 +95,19 @@ class Recorder:
     def __init__(self):
         self.choices = []
         self._seen = set()
+        # handles[i]: (autotuner, key, {label: Config}) of choices[i] where
+        # it was tuned or read from the cache with timings: what a check
+        # of the choice needs (tunecheck).
+        self.handles = {}
 
-    def add(self, kind, kernel, key, cfg, source, tuning_ms=None, timings=None):
+    def add(self, kind, kernel, key, cfg, source, tuning_ms=None, timings=None, handle=None):
         label = config_label(cfg)
         mark = (kind, kernel, key, label)
         if mark in self._seen:
             return
         self._seen.add(mark)
+        if handle is not None and timings and len(timings) > 1:
+            self.handles[len(self.choices)] = handle
         c = {"kernel": kernel, "kind": kind, "config": label, "params": config_params(cfg), "source": source}
         if key:
             c["key"] = key
@@ -163,11 +169,15 @@ class Recorder:
         if key is None:
             key = next((k for k, v in cache.items() if v is cfg), None)
         timings = getattr(tuner, "configs_timings", None)
+        handle = None
+        if key is not None and timings:
+            handle = (tuner, key, {config_label(c): c for c in list(timings)[:MAX_TIMINGS]})
         if key is not None and key in new:
             if bench is not None:
-                self.add("triton", _kernel_name(tuner), _key_text(key), cfg, TUNED, tuning_ms=bench * 1e3, timings=timings)
+                self.add("triton", _kernel_name(tuner), _key_text(key), cfg, TUNED, tuning_ms=bench * 1e3, timings=timings,
+                         handle=handle)
             elif getattr(tuner, "cache_results", False):
-                self.add("triton", _kernel_name(tuner), _key_text(key), cfg, CACHE, timings=timings)
+                self.add("triton", _kernel_name(tuner), _key_text(key), cfg, CACHE, timings=timings, handle=handle)
             else:
                 self.add("triton", _kernel_name(tuner), _key_text(key), cfg, SINGLE)
         else:
@@ -238,17 +248,20 @@ def recording():
 
 
 # The file name Triton gives a kernel's stored autotune result in its
-# cache (triton.runtime.autotuner, TRITON_CACHE_AUTOTUNING).
+# cache (triton.runtime.autotuner, TRITON_CACHE_AUTOTUNING), and the one of
+# a checked choice stored beside them (tunecheck.STORED_SUFFIX).
 STORED_SUFFIX = ".autotune.json"
+CHECKED_SUFFIX = ".xrun-checked.json"
 
 
 def forget(cache_dir):
     """Removes every stored autotune result under cache_dir (Triton's
-    cache); returns how many were removed and the failures, one line each."""
+    cache), and every checked choice stored with them; returns how many
+    were removed and the failures, one line each."""
     removed, failed = 0, []
     for root, dirs, files in os.walk(cache_dir):
         for name in files:
-            if not name.endswith(STORED_SUFFIX):
+            if not (name.endswith(STORED_SUFFIX) or name.endswith(CHECKED_SUFFIX)):
                 continue
             path = os.path.join(root, name)
             try:

@@ -180,6 +180,13 @@ class First(Message):
     op = "first"
     params: Dict[str, Any] = required(_object)
     seed: int = required(_integer)
+    warm_ms: float = optional(_number, 0.0)  # 0: no warming
+    check_configs: int = optional(_integer, 0)  # 0: no check of the autotuners' choices
+    check_rounds: int = optional(_integer, 0)
+    check_budget_ms: float = optional(_number, 0.0)
+    flush: bool = optional(_flag, False)
+    rest_ratio: float = optional(_number, 0.0)
+    kernel_clock_max_ms: float = optional(_number, 0.0)
 
 
 @dataclass(frozen=True)
@@ -294,6 +301,15 @@ class Autotuned:
     key: Optional[str] = None
     tuning_ms: Optional[float] = None
     timings_ms: Optional[Dict[str, float]] = None
+    check: Optional[Dict[str, Any]] = None  # tunecheck.Check.record()
+
+
+@dataclass
+class Warm:
+    """What warming the GPU before a first call did (gpu.warm)."""
+    ms: float
+    first_call_ms: float
+    last_call_ms: float
 
 
 @dataclass
@@ -301,6 +317,7 @@ class FirstCall:
     event = "first"
     ms: float  # the call's wall time, synchronized
     autotune: Optional[List[Autotuned]] = None
+    warm: Optional[Warm] = None
 
 
 @dataclass

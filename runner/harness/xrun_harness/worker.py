@@ -8,15 +8,19 @@ import platform
 import sys
 import time
 
-from . import autotune
+from . import autotune, tunecheck
 from .backend import Backend, cuda_device, free_after_oom, host_device
 from .correctness import check
 from .errors import StageError, error_event
+from .gpu import warm
 from .gpu.sampler import Sampler
 from .loader import Code, case_params
-from .protocol import (Autotuned, Check, Exit, First, FirstCall, Init, ModelsCmd, Profile, Profiled, Ready, Time,
-                       encode_event, finite, parse_command, read_line)
-from .timing import Batches
+from .protocol import (Autotuned, Check, Exit, First, FirstCall, Init, ModelsCmd, Profile, Profiled, Ready, Samples, Time,
+                       Warm, encode_event, finite, parse_command, read_line)
+from .timing import Batches, StopRule, warmup
+
+# The least samples of one batch of a check of an autotuner's choice.
+CHECK_MIN_SAMPLES = 10
 
 
 class Steps:
@@ -96,19 +100,90 @@ class Worker:
         configs on a GPU nobody else uses (PROTOCOL.md, "first"). The
         inputs are dropped afterwards: the check makes its own."""
         args, kwargs = self.code.make_inputs(params, c.seed)
+        warmed = None
+        if c.warm_ms > 0 and self.gpu is not None:
+            took, first_ms, last_ms = warm.warm(self.be.torch, c.warm_ms)
+            warmed = Warm(ms=finite(took), first_call_ms=finite(first_ms), last_call_ms=finite(last_ms))
         self.be.sync()
         t0 = time.perf_counter()
         with autotune.recording() as rec:
             self.code.call_fn(args, kwargs)
             self.be.sync()
         ms = (time.perf_counter() - t0) * 1e3
+        for i, handle in rec.handles.items():
+            self.check_choice(c, params, rec.choices[i], handle, args, kwargs)
         del args, kwargs
         tuned = [Autotuned(kernel=a["kernel"], kind=a["kind"], config=a["config"], params=a["params"],
                            source=a["source"], key=a.get("key") or None,
                            tuning_ms=finite(a["tuning_ms"]) if "tuning_ms" in a else None,
-                           timings_ms={k: finite(v) for k, v in a["timings_ms"].items()} if "timings_ms" in a else None)
+                           timings_ms={k: finite(v) for k, v in a["timings_ms"].items()} if "timings_ms" in a else None,
+                           check=a.get("check"))
                  for a in rec.choices]
-        return FirstCall(ms=finite(ms), autotune=tuned or None)
+        return FirstCall(ms=finite(ms), autotune=tuned or None, warm=warmed)
+
+    def check_choice(self, c, params, choice, handle, args, kwargs):
+        """Checks an autotuner's choice (tunecheck): a choice a check of an
+        earlier run stored replaces the one read from Triton's cache; then,
+        on a GPU and where c asks for it, the best configs are timed again
+        on the worker's clock, and the call runs the config the check
+        keeps. choice (an autotune.Recorder record) is updated to say so."""
+        tuner, key, configs = handle
+        source = choice["source"]
+        if source not in (autotune.TUNED, autotune.CACHE) or choice["config"] not in configs:
+            return
+        path = None
+        if getattr(tuner, "cache_results", False):
+            path = tunecheck.store_path(tunecheck.cache_dir(), tuner, key, list(configs), self.device_name())
+
+        def use(label):
+            tuner.cache[key] = configs[label]
+            choice["config"], choice["params"] = label, autotune.config_params(configs[label])
+
+        stored = tunecheck.load(path) if source == autotune.CACHE else None
+        if stored is not None and stored != choice["config"] and stored in configs:
+            use(stored)
+        if c.check_configs < 2 or self.gpu is None:
+            return
+        labels = tunecheck.candidates(choice["config"], choice.get("timings_ms") or {}, c.check_configs)
+        labels = [x for x in labels if x in configs]
+        if len(labels) < 2:
+            return
+        call = lambda: self.code.call_fn(args, kwargs)  # noqa: E731 - the call the timing makes
+        t = Time(params=params, seed=c.seed, min_samples=CHECK_MIN_SAMPLES, budget_ms=c.check_budget_ms, warmup_ms=0.0,
+                 flush=c.flush, rest_ratio=c.rest_ratio, kernel_clock_max_ms=c.kernel_clock_max_ms)
+        launch_ms = getattr(self.gpu.kclock, "launch_ms", 0.0) or 0.0
+
+        def time_batch():
+            n, el, enqueue_ms = warmup(call, self.be.sync, 0.0, True)
+            ev = Samples(samples_ms=[], warmup_calls=n, warmup_ms=el, timer=self.be.timer, sampling_ms=0.0)
+            self.gpu.sample(ev, call, t, StopRule.of(t), enqueue_ms, self.gpu.long_call(call, t, enqueue_ms) or "")
+            if ev.kernel_ms and len(ev.kernel_ms) == len(ev.samples_ms):
+                return [k + launch_ms for k in ev.kernel_ms], "kernel"
+            return ev.samples_ms, "events"
+
+        before = choice["config"]
+        medians, clock = tunecheck.run_check(configs, labels, use, time_batch, c.check_rounds)
+        run, replaced, beaten, note = tunecheck.decide(before, medians, source)
+        use(run)
+        rec = {"clock": clock, "timings_ms": {k: round(finite(v), 6) for k, v in medians.items()},
+               "rounds": max(1, c.check_rounds), "note": note}
+        if stored is not None and stored == before and source == autotune.CACHE:
+            rec["note"] += "; the choice a check of an earlier run stored"
+        if replaced:
+            rec["replaced"] = replaced
+        if beaten:
+            rec["beaten"] = beaten
+        if source == autotune.TUNED and tunecheck.save(path, {"chosen": run, "autotuner": before, "kernel": choice["kernel"],
+                                                               "key": choice.get("key", ""), "clock": clock,
+                                                               "timings_ms": rec["timings_ms"]}):
+            rec["stored"] = True
+        choice["check"] = rec
+
+    def device_name(self):
+        try:
+            return self.be.torch.cuda.get_device_name()
+        except Exception:  # noqa: BLE001 - the name only narrows the stored choice's key
+            return ""
 
     def profile(self, c, params):
         """One call for Nsight Compute: the worker runs under ncu with
