@@ -295,6 +295,24 @@ type nightView struct {
 	Status, Text         string
 	Later                string
 	ChangePoint          bool
+	// Clock is what the GPU did during the timing: "1755 MHz, 580 W
+	// (sw_power_cap 3/5)"; "-" without readings.
+	Clock string
+}
+
+// clockText says what the GPU did during a timing, from its readings.
+func clockText(p history.Point) string {
+	if p.ClockReadings == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%d MHz", p.SMClockMHz)
+	if p.PowerW > 0 {
+		s += fmt.Sprintf(", %.0f W", p.PowerW)
+	}
+	if p.ClockReasons != "" {
+		s += " (" + p.ClockReasons + ")"
+	}
+	return s
 }
 
 // nightVerdict is the verdict j's run got the night it was judged: the one
@@ -342,7 +360,8 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 		v := nightVerdict(j, reported[j.RunID])
 		n := nightView{At: j.Date, JobID: j.JobID, JobPage: "../jobs/" + b.jobPage(j.JobID), Host: j.Host, MedianMS: j.MedianMS,
 			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: summary.JudgedOn(v), Status: string(v.Status),
-			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint}
+			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint,
+			Clock: clockText(j.Point)}
 		if n.Host == "" {
 			n.Host = j.Address
 		}
