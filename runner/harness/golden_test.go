@@ -40,7 +40,7 @@ func goldenCommands() []struct {
 			ImplParams: json.RawMessage(`{"block":128}`), CUDAGraph: true, KernelClock: true, Profile: true}},
 		{OpModels, ModelsCmd{Params: params}},
 		{OpCheck, Check{Params: params, Seeds: []int64{11, 12}, Tolerance: &result.Tolerance{Atol: 0.01, Rtol: 0.01}}},
-		{OpFirst, First{Params: params, Seed: 7, WarmMS: 2000, CheckConfigs: 3, CheckRounds: 3, CheckBudgetMS: 10, Flush: true,
+		{OpFirst, First{Params: params, Seed: 7, WarmMS: 2000, CheckConfigs: 3, CheckRounds: 3, CheckBudgetMS: 10, CheckWallMS: 15000, Flush: true,
 			RestRatio: 0.5, KernelClockMaxMS: 50}},
 		{OpTime, Time{Params: params, Seed: 7, MinSamples: 10, MaxSamples: 1000, BudgetMS: 100, WallMS: 400, WarmupMS: 100,
 			Flush: true, RestRatio: 0.5, KernelClockMaxMS: 50}},

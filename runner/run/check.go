@@ -76,6 +76,7 @@ func (rn *runner) first(ctx context.Context, kc *kcase) error {
 	m := &rn.rec.r.Methodology
 	cmd := harness.First{Params: kc.pj, Seed: kc.seeds[0], WarmMS: TuneWarmMS,
 		CheckConfigs: TuneCheckConfigs, CheckRounds: TuneCheckRounds, CheckBudgetMS: TuneCheckBudgetMS,
+		CheckWallMS: min(TuneCheckWallMS, float64(rn.timeout.Milliseconds())/4),
 		Flush: !rn.method.NoFlush, RestRatio: m.RestRatio, KernelClockMaxMS: m.KernelClockMaxMS}
 	for _, im := range rn.live(kc) {
 		w, err := rn.pool.worker(ctx, im)
@@ -118,6 +119,10 @@ const (
 	TuneCheckConfigs  = 8
 	TuneCheckRounds   = 3
 	TuneCheckBudgetMS = 10
+	// TuneCheckWallMS bounds the check's rounds after the first (and a
+	// quarter of the implementation's timeout does): 15 s, where every
+	// round of an H200's GEMM at N = 8192 took under 1 s.
+	TuneCheckWallMS = 15000
 )
 
 // warmedFrom is how much slower than at its end the warm-up product ran

@@ -45,8 +45,14 @@ def test_run_check_interleaves():
         order.append(current["c"])
         return [{"a": 2.0, "b": 1.0}[current["c"]]] * 3, "kernel"
 
-    med, clock = tunecheck.run_check({}, ["a", "b"], lambda c: current.update(c=c), batch, 3)
-    assert order == ["a", "b"] * 3 and med == {"a": 2.0, "b": 1.0} and clock == "kernel"
+    med, clock, rounds = tunecheck.run_check(["a", "b"], lambda c: current.update(c=c), batch, 3)
+    assert order == ["a", "b"] * 3 and med == {"a": 2.0, "b": 1.0} and clock == "kernel" and rounds == 3
+    # Past its wall time no round starts after the first.
+    ticks = iter(range(0, 100, 10))
+    order.clear()
+    _, _, rounds = tunecheck.run_check(["a", "b"], lambda c: current.update(c=c), batch, 3, wall_ms=5000.0,
+                                       clock=lambda: next(ticks))
+    assert rounds == 1 and order == ["a", "b"]
 
 
 def test_warm_stops_once_steady():

@@ -184,6 +184,7 @@ class First(Message):
     check_configs: int = optional(_integer, 0)  # 0: no check of the autotuners' choices
     check_rounds: int = optional(_integer, 0)
     check_budget_ms: float = optional(_number, 0.0)
+    check_wall_ms: float = optional(_number, 0.0)  # 0: no limit on the rounds' wall time
     flush: bool = optional(_flag, False)
     rest_ratio: float = optional(_number, 0.0)
     kernel_clock_max_ms: float = optional(_number, 0.0)

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 
 from . import autotune
 
@@ -71,21 +72,27 @@ def decide(chosen, medians, source):
     return chosen, "", "", "the cached choice %s is within %g %% of the fastest config checked" % (chosen, 100 * BEATEN_MARGIN)
 
 
-def run_check(configs, labels, set_config, time_batch, rounds):
+def run_check(labels, set_config, time_batch, rounds, wall_ms=0.0, clock=time.perf_counter):
     """Times each of labels in rounds interleaved rounds (set_config(label)
-    then time_batch() -> (samples in ms, clock)); returns each label's
-    median over all its samples and the clock ("kernel" only where every
-    batch had it)."""
+    then time_batch() -> (samples in ms, clock)), starting no round after
+    the first once wall_ms have passed (0: no limit); returns each label's
+    median over all its samples, the clock ("kernel" only where every
+    batch had it) and the rounds run."""
     samples = {label: [] for label in labels}
-    clock = "kernel"
-    for _ in range(max(1, rounds)):
+    which = "kernel"
+    t0 = clock()
+    done = 0
+    while done < max(1, rounds):
+        if done > 0 and wall_ms > 0 and (clock() - t0) * 1e3 >= wall_ms:
+            break
         for label in labels:
             set_config(label)
             xs, c = time_batch()
             samples[label].extend(xs)
             if c != "kernel":
-                clock = "events"
-    return {label: median(xs) for label, xs in samples.items()}, clock
+                which = "events"
+        done += 1
+    return {label: median(xs) for label, xs in samples.items()}, which, done
 
 
 def jit_source_key(tuner):

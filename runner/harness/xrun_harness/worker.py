@@ -162,11 +162,11 @@ class Worker:
             return ev.samples_ms, "events"
 
         before = choice["config"]
-        medians, clock = tunecheck.run_check(configs, labels, use, time_batch, c.check_rounds)
+        medians, clock, rounds = tunecheck.run_check(labels, use, time_batch, c.check_rounds, c.check_wall_ms)
         run, replaced, beaten, note = tunecheck.decide(before, medians, source)
         use(run)
         rec = {"clock": clock, "timings_ms": {k: round(finite(v), 6) for k, v in medians.items()},
-               "rounds": max(1, c.check_rounds), "note": note}
+               "rounds": rounds, "note": note}
         if stored is not None and stored == before and source == autotune.CACHE:
             rec["note"] += "; the choice a check of an earlier run stored"
         if replaced:
