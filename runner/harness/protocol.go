@@ -173,13 +173,13 @@ type First struct {
 	// cache) are timed again, CheckRounds interleaved rounds of a batch
 	// of CheckBudgetMS each, on the kernel clock, with Flush, RestRatio
 	// and KernelClockMaxMS as the timing's (0 configs: no check).
-	CheckConfigs     int     `json:"check_configs,omitempty"`
-	CheckRounds      int     `json:"check_rounds,omitempty"`
-	CheckBudgetMS    float64 `json:"check_budget_ms,omitempty"`
+	CheckConfigs  int     `json:"check_configs,omitempty"`
+	CheckRounds   int     `json:"check_rounds,omitempty"`
+	CheckBudgetMS float64 `json:"check_budget_ms,omitempty"`
 	// CheckWallMS: no round of the check starts after the first once
 	// this much wall time has passed (0: no limit), so that it keeps well
 	// inside the first call's timeout.
-	CheckWallMS float64 `json:"check_wall_ms,omitempty"`
+	CheckWallMS      float64 `json:"check_wall_ms,omitempty"`
 	Flush            bool    `json:"flush,omitempty"`
 	RestRatio        float64 `json:"rest_ratio,omitempty"`
 	KernelClockMaxMS float64 `json:"kernel_clock_max_ms,omitempty"`

@@ -77,7 +77,7 @@ func (rn *runner) first(ctx context.Context, kc *kcase) error {
 	cmd := harness.First{Params: kc.pj, Seed: kc.seeds[0], WarmMS: TuneWarmMS,
 		CheckConfigs: TuneCheckConfigs, CheckRounds: TuneCheckRounds, CheckBudgetMS: TuneCheckBudgetMS,
 		CheckWallMS: min(TuneCheckWallMS, float64(rn.timeout.Milliseconds())/4),
-		Flush: !rn.method.NoFlush, RestRatio: m.RestRatio, KernelClockMaxMS: m.KernelClockMaxMS}
+		Flush:       !rn.method.NoFlush, RestRatio: m.RestRatio, KernelClockMaxMS: m.KernelClockMaxMS}
 	for _, im := range rn.live(kc) {
 		w, err := rn.pool.worker(ctx, im)
 		var fc *harness.FirstCall
