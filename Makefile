@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X github.com/xrun-dev/xrun/runner/version.Version=$(VERSION)
+LDFLAGS   := -s -w -X github.com/xrun-dev/xrun/internal/version.Version=$(VERSION)
 CPU_BASE  ?= xrun/cpu-torch:bookworm
 
 .PHONY: help setup build install test test-unit test-python cpu-base k8s-cluster-build demo fuzz lint gpu-host-bundle
@@ -15,11 +15,11 @@ setup: ## install the Debian packages that building and testing need (quick when
 
 build: ## build static xrun and xrun-runner into bin/
 	@test -d "$$($(GO) env GOMODCACHE)/github.com/moby" || echo "build: the first build downloads the Go modules and compiles them: about 7 minutes on 2 cores"
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun ./client/cmd/xrun
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun ./cmd/xrun
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun-runner ./runner/cmd/xrun-runner
 
 install: ## install a static xrun into $GOBIN
-	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./client/cmd/xrun
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/xrun
 
 cpu-base: ## make the CPU base image (Debian + python3 + numpy + torch) without a registry
 	./images/make-cpu-base.sh --torch --name $(CPU_BASE)
@@ -59,8 +59,8 @@ test-python: ## the Python harness's tests (pytest; torch tests run where torch 
 	set -x; PYTHONDONTWRITEBYTECODE=1 $$py -m pytest -q -p no:cacheprovider runner/harness/pytests
 
 fuzz: ## run each fuzz target for 30 s
-	$(GO) test ./runner/spec -run XXX -fuzz FuzzParse -fuzztime 30s
-	$(GO) test ./runner/result -run XXX -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./spec -run XXX -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./result -run XXX -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./runner/harness -run XXX -fuzz FuzzDecodeEvent -fuzztime 30s
 
 demo: setup build cpu-base ## the main job: submit the GLA experiment (GPU host: drop --cpu)
@@ -74,6 +74,6 @@ demo: setup build cpu-base ## the main job: submit the GLA experiment (GPU host:
 
 gpu-host-bundle: ## .gpu-host/: Docker + NVIDIA toolkit bundle, xrun and the GPU suite, for a GPU box without Docker (docs/gpu-host.md)
 	./scripts/gpu-host/bundle.sh .gpu-host
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o .gpu-host/xrun ./client/cmd/xrun
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o .gpu-host/xrun ./cmd/xrun
 	CGO_ENABLED=0 $(GO) test -tags integration -c -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
 	xz -T0 --x86 --lzma2=preset=9e -f .gpu-host/xrun .gpu-host/gpu-e2e.test

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // LabelCUDA is the label a base image carries with the CUDA version inside

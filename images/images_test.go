@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 func TestResolve(t *testing.T) {

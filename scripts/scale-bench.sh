@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The results history and CSV at scale: synthetic runs at the spec's case
-# cap (runner/spec.MaxCases, 10000 cases) of 10 implementations and the
+# cap (spec.MaxCases, 10000 cases) of 10 implementations and the
 # reference (110000 timings a run, 170 MB of results.json each, written by
 # scripts/scalegen), then the time and peak memory (/usr/bin/time -v: wall
 # clock, user CPU, maximum resident set size) of
@@ -36,7 +36,7 @@ out=$(cd "$out" && pwd)
 xrun=${XRUN:-}
 if [[ -z $xrun ]]; then
 	xrun=$out/xrun
-	(cd "$repo" && CGO_ENABLED=0 go build -o "$xrun" ./client/cmd/xrun)
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$xrun" ./cmd/xrun)
 fi
 scalegen=${SCALEGEN:-}
 if [[ -z $scalegen ]]; then

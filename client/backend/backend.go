@@ -19,7 +19,7 @@ import (
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // ThisHost is this machine's name, as the records of jobs run on it say
@@ -217,7 +217,7 @@ type Backend interface {
 }
 
 // Collector is a Backend whose job log carries the runner's output
-// directory (a Kubernetes pod's log outlives its files; runner/outlog):
+// directory (a Kubernetes pod's log outlives its files; contract/outlog):
 // Collect reads that log once and returns it without the output frame,
 // with the output as CopyOut would (nil and ErrNotFound when the runner
 // wrote none). The log is nil only when the job has none, and err says why. The lifecycle uses it in place of Logs then CopyOut, which

@@ -27,11 +27,11 @@ import (
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/images"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/gitinfo"
-	"github.com/xrun-dev/xrun/runner/spec"
-	"github.com/xrun-dev/xrun/runner/version"
+	"github.com/xrun-dev/xrun/internal/gitinfo"
+	"github.com/xrun-dev/xrun/internal/version"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // DefaultPidsLimit caps a job's processes and threads: far above what a

@@ -8,8 +8,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // A job image carries its builder's name as its owner, as the job's

@@ -25,7 +25,7 @@ import (
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Root is the directory inside the context (and the tar) that holds the

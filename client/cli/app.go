@@ -23,8 +23,8 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/numfmt"
-	"github.com/xrun-dev/xrun/runner/suggest"
+	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/suggest"
 )
 
 // App is the state shared by the commands of one xrun invocation: where

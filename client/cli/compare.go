@@ -11,7 +11,7 @@ import (
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 type compareOptions struct {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Two experiments are not compared unless asked: one sentence, exit 3.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/scaffold"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 type initOptions struct {

@@ -12,10 +12,10 @@ import (
 )
 
 // TestMain lets the test binary be what xrun run --local starts, as
-// client/cmd/xrun is: the job's supervisor and its runner, found by
+// cmd/xrun is: the job's supervisor and its runner, found by
 // os.Executable.
 func TestMain(m *testing.M) {
-	// What client/cmd/xrun's role does, for the roles these tests start.
+	// What cmd/xrun's role does, for the roles these tests start.
 	switch {
 	case local.IsSupervisor(os.Args):
 		os.Exit(local.Supervise(os.Args[2]))

@@ -14,7 +14,7 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 )
 
 type psOptions struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // timedResults is a run of one case and one implementation whose median

@@ -12,7 +12,7 @@ import (
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/site"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 type reportOptions struct {

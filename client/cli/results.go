@@ -15,8 +15,8 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 type resultsOptions struct {

@@ -14,8 +14,8 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/runner/numfmt"
-	"github.com/xrun-dev/xrun/runner/progress"
+	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 
 	"github.com/urfave/cli/v2"
 

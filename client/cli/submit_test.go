@@ -17,8 +17,8 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/internal/testenv"
-	"github.com/xrun-dev/xrun/runner/report"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/report"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // submit --json prints the job's record however the job ended: failed,

@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/runner/version"
+	"github.com/xrun-dev/xrun/internal/version"
 )
 
 type versionOptions struct {

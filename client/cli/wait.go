@@ -13,8 +13,8 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/progress"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/result"
 )
 
 type waitOptions struct {

@@ -20,8 +20,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Input is one job's results with what identifies it.

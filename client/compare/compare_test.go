@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

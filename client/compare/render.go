@@ -7,8 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/xrun-dev/xrun/runner/numfmt"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // The report as a person or a script reads it: JSON, the terminal tables

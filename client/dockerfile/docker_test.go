@@ -15,7 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/internal/testenv"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // needDocker skips the test when no Docker daemon answers, except under

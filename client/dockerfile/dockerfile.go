@@ -18,13 +18,13 @@ import (
 
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // SkelDir is the build-context directory holding the empty out and runner
 // directories, copied to /xrun owned by root, and JobSkelDir the empty home
 // and tmp directories, copied there owned by the job user. The paths in
-// the image are the container contract's (runner/contract).
+// the image are the container contract's (contract).
 const (
 	SkelDir    = "xrun-dirs"
 	JobSkelDir = "xrun-job-dirs"

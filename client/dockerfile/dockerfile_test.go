@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

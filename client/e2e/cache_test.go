@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // cacheOf submits the cache fixture with flags and returns what its

@@ -25,8 +25,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Base is the CPU base the suite builds on (images/make-cpu-base.sh).

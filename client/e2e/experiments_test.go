@@ -12,8 +12,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // TorchBase is the CPU base with Debian's PyTorch that the experiments'

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // The hostile experiments of issue 33 ("A shared GPU box"): an

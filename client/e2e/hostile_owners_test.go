@@ -24,7 +24,7 @@ import (
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/client/testhosts"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // A shared GPU box: one owner's job, file or command cannot hurt

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // The hostile experiments (testdata/hostile/README.md) each attack the job

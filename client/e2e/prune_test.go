@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // prune removes xrun images no container uses, and only those: the one a

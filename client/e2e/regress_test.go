@@ -17,7 +17,7 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // The nightly's regression rule on the real daemon: the drift fixture

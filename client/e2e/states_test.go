@@ -21,7 +21,7 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/client/testhosts"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // ps, status, wait and cancel agree on a job in each of the states that

@@ -1,13 +1,13 @@
 // Package exit is xrun's exit codes and the error that carries one: the
-// runner's codes for the runner's outcomes (runner/contract), and xrun's own
+// runner's codes for the runner's outcomes (contract), and xrun's own
 // failures in the same places, so that 1 only ever means the criteria failed.
 package exit
 
 import (
 	"fmt"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Exit codes of xrun.

@@ -15,10 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/gpuinfo"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Row is one implementation at one case of one run.
@@ -129,13 +128,13 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 				row.SMClockMHz, row.PowerW, row.ClockReadings = c.SMClockMHz, c.PowerW, c.Readings
 				row.MaxSMClockMHz = MaxSMClock(r)
 				row.ClockReasons = clockReasons(c)
-				if slow, why := gpuinfo.SlowedDown(c); slow {
+				if slow, why := analyze.SlowedDown(c); slow {
 					row.Slowdown = why
 				}
 				// Judged again by today's rule, not the warning the runner
 				// wrote: files from before the power-cap rule called
 				// every power-capped timing throttled.
-				row.Throttled, _ = gpuinfo.ThrottledDuring(c, row.MaxSMClockMHz)
+				row.Throttled, _ = analyze.ThrottledDuring(c, row.MaxSMClockMHz)
 			}
 		}
 		if c := ir.Correctness; c != nil && name != result.Reference {
@@ -227,7 +226,7 @@ func clockReasons(c *result.Clocks) string {
 	return strings.Join(parts, ", ")
 }
 
-// implOrder is the order of a case's rows, the table's (runner/report):
+// implOrder is the order of a case's rows, the table's (report):
 // the reference, then the run's implementations in spec order, then any
 // others the case has (sorted).
 func implOrder(r *result.Results, c result.Case) []string {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // committed is the H100 run of 039 committed with the experiment.

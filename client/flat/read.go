@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	fastjson "github.com/goccy/go-json"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // ReadFile reads a results.json as Read does.

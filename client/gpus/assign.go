@@ -13,8 +13,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Labels of reservation containers and job containers.

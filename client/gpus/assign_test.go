@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // fakeHost is the shared fake engine (enginetest), with the containers

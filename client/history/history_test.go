@@ -14,7 +14,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // writerEnv makes the test binary a writer process (TestMain): it imports

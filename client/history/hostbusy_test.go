@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // cpuRun is run on a CPU, every timing with the host's load; implementation

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // nightsDir holds twelve runs of experiments/heavy-kernels on one H200

@@ -7,8 +7,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Filter picks points of the history; a zero field picks everything.

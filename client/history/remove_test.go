@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Remove takes a run's points out with it, and the series only it had

@@ -17,7 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/testhosts"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // base is the CPU base the e2e suites build on (images/make-cpu-base.sh).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // CacheVolumePrefix starts the name of every compile-cache volume.

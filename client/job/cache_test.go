@@ -7,8 +7,8 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // baseEngine says that every image is built on base.

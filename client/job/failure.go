@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // FailureSentence says in one sentence why a job whose runner exited with

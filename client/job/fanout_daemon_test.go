@@ -20,7 +20,7 @@ import (
 	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/testhosts"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // runJob runs a job container on target that prints a results document

@@ -15,9 +15,9 @@ import (
 	"github.com/docker/go-units"
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/headtail"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/headtail"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // FetchOutputs copies the job's logs and the runner's output directory

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // finalize records how a job whose runner exited ended, and copies its

@@ -7,7 +7,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Outcome turns a finished job into nil (succeeded) or the error that

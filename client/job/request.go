@@ -16,10 +16,10 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/profile"
 	"github.com/xrun-dev/xrun/runner/refs"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // preflightTimeout bounds the check of references on this machine.

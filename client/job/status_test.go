@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 func TestFinalStatus(t *testing.T) {

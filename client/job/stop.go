@@ -9,7 +9,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // StopGrace is how long the runner gets to write cancelled results after

@@ -13,8 +13,8 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // A GPU request is assigned GPUs of the host's inventory, which the

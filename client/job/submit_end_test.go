@@ -10,7 +10,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // How the runner ended (its exit code, the OOM killer, its results) is

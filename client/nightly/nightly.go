@@ -22,7 +22,7 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // EnvPath names the variable that says where the history is.

@@ -17,7 +17,7 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/numfmt"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 )
 
 // ShowOptions say what Show prints.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // out is where a test writes its figures: XRUN_PLOT_OUT to look at them,

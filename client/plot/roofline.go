@@ -15,8 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // ErrNoRoofline says a run cannot have a roofline: no GPU the peaks table

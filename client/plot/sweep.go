@@ -13,9 +13,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // layout is how a run's cases go on a sweep figure: along one numeric

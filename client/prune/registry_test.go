@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/registry"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // The plan keeps what a Job names (whatever host it spells), what is young,

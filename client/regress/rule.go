@@ -34,7 +34,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Rule holds the rule's parameters.

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/progress"
+	"github.com/xrun-dev/xrun/contract/progress"
 )
 
 // Log is a job's log as a person reads it: the runner's progress lines
-// (runner/progress) become the status line on a terminal, redrawn every
+// (contract/progress) become the status line on a terminal, redrawn every
 // second so that the elapsed time moves, and a plain line elsewhere each
 // time the case or its phase changes; every other line passes through.
 type Log struct {

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/termsafe"
+	"github.com/xrun-dev/xrun/internal/termsafe"
 )
 
 // JSON writes v as indented JSON and a newline.

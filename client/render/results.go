@@ -7,18 +7,18 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/plot"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/report"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/report"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Format is a way to print results.
 type Format string
 
 const (
-	// Table is the text table a person reads (runner/report).
+	// Table is the text table a person reads (report).
 	Table Format = "text"
 	// RawJSON is results.json as the runner wrote it.
 	RawJSON  Format = "json"

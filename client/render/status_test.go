@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/progress"
+	"github.com/xrun-dev/xrun/contract/progress"
 )
 
 func progressLine(e progress.Event) string { return "22:23:16 " + e.Line() + "\n" }

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/version"
+	"github.com/xrun-dev/xrun/internal/version"
 )
 
 const (
@@ -32,7 +32,7 @@ const (
 	// VersionVar is the variable the build sets (-ldflags -X) to the
 	// client's version, so the runner reports the version of the client
 	// it was built for.
-	VersionVar = Module + "/runner/version.Version"
+	VersionVar = Module + "/internal/version.Version"
 )
 
 // Builder says where For looks for a runner and how it builds one. The zero
@@ -128,7 +128,7 @@ func (b *Builder) For(ctx context.Context, goos, goarch string) (string, error) 
 		b.logf("building the xrun runner %s for %s/%s from the Go module proxy (once per client version)", version, goos, goarch)
 		err = b.buildFromProxy(ctx, goTool, version, goos, goarch, cached)
 	default:
-		return "", fmt.Errorf("this xrun is a development build (%s) and its source checkout is not found, so no runner for %s/%s can be built; run xrun from its checkout, or install a release with `CGO_ENABLED=0 go install %s/client/cmd/xrun@latest`", version, goos, goarch, Module)
+		return "", fmt.Errorf("this xrun is a development build (%s) and its source checkout is not found, so no runner for %s/%s can be built; run xrun from its checkout, or install a release with `CGO_ENABLED=0 go install %s/cmd/xrun@latest`", version, goos, goarch, Module)
 	}
 	if err != nil {
 		return "", err
@@ -259,7 +259,7 @@ func IsStatic(path, goos, goarch string) (bool, error) {
 // test binary that links this package).
 func isXrun(exe string) bool {
 	bi, err := buildinfo.ReadFile(exe)
-	return err == nil && (bi.Path == Module+"/client/cmd/xrun" || bi.Path == Package)
+	return err == nil && (bi.Path == Module+"/cmd/xrun" || bi.Path == Package)
 }
 
 // build runs go build of pkg in dir for goos/goarch into dst, atomically.
@@ -417,7 +417,7 @@ func noToolchain(version, goos, goarch, cached string) error {
 		v = "latest"
 	}
 	if goos == runtime.GOOS && goarch == runtime.GOARCH {
-		return fmt.Errorf("no runner for %s/%s: this xrun is not a static binary and no Go toolchain is on PATH to build one; install xrun with `CGO_ENABLED=0 go install %s/client/cmd/xrun@%s`, or install Go", goos, goarch, Module, v)
+		return fmt.Errorf("no runner for %s/%s: this xrun is not a static binary and no Go toolchain is on PATH to build one; install xrun with `CGO_ENABLED=0 go install %s/cmd/xrun@%s`, or install Go", goos, goarch, Module, v)
 	}
 	return fmt.Errorf("no runner for %s/%s and no Go toolchain on PATH to build one; install Go, or build it elsewhere with `CGO_ENABLED=0 GOOS=%s GOARCH=%s go install %s@%s` (it lands in $(go env GOPATH)/bin/%s_%s/) and copy it to %s", goos, goarch, goos, goarch, Package, v, goos, goarch, cached)
 }

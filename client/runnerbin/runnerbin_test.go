@@ -145,7 +145,7 @@ func TestErrors(t *testing.T) {
 
 	t.Setenv("PATH", t.TempDir())
 	_, err := b.For(ctx, "linux", runtime.GOARCH)
-	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0 go install "+Module+"/client/cmd/xrun@v9.9.9") {
+	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0 go install "+Module+"/cmd/xrun@v9.9.9") {
 		t.Errorf("no toolchain: %v", err)
 	}
 	_, err = b.For(ctx, "linux", "s390x")

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"text/template"
 
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 //go:embed files

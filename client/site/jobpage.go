@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/plot"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/report"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/termsafe"
+	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/report"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // provenance is a row of a job's "where it ran" table.

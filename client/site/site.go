@@ -29,9 +29,9 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/numfmt"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/termsafe"
+	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/result"
 )
 
 //go:embed templates/*.html templates/style.css

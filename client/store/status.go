@@ -1,6 +1,6 @@
 package store
 
-import "github.com/xrun-dev/xrun/runner/result"
+import "github.com/xrun-dev/xrun/result"
 
 // Job statuses. A finished job ends in one of the runner's statuses
 // (result.StatusSucceeded, StatusFailed, StatusCriteriaFailed,

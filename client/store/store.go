@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/suggest"
+	"github.com/xrun-dev/xrun/internal/suggest"
 )
 
 // Record file names inside a job directory.

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/result"
 )
 
 var fullFields = []string{
@@ -112,102 +113,6 @@ func TestParseReasons(t *testing.T) {
 	}
 }
 
-func TestThrottled(t *testing.T) {
-	load := func(clock int, reasons ...string) *result.GPUState {
-		return &result.GPUState{SMClockMHz: clock, Utilization: 100, ClockEventReasons: append([]string{}, reasons...)}
-	}
-	idle := &result.GPUState{SMClockMHz: 345, Utilization: 0, ClockEventReasons: []string{"gpu_idle"}}
-	for _, c := range []struct {
-		name          string
-		before, after *result.GPUState
-		want          bool
-		reason        string
-	}{
-		{"no readings", nil, nil, false, ""},
-		{"steady", load(1980), load(1980), false, ""},
-		{"idle after", load(1980), idle, false, ""},
-		{"benign reasons", load(1410), load(1410, "applications_clocks_setting"), false, ""},
-		// The power cap after a heavy kernel is its steady state, not throttling.
-		{"power cap", load(1980), load(1830, "sw_power_cap"), false, ""},
-		{"hardware slowdown", load(1980), load(1500, "sw_power_cap", "hw_slowdown"), true, "hw_slowdown"},
-		{"thermal", nil, load(1600, "gpu_idle", "hw_thermal_slowdown"), true, "hw_thermal_slowdown"},
-		{"clock drop under load", load(1980), load(1700), true, "1980 MHz to 1700 MHz"},
-		{"small drop", load(1980), load(1800), false, ""},
-		{"from idle", idle, load(1980), false, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, reason := Throttled(c.before, c.after)
-			if got != c.want || !strings.Contains(reason, c.reason) || (!got && reason != "") {
-				t.Errorf("Throttled = (%v, %q), want (%v, containing %q)", got, reason, c.want, c.reason)
-			}
-		})
-	}
-}
-
-func TestPeak(t *testing.T) {
-	for _, c := range []struct {
-		gpu, dtype   string
-		tflops, gbps float64
-		ok           bool
-	}{
-		{"NVIDIA H100 80GB HBM3", "bfloat16", 989.5, 3350, true},
-		{"NVIDIA H100 80GB HBM3", "torch.float16", 989.5, 3350, true},
-		{"NVIDIA H100 80GB HBM3", "float32", 67, 3350, true},
-		{"NVIDIA H100 80GB HBM3", "fp8", 1979, 3350, true},
-		{"NVIDIA H100 PCIe", "bf16", 756, 2000, true},
-		{"NVIDIA H100 NVL", "half", 835.5, 3900, true},
-		{"NVIDIA H200", "bf16", 989.5, 4800, true},
-		{"NVIDIA H200 NVL", "bf16", 835.5, 4800, true},
-		{"NVIDIA GH200 480GB", "bf16", 989.5, 4000, true},
-		{"NVIDIA GH200 144G HBM3e", "fp8", 1979, 4900, true},
-		{"NVIDIA A100-SXM4-40GB", "tf32", 156, 1555, true},
-		{"NVIDIA A100-SXM4-80GB", "float64", 19.5, 2039, true},
-		{"NVIDIA A100-PCIE-40GB", "fp16", 312, 1555, true},
-		{"NVIDIA A100 80GB PCIe", "fp16", 312, 1935, true},
-		{"NVIDIA A100-SXM4-80GB", "fp8", 0, 2039, false},
-		{"NVIDIA L4", "bf16", 121, 300, true},
-		{"NVIDIA L40S", "bf16", 362.05, 864, true},
-		{"Tesla T4", "float16", 65, 320, true},
-		{"Tesla T4", "bfloat16", 0, 320, false},
-		{"NVIDIA A10", "int8", 250, 600, true},
-		{"NVIDIA GeForce RTX 4090", "bf16", 165.2, 1008, true},
-		{"NVIDIA B200", "bf16", 2250, 8000, true},
-		{"NVIDIA GB200", "fp8", 5000, 8000, true},
-		{"NVIDIA H100 80GB HBM3", "complex64", 0, 3350, false},
-		{"NVIDIA A10G", "bf16", 0, 0, false},
-		{"Quadro P1000", "fp32", 0, 0, false},
-	} {
-		tf, bw, ok := Peak(c.gpu, c.dtype)
-		if tf != c.tflops || bw != c.gbps || ok != c.ok {
-			t.Errorf("Peak(%q, %q) = (%v, %v, %v), want (%v, %v, %v)", c.gpu, c.dtype, tf, bw, ok, c.tflops, c.gbps, c.ok)
-		}
-	}
-	if bw, ok := PeakBandwidth("Tesla T4"); bw != 320 || !ok {
-		t.Errorf("PeakBandwidth(T4) = %v, %v", bw, ok)
-	}
-}
-
-// Every entry of the embedded table names its source and has a bandwidth,
-// and the datasheets' required GPUs are all there.
-func TestPeaksTable(t *testing.T) {
-	table, err := Peaks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range table {
-		if e.Source == "" || e.GBps <= 0 || len(e.TFLOPS) == 0 {
-			t.Errorf("entry %q lacks a source, bandwidth or TFLOPS", e.Name)
-		}
-		for d := range e.TFLOPS {
-			if _, ok := CanonicalDtype(d); !ok {
-				t.Errorf("entry %q: unknown dtype %q", e.Name, d)
-			}
-		}
-	}
-}
-
-// fakeSMI writes an nvidia-smi script that rejects the fields in reject the
-// way a real driver does, and prints the captured rows otherwise.
 func fakeSMI(t *testing.T, reject []string, identityOut, stateOut string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -244,7 +149,7 @@ func TestQueryDropsUnsupportedFields(t *testing.T) {
 	if after == nil || after.SMClockMHz != 1590 || after.TemperatureC != 71 || !slices.Equal(after.ClockEventReasons, []string{"sw_thermal_slowdown"}) {
 		t.Fatalf("State = %+v", after)
 	}
-	if th, why := Throttled(gpus[0].Before, after); !th || !strings.Contains(why, "sw_thermal_slowdown") {
+	if th, why := analyze.Throttled(gpus[0].Before, after); !th || !strings.Contains(why, "sw_thermal_slowdown") {
 		t.Errorf("Throttled = %v, %q", th, why)
 	}
 }

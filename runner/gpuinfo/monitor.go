@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // MonitorInterval is how often the monitor reads the GPUs.

@@ -1,6 +1,7 @@
 // Package gpuinfo reads the GPUs through nvidia-smi (identity, clocks,
-// power, temperature, clock event reasons), holds the embedded table of GPU
-// peak throughput, and decides whether a run was throttled. It only reads:
+// power, temperature, clock event reasons), once and while samples are
+// timed (Monitor); what the readings say (throttled, at the power cap) and
+// the table of GPU peaks are analyze's. It only reads:
 // the runner never changes GPU settings (clocks, persistence, power limits),
 // since that needs root on the host and would change the machine for
 // everyone else on it.
@@ -18,7 +19,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // ErrNoGPU means nvidia-smi is missing, cannot talk to a driver, or lists
@@ -213,7 +215,7 @@ func ParseGPU(row map[string]string) (result.GPU, error) {
 		MemoryBytes:       mib(row[FieldMemTotal]),
 		Before:            ParseState(row),
 	}
-	if e, ok := Lookup(g.Name); ok {
+	if e, ok := analyze.Lookup(g.Name); ok {
 		g.PeakGBps = e.GBps
 		// The table's headline dtype for GPU kernels: bf16 where the GPU has
 		// it, else fp16, else fp32.

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // The protocol's golden lines (testdata/protocol): commands as the runner

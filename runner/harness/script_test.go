@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/internal/testenv"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // WriteScript writes the launcher and the whole package, readable by a

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/headtail"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/internal/headtail"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 

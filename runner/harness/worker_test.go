@@ -17,7 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/internal/testenv"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 var (

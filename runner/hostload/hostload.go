@@ -15,7 +15,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Sample is one reading of the machine. The CPU and job times are

@@ -10,7 +10,7 @@ import (
 
 	"github.com/xrun-dev/xrun/internal/testenv"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // statText is /proc/stat of a 4-CPU machine (the totals line and the

@@ -27,7 +27,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // ToolNcu is the one profiler the runner drives.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Of are the module:function references of s, each with the spec key

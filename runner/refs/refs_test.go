@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // A command benchmark's implementations are its arguments: none of them is

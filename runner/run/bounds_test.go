@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Implementations that report absurd timings of their own (1e300 ms,

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 

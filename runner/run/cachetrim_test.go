@@ -8,7 +8,7 @@ import (
 
 	"github.com/xrun-dev/xrun/internal/testenv"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/gitinfo"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/gitinfo"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/refs"
-	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // OptionsFromEnv reads the XRUN_* variables into Options. Log is left nil

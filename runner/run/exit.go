@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // SpecError is a bad spec or bad arguments (exit code 3).

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
 )
 
 func TestCacheSuspect(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/version"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/version"
 )
 
 // IsLocalRunner reports whether args (os.Args of the xrun binary) ask for

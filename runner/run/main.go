@@ -11,11 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/outlog"
-	"github.com/xrun-dev/xrun/runner/report"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/contract/outlog"
+	"github.com/xrun-dev/xrun/internal/version"
+	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/runner/sandbox"
-	"github.com/xrun-dev/xrun/runner/version"
 )
 
 // Main is the runner's command line, shared by runner/cmd/xrun-runner and

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/progress"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/contract/progress"
 )
 
 // The final table is printed once: by Main on stderr when the runner is run

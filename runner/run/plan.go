@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/refs"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
-	"github.com/xrun-dev/xrun/runner/stats"
 	"github.com/xrun-dev/xrun/runner/timing"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // plan is what the run decides before any worker starts: the device and

@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/sandbox"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // pool starts the implementations' workers: one process each, started

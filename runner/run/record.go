@@ -12,16 +12,16 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/headtail"
+	"github.com/xrun-dev/xrun/internal/post"
+	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/version"
+	"github.com/xrun-dev/xrun/report"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/headtail"
-	"github.com/xrun-dev/xrun/runner/post"
-	"github.com/xrun-dev/xrun/runner/report"
-	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
-	"github.com/xrun-dev/xrun/runner/termsafe"
-	"github.com/xrun-dev/xrun/runner/version"
 )
 
 // recorder holds the run's results and writes them to results.json after

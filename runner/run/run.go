@@ -24,15 +24,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/progress"
-	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
-	"github.com/xrun-dev/xrun/runner/spec"
 	"github.com/xrun-dev/xrun/runner/timing"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Options says what to run and where to put the results.
@@ -67,7 +67,7 @@ type Options struct {
 	// modules itself, rather than forked from the zygote.
 	NoZygote bool
 	// OutToLog writes OutDir into the log (stdout) at the end, for a
-	// backend that keeps the log but not the files (runner/outlog).
+	// backend that keeps the log but not the files (contract/outlog).
 	OutToLog bool
 	// Profile asks for Nsight Compute reports after the timed cases
 	// (XRUN_PROFILE; the syntax of profile.Parse). "" asks for none.
@@ -265,7 +265,7 @@ type progressState struct {
 	done      time.Duration // the finished cases' time
 }
 
-// progress logs the run's progress line (runner/progress): the case, the
+// progress logs the run's progress line (contract/progress): the case, the
 // phase, the implementation being timed, and the times an estimate of the
 // rest needs.
 func (rn *runner) progress(phase, impl string) {

@@ -23,12 +23,12 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 var (

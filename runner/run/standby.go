@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/harness"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // standbyAt makes the standby's go file a temporary one.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/analyze"
+	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/hostload"
-	"github.com/xrun-dev/xrun/runner/progress"
-	"github.com/xrun-dev/xrun/runner/result"
 	"github.com/xrun-dev/xrun/runner/timing"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // At the end of a run every kernel-clock timing adds the run's launch

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // User is the uid and gid experiment code runs as.

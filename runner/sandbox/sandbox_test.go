@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 func TestParseUser(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/hostload"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/stats"
 )
 
 // ClockRule is Methodology.ClockRule on GPU runs.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
 )
 
 func batch(events, kernel []float64) *harness.Samples {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
 )
 
 // The bounds of a sample a worker reports, in ms. An implementation's code

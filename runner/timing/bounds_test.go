@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xrun-dev/xrun/analyze/stats"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/stats"
 )
 
 // An implementation that reports its own timings (1e300 ms, 1e-300 ms, 0)

@@ -3,7 +3,7 @@ package timing
 import (
 	"slices"
 
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // minGaps is how many launch gaps the run needs before their mean replaces

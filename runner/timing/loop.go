@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/hostload"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/stats"
 )
 
 const (

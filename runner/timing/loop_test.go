@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/stats"
 )
 
 // fakeClock is the loop's wall clock; samplers move it.

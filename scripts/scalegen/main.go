@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/flat/flattest"
-	"github.com/xrun-dev/xrun/runner/result"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // A standby is the container of an experiment's next job, started before

@@ -15,7 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // jobSpec is the spec of job id of experiment k, as submit.JobSpec makes

@@ -22,8 +22,8 @@ import (
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/spec"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // Create builds and pushes the code image, then creates the Job suspended

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/runner/outlog"
+	"github.com/xrun-dev/xrun/contract/outlog"
 )
 
 // Logs writes the runner's log without the output frame. Following, it

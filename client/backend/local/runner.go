@@ -1,6 +1,6 @@
 package local
 
-import "github.com/xrun-dev/xrun/runner/contract"
+import "github.com/xrun-dev/xrun/contract"
 
 // Command is the command line of a local job's runner: the xrun binary
 // exe as contract.LocalRunnerArg (runner/run.LocalMain), for the

@@ -38,7 +38,7 @@ if [ -n "${XRUN_BENCH_BIN:-}" ]; then
 	cp "$XRUN_BENCH_BIN" "$xrun"
 else
 	echo "building xrun" >&2
-	(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$xrun" ./client/cmd/xrun)
+	(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$xrun" ./cmd/xrun)
 fi
 
 # One context for both: ctx/exp is the experiment xrun submits; ctx holds

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // A Triton kernel's entry broken in the cache volume between two submits:

@@ -17,8 +17,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // hostCaches is what the node's cache directory held before the suite

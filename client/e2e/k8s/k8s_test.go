@@ -34,9 +34,9 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/outlog"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/contract/outlog"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // Base is the CPU base the jobs build on (images/make-cpu-base.sh).

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/internal/testenv"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
@@ -62,7 +62,7 @@ func Repo() string {
 // Build builds the checkout at repo's xrun into dst, static, as a user's
 // make build does.
 func Build(repo, dst string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", dst, "./client/cmd/xrun")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dst, "./cmd/xrun")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

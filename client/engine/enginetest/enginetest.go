@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/contract"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Engine is an in-memory engine.Engine with the daemon's rules that

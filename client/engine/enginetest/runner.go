@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // ResultsJSON is a results.json of experiment with status, as a fake

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/numfmt"
-	"github.com/xrun-dev/xrun/runner/post"
+	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/post"
 )
 
 // Alert is what a confirmed regression sends: to a file (--alert), which
@@ -136,7 +136,7 @@ func (a *Alert) WriteFile(path string) error {
 // Post sends the alert to a webhook as JSON, with a bearer token when one
 // is given: three tries (each with a 30 s timeout) on a network failure, a
 // 429 or a 5xx, no redirect followed, and no message that shows the URL's
-// user info, query or the token (runner/post). logf gets a line per failed
+// user info, query or the token (internal/post). logf gets a line per failed
 // try.
 func (a *Alert) Post(ctx context.Context, url, token string, logf func(string, ...any)) error {
 	data, err := json.Marshal(a)

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/runner/analyze"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

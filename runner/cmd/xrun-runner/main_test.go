@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/contract"
-	"github.com/xrun-dev/xrun/runner/result"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // buildRunner builds the binary as releases do: static, version stamped.
 func buildRunner(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "xrun-runner")
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/xrun-dev/xrun/runner/version.Version=v1.2.3", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/xrun-dev/xrun/internal/version.Version=v1.2.3", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

@@ -1,0 +1,308 @@
+// Package report renders results.json for people: the seeds' markdown
+// tables (one column per case) and a compact terminal table.
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/result"
+	"github.com/xrun-dev/xrun/spec"
+)
+
+// columns returns one label per case: the values of the sweep keys
+// ("T=1024"), or, when cases also differ in parameters that are not swept
+// (several sweep groups) or the sweep keys do not tell cases apart, every
+// parameter that differs between cases, sweep keys first.
+func columns(r *result.Results) []string {
+	if len(r.Cases) == 0 {
+		return nil
+	}
+	differ := differingKeys(r.Cases)
+	keys := slices.Clone(r.SweepKeys)
+	labels := labelsFor(r.Cases, keys)
+	extra := false
+	for _, k := range differ {
+		if !slices.Contains(keys, k) {
+			extra = true
+		}
+	}
+	if extra || !unique(labels) {
+		keys = keys[:0]
+		for _, k := range r.SweepKeys {
+			if slices.Contains(differ, k) {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range differ {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		labels = labelsFor(r.Cases, keys)
+	}
+	for i, l := range labels {
+		if l == "" {
+			labels[i] = r.Cases[i].Label
+		}
+		if labels[i] == "" {
+			labels[i] = "all"
+			if len(r.Cases) > 1 {
+				labels[i] = "case " + strconv.Itoa(i+1)
+			}
+		}
+	}
+	return labels
+}
+
+func labelsFor(cases []result.Case, keys []string) []string {
+	out := make([]string, len(cases))
+	for i, c := range cases {
+		var parts []string
+		for _, k := range keys {
+			if v, ok := c.Params[k]; ok {
+				parts = append(parts, k+"="+spec.FormatValue(v))
+			}
+		}
+		out[i] = strings.Join(parts, " ")
+	}
+	return out
+}
+
+// differingKeys lists, sorted, the parameters whose values are not the same
+// in every case.
+func differingKeys(cases []result.Case) []string {
+	all := map[string]bool{}
+	for _, c := range cases {
+		for k := range c.Params {
+			all[k] = true
+		}
+	}
+	var out []string
+	for k := range all {
+		first, firstOK := cases[0].Params[k]
+		for _, c := range cases[1:] {
+			v, ok := c.Params[k]
+			if ok != firstOK || spec.FormatValue(v) != spec.FormatValue(first) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func unique(labels []string) bool {
+	seen := map[string]bool{}
+	for _, l := range labels {
+		if seen[l] {
+			return false
+		}
+		seen[l] = true
+	}
+	return true
+}
+
+// implNames is the reference (when it has any result) then the
+// implementations, in order, without repeats.
+func implNames(r *result.Results) []string {
+	var out []string
+	add := func(n string) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, c := range r.Cases {
+		if c.Results[result.Reference] != nil {
+			add(result.Reference)
+			break
+		}
+	}
+	for _, n := range r.Implementations {
+		add(n)
+	}
+	return out
+}
+
+func timing(ir *result.ImplResult) *result.Timing {
+	if ir == nil || ir.Timing == nil || ir.Timing.Samples == 0 || ir.Timing.MedianMS <= 0 {
+		return nil
+	}
+	return ir.Timing
+}
+
+// wrong says that impl's result on a case is incorrect, so it gets no speed
+// verdict, even in results written before the runner stopped timing it. The
+// baseline keeps its place, as the others' speedups are over it.
+func wrong(r *result.Results, impl string, ir *result.ImplResult) bool {
+	return ir.Status == result.ImplWrong && impl != r.Baseline
+}
+
+// comparison finds the comparison of impl on case c.
+func comparison(r *result.Results, impl string, c result.Case) *result.Comparison {
+	for i := range r.Comparisons {
+		cmp := &r.Comparisons[i]
+		if cmp.A == impl && sameParams(cmp.Params, c.Params) {
+			return cmp
+		}
+	}
+	return nil
+}
+
+func sameParams(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || spec.FormatValue(v) != spec.FormatValue(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// timeDigits is how many significant digits a time shows.
+const timeDigits = 4
+
+// fmtMS prints a time in milliseconds with four significant digits.
+func fmtMS(v float64) string { return numfmt.Sig(v, timeDigits) }
+
+func fmtSpeedup(v float64) string { return numfmt.Speedup(v) }
+
+// tableUnits are the units of a table's columns, each picked from every
+// value the column shows.
+type tableUnits struct {
+	time, flops, bw numfmt.Unit
+}
+
+func unitsOf(r *result.Results) tableUnits {
+	var ms, tflops, gbps []float64
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if t := timing(ir); t != nil {
+				ms = append(ms, t.MedianMS, t.Q1MS, t.Q3MS)
+			}
+			if ir != nil && ir.Throughput != nil {
+				tflops = append(tflops, ir.Throughput.TFLOPS)
+				gbps = append(gbps, ir.Throughput.GBps)
+			}
+		}
+	}
+	return tableUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...), bw: numfmt.BandwidthUnit(gbps...)}
+}
+
+func fmtErr(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+
+// fmtCount prints a rate as a whole number with thousands separators.
+func fmtCount(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, ch := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(ch)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func fmtPct(v float64) string {
+	if v >= 10 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+}
+
+// fmtCriterion prints a criterion's value and its bar.
+// criterionStyle is how a report lists a criterion: a mark for its
+// outcome, its name and what it measured.
+type criterionStyle struct {
+	// The marks of a criterion that failed, was not evaluated (the job
+	// ended before), was skipped, and passed.
+	fail, notEvaluated, skipped, passed string
+	// declaredPassed and declaredFailed follow the mark of a criterion
+	// declared to fail (expect: fail) that passed, and that failed.
+	declaredPassed, declaredFailed string
+	// format puts the mark and the name together.
+	format string
+	// detailWhenPassed adds a passed criterion's detail too.
+	detailWhenPassed bool
+}
+
+var (
+	textCriterion = criterionStyle{fail: "FAIL", notEvaluated: "n/a ", skipped: "SKIP", passed: "PASS",
+		declaredPassed: " (declared: fail)", declaredFailed: " (declared: fail)", format: "  %s  %s"}
+	markdownCriterion = criterionStyle{fail: "❌", notEvaluated: "n/a", skipped: "⏭️", passed: "✅",
+		declaredPassed: " (declared to fail)", declaredFailed: " (expected)", format: "- %s **%s**", detailWhenPassed: true}
+)
+
+// line is criterion c as st lists it.
+func (st criterionStyle) line(c result.Criterion) string {
+	mark := st.fail
+	switch {
+	case c.NotEvaluated:
+		mark = st.notEvaluated
+	case c.Skipped:
+		mark = st.skipped
+	case c.Passed:
+		mark = st.passed
+	}
+	if c.Expect == result.ExpectFail && !c.Skipped && !c.NotEvaluated {
+		if c.Passed {
+			mark += st.declaredPassed
+		} else {
+			mark += st.declaredFailed
+		}
+	}
+	line := fmt.Sprintf(st.format, mark, c.Name)
+	switch {
+	case c.NotEvaluated:
+		line += ": not evaluated"
+	case !c.Skipped:
+		line += ": " + fmtCriterion(c)
+	}
+	if c.Detail != "" && (st.detailWhenPassed || !c.Passed) {
+		line += "; " + c.Detail
+	}
+	return line
+}
+
+func fmtCriterion(c result.Criterion) string {
+	switch c.Kind {
+	case "speedup":
+		return fmt.Sprintf("%s (needs >= %gx)", fmtSpeedup(c.Value), c.Threshold)
+	case "max_error":
+		return fmt.Sprintf("%s (needs < %g)", fmtErr(c.Value), c.Threshold)
+	case "time":
+		return fmt.Sprintf("%s ms (needs < %g ms)", fmtMS(c.Value), c.Threshold)
+	case "correct":
+		if c.Passed {
+			return "correct"
+		}
+		return "not correct"
+	}
+	return strconv.FormatFloat(c.Value, 'g', 4, 64)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
