@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -149,7 +150,7 @@ func Conclude(r *result.Results, c Conclusion) {
 			}
 		}
 		// The criteria quote why those did not run (notRun).
-		was, now := quoteWhy(result.ImplNotRun, firstLine(r.Error)), quoteWhy(result.ImplNotRun, firstLine(c.Reason))
+		was, now := quoteWhy(result.ImplNotRun, oneline.Short(r.Error, 120)), quoteWhy(result.ImplNotRun, oneline.Short(c.Reason, 120))
 		for i := range r.Criteria {
 			r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, was, now)
 		}
@@ -386,7 +387,7 @@ func notRun(name string, ir *result.ImplResult) string {
 	if ir == nil {
 		return name + " has no result"
 	}
-	why := firstLine(ir.Error)
+	why := oneline.Short(ir.Error, 120)
 	switch ir.Status {
 	case result.ImplSkipped:
 		if why == "" {
@@ -407,17 +408,6 @@ func notRun(name string, ir *result.ImplResult) string {
 // quoteWhy is how a criterion's detail quotes why an implementation did
 // not run: "(not_run: cancelled)". Conclude finds it there.
 func quoteWhy(status, why string) string { return "(" + status + ": " + why + ")" }
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 120 {
-		s = s[:117] + "..."
-	}
-	return s
-}
 
 // criterionName is the default name: the criterion as a sentence.
 func criterionName(c spec.Criterion) string {

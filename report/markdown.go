@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -80,7 +81,7 @@ func (m *mdWriter) header(r *result.Results) {
 	}
 	m.printf("%s\n\n", strings.Join(facts, " · "))
 	if r.Error != "" {
-		m.printf("**Error**: %s\n\n", firstLine(r.Error))
+		m.printf("**Error**: %s\n\n", oneline.Short(r.Error, 160))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
 		m.printf("**%s**\n\n", s)
@@ -264,7 +265,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 	}
 	switch {
 	case ir.Status == result.ImplSkipped:
-		why := firstLine(ir.Error)
+		why := oneline.Short(ir.Error, 160)
 		if why == "" {
 			return "SKIP"
 		}
@@ -272,9 +273,9 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 	case ir.Correctness != nil && ir.Correctness.Passed && ir.Status != result.ImplWrong:
 		return "PASS"
 	case ir.Correctness != nil:
-		why := firstLine(ir.Correctness.Reason)
+		why := oneline.Short(ir.Correctness.Reason, 160)
 		if why == "" {
-			why = firstLine(ir.Error)
+			why = oneline.Short(ir.Error, 160)
 		}
 		if why == "" {
 			why = fmt.Sprintf("max abs error %s exceeds atol %g + rtol %g x |ref|",
@@ -285,7 +286,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 		return ""
 	}
 	why := ir.Status
-	if e := firstLine(ir.Error); e != "" {
+	if e := oneline.Short(ir.Error, 160); e != "" {
 		why += ": " + e
 	}
 	return "FAIL" + m.footnote(why)

@@ -295,14 +295,3 @@ func fmtCriterion(c result.Criterion) string {
 	}
 	return strconv.FormatFloat(c.Value, 'g', 4, 64)
 }
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 160 {
-		s = s[:157] + "..."
-	}
-	return s
-}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -52,7 +53,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	case r.Error != "" && o.ErrorShown:
 		fmt.Fprintf(ew, "error: in the log above\n")
 	case r.Error != "" && r.Error != r.Status: // "cancelled" is said by the status
-		fmt.Fprintf(ew, "error: %s\n", firstLine(r.Error))
+		fmt.Fprintf(ew, "error: %s\n", oneline.Short(r.Error, 160))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
 		fmt.Fprintln(ew, s)
@@ -201,7 +202,7 @@ func failures(r *result.Results) []string {
 		byReason, timed := map[string][]string{}, 0
 		for _, n := range implNames(r) {
 			if ir := c.Results[n]; ir != nil && ir.Status == result.ImplNotRun && ir.Error != "" {
-				why := firstLine(ir.Error)
+				why := oneline.Short(ir.Error, 160)
 				byReason[why] = append(byReason[why], n)
 			} else if ir != nil && ir.Status != result.ImplSkipped {
 				timed++
@@ -228,9 +229,9 @@ func failures(r *result.Results) []string {
 				ir.Status == result.ImplNotRun && ir.Error != "" {
 				continue
 			}
-			why := firstLine(ir.Error)
+			why := oneline.Short(ir.Error, 160)
 			if why == "" && ir.Correctness != nil {
-				why = firstLine(ir.Correctness.Reason)
+				why = oneline.Short(ir.Correctness.Reason, 160)
 			}
 			if why == "" {
 				continue
@@ -293,7 +294,7 @@ func skips(r *result.Results) []string {
 	for _, n := range implNames(r) {
 		for _, c := range r.Cases {
 			if ir := c.Results[n]; ir != nil && ir.Status == result.ImplSkipped {
-				out = append(out, fmt.Sprintf("%s: %s", n, firstLine(ir.Error)))
+				out = append(out, fmt.Sprintf("%s: %s", n, oneline.Short(ir.Error, 160)))
 				break
 			}
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/internal/gitinfo"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -399,7 +400,7 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 		if !cpu {
 			how += ", or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu"
 		}
-		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), firstLine(err.Error()), how)
+		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), oneline.Of(err.Error()), how)
 	}
 	return nil
 }
@@ -586,8 +587,3 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 
 // JobName is the name of job id's container (or Kubernetes Job).
 func JobName(experiment, id string) string { return "xrun-" + experiment + "-" + id }
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}

@@ -1,10 +1,6 @@
 package cli
 
-import (
-	"strings"
-
-	"github.com/xrun-dev/xrun/client/exit"
-)
+import "github.com/xrun-dev/xrun/client/exit"
 
 // ExitError carries the process exit code for an error (client/exit).
 type ExitError = exit.Error
@@ -19,8 +15,3 @@ const (
 	ExitInterrupted    = exit.Interrupted
 	ExitRegressed      = exit.Regressed // xrun regress: a confirmed regression
 )
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
-}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -118,7 +119,7 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 		if ir == nil || ir.Status == result.ImplSkipped {
 			continue
 		}
-		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: firstLine(ir.Error),
+		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: oneline.Of(ir.Error),
 			Autotune: result.AutotuneSummary(ir.Autotune)}
 		if t := ir.Timing; t != nil && t.MedianMS > 0 {
 			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS
@@ -321,11 +322,6 @@ func ClockPolicyOf(r *result.Results) string {
 func Major(version string) string {
 	v, _, _ := strings.Cut(version, ".")
 	return v
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
 
 // columns before the parameters, and after them.

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/internal/oneline"
 )
 
 // GPU is one device of a host.
@@ -114,7 +115,7 @@ func Discover(ctx context.Context, e engine.Engine, image string) ([]GPU, error)
 	}
 	if res.Err != nil || res.ExitCode != 0 {
 		msg := strings.TrimSpace(errOut.String() + " " + out.String())
-		return nil, fmt.Errorf("list the GPUs of host %s: nvidia-smi exited %d: %s (check the NVIDIA driver and container toolkit there)", e.Host(), res.ExitCode, firstLine(msg))
+		return nil, fmt.Errorf("list the GPUs of host %s: nvidia-smi exited %d: %s (check the NVIDIA driver and container toolkit there)", e.Host(), res.ExitCode, oneline.Of(msg))
 	}
 	gpus, err := ParseNvidiaSMI(out.String())
 	if err != nil {
@@ -131,12 +132,12 @@ func ParseNvidiaSMI(s string) ([]GPU, error) {
 	r.FieldsPerRecord = -1
 	recs, err := r.ReadAll()
 	if err != nil {
-		return nil, fmt.Errorf("read nvidia-smi output %q: %w", firstLine(s), err)
+		return nil, fmt.Errorf("read nvidia-smi output %q: %w", oneline.Of(s), err)
 	}
 	var gpus []GPU
 	for _, rec := range recs {
 		if len(rec) != 3 && len(rec) != 4 {
-			return nil, fmt.Errorf("read nvidia-smi output %q: want index, uuid, name and driver version", firstLine(s))
+			return nil, fmt.Errorf("read nvidia-smi output %q: want index, uuid, name and driver version", oneline.Of(s))
 		}
 		idx, err := strconv.Atoi(strings.TrimSpace(rec[0]))
 		if err != nil {
@@ -251,9 +252,4 @@ func Lookup(ctx context.Context, e engine.Engine, image string, fake int, c Cach
 	// A cache that cannot be written only costs a rediscovery next time.
 	_ = c.Put(inv)
 	return inv, nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

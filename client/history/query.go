@@ -49,31 +49,8 @@ type Point struct {
 // were first seen), each series in time order.
 func (s *Store) Points(f Filter) ([]Point, error) {
 	q := "SELECT " + pointColumns + " FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id"
-	var where []string
-	var args []any
-	if f.Experiment != "" {
-		where, args = append(where, "s.experiment = ?"), append(args, f.Experiment)
-	}
-	if f.Implementation != "" {
-		where, args = append(where, "s.implementation = ?"), append(args, f.Implementation)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "r.at >= ?"), append(args, f.Since.UnixNano())
-	}
-	if f.Job != "" {
-		where = append(where, "p.series_id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
-		args = append(args, f.Job)
-	}
-	if len(f.Series) > 0 {
-		marks := strings.TrimSuffix(strings.Repeat("?,", len(f.Series)), ",")
-		where = append(where, "p.series_id IN ("+marks+")")
-		for _, id := range f.Series {
-			args = append(args, id)
-		}
-	}
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
+	where, args := f.where()
+	q += where
 	q += " ORDER BY p.series_id, r.at, r.id"
 	rows, err := s.db.Query(q, args...)
 	if err != nil {
@@ -118,13 +95,24 @@ func containsFold(s, sub string) bool {
 
 // Series splits points (as Points returns them) into their series.
 func Series(points []Point) [][]Point {
-	var out [][]Point
-	for i := 0; i < len(points); {
+	return splitSeries(points, func(p Point) int64 { return p.SeriesID })
+}
+
+// JudgedSeries splits judged points (as Walk returns them) into their
+// series.
+func JudgedSeries(judged []Judged) [][]Judged {
+	return splitSeries(judged, func(j Judged) int64 { return j.SeriesID })
+}
+
+// splitSeries cuts xs, grouped by series, into one slice per series.
+func splitSeries[T any](xs []T, series func(T) int64) [][]T {
+	var out [][]T
+	for i := 0; i < len(xs); {
 		j := i
-		for j < len(points) && points[j].SeriesID == points[i].SeriesID {
+		for j < len(xs) && series(xs[j]) == series(xs[i]) {
 			j++
 		}
-		out = append(out, points[i:j])
+		out = append(out, xs[i:j])
 		i = j
 	}
 	return out

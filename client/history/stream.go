@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/regress"
@@ -98,7 +99,8 @@ func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, start
 	})
 }
 
-// where is the part of f SQL applies (the rest is matches').
+// where is the part of f SQL applies (the rest is matches'), for Points and
+// WalkFilter alike.
 func (f Filter) where() (string, []any) {
 	var where []string
 	var args []any
@@ -115,14 +117,16 @@ func (f Filter) where() (string, []any) {
 		where = append(where, "p.series_id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
 		args = append(args, f.Job)
 	}
+	if len(f.Series) > 0 {
+		// One JSON array, not a variable per series: SQLite allows 32,766
+		// variables in a statement, and an experiment can have more series.
+		ids, _ := json.Marshal(f.Series)
+		where, args = append(where, "p.series_id IN (SELECT value FROM json_each(?))"), append(args, string(ids))
+	}
 	if len(where) == 0 {
 		return "", nil
 	}
-	out := " WHERE " + where[0]
-	for _, w := range where[1:] {
-		out += " AND " + w
-	}
-	return out, args
+	return " WHERE " + strings.Join(where, " AND "), args
 }
 
 // walk judges the series p picks and their groups' others, group by

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -36,7 +37,7 @@ func FailureSentence(r *result.Results) string {
 	if n == 0 {
 		return ""
 	}
-	msg := firstLine(ir.Error)
+	msg := oneline.Of(ir.Error)
 	if len(msg) > 200 {
 		msg = msg[:200] + "..."
 	}
@@ -76,9 +77,4 @@ func statusWord(status string) string {
 		return "failed"
 	}
 	return status
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/xrun-dev/xrun/internal/oneline"
 )
 
 // Result is the outcome on one host.
@@ -46,7 +48,7 @@ func FanOut[T any](ctx context.Context, hostNames []string, w io.Writer, fn Host
 			lw.flush()
 			results[i] = HostResult[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
 			if err != nil {
-				lw.line("failed: " + firstLine(err.Error()))
+				lw.line("failed: " + oneline.Of(err.Error()))
 			}
 			return nil
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/internal/oneline"
 )
 
 // Resolve finds a job of the store by id or unique id prefix: an unknown
@@ -48,7 +49,7 @@ func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (
 			return nil, berr
 		}
 		// Nobody asked for that host: the store's answer stands.
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, firstLine(berr.Error()))}
+		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, oneline.Of(berr.Error()))}
 	}
 	hits, merr := FindListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -37,14 +38,14 @@ func outcome(j *store.Job, errorShown bool) error {
 	case result.StatusCancelled:
 		// Whoever stopped it, when it was not this store's cancel or Ctrl-C.
 		if j.Error != "" && j.Error != result.StatusCancelled && j.StoppedBy == "" || strings.HasPrefix(j.Error, "never started") {
-			return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, firstLine(j.Error))}
+			return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, oneline.Of(j.Error))}
 		}
 		return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled", j.ID)}
 	case result.StatusFailed:
 	default: // removed, or a record that never got a container
 		msg := fmt.Sprintf("job %s is %s", j.ID, j.Status)
 		if j.Error != "" {
-			msg = fmt.Sprintf("job %s: %s", j.ID, firstLine(j.Error))
+			msg = fmt.Sprintf("job %s: %s", j.ID, oneline.Of(j.Error))
 		}
 		return &exit.Error{Code: exit.Infra, Err: errors.New(msg)}
 	}
@@ -56,7 +57,7 @@ func outcome(j *store.Job, errorShown bool) error {
 		msg += fmt.Sprintf(" with exit code %d", *j.ExitCode)
 	}
 	if j.Error != "" && !errorShown {
-		msg += ": " + firstLine(j.Error)
+		msg += ": " + oneline.Of(j.Error)
 	}
 	if j.OOMKilled && !strings.Contains(msg, "resources.memory") {
 		msg += "; raise resources.memory in xrun.yaml"

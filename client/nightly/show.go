@@ -80,7 +80,7 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 	}
 	err := n.h.WalkFilter(context.Background(), o.Filter, o.Rule, start, func(whole, shown []history.Judged) error {
 		if o.Plot != "" {
-			for _, ser := range judgedSeries(whole) {
+			for _, ser := range history.JudgedSeries(whole) {
 				if _, err := n.plotSeries(ser, o.Plot, o.Rule, changes); err != nil {
 					return err
 				}
@@ -113,7 +113,7 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 			}
 			return nil
 		}
-		for _, ser := range judgedSeries(shown) {
+		for _, ser := range history.JudgedSeries(shown) {
 			if !firstText {
 				fmt.Fprintln(tw)
 			}
@@ -213,19 +213,6 @@ func neverJudged(ser []history.Judged) string {
 	return summary.NeverJudgedAdvice(ser[len(ser)-1].Verdict)
 }
 
-func judgedSeries(judged []history.Judged) [][]history.Judged {
-	var out [][]history.Judged
-	for i := 0; i < len(judged); {
-		j := i
-		for j < len(judged) && judged[j].SeriesID == judged[i].SeriesID {
-			j++
-		}
-		out = append(out, judged[i:j])
-		i = j
-	}
-	return out
-}
-
 // seriesJSON is one series in xrun history --json.
 type seriesJSON struct {
 	ID     int64       `json:"series"`
@@ -257,7 +244,7 @@ type pointJSON struct {
 
 func historyJSON(judged []history.Judged) []seriesJSON {
 	out := []seriesJSON{}
-	for _, ser := range judgedSeries(judged) {
+	for _, ser := range history.JudgedSeries(judged) {
 		last := ser[len(ser)-1].Verdict
 		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key, NeverConverged: last.NeverConverged, NeverJudged: last.NeverJudged,
 			Advice: summary.NeverJudgedAdvice(last)}

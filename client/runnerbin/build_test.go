@@ -66,11 +66,11 @@ func fakeModule(t *testing.T) string {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{
 		"go.mod":                         "module " + Module + "\n\ngo 1.22\n",
-		"internal/version/version.go":      "package version\n\nvar Version = \"unset\"\n",
+		"internal/version/version.go":    "package version\n\nvar Version = \"unset\"\n",
 		"runner/cmd/xrun-runner/main.go": "package main\n\nimport \"" + Module + "/internal/version\"\n\nfunc main() { println(\"runner\", version.Version) }\n",
 		"tools/other/main.go":            "package main\n\nfunc main() {}\n",
-		"cmd/xrun/main.go":        "package main\n\nfunc main() { println(\"xrun\") }\n",
-		"cmd/xrun/cgo.go":         "//go:build withcgo\n\npackage main\n\n// int one(void) { return 1; }\nimport \"C\"\n\nvar _ = C.one\n",
+		"cmd/xrun/main.go":               "package main\n\nfunc main() { println(\"xrun\") }\n",
+		"cmd/xrun/cgo.go":                "//go:build withcgo\n\npackage main\n\n// int one(void) { return 1; }\nimport \"C\"\n\nvar _ = C.one\n",
 	})
 	return root
 }

@@ -207,7 +207,7 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 	if err != nil {
 		return v, err
 	}
-	series := judgedSeries(judged)
+	series := history.JudgedSeries(judged)
 	for _, ser := range series {
 		link, err := b.seriesPage(ser)
 		if err != nil {
@@ -509,19 +509,6 @@ func latestAt(runs []history.Run) time.Time {
 		}
 	}
 	return t
-}
-
-func judgedSeries(judged []history.Judged) [][]history.Judged {
-	var out [][]history.Judged
-	for i := 0; i < len(judged); {
-		j := i
-		for j < len(judged) && judged[j].SeriesID == judged[i].SeriesID {
-			j++
-		}
-		out = append(out, judged[i:j])
-		i = j
-	}
-	return out
 }
 
 func ruleText(ru regress.Rule) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/profile"
@@ -282,13 +283,8 @@ func profileWarnings(ps []result.Profile) []result.Warning {
 	for _, p := range ps {
 		if p.Status != result.ProfileOK {
 			out = append(out, result.Warning{Kind: "profile_failed", Implementation: p.Implementation,
-				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, firstLine(p.Error))})
+				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, oneline.Of(p.Error))})
 		}
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

@@ -1,0 +1,21 @@
+// Package oneline makes one line of a text for a table cell, a log line or
+// an error: its first non-blank line, and at most so many bytes of it.
+package oneline
+
+import "strings"
+
+// Of is the first line of s, with the space around s trimmed first.
+func Of(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// Short is Of(s) cut to at most n bytes, "..." in place of the rest: a
+// line that fits a table cell (n > 3).
+func Short(s string, n int) string {
+	s = Of(s)
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
+}
