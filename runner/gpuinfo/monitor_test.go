@@ -115,8 +115,21 @@ while :; do sleep 0.05; line; done
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Until the stand-in has printed two readings after the window opened:
+	// a loaded machine takes longer than the 100 ms it asks for, and a fixed
+	// sleep then saw none.
 	from := time.Now()
-	time.Sleep(400 * time.Millisecond)
+	for deadline := from.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		n := 0
+		for _, rd := range m.Readings() {
+			if !rd.At.Before(from) {
+				n++
+			}
+		}
+		if n >= 2 {
+			break
+		}
+	}
 	to := time.Now()
 	if err := m.Stop(); err != nil {
 		t.Errorf("Stop: %v", err)
