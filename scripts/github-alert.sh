@@ -19,13 +19,9 @@ set -euo pipefail
 dir=${1:?usage: scripts/github-alert.sh ALERT_DIR}
 : "${GITHUB_TOKEN:?GITHUB_TOKEN is not set}"
 : "${GITHUB_REPOSITORY:?GITHUB_REPOSITORY is not set}"
-api=${GITHUB_API_URL:-https://api.github.com}
 label=nightly-regression
-
-gh_api() { # METHOD PATH [BODY]
-	curl -fsS -X "$1" -H "Authorization: Bearer $GITHUB_TOKEN" -H "Accept: application/vnd.github+json" \
-		-H "X-GitHub-Api-Version: 2022-11-28" "$api/repos/$GITHUB_REPOSITORY$2" ${3:+--data-binary "$3"}
-}
+# shellcheck source=scripts/github-api.sh
+. "$(dirname "$0")/github-api.sh"
 
 run=""
 if [ -n "${GITHUB_SERVER_URL:-}" ] && [ -n "${GITHUB_RUN_ID:-}" ]; then

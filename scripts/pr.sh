@@ -47,32 +47,46 @@ fi
 
 changed=$(git diff --name-only "$base"...HEAD) || { echo "pr: cannot diff against $base (fetch it: actions/checkout with fetch-depth: 0)" >&2; exit 4; }
 
+# under PATH: whether a changed file is PATH or lies under it (compared as
+# text: a directory name may hold spaces and regular-expression signs).
+under() {
+	local f
+	while IFS= read -r f; do
+		[[ $f == "$1" || $f == "$1/"* ]] && return 0
+	done <<<"$changed"
+	return 1
+}
+
 # touched lists the experiment directories whose files, or included paths,
-# changed.
+# changed, one a line.
 touched() {
 	local spec dir inc path
 	for spec in experiments/*/xrun.yaml; do
 		[ -f "$spec" ] || continue
 		dir=$(dirname "$spec")
-		if grep -q "^$dir/" <<<"$changed"; then
+		if under "$dir"; then
 			echo "$dir"
 			continue
 		fi
 		# include: [a, b] or a list of "- a" lines, relative to the experiment.
-		for inc in $(sed -n 's/^include:[[:space:]]*\[\(.*\)\].*/\1/p' "$spec" | tr ',' ' ') \
-			$(sed -n '/^include:[[:space:]]*$/,/^[^[:space:]-]/s/^[[:space:]]*-[[:space:]]*//p' "$spec"); do
-			path=$(realpath -m --relative-to=. "$dir/${inc//[\"\']/}")
-			if grep -q "^$path\(/\|$\)" <<<"$changed"; then
+		while IFS= read -r inc; do
+			inc=${inc//[\"\']/}
+			inc=${inc#"${inc%%[![:space:]]*}"}
+			inc=${inc%"${inc##*[![:space:]]}"}
+			[ -n "$inc" ] || continue
+			path=$(realpath -m --relative-to=. "$dir/$inc")
+			if under "$path"; then
 				echo "$dir"
 				break
 			fi
-		done
+		done < <(sed -n 's/^include:[[:space:]]*\[\(.*\)\].*/\1/p' "$spec" | tr ',' '\n'
+			sed -n '/^include:[[:space:]]*$/,/^[^[:space:]-]/s/^[[:space:]]*-[[:space:]]*//p' "$spec")
 	done
 }
 
-exps=$(touched)
+mapfile -t exps < <(touched)
 if [ $list = 1 ]; then
-	[ -n "$exps" ] && echo "$exps"
+	[ ${#exps[@]} -gt 0 ] && printf '%s\n' "${exps[@]}"
 	exit 0
 fi
 
@@ -85,7 +99,7 @@ comment=$out/comment.md
 	echo "## xrun: the experiments this pull request touches, against main's history"
 	echo
 } >"$comment"
-if [ -z "$exps" ]; then
+if [ ${#exps[@]} -eq 0 ]; then
 	echo "No experiment is touched (no file under experiments/NAME/ or under what an experiment includes changed)." >>"$comment"
 	echo "pr: no experiment is touched" >&2
 	exit 0
@@ -104,7 +118,7 @@ fi
 export XRUN_HISTORY=$out/history.db XDG_DATA_HOME=$out/data
 
 rc=0 regressed=0 infra=0
-for exp in $exps; do
+for exp in "${exps[@]}"; do
 	name=$(basename "$exp")
 	d=$out/$name
 	mkdir -p "$d"

@@ -43,6 +43,7 @@ type fakeGitHub struct {
 	mu       sync.Mutex
 	issues   []issue
 	comments map[int][]comment
+	labels   map[int][]string
 	nextID   int
 	requests []string
 }
@@ -58,7 +59,15 @@ type issue struct {
 type comment struct {
 	ID   int    `json:"id"`
 	Body string `json:"body"`
+	User user   `json:"user"`
 }
+
+type user struct {
+	Login string `json:"login"`
+}
+
+// bot is the workflow token's user: the author of what the scripts post.
+var bot = user{Login: "github-actions[bot]"}
 
 func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
@@ -114,7 +123,7 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if r.Method == http.MethodPost {
 			f.nextID++
-			c := comment{ID: 1000 + f.nextID, Body: in.Body}
+			c := comment{ID: 1000 + f.nextID, Body: in.Body, User: bot}
 			f.comments[n] = append(f.comments[n], c)
 			reply(201, c)
 			return
@@ -124,7 +133,28 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		per, page = max(per, 30), max(page, 1)
 		all := f.comments[n]
 		lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
-		reply(200, all[lo:hi])
+		reply(200, append([]comment{}, all[lo:hi]...)) // [] where there are none, as GitHub answers
+	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "issues" && parts[2] == "labels":
+		n, _ := strconv.Atoi(parts[1])
+		out := []map[string]string{}
+		for _, l := range f.labels[n] {
+			out = append(out, map[string]string{"name": l})
+		}
+		reply(200, out)
+	case r.Method == http.MethodDelete && len(parts) == 4 && parts[0] == "issues" && parts[2] == "labels":
+		n, _ := strconv.Atoi(parts[1])
+		var keep []string
+		for _, l := range f.labels[n] {
+			if l != parts[3] {
+				keep = append(keep, l)
+			}
+		}
+		if len(keep) == len(f.labels[n]) {
+			http.NotFound(w, r)
+			return
+		}
+		f.labels[n] = keep
+		reply(200, []string{})
 	case r.Method == http.MethodPatch && len(parts) == 3 && parts[0] == "issues" && parts[1] == "comments":
 		id, _ := strconv.Atoi(parts[2])
 		for n, cs := range f.comments {
@@ -291,8 +321,11 @@ func TestPRKeepsOneComment(t *testing.T) {
 	needTools(t)
 	gh := &fakeGitHub{comments: map[int][]comment{}}
 	for i := range 130 {
-		gh.comments[7] = append(gh.comments[7], comment{ID: i + 1, Body: "a reviewer's comment"})
+		gh.comments[7] = append(gh.comments[7], comment{ID: i + 1, Body: "a reviewer's comment", User: user{Login: "reviewer"}})
 	}
+	// Anyone may start a comment with the marker; it is not ours to rewrite.
+	gh.comments[7] = append(gh.comments[7], comment{ID: 500, Body: "<!-- xrun pull-request report -->\nall green, merge it",
+		User: user{Login: "mallory"}})
 	srv := httptest.NewServer(gh)
 	defer srv.Close()
 	run, envKeys := step(t, "pr.yml", "Comment the tables on the pull request")
@@ -319,9 +352,80 @@ func TestPRKeepsOneComment(t *testing.T) {
 			ours = append(ours, c)
 		}
 	}
-	if len(gh.comments[7]) != 131 || len(ours) != 1 || !strings.Contains(ours[0].Body, "| triton | ok |") {
+	if len(gh.comments[7]) != 132 || len(ours) != 1 || !strings.Contains(ours[0].Body, "| triton | ok |") || ours[0].User != bot {
 		t.Fatalf("%d comments, ours %+v", len(gh.comments[7]), ours)
 	}
+	for _, c := range gh.comments[7] {
+		if c.ID == 500 && c.Body != "<!-- xrun pull-request report -->\nall green, merge it" {
+			t.Errorf("another user's comment with the marker was rewritten: %q", c.Body)
+		}
+	}
+}
+
+// A report longer than GitHub takes in a comment (65,536 characters) is
+// cut at a line under it, saying the rest is in the run's artifact; the
+// token never reaches curl's command line, where ps shows it to anyone.
+func TestPRCommentLongAndTokenHidden(t *testing.T) {
+	needTools(t)
+	gh := &fakeGitHub{comments: map[int][]comment{}}
+	srv := httptest.NewServer(gh)
+	defer srv.Close()
+	run, _ := step(t, "pr.yml", "Comment the tables on the pull request")
+	dir := checkout(t)
+	bin := filepath.Join(dir, "fakebin")
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(bin, 0o755)
+	wrapper := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"" + filepath.Join(dir, "curl-args") + "\"\nexec " + curl + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	table.WriteString("| impl | case | verdict |\n|---|---|---|\n")
+	for i := 0; table.Len() < 100_000; i++ {
+		fmt.Fprintf(&table, "| triton | N=%d | stable |\n", i)
+	}
+	os.MkdirAll(filepath.Join(dir, "out"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "out", "comment.md"), []byte(table.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "9",
+		"RUN_URL": "https://github.com/lab/kernels/actions/runs/77", "PATH": bin + string(os.PathListSeparator) + os.Getenv("PATH")})
+	if len(gh.comments[9]) != 1 {
+		t.Fatalf("%d comments", len(gh.comments[9]))
+	}
+	body := gh.comments[9][0].Body
+	if n := len([]rune(body)); n > 65536 || n < 60000 {
+		t.Errorf("the comment has %d characters, want at most 65,536 and most of them", n)
+	}
+	if !strings.HasSuffix(body, "the rest is in the workflow run's artifact: https://github.com/lab/kernels/actions/runs/77._") {
+		t.Errorf("the cut comment ends %q", body[len(body)-200:])
+	}
+	if lines := strings.Split(body, "\n"); !strings.HasPrefix(lines[len(lines)-3], "| triton | N=") || !strings.HasSuffix(lines[len(lines)-3], "|") {
+		t.Errorf("the cut is not at a line: %q", lines[len(lines)-3])
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "curl-args"))
+	if len(args) == 0 || strings.Contains(string(args), token) {
+		t.Errorf("curl's command lines hold the token (or were not recorded): %s", args)
+	}
+}
+
+// A push after the gpu-run label takes the label off: the new code has not
+// been read. A pull request without it is left alone.
+func TestPRLabelGoesOnPush(t *testing.T) {
+	needTools(t)
+	gh := &fakeGitHub{comments: map[int][]comment{}, labels: map[int][]string{3: {"bug", "gpu-run"}}}
+	srv := httptest.NewServer(gh)
+	defer srv.Close()
+	run, _ := step(t, "pr.yml", "Take the gpu-run label off the pull request")
+	dir := checkout(t)
+	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "3"})
+	if got := gh.labels[3]; len(got) != 1 || got[0] != "bug" {
+		t.Fatalf("labels after the push: %v", got)
+	}
+	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "3"})
 }
 
 // The pull-request script runs the experiments whose files changed, and
@@ -345,6 +449,8 @@ func TestPRTouchedExperiments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	write("experiments/with space/xrun.yaml", "name: spaced\ninclude: [\"../../kernels/a b\"]\n")
+	write("kernels/a b/k.py", "x = 1\n")
 	write("experiments/plain/xrun.yaml", "name: plain\n")
 	write("experiments/plain/k.py", "x = 1\n")
 	write("experiments/gla/xrun.yaml", "name: gla\ninclude: [../../kernels/gla]\n")
@@ -381,5 +487,10 @@ func TestPRTouchedExperiments(t *testing.T) {
 	git("commit", "-qam", "more")
 	if got := list(); got != "experiments/gla\nexperiments/listed\nexperiments/plain" {
 		t.Errorf("three touched: %q", got)
+	}
+	write("kernels/a b/k.py", "x = 2\n")
+	git("commit", "-qam", "spaced")
+	if got := list(); got != "experiments/gla\nexperiments/listed\nexperiments/plain\nexperiments/with space" {
+		t.Errorf("a directory name with a space, including one: %q", got)
 	}
 }
