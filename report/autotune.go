@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
+	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -73,11 +73,12 @@ func sourceWords(a result.Autotune) string {
 	return a.Source
 }
 
-// mdCells are cells escaped for a markdown table row.
+// mdCells are cells escaped for a markdown table row: the experiment's
+// own text read literally (mdtext).
 func mdCells(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = strings.ReplaceAll(c, "|", `\|`)
+		out[i] = mdtext.Escape(c)
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -311,7 +312,7 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 			exps = append(exps, r.Experiment)
 		}
 	}
-	fmt.Fprintf(&b, "## Regressions: %s\n\n", strings.Join(exps, ", "))
+	fmt.Fprintf(&b, "## Regressions: %s\n\n", mdtext.Escape(strings.Join(exps, ", ")))
 	b.WriteString("| experiment | GPU | job | outcome | regressed | improved | suspect | stable | insufficient | noisy | errored |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Runs {
@@ -325,7 +326,7 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		default:
 			outcome += " ⚠️ changed"
 		}
-		fmt.Fprintf(&b, "| %s | %s | `%s` | %s |", r.Experiment, r.GPU, r.JobID, outcome)
+		fmt.Fprintf(&b, "| %s | %s | `%s` | %s |", mdtext.Escape(r.Experiment), mdtext.Escape(r.GPU), strings.ReplaceAll(r.JobID, "`", ""), outcome)
 		for _, st := range regress.Statuses {
 			n := r.Counts[string(st)]
 			cell := fmt.Sprintf(" %d/%d |", n, r.Total)
@@ -342,15 +343,15 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		if len(pts) == 0 && !notes && r.Rerun == "" && r.HostNote == "" && r.Advice == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n", r.heading())
+		fmt.Fprintf(&b, "\n### %s\n\n", mdtext.Escape(r.heading()))
 		if notes {
-			fmt.Fprintf(&b, "%s\n\n", r.outcomeLine())
+			fmt.Fprintf(&b, "%s\n\n", mdtext.Escape(r.outcomeLine()))
 		}
 		if r.HostNote != "" {
-			fmt.Fprintf(&b, "%s.\n\n", upper(r.HostNote))
+			fmt.Fprintf(&b, "%s.\n\n", mdtext.Escape(upper(r.HostNote)))
 		}
 		if r.Advice != "" {
-			fmt.Fprintf(&b, "⚠️ %s\n\n", r.Advice)
+			fmt.Fprintf(&b, "⚠️ %s\n\n", mdtext.Escape(r.Advice))
 		}
 		if r.Rerun != "" {
 			fmt.Fprintf(&b, "Suspects rerun at once as job `%s`.\n\n", r.Rerun)
@@ -361,6 +362,9 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		b.WriteString("| case | impl | median ms | baseline ms (n) | change | score | p | judged on | status |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range pts {
 			c := cols(p)
+			for i := range c {
+				c[i] = mdtext.Escape(c[i])
+			}
 			if p.Figure != "" {
 				c[len(c)-1] += fmt.Sprintf(" ([trend](%s))", filepath.ToSlash(p.Figure))
 			}
@@ -368,7 +372,7 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		}
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "\n> %s\n", n)
+		fmt.Fprintf(&b, "\n> %s\n", mdtext.Escape(n))
 	}
 	fmt.Fprintf(&b, "\n<sub>Each timing is judged against the last %d accepted runs of its series (at least %d): suspect when "+
 		"more than %g robust σ and %g %% from their median, regressed or improved once the next run (a rerun at once, or the next "+

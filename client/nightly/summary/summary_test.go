@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,33 @@ func TestConvergenceAdvice(t *testing.T) {
 	res.Cases[0].Results["blocked"].Timing.StderrRel = 0.008
 	if got := ConvergenceAdvice(res, 2); !strings.Contains(got, "the target takes about 12s per timing: raise max_time_s to about 14") {
 		t.Errorf("advice for a spread more time settles:\n%s", got)
+	}
+}
+
+// An experiment's own names are text in the markdown a pull request's
+// comment and the nightly's summary show: not a link, an image, HTML or
+// the end of a table cell.
+func TestMarkdownShowsNamesAsText(t *testing.T) {
+	rep := report()
+	rep.Runs[0].Experiment = "gla <img src=x onerror=alert(1)>"
+	rep.Runs[0].Points[0].Implementation = "[approve](https://evil.example)|x"
+	rep.Runs[0].Points[0].Case = "![t](https://evil.example/t.png)"
+	var b strings.Builder
+	if err := rep.Markdown(&b, true); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	// What is left once every backslashed sign is taken out is what a
+	// markdown reader reads as markdown.
+	bare := regexp.MustCompile(`\\.`).ReplaceAllString(md, "")
+	for _, bad := range []string{"<img", "[approve](", "![t](", "|x |"} {
+		if strings.Contains(bare, bad) {
+			t.Errorf("the markdown holds %q as markdown:\n%s", bad, md)
+		}
+	}
+	for _, good := range []string{`\<img src=x onerror=alert(1)\>`, `\[approve\](https://evil.example)\|x`, `\!\[t\](https://evil.example/t.png)`} {
+		if !strings.Contains(md, good) {
+			t.Errorf("the markdown lacks %q:\n%s", good, md)
+		}
 	}
 }
