@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,12 +34,78 @@ const (
 // check refuses a document with a figure out of bounds, in one sentence
 // naming the first one.
 func (r *Results) check() error {
+	if err := r.names(); err != nil {
+		return err
+	}
 	for ci := range r.Cases {
 		if err := r.Cases[ci].timings(ci); err != nil {
 			return err
 		}
+		if err := r.Cases[ci].names(ci); err != nil {
+			return err
+		}
 	}
 	return figures(reflect.ValueOf(r), "")
+}
+
+// MaxName is the most bytes a name in a results file may have: the
+// experiment's, an implementation's, a case's label, a parameter's name
+// and a text value. A spec's names are far shorter; a file from elsewhere
+// with a 10 MiB name would make every table, the history and its pages
+// carry it.
+const MaxName = 1024
+
+// name refuses a name (what names it) longer than MaxName or holding a
+// control character, in one sentence.
+func name(what, s string) error {
+	if len(s) > MaxName {
+		return fmt.Errorf("%s is %d bytes long, more than the %d a name in a results file may be", what, len(s), MaxName)
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			return fmt.Errorf("%s %q holds a control character, which no name may", what, s)
+		}
+	}
+	return nil
+}
+
+// names checks the run's names: the experiment's, its implementations'
+// and its baseline's.
+func (r *Results) names() error {
+	if err := name("experiment", r.Experiment); err != nil {
+		return err
+	}
+	for _, n := range append(slices.Clone(r.Implementations), r.Baseline) {
+		if err := name("implementation name", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// names checks the names of case ci: its label, its implementations' and
+// its parameters' names and text values.
+func (c *Case) names(ci int) error {
+	at := fmt.Sprintf("cases[%d]", ci)
+	if err := name(at+".label", c.Label); err != nil {
+		return err
+	}
+	for n := range c.Results {
+		if err := name(at+" implementation name", n); err != nil {
+			return err
+		}
+	}
+	for k, v := range c.Params {
+		if err := name(at+" parameter name", k); err != nil {
+			return err
+		}
+		if sv, ok := v.(string); ok {
+			if err := name(at+".params."+k, sv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CleanCase checks and cleans c, the i-th case of a document, as Decode
@@ -46,6 +113,9 @@ func (r *Results) check() error {
 // by case (and its head, without the cases, with Decode).
 func CleanCase(i int, c *Case) error {
 	if err := c.timings(i); err != nil {
+		return fmt.Errorf("decode results: %w", err)
+	}
+	if err := c.names(i); err != nil {
 		return fmt.Errorf("decode results: %w", err)
 	}
 	if err := figures(reflect.ValueOf(c), fmt.Sprintf("cases[%d]", i)); err != nil {

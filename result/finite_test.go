@@ -117,6 +117,12 @@ func TestDecodeBounds(t *testing.T) {
 		{func(r *Results) { anyTiming(r).StdevMS = -1 }, "timing.stdev_ms is -1 ms"},
 		{func(r *Results) { r.Comparisons[0].Speedup = 1e300 }, "comparisons[0].speedup is 1e+300, beyond the ±1e+30"},
 		{func(r *Results) { r.Cases[0].Flops = 1.7e308 }, "cases[0].flops is 1.7e+308"},
+		// A file from elsewhere (history import) with a name of 10 MiB, or
+		// one that would play escape sequences in every table.
+		{func(r *Results) { r.Implementations[0] = strings.Repeat("x", 10<<20) }, "implementation name is 10485760 bytes long, more than the 1024"},
+		{func(r *Results) { r.Experiment = "gla\x1b]0;owned\x07" }, "experiment \"gla\\x1b]0;owned\\a\" holds a control character"},
+		{func(r *Results) { r.Cases[0].Label = strings.Repeat("T", 2000) }, "cases[0].label is 2000 bytes long"},
+		{func(r *Results) { r.Cases[0].Params["T"] = strings.Repeat("9", 5000) }, "cases[0].params.T is 5000 bytes long"},
 	} {
 		r := full()
 		tc.edit(r)

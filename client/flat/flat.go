@@ -17,6 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -343,7 +344,7 @@ var notIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // then the implementation's figures. Numbers are written in full
 // precision, dates in RFC 3339, booleans as true/false; a missing figure
 // is an empty cell; text a spreadsheet would take for a formula is
-// quoted (Cell).
+// quoted, and control sequences dropped (Cell).
 func WriteCSV(w io.Writer, rows []Row) error {
 	var keys []string
 	seen := map[string]bool{}
@@ -475,6 +476,14 @@ func (c *CSV) Flush() error {
 func Cell(s string) string {
 	if s == "" {
 		return s
+	}
+	// The experiment's names and errors, without their control sequences:
+	// a terminal that cats the CSV would play them. (Tabs and line breaks
+	// are CSV's to quote.)
+	if strings.ContainsFunc(s, func(r rune) bool {
+		return (r < 0x20 && r != '\t' && r != '\r' && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+	}) {
+		s = termsafe.String(s)
 	}
 	switch s[0] {
 	case '=', '+', '-', '@', '\t', '\r':

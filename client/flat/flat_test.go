@@ -168,6 +168,8 @@ func TestCellQuotesFormulas(t *testing.T) {
 		"blocked":                  "blocked",
 		"a=b":                      "a=b",
 		"":                         "",
+		"triton\x1b[2J\x1b[31m":    "triton",
+		"=x\x1b]0;owned\x07":       "'=x",
 	} {
 		if got := Cell(in); got != want {
 			t.Errorf("Cell(%q) = %q, want %q", in, got, want)
