@@ -5,6 +5,8 @@ package site
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -106,10 +108,12 @@ func provenanceOf(r history.Run, res *result.Results) []provenance {
 	add("job", r.JobID)
 	add("started", r.At.UTC().Format(time.RFC3339))
 	add("status", r.Status)
-	add("host", r.Host)
-	add("reached at", r.Address)
+	// The site is published (the nightly's GitHub Pages): where a Docker
+	// host is reached (tcp://10.0.0.5:2376, ssh://lab@gpu1) and the
+	// importer's paths stay out of it.
+	add("host", publicHost(r.Host, r.Address))
 	if r.Source != history.SourceStore {
-		add("imported from", r.Source)
+		add("imported from", filepath.Base(r.Source))
 	}
 	if res == nil {
 		add("GPU", r.GPU)
@@ -200,4 +204,20 @@ func (b *builder) results(r history.Run) *result.Results {
 		return nil
 	}
 	return b.o.Results(r)
+}
+
+// publicHost names a run's machine on a published page: its name, or,
+// for a run that recorded none, a short hash of where it was reached with
+// the way it was (ssh, tcp, ...), which tells hosts apart without
+// publishing their addresses or users.
+func publicHost(host, address string) string {
+	if host != "" || address == "" {
+		return host
+	}
+	scheme, _, ok := strings.Cut(address, "://")
+	if !ok {
+		scheme = "host"
+	}
+	sum := sha256.Sum256([]byte(address))
+	return fmt.Sprintf("%s host %s", scheme, hex.EncodeToString(sum[:3]))
 }

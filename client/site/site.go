@@ -260,7 +260,7 @@ func (b *builder) latest(r history.Run) (latestView, error) {
 		}
 	}
 	sr := summary.NewRun(r, judged)
-	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: sr.Host, Total: sr.Total,
+	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: publicHost(r.Host, r.Address), Total: sr.Total,
 		HostNote: sr.HostNote, Advice: sr.Advice}
 	for _, st := range regress.Statuses {
 		l.Counts = append(l.Counts, countView{Status: string(st), N: sr.Counts[string(st)]})
@@ -362,9 +362,7 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: summary.JudgedOn(v), Status: string(v.Status),
 			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint,
 			Clock: clockText(j.Point)}
-		if n.Host == "" {
-			n.Host = j.Address
-		}
+		n.Host = publicHost(j.Host, j.Address)
 		if v.Median > 0 {
 			n.Baseline = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
 			n.Change = fmt.Sprintf("%+.1f%%", 100*v.Change)

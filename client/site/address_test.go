@@ -1,0 +1,53 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/result"
+)
+
+// The dashboard is published: where a Docker host is reached, with its
+// user, and the importer's paths are on no page. A run that recorded no
+// machine name is told apart by a hash of its address.
+func TestSiteKeepsAddressesOut(t *testing.T) {
+	h, err := history.Open(filepath.Join(t.TempDir(), history.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	path := filepath.Join("..", "..", "experiments", "heavy-kernels", "results", "2026-12-02-h200", "nights", "night-01", "results.json")
+	r, err := result.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Env.Host = ""
+	if _, err := h.Import(r, history.Source{Origin: "/home/lab/private/night-01/results.json", Address: "ssh://lab@10.1.2.3"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Build(h, Options{Dir: dir, Rule: regress.Default()}); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() || !strings.HasSuffix(p, ".html") {
+			return err
+		}
+		data, _ := os.ReadFile(p)
+		for _, leak := range []string{"10.1.2.3", "lab@", "/home/lab/private"} {
+			if strings.Contains(string(data), leak) {
+				t.Errorf("%s publishes %q", p, leak)
+			}
+		}
+		seen = seen || strings.Contains(string(data), "ssh host ")
+		return nil
+	})
+	if !seen {
+		t.Error("no page names the run's host by its hash")
+	}
+}
