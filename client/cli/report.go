@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -74,6 +75,7 @@ Examples:
 			}
 			o.site.Dir = o.html
 			o.site.Experiments = c.Args().Slice()
+			o.site.Context = c.Context
 			return runReport(a, o)
 		},
 	}
@@ -98,6 +100,8 @@ func runReport(a *App, o reportOptions) error {
 		return usageError("the results history is empty: submit a job, or xrun history import PATH")
 	case errors.Is(err, site.ErrNotSite):
 		return usageError("%v", err)
+	case errors.Is(err, context.Canceled):
+		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: %s is as it was before", o.html)}
 	case err != nil:
 		return &ExitError{Code: ExitInfra, Err: err}
 	}

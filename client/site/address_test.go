@@ -1,6 +1,8 @@
 package site
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +51,48 @@ func TestSiteKeepsAddressesOut(t *testing.T) {
 	})
 	if !seen {
 		t.Error("no page names the run's host by its hash")
+	}
+}
+
+// A build stopped midway (Ctrl-C) leaves the site as it was, and no
+// staging directory; the next build replaces the site.
+func TestStoppedBuildLeavesTheSite(t *testing.T) {
+	h, err := history.Open(filepath.Join(t.TempDir(), history.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r, err := result.ReadFile(filepath.Join("..", "..", "experiments", "heavy-kernels", "results", "2026-12-02-h200", "nights", "night-01", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Import(r, history.Source{}); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "site")
+	if _, err := Build(h, Options{Dir: dir, Rule: regress.Default()}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Build(h, Options{Dir: dir, Rule: regress.Default(), Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a stopped build: %v, want context.Canceled", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	if len(before) == 0 || string(after) != string(before) {
+		t.Error("the stopped build changed the site")
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, stagingPrefix+"*")); len(left) > 0 {
+		t.Errorf("the stopped build left %v", left)
+	}
+	// A build killed midway leaves its staging directory: the next removes it.
+	os.MkdirAll(filepath.Join(parent, stagingPrefix+"site.123", "series"), 0o755)
+	if _, err := Build(h, Options{Dir: dir, Rule: regress.Default()}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, stagingPrefix+"*")); len(left) > 0 {
+		t.Errorf("a killed build's staging is still there: %v", left)
 	}
 }

@@ -11,6 +11,7 @@ package site
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -62,6 +63,9 @@ type Options struct {
 	// Progress receives a line per experiment and per step of long work
 	// (nil: none).
 	Progress io.Writer
+	// Context stops the build between pages (Ctrl-C): the directory is
+	// then as it was (nil: never).
+	Context context.Context
 }
 
 // Page is one page written.
@@ -84,11 +88,68 @@ func Build(h *history.Store, o Options) ([]Page, error) {
 	if b.o.Progress == nil {
 		b.o.Progress = io.Discard
 	}
+	if b.o.Context == nil {
+		b.o.Context = context.Background()
+	}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
 	sort.Slice(b.pages[1:], func(i, j int) bool { return b.pages[1+i].Path < b.pages[1+j].Path })
 	return b.pages, nil
+}
+
+// stagingPrefix begins the name of the directory beside the site's where
+// a build writes, before the finished site takes the site's place: a build
+// stopped or killed midway leaves the site as it was.
+const stagingPrefix = ".xrun-report-"
+
+// stage makes the staging directory beside dir, removing what an earlier
+// build killed midway left there.
+func stage(dir string) (string, error) {
+	parent, base := filepath.Split(filepath.Clean(dir))
+	if parent == "" {
+		parent = "."
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("write the site: %w", err)
+	}
+	old, _ := filepath.Glob(filepath.Join(parent, stagingPrefix+base+".*"))
+	for _, o := range old {
+		os.RemoveAll(o)
+	}
+	tmp, err := os.MkdirTemp(parent, stagingPrefix+base+".")
+	if err != nil {
+		return "", fmt.Errorf("write the site: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("write the site: %w", err)
+	}
+	return tmp, nil
+}
+
+// swap puts the finished site in staging in dir's place: dir's old site is
+// cleared (clear refuses a directory that holds anything else) and the
+// staged pages moved in.
+func swap(staging, dir string) error {
+	if err := clear(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	entries, err := os.ReadDir(staging)
+	if err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	// index.html last: a site without it is one clear refuses.
+	sort.Slice(entries, func(i, j int) bool { return entries[j].Name() == "index.html" })
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("write the site: %w", err)
+		}
+	}
+	return os.Remove(staging)
 }
 
 type builder struct {
@@ -157,9 +218,18 @@ func (b *builder) build() error {
 		return ErrEmpty
 	}
 	sort.Strings(exps)
-	if err := clear(b.o.Dir); err != nil {
+	// Refused before any work: a directory that holds something else.
+	if err := refuseOthers(b.o.Dir); err != nil {
 		return err
 	}
+	dest := b.o.Dir
+	staging, err := stage(dest)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging) // gone by the swap where all went well
+	b.o.Dir = staging
+	defer func() { b.o.Dir = dest }()
 	if err := os.MkdirAll(filepath.Join(b.o.Dir, "series"), 0o755); err != nil {
 		return fmt.Errorf("write the site: %w", err)
 	}
@@ -175,6 +245,9 @@ func (b *builder) build() error {
 	b.pages = append(b.pages, Page{Path: "index.html", Kind: "index", Title: "xrun results"})
 	var views []experimentView
 	for i, exp := range exps {
+		if err := b.o.Context.Err(); err != nil {
+			return fmt.Errorf("write the site: %w", err)
+		}
 		fmt.Fprintf(b.o.Progress, "report: experiment %d/%d %s: %d run(s)\n", i+1, len(exps), termsafe.String(exp), len(byExp[exp]))
 		v, err := b.experiment(exp, byExp[exp])
 		if err != nil {
@@ -189,10 +262,16 @@ func (b *builder) build() error {
 	if err := writeFile(filepath.Join(b.o.Dir, "style.css"), css); err != nil {
 		return err
 	}
-	return b.render("index.html", "index.html", map[string]any{
+	if err := b.render("index.html", "index.html", map[string]any{
 		"Root": "", "Title": "xrun results", "Experiments": views, "Rule": ruleText(b.o.Rule),
 		"Runs": len(runs), "Latest": latestAt(runs),
-	})
+	}); err != nil {
+		return err
+	}
+	if err := b.o.Context.Err(); err != nil {
+		return fmt.Errorf("write the site: %w", err)
+	}
+	return swap(staging, dest)
 }
 
 // experiment writes the pages of one experiment's series and jobs and
@@ -439,27 +518,44 @@ func writeFile(path string, data []byte) error {
 // site Build wrote: Build replaces a site it wrote, nothing else.
 var ErrNotSite = errors.New("is not empty and holds no site of xrun report (index.html, style.css, series/, jobs/): give a new or empty directory")
 
-// clear empties dir of the site an earlier Build wrote there, so that a
-// job or series gone from the history leaves no page behind; a directory
-// that holds anything else is refused.
-func clear(dir string) error {
+// refuseOthers refuses dir when it holds something other than a site an
+// earlier Build wrote there (or nothing).
+func refuseOthers(dir string) error {
+	_, err := siteEntries(dir)
+	return err
+}
+
+// siteEntries are dir's entries when it holds a site Build wrote, or
+// nothing (none when it does not exist); ErrNotSite otherwise.
+func siteEntries(dir string) ([]os.DirEntry, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("write the site: %w", err)
+		return nil, fmt.Errorf("write the site: %w", err)
 	}
 	ours := map[string]bool{"index.html": true, "style.css": true, "series": true, "jobs": true}
 	hasIndex := false
 	for _, e := range entries {
 		if !ours[e.Name()] {
-			return fmt.Errorf("%s %w", dir, ErrNotSite)
+			return nil, fmt.Errorf("%s %w", dir, ErrNotSite)
 		}
 		hasIndex = hasIndex || e.Name() == "index.html"
 	}
 	if len(entries) > 0 && !hasIndex {
-		return fmt.Errorf("%s %w", dir, ErrNotSite)
+		return nil, fmt.Errorf("%s %w", dir, ErrNotSite)
+	}
+	return entries, nil
+}
+
+// clear empties dir of the site an earlier Build wrote there, so that a
+// job or series gone from the history leaves no page behind; a directory
+// that holds anything else is refused.
+func clear(dir string) error {
+	entries, err := siteEntries(dir)
+	if err != nil {
+		return err
 	}
 	for _, e := range entries {
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
