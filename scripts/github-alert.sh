@@ -12,8 +12,9 @@
 #   GITHUB_API_URL     default https://api.github.com
 #   GITHUB_SERVER_URL, GITHUB_RUN_ID  link the workflow run when set
 #
-# Issues carry the label nightly-regression (GitHub makes the label when it
-# does not exist).
+# Issues carry the label nightly-regression, or the alert's own (its
+# "label": nightly-infra for a dashboard that could not be written); GitHub
+# makes a label that does not exist.
 set -euo pipefail
 
 dir=${1:?usage: scripts/github-alert.sh ALERT_DIR}
@@ -34,18 +35,22 @@ if [ ${#alerts[@]} -eq 0 ]; then
 	echo "github-alert: no alerts in $dir" >&2
 	exit 0
 fi
-open=$(gh_api GET "/issues?state=open&labels=$label&per_page=100")
+declare -A open
 for a in "${alerts[@]}"; do
 	title=$(jq -r .title "$a")
+	# An alert may name its own label (nightly-infra: the dashboard could
+	# not be written); a regression's is nightly-regression.
+	lab=$(jq -r --arg l "$label" '.label // $l' "$a")
+	[ -n "${open[$lab]:-}" ] || open[$lab]=$(gh_api GET "/issues?state=open&labels=$lab&per_page=100")
 	body=$(jq -r --arg run "$run" '.text + (if $run != "" then "\nWorkflow run: " + $run + "\n" else "" end) +
-		"\nThe figures and tables are in the run'"'"'s artifact; `xrun history accept JOB` accepts a change that is meant (docs/regressions.md)."' "$a")
-	number=$(jq -r --arg t "$title" 'map(select(.title == $t and (.pull_request | not))) | first | .number // empty' <<<"$open")
+		(if (.regressions // []) | length > 0 then "\nThe figures and tables are in the run'"'"'s artifact; `xrun history accept JOB` accepts a change that is meant (docs/regressions.md)." else "" end)' "$a")
+	number=$(jq -r --arg t "$title" 'map(select(.title == $t and (.pull_request | not))) | first | .number // empty' <<<"${open[$lab]}")
 	if [ -n "$number" ]; then
 		gh_api POST "/issues/$number/comments" "$(jq -n --arg b "$body" '{body: $b}')" >/dev/null
 		echo "github-alert: commented on issue #$number: $title" >&2
 	else
-		number=$(gh_api POST "/issues" "$(jq -n --arg t "$title" --arg b "$body" --arg l "$label" '{title: $t, body: $b, labels: [$l]}')" | jq -r .number)
+		number=$(gh_api POST "/issues" "$(jq -n --arg t "$title" --arg b "$body" --arg l "$lab" '{title: $t, body: $b, labels: [$l]}')" | jq -r .number)
 		echo "github-alert: opened issue #$number: $title" >&2
-		open=$(jq --arg t "$title" --argjson n "$number" '. + [{title: $t, number: $n}]' <<<"$open")
+		open[$lab]=$(jq --arg t "$title" --argjson n "$number" '. + [{title: $t, number: $n}]' <<<"${open[$lab]}")
 	fi
 done

@@ -494,3 +494,40 @@ func TestPRTouchedExperiments(t *testing.T) {
 		t.Errorf("a directory name with a space, including one: %q", got)
 	}
 }
+
+// A dashboard that cannot be written fails its step and opens an issue
+// labelled nightly-infra with the end of the report's log, through the
+// nightly's own issue step; one that is written is no alert.
+func TestNightlyDashboardFailureIsAnIssue(t *testing.T) {
+	needTools(t)
+	gh := &fakeGitHub{comments: map[int][]comment{}}
+	srv := httptest.NewServer(gh)
+	defer srv.Close()
+	dashboard, _ := step(t, "nightly.yml", "Write the dashboard")
+	issue, _ := step(t, "nightly.yml", "Open or update an issue for each confirmed regression")
+	dir := checkout(t)
+	xrun := filepath.Join(dir, "bin", "xrun")
+	os.MkdirAll(filepath.Dir(xrun), 0o755)
+	write := func(script string) {
+		if err := os.WriteFile(xrun, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("mkdir -p \"$3\" && echo '<html>' > \"$3/index.html\"\n")
+	runStep(t, dir, dashboard, nil)
+	if _, err := os.Stat(filepath.Join(dir, "out", "alerts", "dashboard.json")); err == nil {
+		t.Fatal("a dashboard that was written raised an alert")
+	}
+	write("echo 'report: experiment 1/3 softmax: 40 run(s)' >&2\necho 'write the site: too many SQL variables' >&2\nexit 4\n")
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", dashboard)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "opens an issue") {
+		t.Fatalf("the failed dashboard's step: %v\n%s", err, out)
+	}
+	runStep(t, dir, issue, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL})
+	if len(gh.issues) != 1 || !contains(gh.issues[0].Labels, "nightly-infra") ||
+		!strings.Contains(gh.issues[0].Title, "dashboard could not be written") ||
+		!strings.Contains(gh.issues[0].Body, "too many SQL variables") || strings.Contains(gh.issues[0].Body, "history accept") {
+		t.Fatalf("issues %+v", gh.issues)
+	}
+}
