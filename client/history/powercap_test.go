@@ -149,3 +149,31 @@ func TestManySeriesInOneFilter(t *testing.T) {
 		t.Fatalf("one series: %d points, %v", len(got), err)
 	}
 }
+
+// A history that cannot grow (a full disk; here SQLite's page limit)
+// fails an import with an error of the machine, not of the file, and keeps
+// what it had.
+func TestImportOnAFullDiskIsTheMachines(t *testing.T) {
+	s := open(t)
+	if _, err := s.Import(night(t, "night-01"), Source{}); err != nil {
+		t.Fatal(err)
+	}
+	var pages int
+	if err := s.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Import(night(t, "night-02"), Source{})
+	if err == nil || !IsStorage(err) {
+		t.Fatalf("import into a full history: %v; want a storage error", err)
+	}
+	if IsStorage(fmt.Errorf("decode results: cases[0].label is 2000 bytes long")) {
+		t.Error("a bad file's error is read as the machine's")
+	}
+	runs, err := s.Runs("")
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("after the failed import: %d runs, %v", len(runs), err)
+	}
+}

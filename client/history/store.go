@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -210,6 +211,22 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open results history %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// IsStorage reports whether err is the machine's, not the input's: the
+// disk is full, or SQLite could not read or write the history's file.
+func IsStorage(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CORRUPT:
+			return true
+		}
+	}
+	return false
 }
 
 // isBusy reports whether err is SQLite's "database is locked".

@@ -98,6 +98,10 @@ func (n *History) Import(ctx context.Context, paths []string, asJSON bool) error
 			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("interrupted: %d run(s) imported before it stay in the results history; "+
 				"the run being imported was rolled back, nothing of it was written (run the import again to add the rest)", len(all))}
 		}
+		if err != nil && history.IsStorage(err) {
+			// A full disk is the machine's trouble, not the file's.
+			return infra(fmt.Errorf("%w: %d run(s) imported before it stay; free space and import again", err, len(all)))
+		}
 		if err != nil {
 			return exit.BadInput(err)
 		}
