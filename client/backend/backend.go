@@ -322,6 +322,13 @@ type Preparer interface {
 	Prepare(ctx context.Context, r PrepareRequest) (Reservation, error)
 }
 
+// Releaser is a Preparer that frees what it reserved for a job from the
+// job's record alone: the command that records a detached job's end (a
+// status, a wait, a ps), whose client is not the one that submitted it.
+type Releaser interface {
+	Release(ctx context.Context, j *store.Job) error
+}
+
 // PrepareRequest is what a job asks of its host.
 type PrepareRequest struct {
 	Job *store.Job

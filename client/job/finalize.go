@@ -82,6 +82,16 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 	if err := st.Save(j); err != nil {
 		return err
 	}
+	// What the job held on its host (GPUs, CPUs) is free once its end is
+	// recorded, by whichever command recorded it: a detached job's
+	// submitter is gone, and an attached one frees them again, harmlessly.
+	if rl, ok := b.(backend.Releaser); ok {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backend.CleanupTimeout)
+		if err := rl.Release(rctx, j); err != nil {
+			fmt.Fprintf(m.Err, "warning: job %s: %v (the next submit to the host frees them)\n", j.ID, err)
+		}
+		cancel()
+	}
 	// The runner knows only that it got SIGTERM: a job stopped for its
 	// timeout carries the stopper's reason, not the runner's "cancelled".
 	stopReason := stopped && j.Error != "" && r != nil && r.Error != j.Error

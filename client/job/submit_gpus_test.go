@@ -136,3 +136,32 @@ func TestSubmitGPUType(t *testing.T) {
 		t.Errorf("%d containers made for a job that cannot run", len(e.fake.Containers))
 	}
 }
+
+// A detached job's GPUs (and CPUs) are freed when another process records
+// its end: xrun wait, status or ps, not only the next submit's clean-up.
+func TestDetachedJobReleasesItsGPUsWhenItsEndIsRecorded(t *testing.T) {
+	e := newSubmitEnv(t)
+	dir := experiment(t)
+	e.fake.Behave = enginetest.Succeed("my-kernel")
+	e.env[gpus.FakeEnv] = "2"
+	ctx := context.Background()
+	j, err := e.submit(ctx, t, dir, Args{Detach: true, GPUs: "1"})
+	if err != nil {
+		t.Fatalf("submit: %v: %s", err, e.err)
+	}
+	held, _ := e.fake.List(ctx, map[string]string{gpus.LabelHolder: j.ID}, true)
+	if len(held) == 0 {
+		t.Fatal("the detached job holds no reservation")
+	}
+	m := e.manager(t)
+	rec, err := m.Store.Load(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Wait(ctx, rec); err != nil || rec.Status != result.StatusSucceeded {
+		t.Fatalf("wait: %v, status %s", err, rec.Status)
+	}
+	if left, _ := e.fake.List(ctx, map[string]string{gpus.LabelHolder: j.ID}, true); len(left) != 0 {
+		t.Errorf("%d reservations of the ended job left", len(left))
+	}
+}

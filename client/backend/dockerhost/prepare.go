@@ -10,10 +10,20 @@ import (
 	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/images"
 )
 
-var _ backend.Preparer = (*Backend)(nil)
+var (
+	_ backend.Preparer = (*Backend)(nil)
+	_ backend.Releaser = (*Backend)(nil)
+)
+
+// Release frees the GPUs and CPUs job j holds on the host (its reservation
+// containers), once its end is recorded.
+func (b *Backend) Release(ctx context.Context, j *store.Job) error {
+	return gpus.Release(ctx, b.Engine, j.ID)
+}
 
 // Prepare gives the job GPUs of the host that no running xrun job holds
 // (waiting for them with r.Queue): the reservation names their indices,
