@@ -16,6 +16,7 @@ type cancelOptions struct {
 
 func newCancelCommand(a *App) *cli.Command {
 	var o cancelOptions
+	o.ref.act = &actOn{command: "cancel", force: &o.force}
 	return forOneJob(a, &o.ref, &cli.Command{
 		Name:  "cancel",
 		Usage: "stop a running job; its partial results are kept",

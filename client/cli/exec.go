@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/job"
 )
 
 type execOptions struct {
@@ -54,11 +53,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			j, err := m.Find(c.Context, o.ref.id, o.ref.host)
+			j, err := m.FindToAct(c.Context, o.ref.id, o.ref.host, o.force, "exec")
 			if err != nil {
-				return err
-			}
-			if err := job.CheckOwner(j, o.force, "exec"); err != nil {
 				return err
 			}
 			e := backend.Exec{Cmd: args[1:], Stdout: a.Out, Stderr: a.Err, TTY: o.tty}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,38 @@ func TestHelpDefaultsReadable(t *testing.T) {
 	}
 	if !strings.Contains(all.String(), "(default: 1h)") {
 		t.Error("prune's --older-than default is not 1h")
+	}
+}
+
+// Another user's job found on the shared host, not in this store: a
+// refused cancel or exec records nothing of it here.
+func TestRefusedCommandAdoptsNothing(t *testing.T) {
+	ta := newTestApp(t)
+	dir := experiment(t, ta)
+	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
+	ctx := context.Background()
+	if code := ta.run(ctx, "submit", "-q", "-d", "--cpu", dir); code != 0 {
+		t.Fatal(ta.err)
+	}
+	id := strings.TrimSpace(ta.out.String())
+	st, _ := ta.Store()
+	j, err := st.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta.fake.Containers[j.ContainerID].C.Labels[contract.LabelOwner] = "mallory"
+	if err := os.RemoveAll(st.Dir(id)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"cancel", id}, {"exec", id, "--", "true"}} {
+		if code := ta.run(ctx, args...); code != ExitUsage || !strings.Contains(ta.err.String(), "is mallory's, not yours") {
+			t.Errorf("%s: exit %d, %s", args[0], code, ta.err)
+		}
+		if _, err := st.Load(id); err == nil {
+			t.Errorf("%s: the refused command recorded mallory's job in this store", args[0])
+		}
+	}
+	if len(ta.fake.Execs) != 0 {
+		t.Errorf("%d commands ran in mallory's job", len(ta.fake.Execs))
 	}
 }

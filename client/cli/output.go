@@ -15,6 +15,15 @@ import (
 type jobRef struct {
 	host connect.Selection
 	id   string
+	// act, for a command that acts on the job (cancel, exec), names the
+	// command and its --force: another user's job is refused before it is
+	// recorded in this store (job.FindToAct).
+	act *actOn
+}
+
+type actOn struct {
+	command string
+	force   *bool
 }
 
 // read reads the one JOB argument, and settles where else to look for it.
@@ -48,7 +57,12 @@ func forOneJob(a *App, ref *jobRef, cmd *cli.Command, check func() error, act fu
 		if err != nil {
 			return err
 		}
-		j, err := m.Find(c.Context, ref.id, ref.host)
+		var j *store.Job
+		if ref.act != nil {
+			j, err = m.FindToAct(c.Context, ref.id, ref.host, *ref.act.force, ref.act.command)
+		} else {
+			j, err = m.Find(c.Context, ref.id, ref.host)
+		}
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,23 @@ func (m *Manager) Resolve(ref string) (*store.Job, error) {
 // adopted: it gets a record in this store, so that status, logs, results,
 // wait and cancel follow it as they follow the store's own.
 func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (*store.Job, error) {
+	return m.find(ctx, ref, sel, nil)
+}
+
+// FindToAct is Find for a command that acts on the job (cancel, exec): a
+// job found on the host that is another user's is refused unless force,
+// before anything of it is recorded in this store (CheckOwner).
+func (m *Manager) FindToAct(ctx context.Context, ref string, sel connect.Selection, force bool, command string) (*store.Job, error) {
+	j, err := m.find(ctx, ref, sel, func(j *store.Job) error { return CheckOwner(j, force, command) })
+	if err != nil {
+		return nil, err
+	}
+	return j, CheckOwner(j, force, command)
+}
+
+// find is Find; allowed, when set, judges a job found on the host before
+// it is adopted.
+func (m *Manager) find(ctx context.Context, ref string, sel connect.Selection, allowed func(*store.Job) error) (*store.Job, error) {
 	j, err := m.Resolve(ref)
 	var nf *store.NotFoundError
 	if err == nil || !errors.As(err, &nf) || nf.Malformed {
@@ -63,7 +80,13 @@ func (m *Manager) Find(ctx context.Context, ref string, sel connect.Selection) (
 	case merr != nil:
 		return nil, merr
 	}
-	adopted, err := m.Store.Adopt(Unrecorded(newest(hits)))
+	found := Unrecorded(newest(hits))
+	if allowed != nil {
+		if err := allowed(found); err != nil {
+			return nil, err
+		}
+	}
+	adopted, err := m.Store.Adopt(found)
 	if err == nil {
 		fmt.Fprintf(m.Err, "job %s (%s) is not in this job store: found on %s, recorded here\n", adopted.ID, adopted.Experiment, b.Where())
 	}
