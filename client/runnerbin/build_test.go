@@ -22,7 +22,7 @@ func TestSelf(t *testing.T) {
 	src := fakeModule(t)
 	dir := t.TempDir()
 	static, dynamic, other := filepath.Join(dir, "static"), filepath.Join(dir, "dynamic"), filepath.Join(dir, "other")
-	goBuild(t, filepath.Join(src, "client", "cmd", "xrun"), static, "CGO_ENABLED=0")
+	goBuild(t, filepath.Join(src, "cmd", "xrun"), static, "CGO_ENABLED=0")
 	goBuild(t, filepath.Join(src, "tools", "other"), other, "CGO_ENABLED=0")
 	tests := []struct {
 		name, exe, arch string
@@ -33,7 +33,7 @@ func TestSelf(t *testing.T) {
 		{"static, not xrun", other, runtime.GOARCH, false},
 	}
 	if _, err := exec.LookPath("gcc"); err == nil {
-		goBuild(t, filepath.Join(src, "client", "cmd", "xrun"), dynamic, "CGO_ENABLED=1", "GOFLAGS=-tags=withcgo")
+		goBuild(t, filepath.Join(src, "cmd", "xrun"), dynamic, "CGO_ENABLED=1", "GOFLAGS=-tags=withcgo")
 		if ok, _ := IsStatic(dynamic, "linux", runtime.GOARCH); ok {
 			t.Fatal("cgo build of the fake client is static")
 		}
