@@ -144,11 +144,16 @@ func (rn *runner) noteFirst(kc *kcase, im *impl, fc *harness.FirstCall) {
 	}
 	rn.rec.res(kc.idx, im.name).Autotune = fc.Autotune
 	for _, a := range fc.Autotune {
+		// What the autotuner chose; the check's line says what replaced it.
+		chosen := a.Config
+		if a.Check != nil && a.Check.Replaced != "" {
+			chosen = a.Check.Replaced
+		}
 		switch a.Source {
 		case result.AutotuneTuned:
-			rn.logf("%s: autotuned %s: %s of %d configs in %.1f s", im.name, a.Kernel, a.Config, len(a.TimingsMS), a.TuningMS/1e3)
+			rn.logf("%s: autotuned %s: %s of %d configs in %.1f s", im.name, a.Kernel, chosen, len(a.TimingsMS), a.TuningMS/1e3)
 		case result.AutotuneCache:
-			rn.logf("%s: autotuned %s: %s, from the autotune cache (xrun submit --retune tunes afresh)", im.name, a.Kernel, a.Config)
+			rn.logf("%s: autotuned %s: %s, from the autotune cache (xrun submit --retune tunes afresh)", im.name, a.Kernel, chosen)
 		}
 		if c := a.Check; c != nil {
 			rn.logf("%s: checked %s on the %s clock (%d rounds: %s): %s", im.name, a.Kernel, c.Clock, c.Rounds, checkTimes(c), c.Note)

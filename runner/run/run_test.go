@@ -1133,10 +1133,23 @@ func TestFirstCallsTuneAloneOnFakeGPU(t *testing.T) {
 	for ci, n := range []int{8, 16} {
 		for _, name := range []string{"a", "b"} {
 			ir := implOf(t, r, ci, name)
-			want := result.Autotune{Kernel: "kernel_" + name, Kind: "triton", Key: fmt.Sprintf("%d, torch.float32", n), Config: "64/w4/s2",
+			// The autotuner chose 64/w4/s2; the check, timing both again on
+			// the fake GPU's events (the stand-in's configs run alike),
+			// kept it or replaced it, and says which.
+			if len(ir.Autotune) != 1 || ir.Autotune[0].Check == nil {
+				t.Errorf("%s at n=%d: autotune %+v, want one checked record", name, n, ir.Autotune)
+				continue
+			}
+			a, c := ir.Autotune[0], ir.Autotune[0].Check
+			want := result.Autotune{Kernel: "kernel_" + name, Kind: "triton", Key: fmt.Sprintf("%d, torch.float32", n), Config: a.Config,
 				Source: result.AutotuneTuned, TuningMS: 400, TimingsMS: map[string]float64{"64/w4/s2": 1, "32/w2/s3": 2}}
-			if len(ir.Autotune) != 1 || !reflect.DeepEqual(withoutParams(ir.Autotune[0]), want) || ir.Autotune[0].Params["SPLIT_K"] != float64(2) {
-				t.Errorf("%s at n=%d: autotune %+v, want %+v", name, n, ir.Autotune, want)
+			kept := a.Config == "64/w4/s2" && c.Replaced == "" && a.Params["SPLIT_K"] == float64(2)
+			replaced := a.Config == "32/w2/s3" && c.Replaced == "64/w4/s2" && a.Params["BLOCK"] == float64(32)
+			if !reflect.DeepEqual(withoutParams(a), want) || !(kept || replaced) {
+				t.Errorf("%s at n=%d: autotune %+v (check %+v)", name, n, a, c)
+			}
+			if len(c.TimingsMS) != 2 || c.Rounds < 1 || c.Clock != result.ClockEvents || c.Note == "" {
+				t.Errorf("%s at n=%d: check %+v", name, n, c)
 			}
 		}
 	}
@@ -1145,8 +1158,10 @@ func TestFirstCallsTuneAloneOnFakeGPU(t *testing.T) {
 	}
 }
 
+// withoutParams is a without its parameters and its check, which the
+// tests look at apart.
 func withoutParams(a result.Autotune) result.Autotune {
-	a.Params = nil
+	a.Params, a.Check = nil, nil
 	return a
 }
 

@@ -102,8 +102,11 @@ class Worker:
         args, kwargs = self.code.make_inputs(params, c.seed)
         warmed = None
         if c.warm_ms > 0 and self.gpu is not None:
-            took, first_ms, last_ms = warm.warm(self.be.torch, c.warm_ms)
-            warmed = Warm(ms=finite(took), first_call_ms=finite(first_ms), last_call_ms=finite(last_ms))
+            try:
+                took, first_ms, last_ms = warm.warm(self.be.torch, c.warm_ms)
+                warmed = Warm(ms=finite(took), first_call_ms=finite(first_ms), last_call_ms=finite(last_ms))
+            except Exception:  # noqa: BLE001 - a warm-up the device cannot run (no fp16 products) is skipped, never the call
+                warmed = None
         self.be.sync()
         t0 = time.perf_counter()
         with autotune.recording() as rec:
