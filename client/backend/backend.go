@@ -80,41 +80,6 @@ type Standby interface {
 // own.
 var ErrStandbyMismatch = errors.New("the standby was made for other settings")
 
-// UnsupportedError is a backend's refusal of a job it cannot run as
-// asked. Its text is the backend's own; the command line words it in its
-// flags.
-type UnsupportedError struct {
-	// Backend names the kind of place ("Kubernetes").
-	Backend string
-	Asked   Request
-	// Instead says what decides in the backend's place.
-	Instead string
-}
-
-func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("%s does not apply on %s: %s", e.Asked, e.Backend, e.Instead)
-}
-
-// Request is a part of a job's spec a backend may not support.
-type Request int
-
-const (
-	// GPUsByID asks for GPUs by device id, or for all of them.
-	GPUsByID Request = iota + 1
-	// NoNetwork asks for a job without a network.
-	NoNetwork
-)
-
-func (r Request) String() string {
-	switch r {
-	case GPUsByID:
-		return "GPUs by device id or all"
-	case NoNetwork:
-		return "no network"
-	}
-	return fmt.Sprintf("request %d", int(r))
-}
-
 // RefusedError is a scheduler's refusal, before anything is submitted, of
 // a job it can never run as asked (more GPUs than a partition's nodes
 // have, a time limit past its maximum): Reason is the scheduler's own

@@ -8,6 +8,16 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 )
 
+// featureFlags words each feature a place may lack as the submit's flag
+// that asks for it (backend.Capabilities).
+var featureFlags = map[backend.Feature]string{
+	backend.GPUsByID:       "--gpus with device ids or all",
+	backend.NoNetwork:      "--network none",
+	backend.CPUReservation: "--cpus",
+	backend.RunAsRoot:      "--root",
+	backend.BaseImage:      "--base",
+}
+
 // worded is err's text in the command line's words: where a backend's
 // typed error (client/backend) says what it cannot do or lacks, the text
 // names the flag or variable that changes it.
@@ -22,11 +32,15 @@ func worded(err error) string {
 	)
 	switch {
 	case errors.As(err, &un):
-		asked := map[backend.Request]string{backend.GPUsByID: "--gpus with device ids or all", backend.NoNetwork: "--network none"}[un.Asked]
+		asked := featureFlags[un.Asked]
 		if asked == "" {
 			return msg
 		}
-		own, say = un, fmt.Sprintf("%s does not apply on %s: %s", asked, un.Backend, un.Instead)
+		where := "on " + un.Backend
+		if un.Flag != "" {
+			where = "with " + un.Flag
+		}
+		own, say = un, fmt.Sprintf("%s does not apply %s: %s", asked, where, un.Instead)
 	case errors.As(err, &miss) && miss.Setting == backend.Registry:
 		own, say = miss, "no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)"
 	case errors.As(err, &miss) && miss.Setting == backend.KubeContext:

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -21,6 +22,8 @@ func TestWorded(t *testing.T) {
 			"create job: --network none does not apply on Kubernetes: a NetworkPolicy of the namespace decides the job's network"},
 		{&backend.UnsupportedError{Backend: "Kubernetes", Asked: backend.GPUsByID, Instead: "the scheduler picks the GPUs; give a count"},
 			"--gpus with device ids or all does not apply on Kubernetes: the scheduler picks the GPUs; give a count"},
+		{fmt.Errorf("create job: %w", &backend.UnsupportedError{Backend: "Slurm", Flag: "--slurm", Asked: backend.RunAsRoot, Instead: "a Slurm job runs as your user on the cluster"}),
+			"create job: --root does not apply with --slurm: a Slurm job runs as your user on the cluster"},
 		{fmt.Errorf("push: %w", &backend.MissingError{Setting: backend.Registry, Why: "x"}),
 			"push: no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)"},
 		{&backend.MissingError{Setting: backend.KubeContext, Why: "x"},
@@ -31,6 +34,26 @@ func TestWorded(t *testing.T) {
 	} {
 		if got := worded(c.err); got != c.want {
 			t.Errorf("worded(%v) =\n  %s\nwant\n  %s", c.err, got, c.want)
+		}
+	}
+}
+
+// Every feature a place may lack is worded as the flag that asks for it,
+// and every place in the catalog declares its name and only known features.
+func TestFeaturesWorded(t *testing.T) {
+	for _, f := range backend.Features {
+		if featureFlags[f] == "" {
+			t.Errorf("feature %v has no flag's words", f)
+		}
+	}
+	for _, c := range connect.Catalog() {
+		if c.Name == "" {
+			t.Errorf("a place without a name: %+v", c)
+		}
+		for f, why := range c.Lacks {
+			if featureFlags[f] == "" || why == "" {
+				t.Errorf("%s lacks %v without words for it (%q)", c.Name, f, why)
+			}
 		}
 	}
 }

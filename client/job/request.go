@@ -12,6 +12,7 @@ import (
 
 	"github.com/docker/go-units"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
@@ -119,36 +120,33 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 		// Found before the build, which takes minutes.
 		return r, exit.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
 	}
-	switch {
-	case a.CPUs < 0:
+	if a.CPUs < 0 {
 		return r, exit.Usagef("--cpus %d: give how many of the host's CPUs to reserve, at least 1", a.CPUs)
-	case a.CPUs > 0 && a.Where.K8s:
-		return r, exit.Usagef("--cpus reserves a Docker host's CPUs and does not apply with --k8s: the scheduler places the pod")
-	case a.CPUs > 0 && a.Slurm != nil:
-		return r, exit.Usagef("--cpus reserves a Docker host's CPUs and does not apply with --slurm: the job gets the CPUs Slurm allocates")
-	}
-	if a.Where.K8s && a.Network != "default" {
-		return r, exit.Usagef("--network %s does not apply with --k8s: a NetworkPolicy of the namespace decides the job's network", a.Network)
 	}
 	if a.Slurm != nil {
 		if err := a.checkSlurm(); err != nil {
 			return r, err
 		}
 	}
+	// What the place lacks is refused from its declaration, before the
+	// build.
+	caps := connect.Capabilities(a.Where, a.slurmSettings())
+	if err := caps.Refuse(a.asks()...); err != nil {
+		return r, exit.BadInput(err)
+	}
 	p, err := build.Load(so)
 	if err != nil {
 		return r, err
 	}
-	if a.Slurm != nil && p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
-		return r, exit.Usagef("--gpus %s does not apply with --slurm: Slurm picks the GPUs; give a count", p.GPULabel)
+	if p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
+		if err := caps.Refuse(backend.GPUsByID); err != nil {
+			return r, exit.BadInput(err)
+		}
 	}
 	// --env is read before the connection and the build, which take minutes.
 	env, err := jobEnv(p.Spec, a.Env, getenv, warn)
 	if err != nil {
 		return r, err
-	}
-	if a.Where.K8s && p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
-		return r, exit.Usagef("--gpus %s does not apply with --k8s: the scheduler picks the GPUs; give a count", p.GPULabel)
 	}
 	if a.Profile != "" {
 		env = append(env, contract.EnvProfile+"="+a.Profile)
@@ -175,6 +173,25 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume, NoStandby: a.NoStandby,
 		Slurm: a.Slurm,
 	}, nil
+}
+
+// asks is what the command line asks of the place the job runs, among
+// the features not every place gives (backend.Capabilities).
+func (a Args) asks() []backend.Feature {
+	var asked []backend.Feature
+	if a.CPUs > 0 {
+		asked = append(asked, backend.CPUReservation)
+	}
+	if a.Root {
+		asked = append(asked, backend.RunAsRoot)
+	}
+	if a.Network == "none" {
+		asked = append(asked, backend.NoNetwork)
+	}
+	if a.Base != "" {
+		asked = append(asked, backend.BaseImage)
+	}
+	return asked
 }
 
 // rerunArgs are the arguments a rerun of the job repeats

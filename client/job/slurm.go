@@ -21,24 +21,27 @@ type SlurmTarget struct {
 	Settings store.SlurmSettings
 }
 
-// checkSlurm refuses what a Slurm job cannot do: it runs as the user,
-// with the node's network, without an image.
+// checkSlurm refuses Slurm options that contradict each other or the
+// rest of the command line; what a Slurm job lacks (root, a network of
+// its own, an image without the docker runtime) is its Capabilities'.
 func (a Args) checkSlurm() error {
 	switch {
 	case a.Where.K8s || a.Where.Explicit():
 		return exit.Usagef("--slurm runs on a Slurm cluster: leave out --host, --context and --k8s")
-	case a.Root:
-		return exit.Usagef("--root does not apply with --slurm: a Slurm job runs as your user on the cluster")
-	case a.Network != "" && a.Network != "default":
-		return exit.Usagef("--network %s does not apply with --slurm: a Slurm job has its node's network", a.Network)
-	case a.Base != "" && a.Settings().Runtime != store.RuntimeDocker:
-		return exit.Usagef("--base does not apply with --slurm: the job runs without a container, with the cluster's Python (--python), unless --slurm-runtime docker")
 	case a.Settings().Python != "" && a.Settings().Runtime == store.RuntimeDocker:
 		return exit.Usagef("--python does not apply with --slurm-runtime docker: the job's image has its Python")
 	case a.Settings().PendingLimit < 0:
 		return exit.Usagef("--pending-limit %s: give a duration > 0", a.Settings().PendingLimit)
 	}
 	return nil
+}
+
+// slurmSettings are the Slurm options, nil without --slurm.
+func (a Args) slurmSettings() *store.SlurmSettings {
+	if a.Slurm == nil {
+		return nil
+	}
+	return &a.Slurm.Settings
 }
 
 // Settings are the Slurm options a submit asks for (zero without --slurm).

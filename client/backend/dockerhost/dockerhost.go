@@ -21,6 +21,10 @@ import (
 	"github.com/xrun-dev/xrun/contract"
 )
 
+// Capabilities is what a Docker host gives: every feature a submit may ask
+// for (GPUs by id, no network, reserved CPUs, root, a base image).
+var Capabilities = backend.Capabilities{Name: "a Docker host"}
+
 // Backend is a Docker host.
 type Backend struct {
 	Engine engine.Engine

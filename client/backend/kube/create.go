@@ -29,7 +29,7 @@ import (
 // Create builds and pushes the code image, then creates the Job suspended
 // (Start lets it run).
 func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) error {
-	if err := Supported(s); err != nil {
+	if err := Capabilities.Refuse(s.Asks()...); err != nil {
 		return err
 	}
 	affinity, err := b.gpuAffinity(ctx, s.GPUType)
@@ -98,17 +98,6 @@ func (b *Backend) deleteLeft(ctx context.Context, id string) {
 		b.Client.BatchV1().Jobs(b.Namespace).Delete(dctx, k.Name, metav1.DeleteOptions{
 			PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
 	}
-}
-
-// Supported refuses what a Kubernetes Job cannot do as asked.
-func Supported(s backend.Spec) error {
-	if s.GPUs != nil && (len(s.GPUs.IDs) > 0 || s.GPUs.Count < 0) {
-		return &backend.UnsupportedError{Backend: "Kubernetes", Asked: backend.GPUsByID, Instead: "the scheduler picks the GPUs; give a count"}
-	}
-	if s.NoNetwork {
-		return &backend.UnsupportedError{Backend: "Kubernetes", Asked: backend.NoNetwork, Instead: "a NetworkPolicy of the namespace decides the job's network"}
-	}
-	return nil
 }
 
 // CodeImage is the reference the code image of s is pushed as: the job

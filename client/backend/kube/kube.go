@@ -68,6 +68,14 @@ func ParseRef(host string) Selection {
 	return Selection{Context: ctx, Namespace: ns}
 }
 
+// Capabilities is what a Kubernetes Job lacks: its scheduler places it,
+// and the namespace's policies set its network.
+var Capabilities = backend.Capabilities{Name: "Kubernetes", Flag: "--k8s", Lacks: map[backend.Feature]string{
+	backend.GPUsByID:       "the scheduler picks the GPUs; give a count",
+	backend.NoNetwork:      "a NetworkPolicy of the namespace decides the job's network",
+	backend.CPUReservation: "the scheduler places the pod; --cpus reserves a Docker host's CPUs",
+}}
+
 // Backend is one namespace of a cluster.
 type Backend struct {
 	Client    kubernetes.Interface

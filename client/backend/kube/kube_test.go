@@ -123,15 +123,19 @@ func capNames(cs []corev1.Capability) []string {
 	return out
 }
 
-func TestSupported(t *testing.T) {
+func TestCapabilitiesRefuseSpec(t *testing.T) {
 	s := testSpec()
 	s.GPUs = &backend.GPUs{IDs: []string{"0"}}
-	if Supported(s) == nil {
+	if Capabilities.Refuse(s.Asks()...) == nil {
 		t.Error("device ids accepted")
 	}
 	s.GPUs, s.NoNetwork = nil, true
-	if Supported(s) == nil {
+	if Capabilities.Refuse(s.Asks()...) == nil {
 		t.Error("--network none accepted")
+	}
+	s.GPUs, s.NoNetwork = &backend.GPUs{Count: 2}, false
+	if err := Capabilities.Refuse(s.Asks()...); err != nil {
+		t.Errorf("two GPUs by count refused: %v", err)
 	}
 }
 

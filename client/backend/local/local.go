@@ -55,6 +55,15 @@ const (
 	exitFile    = "exit.json"
 )
 
+// Capabilities is what a process of this machine lacks: it runs as the
+// user, in this machine's environment, without a container.
+var Capabilities = backend.Capabilities{Name: "this machine", Flag: "--local", Lacks: map[backend.Feature]string{
+	backend.NoNetwork:      "the runner is a process of this machine, with its network",
+	backend.CPUReservation: "the runner is a process of this machine, on its CPUs",
+	backend.RunAsRoot:      "the runner runs as your user",
+	backend.BaseImage:      "the runner runs without a container, with this machine's Python",
+}}
+
 // Backend runs jobs on this machine.
 type Backend struct {
 	// Root holds the job directories.
@@ -153,6 +162,9 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 	}
 	if len(s.Command) == 0 || s.OutDir == "" {
 		return errors.New("a local job needs the runner's command and output directory")
+	}
+	if err := Capabilities.Refuse(s.Asks()...); err != nil {
+		return err
 	}
 	if j.ID == "" || strings.ContainsAny(j.ID, `/\`) || strings.HasPrefix(j.ID, ".") {
 		return fmt.Errorf("job id %q cannot name a directory", j.ID)

@@ -82,6 +82,22 @@ const (
 	exitFile    = "exit"
 )
 
+// Capabilities is what a Slurm job lacks with its runtime (store.Runtime*):
+// it runs as the user, on what Slurm allocates, with its node's network,
+// and without a container unless the runtime is docker.
+func Capabilities(runtime string) backend.Capabilities {
+	c := backend.Capabilities{Name: "Slurm", Flag: "--slurm", Lacks: map[backend.Feature]string{
+		backend.GPUsByID:       "Slurm picks the GPUs; give a count",
+		backend.NoNetwork:      "a Slurm job has its node's network",
+		backend.CPUReservation: "the job gets the CPUs Slurm allocates; --cpus reserves a Docker host's CPUs",
+		backend.RunAsRoot:      "a Slurm job runs as your user on the cluster",
+	}}
+	if runtime != store.RuntimeDocker {
+		c.Lacks[backend.BaseImage] = "the job runs without a container, with the cluster's Python (--python), unless --slurm-runtime docker"
+	}
+	return c
+}
+
 // Backend is one Slurm cluster.
 type Backend struct {
 	Shell Shell
@@ -187,11 +203,8 @@ func runnerName(path string) (string, error) {
 // then makes the job's directory: the runner (once per version), the
 // code, the batch script and the record. It submits nothing (Start does).
 func (b *Backend) Create(ctx context.Context, j *store.Job, spec backend.Spec) error {
-	if spec.NoNetwork {
-		return &backend.UnsupportedError{Backend: "Slurm", Asked: backend.NoNetwork, Instead: "a job has its node's network"}
-	}
-	if spec.GPUs != nil && (len(spec.GPUs.IDs) > 0 || spec.GPUs.Count < 0) {
-		return &backend.UnsupportedError{Backend: "Slurm", Asked: backend.GPUsByID, Instead: "Slurm picks the GPUs; give a count"}
+	if err := Capabilities(b.Settings.Runtime).Refuse(spec.Asks()...); err != nil {
+		return err
 	}
 	docker := b.Settings.Runtime == store.RuntimeDocker
 	if spec.Code == nil || !docker && b.Runner == "" || docker && (spec.Image == "" || spec.Push == nil || spec.Push.Builder == nil) {
