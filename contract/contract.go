@@ -180,6 +180,10 @@ const (
 	ExitCancelled      = 130 // SIGINT/SIGTERM
 )
 
+// ProbeJob is the LabelJob value of the throwaway containers that probe a
+// host's GPU support: they are nobody's job.
+const ProbeJob = "gpu-probe"
+
 // Labels on job containers and images. The job label finds a job's
 // container on any host; the timeout label lets any client enforce the
 // timeout of a detached job.

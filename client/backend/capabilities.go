@@ -21,6 +21,13 @@ type Capabilities struct {
 	// Lacks maps each feature the place cannot give to what decides
 	// instead ("the scheduler picks the GPUs; give a count").
 	Lacks map[Feature]string
+	// NoConfirm, when set, says why a rerun there cannot confirm a
+	// suspected regression (regress --confirm): the place picks the
+	// machine and GPU, so the rerun may not measure the same one.
+	NoConfirm string
+	// CachesElsewhere, when set, says where the place keeps its jobs'
+	// compile caches, which xrun prune --caches does not reach.
+	CachesElsewhere string
 }
 
 // Feature is something a job may ask of where it runs that not every

@@ -19,7 +19,6 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/dockerfile"
 	"github.com/xrun-dev/xrun/client/engine"
@@ -459,7 +458,7 @@ func ProbeGPUScratch(ctx context.Context, e engine.Engine, gpus *backend.GPUs) e
 func ProbeGPU(ctx context.Context, e engine.Engine, base string, gpus *backend.GPUs) error {
 	id, err := e.Create(ctx, engine.ContainerSpec{
 		Image: base, Entrypoint: []string{"true"}, GPUs: &engine.GPURequest{Count: gpus.Count, IDs: gpus.IDs},
-		Labels: map[string]string{contract.LabelJob: dockerhost.ProbeLabel}, NetworkDisabled: true,
+		Labels: map[string]string{contract.LabelJob: contract.ProbeJob}, NetworkDisabled: true,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -97,10 +98,10 @@ Examples:
 				}
 				o.labels[k] = v
 			}
+			if caps := connect.Capabilities(o.host); o.caches && caps.CachesElsewhere != "" {
+				return usageError("--caches does not apply with %s: %s", caps.Flag, caps.CachesElsewhere)
+			}
 			if o.host.K8s {
-				if o.caches {
-					return usageError("--caches does not apply with --k8s: %s", prune.NodeCachesNote)
-				}
 				if o.registry == "" {
 					return usageError("prune --k8s prunes the cluster's registry: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY")
 				}
@@ -117,7 +118,15 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := prune.Host(ctx, e, po)
+	b, err := a.Backends().Selected(ctx, o.host)
+	if err != nil {
+		return err
+	}
+	standbys, ok := b.(prune.Standbys)
+	if !ok {
+		return fmt.Errorf("%s keeps no standbys to prune", b.Where())
+	}
+	rep, err := prune.Host(ctx, e, standbys, po)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/backend/slurm"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/connect"
@@ -140,7 +138,7 @@ func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job
 // directory, host, mode, GPUs, timeout and recorded options, plus env.
 // Queue waits for the GPUs where they are busy.
 func rerunOptions(j *store.Job, env []string) submitOptions {
-	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: connect.Selection{Host: j.Host}, CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
+	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: connect.RerunSelection(j), CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
 	if j.Mode != "cpu" {
 		so.GPUs = sameGPUs(j.GPUs)
 	}
@@ -154,13 +152,9 @@ func rerunOptions(j *store.Job, env []string) submitOptions {
 			so.Network = s.Network
 		}
 	}
-	if slurm.IsRef(j.Host) {
-		// The same cluster, partition, GPU count and type, and Python.
-		login, _ := slurm.ParseRef(j.Host)
-		so.Where, so.Slurm = connect.Selection{}, &job.SlurmTarget{Login: login}
-		if s := j.Submit; s != nil && s.Slurm != nil {
-			so.Slurm.Settings = *s.Slurm
-		}
+	if so.Where.Slurm != nil {
+		// The same cluster, partition, GPU count and type, and Python
+		// (connect.RerunSelection); the GPUs as the record says them.
 		if j.Mode != "cpu" {
 			so.GPUs = j.GPUs
 		}

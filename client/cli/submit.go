@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/backend/slurm"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
@@ -145,7 +145,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_SLURM_PYTHON"}, Usage: "with --slurm: the Python on the nodes for the harness (a module's or a venv's python3)", DefaultText: "the first python3 on the node's PATH that imports numpy", Destination: &o.settings.Python},
 			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: where the job directories go on the cluster's shared file system", DefaultText: "~/.xrun/slurm", Destination: &o.settings.Dir},
 			&cli.StringFlag{Name: "slurm-runtime", EnvVars: []string{"XRUN_SLURM_RUNTIME"}, Usage: "with --slurm: bare (the runner as your process on the node, the cluster's Python) or docker (the job's image, built here and copied to the cluster, in the node's Docker)", DefaultText: "bare", Destination: &o.settings.Runtime},
-			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm: how long a job with a timeout may wait for a node before Slurm drops it (sbatch --deadline)", Value: slurm.DefaultPendingLimit, Destination: &o.settings.PendingLimit},
+			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm: how long a job with a timeout may wait for a node before Slurm drops it (sbatch --deadline)", Value: connect.SlurmPendingLimit, Destination: &o.settings.PendingLimit},
 		),
 		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
@@ -176,7 +176,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 				default:
 					return usageError("--slurm-runtime %q: give bare or docker", o.settings.Runtime)
 				}
-				o.Slurm = &job.SlurmTarget{Login: o.login, Settings: o.settings}
+				o.Where.Slurm = &connect.SlurmTarget{Login: o.login, Settings: o.settings}
 			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") || c.IsSet("slurm-runtime") {
 				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime and --pending-limit go with --slurm")
 			}

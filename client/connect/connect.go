@@ -34,6 +34,17 @@ type Selection struct {
 	// --context then names a context of the kubeconfig.
 	K8s  bool
 	Kube kube.Selection
+	// Slurm, when set, picks a Slurm cluster instead (--slurm); a job of
+	// its docker runtime is built on the Docker host Host and Context pick.
+	Slurm *SlurmTarget
+}
+
+// SlurmTarget is the Slurm cluster a submit runs on (xrun submit --slurm).
+type SlurmTarget struct {
+	// Login is the login node ([user@]host[:port], reached with ssh); ""
+	// runs the Slurm commands of this machine.
+	Login    string
+	Settings store.SlurmSettings
 }
 
 // Docker is the Docker part of sel (the engine cache's key).

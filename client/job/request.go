@@ -78,9 +78,6 @@ type Args struct {
 	Profile string
 	// Retune has autotuned Triton kernels timed afresh (contract.EnvRetune).
 	Retune bool
-	// Slurm, when set, runs the job on a Slurm cluster instead
-	// (xrun submit --slurm; client/backend/slurm).
-	Slurm *SlurmTarget
 	// Registry and PullSecret are the cluster's (Where.K8s).
 	Registry, PullSecret string
 	NoCacheVolume        bool
@@ -123,14 +120,14 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.CPUs < 0 {
 		return r, exit.Usagef("--cpus %d: give how many of the host's CPUs to reserve, at least 1", a.CPUs)
 	}
-	if a.Slurm != nil {
+	if a.Where.Slurm != nil {
 		if err := a.checkSlurm(); err != nil {
 			return r, err
 		}
 	}
 	// What the place lacks is refused from its declaration, before the
 	// build.
-	caps := connect.Capabilities(a.Where, a.slurmSettings())
+	caps := connect.Capabilities(a.Where)
 	if err := caps.Refuse(a.asks()...); err != nil {
 		return r, exit.BadInput(err)
 	}
@@ -171,7 +168,6 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	return SubmitRequest{
 		Prepared: p, Build: so, Where: a.Where, Registry: a.Registry, PullSecret: a.PullSecret,
 		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume, NoStandby: a.NoStandby,
-		Slurm: a.Slurm,
 	}, nil
 }
 
@@ -198,8 +194,8 @@ func (a Args) asks() []backend.Feature {
 // (store.SubmitArgs): the names of --env variables, never their values.
 func (a Args) rerunArgs() *store.SubmitArgs {
 	r := &store.SubmitArgs{Base: a.Base, CPUs: a.CPUs, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
-	if a.Slurm != nil {
-		settings := a.Slurm.Settings
+	if a.Where.Slurm != nil {
+		settings := a.Where.Slurm.Settings
 		r.Slurm = &settings
 	}
 	for _, e := range a.Env {

@@ -13,14 +13,6 @@ import (
 	"github.com/xrun-dev/xrun/contract"
 )
 
-// SlurmTarget is the Slurm cluster a submit runs on (xrun submit --slurm).
-type SlurmTarget struct {
-	// Login is the login node ([user@]host[:port], reached with ssh); ""
-	// runs the Slurm commands of this machine.
-	Login    string
-	Settings store.SlurmSettings
-}
-
 // checkSlurm refuses Slurm options that contradict each other or the
 // rest of the command line; what a Slurm job lacks (root, a network of
 // its own, an image without the docker runtime) is its Capabilities'.
@@ -36,20 +28,12 @@ func (a Args) checkSlurm() error {
 	return nil
 }
 
-// slurmSettings are the Slurm options, nil without --slurm.
-func (a Args) slurmSettings() *store.SlurmSettings {
-	if a.Slurm == nil {
-		return nil
-	}
-	return &a.Slurm.Settings
-}
-
 // Settings are the Slurm options a submit asks for (zero without --slurm).
 func (a Args) Settings() store.SlurmSettings {
-	if a.Slurm == nil {
+	if a.Where.Slurm == nil {
 		return store.SlurmSettings{}
 	}
-	return a.Slurm.Settings
+	return a.Where.Slurm.Settings
 }
 
 // submitSlurm runs a submit on a Slurm cluster: no image is built; the
@@ -59,8 +43,9 @@ func (a Args) Settings() store.SlurmSettings {
 func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job, error) {
 	p := r.Prepared
 	done := m.step("connect")
-	b := m.Backends.Slurm(r.Slurm.Login)
-	b.Settings = r.Slurm.Settings
+	t := r.Where.Slurm
+	b := m.Backends.Slurm(t.Login)
+	b.Settings = t.Settings
 	arch, err := b.Arch(ctx)
 	done()
 	if err != nil {
@@ -70,7 +55,7 @@ func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job,
 	if runnerFor == nil {
 		runnerFor = runnerbin.For
 	}
-	docker := r.Slurm.Settings.Runtime == store.RuntimeDocker
+	docker := t.Settings.Runtime == store.RuntimeDocker
 	var push *backend.Push // the docker runtime's image, and where it was built
 	if docker {
 		// The image is built on this machine's Docker host, as for a

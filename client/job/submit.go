@@ -40,9 +40,6 @@ type SubmitRequest struct {
 	// Keep leaves an attached job's exited container on the host; else it
 	// is removed once the job's results and logs are in the store.
 	Keep bool
-	// Slurm, when set, runs the job on a Slurm cluster (submitSlurm)
-	// instead of Where: nothing is built.
-	Slurm *SlurmTarget
 	// Rerun is recorded with the job, for xrun regress --confirm.
 	Rerun *store.SubmitArgs
 	// NoCacheVolume leaves the compile caches in the job's own container
@@ -88,7 +85,7 @@ type submission struct {
 // recorded) and an error for a submit that failed or was interrupted, not
 // for the job's own outcome (Outcome says that).
 func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*store.Job, error) {
-	if r.Slurm != nil {
+	if r.Where.Slurm != nil {
 		return m.submitSlurm(ctx, r)
 	}
 	s := &submission{m: m, r: r, release: func() {}}

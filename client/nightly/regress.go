@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/client/backend/kube"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
@@ -227,8 +227,8 @@ func (n *History) confirm(ctx context.Context, m *job.Manager, sr *summary.Run, 
 		return fmt.Errorf("it is not a job of this store (a results.json): the next run confirms or clears them")
 	case j.ExperimentDir == "":
 		return fmt.Errorf("its record does not say which directory it ran")
-	case kube.IsRef(j.Host):
-		return fmt.Errorf("it ran on a Kubernetes cluster, which picks the GPU: the next run confirms or clears them")
+	case connect.CapabilitiesOf(j).NoConfirm != "":
+		return fmt.Errorf("%s: the next run confirms or clears them", connect.CapabilitiesOf(j).NoConfirm)
 	}
 	fmt.Fprintf(n.Err, "regress: rerunning job %s (%s) on %s to confirm %d suspect(s)\n", j.ID, j.Experiment, j.Host, len(sr.Suspects()))
 	rerun, err := o.Rerun(ctx, j)

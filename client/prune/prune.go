@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/contract"
@@ -44,25 +43,32 @@ func (o Options) mine(labels map[string]string) bool {
 	return o.Owner == "" || labels[contract.LabelOwner] == o.Owner
 }
 
+// Standbys removes a Docker host's idle standby containers of an owner
+// ("": everyone's), or with dry only lists them (client/backend/dockerhost's
+// Backend).
+type Standbys interface {
+	RemoveStandbys(ctx context.Context, owner string, dry bool) ([]engine.Container, error)
+}
+
 // Host removes the job images (labelled dev.xrun.experiment, with
 // o.Labels) on e that no container uses, running or stopped, built more
 // than o.OlderThan ago, and the compile-cache volumes (Caches), of
 // o.Owner; the standbys of o.Owner first. What could
 // not be removed is in the report's errors; err is for a host that could
 // not be read.
-func Host(ctx context.Context, e engine.Engine, o Options) (*Report, error) {
+func Host(ctx context.Context, e engine.Engine, standbys Standbys, o Options) (*Report, error) {
 	filter := map[string]string{contract.LabelExperiment: ""}
 	for k, v := range o.Labels {
 		filter[k] = v
 	}
 	// Standbys hold images and cache volumes for a next submit that a
 	// prune says is not coming soon: they go first.
-	standbys, err := dockerhost.New(e).RemoveStandbys(ctx, o.Owner, o.DryRun)
+	removed, err := standbys.RemoveStandbys(ctx, o.Owner, o.DryRun)
 	if err != nil {
 		return nil, err
 	}
-	sbs := make([]Standby, 0, len(standbys))
-	for _, c := range standbys {
+	sbs := make([]Standby, 0, len(removed))
+	for _, c := range removed {
 		sb := Standby{Name: c.Name, Experiment: c.Labels[contract.LabelExperiment], Owner: c.Labels[contract.LabelOwner]}
 		sbs = append(sbs, sb)
 		if o.Out != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/contract"
@@ -78,7 +79,7 @@ func TestHostPrunesTheOwnersObjectsAlone(t *testing.T) {
 	e := host()
 	var out bytes.Buffer
 	o := Options{DryRun: true, Owner: "me", Out: &out}
-	rep, err := Host(ctx, e, o)
+	rep, err := Host(ctx, e, dockerhost.New(e), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestHostPrunesTheOwnersObjectsAlone(t *testing.T) {
 	}
 
 	out.Reset()
-	if _, err := Host(ctx, e, Options{Owner: "me", Out: &out}); err != nil {
+	if _, err := Host(ctx, e, dockerhost.New(e), Options{Owner: "me", Out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.ims) != 2 || len(e.Containers) != 2 || len(e.VolumeSet) != 2 {
@@ -122,7 +123,7 @@ func TestHostPrunesTheOwnersObjectsAlone(t *testing.T) {
 		t.Errorf("prune says:\n%s", out.String())
 	}
 
-	if _, err := Host(ctx, e, Options{}); err != nil {
+	if _, err := Host(ctx, e, dockerhost.New(e), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.ims) != 0 || len(e.Containers) != 0 || len(e.VolumeSet) != 0 {

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/registry"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
@@ -20,10 +19,14 @@ type BadRegistryError struct{ Err error }
 func (e *BadRegistryError) Error() string { return e.Err.Error() }
 func (e *BadRegistryError) Unwrap() error { return e.Err }
 
-// NodeCachesNote says where a cluster's compile caches are and who
-// cleans them: they are directories of its nodes, which a prune from the
-// client does not reach (docs/kubernetes.md, "Compile caches").
-var NodeCachesNote = "a cluster's compile caches are directories of its nodes (" + kube.CacheHostDir + "), which prune does not reach; docs/kubernetes.md says how the cluster's admin cleans them"
+// Cluster is the cluster whose registry Registry prunes
+// (client/backend/kube's Backend).
+type Cluster interface {
+	// ImagesInUse are the images its Jobs name.
+	ImagesInUse(ctx context.Context) (map[string]bool, error)
+	// Ran reports whether job j's record is of a job of such a cluster.
+	Ran(j *store.Job) bool
+}
 
 // Registry deletes the job images in the registry at addr
 // (HOST[:PORT][/PATH]) that no Job of kb's cluster names and that were
@@ -32,7 +35,7 @@ var NodeCachesNote = "a cluster's compile caches are directories of its nodes ("
 // whose cluster jobs name repositories a registry that does not list
 // its repositories would not show; note gets what the registry could
 // not tell.
-func Registry(ctx context.Context, kb *kube.Backend, addr string, known []*store.Job, o Options, note io.Writer) (*Report, error) {
+func Registry(ctx context.Context, kb Cluster, addr string, known []*store.Job, o Options, note io.Writer) (*Report, error) {
 	images, err := kb.ImagesInUse(ctx)
 	if err != nil {
 		return nil, err
@@ -46,7 +49,7 @@ func Registry(ctx context.Context, kb *kube.Backend, addr string, known []*store
 		knownRepos[registry.Repository(ref)] = true
 	}
 	for _, j := range known {
-		if kube.IsRef(j.Host) && j.ImageRef != "" {
+		if kb.Ran(j) && j.ImageRef != "" {
 			knownRepos[registry.Repository(j.ImageRef)] = true
 		}
 	}

@@ -40,10 +40,6 @@ var _ backend.Backend = (*Backend)(nil)
 // New returns the backend of engine e.
 func New(e engine.Engine) *Backend { return &Backend{Engine: e} }
 
-// ProbeLabel is the job label of the throwaway containers that probe a
-// host's GPU support; they are nobody's job.
-const ProbeLabel = "gpu-probe"
-
 func (b *Backend) Where() string { return b.Engine.Host() }
 
 // ContainerSpec is the container a job spec becomes.
@@ -276,7 +272,7 @@ func (b *Backend) List(ctx context.Context, all bool) ([]backend.Listed, error) 
 	}
 	var out []backend.Listed
 	for _, c := range cs {
-		if c.Labels[contract.LabelJob] == ProbeLabel || idle(c) {
+		if c.Labels[contract.LabelJob] == contract.ProbeJob || idle(c) {
 			continue
 		}
 		out = append(out, backend.Listed{Job: b.jobOf(c), State: StateOf(c)})

@@ -74,7 +74,10 @@ var Capabilities = backend.Capabilities{Name: "Kubernetes", Flag: "--k8s", Lacks
 	backend.GPUsByID:       "the scheduler picks the GPUs; give a count",
 	backend.NoNetwork:      "a NetworkPolicy of the namespace decides the job's network",
 	backend.CPUReservation: "the scheduler places the pod; --cpus reserves a Docker host's CPUs",
-}}
+},
+	NoConfirm:       "it ran on a Kubernetes cluster, which picks the GPU",
+	CachesElsewhere: "a cluster's compile caches are directories of its nodes (" + CacheHostDir + "), which prune does not reach; docs/kubernetes.md says how the cluster's admin cleans them",
+}
 
 // Backend is one namespace of a cluster.
 type Backend struct {
@@ -154,6 +157,9 @@ func contextNames[V any](m map[string]V) []string {
 
 // Where is k8s://CONTEXT/NAMESPACE.
 func (b *Backend) Where() string { return RefScheme + b.Context + "/" + b.Namespace }
+
+// Ran reports whether job j's record is of a Job of a Kubernetes cluster.
+func (b *Backend) Ran(j *store.Job) bool { return IsRef(j.Host) }
 
 // Handle names the job's Kubernetes Job (backend.Handler).
 func (b *Backend) Handle(j *store.Job) string { return "Job " + j.ContainerName }
