@@ -20,9 +20,31 @@ const BusyboxImage = "xrun-test/busybox:latest"
 // busyboxApplets are the commands test containers use.
 var busyboxApplets = []string{"sh", "echo", "cat", "mkdir", "sleep", "ls", "printf", "true", "false", "date", "hostname", "env", "test"}
 
+// ScriptImage is BusyboxImage whose entrypoint runs the shell script in
+// the container's environment variable ScriptEnv: a job whose code is a
+// line of shell, for the backends' conformance suite.
+const ScriptImage = "xrun-test/script:latest"
+
+// ScriptEnv names the variable ScriptImage's entrypoint runs.
+const ScriptEnv = "XRUN_TEST_SCRIPT"
+
 // EnsureBusybox makes BusyboxImage in the daemon at host (a unix:// or
 // plain address the tests own) unless it is there, and returns its ref.
 func EnsureBusybox(t testing.TB, host string) string {
+	t.Helper()
+	return ensureBusyboxAs(t, host, BusyboxImage)
+}
+
+// EnsureScriptImage makes ScriptImage in the daemon at host unless it is
+// there, and returns its ref.
+func EnsureScriptImage(t testing.TB, host string) string {
+	t.Helper()
+	return ensureBusyboxAs(t, host, ScriptImage, `ENTRYPOINT ["/bin/sh", "-c", "eval \"$`+ScriptEnv+`\""]`)
+}
+
+// ensureBusyboxAs imports the busybox image as ref with the Dockerfile
+// instructions changes, unless ref is there.
+func ensureBusyboxAs(t testing.TB, host, ref string, changes ...string) string {
 	t.Helper()
 	cli, err := client.New(client.WithHost(host))
 	if err != nil {
@@ -31,8 +53,8 @@ func EnsureBusybox(t testing.TB, host string) string {
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := cli.ImageInspect(ctx, BusyboxImage); err == nil {
-		return BusyboxImage
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return ref
 	}
 	bb := ""
 	for _, p := range []string{"/bin/busybox", "/usr/bin/busybox"} {
@@ -71,17 +93,17 @@ func EnsureBusybox(t testing.TB, host string) string {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, BusyboxImage, client.ImageImportOptions{})
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{Changes: changes})
 	if err != nil {
 		t.Fatalf("import busybox image into %s: %v", host, err)
 	}
 	defer rc.Close()
 	var out bytes.Buffer
 	out.ReadFrom(rc)
-	if _, err := cli.ImageInspect(ctx, BusyboxImage); err != nil {
+	if _, err := cli.ImageInspect(ctx, ref); err != nil {
 		t.Fatalf("import busybox image into %s: %v\n%s", host, err, out.String())
 	}
-	return BusyboxImage
+	return ref
 }
 
 // CopyImage copies ref from the daemon at from to the daemon at to, as

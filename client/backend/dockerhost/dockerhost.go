@@ -261,6 +261,16 @@ func (b *Backend) Stop(ctx context.Context, j *store.Job, grace time.Duration) e
 }
 
 func (b *Backend) Remove(ctx context.Context, j *store.Job, force bool) error {
+	if !force {
+		// Refused in the backends' one sentence, not the daemon's.
+		s, err := b.State(ctx, j)
+		if err != nil {
+			return err
+		}
+		if !s.Finished() && s.Phase == backend.Running {
+			return &backend.RunningError{JobID: j.ID, State: s.Detail}
+		}
+	}
 	return notFound(b.Engine.Remove(ctx, j.ContainerID, force))
 }
 

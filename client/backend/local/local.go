@@ -421,7 +421,7 @@ func (b *Backend) Remove(ctx context.Context, j *store.Job, force bool) error {
 	}
 	if s := stateOf(dir); s.Phase == backend.Running {
 		if !force {
-			return fmt.Errorf("job %s is running: stop it first", j.ID)
+			return &backend.RunningError{JobID: j.ID, State: "running"}
 		}
 		st, _ := readStarted(dir)
 		if err := b.kill(ctx, dir, st); err != nil {

@@ -1,0 +1,36 @@
+//go:build integration
+
+package dockerhost_test
+
+import (
+	"testing"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/backendtest"
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
+	"github.com/xrun-dev/xrun/client/engine"
+	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/contract"
+)
+
+// The Docker host passes the backends' conformance suite against the real
+// daemon: its jobs are containers of a busybox image whose entrypoint runs
+// the case's script.
+func TestConformance(t *testing.T) {
+	testhosts.RequireDocker(t)
+	host := testhosts.LocalHost
+	image := testhosts.EnsureScriptImage(t, host)
+	cli, err := hosts.NewClient(hosts.Target{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := dockerhost.New(engine.FromClient(host, cli))
+	backendtest.Run(t, backendtest.Place{Backend: b, Capabilities: dockerhost.Capabilities,
+		Spec: func(t *testing.T, j *store.Job, script string) backend.Spec {
+			return backend.Spec{Name: "xrun-conformance-" + j.ID, Image: image,
+				Env:    []string{testhosts.ScriptEnv + "=" + script, "OUT=" + contract.OutDir},
+				Labels: map[string]string{contract.LabelJob: j.ID, contract.LabelExperiment: j.Experiment, contract.LabelOwner: j.Owner, "dev.xrun.test": "conformance"}}
+		}})
+}
