@@ -1,16 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"regexp"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/nightly"
@@ -116,76 +110,33 @@ Examples:
 	}
 }
 
-// rerun submits j again with the options it was submitted with, on its
-// host and GPUs, plus env: regress --confirm's rerun. Its progress goes
-// to stderr, its table nowhere; its results join the history as it ends.
+// rerun submits j again with the request it was submitted with
+// (job.RerunArgs), on its host and GPUs, plus env: regress --confirm's
+// rerun. Its progress goes to stderr, its table nowhere; its results join
+// the history as it ends.
 func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job, error) {
-	if job.RanLocally(j) {
-		return a.rerunLocal(ctx, j, env)
-	}
-	so := rerunOptions(j, env)
-	var out bytes.Buffer
-	child := &App{Out: &out, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
-		HistoryPath: a.HistoryPath, Trace: a.Trace}
-	defer child.Close()
-	var rerun *store.Job
-	child.onJob = func(j *store.Job) { rerun = j }
-	err := runSubmit(ctx, child, so)
-	return rerun, err
-}
-
-// rerunOptions are the submit options that run j again: its code's
-// directory, host, mode, GPUs, timeout and recorded options, plus env.
-// Queue waits for the GPUs where they are busy.
-func rerunOptions(j *store.Job, env []string) submitOptions {
-	so := submitOptions{Args: job.Args{Dir: j.ExperimentDir, Where: connect.RerunSelection(j), CPU: j.Mode == "cpu", Queue: true, Network: "default"}}
-	if j.Mode != "cpu" {
-		so.GPUs = sameGPUs(j.GPUs)
-	}
-	if d, err := time.ParseDuration(j.Timeout); err == nil && d > 0 {
-		so.Timeout = d
-	}
-	if s := j.Submit; s != nil {
-		so.Base, so.Labels, so.Root, so.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
-		so.NoStandby, so.NoCacheVolume, so.CPUs = s.NoStandby, s.NoCacheVolume, s.CPUs
-		if s.Network != "" {
-			so.Network = s.Network
-		}
-	}
-	if so.Where.Slurm != nil {
-		// The same cluster, partition, GPU count and type, and Python
-		// (connect.RerunSelection); the GPUs as the record says them.
-		if j.Mode != "cpu" {
-			so.GPUs = j.GPUs
-		}
-	}
-	so.Env = append(so.Env, env...)
-	return so
-}
-
-// rerunLocal runs j again as `xrun run --local` ran it (job.RerunLocal).
-func (a *App) rerunLocal(ctx context.Context, j *store.Job, env []string) (*store.Job, error) {
-	if len(env) > 0 {
-		return nil, exit.Usagef("--env is for reruns in a container; a local rerun (job %s ran with xrun run --local) has this shell's environment", j.ID)
-	}
-	child := &App{Out: io.Discard, Err: a.Err, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot,
-		HistoryPath: a.HistoryPath, Trace: a.Trace}
-	defer child.Close()
-	m, err := child.Jobs()
+	m, err := a.Jobs()
 	if err != nil {
 		return nil, err
 	}
-	return m.RerunLocal(ctx, j)
-}
-
-// sameGPUs is the --gpus that asks for the GPUs a job had: its assigned
-// indices ("0,2"; "device=1" for one, which a bare 1 would count) or
-// UUIDs, else what it asked for.
-func sameGPUs(gpus string) string {
-	if gpuIDs.MatchString(gpus) && !strings.Contains(gpus, ",") && !strings.HasPrefix(gpus, "GPU-") {
-		return "device=" + gpus
+	if job.RanLocally(j) {
+		if len(env) > 0 {
+			return nil, exit.Usagef("--env is for reruns in a container; a local rerun (job %s ran with xrun run --local) has this shell's environment", j.ID)
+		}
+		return m.RerunLocal(ctx, j)
 	}
-	return gpus
+	r, err := job.Request(job.RerunArgs(j, env), a.Getenv, a.Err)
+	if err != nil {
+		return nil, err
+	}
+	if err := job.Preflight(ctx, r); err != nil {
+		return nil, err
+	}
+	var rerun *store.Job
+	m.OnJob = func(j *store.Job) { rerun = j }
+	got, err := m.Submit(ctx, r)
+	if rerun == nil {
+		rerun = got
+	}
+	return rerun, err
 }
-
-var gpuIDs = regexp.MustCompile(`^(\d+|GPU-[0-9a-fA-F-]+)(,(\d+|GPU-[0-9a-fA-F-]+))*$`)

@@ -67,7 +67,7 @@ func runRerun(ctx context.Context, a *App, o rerunCmdOptions, m *job.Manager, j 
 		}
 		return err
 	}
-	so := rerunOptions(j, nil)
+	so := submitOptions{Args: job.RerunArgs(j, nil)}
 	so.Detach, so.json, so.quiet = o.detach, o.json, o.quiet
 	return runSubmit(ctx, a, so)
 }
