@@ -24,7 +24,14 @@ func (m *Manager) Attach(ctx context.Context, b backend.Backend, j *store.Job) e
 // attach is Attach, calling ended as soon as the job is seen to end (not
 // when it is interrupted or detached), before its results are fetched.
 func (m *Manager) attach(ctx context.Context, b backend.Backend, j *store.Job, ended func()) error {
-	fmt.Fprintf(m.Err, "job %s running in %s on %s\n", j.ID, Handle(b, j), b.Where())
+	// A job a cluster's scheduler holds is said to wait, not to run;
+	// waitJob says when it starts.
+	s, err := b.State(ctx, j)
+	if err == nil && s.Phase == backend.Pending {
+		fmt.Fprintf(m.Err, "job %s submitted as %s on %s; it has not started\n", j.ID, Handle(b, j), b.Where())
+	} else {
+		fmt.Fprintf(m.Err, "job %s running in %s on %s\n", j.ID, Handle(b, j), b.Where())
+	}
 	logsCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
 	logsDone := make(chan struct{})
@@ -36,7 +43,6 @@ func (m *Manager) attach(ctx context.Context, b backend.Backend, j *store.Job, e
 		b.Logs(logsCtx, j, backend.LogOptions{Follow: true}, view, view)
 		view.Close()
 	}()
-	s, err := b.State(ctx, j)
 	if err == nil && !s.Finished() {
 		waitCtx, stopWait := context.WithCancel(ctx)
 		detached := make(chan struct{})

@@ -32,6 +32,8 @@ type fakeBackend struct {
 	collect func() ([]byte, io.ReadCloser, error)
 	listed  []backend.Listed
 	remove  func() error
+	// wait answers Wait.
+	wait func() (backend.State, error)
 }
 
 // plain is f without Collect.
@@ -78,6 +80,13 @@ func (f *fakeBackend) Collect(context.Context, *store.Job) ([]byte, io.ReadClose
 		panic("fakeBackend: Collect")
 	}
 	return f.collect()
+}
+
+func (f *fakeBackend) Wait(context.Context, *store.Job) (backend.State, error) {
+	if f.wait == nil {
+		panic("fakeBackend: Wait")
+	}
+	return f.wait()
 }
 
 func (f *fakeBackend) List(context.Context, bool) ([]backend.Listed, error) {

@@ -127,8 +127,14 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 		}
 		prev := s
 		var ok bool
-		if s, ok, err = m.refreshOn(ctx, b, j); err != nil || !ok || s.Finished() {
+		if s, ok, err = m.refreshOn(ctx, b, j); err != nil || !ok {
 			return err
+		}
+		if prev.Phase == backend.Pending && s.Phase != backend.Pending {
+			m.sayStarted(b, j, s)
+		}
+		if s.Finished() {
+			return nil
 		}
 		if s.Phase == backend.Pending && cause == nil {
 			return nil // a container that was never started does not start by itself
@@ -137,6 +143,16 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 			m.sayWaiting(j, s)
 		}
 	}
+}
+
+// sayStarted says that job j, which was waiting, has started (and, where
+// it was quick, already ended).
+func (m *Manager) sayStarted(b backend.Backend, j *store.Job, s backend.State) {
+	verb := "running in"
+	if s.Finished() {
+		verb = "ran in"
+	}
+	fmt.Fprintf(m.Err, "job %s %s %s on %s\n", j.ID, verb, Handle(b, j), b.Where())
 }
 
 // sayWaiting says why job j has not started (state s), and for a job its

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -228,7 +229,11 @@ func TestAttachedRun(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 	name := s.ContainerName
-	expect(t, r, 0, "job "+id+" running in Job "+name+" on k8s://")
+	// Said to run once its pod started (or to have run, where it ended
+	// between two looks), never while it waited for a node.
+	if !regexp.MustCompile(`job ` + id + ` (running|ran) in Job ` + regexp.QuoteMeta(name) + ` on k8s://`).MatchString(r.Stderr) {
+		t.Errorf("no line that says where the job ran:\n%s", r.Stderr)
+	}
 	var res result.Results
 	data, err := os.ReadFile(filepath.Join(s.StoreDir, "results.json"))
 	if err != nil {

@@ -1,0 +1,57 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/store"
+)
+
+// A job its scheduler holds is said to wait, with the scheduler's reason,
+// and to run once it starts: never "running" while it is pending.
+func TestWaitSaysWhenAPendingJobStarts(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &store.Job{ID: store.NewID(), Experiment: "e", Status: store.StatusRunning, ContainerID: "31", ContainerName: "xrun-e"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	states := []backend.State{
+		{Phase: backend.Pending, Detail: "PENDING", Waiting: true, Message: "Resources"},
+		{Phase: backend.Running, Detail: "RUNNING"},
+		{Phase: backend.Exited, Detail: "COMPLETED"},
+	}
+	f := &fakeBackend{where: "slurm://login", state: func(look int) (backend.State, error) {
+		return states[min(look, len(states)-1)], nil
+	}, wait: func() (backend.State, error) { return backend.State{}, nil },
+		logs:    func(io.Writer) error { return nil },
+		copyOut: func() (io.ReadCloser, error) { return nil, backend.ErrNotFound }}
+	var out bytes.Buffer
+	m := &Manager{Store: st, Err: &out}
+	if err := m.waitJob(context.Background(), f.plain(), j, states[0]); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	waiting := strings.Index(got, "job "+j.ID+" is waiting (PENDING): Resources")
+	running := strings.Index(got, "job "+j.ID+" running in container xrun-e on slurm://login")
+	if waiting < 0 || running < waiting {
+		t.Errorf("stderr %q: want the wait, then the start", got)
+	}
+
+	// A quick job seen only once it has ended ran, and is said to have.
+	out.Reset()
+	j.Status, j.Finished = store.StatusRunning, nil
+	f.looks, states = 0, []backend.State{states[0], states[2]}
+	if err := m.waitJob(context.Background(), f.plain(), j, states[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "job "+j.ID+" ran in container xrun-e on slurm://login") || strings.Contains(got, "running in") {
+		t.Errorf("stderr %q: want the job said to have run", got)
+	}
+}
