@@ -387,6 +387,11 @@ type State struct {
 	Enforced bool
 	// TimedOut is true when the backend stopped the job for its timeout.
 	TimedOut bool
+	// NoNode is true when the place dropped the job before any node took
+	// it (a Kubernetes Job's deadline, a Slurm job's pending limit):
+	// Message says so in one sentence, with the scheduler's reason where
+	// it gave one ("no node took it before ...: 0/1 nodes are available").
+	NoNode bool
 }
 
 // Finished reports whether the runner has exited.

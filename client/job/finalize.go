@@ -36,7 +36,11 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 		t = s.FinishedAt.UTC()
 	}
 	j.Finished = &t
-	if s.TimedOut && j.StoppedBy == "" {
+	switch {
+	case s.NoNode && j.StoppedBy == "":
+		// One story on every place: it never ran, and the place says why.
+		j.StoppedBy, j.Error = result.StatusTimeout, s.Message
+	case s.TimedOut && j.StoppedBy == "":
 		j.StoppedBy, j.Error = result.StatusTimeout, timeoutMessage(j)
 	}
 	out := Ending{ExitCode: code, OOMKilled: s.OOMKilled, StoppedBy: j.StoppedBy, Fetched: true}

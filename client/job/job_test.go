@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -160,6 +161,23 @@ func TestFinalizeTimeoutReason(t *testing.T) {
 	}
 }
 
+// A job no node took is told as such on every place: a timeout (124) that
+// more time to run would not have cured, with the place's reason, and no
+// log to point at.
+func TestOutcomeOfAJobNoNodeTook(t *testing.T) {
+	j := &store.Job{ID: "a1b2c3d4e5f6", Status: result.StatusTimeout, Timeout: "30s",
+		Error: "no node took it within its pending limit (--pending-limit): Slurm dropped it while it waited for a node (ReqNodeNotAvail)"}
+	err := Outcome(j)
+	var ee *exit.Error
+	if !errors.As(err, &ee) || ee.Code != 124 {
+		t.Fatalf("Outcome = %v, want exit 124", err)
+	}
+	want := "job a1b2c3d4e5f6 never ran: " + j.Error + " (it has no log; ask for what the nodes have, or let it wait longer)"
+	if err.Error() != want {
+		t.Errorf("Outcome:\n  %s\nwant\n  %s", err, want)
+	}
+}
+
 // A job that ended before its runner started (its pod stopped during the
 // image's pull) has no log and no output: it is finalized all the same,
 // with what the backend said, and a cancelled one stays cancelled.
@@ -176,6 +194,9 @@ func TestFinalizeRunnerNeverStarted(t *testing.T) {
 			result.StatusFailed, "Pod was active on the node longer than the specified deadline"},
 		{"no message", "", backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusFailed, "the job ended before its runner started"},
 		{"cancelled", result.StatusCancelled, backend.State{Phase: backend.Exited, ExitCode: 4}, result.StatusCancelled, "cancelled before its runner started"},
+		{"no node took it", "", backend.State{Phase: backend.Exited, ExitCode: 4, TimedOut: true, NoNode: true,
+			Message: "no node took it before its deadline, 5m30s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."},
+			result.StatusTimeout, "no node took it before its deadline, 5m30s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := store.Open(t.TempDir())

@@ -11,6 +11,10 @@ import (
 	"github.com/xrun-dev/xrun/result"
 )
 
+// NoNodePrefix begins the error of a job its place dropped before any node
+// took it (backend.State.NoNode), on every place.
+const NoNodePrefix = "no node took it"
+
 // Outcome turns a finished job into nil (succeeded) or the error that
 // says what happened, carrying the exit code xrun exits with: the
 // runner's code for the status (docs/architecture.md).
@@ -30,6 +34,10 @@ func outcome(j *store.Job, errorShown bool) error {
 	case result.StatusCriteriaFailed:
 		return &exit.Error{Code: code, Err: fmt.Errorf("job %s ran, but its criteria failed (see the results above or `xrun results %s`)", j.ID, j.ID)}
 	case result.StatusTimeout:
+		if strings.HasPrefix(j.Error, NoNodePrefix) {
+			// More time to run would not have helped: a node would.
+			return &exit.Error{Code: code, Err: fmt.Errorf("job %s never ran: %s (it has no log; ask for what the nodes have, or let it wait longer)", j.ID, oneline.Of(j.Error))}
+		}
 		if strings.HasSuffix(j.Error, notStartedSuffix) {
 			// More time would not have helped: what it waited for would.
 			return &exit.Error{Code: code, Err: fmt.Errorf("job %s %s: its pod was still waiting for a node, its image or its volumes", j.ID, j.Error)}

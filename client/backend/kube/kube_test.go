@@ -169,7 +169,7 @@ func TestStateOf(t *testing.T) {
 	expired.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline"}}
 	unschedFailed := unsched.DeepCopy()
 	unschedFailed.Status.Phase = corev1.PodFailed
-	if s := StateOf(expired, []corev1.Pod{*unschedFailed}); s.Phase != backend.Exited || !s.TimedOut || s.Message != "no node took it before its deadline, 10m0s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
+	if s := StateOf(expired, []corev1.Pod{*unschedFailed}); s.Phase != backend.Exited || !s.TimedOut || !s.NoNode || s.Message != "no node took it before its deadline, 10m0s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
 		t.Errorf("deadline while unschedulable: %+v", s)
 	}
 	if s := StateOf(expired, nil); s.Phase != backend.Exited || !s.TimedOut || s.Message != "Kubernetes stopped it at its deadline, 10m0s after the submit (its timeout plus 5m0s)" {

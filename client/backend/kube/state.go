@@ -136,6 +136,7 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 				why = c.Message
 			}
 			s.TimedOut, s.Message = true, jobDeadlineMessage(job, why)
+			s.NoNode = why != ""
 		}
 		s.FinishedAt = time.Now()
 	case cs != nil && cs.State.Waiting != nil:

@@ -37,7 +37,8 @@ func TestStateOf(t *testing.T) {
 		{"time limit, killed", probe{queue: "TIMEOUT|TimeLimit", started: 1}, true, backend.Exited, false, 124, true, ended["TIMEOUT"]},
 		{"node failure", probe{queue: "NODE_FAIL|None", started: 1}, true, backend.Exited, false, -1, false, ended["NODE_FAIL"]},
 		{"preempted", probe{queue: "PREEMPTED|None", started: 1}, true, backend.Exited, false, -1, false, ended["PREEMPTED"]},
-		{"deadline", probe{queue: "DEADLINE|None"}, true, backend.Exited, false, -1, false, ended["DEADLINE"]},
+		{"deadline", probe{queue: "DEADLINE|None"}, true, backend.Exited, false, 124, true, "no node took it within its pending limit (--pending-limit): Slurm dropped it while it waited for a node"},
+		{"deadline with a reason", probe{queue: "DEADLINE|ReqNodeNotAvail"}, true, backend.Exited, false, 124, true, "no node took it within its pending limit (--pending-limit): Slurm dropped it while it waited for a node (ReqNodeNotAvail)"},
 		{"gone without a code", probe{started: 1}, true, backend.Exited, false, -1, false, "Slurm no longer lists the job and its runner left no exit code (its node failed, or it was killed)"},
 		{"cancelled while it waited", probe{queue: "CANCELLED|None"}, true, backend.Exited, false, 143, false, ended["CANCELLED"]},
 	} {

@@ -156,6 +156,13 @@ func stateOf(p probe, submitted bool, timeout string) backend.State {
 		s.Message = "its batch script ended without the runner's exit code"
 	case "TIMEOUT":
 		s.ExitCode, s.TimedOut, s.Message = 124, true, ended[word]
+	case "DEADLINE":
+		// Dropped while it waited: what it waited for is Slurm's reason.
+		s.ExitCode, s.TimedOut, s.NoNode = 124, true, true
+		s.Message = "no node took it within its pending limit (--pending-limit): Slurm dropped it while it waited for a node"
+		if reason != "" && reason != "DeadLine" {
+			s.Message += " (" + reason + ")"
+		}
 	case "CANCELLED":
 		s.ExitCode, s.Message = 143, ended[word]
 	case "OUT_OF_MEMORY":

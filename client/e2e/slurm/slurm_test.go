@@ -465,8 +465,10 @@ func TestGPUsAndPending(t *testing.T) {
 	late := strings.TrimSpace(r.Stdout)
 	cancelAtEnd(t, late)
 	w := xrun(t, 3*time.Minute, "wait", late)
-	xruntest.Expect(t, w, 2, "pending limit")
-	if s := status(t, late); s.Status != "failed" || !strings.Contains(s.Error, "pending limit") {
+	// The story every place tells of a job that never got a node: a
+	// timeout, what it waited for, and no pointer to a log it never had.
+	xruntest.Expect(t, w, 124, "never ran: no node took it within its pending limit", "it has no log")
+	if s := status(t, late); s.Status != "timeout" || !strings.HasPrefix(s.Error, "no node took it") {
 		t.Errorf("past its pending limit: %+v", s)
 	}
 }
