@@ -32,8 +32,9 @@ type fakeBackend struct {
 	collect func() ([]byte, io.ReadCloser, error)
 	listed  []backend.Listed
 	remove  func() error
-	// wait answers Wait.
-	wait func() (backend.State, error)
+	// wait answers Wait, create Create.
+	wait   func() (backend.State, error)
+	create func() error
 }
 
 // plain is f without Collect.
@@ -80,6 +81,13 @@ func (f *fakeBackend) Collect(context.Context, *store.Job) ([]byte, io.ReadClose
 		panic("fakeBackend: Collect")
 	}
 	return f.collect()
+}
+
+func (f *fakeBackend) Create(context.Context, *store.Job, backend.Spec) error {
+	if f.create == nil {
+		panic("fakeBackend: Create")
+	}
+	return f.create()
 }
 
 func (f *fakeBackend) Wait(context.Context, *store.Job) (backend.State, error) {

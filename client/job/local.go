@@ -147,7 +147,11 @@ func (m *Manager) runImageless(ctx context.Context, b backend.Backend, rec *stor
 	s := &submission{m: m, r: r, b: b, release: func() {}}
 	j, err := s.runImageless(ctx, rec, spec)
 	if err != nil {
-		return j, s.abort(ctx, err)
+		err = s.abort(ctx, err)
+		if s.forgotten {
+			j = nil
+		}
+		return j, err
 	}
 	return j, nil
 }

@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -53,5 +54,26 @@ func TestWaitSaysWhenAPendingJobStarts(t *testing.T) {
 	}
 	if got := out.String(); !strings.Contains(got, "job "+j.ID+" ran in container xrun-e on slurm://login") || strings.Contains(got, "running in") {
 		t.Errorf("stderr %q: want the job said to have run", got)
+	}
+}
+
+// A place that refuses a job before anything is submitted leaves no record
+// of it: the refusal is the whole story.
+func TestRefusedSubmitLeavesNoRecord(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := &backend.RefusedError{Where: "Slurm partition debug", Reason: "the job asks for 3 GPUs and its nodes have at most 2"}
+	f := &fakeBackend{where: "slurm://login", create: func() error { return refused }}
+	m := &Manager{Store: st, Err: io.Discard}
+	j, err := m.RunLocal(context.Background(), LocalRequest{Backend: f, Record: &store.Job{Experiment: "e"},
+		Spec: func(*store.Job) backend.Spec { return backend.Spec{Name: "xrun-e"} }})
+	var got *backend.RefusedError
+	if !errors.As(err, &got) || j != nil {
+		t.Fatalf("RunLocal = %+v, %v; want no job and the refusal", j, err)
+	}
+	if jobs, err := st.List(); err != nil || len(jobs) != 0 {
+		t.Errorf("the store holds %d records after a refusal (%v)", len(jobs), err)
 	}
 }

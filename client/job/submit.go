@@ -77,6 +77,9 @@ type submission struct {
 	standby backend.Standby
 	next    func(id string) backend.Spec
 	made    chan error // the standby being made (leaveStandby)
+	// forgotten says the record was removed: the place refused the job
+	// before anything was submitted (backend.RefusedError).
+	forgotten bool
 }
 
 // Submit builds the job's image, records the job, reserves its GPUs,
@@ -91,7 +94,11 @@ func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*store.Job, erro
 	s := &submission{m: m, r: r, release: func() {}}
 	j, err := s.run(ctx)
 	if err != nil {
-		return j, refusedIsBadInput(s.abort(ctx, err))
+		err = refusedIsBadInput(s.abort(ctx, err))
+		if s.forgotten {
+			j = nil
+		}
+		return j, err
 	}
 	return j, nil
 }
@@ -317,9 +324,17 @@ func (s *submission) abort(ctx context.Context, err error) error {
 	}
 	defer s.release()
 	s.dropStandby()
+	var refused *backend.RefusedError
 	switch {
 	case s.stage == unrecorded:
 		return interruptedBeforeJob(ctx, err)
+	case errors.As(err, &refused):
+		// Nothing was submitted: no record of a job that never was.
+		s.m.discard(s.b, s.j, err)
+		if rerr := s.m.Store.Remove(s.j.ID); rerr == nil {
+			s.forgotten = true
+		}
+		return err
 	case ctx.Err() != nil:
 		// The error is the cancelled request's; the backend removed what
 		// its create made, and discard removes it again when the record
