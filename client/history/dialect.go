@@ -93,9 +93,13 @@ type db struct {
 	d   dialect
 }
 
-func (x *db) Query(q string, args ...any) (*sql.Rows, error) { return x.sql.Query(x.d.rebind(q), args...) }
-func (x *db) QueryRow(q string, args ...any) *sql.Row       { return x.sql.QueryRow(x.d.rebind(q), args...) }
-func (x *db) Exec(q string, args ...any) (sql.Result, error) { return x.sql.Exec(x.d.rebind(q), args...) }
+func (x *db) Query(q string, args ...any) (*sql.Rows, error) {
+	return x.sql.Query(x.d.rebind(q), args...)
+}
+func (x *db) QueryRow(q string, args ...any) *sql.Row { return x.sql.QueryRow(x.d.rebind(q), args...) }
+func (x *db) Exec(q string, args ...any) (sql.Result, error) {
+	return x.sql.Exec(x.d.rebind(q), args...)
+}
 func (x *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return x.sql.QueryContext(ctx, x.d.rebind(q), args...)
 }
@@ -122,10 +126,14 @@ type tx struct {
 	d  dialect
 }
 
-func (t *tx) Exec(q string, args ...any) (sql.Result, error) { return t.tx.Exec(t.d.rebind(q), args...) }
-func (t *tx) Query(q string, args ...any) (*sql.Rows, error) { return t.tx.Query(t.d.rebind(q), args...) }
-func (t *tx) QueryRow(q string, args ...any) *sql.Row       { return t.tx.QueryRow(t.d.rebind(q), args...) }
-func (t *tx) Prepare(q string) (*sql.Stmt, error)            { return t.tx.Prepare(t.d.rebind(q)) }
+func (t *tx) Exec(q string, args ...any) (sql.Result, error) {
+	return t.tx.Exec(t.d.rebind(q), args...)
+}
+func (t *tx) Query(q string, args ...any) (*sql.Rows, error) {
+	return t.tx.Query(t.d.rebind(q), args...)
+}
+func (t *tx) QueryRow(q string, args ...any) *sql.Row { return t.tx.QueryRow(t.d.rebind(q), args...) }
+func (t *tx) Prepare(q string) (*sql.Stmt, error)     { return t.tx.Prepare(t.d.rebind(q)) }
 func (t *tx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
 	return t.tx.PrepareContext(ctx, t.d.rebind(q))
 }
