@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,6 +31,7 @@ func runSuite(t *testing.T, open func(t *testing.T) *history.Store) {
 	t.Run("scopes", func(t *testing.T) { testScopes(t, open(t)) })
 	t.Run("hostile", func(t *testing.T) { testHostile(t, open(t)) })
 	t.Run("concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
+	t.Run("restart", func(t *testing.T) { testRestart(t, open(t)) })
 }
 
 // fixture is a server of h, with a token of each scope.
@@ -390,5 +392,58 @@ func testConcurrent(t *testing.T, h *history.Store) {
 		if n[r.ID] != 4 {
 			t.Fatalf("run of %s has %d points; want 4", r.JobID, n[r.ID])
 		}
+	}
+}
+
+// A runner posting while the server restarts: its post is refused (no
+// one listens), retried with backoff, and stored once the server is back.
+func testRestart(t *testing.T, h *history.Store) {
+	token, err := NewToken(h, "runners", ScopePost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	url := "http://" + addr + ResultsPath
+	serve := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		up, done := make(chan struct{}), make(chan error, 1)
+		go func() { done <- Run(ctx, New(h, Options{}), addr, 5*time.Second, func(string) { close(up) }) }()
+		select {
+		case <-up:
+		case err := <-done:
+			t.Fatalf("serve on %s: %v", addr, err)
+		}
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}
+	}
+	stop := serve()
+	ctx := context.Background()
+	if err := post.Post(ctx, url, token, results(t, "job-a", day, 1), post.Options{Attempts: 1}); err != nil {
+		t.Fatalf("post before the restart: %v", err)
+	}
+	stop()
+	posted := make(chan error, 1)
+	go func() {
+		posted <- post.Post(ctx, url, token, results(t, "job-b", day.Add(time.Hour), 1),
+			post.Options{Attempts: 10, Base: 100 * time.Millisecond, Max: 400 * time.Millisecond})
+	}()
+	time.Sleep(500 * time.Millisecond) // the post's first tries find no server
+	stop = serve()
+	defer stop()
+	if err := <-posted; err != nil {
+		t.Fatalf("post across the restart: %v", err)
+	}
+	rs := runs(t, h)
+	if len(rs) != 2 || rs[0].JobID != "job-a" || rs[1].JobID != "job-b" {
+		t.Fatalf("history has %+v; want job-a and job-b", rs)
 	}
 }
