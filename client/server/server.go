@@ -16,6 +16,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -215,10 +216,12 @@ func (s *Server) storageError(w http.ResponseWriter, what string, err error) {
 		Message: "the server could not reach its database; try again shortly (its log says why)."})
 }
 
-// getHistory answers what xrun history --json prints: each series the
-// query picks, with the regression rule's verdict on each run. The query
-// takes the history command's filters: experiment, impl, case (K=V,
-// repeated), host, gpu, since.
+// getHistory answers what xrun history prints: each series the query
+// picks, with the regression rule's verdict on each run. The query takes
+// the history command's filters (experiment, impl, case=K=V repeated,
+// host, gpu, since) and its forms: format=json (the default, as --json),
+// csv (as --csv) or text (the table, of each series' last runs, 10 unless
+// last=N; 0 is all).
 func (s *Server) getHistory(w http.ResponseWriter, r *http.Request, _ history.Token) {
 	q := r.URL.Query()
 	query := nightly.Query{Experiment: q.Get("experiment"), Implementation: q.Get("impl"), Cases: q["case"],
@@ -228,12 +231,31 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request, _ history.To
 		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
 		return
 	}
+	o := nightly.ShowOptions{Filter: f, Rule: nightly.DefaultRule(), Last: 10}
+	contentType := "application/json"
+	switch q.Get("format") {
+	case "", "json":
+		o.JSON = true
+	case "csv":
+		o.CSV, contentType = true, "text/csv; charset=utf-8"
+	case "text":
+		contentType = "text/plain; charset=utf-8"
+		if v := q.Get("last"); v != "" {
+			if o.Last, err = strconv.Atoi(v); err != nil || o.Last < 0 {
+				writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: fmt.Sprintf("last=%q: give a count of runs (0 for all).", v)})
+				return
+			}
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: fmt.Sprintf("format=%q: give json, csv or text.", q.Get("format"))})
+		return
+	}
 	// The series are written as they are judged, one group at a time:
 	// once the first is written the status is sent, so an error past it
-	// cuts the JSON short, which a reader's decoder notices.
-	lw := &lazyWriter{w: w}
+	// cuts the answer short, which a JSON reader's decoder notices.
+	lw := &lazyWriter{w: w, contentType: contentType}
 	n := nightly.New(s.h, lw, io.Discard)
-	err = n.Show(nightly.ShowOptions{Filter: f, Rule: nightly.DefaultRule(), JSON: true})
+	err = n.Show(o)
 	if err != nil && !lw.started {
 		if strings.Contains(err.Error(), "has no run that matches") {
 			writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
@@ -247,17 +269,18 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request, _ history.To
 	}
 }
 
-// lazyWriter sends the JSON content type and status 200 with the first
+// lazyWriter sends its content type and status 200 with the first
 // bytes, so that an error before them can still answer otherwise.
 type lazyWriter struct {
-	w       http.ResponseWriter
-	started bool
+	w           http.ResponseWriter
+	contentType string
+	started     bool
 }
 
 func (l *lazyWriter) Write(p []byte) (int, error) {
 	if !l.started {
 		l.started = true
-		l.w.Header().Set("Content-Type", "application/json")
+		l.w.Header().Set("Content-Type", l.contentType)
 		l.w.WriteHeader(http.StatusOK)
 	}
 	return l.w.Write(p)
