@@ -104,3 +104,13 @@ func isPostgresStorage(err error) bool {
 	var ce *pgconn.ConnectError
 	return errors.As(err, &ce) || pgconn.SafeToRetry(err)
 }
+
+// IsRefused reports whether err is the database refusing a value of the
+// input that the results' bounds let through: PostgreSQL's data
+// exceptions (class 22), such as a NUL character in a text, which its
+// text type cannot hold and SQLite's can. Such a run cannot be stored
+// there however often it is posted.
+func IsRefused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22")
+}

@@ -175,6 +175,10 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 	case errors.Is(err, history.ErrRunning):
 		writeJSON(w, http.StatusUnprocessableEntity, reply{Status: "refused", Message: sentence(err.Error())})
 		return
+	case history.IsRefused(err):
+		// Not retried: the same results would be refused again.
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence("the database refused the results: " + err.Error())})
+		return
 	case err != nil:
 		s.storageError(w, "store job "+res.JobID, err)
 		return

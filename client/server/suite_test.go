@@ -330,9 +330,31 @@ func testHostile(t *testing.T, h *history.Store) {
 	if rs := runs(t, h); len(rs) != 0 {
 		t.Fatalf("refused posts stored %+v", rs)
 	}
-	// The same server stores the good one.
-	if code, r := f.postResults(t, f.post, []byte(good)); code != http.StatusCreated {
-		t.Fatalf("the good post answered %d %+v", code, r)
+	// A NUL in a text the bounds do not cover (the host's name): SQLite
+	// holds it, PostgreSQL's text cannot; refused there as the input's
+	// fault (400, not retried), never a 5xx the runner would retry.
+	nul := strings.Replace(good, `"host":"gpu-box"`, `"host":"gpu\u0000box"`, 1)
+	if nul == good {
+		t.Fatal("the fixture has no host gpu-box")
+	}
+	code, r := f.postResults(t, f.post, []byte(nul))
+	switch {
+	case h.Postgres() && (code != http.StatusBadRequest || r.Status != "refused" || !strings.Contains(r.Message, "0x00")):
+		t.Errorf("a NUL on PostgreSQL: post answered %d %+v; want 400 refused", code, r)
+	case !h.Postgres() && code != http.StatusCreated:
+		t.Errorf("a NUL on SQLite: post answered %d %+v; want 201", code, r)
+	}
+	if rs := runs(t, h); h.Postgres() && len(rs) != 0 {
+		t.Fatalf("a refused post stored %+v", rs)
+	}
+	// The same server stores the good one (on SQLite, in place of the
+	// NUL's run of the same job).
+	want := http.StatusCreated
+	if !h.Postgres() {
+		want = http.StatusOK
+	}
+	if code, r := f.postResults(t, f.post, []byte(good)); code != want {
+		t.Fatalf("the good post answered %d %+v; want %d", code, r, want)
 	}
 }
 
