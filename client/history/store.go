@@ -2,9 +2,10 @@
 // results.json, and any a user imports (committed results, a nightly's
 // artifacts), split into series and kept in an embedded SQLite database
 // (modernc.org/sqlite, pure Go), or in PostgreSQL for a team's server
-// (Open of a postgres:// URL; the same queries, dialect.go). A series is one implementation at one case
-// of one experiment on one kind of machine (Key); the host and the GPU's
-// UUID are kept with each run and can be filtered on.
+// (Open of a postgres:// URL; the same queries, dialect.go). A series is
+// one implementation at one case of one experiment on one kind of machine
+// (Key); the host and the GPU's UUID are kept with each run and can be
+// filtered on.
 //
 // The database is safe for several writers (two nightly jobs at once: WAL,
 // a busy timeout, every import one immediate transaction) and survives a
