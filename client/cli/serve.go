@@ -21,9 +21,10 @@ const DefaultServeAddr = "127.0.0.1:8420"
 const EnvServeDB = "XRUN_DB"
 
 type serveOptions struct {
-	addr    string
-	db      string
-	maxBody int64
+	addr            string
+	db              string
+	maxBody         int64
+	tlsCert, tlsKey string
 }
 
 func newServeCommand(a *App) *cli.Command {
@@ -53,16 +54,21 @@ GET /api/v1/runs/JOB, GET /healthz. docs/server.md has the details.
 Examples:
   xrun serve token add --scope post runners
   xrun serve --addr 127.0.0.1:8420
-  XRUN_DB=postgres://xrun@db.lab/xrun xrun serve --addr 0.0.0.0:8420`,
+  XRUN_DB=postgres://xrun@db.lab/xrun xrun serve --addr 0.0.0.0:8420 --tls-cert cert.pem --tls-key key.pem`,
 		Flags: []cli.Flag{
 			dbFlag,
 			&cli.StringFlag{Name: "addr", Value: DefaultServeAddr, Usage: "listen on `HOST:PORT`", Destination: &o.addr},
 			&cli.Int64Flag{Name: "max-body", Value: server.DefaultMaxBody, Usage: "refuse a posted results.json larger than `BYTES`", Destination: &o.maxBody},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with the certificate (and its chain) in this PEM `FILE` (with --tls-key)", Destination: &o.tlsCert},
+			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's private key, a PEM `FILE`", Destination: &o.tlsKey},
 		},
 		Subcommands: []*cli.Command{newServeTokenCommand(a, dbFlag, &o)},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError("serve takes no arguments, got %d (the database is --db)", c.NArg())
+			}
+			if (o.tlsCert == "") != (o.tlsKey == "") {
+				return usageError("give both --tls-cert and --tls-key, or neither")
 			}
 			h, err := openServed(a, o.db)
 			if err != nil {
@@ -70,9 +76,13 @@ Examples:
 			}
 			defer h.Close()
 			logger := log.New(a.Err, "xrun serve: ", log.LstdFlags)
-			s := server.New(h, server.Options{MaxBody: o.maxBody, Log: logger})
+			s := server.New(h, server.Options{MaxBody: o.maxBody, Log: logger, TLSCert: o.tlsCert, TLSKey: o.tlsKey})
+			scheme := "http"
+			if o.tlsCert != "" {
+				scheme = "https"
+			}
 			err = server.Run(c.Context, s, o.addr, 30*time.Second, func(addr string) {
-				logger.Printf("serving results history %s on http://%s (post to http://%s%s)", h.Path(), addr, addr, server.ResultsPath)
+				logger.Printf("serving results history %s on %s://%s (post to %s://%s%s)", h.Path(), scheme, addr, scheme, addr, server.ResultsPath)
 			})
 			if err != nil {
 				return &ExitError{Code: ExitInfra, Err: err}

@@ -10,6 +10,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ type Options struct {
 	MaxBody int64
 	// Log gets a line per request; nil: none.
 	Log *log.Logger
+	// TLSCert and TLSKey, when both are set, are the PEM files of the
+	// certificate (with its chain) and key Run serves HTTPS with.
+	TLSCert, TLSKey string
 }
 
 // Server serves one results history.
@@ -352,15 +356,34 @@ func Run(ctx context.Context, s *Server, addr string, grace time.Duration, ready
 	if s.o.Log != nil {
 		srv.ErrorLog = s.o.Log
 	}
+	if (s.o.TLSCert == "") != (s.o.TLSKey == "") {
+		return errors.New("give both --tls-cert and --tls-key, or neither")
+	}
+	if s.o.TLSCert != "" {
+		// Loaded here, before listening, so that a wrong file stops the
+		// start with its reason instead of failing every handshake.
+		cert, err := tls.LoadX509KeyPair(s.o.TLSCert, s.o.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load the certificate %s and key %s: %w", s.o.TLSCert, s.o.TLSKey, err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	ln, err := listen(addr)
 	if err != nil {
 		return err
 	}
+
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the certificate is TLSConfig's
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve on %s: %w", addr, err)
