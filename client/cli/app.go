@@ -222,6 +222,7 @@ Examples:
 			newResultsCommand(a),
 			newCompareCommand(a),
 			newHistoryCommand(a),
+			newServeCommand(a),
 			newRegressCommand(a),
 			newReportCommand(a),
 			newRunCommand(a),

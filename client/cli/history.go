@@ -9,8 +9,9 @@ import (
 )
 
 type historyOptions struct {
-	query nightly.Query
-	show  nightly.ShowOptions
+	query  nightly.Query
+	show   nightly.ShowOptions
+	server string
 }
 
 func newHistoryCommand(a *App) *cli.Command {
@@ -38,9 +39,12 @@ Examples:
   xrun history gla-pingpong --plot figures/
   xrun history import experiments/039-gla-pingpong/results
   xrun history accept 3fa1 --note "new tiling, 3 % slower, accepted"
-  xrun history rm --before 180d`,
+  xrun history rm --before 180d
+  XRUN_SERVER_TOKEN=... xrun history --server https://xrun.lab.example gla-pingpong`,
 		Flags: []cli.Flag{
 			historyFlag(a),
+			&cli.StringFlag{Name: "server", EnvVars: []string{EnvServer}, Destination: &o.server,
+				Usage: "read the history of the xrun serve at `URL`, with the read token in $XRUN_SERVER_TOKEN"},
 			&cli.StringFlag{Name: "impl", Usage: "only the series of this implementation", Destination: &o.query.Implementation},
 			&cli.StringSliceFlag{Name: "case", Usage: "only cases with parameter `K=V` (repeat for several)"},
 			&cli.StringFlag{Name: "host", Usage: "only runs on this host (a part of its name or address)", Destination: &o.query.Host},
@@ -69,6 +73,9 @@ Examples:
 			var err error
 			if o.show.Filter, err = o.query.Filter(time.Now()); err != nil {
 				return err
+			}
+			if o.server != "" {
+				return a.historyFromServer(c.Context, o.server, o.query, o.show)
 			}
 			n, err := a.syncedHistory()
 			if err != nil {

@@ -17,6 +17,9 @@ import (
 	"github.com/xrun-dev/xrun/result"
 )
 
+// openAt, when set, names the database open gives a test.
+var openAt func(t *testing.T) string
+
 // writerEnv makes the test binary a writer process (TestMain): it imports
 // runs into a history until it has written the asked number, or is killed.
 const writerEnv = "XRUN_HISTORY_TEST_WRITER"
@@ -75,9 +78,15 @@ func run(id string, at time.Time, cases, impls int, median float64) *result.Resu
 	return r
 }
 
+// open makes an empty history for a test: SQLite, or PostgreSQL where
+// TestPostgres runs the tests again (openAt).
 func open(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "h", FileName))
+	where := filepath.Join(t.TempDir(), "h", FileName)
+	if openAt != nil {
+		where = openAt(t)
+	}
+	s, err := Open(where)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +28,11 @@ type Source struct {
 	// JobID names a run whose results.json has no job id (the runner run
 	// without xrun); default: the results' own.
 	JobID string
+	// ByJob makes the run replace every run of its job, whatever their
+	// start, not only a run of the same start: a server's posts are
+	// idempotent by job id, so a runner's retry or a duplicate post never
+	// makes a second run.
+	ByJob bool
 }
 
 // SourceStore is the origin of runs imported from the job store.
@@ -85,7 +89,10 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.Exec("DELETE FROM runs WHERE run_key = ?", runKey)
+	if err := s.db.d.lockImport(tx, r.Experiment); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	res, err := tx.Exec("DELETE FROM runs WHERE run_key = ? OR (? AND job_id = ?)", runKey, src.ByJob, jobID)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
@@ -97,14 +104,12 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 	if _, err := tx.Exec("DELETE FROM removed_jobs WHERE job_id = ?", jobID); err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
-	res, err = tx.Exec(`INSERT INTO runs (run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,
-		torch, git_commit, source, imported_at, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// RETURNING, not LastInsertId: PostgreSQL's driver has no last id.
+	var runID int64
+	err = tx.QueryRow(`INSERT INTO runs (run_key, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda,
+		torch, git_commit, source, imported_at, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		runKey, jobID, r.Experiment, at.UnixNano(), r.Status, r.Mode, r.Env.Host, src.Address, gpu, uuid, r.Env.Driver,
-		r.Env.CUDARuntime, r.Env.Torch, r.Env.GitCommit, src.Origin, time.Now().UnixNano(), r.Baseline)
-	if err != nil {
-		return out, fmt.Errorf("import run %s: %w", jobID, err)
-	}
-	runID, err := res.LastInsertId()
+		r.Env.CUDARuntime, r.Env.Torch, r.Env.GitCommit, src.Origin, time.Now().UnixNano(), r.Baseline).Scan(&runID)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
@@ -117,7 +122,7 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
 	insSeries, err := tx.Prepare(`INSERT INTO series (key, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
-		clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		clock_policy, mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
 	if err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
 	}
@@ -140,12 +145,8 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 		key := k.String()
 		seriesID, ok := seriesIDs[key]
 		if !ok {
-			res, err := insSeries.Exec(key, k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack,
-				k.ClockPolicy, k.Mode)
-			if err != nil {
-				return out, fmt.Errorf("import run %s: %w", jobID, err)
-			}
-			if seriesID, err = res.LastInsertId(); err != nil {
+			if err := insSeries.QueryRow(key, k.Experiment, k.Case, k.Params, k.Implementation, k.GPU, k.Driver, k.CUDA, k.Stack,
+				k.ClockPolicy, k.Mode).Scan(&seriesID); err != nil {
 				return out, fmt.Errorf("import run %s: %w", jobID, err)
 			}
 			seriesIDs[key] = seriesID
@@ -168,7 +169,7 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 }
 
 // experimentSeries maps the keys of experiment's series to their ids.
-func experimentSeries(tx *sql.Tx, experiment string) (map[string]int64, error) {
+func experimentSeries(tx *tx, experiment string) (map[string]int64, error) {
 	rows, err := tx.Query("SELECT key, id FROM series WHERE experiment = ?", experiment)
 	if err != nil {
 		return nil, err

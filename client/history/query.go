@@ -49,7 +49,7 @@ type Point struct {
 // were first seen), each series in time order.
 func (s *Store) Points(f Filter) ([]Point, error) {
 	q := "SELECT " + pointColumns + " FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id"
-	where, args := f.where()
+	where, args := f.where(s.db.d)
 	q += where
 	q += " ORDER BY p.series_id, r.at, r.id"
 	rows, err := s.db.Query(q, args...)

@@ -19,7 +19,7 @@ func (s *Store) Report(run int64, verdicts map[int64]regress.Verdict) error {
 		return fmt.Errorf("record the verdicts in the results history: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.Prepare("INSERT OR IGNORE INTO reported (run_id, series_id, verdict, reported_at) VALUES (?, ?, ?, ?)")
+	ins, err := tx.Prepare("INSERT INTO reported (run_id, series_id, verdict, reported_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
 	if err != nil {
 		return fmt.Errorf("record the verdicts in the results history: %w", err)
 	}

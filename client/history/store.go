@@ -1,9 +1,11 @@
 // Package history is xrun's results history: every finished job's
 // results.json, and any a user imports (committed results, a nightly's
 // artifacts), split into series and kept in an embedded SQLite database
-// (modernc.org/sqlite, pure Go). A series is one implementation at one case
-// of one experiment on one kind of machine (Key); the host and the GPU's
-// UUID are kept with each run and can be filtered on.
+// (modernc.org/sqlite, pure Go), or in PostgreSQL for a team's server
+// (Open of a postgres:// URL; the same queries, dialect.go). A series is
+// one implementation at one case of one experiment on one kind of machine
+// (Key); the host and the GPU's UUID are kept with each run and can be
+// filtered on.
 //
 // The database is safe for several writers (two nightly jobs at once: WAL,
 // a busy timeout, every import one immediate transaction) and survives a
@@ -160,17 +162,27 @@ CREATE TABLE IF NOT EXISTS reported (
 	reported_at INTEGER NOT NULL,
 	PRIMARY KEY (run_id, series_id)
 );
+CREATE TABLE IF NOT EXISTS tokens (
+	name       TEXT PRIMARY KEY,
+	hash       TEXT NOT NULL UNIQUE,
+	scope      TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+);
 `
 
 // Store is an open history.
 type Store struct {
-	db   *sql.DB
+	db   *db
 	path string
 }
 
 // Open opens the history at path, creating it (and its directory) when it
-// does not exist.
+// does not exist; a postgres:// URL opens it in that PostgreSQL database
+// instead (IsURL), creating its tables there.
 func Open(path string) (*Store, error) {
+	if IsURL(path) {
+		return openPostgres(path)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open results history %s: %w", path, err)
 	}
@@ -187,14 +199,14 @@ func Open(path string) (*Store, error) {
 	// queue on the busy timeout instead of one failing to upgrade its read
 	// lock (SQLITE_BUSY at once, whatever the timeout).
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	sdb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open results history %s: %w", path, err)
 	}
 	// One connection: a CLI process needs no more, and it keeps the
 	// process's own statements from waiting on each other.
-	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path}
+	sdb.SetMaxOpenConns(1)
+	s := &Store{db: &db{sql: sdb}, path: path}
 	// Switching a new database to WAL, or reading one whose last writer
 	// died, can find it locked without SQLite's busy handler being asked:
 	// such a first connection is retried.
@@ -207,15 +219,19 @@ func Open(path string) (*Store, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		db.Close()
+		sdb.Close()
 		return nil, fmt.Errorf("open results history %s: %w", path, err)
 	}
 	return s, nil
 }
 
 // IsStorage reports whether err is the machine's, not the input's: the
-// disk is full, or SQLite could not read or write the history's file.
+// disk is full, SQLite could not read or write the history's file, or
+// PostgreSQL could not be reached or is out of room.
 func IsStorage(err error) bool {
+	if isPostgresStorage(err) {
+		return true
+	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EDQUOT) {
 		return true
 	}
@@ -252,9 +268,9 @@ func (s *Store) migrate() error {
 	if v > schemaVersion {
 		return fmt.Errorf("the history has layout %d; this xrun reads %d (use a newer xrun)", v, schemaVersion)
 	}
-	if v == schemaVersion {
-		return nil
-	}
+	// The schema's statements run on every open (each is IF NOT EXISTS):
+	// the server's tokens table joins a history of the current layout
+	// without a new layout number, which an older xrun would refuse.
 	if v == 1 {
 		if err := addBaseline(tx); err != nil {
 			return err
@@ -288,7 +304,7 @@ func (s *Store) migrate() error {
 // what its points say: the implementations compared with the baseline
 // have a speedup, the baseline none. A run where that does not name one
 // implementation keeps "": the rule judges it on the host factor.
-func addBaseline(tx *sql.Tx) error {
+func addBaseline(tx *tx) error {
 	if _, err := tx.Exec("ALTER TABLE runs ADD COLUMN baseline TEXT NOT NULL DEFAULT ''"); err != nil {
 		return err
 	}
@@ -302,21 +318,29 @@ func addBaseline(tx *sql.Tx) error {
 	return err
 }
 
-// Path is the database's file.
+// Path is the database's file, or its PostgreSQL URL without the
+// password and query.
 func (s *Store) Path() string { return s.path }
+
+// Postgres reports whether the history is in PostgreSQL.
+func (s *Store) Postgres() bool { return s.db.d.postgres }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Check runs SQLite's integrity check and returns an error naming the
-// first problem it finds.
+// Check runs SQLite's integrity check (on SQLite) and looks for points
+// without a run, and returns an error naming the first problem it finds.
 func (s *Store) Check() error {
-	var res string
-	if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil {
-		return fmt.Errorf("check results history: %w", err)
-	}
-	if res != "ok" {
-		return fmt.Errorf("results history %s is damaged: %s", s.path, res)
+	// PostgreSQL checks its own storage (amcheck verifies it): what is
+	// left is the history's own consistency.
+	if !s.db.d.postgres {
+		var res string
+		if err := s.db.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil {
+			return fmt.Errorf("check results history: %w", err)
+		}
+		if res != "ok" {
+			return fmt.Errorf("results history %s is damaged: %s", s.path, res)
+		}
 	}
 	var orphans int
 	if err := s.db.QueryRow("SELECT count(*) FROM points WHERE run_id NOT IN (SELECT id FROM runs)").Scan(&orphans); err != nil {
@@ -331,6 +355,9 @@ func (s *Store) Check() error {
 // Backup writes a consistent copy of the history to dst (which must not
 // exist), while other processes may be writing to it.
 func (s *Store) Backup(dst string) error {
+	if s.db.d.postgres {
+		return fmt.Errorf("back up results history %s: it is in PostgreSQL; back it up with pg_dump (docs/server.md)", s.path)
+	}
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("back up results history: %s exists", dst)
 	} else if !errors.Is(err, os.ErrNotExist) {

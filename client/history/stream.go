@@ -42,7 +42,7 @@ func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, start
 	paramNames := map[string]bool{}
 	q := `SELECT p.series_id, p.run_id, s.params, r.host, r.address, s.gpu, r.gpu_uuid
 		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
-	where, args := f.where()
+	where, args := f.where(s.db.d)
 	rows, err := s.db.QueryContext(ctx, q+where, args...)
 	if err != nil {
 		return fmt.Errorf("read results history: %w", err)
@@ -101,7 +101,7 @@ func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, start
 
 // where is the part of f SQL applies (the rest is matches'), for Points and
 // WalkFilter alike.
-func (f Filter) where() (string, []any) {
+func (f Filter) where(d dialect) (string, []any) {
 	var where []string
 	var args []any
 	if f.Experiment != "" {
@@ -118,10 +118,8 @@ func (f Filter) where() (string, []any) {
 		args = append(args, f.Job)
 	}
 	if len(f.Series) > 0 {
-		// One JSON array, not a variable per series: SQLite allows 32,766
-		// variables in a statement, and an experiment can have more series.
 		ids, _ := json.Marshal(f.Series)
-		where, args = append(where, "p.series_id IN (SELECT value FROM json_each(?))"), append(args, string(ids))
+		where, args = append(where, "p.series_id IN ("+d.idList()+")"), append(args, string(ids))
 	}
 	if len(where) == 0 {
 		return "", nil
@@ -176,19 +174,20 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 		return fmt.Errorf("read results history: %w", err)
 	}
 	defer conn.Close()
-	for _, q := range []string{"DROP TABLE IF EXISTS temp.walk", "CREATE TEMP TABLE walk (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL)"} {
+	walkTable, create := s.db.d.walkTable()
+	for _, q := range create {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("read results history: %w", err)
 		}
 	}
-	defer conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp.walk")
+	defer conn.ExecContext(context.Background(), create[0])
 	// One transaction: a statement each, 110000 of them for a run at the
 	// case cap, took half a second.
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("read results history: %w", err)
 	}
-	ins, err := tx.PrepareContext(ctx, "INSERT INTO temp.walk (id, grp) VALUES (?, ?)")
+	ins, err := tx.PrepareContext(ctx, "INSERT INTO "+walkTable+" (id, grp) VALUES (?, ?)")
 	if err != nil {
 		tx.Rollback()
 		return fmt.Errorf("read results history: %w", err)
@@ -206,10 +205,10 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("read results history: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, "CREATE INDEX temp.walk_grp ON walk(grp, id)"); err != nil {
+	if _, err := conn.ExecContext(ctx, s.db.d.walkIndex()); err != nil {
 		return fmt.Errorf("read results history: %w", err)
 	}
-	rows, err = conn.QueryContext(ctx, `SELECT w.grp, `+pointColumns+` FROM temp.walk w JOIN points p ON p.series_id = w.id
+	rows, err = conn.QueryContext(ctx, `SELECT w.grp, `+pointColumns+` FROM `+walkTable+` w JOIN points p ON p.series_id = w.id
 		JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id ORDER BY w.grp, w.id, r.at, r.id`)
 	if err != nil {
 		return fmt.Errorf("read results history: %w", err)

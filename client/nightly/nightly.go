@@ -64,6 +64,10 @@ func Open(path string, out, errw io.Writer) (*History, error) {
 	return &History{h: h, Out: out, Err: errw}, nil
 }
 
+// New is the history h, open already (a server's), writing to out and
+// errw.
+func New(h *history.Store, out, errw io.Writer) *History { return &History{h: h, Out: out, Err: errw} }
+
 // Backup writes a consistent copy of the history to path.
 func (n *History) Backup(path string) error {
 	if err := n.h.Backup(path); err != nil {

@@ -1,0 +1,398 @@
+// Package server is xrun serve: an HTTP service that keeps a team's
+// results history, which runners post their results.json to (the
+// XRUN_POST_URL of internal/post) and the history's readers read. It runs
+// on the history's own code (client/history), on SQLite or PostgreSQL.
+//
+// Every request but the health check carries a bearer token of a scope
+// (post, read, admin; tokens.go). A token is never written to a log, a
+// URL or an error: the log names a token by its name.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/flat"
+	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/nightly"
+)
+
+// DefaultMaxBody caps a posted results.json: a run at the case cap is
+// 170 MB of JSON.
+const DefaultMaxBody = 256 << 20
+
+// ResultsPath is where runners post their results (XRUN_POST_URL is the
+// server's address and this path).
+const ResultsPath = "/api/v1/results"
+
+// Options tunes a Server. Zero values mean the defaults.
+type Options struct {
+	// MaxBody is the most bytes a post may have (default DefaultMaxBody).
+	MaxBody int64
+	// Log gets a line per request; nil: none.
+	Log *log.Logger
+	// TLSCert and TLSKey, when both are set, are the PEM files of the
+	// certificate (with its chain) and key Run serves HTTPS with.
+	TLSCert, TLSKey string
+}
+
+// Server serves one results history.
+type Server struct {
+	h   *history.Store
+	o   Options
+	mux *http.ServeMux
+}
+
+// New makes a server of the history h.
+func New(h *history.Store, o Options) *Server {
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	s := &Server{h: h, o: o, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.HandleFunc("POST "+ResultsPath, s.auth(ScopePost, s.postResults))
+	s.mux.HandleFunc("GET /api/v1/history", s.auth(ScopeRead, s.getHistory))
+	s.mux.HandleFunc("GET /api/v1/runs", s.auth(ScopeRead, s.getRuns))
+	s.mux.HandleFunc("GET /api/v1/runs/{job}", s.auth(ScopeRead, s.getJob))
+	return s
+}
+
+// reply is every answer's body: a status word and one sentence, with what
+// a post stored.
+type reply struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	*history.Imported
+}
+
+// ServeHTTP serves a request and logs it: the method, the path (never
+// the query), the answer's status, the token's name and the time taken.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+	s.mux.ServeHTTP(rec, r)
+	if s.o.Log != nil {
+		who := rec.token
+		if who == "" {
+			who = "-"
+		}
+		s.o.Log.Printf("%s %s %d token=%s %s", r.Method, r.URL.Path, rec.code, who, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// recorder keeps the status a handler answered and the token's name, for
+// the log.
+type recorder struct {
+	http.ResponseWriter
+	code  int
+	token string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, reply{Status: "ok", Message: "the server is up."})
+}
+
+// auth lets a request through to h when its bearer token is known and
+// its scope allows need.
+func (s *Server) auth(need string, h func(http.ResponseWriter, *http.Request, history.Token)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="xrun"`)
+			writeJSON(w, http.StatusUnauthorized, reply{Status: "unauthorized",
+				Message: "this request needs a token in the Authorization header (Bearer); xrun serve token add makes one."})
+			return
+		}
+		t, ok, err := s.h.TokenByHash(hashToken(secret))
+		if err != nil {
+			s.storageError(w, "read tokens", err)
+			return
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="xrun", error="invalid_token"`)
+			writeJSON(w, http.StatusUnauthorized, reply{Status: "unauthorized",
+				Message: "the token is not known to this server: check XRUN_POST_TOKEN or the config's server token."})
+			return
+		}
+		if rec, ok := w.(*recorder); ok {
+			rec.token = t.Name
+		}
+		if !allows(t.Scope, need) {
+			writeJSON(w, http.StatusForbidden, reply{Status: "forbidden",
+				Message: fmt.Sprintf("token %s has scope %s, and this request needs %s (or admin).", t.Name, t.Scope, need)})
+			return
+		}
+		h(w, r, t)
+	}
+}
+
+// bearer is the request's bearer token, from the Authorization header
+// only: a token in a URL ends up in proxies' and browsers' logs.
+func bearer(r *http.Request) (string, bool) {
+	v := r.Header.Get("Authorization")
+	scheme, secret, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	secret = strings.TrimSpace(secret)
+	return secret, secret != ""
+}
+
+// postResults stores a posted results.json. It is read and checked as
+// xrun history import reads a file (flat.Read: the schema version, the
+// bounds of every figure and name), within MaxBody bytes, and stored in
+// one transaction by job id: a post of a job already stored replaces its
+// run, so a retry or a duplicate never makes a second one.
+func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.Token) {
+	body := &capped{r: http.MaxBytesReader(w, r.Body, s.o.MaxBody)}
+	res, rows, err := flat.Read(body)
+	if body.over {
+		writeJSON(w, http.StatusRequestEntityTooLarge, reply{Status: "refused",
+			Message: fmt.Sprintf("the results are larger than the %d bytes this server takes (xrun serve --max-body).", s.o.MaxBody)})
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence("the results were refused: " + err.Error())})
+		return
+	}
+	if res.JobID == "" {
+		writeJSON(w, http.StatusUnprocessableEntity, reply{Status: "refused",
+			Message: "the results have no job_id, which the server keeps runs by: post the results of an xrun job, or import this file with xrun history import."})
+		return
+	}
+	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: "post:" + t.Name, ByJob: true})
+	switch {
+	case errors.Is(err, history.ErrRunning):
+		writeJSON(w, http.StatusUnprocessableEntity, reply{Status: "refused", Message: sentence(err.Error())})
+		return
+	case history.IsRefused(err):
+		// Not retried: the same results would be refused again.
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence("the database refused the results: " + err.Error())})
+		return
+	case err != nil:
+		s.storageError(w, "store job "+res.JobID, err)
+		return
+	}
+	if im.Replaced {
+		writeJSON(w, http.StatusOK, reply{Status: "replaced", Imported: &im,
+			Message: fmt.Sprintf("job %s was stored already; its run now holds this post's %d points.", im.JobID, im.Points)})
+		return
+	}
+	writeJSON(w, http.StatusCreated, reply{Status: "stored", Imported: &im,
+		Message: fmt.Sprintf("stored job %s of %s: %d points.", im.JobID, im.Experiment, im.Points)})
+}
+
+// capped is a post's body that remembers whether it ran past the cap,
+// whichever error the decoder made of that.
+type capped struct {
+	r    io.Reader
+	over bool
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		c.over = true
+	}
+	return n, err
+}
+
+// storageError answers a failure of the database: 503 with Retry-After,
+// which a runner's post retries with backoff, as whatever went wrong
+// (PostgreSQL restarting, a locked or full disk) is the server's.
+func (s *Server) storageError(w http.ResponseWriter, what string, err error) {
+	if s.o.Log != nil {
+		s.o.Log.Printf("%s: %v", what, err)
+	}
+	w.Header().Set("Retry-After", "5")
+	writeJSON(w, http.StatusServiceUnavailable, reply{Status: "unavailable",
+		Message: "the server could not reach its database; try again shortly (its log says why)."})
+}
+
+// getHistory answers what xrun history prints: each series the query
+// picks, with the regression rule's verdict on each run. The query takes
+// the history command's filters (experiment, impl, case=K=V repeated,
+// host, gpu, since) and its forms: format=json (the default, as --json),
+// csv (as --csv) or text (the table, of each series' last runs, 10 unless
+// last=N; 0 is all).
+func (s *Server) getHistory(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	q := r.URL.Query()
+	query := nightly.Query{Experiment: q.Get("experiment"), Implementation: q.Get("impl"), Cases: q["case"],
+		Host: q.Get("host"), GPU: q.Get("gpu"), Since: q.Get("since")}
+	f, err := query.Filter(time.Now())
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
+		return
+	}
+	o := nightly.ShowOptions{Filter: f, Rule: nightly.DefaultRule(), Last: 10}
+	contentType := "application/json"
+	switch q.Get("format") {
+	case "", "json":
+		o.JSON = true
+	case "csv":
+		o.CSV, contentType = true, "text/csv; charset=utf-8"
+	case "text":
+		contentType = "text/plain; charset=utf-8"
+		if v := q.Get("last"); v != "" {
+			if o.Last, err = strconv.Atoi(v); err != nil || o.Last < 0 {
+				writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: fmt.Sprintf("last=%q: give a count of runs (0 for all).", v)})
+				return
+			}
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: fmt.Sprintf("format=%q: give json, csv or text.", q.Get("format"))})
+		return
+	}
+	// The series are written as they are judged, one group at a time:
+	// once the first is written the status is sent, so an error past it
+	// cuts the answer short, which a JSON reader's decoder notices.
+	lw := &lazyWriter{w: w, contentType: contentType}
+	n := nightly.New(s.h, lw, io.Discard)
+	err = n.Show(o)
+	if err != nil && !lw.started {
+		if strings.Contains(err.Error(), "has no run that matches") {
+			writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
+			return
+		}
+		s.storageError(w, "read history", err)
+		return
+	}
+	if err != nil && s.o.Log != nil {
+		s.o.Log.Printf("read history: %v (the answer was cut short)", err)
+	}
+}
+
+// lazyWriter sends its content type and status 200 with the first
+// bytes, so that an error before them can still answer otherwise.
+type lazyWriter struct {
+	w           http.ResponseWriter
+	contentType string
+	started     bool
+}
+
+func (l *lazyWriter) Write(p []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.w.Header().Set("Content-Type", l.contentType)
+		l.w.WriteHeader(http.StatusOK)
+	}
+	return l.w.Write(p)
+}
+
+// getRuns lists the runs of the history (of one experiment, with
+// ?experiment=), oldest first.
+func (s *Server) getRuns(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	runs, err := s.h.Runs(r.URL.Query().Get("experiment"))
+	if err != nil {
+		s.storageError(w, "read runs", err)
+		return
+	}
+	if runs == nil {
+		runs = []history.Run{}
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+// getJob answers the runs of one job (one, unless it was imported from
+// two starts before it was posted).
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	job := r.PathValue("job")
+	runs, err := s.h.RunsOfJob(job)
+	if err != nil {
+		s.storageError(w, "read runs", err)
+		return
+	}
+	if len(runs) == 0 {
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: fmt.Sprintf("job %q is not in this server's history.", job)})
+		return
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// sentence is msg as one sentence: its first letter as it is, a full
+// stop at its end.
+func sentence(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg != "" && !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}
+
+// Run serves s at addr until ctx is done, then stops taking requests and
+// waits up to grace for those in flight.
+func Run(ctx context.Context, s *Server, addr string, grace time.Duration, ready func(addr string)) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A post at the cap over a slow link takes a while; a client
+		// that sends nothing for this long is gone.
+		ReadTimeout: 10 * time.Minute,
+		IdleTimeout: 2 * time.Minute,
+	}
+	if s.o.Log != nil {
+		srv.ErrorLog = s.o.Log
+	}
+	if (s.o.TLSCert == "") != (s.o.TLSKey == "") {
+		return errors.New("give both --tls-cert and --tls-key, or neither")
+	}
+	if s.o.TLSCert != "" {
+		// Loaded here, before listening, so that a wrong file stops the
+		// start with its reason instead of failing every handshake.
+		cert, err := tls.LoadX509KeyPair(s.o.TLSCert, s.o.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load the certificate %s and key %s: %w", s.o.TLSCert, s.o.TLSKey, err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the certificate is TLSConfig's
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve on %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("stop serving: %w", err)
+	}
+	return nil
+}
