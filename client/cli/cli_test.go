@@ -95,6 +95,7 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		{"network other than default or none", []string{"submit", "--network", "host", dir}, false, ExitUsage, "--network \"host\": give default or none"},
 		{"negative cpus", []string{"submit", "--cpus", "-1", dir}, false, ExitUsage, "--cpus -1: give how many of the host's CPUs to reserve, at least 1"},
 		{"cpus on a cluster", []string{"submit", "--k8s", "--registry", "r:5000", "--cpus", "2", dir}, false, ExitUsage, "--cpus does not apply with --k8s: the scheduler places the pod"},
+		{"two login nodes", []string{"submit", "--slurm", "--login", "a", "--login", "b", dir}, false, ExitUsage, "--login is given 2 times (a, b): give the one login node of the cluster"},
 		{"cpus on slurm", []string{"submit", "--slurm", "--cpus", "2", dir}, false, ExitUsage, "--cpus does not apply with --slurm: the job gets the CPUs Slurm allocates"},
 		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
 	}

@@ -137,7 +137,9 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.BoolFlag{Name: "no-standby", EnvVars: []string{"XRUN_NO_STANDBY"}, Usage: "on a Docker host, neither run the job in the standby container a previous submit of this experiment left (Python and torch already imported) nor leave one for the next submit", Destination: &o.NoStandby},
 			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.PullSecret},
 			&cli.BoolFlag{Name: "slurm", EnvVars: []string{"XRUN_SLURM"}, Usage: "run the job on a Slurm cluster with sbatch, without a container (docs/slurm.md): this machine's Slurm commands, or --login's", Destination: &o.slurm},
-			&cli.StringFlag{Name: "login", EnvVars: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]`, reached with ssh (default: sbatch on this machine)", Destination: &o.login},
+			// A slice, so that a second --login is refused rather than
+			// silently replacing the first.
+			&cli.StringSliceFlag{Name: "login", EnvVars: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]`, reached with ssh (default: sbatch on this machine)"},
 			&cli.StringFlag{Name: "partition", Aliases: []string{"p"}, EnvVars: []string{"XRUN_SLURM_PARTITION"}, Usage: "with --slurm: sbatch --partition", Destination: &o.settings.Partition},
 			&cli.StringFlag{Name: "account", EnvVars: []string{"XRUN_SLURM_ACCOUNT"}, Usage: "with --slurm: sbatch --account", Destination: &o.settings.Account},
 			&cli.StringFlag{Name: "qos", EnvVars: []string{"XRUN_SLURM_QOS"}, Usage: "with --slurm: sbatch --qos", Destination: &o.settings.QOS},
@@ -164,6 +166,11 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			o.hosts = c.StringSlice("host")
 			if len(o.hosts) > 0 {
 				o.Where.Host = o.hosts[0]
+			}
+			if logins := c.StringSlice("login"); len(logins) > 1 {
+				return usageError("--login is given %d times (%s): give the one login node of the cluster", len(logins), strings.Join(logins, ", "))
+			} else if len(logins) == 1 {
+				o.login = logins[0]
 			}
 			if o.slurm {
 				// A login node named in xrun's config brings its slurm:

@@ -197,6 +197,7 @@ func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.Sl
 		return settings
 	}
 	o := t.Slurm
+	python := settings.Python
 	for _, f := range []struct {
 		dst *string
 		val string
@@ -208,6 +209,11 @@ func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.Sl
 	}
 	if settings.Runtime == store.RuntimeBare {
 		settings.Runtime = ""
+	}
+	if settings.Runtime == store.RuntimeDocker {
+		// The job's image has its Python: the login node's python: is
+		// for bare jobs, and only a --python given for this job conflicts.
+		settings.Python = python
 	}
 	return settings
 }

@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -27,5 +29,38 @@ func TestDescribe(t *testing.T) {
 		if !reflect.DeepEqual(rows, tc.rows) || state != tc.state {
 			t.Errorf("%s: %v %q, want %v %q", tc.j.Host, rows, state, tc.rows, tc.state)
 		}
+	}
+}
+
+// A login node's slurm: options fill what the flags leave unset; its
+// python: is for bare jobs, and a docker-runtime job (whose image has its
+// Python) does not get it, while a --python given for the job stays to be
+// refused.
+func TestSlurmDefaults(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "xrun"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "hosts:\n  hpc:\n    host: ssh://me@login.example\n    slurm: {partition: gpu, python: /opt/venv/bin/python3}\n"
+	if err := os.WriteFile(filepath.Join(dir, "xrun", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Set{Getenv: func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return dir
+		}
+		return ""
+	}}
+	bare := s.SlurmDefaults("hpc", store.SlurmSettings{})
+	if bare.Partition != "gpu" || bare.Python != "/opt/venv/bin/python3" {
+		t.Errorf("bare: %+v, want the login node's partition and python", bare)
+	}
+	docker := s.SlurmDefaults("hpc", store.SlurmSettings{Runtime: store.RuntimeDocker})
+	if docker.Partition != "gpu" || docker.Python != "" {
+		t.Errorf("docker runtime: %+v, want the partition without the node's python", docker)
+	}
+	asked := s.SlurmDefaults("hpc", store.SlurmSettings{Runtime: store.RuntimeDocker, Python: "/usr/bin/python3"})
+	if asked.Python != "/usr/bin/python3" {
+		t.Errorf("a --python given with the docker runtime was dropped: %+v", asked)
 	}
 }
