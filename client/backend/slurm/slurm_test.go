@@ -81,6 +81,10 @@ func TestSbatchReason(t *testing.T) {
 	if got != "Requested node configuration is not available" {
 		t.Errorf("reason %q", got)
 	}
+	// sbatch --test-only's own words.
+	if got := sbatchReason("allocation failure: Requested node configuration is not available\n"); got != "Requested node configuration is not available" {
+		t.Errorf("test-only reason %q", got)
+	}
 }
 
 // TestJobScript runs the batch script with sh, a stand-in runner in place
