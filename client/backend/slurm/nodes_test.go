@@ -145,9 +145,18 @@ func TestTestOnly(t *testing.T) {
 		t.Errorf("8 GPUs: %v", err)
 	}
 
-	sh.refusal, sh.ran = "Invalid account or account/partition combination specified", nil
-	if err := b.testOnly(ctx, "", spec, nil); !errors.As(err, &refused) || refused.Reason != sh.refusal || len(sh.ran) != 1 {
-		t.Errorf("an unknown account: %v after %q", err, sh.ran)
+	// Some versions of Slurm say this of a GPU type no node has.
+	sh.refusal = "Invalid generic resource (gres) specification"
+	spec.GPUs.Count, spec.GPUType = 1, "h100"
+	if err := b.testOnly(ctx, "", spec, nil); !errors.As(err, &refused) ||
+		refused.Reason != sh.refusal+": the job asks for GPUs of type h100 and its nodes have GPUs of type V100, a100 (ask for less, or pick another --partition)" {
+		t.Errorf("a GPU type no node has: %v", err)
+	}
+
+	// A refusal that is not about the nodes is Slurm's alone.
+	sh.refusal, spec.GPUType = "Invalid account or account/partition combination specified", "a100"
+	if err := b.testOnly(ctx, "", spec, nil); !errors.As(err, &refused) || refused.Reason != sh.refusal {
+		t.Errorf("an unknown account: %v", err)
 	}
 	sh.refusal, sh.ran = "", nil
 	if err := b.testOnly(ctx, "", spec, nil); err != nil || len(sh.ran) != 1 {

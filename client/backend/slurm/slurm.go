@@ -270,7 +270,7 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 // testOnly asks sbatch whether the cluster could ever run script: a
 // partition without such GPUs, a time limit past its maximum or an
 // unknown account is a refusal in Slurm's words, with what no node of the
-// partition has. sbatch --test-only also refuses a job whose nodes are
+// partition has (Slurm's words do not say). sbatch --test-only also refuses a job whose nodes are
 // drained, down or not responding, which sbatch itself queues until one
 // is back (ReqNodeNotAvail): such a job goes on, and Log says what it
 // waits for. nodes is the partition's nodes if they were read already.
@@ -288,9 +288,6 @@ func (b *Backend) testOnly(ctx context.Context, script string, spec backend.Spec
 			where = "Slurm partition " + b.Settings.Partition
 		}
 		reason := sbatchReason(ee.Stderr)
-		if !strings.Contains(reason, "node configuration is not available") {
-			return &backend.RefusedError{Where: where, Reason: reason}
-		}
 		if nodes == nil {
 			nodes = b.nodes(ctx)
 		}
@@ -298,11 +295,13 @@ func (b *Backend) testOnly(ctx context.Context, script string, spec backend.Spec
 		if spec.GPUs != nil {
 			r.gpus = spec.GPUs.Count
 		}
-		if line := waitLine(nodes.name, nodes.list, r); line != "" {
-			if b.Log != nil {
-				fmt.Fprintln(b.Log, line)
+		if strings.Contains(reason, "node configuration is not available") {
+			if line := waitLine(nodes.name, nodes.list, r); line != "" {
+				if b.Log != nil {
+					fmt.Fprintln(b.Log, line)
+				}
+				return nil
 			}
-			return nil
 		}
 		if nodes.name != "" {
 			where = "Slurm partition " + nodes.name
