@@ -27,31 +27,8 @@ import (
 // refused, saying what is missing. gpu_type names the node's GPUs in any
 // case.
 func TestDrainedNodeQueues(t *testing.T) {
-	testenv.Root(t, "the test cluster's slurmd starts jobs as their users")
-	for _, c := range []string{"munged", "slurmctld", "slurmd", "sbatch"} {
-		if _, err := exec.LookPath(c); err != nil {
-			testenv.Missing(t, "%s is not installed: run make setup (Debian's slurm-wlm and munge)", c)
-		}
-	}
-	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmp := t.TempDir()
-	state := filepath.Join(tmp, "cluster")
-	script := func(name string) error {
-		cmd := exec.Command(filepath.Join(repo, "scripts", "slurm-cluster", name), state)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Logf("%s: %s", name, out)
-		}
-		return err
-	}
-	t.Cleanup(func() { script("down.sh") })
-	if err := script("up.sh"); err != nil {
-		t.Fatalf("start the test cluster: %v", err)
-	}
-	t.Setenv("SLURM_CONF", filepath.Join(state, "slurm.conf"))
+	startCluster(t, tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sh := LocalShell{}
@@ -132,4 +109,33 @@ func TestDrainedNodeQueues(t *testing.T) {
 	if err != nil || st.Phase != backend.Exited || st.ExitCode != 0 {
 		t.Errorf("the job once the node was resumed: %+v, %v", st, err)
 	}
+}
+
+// startCluster starts the one-node cluster of scripts/slurm-cluster with
+// its state in tmp, stops it when t ends, and points SLURM_CONF at it.
+func startCluster(t *testing.T, tmp string) {
+	testenv.Root(t, "the test cluster's slurmd starts jobs as their users")
+	for _, c := range []string{"munged", "slurmctld", "slurmd", "sbatch"} {
+		if _, err := exec.LookPath(c); err != nil {
+			testenv.Missing(t, "%s is not installed: run make setup (Debian's slurm-wlm and munge)", c)
+		}
+	}
+	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(tmp, "cluster")
+	script := func(name string) error {
+		cmd := exec.Command(filepath.Join(repo, "scripts", "slurm-cluster", name), state)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Logf("%s: %s", name, out)
+		}
+		return err
+	}
+	t.Cleanup(func() { script("down.sh") })
+	if err := script("up.sh"); err != nil {
+		t.Fatalf("start the test cluster: %v", err)
+	}
+	t.Setenv("SLURM_CONF", filepath.Join(state, "slurm.conf"))
 }
