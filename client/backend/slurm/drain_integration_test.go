@@ -95,7 +95,8 @@ func TestDrainedNodeQueues(t *testing.T) {
 		if st.Phase != backend.Pending {
 			t.Fatalf("the job of the drained node is %+v, want pending", st)
 		}
-		if strings.Contains(st.Message, "ReqNodeNotAvail") {
+		// Slurm's reason, in its short words or its long ones.
+		if strings.Contains(st.Message, "ReqNodeNotAvail") || strings.Contains(st.Message, "DRAINED") {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -269,11 +269,12 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 
 // testOnly asks sbatch whether the cluster could ever run script: a
 // partition without such GPUs, a time limit past its maximum or an
-// unknown account is a refusal in Slurm's words, with what no node of the
-// partition has (Slurm's words do not say). sbatch --test-only also refuses a job whose nodes are
-// drained, down or not responding, which sbatch itself queues until one
-// is back (ReqNodeNotAvail): such a job goes on, and Log says what it
-// waits for. nodes is the partition's nodes if they were read already.
+// unknown account is a refusal in Slurm's words, followed by what no node
+// of the partition has (Slurm's words do not say). sbatch --test-only
+// also refuses a job whose nodes are drained, down or not responding,
+// which sbatch itself queues until one is back (ReqNodeNotAvail): such a
+// job goes on, and Log says what it waits for. nodes is the partition's
+// nodes if they were read already.
 func (b *Backend) testOnly(ctx context.Context, script string, spec backend.Spec, nodes *partitionNodes) error {
 	_, err := b.Shell.Run(ctx, "sbatch --test-only", strings.NewReader(script))
 	var ee *ExitError
