@@ -75,8 +75,9 @@ type Set struct {
 	Getenv func(string) string
 	// Connect makes the engine of a Docker host; tests replace it.
 	Connect Connector
-	// KubeLog receives a cluster backend's progress (image pushes) and what
-	// a submit leaves out (the compile cache).
+	// KubeLog receives a cluster backend's progress (image pushes), what
+	// a submit leaves out (the compile cache) and what a Slurm job waits
+	// for (drained nodes).
 	KubeLog interface{ Write([]byte) (int, error) }
 	// LocalRoot holds the directories of the jobs run on this machine
 	// without a container (client/backend/local); "" leaves them out.
@@ -176,6 +177,9 @@ func (s *Set) Local() (*local.Backend, error) {
 // host's address and ssh_options.
 func (s *Set) Slurm(login string) *slurm.Backend {
 	b := slurm.New(login)
+	if s.KubeLog != nil {
+		b.Log = s.KubeLog
+	}
 	if login == "" {
 		return b
 	}

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -47,6 +48,11 @@ const (
 // the client stops a job at its timeout; the cluster stops one that no
 // client is watching a little later.
 const DeadlineSlack = 5 * time.Minute
+
+// requestTimeout bounds each request of Backend.Client: a cluster that
+// stops answering is an error, not a hang. Followed logs go through
+// Backend.Stream, which has no such bound.
+var requestTimeout = 30 * time.Second
 
 // Selection is how the user picked a cluster.
 type Selection struct {
@@ -81,7 +87,11 @@ var Capabilities = backend.Capabilities{Name: "Kubernetes", Flag: "--k8s", Lacks
 
 // Backend is one namespace of a cluster.
 type Backend struct {
-	Client    kubernetes.Interface
+	Client kubernetes.Interface
+	// Stream is Client without its overall timeout, for a followed log:
+	// that request lasts as long as the job runs, and ends with its
+	// context. Nil: Client.
+	Stream    kubernetes.Interface
 	Context   string
 	Namespace string
 	server    string
@@ -129,15 +139,23 @@ func Connect(ctx context.Context, sel Selection) (*Backend, error) {
 		return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
 	}
 	cfg.UserAgent = "xrun"
-	cfg.Timeout = 30 * time.Second
 	// A command polls a job's state once a second, and follows its log
 	// beside that: client-go's default of 5 requests a second is too few.
 	cfg.QPS, cfg.Burst = 50, 100
+	// The timeout is the whole request's, body included: on the client
+	// that follows a log it would cut the log off after that long.
+	streamCfg := rest.CopyConfig(cfg)
+	streamCfg.Timeout = 0
+	cfg.Timeout = requestTimeout
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
 	}
-	b := &Backend{Client: c, Context: name, Namespace: ns, server: cfg.Host}
+	sc, err := kubernetes.NewForConfig(streamCfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
+	}
+	b := &Backend{Client: c, Stream: sc, Context: name, Namespace: ns, server: cfg.Host}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := c.Discovery().ServerVersion(); err != nil || pctx.Err() != nil {

@@ -42,7 +42,11 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 				out, tail = new(bytes.Buffer), n
 			}
 		}
-		rc, err := b.Client.CoreV1().Pods(b.Namespace).GetLogs(pod, opts).Stream(ctx)
+		client := b.Client
+		if o.Follow && b.Stream != nil {
+			client = b.Stream
+		}
+		rc, err := client.CoreV1().Pods(b.Namespace).GetLogs(pod, opts).Stream(ctx)
 		if err != nil {
 			return fmt.Errorf("logs of pod %s: %w", pod, notFound(err))
 		}

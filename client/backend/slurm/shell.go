@@ -6,8 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
 )
@@ -75,12 +80,64 @@ func (s SSHShell) command(ctx context.Context, script string) *exec.Cmd {
 		host, port = host[:i], host[i+1:]
 	}
 	args := append([]string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=15"}, s.Options...)
+	// After the user's options, which win where they set the same ones
+	// (ssh takes an option's first value).
+	args = append(args, controlOptions()...)
 	if port != "" {
 		args = append(args, "-p", port)
 	}
 	// The login shell may not be sh: it is handed one quoted word.
 	args = append(args, "--", host, "sh -c "+quote(script))
 	return exec.CommandContext(ctx, "ssh", args...)
+}
+
+// ControlPersist is how long a shared ssh connection to a login node
+// outlives its last session: a command that follows a job (wait, logs -f)
+// runs a step every few seconds, and the next command of a user at the
+// prompt comes soon after.
+const ControlPersist = time.Minute
+
+// controlOptions share one ssh connection per login node among a job's
+// remote steps, and among the commands run in a row, through a control
+// socket in a directory of this user's alone: a login node whose sessions
+// take seconds to open (a jump host, a slow .bashrc) costs that once.
+// None where there is no such directory.
+func controlOptions() []string {
+	d := controlDir()
+	if d == "" {
+		return nil
+	}
+	return []string{"-o", "ControlMaster=auto", "-o", "ControlPath=" + d + "/%C",
+		"-o", fmt.Sprintf("ControlPersist=%d", int(ControlPersist.Seconds()))}
+}
+
+// controlDir is the directory of the control sockets: xrun-ssh-UID in
+// XDG_RUNTIME_DIR, else in the temporary directory; "" when it is not
+// this user's with mode 0700, for whoever may write a socket there could
+// answer for the login node.
+var controlDir = sync.OnceValue(func() string {
+	return privateDir(fmt.Sprintf("xrun-ssh-%d", os.Getuid()), os.Getenv("XDG_RUNTIME_DIR"), os.TempDir(), "/tmp")
+})
+
+// privateDir is name in the first of bases where a socket's path fits,
+// made if need be: "" when it is not this user's alone.
+func privateDir(name string, bases ...string) string {
+	for _, base := range bases {
+		// A socket's path has room for about 100 bytes; %C is 40.
+		d := filepath.Join(base, name)
+		if base == "" || !filepath.IsAbs(base) || len(d)+41 > 100 {
+			continue
+		}
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByMe(fi) {
+			return ""
+		}
+		return d
+	}
+	return ""
 }
 
 func (s SSHShell) Run(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {

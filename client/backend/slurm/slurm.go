@@ -109,6 +109,9 @@ type Backend struct {
 	Runner string
 	// Poll is how often Wait, Logs and Stop ask again (0: 2 s).
 	Poll time.Duration
+	// Log gets what a submit should know and goes on with: a job that
+	// waits for drained nodes.
+	Log io.Writer
 
 	ref string
 }
@@ -236,6 +239,12 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 		return fmt.Errorf("the job directory %s holds white space or quotes, which sbatch's options cannot: choose another with --slurm-dir", root)
 	}
 	d := root + "/" + j.ID
+	var nodes *partitionNodes // read once, when needed
+	if spec.GPUs != nil && spec.GPUs.Count > 0 && spec.GPUType != "" {
+		// gpu_type ignores case; sbatch's --gres does not.
+		nodes = b.nodes(ctx)
+		spec.GPUType = gresType(nodes.list, spec.GPUType)
+	}
 	opts, err := directives(b.Settings, spec, d)
 	if err != nil {
 		return err
@@ -254,7 +263,7 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 	if docker {
 		script = dockerScript(opts, d, root+"/images/"+imageFile(spec.Image)+".tar", spec.Image, j.ID, spec, env)
 	}
-	if err := b.testOnly(ctx, script); err != nil {
+	if err := b.testOnly(ctx, script, spec, nodes); err != nil {
 		return err
 	}
 	if err := b.checkTimeLimit(ctx, spec.Timeout); err != nil {
@@ -273,8 +282,13 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 
 // testOnly asks sbatch whether the cluster could ever run script: a
 // partition without such GPUs, a time limit past its maximum or an
-// unknown account is a refusal in Slurm's words.
-func (b *Backend) testOnly(ctx context.Context, script string) error {
+// unknown account is a refusal in Slurm's words, followed by what no node
+// of the partition has (Slurm's words do not say). sbatch --test-only
+// also refuses a job whose nodes are drained, down or not responding,
+// which sbatch itself queues until one is back (ReqNodeNotAvail): such a
+// job goes on, and Log says what it waits for. nodes is the partition's
+// nodes if they were read already.
+func (b *Backend) testOnly(ctx context.Context, script string, spec backend.Spec, nodes *partitionNodes) error {
 	_, err := b.Shell.Run(ctx, "sbatch --test-only", strings.NewReader(script))
 	var ee *ExitError
 	switch {
@@ -287,9 +301,49 @@ func (b *Backend) testOnly(ctx context.Context, script string) error {
 		if b.Settings.Partition != "" {
 			where = "Slurm partition " + b.Settings.Partition
 		}
-		return &backend.RefusedError{Where: where, Reason: sbatchReason(ee.Stderr)}
+		reason := sbatchReason(ee.Stderr)
+		if nodes == nil {
+			nodes = b.nodes(ctx)
+		}
+		r := request{gpuType: spec.GPUType, memMiB: (spec.MemoryBytes + 1<<20 - 1) >> 20, constraint: b.Settings.Constraint}
+		if spec.GPUs != nil {
+			r.gpus = spec.GPUs.Count
+		}
+		if strings.Contains(reason, "node configuration is not available") {
+			if line := waitLine(nodes.name, nodes.list, r); line != "" {
+				if b.Log != nil {
+					fmt.Fprintln(b.Log, line)
+				}
+				return nil
+			}
+		}
+		if nodes.name != "" {
+			where = "Slurm partition " + nodes.name
+		}
+		if lack := missing(nodes.list, r); lack != "" {
+			reason += ": " + lack + " (ask for less, or pick another --partition)"
+		}
+		return &backend.RefusedError{Where: where, Reason: reason}
 	}
 	return err
+}
+
+// partitionNodes are the nodes of the job's partition and its name; both
+// empty when sinfo did not answer.
+type partitionNodes struct {
+	name string
+	list []node
+}
+
+// nodes asks sinfo for the nodes of the job's partition; when sinfo does
+// not answer, the checks are sbatch's alone.
+func (b *Backend) nodes(ctx context.Context) *partitionNodes {
+	out, err := b.Shell.Run(ctx, sinfoNodes, nil)
+	if err != nil {
+		return &partitionNodes{}
+	}
+	name, list := parseNodes(string(out), b.Settings.Partition)
+	return &partitionNodes{name: name, list: list}
 }
 
 // checkTimeLimit refuses a timeout past the partition's time limit:
@@ -380,6 +434,7 @@ func sbatchReason(stderr string) string {
 	}
 	s = strings.TrimPrefix(s, "sbatch: error: ")
 	s = strings.TrimPrefix(s, "Batch job submission failed: ")
+	s = strings.TrimPrefix(s, "allocation failure: ") // sbatch --test-only
 	if s == "" {
 		return "sbatch --test-only refused it"
 	}

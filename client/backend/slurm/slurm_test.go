@@ -82,6 +82,10 @@ func TestSbatchReason(t *testing.T) {
 	if got != "Requested node configuration is not available" {
 		t.Errorf("reason %q", got)
 	}
+	// sbatch --test-only's own words.
+	if got := sbatchReason("allocation failure: Requested node configuration is not available\n"); got != "Requested node configuration is not available" {
+		t.Errorf("test-only reason %q", got)
+	}
 }
 
 // TestJobScript runs the batch script with sh, a stand-in runner in place
@@ -202,5 +206,35 @@ func TestPartitionLimit(t *testing.T) {
 		if got, ok := parseSlurmTime(in); !ok || got != want {
 			t.Errorf("parseSlurmTime(%q) = %s %v", in, got, ok)
 		}
+	}
+}
+
+// The control sockets of shared ssh connections go in a directory of this
+// user's alone: one that others may write to is not used.
+func TestPrivateDir(t *testing.T) {
+	base := t.TempDir()
+	d := privateDir("xrun-ssh", "", "relative", base)
+	if d != filepath.Join(base, "xrun-ssh") {
+		t.Fatalf("privateDir = %q", d)
+	}
+	if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("made %v, %v; want mode 0700", fi.Mode(), err)
+	}
+	if again := privateDir("xrun-ssh", base); again != d {
+		t.Errorf("the directory again: %q", again)
+	}
+	os.Chmod(d, 0o777)
+	if got := privateDir("xrun-ssh", base); got != "" {
+		t.Errorf("a directory others may write to: %q, want none", got)
+	}
+	os.Remove(d)
+	os.Symlink(t.TempDir(), d)
+	if got := privateDir("xrun-ssh", base); got != "" {
+		t.Errorf("a symbolic link: %q, want none", got)
+	}
+	long := filepath.Join(base, strings.Repeat("x", 80))
+	os.Mkdir(long, 0o700)
+	if got := privateDir("xrun-ssh", long); got != "" {
+		t.Errorf("a path a socket's does not fit in: %q", got)
 	}
 }
