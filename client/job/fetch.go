@@ -34,7 +34,7 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *st
 			}
 			return storeError(st, j, werr)
 		}
-		return saveOutput(st, j, rc, err)
+		return saveOutput(ctx, st, j, rc, err)
 	}
 	// The log goes to the store as it comes, bounded: a job can print
 	// without end, and the client's memory must not follow.
@@ -61,14 +61,17 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *st
 // record.
 func FetchResults(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
 	rc, err := b.CopyOut(ctx, j)
-	return saveOutput(st, j, rc, err)
+	return saveOutput(ctx, st, j, rc, err)
 }
 
 // saveOutput unpacks the output tar rc, which CopyOut or Collect returned
 // with err, into the job's store directory: into a new directory that
 // replaces the old copy once complete, so that a copy cut short (a full
-// disk) leaves the last good one and nothing half-written.
-func saveOutput(st *store.Store, j *store.Job, rc io.ReadCloser, err error) error {
+// disk) leaves the last good one and nothing half-written. A copy whose
+// stream was cut (ctx ended, the ssh session or the tar on the far side
+// failed) is an error, never an output without results.json: a stream
+// cut between two entries reads as a complete, shorter archive.
+func saveOutput(ctx context.Context, st *store.Store, j *store.Job, rc io.ReadCloser, err error) error {
 	if err != nil {
 		if errors.Is(err, backend.ErrNotFound) {
 			return nil // the runner never wrote anything
@@ -87,6 +90,15 @@ func saveOutput(st *store.Store, j *store.Job, rc io.ReadCloser, err error) erro
 			return fmt.Errorf("copy %s of job %s: %w", contract.OutDir, j.ID, err)
 		}
 		return storeError(st, j, fmt.Errorf("copy %s of job %s: %w", contract.OutDir, j.ID, err))
+	}
+	// What follows the archive's end is padding: read it, so that the far
+	// side ends as it would, then ask the stream how it ended.
+	io.CopyN(io.Discard, rc, 1<<20)
+	if cerr := rc.Close(); cerr != nil {
+		return fmt.Errorf("copy %s of job %s: the copy did not finish: %w", contract.OutDir, j.ID, cerr)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("copy %s of job %s: the copy did not finish: %w", contract.OutDir, j.ID, err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return storeError(st, j, err)

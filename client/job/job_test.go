@@ -277,7 +277,7 @@ func TestSaveOutputBounds(t *testing.T) {
 	tw := tar.NewWriter(&big)
 	tw.WriteHeader(&tar.Header{Name: "out/", Typeflag: tar.TypeDir, Mode: 0o755})
 	tw.WriteHeader(&tar.Header{Name: "out/huge.bin", Typeflag: tar.TypeReg, Size: MaxOutputBytes + 1, Mode: 0o644})
-	err = saveOutput(st, j, io.NopCloser(&big), nil)
+	err = saveOutput(context.Background(), st, j, io.NopCloser(&big), nil)
 	if !errors.Is(err, ErrOutputTooLarge) {
 		t.Errorf("an output over the limit: %v, want ErrOutputTooLarge", err)
 	}
@@ -291,13 +291,44 @@ func TestSaveOutputBounds(t *testing.T) {
 	tw = tar.NewWriter(&cut)
 	tw.WriteHeader(&tar.Header{Name: "out/results.json", Typeflag: tar.TypeReg, Size: 100, Mode: 0o644})
 	tw.Write([]byte("{"))
-	if err := saveOutput(st, j, io.NopCloser(&cut), nil); err == nil {
+	if err := saveOutput(context.Background(), st, j, io.NopCloser(&cut), nil); err == nil {
 		t.Error("a tar cut short was taken as the output")
 	}
 	if st.Has(j.ID, store.ResultsFile) || st.Has(j.ID, store.OutDir) {
 		t.Error("a tar cut short left files in the store")
 	}
+
+	// A stream cut between two entries reads as a shorter archive: the
+	// stream's own end (ssh killed at a deadline, tar failing on the far
+	// side) or the deadline says it was cut, and nothing is taken.
+	var first bytes.Buffer
+	tw = tar.NewWriter(&first)
+	tw.WriteHeader(&tar.Header{Name: "out/", Typeflag: tar.TypeDir, Mode: 0o755})
+	tw.Close()
+	killed := closeErr{bytes.NewReader(first.Bytes()), errors.New("signal: killed")}
+	if err := saveOutput(context.Background(), st, j, killed, nil); err == nil || !strings.Contains(err.Error(), "the copy did not finish") {
+		t.Errorf("a stream that ended killed: %v, want the copy said unfinished", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := saveOutput(ctx, st, j, io.NopCloser(bytes.NewReader(first.Bytes())), nil); err == nil {
+		t.Error("a copy whose deadline passed was taken as the output")
+	}
+	if st.Has(j.ID, store.ResultsFile) || st.Has(j.ID, store.OutDir) {
+		t.Error("a cut stream left files in the store")
+	}
+	if err := saveOutput(context.Background(), st, j, io.NopCloser(bytes.NewReader(first.Bytes())), nil); err != nil || !st.Has(j.ID, store.OutDir) {
+		t.Errorf("a whole empty output: %v", err)
+	}
 }
+
+// closeErr is a stream whose Close says how the far side ended.
+type closeErr struct {
+	io.Reader
+	err error
+}
+
+func (c closeErr) Close() error { return c.err }
 
 // A job whose runner finished without results (its output directory lost
 // or unwritable) failed, whatever its exit code says.
