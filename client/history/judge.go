@@ -2,9 +2,9 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/xrun-dev/xrun/client/regress"
 )
@@ -67,16 +67,11 @@ func (s *Store) Walk(points []Point, ru regress.Rule) ([]Judged, error) {
 
 // mates returns the series of the groups of ids that are not in ids.
 func (s *Store) mates(ids []int64) ([]int64, error) {
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	args := make([]any, 0, 2*len(ids))
-	for range 2 {
-		for _, id := range ids {
-			args = append(args, id)
-		}
-	}
+	// One JSON array, not a variable per series (Filter.where says why).
+	list, _ := json.Marshal(ids)
 	rows, err := s.db.Query(`SELECT DISTINCT m.id FROM series m JOIN series s ON m.experiment = s.experiment AND m.params = s.params
 		AND m.gpu = s.gpu AND m.driver = s.driver AND m.cuda = s.cuda AND m.stack = s.stack AND m.clock_policy = s.clock_policy
-		AND m.mode = s.mode WHERE s.id IN (`+marks+`) AND m.id NOT IN (`+marks+`) ORDER BY m.id`, args...)
+		AND m.mode = s.mode WHERE s.id IN (SELECT value FROM json_each(?1)) AND m.id NOT IN (SELECT value FROM json_each(?1)) ORDER BY m.id`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("read results history: %w", err)
 	}
