@@ -10,7 +10,8 @@
 #   alone            no neighbour, no reservation (every CPU)
 #   shared           beside the neighbours, no reservation (every CPU)
 #   reserved-alone   no neighbour, resources.cpus: 1
-#   reserved         beside the neighbours, resources.cpus: 1
+#   reserved         beside the neighbours, resources.cpus: 1 (refused since a
+#                    reservation takes no CPU a running job is on: docs/hosts.md)
 # and prints the product's median at N = 512, the share of the job's CPUs
 # that other processes used (env.host_load: median and largest over the
 # timings) and how many CPUs it could use.

@@ -2,25 +2,32 @@
 // package gpus gives them GPUs, so that one owner's job cannot slow down
 // another's: a job that reserves CPUs (resources.cpus, or a GPU job's share
 // of the host) is the only xrun job that runs on them. Every other job runs
-// on the pool, the CPUs that no reservation holds, and is moved off a CPU
-// as soon as a job reserves it.
+// on the pool, the CPUs that no reservation held when its container was
+// made, and stays on them: a reservation takes only CPUs that no running
+// job is on, so a job's CPUs never change under it (a standby that has no
+// job yet is the one container a reservation moves).
 //
 // A reservation is a container named after the CPU (xrun-cpu-N), never
 // started, labelled with its job (gpus.Reserve); gpus.Release frees a
 // job's CPUs with its GPUs, and a reservation whose job has finished is
-// taken over by the next job that wants the CPU.
+// taken over by the next job that wants the CPU. Every reservation and
+// every move is made under one lock per host, the container LockName, so
+// that two clients never hand out the same CPU or miss each other's jobs.
 package cores
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
@@ -45,8 +52,8 @@ type Host struct {
 	// Queue waits for CPUs other jobs hold instead of failing with a
 	// *BusyError.
 	Queue bool
-	// Keep is how many CPUs a reservation must leave unreserved (at least
-	// one while a job runs on the pool).
+	// Keep is how many of the CPUs it may take a reservation must leave
+	// unreserved (at least one while a standby with no job yet waits).
 	Keep int
 	// Poll is the wait between tries while queued (default 1 s, jittered).
 	Poll time.Duration
@@ -93,8 +100,8 @@ func (e *BusyError) held() string {
 }
 
 // Acquire reserves n CPUs of the host for jobID, the highest free numbers
-// first, and moves the jobs of the pool off them. While any job runs on
-// the pool, one CPU stays unreserved for it. It returns the CPUs in
+// first, of those that no job holds and no job of the pool runs on (a
+// standby with no job yet is moved off them). It returns the CPUs in
 // order.
 func (h *Host) Acquire(ctx context.Context, jobID string, n int) ([]int, error) {
 	if n > h.CPUs {
@@ -180,51 +187,104 @@ func plural(n int) string {
 }
 
 // try makes one pass: it reserves n free CPUs, or gives back what it took
-// and says who holds the rest.
+// and says who holds the rest. It looks at the host once without the lock,
+// since most passes of a queued job find nothing free and need not hold
+// every other client up to learn it, and again under the lock to reserve.
 func (h *Host) try(ctx context.Context, jobID string, n int) ([]int, *BusyError, error) {
 	st, err := h.read(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	held, pool := st.held, st.poolJobs(jobID)
-	free := h.free(held)
-	keep := h.Keep
-	if len(pool) > 0 {
-		keep = max(keep, 1) // the pool's jobs keep a CPU
-	}
-	busy := &BusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: held, available: max(len(free)-keep, 0)}
-	if len(free)-keep < n {
+	if _, busy, ok := h.avail(st, pool{}, n); !ok {
 		return nil, busy, nil
 	}
-	slices.Reverse(free)
+	lctx, unlock, err := h.lock(ctx, jobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	if st, err = h.read(lctx); err != nil {
+		return nil, nil, err
+	}
+	p, err := h.pool(lctx, st, jobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	avail, busy, ok := h.avail(st, p, n)
+	if !ok {
+		return nil, busy, nil
+	}
 	var got []int
 	var made []string
-	for _, cpu := range free {
+	for _, cpu := range avail {
 		if len(got) == n {
 			break
 		}
-		id, holder, err := gpus.Reserve(ctx, h.Engine, h.Image, 0, jobID, ReservationName(cpu), "CPU "+strconv.Itoa(cpu),
-			map[string]string{LabelReservation: strconv.Itoa(cpu)})
+		id, holder, err := h.reserve(lctx, jobID, cpu)
 		if err != nil {
 			h.drop(ctx, made)
 			return nil, nil, err
 		}
 		if holder != "" {
-			held[cpu] = holder
+			busy.Holders[cpu] = holder
 			continue
 		}
 		got, made = append(got, cpu), append(made, id)
 	}
 	if len(got) < n {
 		h.drop(ctx, made)
+		busy.Free, busy.available = busy.Free-len(got), 0
 		return nil, busy, nil
 	}
 	sort.Ints(got)
-	if err := h.confine(ctx, pool, h.free(withJob(held, got, jobID))); err != nil {
+	if err := h.confine(lctx, p.idle, h.free(withJob(st.held, got, jobID))); err != nil {
 		h.drop(ctx, made)
 		return nil, nil, err
 	}
 	return got, nil, nil
+}
+
+// avail lists the CPUs a reservation of n may take, highest first: those
+// no job holds and no job of the pool runs on, less the ones kept
+// unreserved (Keep, and one for the standbys p moves off them), and
+// whether there are n of them; busy says who holds the rest.
+func (h *Host) avail(st state, p pool, n int) (avail []int, busy *BusyError, ok bool) {
+	holders := maps.Clone(st.held)
+	for cpu, j := range p.busy {
+		if _, ok := holders[cpu]; !ok {
+			holders[cpu] = j
+		}
+	}
+	free := h.free(holders)
+	keep := h.Keep
+	if len(p.idle) > 0 {
+		keep = max(keep, 1)
+	}
+	busy = &BusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: holders, available: max(len(free)-keep, 0)}
+	if len(free)-keep < n {
+		return nil, busy, false
+	}
+	slices.Reverse(free)
+	return free[:len(free)-keep], busy, true
+}
+
+// reserve makes cpu's reservation for jobID (gpus.Reserve). Under the lock
+// no other xrun reserves, so a name still in use is a reservation on its
+// way out (a job's release in progress): it is tried again for a while
+// rather than given up.
+func (h *Host) reserve(ctx context.Context, jobID string, cpu int) (string, string, error) {
+	for attempt := 0; ; attempt++ {
+		id, holder, err := gpus.Reserve(ctx, h.Engine, h.Image, 0, jobID, ReservationName(cpu), "CPU "+strconv.Itoa(cpu),
+			map[string]string{LabelReservation: strconv.Itoa(cpu)})
+		if err != nil || holder == "" || attempt == 10 {
+			return id, holder, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func withJob(held map[int]string, cpus []int, jobID string) map[int]string {
@@ -236,6 +296,87 @@ func withJob(held map[int]string, cpus []int, jobID string) map[int]string {
 		out[c] = jobID
 	}
 	return out
+}
+
+// LockName is the container whose existence is a host's CPU lock: the
+// client that made it alone reserves CPUs and moves containers onto them
+// until it removes it. The daemon's container names are unique, so of any
+// number of clients, on any machines, one at a time makes it.
+const LockName = "xrun-cpu-lock"
+
+// LabelLock marks the lock container; its value is the job whose client
+// holds it.
+const LabelLock = "dev.xrun.cpu-lock"
+
+// lockHold bounds the work done under the lock; lockStale is how long a
+// client waits on one lock container before it takes it for a dead
+// client's (killed while it held the lock) and removes it. It is longer
+// than lockHold, so a live holder has always let go before.
+const (
+	lockHold  = time.Minute
+	lockStale = 3 * time.Minute
+)
+
+// lock takes the host's CPU lock for jobID, waiting while another client
+// holds it. It returns a context for the work under the lock (it ends
+// after lockHold) and the function that lets go.
+func (h *Host) lock(ctx context.Context, jobID string) (context.Context, func(), error) {
+	var seen string
+	var since time.Time
+	for {
+		// Not cancelled with ctx: a create cut off once it reached the
+		// daemon would leave a lock no one removes until it is stale.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		id, err := h.Engine.Create(cctx, engine.ContainerSpec{
+			Name: LockName, Image: h.Image,
+			// Never started: the entrypoint only has to be non-empty.
+			Entrypoint: []string{"xrun-reservation"}, Labels: map[string]string{LabelLock: jobID}, NetworkDisabled: true,
+		})
+		cancel()
+		if err == nil {
+			lctx, cancel := context.WithTimeout(ctx, lockHold)
+			return lctx, func() { cancel(); h.drop(ctx, []string{id}) }, nil
+		}
+		if !isConflict(err) {
+			return nil, nil, fmt.Errorf("lock the CPUs of host %s: %w", h.Engine.Host(), err)
+		}
+		c, err := h.Engine.Inspect(ctx, LockName)
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+			// Let go of just now: the next create may get it.
+		case err != nil:
+			return nil, nil, fmt.Errorf("look at the CPU lock of host %s: %w", h.Engine.Host(), err)
+		case c.ID != seen:
+			seen, since = c.ID, time.Now()
+		case time.Since(since) > lockStale:
+			// By its id, so that a lock made meanwhile stays.
+			if err := h.Engine.Remove(ctx, c.ID, true); err != nil && !gone(err) {
+				return nil, nil, fmt.Errorf("remove the CPU lock that job %s's client left on host %s %s ago: %w", c.Labels[LabelLock], h.Engine.Host(), lockStale, err)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("wait for the CPU lock of host %s: %w", h.Engine.Host(), ctx.Err())
+		case <-time.After(20*time.Millisecond + rand.N(80*time.Millisecond)):
+		}
+	}
+}
+
+// isConflict recognises "the container name is already in use".
+func isConflict(err error) bool {
+	return cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is already in use")
+}
+
+// gone says that err is about a container that no longer exists or is
+// being removed: what a job that ends as it is looked at gives.
+func gone(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return errors.Is(err, engine.ErrNotFound) || strings.Contains(msg, "marked for removal") ||
+		strings.Contains(msg, "already in progress") || strings.Contains(msg, "is dead")
 }
 
 // state is what one look at the host reads: which CPUs live reservations
@@ -279,6 +420,44 @@ func (h *Host) free(held map[int]string) []int {
 	return out
 }
 
+// pool is what the jobs that hold no CPUs do with the host's: busy maps
+// each CPU a job of the pool is on (made or running) to one such job, and
+// no reservation takes it; idle are the standbys that have no job yet,
+// which move off the CPUs a reservation takes.
+type pool struct {
+	busy map[int]string
+	idle []engine.Container
+}
+
+// pool inspects the containers of the pool's jobs for their CPUs.
+func (h *Host) pool(ctx context.Context, st state, jobID string) (pool, error) {
+	p := pool{busy: map[int]string{}}
+	for _, c := range st.poolJobs(jobID) {
+		job := c.Labels[contract.LabelJob]
+		if contract.IdleStandby(strings.TrimPrefix(c.Name, "/"), c.Labels) {
+			p.idle = append(p.idle, c)
+			continue
+		}
+		full, err := h.Engine.Inspect(ctx, c.ID)
+		if gone(err) || err == nil && (full.Finished() || full.State == "removing") {
+			continue
+		}
+		if err != nil {
+			return pool{}, fmt.Errorf("look at the CPUs of job %s on host %s: %w", job, h.Engine.Host(), err)
+		}
+		cpus, err := Parse(full.CPUSet)
+		if err != nil || full.CPUSet == "" {
+			cpus = h.free(nil) // every CPU
+		}
+		for _, cpu := range cpus {
+			if _, ok := p.busy[cpu]; !ok {
+				p.busy[cpu] = job
+			}
+		}
+	}
+	return p, nil
+}
+
 // poolJobs lists the containers of xrun jobs that have not ended, made or
 // running, standbys among them, that hold no CPU (other than jobID's). A
 // container made but not started yet counts: with Settle on the other
@@ -297,46 +476,62 @@ func (st state) poolJobs(jobID string) []engine.Container {
 	return out
 }
 
-// Settle moves container id of job jobID, made on cpuset, onto the pool as
-// it is now when the job holds no CPUs: a reservation made between the
-// job's Pool and its container's create listed the jobs before the
-// container existed. Every reservation after the create sees the container
-// (poolJobs), so the job never runs on a CPU another job holds.
+// Settle moves container id of job jobID, made on cpuset and not started
+// yet, onto the pool as it is now when the job holds no CPUs: a
+// reservation made between the job's Pool and its container's create
+// listed the jobs before the container existed. Every reservation after
+// the create sees the container (poolJobs) and leaves its CPUs alone, so
+// the job never runs on a CPU another job holds, nor moves once it runs.
+// When every CPU was reserved meanwhile it waits for one with Queue, else
+// it is a *BusyError.
 func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
-	st, err := h.read(ctx)
-	if err != nil {
-		return err
-	}
-	held := st.held
-	for _, j := range held {
-		if j == jobID {
-			return nil
+	_, err := h.wait(ctx, 0, func() ([]int, *BusyError, error) {
+		lctx, unlock, err := h.lock(ctx, jobID)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	free := h.free(held)
-	want := "" // all of them
-	if len(held) > 0 {
-		want = Set(free)
-	}
-	if want == cpuset || len(free) == 0 {
-		return nil // where it should be, or nowhere better
-	}
-	set := want
-	if set == "" {
-		set = All(h.CPUs)
-	}
-	if err := h.Engine.SetCPUs(ctx, id, set); err != nil {
-		return fmt.Errorf("move job %s onto the CPUs no job reserved: %w", jobID, err)
-	}
-	return nil
+		defer unlock()
+		st, err := h.read(lctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		held := st.held
+		for _, j := range held {
+			if j == jobID {
+				return nil, nil, nil
+			}
+		}
+		free := h.free(held)
+		if len(free) == 0 {
+			return nil, &BusyError{Host: h.Engine.Host(), CPUs: h.CPUs, Holders: held}, nil
+		}
+		want := "" // all of them
+		if len(held) > 0 {
+			want = Set(free)
+		}
+		if want == cpuset {
+			return nil, nil, nil
+		}
+		set := want
+		if set == "" {
+			set = All(h.CPUs)
+		}
+		if err := h.Engine.SetCPUs(lctx, id, set); err != nil {
+			return nil, nil, fmt.Errorf("move job %s onto the CPUs no job reserved: %w", jobID, err)
+		}
+		return nil, nil, nil
+	})
+	return err
 }
 
-// confine moves the pool's jobs onto the CPUs free names.
-func (h *Host) confine(ctx context.Context, pool []engine.Container, free []int) error {
+// confine moves the standbys that have no job yet onto the CPUs free
+// names. One that is going away meanwhile (a prune, a newer standby) is
+// passed over: it will run nothing.
+func (h *Host) confine(ctx context.Context, idle []engine.Container, free []int) error {
 	set := Set(free)
-	for _, c := range pool {
-		if err := h.Engine.SetCPUs(ctx, c.ID, set); err != nil && !errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("move job %s off the reserved CPUs: %w", c.Labels[contract.LabelJob], err)
+	for _, c := range idle {
+		if err := h.Engine.SetCPUs(ctx, c.ID, set); err != nil && !gone(err) {
+			return fmt.Errorf("move the standby of job %s off the reserved CPUs: %w", c.Labels[contract.LabelJob], err)
 		}
 	}
 	return nil
@@ -378,4 +573,27 @@ func Set(cpus []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// Parse reads a cpuset ("0-3,6") as CPU numbers.
+func Parse(set string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(set, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("cpuset %q: %q is no CPU number or range", set, part)
+		}
+		for cpu := a; cpu <= b; cpu++ {
+			out = append(out, cpu)
+		}
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/contract"
@@ -100,25 +101,116 @@ func TestAcquireTakesOverAFinishedJobsCPUs(t *testing.T) {
 	}
 }
 
-func TestPoolJobsMoveOffReservedCPUs(t *testing.T) {
+// A reservation takes no CPU a job of the pool runs on: the job keeps the
+// CPUs it started with until it ends, and the reservation waits (or says
+// who is in the way).
+func TestReservationsLeaveThePoolsJobsAlone(t *testing.T) {
 	h, f := newHost(4)
 	ctx := context.Background()
 	if set, err := h.Pool(ctx, "p"); err != nil || set != "" {
 		t.Fatalf("pool with nothing reserved: %q, %v; want all CPUs", set, err)
 	}
-	p := running(f, "p")
-	// While a job runs on the pool, one CPU stays out of reach.
-	if _, err := h.Acquire(ctx, "a", 4); err == nil {
-		t.Fatal("a reservation took every CPU from a running pool job")
+	p := running(f, "p") // on every CPU
+	_, err := h.Acquire(ctx, "a", 1)
+	var busy *BusyError
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-3 by job p") {
+		t.Fatalf("a reservation beside a pool job on every CPU: %v", err)
 	}
-	if _, err := h.Acquire(ctx, "a", 3); err != nil {
+	if err := f.SetState(p, "exited"); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Containers[p].Spec.CPUSet; got != "0" {
-		t.Errorf("the pool job runs on %q, want 0", got)
+	if got, err := h.Acquire(ctx, "a", 2); err != nil || !reflect.DeepEqual(got, []int{2, 3}) {
+		t.Fatalf("after p ended: %v, %v", got, err)
 	}
-	if set, err := h.Pool(ctx, "q"); err != nil || set != "0" {
-		t.Errorf("the next pool job: %q, %v; want 0", set, err)
+	running(f, "a")
+	set, err := h.Pool(ctx, "q")
+	if err != nil || set != "0-1" {
+		t.Fatalf("the next pool job: %q, %v; want 0-1", set, err)
+	}
+	q := running(f, "q")
+	f.Containers[q].C.CPUSet = set
+	if _, err := h.Acquire(ctx, "b", 1); !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-1 by job q") {
+		t.Errorf("a reservation beside q: %v", err)
+	}
+	if got := f.Containers[q].C.CPUSet; got != "0-1" {
+		t.Errorf("the pool job was moved onto %q", got)
+	}
+	// Queued, it gets q's CPU once q ends.
+	h.Queue = true
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f.SetState(q, "exited")
+	}()
+	if got, err := h.Acquire(ctx, "b", 1); err != nil || !reflect.DeepEqual(got, []int{1}) {
+		t.Errorf("queued beside q: %v, %v; want [1]", got, err)
+	}
+	if cs, _ := f.List(ctx, map[string]string{LabelLock: ""}, true); len(cs) != 0 {
+		t.Errorf("%d CPU locks left", len(cs))
+	}
+}
+
+// A standby that has no job yet runs nothing to time: a reservation moves
+// it off the CPUs it takes, and leaves it one.
+func TestReservationsMoveIdleStandbys(t *testing.T) {
+	h, f := newHost(4)
+	ctx := context.Background()
+	sb := f.Add("xrun-e-s"+contract.StandbySuffix, "running", map[string]string{contract.LabelJob: "s", contract.LabelStandby: "k"}, time.Now())
+	if got, err := h.Acquire(ctx, "a", 2); err != nil || !reflect.DeepEqual(got, []int{2, 3}) {
+		t.Fatalf("beside a standby: %v, %v", got, err)
+	}
+	if got := f.Containers[sb].C.CPUSet; got != "0-1" {
+		t.Errorf("the standby runs on %q, want 0-1", got)
+	}
+	running(f, "a")
+	if _, err := h.Acquire(ctx, "b", 2); err == nil {
+		t.Error("a reservation took the standby's last CPU")
+	}
+	if got, err := h.Acquire(ctx, "b", 1); err != nil || !reflect.DeepEqual(got, []int{1}) || f.Containers[sb].C.CPUSet != "0" {
+		t.Errorf("b: %v, %v; the standby on %q", got, err, f.Containers[sb].C.CPUSet)
+	}
+}
+
+// A lock whose client died is taken over once it is stale; one that a
+// live client holds is waited for.
+func TestLock(t *testing.T) {
+	h, f := newHost(2)
+	ctx := context.Background()
+	left, err := f.Create(ctx, engine.ContainerSpec{Name: LockName, Image: "img", Labels: map[string]string{LabelLock: "dead"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, _, err := h.lock(short, "a"); err == nil || !strings.Contains(err.Error(), "wait for the CPU lock of host") {
+		t.Fatalf("a held lock: %v", err)
+	}
+	if _, ok := f.Containers[left]; !ok {
+		t.Fatal("a fresh lock was removed")
+	}
+	f.Remove(ctx, left, true)
+	_, unlock, err := h.lock(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := f.List(ctx, map[string]string{LabelLock: "a"}, true); len(cs) != 1 {
+		t.Fatalf("%d locks of a", len(cs))
+	}
+	unlock()
+	if cs, _ := f.List(ctx, map[string]string{LabelLock: ""}, true); len(cs) != 0 {
+		t.Fatalf("the lock stayed after unlock")
+	}
+}
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string][]int{"": nil, "3": {3}, "0-3": {0, 1, 2, 3}, "0-2,6": {0, 1, 2, 6}} {
+		if got, err := Parse(in); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"a", "3-1", "-1", "1-"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) took it", bad)
+		}
 	}
 }
 
@@ -153,7 +245,7 @@ func TestPoolWhenEveryCPUIsReserved(t *testing.T) {
 
 // A job whose Pool came before another job's reservation, and whose
 // container came after it, settles on the pool as it is; a container made
-// before a reservation, started or not, is moved by it.
+// before a reservation, started or not, keeps its CPUs.
 func TestSettleAfterARaceWithAReservation(t *testing.T) {
 	h, f := newHost(4)
 	ctx := context.Background()
@@ -172,12 +264,12 @@ func TestSettleAfterARaceWithAReservation(t *testing.T) {
 	if got := f.Containers[p].Spec.CPUSet; got != "0-1" {
 		t.Errorf("settled on %q, want 0-1", got)
 	}
-	// Made, not started: the next reservation moves it too.
-	if _, err := h.Acquire(ctx, "b", 1); err != nil {
-		t.Fatal(err)
+	// Made, not started: the next reservation leaves its CPUs to it.
+	if _, err := h.Acquire(ctx, "b", 1); err == nil || !strings.Contains(err.Error(), "CPU 0-1 by job p") {
+		t.Errorf("b's reservation beside the made container: %v", err)
 	}
-	if got := f.Containers[p].Spec.CPUSet; got != "0" {
-		t.Errorf("after b's reservation the made container runs on %q, want 0", got)
+	if got := f.Containers[p].Spec.CPUSet; got != "0-1" {
+		t.Errorf("after b's reservation the made container runs on %q, want 0-1", got)
 	}
 	// A job that holds CPUs stays on them.
 	a := f.Add("job-a2", "created", map[string]string{contract.LabelJob: "a"}, time.Now())

@@ -15,11 +15,13 @@ import (
 	"github.com/xrun-dev/xrun/client/testhosts"
 )
 
-// A job that reserves a CPU (resources.cpus) is the only job on it: a
-// second user's neighbour that keeps every CPU busy, started first on all
-// of them, is moved off the reserved one as the job starts, and the kernel
-// keeps it off (issue 33: a second user's job cannot slow the first's).
-// Both run on a daemon of their own that both users may use.
+// A job that reserves a CPU (resources.cpus) is the only job on it (issue
+// 33: a second user's job cannot slow the first's), and takes none that a
+// running job is on (issue 47: a second user's reservation cannot slow the
+// first's job either): a second user's neighbour that keeps every CPU
+// busy, started first on all of them, keeps them, and the reservation
+// waits for it with --queue. Both run on a daemon of their own that both
+// users may use.
 func TestReservedCPUIsTheJobsAlone(t *testing.T) {
 	d, e, _ := sharedDaemon(t)
 	o := asOther(t)
@@ -52,13 +54,26 @@ func TestReservedCPUIsTheJobsAlone(t *testing.T) {
 	}
 	waitSpinning(t, o, hog, 2*info.CPUs)
 
-	// This user's job reserves the highest CPU; the neighbour moves off it.
+	// This user's job asks for a CPU the neighbour runs on: without
+	// --queue it is refused and names the neighbour, which keeps every CPU.
+	r = x.Run(t, 5*time.Minute, "submit", "--host", d.Socket, "--cpu", "--base", Base, fixturePath("cpus"))
+	if r.Code == 0 || !strings.Contains(r.Stderr, "by job "+hog) || !strings.Contains(r.Stderr, "--queue") {
+		t.Fatalf("a reservation of the CPUs the neighbour runs on: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if c := inspectJob(t, e, hog); c.CPUSet != "" {
+		t.Fatalf("the neighbour was moved onto CPUs %q", c.CPUSet)
+	}
+	// With --queue it waits for the neighbour to end (its spinners stop
+	// after a minute), then reserves the highest CPU; the neighbour ran on
+	// every CPU to its end (issue 47: a running job's CPUs never change).
 	r, id := x.Submitted(t, fixturePath("cpus"), func() res {
-		return x.Run(t, 5*time.Minute, "submit", "--host", d.Socket, "--cpu", "--base", Base, fixturePath("cpus"))
+		return x.Run(t, 5*time.Minute, "submit", "--host", d.Socket, "--cpu", "--base", Base, "--queue", fixturePath("cpus"))
 	})
-	expect(t, r, 0, "gets CPU "+strconv.Itoa(last)+" of "+strconv.Itoa(info.CPUs))
-	if c := inspectJob(t, e, hog); c.CPUSet != "0-"+strconv.Itoa(last-1) && !(last == 1 && c.CPUSet == "0") {
-		t.Errorf("the neighbour runs on CPUs %q while the job holds %d", c.CPUSet, last)
+	expect(t, r, 0, "queued on", "gets CPU "+strconv.Itoa(last)+" of "+strconv.Itoa(info.CPUs))
+	if cs, err := e.List(ctx, map[string]string{"dev.xrun.job": hog}, true); err == nil && len(cs) == 1 {
+		if c, err := e.Inspect(ctx, cs[0].ID); err == nil && c.CPUSet != "" {
+			t.Errorf("the neighbour (%s) ended on CPUs %q, want every CPU", c.State, c.CPUSet)
+		}
 	}
 	if st := x.Run(t, time.Minute, "status", id); !strings.Contains(st.Stdout, "cpus") || !strings.Contains(st.Stdout, strconv.Itoa(last)) {
 		t.Errorf("status does not say the job's CPUs:\n%s", st.Stdout)

@@ -2,9 +2,9 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/xrun-dev/xrun/client/regress"
 )
@@ -65,31 +65,47 @@ func (s *Store) Walk(points []Point, ru regress.Rule) ([]Judged, error) {
 	return out, nil
 }
 
-// mates returns the series of the groups of ids that are not in ids.
+// mates returns the series of the groups of ids that are not in ids. It
+// reads the series of the experiments of ids once and groups them here: a
+// join of the series with themselves on the group's columns compares
+// every pair, minutes for an experiment of 50000 series.
 func (s *Store) mates(ids []int64) ([]int64, error) {
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	args := make([]any, 0, 2*len(ids))
-	for range 2 {
-		for _, id := range ids {
-			args = append(args, id)
-		}
-	}
-	rows, err := s.db.Query(`SELECT DISTINCT m.id FROM series m JOIN series s ON m.experiment = s.experiment AND m.params = s.params
-		AND m.gpu = s.gpu AND m.driver = s.driver AND m.cuda = s.cuda AND m.stack = s.stack AND m.clock_policy = s.clock_policy
-		AND m.mode = s.mode WHERE s.id IN (`+marks+`) AND m.id NOT IN (`+marks+`) ORDER BY m.id`, args...)
+	// One JSON array, not a variable per series (Filter.where says why).
+	list, _ := json.Marshal(ids)
+	rows, err := s.db.Query(`SELECT id, experiment, params, gpu, driver, cuda, stack, clock_policy, mode FROM series
+		WHERE experiment IN (SELECT DISTINCT experiment FROM series WHERE id IN (SELECT value FROM json_each(?))) ORDER BY id`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("read results history: %w", err)
 	}
 	defer rows.Close()
-	var out []int64
+	type group [8]string
+	var all []int64
+	groupOf := map[int64]group{}
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var g group
+		if err := rows.Scan(&id, &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7]); err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
-		out = append(out, id)
+		all, groupOf[id] = append(all, id), g
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	in, groups := map[int64]bool{}, map[group]bool{}
+	for _, id := range ids {
+		in[id] = true
+		if g, ok := groupOf[id]; ok {
+			groups[g] = true
+		}
+	}
+	var out []int64
+	for _, id := range all {
+		if !in[id] && groups[groupOf[id]] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // Judge returns the verdict on each point of job's run against the values

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -228,10 +229,9 @@ func (s *Store) ChangePoints(series ...int64) (map[int64][]ChangePoint, error) {
 	q := "SELECT id, series_id, at, job_id, note, created_at FROM change_points"
 	var args []any
 	if len(series) > 0 {
-		q += " WHERE series_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(series)), ",") + ")"
-		for _, id := range series {
-			args = append(args, id)
-		}
+		// One JSON array, not a variable per series (Filter.where says why).
+		ids, _ := json.Marshal(series)
+		q, args = q+" WHERE series_id IN (SELECT value FROM json_each(?))", append(args, string(ids))
 	}
 	q += " ORDER BY series_id, at"
 	rows, err := s.db.Query(q, args...)

@@ -99,7 +99,7 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 		b.remove(ctx, id)
 		return err
 	}
-	if err := b.settle(ctx, j.ID, id, s.CPUSet); err != nil {
+	if err := b.settle(ctx, j.ID, id, s); err != nil {
 		b.remove(ctx, id)
 		return err
 	}

@@ -115,15 +115,17 @@ func (b *Backend) cpus(ctx context.Context, r backend.PrepareRequest, share int)
 	return set, nil
 }
 
-// settle moves container id of a job that holds no CPUs onto the pool as
-// it is now (cores.Host.Settle): a reservation may have come between the
-// job's Prepare and its container.
-func (b *Backend) settle(ctx context.Context, jobID, id, cpuset string) error {
+// settle moves container id of a job that holds no CPUs, made from spec s
+// and not started yet, onto the pool as it is now (cores.Host.Settle): a
+// reservation may have come between the job's Prepare and its container.
+// With --queue (s.WaitForNode) it waits for a CPU when every one was
+// reserved meanwhile.
+func (b *Backend) settle(ctx context.Context, jobID, id string, s backend.Spec) error {
 	n := hostCPUs(ctx, b.Engine)
 	if n <= 0 {
 		return nil
 	}
-	return (&cores.Host{Engine: b.Engine, CPUs: n}).Settle(ctx, jobID, id, cpuset)
+	return (&cores.Host{Engine: b.Engine, CPUs: n, Image: s.Image, Queue: s.WaitForNode}).Settle(ctx, jobID, id, s.CPUSet)
 }
 
 // hostCPUs is how many CPUs the Docker host has (0: its daemon did not say).

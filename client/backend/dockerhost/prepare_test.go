@@ -34,6 +34,7 @@ func TestCheckDriver(t *testing.T) {
 
 // Prepare hands a Docker host's CPUs out: a job's resources.cpus, a GPU
 // job's share by default, and the pool to a CPU job that asks for none.
+// A job of the pool keeps the CPUs it started on.
 func TestPrepareCPUs(t *testing.T) {
 	f := enginetest.New()
 	f.ImageIDs["img"] = "sha256:img"
@@ -41,53 +42,51 @@ func TestPrepareCPUs(t *testing.T) {
 	b := &Backend{Engine: f, FakeGPUs: 2, Getenv: func(string) string { return "" }}
 	ctx := context.Background()
 	var log strings.Builder
-	prepare := func(id string, r backend.PrepareRequest) backend.Reservation {
+	prepare := func(id string, r backend.PrepareRequest) (backend.Reservation, string) {
 		t.Helper()
 		r.Job, r.Image, r.Log = &store.Job{ID: id}, "img", &log
 		res, err := b.Prepare(ctx, r)
 		if err != nil {
 			t.Fatalf("job %s: %v", id, err)
 		}
-		f.Add("job-"+id, "running", map[string]string{contract.LabelJob: id}, time.Now())
-		return res
+		c := f.Add("job-"+id, "running", map[string]string{contract.LabelJob: id}, time.Now())
+		f.Containers[c].C.CPUSet = res.CPUSet
+		return res, c
 	}
-	if res := prepare("pool", backend.PrepareRequest{}); res.CPUSet != "" {
+	res, first := prepare("first", backend.PrepareRequest{})
+	if res.CPUSet != "" {
 		t.Errorf("a CPU job with nothing reserved runs on %q, want all CPUs", res.CPUSet)
 	}
+	if err := f.SetState(first, "exited"); err != nil {
+		t.Fatal(err)
+	}
 	// One GPU of two: half of the host's CPUs.
-	gpuJob := prepare("gpu", backend.PrepareRequest{GPUs: &backend.GPUs{Count: 1}})
+	gpuJob, _ := prepare("gpu", backend.PrepareRequest{GPUs: &backend.GPUs{Count: 1}})
 	if gpuJob.CPUSet != "4-7" || gpuJob.GPUIDs != "0" {
 		t.Errorf("GPU job: CPUs %q, GPUs %q; want 4-7, 0", gpuJob.CPUSet, gpuJob.GPUIDs)
 	}
-	if got := f.Containers[mustID(t, f, "job-pool")].Spec.CPUSet; got != "0-3" {
-		t.Errorf("the pool job runs on %q after the GPU job's reservation, want 0-3", got)
-	}
-	if res := prepare("two", backend.PrepareRequest{CPUs: 2}); res.CPUSet != "2-3" {
+	if res, _ := prepare("two", backend.PrepareRequest{CPUs: 2}); res.CPUSet != "2-3" {
 		t.Errorf("cpus: 2 got %q, want 2-3", res.CPUSet)
 	}
-	// The second GPU's share is 4 CPUs, but 1 is free beside the pool's
-	// own: it takes that one rather than wait.
-	if res := prepare("gpu2", backend.PrepareRequest{GPUs: &backend.GPUs{Count: 1}}); res.CPUSet != "1" {
-		t.Errorf("second GPU job: CPUs %q, want 1", res.CPUSet)
+	pool, pc := prepare("pool", backend.PrepareRequest{})
+	if pool.CPUSet != "0-1" {
+		t.Errorf("a CPU job beside them runs on %q, want 0-1", pool.CPUSet)
+	}
+	// The second GPU's share is 4 CPUs, but the pool job is on the only
+	// ones left: it runs beside it rather than wait.
+	if res, _ := prepare("gpu2", backend.PrepareRequest{GPUs: &backend.GPUs{Count: 1}}); res.CPUSet != "0-1" {
+		t.Errorf("second GPU job: CPUs %q, want 0-1", res.CPUSet)
 	}
 	_, err := b.Prepare(ctx, backend.PrepareRequest{Job: &store.Job{ID: "more"}, Image: "img", CPUs: 1, Log: &log})
-	if err == nil || !strings.Contains(err.Error(), "cannot give this job 1 CPUs now (1 of 8 free") {
-		t.Errorf("a reservation that would take the pool's last CPU: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "cannot give this job 1 CPUs now (0 of 8 free") || !strings.Contains(err.Error(), "CPU 0-1 by job") {
+		t.Errorf("a reservation of a CPU the pool's jobs are on: %v", err)
+	}
+	if got := f.Containers[pc].C.CPUSet; got != "0-1" {
+		t.Errorf("the pool job was moved onto %q", got)
 	}
 	if !strings.Contains(log.String(), "job gpu gets CPU 4-7 of 8 on unix:///fake.sock") {
 		t.Errorf("log:\n%s", log.String())
 	}
-}
-
-func mustID(t *testing.T, f *enginetest.Engine, name string) string {
-	t.Helper()
-	for id, c := range f.Containers {
-		if c.C.Name == name {
-			return id
-		}
-	}
-	t.Fatalf("no container %s", name)
-	return ""
 }
 
 // On a one-GPU host the GPU job's share is every CPU but the last free

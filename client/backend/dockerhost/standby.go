@@ -314,11 +314,11 @@ func (b *Backend) ClaimStandby(ctx context.Context, experiment, owner string) *S
 	return nil
 }
 
-// moveOnto moves container id of job jobID onto the CPUs of cpuset ("":
+// moveOnto moves container id of job jobID onto the CPUs of s.CPUSet ("":
 // all of the host's), where a standby made on another job's CPUs runs its
 // own job, and settles it there (settle).
-func (b *Backend) moveOnto(ctx context.Context, jobID, id, cpuset string) error {
-	set := cpuset
+func (b *Backend) moveOnto(ctx context.Context, jobID, id string, s backend.Spec) error {
+	set := s.CPUSet
 	if set == "" {
 		n := hostCPUs(ctx, b.Engine)
 		if n <= 0 {
@@ -329,7 +329,7 @@ func (b *Backend) moveOnto(ctx context.Context, jobID, id, cpuset string) error 
 	if err := b.Engine.SetCPUs(ctx, id, set); err != nil {
 		return err
 	}
-	return b.settle(ctx, jobID, id, cpuset)
+	return b.settle(ctx, jobID, id, s)
 }
 
 // Discard removes a claimed standby the job does not use.
@@ -351,7 +351,7 @@ func (st *Standby) Hand(ctx context.Context, j *store.Job, s backend.Spec) error
 		st.Discard(ctx)
 		return fmt.Errorf("hand the job to its standby: %w", err)
 	}
-	if err := st.b.moveOnto(ctx, j.ID, st.c.ID, s.CPUSet); err != nil {
+	if err := st.b.moveOnto(ctx, j.ID, st.c.ID, s); err != nil {
 		st.Discard(ctx)
 		return fmt.Errorf("hand the job to its standby: %w", err)
 	}
