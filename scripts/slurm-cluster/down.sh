@@ -18,5 +18,7 @@ for d in slurmd slurmctld munged; do
 		kill -9 "$pid" 2>/dev/null
 	fi
 	rm -f "$f"
+	echo "down.sh: stopped $d (pid $pid)"
 done
+echo "down.sh: the cluster of $S is down; its state and logs stay there"
 exit 0

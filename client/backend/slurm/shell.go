@@ -54,11 +54,11 @@ func (LocalShell) command(ctx context.Context, script string) *exec.Cmd {
 }
 
 func (s LocalShell) Run(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
-	return run(s.command(ctx, script), stdin, false)
+	return run(s.command(ctx, script), stdin, "")
 }
 
 func (s LocalShell) Stream(ctx context.Context, script string) (io.ReadCloser, error) {
-	return stream(s.command(ctx, script), false)
+	return stream(s.command(ctx, script), "")
 }
 
 func (LocalShell) Where() string { return "this machine" }
@@ -141,11 +141,11 @@ func privateDir(name string, bases ...string) string {
 }
 
 func (s SSHShell) Run(ctx context.Context, script string, stdin io.Reader) ([]byte, error) {
-	return run(s.command(ctx, script), stdin, true)
+	return run(s.command(ctx, script), stdin, s.Where())
 }
 
 func (s SSHShell) Stream(ctx context.Context, script string) (io.ReadCloser, error) {
-	return stream(s.command(ctx, script), true)
+	return stream(s.command(ctx, script), s.Where())
 }
 
 func (s SSHShell) Where() string { return strings.TrimPrefix(s.Login, "ssh://") }
@@ -153,14 +153,16 @@ func (s SSHShell) Where() string { return strings.TrimPrefix(s.Login, "ssh://") 
 // sshFailed is ssh's own exit code: it could not connect or log in.
 const sshFailed = 255
 
-func run(cmd *exec.Cmd, stdin io.Reader, ssh bool) ([]byte, error) {
+// run runs cmd; login names the login node when cmd is ssh ("": a
+// command of this machine).
+func run(cmd *exec.Cmd, stdin io.Reader, login string) ([]byte, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err := cmd.Run()
-	return out.Bytes(), exitError(err, errb.String(), ssh)
+	return out.Bytes(), exitError(err, errb.String(), login)
 }
 
-func exitError(err error, stderr string, ssh bool) error {
+func exitError(err error, stderr string, login string) error {
 	if err == nil {
 		return nil
 	}
@@ -169,25 +171,50 @@ func exitError(err error, stderr string, ssh bool) error {
 	if !errors.As(err, &ee) {
 		return fmt.Errorf("%w: %v", backend.ErrUnreachable, err)
 	}
-	if ssh && ee.ExitCode() == sshFailed {
-		return fmt.Errorf("ssh: %s: %w", stderr, backend.ErrUnreachable)
+	if login != "" && ee.ExitCode() == sshFailed {
+		return sshError(login, stderr)
 	}
 	return &ExitError{Code: ee.ExitCode(), Stderr: stderr}
 }
+
+// sshError is ssh's own failure (it could not connect or log in) in one
+// sentence with the next step: ssh says "ssh: connect to host ...", which
+// is not prefixed again.
+func sshError(login, stderr string) error {
+	msg := strings.TrimPrefix(stderr, "ssh: ")
+	if msg == "" {
+		msg = "it exited with code 255"
+	}
+	try := "ssh " + login
+	if i := strings.LastIndex(login, ":"); i > 0 && strings.Trim(login[i+1:], "0123456789") == "" {
+		try = "ssh -p " + login[i+1:] + " " + login[:i]
+	}
+	next := fmt.Sprintf("check that `%s true` works from this shell (an agent, a key in ssh_options, a reachable host)", try)
+	switch {
+	case strings.Contains(stderr, "Host key verification failed"), strings.Contains(stderr, "REMOTE HOST IDENTIFICATION HAS CHANGED"):
+		next = fmt.Sprintf("ssh to %s once by hand to check and accept its host key", login)
+	case strings.Contains(stderr, "Permission denied"):
+		next = "give ssh a key the login node takes: an agent, or -i KEY in the host's ssh_options (docs/hosts.md)"
+	}
+	return fmt.Errorf("ssh to %s failed: %s; %s: %w", login, oneLine(msg), next, backend.ErrUnreachable)
+}
+
+// oneLine is s's lines joined, for an error of one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 type streamed struct {
 	io.ReadCloser
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
-	ssh    bool
+	login  string // "": a command of this machine
 }
 
 func (s *streamed) Close() error {
 	s.ReadCloser.Close()
-	return exitError(s.cmd.Wait(), s.stderr.String(), s.ssh)
+	return exitError(s.cmd.Wait(), s.stderr.String(), s.login)
 }
 
-func stream(cmd *exec.Cmd, ssh bool) (io.ReadCloser, error) {
+func stream(cmd *exec.Cmd, login string) (io.ReadCloser, error) {
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()
@@ -197,7 +224,7 @@ func stream(cmd *exec.Cmd, ssh bool) (io.ReadCloser, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %v", backend.ErrUnreachable, err)
 	}
-	return &streamed{ReadCloser: out, cmd: cmd, stderr: &errb, ssh: ssh}, nil
+	return &streamed{ReadCloser: out, cmd: cmd, stderr: &errb, login: login}, nil
 }
 
 // quote makes s one sh word.

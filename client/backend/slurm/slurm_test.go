@@ -168,8 +168,12 @@ exec sh -c "$last"
 		t.Errorf("a failing script: %v", err)
 	}
 	t.Setenv("FAKE_SSH_DOWN", "1")
-	if _, err := sh.Run(context.Background(), "true", nil); !errors.Is(err, backend.ErrUnreachable) {
+	_, err = sh.Run(context.Background(), "true", nil)
+	if !errors.Is(err, backend.ErrUnreachable) || !strings.HasPrefix(err.Error(), "ssh to me@login:2222 failed: connect to host login port 22: Connection refused; check that `ssh -p 2222 me@login true` works") {
 		t.Errorf("ssh down: %v", err)
+	}
+	if err := sshError("login1", "Host key verification failed."); !strings.Contains(err.Error(), "ssh to login1 once by hand") {
+		t.Errorf("host key: %v", err)
 	}
 	if sh.Where() != "me@login:2222" || Ref("ssh://me@login:2222") != "slurm://me@login:2222" {
 		t.Errorf("where %q ref %q", sh.Where(), Ref("ssh://me@login:2222"))
