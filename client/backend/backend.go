@@ -204,7 +204,12 @@ type Spec struct {
 	// GPUs is nil for a CPU job.
 	GPUs *GPUs
 	// GPUType is resources.gpu_type: a GPU name the node must have.
-	GPUType     string
+	GPUType string
+	// CPUs is how many CPUs the job asks for (resources.cpus or --cpus;
+	// 0: the place's default). A Docker host reserves them through its
+	// Preparer (CPUSet); a Slurm job gets them as --cpus-per-task, a
+	// Kubernetes pod as its CPU request and limit.
+	CPUs        int
 	ShmBytes    int64
 	MemoryBytes int64
 	PidsLimit   int64

@@ -39,7 +39,9 @@ const (
 	GPUsByID Feature = iota + 1
 	// NoNetwork asks for a job without a network.
 	NoNetwork
-	// CPUReservation reserves host CPUs for the job alone (resources.cpus, --cpus).
+	// CPUReservation gives the job CPUs of its own (resources.cpus,
+	// --cpus): reserved on a Docker host, allocated by Slurm
+	// (--cpus-per-task), requested by a Kubernetes pod.
 	CPUReservation
 	// RunAsRoot runs the runner and the code as root (--root).
 	RunAsRoot

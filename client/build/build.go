@@ -560,6 +560,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 		GPUType:     p.Spec.Resources.GPUType,
 		ShmBytes:    int64(p.Spec.Resources.Shm),
 		MemoryBytes: int64(p.Spec.Resources.Memory),
+		CPUs:        p.Spec.Resources.CPUs,
 		PidsLimit:   DefaultPidsLimit,
 		Root:        o.Root,
 		CapAdd:      o.CapAdd,

@@ -93,10 +93,8 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		{"two job ids", []string{"logs", "3fa1", "9c2e"}, false, ExitUsage, "logs takes one job id (or the start of one), got 2 arguments"},
 		{"cpu with gpus", []string{"submit", "--cpu", "--gpus", "1", dir}, false, ExitUsage, "xrun: --cpu runs without GPUs: leave out --gpus 1 (or --cpu)"},
 		{"network other than default or none", []string{"submit", "--network", "host", dir}, false, ExitUsage, "--network \"host\": give default or none"},
-		{"negative cpus", []string{"submit", "--cpus", "-1", dir}, false, ExitUsage, "--cpus -1: give how many of the host's CPUs to reserve, at least 1"},
-		{"cpus on a cluster", []string{"submit", "--k8s", "--registry", "r:5000", "--cpus", "2", dir}, false, ExitUsage, "--cpus does not apply with --k8s: the scheduler places the pod"},
+		{"negative cpus", []string{"submit", "--cpus", "-1", dir}, false, ExitUsage, "--cpus -1: give how many CPUs the job gets, at least 1"},
 		{"two login nodes", []string{"submit", "--slurm", "--login", "a", "--login", "b", dir}, false, ExitUsage, "--login is given 2 times (a, b): give the one login node of the cluster"},
-		{"cpus on slurm", []string{"submit", "--slurm", "--cpus", "2", dir}, false, ExitUsage, "--cpus does not apply with --slurm: the job gets the CPUs Slurm allocates"},
 		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
 	}
 	for _, tt := range tests {

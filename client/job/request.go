@@ -118,7 +118,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 		return r, exit.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
 	}
 	if a.CPUs < 0 {
-		return r, exit.Usagef("--cpus %d: give how many of the host's CPUs to reserve, at least 1", a.CPUs)
+		return r, exit.Usagef("--cpus %d: give how many CPUs the job gets, at least 1", a.CPUs)
 	}
 	if a.Where.Slurm != nil {
 		if err := a.checkSlurm(); err != nil {

@@ -337,6 +337,13 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 	if s.GPUs != nil && s.GPUs.Count > 0 {
 		res.Limits[GPUResource] = *resource.NewQuantity(int64(s.GPUs.Count), resource.DecimalSI)
 	}
+	if s.CPUs > 0 {
+		// Request and limit alike: whole CPUs the scheduler finds room for,
+		// and cores of the pod's own where the kubelet's CPU manager policy
+		// is static.
+		q := *resource.NewQuantity(int64(s.CPUs), resource.DecimalSI)
+		res.Limits[corev1.ResourceCPU], res.Requests[corev1.ResourceCPU] = q, q
+	}
 	container := corev1.Container{
 		Name:            ContainerName,
 		Image:           ref,

@@ -79,7 +79,6 @@ func ParseRef(host string) Selection {
 var Capabilities = backend.Capabilities{Name: "Kubernetes", Flag: "--k8s", Lacks: map[backend.Feature]string{
 	backend.GPUsByID:       "the scheduler picks the GPUs; give a count",
 	backend.NoNetwork:      "a NetworkPolicy of the namespace decides the job's network",
-	backend.CPUReservation: "the scheduler places the pod; --cpus reserves a Docker host's CPUs",
 },
 	NoConfirm:       "it ran on a Kubernetes cluster, which picks the GPU",
 	CachesElsewhere: "a cluster's compile caches are directories of its nodes (" + CacheHostDir + "), which prune does not reach; docs/kubernetes.md says how the cluster's admin cleans them",

@@ -43,7 +43,7 @@ func testSpec() backend.Spec {
 			contract.LabelJob: "0123456789ab", contract.LabelExperiment: "quick",
 			contract.LabelImage: "xrun/quick:abcdef012345", contract.LabelTimeout: "5m0s",
 		},
-		GPUs: &backend.GPUs{Count: 2}, ShmBytes: 1 << 30, MemoryBytes: 8 << 30, Timeout: 5 * time.Minute,
+		GPUs: &backend.GPUs{Count: 2}, ShmBytes: 1 << 30, MemoryBytes: 8 << 30, CPUs: 4, Timeout: 5 * time.Minute,
 		Push: &backend.Push{Builder: pushedBuilder{}, Registry: "registry.lab:5000"},
 	}
 }
@@ -72,8 +72,9 @@ func TestJobObject(t *testing.T) {
 	}
 	pod := job.Spec.Template.Spec
 	c := pod.Containers[0]
-	if c.Image != ref || c.Resources.Limits.Name(GPUResource, "0").Value() != 2 || c.Resources.Limits.Memory().Value() != 8<<30 {
-		t.Errorf("container: %s %v", c.Image, c.Resources.Limits)
+	if c.Image != ref || c.Resources.Limits.Name(GPUResource, "0").Value() != 2 || c.Resources.Limits.Memory().Value() != 8<<30 ||
+		c.Resources.Limits.Cpu().Value() != 4 || c.Resources.Requests.Cpu().Value() != 4 {
+		t.Errorf("container: %s %v %v", c.Image, c.Resources.Limits, c.Resources.Requests)
 	}
 	env := map[string]string{}
 	hostNames := 0

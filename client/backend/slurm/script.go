@@ -57,6 +57,11 @@ func directives(s Settings, spec backend.Spec, dir string) ([]string, error) {
 	if spec.MemoryBytes > 0 {
 		opts = append(opts, [2]string{"mem", fmt.Sprintf("%dM", (spec.MemoryBytes+1<<20-1)>>20)})
 	}
+	if spec.CPUs > 0 {
+		// The job's own CPUs: the reference, the candidate and the
+		// runner's worker do not share the one CPU Slurm gives by default.
+		opts = append(opts, [2]string{"cpus-per-task", fmt.Sprint(spec.CPUs)})
+	}
 	var lines []string
 	for _, o := range opts {
 		if o[1] == "" {

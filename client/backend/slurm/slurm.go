@@ -89,7 +89,6 @@ func Capabilities(runtime string) backend.Capabilities {
 	c := backend.Capabilities{Name: "Slurm", Flag: "--slurm", Lacks: map[backend.Feature]string{
 		backend.GPUsByID:       "Slurm picks the GPUs; give a count",
 		backend.NoNetwork:      "a Slurm job has its node's network",
-		backend.CPUReservation: "the job gets the CPUs Slurm allocates; --cpus reserves a Docker host's CPUs",
 		backend.RunAsRoot:      "a Slurm job runs as your user on the cluster",
 	}}
 	if runtime != store.RuntimeDocker {

@@ -61,13 +61,13 @@ func TestTimeLimit(t *testing.T) {
 }
 
 func TestDirectives(t *testing.T) {
-	spec := backend.Spec{Name: "xrun-e-1", GPUs: &backend.GPUs{Count: 2}, GPUType: "h100", Timeout: time.Minute, MemoryBytes: 3<<20 + 1}
+	spec := backend.Spec{Name: "xrun-e-1", GPUs: &backend.GPUs{Count: 2}, GPUType: "h100", Timeout: time.Minute, MemoryBytes: 3<<20 + 1, CPUs: 4}
 	got, err := directives(Settings{Partition: "gpu", Account: "lab", QOS: "normal", Constraint: "h100&ib"}, spec, "/home/u/.xrun/slurm/1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"--job-name=xrun-e-1", "--output=/home/u/.xrun/slurm/1/log", "--open-mode=append", "--chdir=/home/u/.xrun/slurm/1",
-		"--partition=gpu", "--account=lab", "--qos=normal", "--constraint=h100&ib", "--time=1:00", "--gres=gpu:h100:2", "--mem=4M"}
+		"--partition=gpu", "--account=lab", "--qos=normal", "--constraint=h100&ib", "--time=1:00", "--gres=gpu:h100:2", "--mem=4M", "--cpus-per-task=4"}
 	if strings.Join(got, "\n") != "#SBATCH "+strings.Join(want, "\n#SBATCH ") {
 		t.Errorf("directives:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
