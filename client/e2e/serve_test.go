@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -184,5 +185,55 @@ func TestServeConfigPost(t *testing.T) {
 	}
 	if strings.Contains(s.log.String(), s.post) {
 		t.Error("the post token is in the server's log")
+	}
+}
+
+// A job whose runner cannot reach the config's server ends as it would
+// have, its results in the job store; xrun history push sends them to the
+// server later, once, and a second push sends nothing.
+func TestServeHistoryPush(t *testing.T) {
+	s := startServe(t)
+	// The config's server is a port of the bridge nothing listens on.
+	ln, err := net.Listen("tcp", bridgeAddress(t)+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	cfg := fmt.Sprintf("server:\n  url: %s\n  token_file: post-token\n", down)
+	if err := os.WriteFile(filepath.Join(s.configDir, "xrun", "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A job store of its own: push sends every finished job of the store.
+	env := append(s.env(), "XDG_DATA_HOME="+t.TempDir())
+	r := x.RunEnv(t, 8*time.Minute, env, "submit", "--json", "--cpu", "--base", Base, "--label", labelArg, fixturePath("quick"))
+	expect(t, r, 0)
+	id := xruntest.JobID(t, r)
+	if runs := s.runsOf(t, id); len(runs) != 0 {
+		t.Fatalf("the server has job %s, which was posted to a closed port: %+v", id, runs)
+	}
+
+	push := func() (res, map[string]any) {
+		r := x.RunEnv(t, 2*time.Minute, append(env, "XRUN_POST_TOKEN="+s.post), "history", "push", "--server", s.base, "--json")
+		expect(t, r, 0)
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+			t.Fatalf("history push --json printed %q: %v", r.Stdout, err)
+		}
+		return r, rep
+	}
+	r, rep := push()
+	if fmt.Sprint(rep["pushed"]) != "["+id+"]" || rep["present"] != 0.0 || !strings.Contains(r.Stderr, "[1/1] job "+id+" (e2e-quick): pushed") {
+		t.Errorf("history push: %v\n%s", rep, r.Stderr)
+	}
+	if runs := s.runsOf(t, id); len(runs) != 1 || runs[0].Source != "post:runners" {
+		t.Errorf("after history push the server's runs of job %s: %+v, want one", id, runs)
+	}
+	_, rep = push()
+	if fmt.Sprint(rep["pushed"]) != "[]" || rep["present"] != 1.0 {
+		t.Errorf("a second history push: %v, want nothing pushed", rep)
+	}
+	if runs := s.runsOf(t, id); len(runs) != 1 {
+		t.Errorf("after a second history push the server has %d runs of job %s, want 1", len(runs), id)
 	}
 }
