@@ -40,6 +40,7 @@ Examples:
   xrun history import experiments/039-gla-pingpong/results
   xrun history accept 3fa1 --note "new tiling, 3 % slower, accepted"
   xrun history rm --before 180d
+  xrun history push                 # the finished jobs the config's server lacks
   XRUN_SERVER_TOKEN=... xrun history --server https://xrun.lab.example gla-pingpong`,
 		Flags: []cli.Flag{
 			historyFlag(a),
@@ -60,6 +61,7 @@ Examples:
 			newHistoryAcceptCommand(a),
 			newHistoryBackupCommand(a),
 			newHistoryRmCommand(a),
+			newHistoryPushCommand(a),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {

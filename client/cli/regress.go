@@ -125,7 +125,11 @@ func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job
 		}
 		return m.RerunLocal(ctx, j)
 	}
-	r, err := job.Request(job.RerunArgs(j, env), a.Getenv, a.Err)
+	args := job.RerunArgs(j, env)
+	if args.Post, err = a.configPost(); err != nil {
+		return nil, err
+	}
+	r, err := job.Request(args, a.Getenv, a.Err)
 	if err != nil {
 		return nil, err
 	}

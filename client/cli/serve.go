@@ -47,7 +47,8 @@ hashed; xrun serve token add prints a new one once. A post is checked as
 xrun history import checks a file, capped at --max-body, and stored by job id:
 a retry or a duplicate replaces the job's run, never adds a second.
 
-Endpoints: POST /api/v1/results, GET /api/v1/history (?experiment= &impl=
+Endpoints: POST /api/v1/results, POST /api/v1/results/missing (which of the
+jobs named the server lacks, for xrun history push), GET /api/v1/history (?experiment= &impl=
 &case=K=V &host= &gpu= &since=), GET /api/v1/runs (?experiment=),
 GET /api/v1/runs/JOB, GET /healthz. docs/server.md has the details.
 

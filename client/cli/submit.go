@@ -108,6 +108,11 @@ those imports. It holds no GPU while it waits, xrun ps does not list it, and
 xrun prune removes it; --no-standby (XRUN_NO_STANDBY=1) neither uses nor leaves
 one.
 
+With a server: in xrun's config (url, and token or token_file), the job's
+runner posts its results.json to that xrun serve when the job ends, with the
+post token (docs/server.md); XRUN_POST_URL and XRUN_POST_TOKEN in this shell
+win over it.
+
 When stdout is closed during an attached submit (xrun submit DIR | head -3), xrun
 says once on stderr that the job goes on detached and how to follow it (xrun
 logs -f ID), and exits 0: the job was not asked to stop.`,
@@ -202,6 +207,11 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
+	post, err := a.configPost()
+	if err != nil {
+		return err
+	}
+	o.Post = post
 	r, err := job.Request(o.Args, a.Getenv, a.Err)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -152,4 +153,85 @@ func expandHome(o Options, p string) string {
 		return filepath.Join(home, strings.TrimPrefix(p, "~"))
 	}
 	return p
+}
+
+// Server is the server: section of xrun's config: the xrun serve that the
+// runner of every job submitted from here posts its results.json to
+// (docs/server.md).
+//
+//	server:
+//	  url: https://xrun.lab.example
+//	  token_file: ~/.config/xrun/post-token   # a post token; or token: xrun_...
+type Server struct {
+	// URL is the server's address, http:// or https://.
+	URL string `yaml:"url"`
+	// Token is a post token, written in the file itself; TokenFile names
+	// a file that holds one instead, which can be kept apart (mode 600).
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+// ConfigPath is xrun's config file as Resolve reads it: $XDG_CONFIG_HOME's
+// xrun/config.yaml, else ~/.config/xrun/config.yaml.
+func ConfigPath(getenv func(string) string) string {
+	return Options{Getenv: getenv}.configFile()
+}
+
+// LoadServer reads the server section of path: nil when the file or the
+// section is missing. Unknown keys inside server: are errors naming the
+// line.
+func LoadServer(path string) (*Server, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read xrun config: %w", err)
+	}
+	var file struct {
+		Server *Server              `yaml:"server"`
+		Rest   map[string]yaml.Node `yaml:",inline"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read xrun config %s: %w (allowed keys of server: url, token, token_file)", path, err)
+	}
+	s := file.Server
+	if s == nil {
+		return nil, nil
+	}
+	u, err := url.Parse(s.URL)
+	if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("read xrun config %s: server: give url: the server's http:// or https:// address (https://xrun.lab.example)", path)
+	}
+	if u.User != nil || u.RawQuery != "" {
+		return nil, fmt.Errorf("read xrun config %s: server: url has user info or a query, which would be in every job's environment: give the token as token: or token_file:", path)
+	}
+	if (s.Token == "") == (s.TokenFile == "") {
+		return nil, fmt.Errorf("read xrun config %s: server: give exactly one of token: (a post token, xrun serve token add --scope post NAME) or token_file: (a file that holds one)", path)
+	}
+	return s, nil
+}
+
+// PostToken is the server's post token: Token, or the contents of
+// TokenFile (~ is the home directory; a relative path is the config
+// file's directory's) without surrounding white space.
+func (s Server) PostToken(configPath string, getenv func(string) string) (string, error) {
+	if s.Token != "" {
+		return strings.TrimSpace(s.Token), nil
+	}
+	p := expandHome(Options{Getenv: getenv}, s.TokenFile)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.Dir(configPath), p)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("read the server's token_file of xrun config %s: %w (write the post token there, or give token: instead)", configPath, err)
+	}
+	t := strings.TrimSpace(string(data))
+	if t == "" {
+		return "", fmt.Errorf("the server's token_file %s of xrun config %s is empty: write the post token there (xrun serve token add --scope post NAME prints one)", p, configPath)
+	}
+	return t, nil
 }

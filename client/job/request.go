@@ -85,6 +85,15 @@ type Args struct {
 	// CacheLimit is the compile caches' size limit (go-units' sizes,
 	// "10GiB"; "0": none; "": contract.DefaultCacheLimit).
 	CacheLimit string
+	// Post is where the runner posts results.json when this shell sets
+	// no XRUN_POST_URL: the server of xrun's config.
+	Post *PostTarget
+}
+
+// PostTarget is a results server for the runner: the URL it posts to and
+// the bearer token it posts with.
+type PostTarget struct {
+	URL, Token string
 }
 
 // Request checks a submit's arguments, loads its spec and reads its
@@ -157,8 +166,16 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 			return r, exit.Usagef("--cache-limit %q: give a size (10GiB, 512MiB; 0 for none)", a.CacheLimit)
 		}
 	}
+	// A URL set in this shell wins over the config's server, with this
+	// shell's token alone: the config's token is for its own server.
 	if _, hasURL := lookupEnv(getenv, contract.EnvPostURL); hasURL {
 		jo.PostToken, _ = lookupEnv(getenv, contract.EnvPostToken)
+	} else if a.Post != nil {
+		jo.Env = append(jo.Env, contract.EnvPostURL+"="+a.Post.URL)
+		jo.PostToken = a.Post.Token
+		if t, ok := lookupEnv(getenv, contract.EnvPostToken); ok {
+			jo.PostToken = t
+		}
 	}
 	if a.Profile != "" && a.Root {
 		// Nsight Compute reads the GPU's counters; where the driver lets

@@ -34,6 +34,13 @@ const DefaultMaxBody = 256 << 20
 // server's address and this path).
 const ResultsPath = "/api/v1/results"
 
+// MissingPath answers which of the jobs a client names the server has no
+// run of (xrun history push asks before it posts).
+const MissingPath = "/api/v1/results/missing"
+
+// MaxMissing is the most job ids one question to MissingPath may name.
+const MaxMissing = 10000
+
 // Options tunes a Server. Zero values mean the defaults.
 type Options struct {
 	// MaxBody is the most bytes a post may have (default DefaultMaxBody).
@@ -60,6 +67,7 @@ func New(h *history.Store, o Options) *Server {
 	s := &Server{h: h, o: o, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("POST "+ResultsPath, s.auth(ScopePost, s.postResults))
+	s.mux.HandleFunc("POST "+MissingPath, s.auth(ScopePost, s.missingJobs))
 	s.mux.HandleFunc("GET /api/v1/history", s.auth(ScopeRead, s.getHistory))
 	s.mux.HandleFunc("GET /api/v1/runs", s.auth(ScopeRead, s.getRuns))
 	s.mux.HandleFunc("GET /api/v1/runs/{job}", s.auth(ScopeRead, s.getJob))
@@ -194,6 +202,44 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 	}
 	writeJSON(w, http.StatusCreated, reply{Status: "stored", Imported: &im,
 		Message: fmt.Sprintf("stored job %s of %s: %d points.", im.JobID, im.Experiment, im.Points)})
+}
+
+// Missing is the question to MissingPath and its answer: the job ids
+// asked about, and those of them the server has no run of.
+type Missing struct {
+	JobIDs  []string `json:"job_ids,omitempty"`
+	Missing []string `json:"missing"`
+}
+
+// missingJobs answers which of the job ids posted the server lacks. It
+// takes a post token: a client that holds one and kept results that did
+// not reach the server learns what to post, and nothing else of the
+// history (the ids are its own jobs', and the answer names only them).
+func (s *Server) missingJobs(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	var q Missing
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err := dec.Decode(&q); err != nil {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused",
+			Message: fmt.Sprintf(`the question was refused: give {"job_ids": [...]}, at most %d ids in 1 MiB (%v).`, MaxMissing, err)})
+		return
+	}
+	if len(q.JobIDs) > MaxMissing {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused",
+			Message: fmt.Sprintf("the question names %d jobs: ask about at most %d at once.", len(q.JobIDs), MaxMissing)})
+		return
+	}
+	a := Missing{Missing: []string{}}
+	for _, id := range q.JobIDs {
+		runs, err := s.h.RunsOfJob(id)
+		if err != nil {
+			s.storageError(w, "read runs", err)
+			return
+		}
+		if len(runs) == 0 {
+			a.Missing = append(a.Missing, id)
+		}
+	}
+	writeJSON(w, http.StatusOK, a)
 }
 
 // capped is a post's body that remembers whether it ran past the cap,

@@ -32,6 +32,45 @@ func runSuite(t *testing.T, open func(t *testing.T) *history.Store) {
 	t.Run("hostile", func(t *testing.T) { testHostile(t, open(t)) })
 	t.Run("concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("restart", func(t *testing.T) { testRestart(t, open(t)) })
+	t.Run("missing", func(t *testing.T) { testMissing(t, open(t)) })
+}
+
+// A post token learns which of the jobs it names the server lacks, and
+// nothing else; a question too large or not JSON is refused.
+func testMissing(t *testing.T, h *history.Store) {
+	f := newFixture(t, h, Options{})
+	if code, r := f.postResults(t, f.post, results(t, "job-a", time.Now(), 1)); code != http.StatusCreated {
+		t.Fatalf("post job-a: %d %+v", code, r)
+	}
+	ask := func(token string, body []byte) (int, Missing) {
+		code, data := f.do(t, http.MethodPost, MissingPath, token, body)
+		var m Missing
+		if code == http.StatusOK {
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatalf("answer %q: %v", data, err)
+			}
+		}
+		return code, m
+	}
+	q, _ := json.Marshal(Missing{JobIDs: []string{"job-a", "job-b", "job-c"}})
+	for _, tok := range []string{f.post, f.admin} {
+		if code, m := ask(tok, q); code != http.StatusOK || strings.Join(m.Missing, ",") != "job-b,job-c" {
+			t.Errorf("missing of job-a, job-b, job-c: %d %+v, want job-b and job-c", code, m)
+		}
+	}
+	if code, _ := ask(f.read, q); code != http.StatusForbidden {
+		t.Errorf("a read token asked: %d, want 403", code)
+	}
+	if code, m := ask(f.post, []byte(`{"job_ids": []}`)); code != http.StatusOK || m.Missing == nil || len(m.Missing) != 0 {
+		t.Errorf("no ids: %d %+v, want an empty list", code, m)
+	}
+	big, _ := json.Marshal(Missing{JobIDs: make([]string, MaxMissing+1)})
+	if code, _ := ask(f.post, big); code != http.StatusBadRequest {
+		t.Errorf("%d ids: %d, want 400", MaxMissing+1, code)
+	}
+	if code, _ := ask(f.post, []byte(`{"job_ids": [1`)); code != http.StatusBadRequest {
+		t.Errorf("bad JSON: %d, want 400", code)
+	}
 }
 
 // fixture is a server of h, with a token of each scope.

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/server"
+	"github.com/xrun-dev/xrun/contract"
+)
+
+// configPost is where a submitted job's runner posts its results when
+// this shell sets no XRUN_POST_URL (which wins): the server: of xrun's
+// config, its results endpoint and post token; nil without one. The
+// token file is read only then, so that a shell that points elsewhere
+// does not depend on it.
+func (a *App) configPost() (*job.PostTarget, error) {
+	if a.getenv(contract.EnvPostURL) != "" {
+		return nil, nil
+	}
+	path := hosts.ConfigPath(a.getenv)
+	s, err := hosts.LoadServer(path)
+	if err != nil {
+		return nil, exit.BadInput(err)
+	}
+	if s == nil {
+		return nil, nil
+	}
+	token, err := s.PostToken(path, a.getenv)
+	if err != nil {
+		return nil, exit.BadInput(err)
+	}
+	return &job.PostTarget{URL: postURL(s.URL), Token: token}, nil
+}
+
+// postURL is the results endpoint of the server at base; a base given
+// with the endpoint already is taken as it is.
+func postURL(base string) string {
+	base = strings.TrimSuffix(base, "/")
+	return strings.TrimSuffix(base, server.ResultsPath) + server.ResultsPath
+}
