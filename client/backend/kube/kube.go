@@ -76,10 +76,13 @@ func ParseRef(host string) Selection {
 
 // Capabilities is what a Kubernetes Job lacks: its scheduler places it,
 // and the namespace's policies set its network.
-var Capabilities = backend.Capabilities{Name: "Kubernetes", Flag: "--k8s", Lacks: map[backend.Feature]string{
-	backend.GPUsByID:       "the scheduler picks the GPUs; give a count",
-	backend.NoNetwork:      "a NetworkPolicy of the namespace decides the job's network",
-},
+var Capabilities = backend.Capabilities{
+	Name: "Kubernetes",
+	Flag: "--k8s",
+	Lacks: map[backend.Feature]string{
+		backend.GPUsByID:  "the scheduler picks the GPUs; give a count",
+		backend.NoNetwork: "a NetworkPolicy of the namespace decides the job's network",
+	},
 	NoConfirm:       "it ran on a Kubernetes cluster, which picks the GPU",
 	CachesElsewhere: "a cluster's compile caches are directories of its nodes (" + CacheHostDir + "), which prune does not reach; docs/kubernetes.md says how the cluster's admin cleans them",
 }

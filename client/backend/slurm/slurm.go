@@ -87,9 +87,9 @@ const (
 // and without a container unless the runtime is docker.
 func Capabilities(runtime string) backend.Capabilities {
 	c := backend.Capabilities{Name: "Slurm", Flag: "--slurm", Lacks: map[backend.Feature]string{
-		backend.GPUsByID:       "Slurm picks the GPUs; give a count",
-		backend.NoNetwork:      "a Slurm job has its node's network",
-		backend.RunAsRoot:      "a Slurm job runs as your user on the cluster",
+		backend.GPUsByID:  "Slurm picks the GPUs; give a count",
+		backend.NoNetwork: "a Slurm job has its node's network",
+		backend.RunAsRoot: "a Slurm job runs as your user on the cluster",
 	}}
 	if runtime != store.RuntimeDocker {
 		c.Lacks[backend.BaseImage] = "the job runs without a container, with the cluster's Python (--python), unless --slurm-runtime docker"
