@@ -6,7 +6,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
-	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/spec"
@@ -68,28 +67,6 @@ func TestCacheKeyPerOwnerAndTrust(t *testing.T) {
 	}
 	if a, _ := cacheVolume(ctx, e, p, "cpu", "me", false); a != mustName(cacheVolume(ctx, e, p, "cpu", "me", false)) {
 		t.Error("one owner's jobs get two caches")
-	}
-}
-
-// Two versions of an experiment's code never share a compile cache: a
-// version that is not the nightly's (a pull request's) cannot plant
-// entries the nightly's next job loads; one version's jobs share theirs.
-func TestCacheKeyPerCodeVersion(t *testing.T) {
-	ctx := context.Background()
-	e := baseEngine{base: "sha256:a"}
-	prepared := func(hash string) *build.Prepared {
-		return &build.Prepared{Spec: &spec.Spec{Name: "softmax"}, ImageRef: "xrun/softmax:1", Code: &buildctx.Context{Hash: hash}}
-	}
-	main, labels := cacheVolume(ctx, e, prepared("c0de1"), "cpu", "me", false)
-	pr, _ := cacheVolume(ctx, e, prepared("c0de2"), "cpu", "me", false)
-	if main == pr {
-		t.Errorf("two versions of the code share the cache %s", main)
-	}
-	if again, _ := cacheVolume(ctx, e, prepared("c0de1"), "cpu", "me", false); again != main {
-		t.Errorf("one version's jobs get two caches: %s and %s", main, again)
-	}
-	if labels[contract.LabelCodeHash] != "c0de1" {
-		t.Errorf("labels %v: want the code's hash", labels)
 	}
 }
 
