@@ -15,7 +15,8 @@
 # file under a path its xrun.yaml includes (include: [../../kernels/gla]).
 # The runs are judged against a copy of main's history (OUT_DIR/history.db)
 # and recorded in a job store of their own (OUT_DIR/data), so a pull
-# request never moves main's baselines. OUT_DIR/comment.md gets
+# request never moves main's baselines; its jobs compile without main's
+# compile-cache volume (--no-cache-volume), so it never writes into it. OUT_DIR/comment.md gets
 # one markdown table per experiment (the workflow comments it on the pull
 # request), and each job's report and judgement stay in OUT_DIR/NAME/.
 #
@@ -123,7 +124,10 @@ for exp in "${exps[@]}"; do
 	d=$out/$name
 	mkdir -p "$d"
 	echo "pr: $name: submitting" >&2
-	"$xrun" submit --json "${flags[@]}" "$exp" >"$d/submit.json"
+	# The pull request's code compiles in caches of its own, which go with
+	# its container: it cannot plant kernels in the compile-cache volume
+	# that main's nightly jobs of the experiment load.
+	"$xrun" submit --json --no-cache-volume "${flags[@]}" "$exp" >"$d/submit.json"
 	src=$?
 	id=$(jq -r 'if type == "array" then .[0] else . end | .id // empty' "$d/submit.json" 2>/dev/null)
 	if [ -z "$id" ]; then
