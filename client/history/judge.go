@@ -73,7 +73,7 @@ func (s *Store) mates(ids []int64) ([]int64, error) {
 	// One JSON array, not a variable per series (Filter.where says why).
 	list, _ := json.Marshal(ids)
 	rows, err := s.db.Query(`SELECT id, experiment, params, gpu, driver, cuda, stack, clock_policy, mode FROM series
-		WHERE experiment IN (SELECT DISTINCT experiment FROM series WHERE id IN (SELECT value FROM json_each(?))) ORDER BY id`, string(list))
+		WHERE experiment IN (SELECT DISTINCT experiment FROM series WHERE id IN (`+s.db.d.idList()+`)) ORDER BY id`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("read results history: %w", err)
 	}

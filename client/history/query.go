@@ -231,7 +231,7 @@ func (s *Store) ChangePoints(series ...int64) (map[int64][]ChangePoint, error) {
 	if len(series) > 0 {
 		// One JSON array, not a variable per series (Filter.where says why).
 		ids, _ := json.Marshal(series)
-		q, args = q+" WHERE series_id IN (SELECT value FROM json_each(?))", append(args, string(ids))
+		q, args = q+" WHERE series_id IN ("+s.db.d.idList()+")", append(args, string(ids))
 	}
 	q += " ORDER BY series_id, at"
 	rows, err := s.db.Query(q, args...)
