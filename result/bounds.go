@@ -2,13 +2,10 @@ package result
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/xrun-dev/xrun/internal/headtail"
 	"github.com/xrun-dev/xrun/internal/termsafe"
@@ -144,23 +141,6 @@ func (c *Case) timings(ci int) error {
 	return nil
 }
 
-// figures refuses a figure of v (at path) beyond ±MaxFigure. It looks
-// for one first without naming paths (a run at the case cap has millions
-// of figures, and naming each took a quarter of reading the file), then
-// names the first it finds.
-func figures(v reflect.Value, path string) error {
-	if floatsWithin(v, MaxFigure) {
-		return nil
-	}
-	var err error
-	walkFloats(v, path, func(path string, v float64) {
-		if err == nil && !(math.Abs(v) <= MaxFigure) {
-			err = fmt.Errorf("%s is %g, beyond the ±%g a figure of a results file may be", path, v, MaxFigure)
-		}
-	})
-	return err
-}
-
 func (t *Timing) check(path string) error {
 	if t.plausible() {
 		return nil
@@ -249,110 +229,6 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// floatsWithin says whether every float of v, but those of the unbounded
-// fields, is within ±limit: walkFloats's walk without the paths.
-func floatsWithin(v reflect.Value, limit float64) bool {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		return v.IsNil() || floatsWithin(v.Elem(), limit)
-	case reflect.Struct:
-		for _, i := range boundedFields(v.Type()) {
-			if !floatsWithin(v.Field(i), limit) {
-				return false
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if k := v.Type().Elem().Kind(); k == reflect.Float64 || k == reflect.Float32 {
-			for i := 0; i < v.Len(); i++ {
-				if !(math.Abs(v.Index(i).Float()) <= limit) {
-					return false
-				}
-			}
-			return true
-		}
-		for i := 0; i < v.Len(); i++ {
-			if !floatsWithin(v.Index(i), limit) {
-				return false
-			}
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			if !floatsWithin(it.Value(), limit) {
-				return false
-			}
-		}
-	case reflect.Float32, reflect.Float64:
-		return math.Abs(v.Float()) <= limit
-	}
-	return true
-}
-
-// fieldPlans holds boundedFields's answer per struct type.
-var fieldPlans sync.Map // reflect.Type -> []int
-
-// boundedFields lists the fields of struct type t that walkFloats walks
-// into: exported, not "-" and not unbounded.
-func boundedFields(t reflect.Type) []int {
-	if p, ok := fieldPlans.Load(t); ok {
-		return p.([]int)
-	}
-	var p []int
-	for i := 0; i < t.NumField(); i++ {
-		fl := t.Field(i)
-		name := strings.Split(fl.Tag.Get("json"), ",")[0]
-		if !fl.IsExported() || name == "-" || (name != "" && unbounded[name]) {
-			continue
-		}
-		p = append(p, i)
-	}
-	fieldPlans.Store(t, p)
-	return p
-}
-
-// walkFloats calls f with every float of v and its path in the document,
-// but those of the unbounded fields.
-func walkFloats(v reflect.Value, path string, f func(string, float64)) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			walkFloats(v.Elem(), path, f)
-		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := 0; i < v.NumField(); i++ {
-			fl := t.Field(i)
-			if !fl.IsExported() {
-				continue
-			}
-			name := strings.Split(fl.Tag.Get("json"), ",")[0]
-			switch {
-			case name == "-":
-				continue
-			case fl.Anonymous && name == "":
-				walkFloats(v.Field(i), path, f)
-				continue
-			case name == "":
-				name = fl.Name
-			case unbounded[name]:
-				continue
-			}
-			walkFloats(v.Field(i), join(path, name), f)
-		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			walkFloats(v.Index(i), path+"["+strconv.Itoa(i)+"]", f)
-		}
-	case reflect.Map:
-		keys := v.MapKeys()
-		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
-		for _, k := range keys {
-			walkFloats(v.MapIndex(k), join(path, fmt.Sprint(k)), f)
-		}
-	case reflect.Float32, reflect.Float64:
-		f(path, v.Float())
-	}
 }
 
 // The most a results file's texts of the experiment's keep once decoded:

@@ -178,12 +178,14 @@ func TestDecodeBoundsTexts(t *testing.T) {
 	}
 }
 
-// The quick looks (floatsWithin, Timing.plausible) find every figure that
+// The quick looks (the unnamed figure walk, Timing.plausible) find every figure that
 // the naming walks refuse: each float of a full document set beyond its
 // bounds, one at a time, is refused and named.
 func TestQuickChecksAgree(t *testing.T) {
-	var paths []string
-	walkFloats(reflect.ValueOf(full()), "", func(p string, _ float64) { paths = append(paths, p) })
+	// Every bounded figure's place: a walk that finds each out of ±-1.
+	all := figureWalk{fix: true, named: true}
+	all.walk(reflect.ValueOf(full()), -1)
+	paths := all.found
 	set := 0
 	for k, want := range paths {
 		r := full()
@@ -196,8 +198,10 @@ func TestQuickChecksAgree(t *testing.T) {
 					setK(v.Elem())
 				}
 			case reflect.Struct:
-				for _, i := range boundedFields(v.Type()) {
-					setK(v.Field(i))
+				for _, f := range fieldsOf(v.Type()) {
+					if !f.unbounded {
+						setK(v.Field(f.index))
+					}
 				}
 			case reflect.Slice, reflect.Array:
 				for i := 0; i < v.Len(); i++ {
@@ -219,11 +223,13 @@ func TestQuickChecksAgree(t *testing.T) {
 		}
 		setK(reflect.ValueOf(r))
 		if n != len(paths) {
-			t.Fatalf("walked %d floats, walkFloats %d", n, len(paths))
+			t.Fatalf("walked %d floats, the figure walk %d", n, len(paths))
 		}
 		err := figures(reflect.ValueOf(r), "")
-		if got := floatsWithin(reflect.ValueOf(r), MaxFigure); got != (err == nil) {
-			t.Errorf("%s: floatsWithin %v, figures %v", want, got, err)
+		quick := figureWalk{}
+		quick.walk(reflect.ValueOf(r), MaxFigure)
+		if got := len(quick.found) == 0; got != (err == nil) {
+			t.Errorf("%s: the quick walk %v, figures %v", want, got, err)
 		}
 		// (full() shares some records between two places: the first is named.)
 		if err == nil || !strings.Contains(err.Error(), " is 1e+31") {
