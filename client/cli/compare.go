@@ -125,7 +125,8 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 }
 
 // jobResults returns a job's results, fetching them from its host into
-// the store when the store has no copy yet.
+// the store when the store has no copy yet; a copy recorded when the job
+// ended must still match its digest (store.CheckResults).
 func (a *App) jobResults(ctx context.Context, ref string) (*store.Job, *result.Results, error) {
 	m, err := a.Jobs()
 	if err != nil {
@@ -138,6 +139,9 @@ func (a *App) jobResults(ctx context.Context, ref string) (*store.Job, *result.R
 	st := m.Store
 	if err := m.EnsureResults(ctx, j); err != nil {
 		return nil, nil, err
+	}
+	if err := st.CheckResults(j); err != nil {
+		return nil, nil, &ExitError{Code: ExitInfra, Err: err}
 	}
 	data, err := os.ReadFile(st.Results(j.ID))
 	if err != nil {

@@ -153,7 +153,11 @@ func runHistoryPush(ctx context.Context, a *App, o historyPushOptions) error {
 	rep.Present = len(ids) - len(missing)
 	for i, id := range missing {
 		j := byID[id]
-		err := pushOne(ctx, base, token, st.Results(id))
+		// A copy changed since the job ended is not pushed as its results.
+		err := st.CheckResults(j)
+		if err == nil {
+			err = pushOne(ctx, base, token, st.Results(id))
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

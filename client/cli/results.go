@@ -118,6 +118,11 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 			return err
 		}
 	}
+	// The store's copy, as recorded when the job ended: a changed one is
+	// refused rather than shown.
+	if err := st.CheckResults(j); err != nil {
+		return &ExitError{Code: ExitInfra, Err: err}
+	}
 	path := st.Results(j.ID)
 	var r *result.Results
 	var err error

@@ -83,6 +83,28 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 	case r != nil && !verdict && j.Status == result.StatusFailed:
 		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
 	}
+	// The runner knows only that it got SIGTERM: a job stopped for its
+	// timeout carries the stopper's reason, not the runner's "cancelled".
+	stopReason := stopped && j.Error != "" && r != nil && r.Error != j.Error
+	if r != nil && (r.Status != j.Status || stopReason) {
+		// The store's results.json says what the record says (a runner
+		// stopped for its timeout wrote cancelled, one that died wrote
+		// running); out/ keeps the runner's own copy.
+		analyze.Conclude(r, analyze.Conclusion{Status: j.Status, Reason: j.Error, Finished: verdict, StoppedFor: stopReason})
+		if err := result.WriteFile(resPath, r); err != nil {
+			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
+		}
+	}
+	// From here on the store's copy is the job's results: the digest
+	// recorded with the end shows any change made to it later, and the
+	// job's container, which any user of its host can change, is not
+	// read again.
+	j.ResultsSHA256 = ""
+	if fetchErr == nil {
+		if d, err := st.ResultsDigest(j.ID); err == nil {
+			j.ResultsSHA256 = d
+		}
+	}
 	if err := st.Save(j); err != nil {
 		return err
 	}
@@ -95,18 +117,6 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 			fmt.Fprintf(m.Err, "warning: job %s: %v (the next submit to the host frees them)\n", j.ID, err)
 		}
 		cancel()
-	}
-	// The runner knows only that it got SIGTERM: a job stopped for its
-	// timeout carries the stopper's reason, not the runner's "cancelled".
-	stopReason := stopped && j.Error != "" && r != nil && r.Error != j.Error
-	if r != nil && (r.Status != j.Status || stopReason) {
-		// The store's results.json says what the record says (a runner
-		// stopped for its timeout wrote cancelled, one that died wrote
-		// running); out/ keeps the runner's own copy.
-		analyze.Conclude(r, analyze.Conclusion{Status: j.Status, Reason: j.Error, Finished: verdict, StoppedFor: stopReason})
-		if err := result.WriteFile(resPath, r); err != nil {
-			return fmt.Errorf("record the status of job %s in its results: %w", j.ID, err)
-		}
 	}
 	if m.Finished != nil {
 		m.Finished(j)

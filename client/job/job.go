@@ -93,10 +93,16 @@ func (m *Manager) Look(ctx context.Context, j *store.Job) (backend.State, bool) 
 
 // EnsureResults brings j up to date and, when the store has no
 // results.json for it yet, copies what its runner wrote so far (the
-// partial results of a running job).
+// partial results of a running job). A job whose results were recorded
+// with a digest when it ended is never collected again: its container
+// may have been changed since, and a missing copy is an error
+// (store.CheckResults).
 func (m *Manager) EnsureResults(ctx context.Context, j *store.Job) error {
 	if m.Store.Has(j.ID, store.ResultsFile) {
 		return nil
+	}
+	if j.ResultsSHA256 != "" {
+		return m.Store.CheckResults(j)
 	}
 	_, ok, err := m.Refresh(ctx, j)
 	if err != nil || !ok || m.Store.Has(j.ID, store.ResultsFile) {

@@ -6,6 +6,7 @@ package store
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,12 @@ type Job struct {
 	// client stopped the job, recorded before the stop (FinalStatus).
 	StoppedBy string `json:"stopped_by,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// ResultsSHA256 is the SHA-256 (hex) of the store's results.json as
+	// recorded when the job ended and its results were collected; from
+	// then on the results are read from the store alone, and checked
+	// against it (CheckResults). Empty in older records and for a job
+	// without results: nothing to check.
+	ResultsSHA256 string `json:"results_sha256,omitempty"`
 	// Creator is the xrun process that creates the job (Creator()):
 	// a job still created whose submitter is gone will never start.
 	Creator string `json:"creator,omitempty"`
@@ -160,6 +167,57 @@ func (s *Store) Dir(id string) string { return filepath.Join(s.Root, id) }
 // Results is the path of job id's results.json in the store (Has says
 // whether it is there).
 func (s *Store) Results(id string) string { return filepath.Join(s.Dir(id), ResultsFile) }
+
+// ResultsDigest is the SHA-256 (hex) of job id's results.json in the
+// store, as ResultsSHA256 records it.
+func (s *Store) ResultsDigest(id string) (string, error) {
+	f, err := os.Open(s.Results(id))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CheckResults checks job j's results.json in the store against the
+// digest recorded when the job ended (j.ResultsSHA256): a copy that is
+// missing or differs is a *TamperedError. A record without a digest (an
+// older record, a job not ended) has nothing to check.
+func (s *Store) CheckResults(j *Job) error {
+	if j.ResultsSHA256 == "" {
+		return nil
+	}
+	got, err := s.ResultsDigest(j.ID)
+	if errors.Is(err, os.ErrNotExist) {
+		return &TamperedError{ID: j.ID, Path: s.Results(j.ID), Missing: true}
+	}
+	if err != nil {
+		return fmt.Errorf("read results of job %s: %w", j.ID, err)
+	}
+	if got != j.ResultsSHA256 {
+		return &TamperedError{ID: j.ID, Path: s.Results(j.ID)}
+	}
+	return nil
+}
+
+// TamperedError is a job's results.json in the store that no longer
+// matches the digest recorded when the job ended.
+type TamperedError struct {
+	ID, Path string
+	// Missing is set when the store's copy is gone.
+	Missing bool
+}
+
+func (e *TamperedError) Error() string {
+	if e.Missing {
+		return fmt.Sprintf("the results of job %s were removed after the job ended: the recorded copy, %s, is gone, and xrun does not collect them again from the job's container, which any user of its Docker host can change; restore the file from a backup of the job store", e.ID, e.Path)
+	}
+	return fmt.Sprintf("the results of job %s were changed after the job ended: the recorded copy, %s, no longer matches the SHA-256 its record (%s) kept when xrun collected it; restore the file from a backup of the job store", e.ID, e.Path, RecordFile)
+}
 
 // Log is the path of job id's log in the store (Has says whether it is
 // there).
