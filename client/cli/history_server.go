@@ -35,13 +35,9 @@ func (a *App) readServer(base string) (*serverClient, error) {
 // historyFromServer prints what xrun history prints, read from the xrun
 // serve at base: the server judges the series with the same code and
 // renders them as JSON, CSV or the table; this streams its answer out.
-func (a *App) historyFromServer(ctx context.Context, base string, q nightly.Query, o nightly.ShowOptions) error {
+func historyFromServer(ctx context.Context, a *App, c *serverClient, q nightly.Query, o nightly.ShowOptions) error {
 	if o.Plot != "" {
 		return usageError("--plot draws from a local history; it does not apply with --server")
-	}
-	c, err := a.readServer(base)
-	if err != nil {
-		return err
 	}
 	v := url.Values{}
 	for k, s := range map[string]string{"experiment": q.Experiment, "impl": q.Implementation, "host": q.Host, "gpu": q.GPU, "since": q.Since} {

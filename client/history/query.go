@@ -1,7 +1,9 @@
 package history
 
 import (
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -294,4 +296,17 @@ func (s *Store) runs(where string, args ...any) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ResultsFile returns the results.json kept of job id, gzip-compressed
+// as it was posted (Source.Results); ok is false when none is kept.
+func (s *Store) ResultsFile(id string) (body []byte, ok bool, err error) {
+	err = s.db.QueryRow("SELECT body FROM results_files WHERE job_id = ?", id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the results of job %s: %w", id, err)
+	}
+	return body, true, nil
 }

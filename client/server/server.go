@@ -9,6 +9,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -21,9 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // DefaultMaxBody caps a posted results.json: a run at the case cap is
@@ -70,7 +74,9 @@ func New(h *history.Store, o Options) *Server {
 	s.mux.HandleFunc("POST "+MissingPath, s.auth(ScopePost, s.missingJobs))
 	s.mux.HandleFunc("GET /api/v1/history", s.auth(ScopeRead, s.getHistory))
 	s.mux.HandleFunc("GET /api/v1/runs", s.auth(ScopeRead, s.getRuns))
+	s.mux.HandleFunc("GET /api/v1/regress", s.auth(ScopeRead, s.getRegress))
 	s.mux.HandleFunc("GET /api/v1/runs/{job}", s.auth(ScopeRead, s.getJob))
+	s.mux.HandleFunc("GET /api/v1/runs/{job}/results", s.auth(ScopeRead, s.getResults))
 	return s
 }
 
@@ -167,7 +173,17 @@ func bearer(r *http.Request) (string, bool) {
 // run, so a retry or a duplicate never makes a second one.
 func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.Token) {
 	body := &capped{r: http.MaxBytesReader(w, r.Body, s.o.MaxBody)}
-	res, rows, err := flat.Read(body)
+	// The post is kept as it came, compressed as it is read, for the
+	// readers that need the whole run (GET /api/v1/runs/JOB/results).
+	var kept bytes.Buffer
+	gz := gzip.NewWriter(&kept)
+	res, rows, err := flat.Read(io.TeeReader(body, gz))
+	if err == nil {
+		_, err = io.Copy(gz, body) // what follows the object: white space
+	}
+	if err == nil {
+		err = gz.Close()
+	}
 	if body.over {
 		writeJSON(w, http.StatusRequestEntityTooLarge, reply{Status: "refused",
 			Message: fmt.Sprintf("the results are larger than the %d bytes this server takes (xrun serve --max-body).", s.o.MaxBody)})
@@ -182,7 +198,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 			Message: "the results have no job_id, which the server keeps runs by: post the results of an xrun job, or import this file with xrun history import."})
 		return
 	}
-	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: "post:" + t.Name, ByJob: true})
+	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: "post:" + t.Name, ByJob: true, Results: kept.Bytes()})
 	switch {
 	case errors.Is(err, history.ErrRunning):
 		writeJSON(w, http.StatusUnprocessableEntity, reply{Status: "refused", Message: sentence(err.Error())})
@@ -340,6 +356,53 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// getRegress answers xrun regress's report as JSON (summary.Report): the
+// runs of the jobs named (job=ID, repeated; none: the latest run of each
+// experiment on each kind of machine and host) judged by the rule
+// (window, min_history, score, floor; the defaults otherwise), with the
+// outcome and advice read from the results.json each job posted. The
+// client prints it as text, markdown or JSON, and makes its alert.
+func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	q := r.URL.Query()
+	ru := nightly.DefaultRule()
+	for _, p := range []struct {
+		key string
+		i   *int
+		f   *float64
+	}{{"window", &ru.Window, nil}, {"min_history", &ru.MinHistory, nil}, {"score", nil, &ru.Score}, {"floor", nil, &ru.Floor}} {
+		v := q.Get(p.key)
+		if v == "" {
+			continue
+		}
+		var err error
+		if p.i != nil {
+			*p.i, err = strconv.Atoi(v)
+		} else {
+			*p.f, err = strconv.ParseFloat(v, 64)
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: fmt.Sprintf("%s=%q: give a number.", p.key, v)})
+			return
+		}
+	}
+	if ru.Window < 1 || ru.MinHistory < 1 || ru.MinHistory > ru.Window || ru.Score < 0 || ru.Floor < 0 {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: "the rule needs 1 <= min_history <= window, score >= 0 and floor >= 0."})
+		return
+	}
+	rep, err := nightly.New(s.h, io.Discard, io.Discard).JudgeKept(r.Context(), q["job"],
+		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
+	var ee *exit.Error
+	switch {
+	case errors.As(err, &ee) && ee.Code == exit.Usage:
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
+		return
+	case err != nil:
+		s.storageError(w, "judge runs", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
 // getRuns lists the runs of the history (of one experiment, with
 // ?experiment=), oldest first.
 func (s *Server) getRuns(w http.ResponseWriter, r *http.Request, _ history.Token) {
@@ -368,6 +431,56 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ history.Token)
 		return
 	}
 	writeJSON(w, http.StatusOK, runs)
+}
+
+// getResults answers the results.json of a job as it was posted (its
+// bytes, which xrun results --json prints); 404 when the server has no
+// post of it (a run it lacks, or one imported into its history from a
+// file).
+func (s *Server) getResults(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	job := r.PathValue("job")
+	body, ok, err := s.h.ResultsFile(job)
+	if err != nil {
+		s.storageError(w, "read results", err)
+		return
+	}
+	if !ok {
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found",
+			Message: fmt.Sprintf("job %q has no results.json on this server: its runner did not post it here (xrun history push sends it).", job)})
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		s.storageError(w, "read results of job "+job, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, zr); err != nil && s.o.Log != nil {
+		s.o.Log.Printf("send the results of job %s: %v (the answer was cut short)", job, err)
+	}
+}
+
+// KeptResults reads the results.json the server keeps of a job, nil when
+// it has none that decodes.
+func KeptResults(h *history.Store, job string) *result.Results {
+	body, ok, err := h.ResultsFile(job)
+	if err != nil || !ok {
+		return nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil
+	}
+	res, err := result.Decode(data)
+	if err != nil {
+		return nil
+	}
+	return res
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
