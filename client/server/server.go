@@ -58,9 +58,10 @@ type Options struct {
 
 // Server serves one results history.
 type Server struct {
-	h   *history.Store
-	o   Options
-	mux *http.ServeMux
+	h    *history.Store
+	o    Options
+	mux  *http.ServeMux
+	dash *dashboard
 }
 
 // New makes a server of the history h.
@@ -68,13 +69,18 @@ func New(h *history.Store, o Options) *Server {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	s := &Server{h: h, o: o, mux: http.NewServeMux()}
+	s := &Server{h: h, o: o, mux: http.NewServeMux(), dash: newDashboard()}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("POST "+ResultsPath, s.auth(ScopePost, s.postResults))
 	s.mux.HandleFunc("POST "+MissingPath, s.auth(ScopePost, s.missingJobs))
 	s.mux.HandleFunc("GET /api/v1/history", s.auth(ScopeRead, s.getHistory))
 	s.mux.HandleFunc("GET /api/v1/runs", s.auth(ScopeRead, s.getRuns))
 	s.mux.HandleFunc("GET /api/v1/regress", s.auth(ScopeRead, s.getRegress))
+	// The dashboard (dashboard.go): every other page, for a signed-in
+	// browser.
+	s.mux.HandleFunc("GET /", s.servePage)
+	s.mux.HandleFunc("POST /login", s.login)
+	s.mux.HandleFunc("POST /logout", s.logout)
 	s.mux.HandleFunc("GET /api/v1/runs/{job}", s.auth(ScopeRead, s.getJob))
 	s.mux.HandleFunc("GET /api/v1/runs/{job}/results", s.auth(ScopeRead, s.getResults))
 	return s
@@ -211,6 +217,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 		s.storageError(w, "store job "+res.JobID, err)
 		return
 	}
+	s.dash.posted()
 	if im.Replaced {
 		writeJSON(w, http.StatusOK, reply{Status: "replaced", Imported: &im,
 			Message: fmt.Sprintf("job %s was stored already; its run now holds this post's %d points.", im.JobID, im.Points)})
@@ -550,6 +557,7 @@ func Run(ctx context.Context, s *Server, addr string, grace time.Duration, ready
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	defer s.Close()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("stop serving: %w", err)
 	}

@@ -35,6 +35,7 @@ func runSuite(t *testing.T, open func(t *testing.T) *history.Store) {
 	t.Run("missing", func(t *testing.T) { testMissing(t, open(t)) })
 	t.Run("kept", func(t *testing.T) { testKept(t, open(t)) })
 	t.Run("regress", func(t *testing.T) { testRegress(t, open(t)) })
+	t.Run("dashboard", func(t *testing.T) { testDashboard(t, open(t)) })
 }
 
 // The server keeps each job's results.json as it was posted, for a read
@@ -180,8 +181,9 @@ func newFixture(t *testing.T, h *history.Store, o Options) *fixture {
 	t.Helper()
 	f := &fixture{h: h}
 	o.Log = log.New(f, "", 0)
-	f.srv = httptest.NewServer(New(h, o))
-	t.Cleanup(f.srv.Close)
+	s := New(h, o)
+	f.srv = httptest.NewServer(s)
+	t.Cleanup(func() { f.srv.Close(); s.Close() })
 	for _, sc := range Scopes {
 		secret, err := NewToken(h, "t-"+sc, sc)
 		if err != nil {
