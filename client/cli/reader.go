@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/site"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -33,6 +35,9 @@ type historyReader interface {
 	// experiment on each kind of machine) and prints the report as xrun
 	// regress does.
 	regress(ctx context.Context, o nightly.RegressOptions) error
+	// site writes the pages of xrun report --html into o.Dir as site.Build
+	// writes them, and returns them.
+	site(ctx context.Context, o site.Options) ([]site.Page, error)
 }
 
 // storedRun is a job's results.json as stored, decoded.
@@ -104,6 +109,20 @@ func (l localReader) regress(ctx context.Context, o nightly.RegressOptions) erro
 	return n.Regress(ctx, m, o)
 }
 
+func (l localReader) site(ctx context.Context, o site.Options) ([]site.Page, error) {
+	n, err := l.a.syncedHistory()
+	if err != nil {
+		return nil, err
+	}
+	st, err := l.a.Store()
+	if err != nil {
+		return nil, err
+	}
+	o.Results = func(r history.Run) *result.Results { return historyRunResults(st, r) }
+	o.Progress = render.SafeAlways(l.a.Err)
+	return site.Build(n.Store(), o)
+}
+
 // serverReader reads an xrun serve's history with a read token.
 type serverReader struct {
 	a *App
@@ -167,4 +186,25 @@ func (s serverReader) regress(ctx context.Context, o nightly.RegressOptions) err
 	// The experiments' texts are the server's: no control sequence
 	// reaches the terminal, as with a local history.
 	return nightly.New(nil, render.SafeAlways(s.a.Out), s.a.Err).Emit(ctx, &rep, nil, o)
+}
+
+// site has the server build the pages (GET /api/v1/site: a tar stream)
+// and writes them into o.Dir as a local build does.
+func (s serverReader) site(ctx context.Context, o site.Options) ([]site.Page, error) {
+	q := url.Values{"experiment": o.Experiments}
+	q.Set("window", fmt.Sprint(o.Rule.Window))
+	q.Set("min_history", fmt.Sprint(o.Rule.MinHistory))
+	q.Set("score", fmt.Sprint(o.Rule.Score))
+	q.Set("floor", fmt.Sprint(o.Rule.Floor))
+	resp, err := s.c.do(ctx, http.MethodGet, "/api/v1/site", q, nil, "", "read the site")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	fmt.Fprintf(s.a.Err, "report: the site of %s, built there\n", s.c.name())
+	pages, err := site.Unpack(o.Dir, resp.Body)
+	if err != nil && !errors.Is(err, site.ErrNotSite) && ctx.Err() == nil {
+		return nil, &ExitError{Code: ExitInfra, Err: fmt.Errorf("%v (from %s)", err, s.c.name())}
+	}
+	return pages, err
 }

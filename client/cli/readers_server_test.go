@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -89,6 +90,41 @@ func TestReadersFromServer(t *testing.T) {
 			t.Errorf("%v showed the token: %s", remote, f.ta.err)
 		}
 	}
+	// report writes the same files, and prints the same, from the server.
+	site := filepath.Join(t.TempDir(), "site")
+	for _, args := range [][]string{
+		{"report", "--html", site},
+		{"report", "--html", site, "--json", "--window", "5", "--min-history", "3", "projection-chain-backward"},
+	} {
+		wantCode := f.ta.run(ctx, args...)
+		want, wantFiles := f.ta.out.String(), tree(t, site)
+		if wantCode != 0 || len(wantFiles) < 10 {
+			t.Fatalf("%v: exit %d, %d files: %s", args, wantCode, len(wantFiles), f.ta.err)
+		}
+		remote := append([]string{args[0], "--server", f.srv.URL}, args[1:]...)
+		code := f.ta.run(ctx, remote...)
+		if got := f.ta.out.String(); got != want || code != 0 {
+			t.Errorf("%v printed (exit %d)\n%s\nthis machine's store printed\n%s\nstderr: %s", remote, code, got, want, f.ta.err)
+		}
+		got := tree(t, site)
+		for name, data := range wantFiles {
+			if !bytes.Equal(got[name], data) {
+				t.Errorf("%v wrote %s differently (%d bytes, the local site's %d)", remote, name, len(got[name]), len(data))
+			}
+		}
+		if len(got) != len(wantFiles) {
+			t.Errorf("%v wrote %d files, the local report %d", remote, len(got), len(wantFiles))
+		}
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
+	if code := f.ta.run(ctx, "report", "--server", f.srv.URL, "--html", other); code != ExitUsage || !strings.Contains(f.ta.err.String(), "holds no site of xrun report") {
+		t.Errorf("report --server into a directory of other files: exit %d, %s", code, f.ta.err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(data) != "mine" {
+		t.Errorf("report --server touched another directory's file")
+	}
+
 	// regress --json reads as the report it is, judged by the rule.
 	if code := f.ta.run(ctx, "regress", "--server", f.srv.URL, "--json", last); code != 0 {
 		t.Fatalf("regress --json: %s", f.ta.err)
@@ -114,6 +150,7 @@ func TestReadersFromServer(t *testing.T) {
 		{[]string{"results", "no-such-job"}, "answered 404: job \"no-such-job\" is not in this server's history"},
 		{[]string{"compare", first, "no-such-job"}, "answered 404"},
 		{[]string{"regress", "no-such-job"}, "answered 404: job no-such-job is not in the results history"},
+		{[]string{"report", "--html", t.TempDir(), "no-such-experiment"}, "answered 404: the results history has no run of [no-such-experiment]"},
 		{[]string{"regress", "--confirm", last}, "--confirm reruns jobs of this machine's store"},
 		{[]string{"regress", "--plot", plot, last}, "--plot draws from a local history"},
 		{[]string{"regress", filepath.Join("..", "..", "experiments", "058-projection-chain-backward", "results", serverRuns[0])}, "with --server, regress judges the server's runs by job id"},
@@ -126,4 +163,23 @@ func TestReadersFromServer(t *testing.T) {
 	if entries, _ := os.ReadDir(plot); len(entries) > 0 {
 		t.Errorf("regress --plot with --server wrote %d files", len(entries))
 	}
+}
+
+// tree reads every file under dir, by its slash path.
+func tree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

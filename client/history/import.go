@@ -42,6 +42,10 @@ type Source struct {
 // SourceStore is the origin of runs imported from the job store.
 const SourceStore = "store"
 
+// SourcePost begins the origin of runs posted to xrun serve, followed by
+// the name of the token that posted them.
+const SourcePost = "post:"
+
 // Imported says what an import did.
 type Imported struct {
 	JobID      string `json:"job_id"`

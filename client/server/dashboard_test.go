@@ -1,16 +1,20 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/client/site"
 )
 
 // browser is a client with a cookie jar that follows no redirect, as a
@@ -125,6 +129,27 @@ func testDashboard(t *testing.T, h *history.Store) {
 	}
 	if code, hdr, _ := other.login(f.admin, "//evil.example/"); code != http.StatusSeeOther || hdr.Get("Location") != "/" {
 		t.Errorf("sign in to go to another site: %d, Location %q; want /", code, hdr.Get("Location"))
+	}
+	// The same pages as one archive, for xrun report --server.
+	code, archive := f.do(t, http.MethodGet, "/api/v1/site?window=2&min_history=1", f.read, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/site: %d %s", code, archive)
+	}
+	dir := filepath.Join(t.TempDir(), "site")
+	pages, err := site.Unpack(dir, bytes.NewReader(archive))
+	if err != nil || len(pages) < 3 || pages[0].Path != "index.html" {
+		t.Fatalf("the site's archive: %v, pages %+v", err, pages)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(jobPage))); err != nil || !strings.Contains(string(data), "job-d2") {
+		t.Errorf("the archive's %s: %v", jobPage, err)
+	}
+	for _, c := range []struct {
+		token, query string
+		want         int
+	}{{f.post, "", http.StatusForbidden}, {f.read, "?experiment=none", http.StatusNotFound}, {f.read, "?floor=-1", http.StatusBadRequest}} {
+		if code, _ := f.do(t, http.MethodGet, "/api/v1/site"+c.query, c.token, nil); code != c.want {
+			t.Errorf("GET /api/v1/site%s: %d, want %d", c.query, code, c.want)
+		}
 	}
 	// A post lands: the next request sees it.
 	if code, r := f.postResults(t, f.post, results(t, "job-d3", day.Add(3*24*time.Hour), 2)); code != http.StatusCreated {

@@ -19,6 +19,9 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +30,8 @@ import (
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/site"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -76,6 +81,7 @@ func New(h *history.Store, o Options) *Server {
 	s.mux.HandleFunc("GET /api/v1/history", s.auth(ScopeRead, s.getHistory))
 	s.mux.HandleFunc("GET /api/v1/runs", s.auth(ScopeRead, s.getRuns))
 	s.mux.HandleFunc("GET /api/v1/regress", s.auth(ScopeRead, s.getRegress))
+	s.mux.HandleFunc("GET /api/v1/site", s.auth(ScopeRead, s.getSite))
 	// The dashboard (dashboard.go): every other page, for a signed-in
 	// browser.
 	s.mux.HandleFunc("GET /", s.servePage)
@@ -204,7 +210,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 			Message: "the results have no job_id, which the server keeps runs by: post the results of an xrun job, or import this file with xrun history import."})
 		return
 	}
-	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: "post:" + t.Name, ByJob: true, Results: kept.Bytes()})
+	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: history.SourcePost + t.Name, ByJob: true, Results: kept.Bytes()})
 	switch {
 	case errors.Is(err, history.ErrRunning):
 		writeJSON(w, http.StatusUnprocessableEntity, reply{Status: "refused", Message: sentence(err.Error())})
@@ -371,6 +377,28 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 // client prints it as text, markdown or JSON, and makes its alert.
 func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.Token) {
 	q := r.URL.Query()
+	ru, msg := ruleOf(q)
+	if msg != "" {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: msg})
+		return
+	}
+	rep, err := nightly.New(s.h, io.Discard, io.Discard).JudgeKept(r.Context(), q["job"],
+		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
+	var ee *exit.Error
+	switch {
+	case errors.As(err, &ee) && ee.Code == exit.Usage:
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
+		return
+	case err != nil:
+		s.storageError(w, "judge runs", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// ruleOf is the regression rule a query gives (window, min_history,
+// score, floor; the defaults otherwise), or why it is refused.
+func ruleOf(q url.Values) (regress.Rule, string) {
 	ru := nightly.DefaultRule()
 	for _, p := range []struct {
 		key string
@@ -388,26 +416,52 @@ func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.To
 			*p.f, err = strconv.ParseFloat(v, 64)
 		}
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: fmt.Sprintf("%s=%q: give a number.", p.key, v)})
-			return
+			return ru, fmt.Sprintf("%s=%q: give a number.", p.key, v)
 		}
 	}
 	if ru.Window < 1 || ru.MinHistory < 1 || ru.MinHistory > ru.Window || ru.Score < 0 || ru.Floor < 0 {
-		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: "the rule needs 1 <= min_history <= window, score >= 0 and floor >= 0."})
+		return ru, "the rule needs 1 <= min_history <= window, score >= 0 and floor >= 0."
+	}
+	return ru, ""
+}
+
+// getSite answers the pages of xrun report --html, built from the
+// history for this request, as a tar stream (site.Archive): of the
+// experiments named (experiment=NAME, repeated; none: all), with the
+// verdicts of the rule the query gives (as regress's). xrun report
+// --server writes them out.
+func (s *Server) getSite(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	q := r.URL.Query()
+	ru, msg := ruleOf(q)
+	if msg != "" {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: msg})
 		return
 	}
-	rep, err := nightly.New(s.h, io.Discard, io.Discard).JudgeKept(r.Context(), q["job"],
-		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
-	var ee *exit.Error
+	tmp, err := os.MkdirTemp("", "xrun-serve-report-")
+	if err != nil {
+		s.storageError(w, "build a site", err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "site")
+	pages, err := site.Build(s.h, site.Options{Dir: dir, Rule: ru, Experiments: q["experiment"], Context: r.Context(),
+		Results: func(run history.Run) *result.Results { return KeptResults(s.h, run.JobID) }})
 	switch {
-	case errors.As(err, &ee) && ee.Code == exit.Usage:
-		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
+	case errors.Is(err, site.ErrEmpty) && len(q["experiment"]) > 0:
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: fmt.Sprintf("the results history has no run of %v; xrun history lists what it has.", q["experiment"])})
+		return
+	case errors.Is(err, site.ErrEmpty):
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: "the results history is empty: its runners have posted nothing yet."})
 		return
 	case err != nil:
-		s.storageError(w, "judge runs", err)
+		s.storageError(w, "build a site", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	if err := site.Archive(w, dir, pages); err != nil && s.o.Log != nil {
+		s.o.Log.Printf("send a site: %v (the answer was cut short)", err)
+	}
 }
 
 // getRuns lists the runs of the history (of one experiment, with
