@@ -37,7 +37,10 @@ var serverRuns = []string{
 // in each of their forms. The jobs reach the server as they do from a
 // runner: posted (xrun history push).
 func TestReadersFromServer(t *testing.T) {
-	f := newPushFixture(t)
+	testReadersFromServer(t, newPushFixture(t))
+}
+
+func testReadersFromServer(t *testing.T, f *pushFixture) {
 	ids := map[string]string{}
 	for _, dir := range serverRuns {
 		src := filepath.Join("..", "..", "experiments", "058-projection-chain-backward", "results", dir, "results.json")
