@@ -98,7 +98,7 @@ func (a *App) pushTarget(flag string) (base, token string, err error) {
 		return "", "", usageError("--server %s: give the server's http:// or https:// URL", post.Redact(base))
 	}
 	token = a.getenv(contract.EnvPostToken)
-	if token == "" && cfg != nil && sameServer(cfg.URL, base) {
+	if token == "" && cfg != nil && cfg.HasPostToken() && sameServer(cfg.URL, base) {
 		if token, err = cfg.PostToken(path, a.getenv); err != nil {
 			return "", "", usageError("%v", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 )
@@ -22,12 +23,26 @@ const (
 	EnvServerToken = "XRUN_SERVER_TOKEN"
 )
 
-// readServer is a client of the xrun serve at base with the read token
-// of XRUN_SERVER_TOKEN, for the history's readers' --server.
+// readServer is a client of the xrun serve at base, for the history's
+// readers' --server, with the read token of XRUN_SERVER_TOKEN, else the
+// config's read token when base is the config's server (the config's
+// token goes to no other server).
 func (a *App) readServer(base string) (*serverClient, error) {
 	token := a.getenv(EnvServerToken)
 	if token == "" {
-		return nil, usageError("--server needs a read token in %s (xrun serve token add --scope read NAME makes one)", EnvServerToken)
+		path := hosts.ConfigPath(a.getenv)
+		cfg, err := hosts.LoadServer(path)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		if cfg != nil && sameServer(cfg.URL, base) {
+			if token, err = cfg.ReaderToken(path, a.getenv); err != nil {
+				return nil, usageError("%v", err)
+			}
+		}
+	}
+	if token == "" {
+		return nil, usageError("--server needs a read token in %s, or in read_token_file: of the config's server: when it is that server (xrun serve token add --scope read NAME makes one)", EnvServerToken)
 	}
 	return newServerClient(base, token, 10*time.Minute)
 }

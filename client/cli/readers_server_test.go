@@ -166,6 +166,25 @@ func testReadersFromServer(t *testing.T, f *pushFixture) {
 	if entries, _ := os.ReadDir(plot); len(entries) > 0 {
 		t.Errorf("regress --plot with --server wrote %d files", len(entries))
 	}
+
+	// The read token of the config's server: for that server alone.
+	delete(f.env, EnvServerToken)
+	cfgDir := filepath.Join(f.env["XDG_CONFIG_HOME"], "xrun")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "read-token"), []byte(read+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("server:\n  url: "+f.srv.URL+"\n  read_token_file: read-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := f.ta.run(ctx, "results", "--server", f.srv.URL+"/", "--json", last); code != 0 || !strings.Contains(f.ta.out.String(), last) {
+		t.Errorf("results with the config's read token: exit %d, %s", code, f.ta.err)
+	}
+	if code := f.ta.run(ctx, "results", "--server", "http://127.0.0.1:1", last); code != ExitUsage || !strings.Contains(f.ta.err.String(), "needs a read token") {
+		t.Errorf("another server with the config's read token: exit %d, %s; want it refused before anything is sent", code, f.ta.err)
+	}
 }
 
 // tree reads every file under dir, by its slash path.
