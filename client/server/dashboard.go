@@ -258,8 +258,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.dash.sessions[id] = session{hash: hashToken(secret), expires: now.Add(sessionTTL)}
 	s.dash.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(sessionTTL / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// overHTTPS reports whether the browser reached the server over HTTPS:
+// the server's own TLS, or a reverse proxy in front that says so
+// (X-Forwarded-Proto). The header only makes the cookie stricter (Secure:
+// sent over HTTPS alone), so a client that forges it harms only itself.
+func overHTTPS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // logout ends the browser's session.
@@ -270,7 +278,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		s.dash.mu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
 	s.loginForm(w, "/", "Signed out.", http.StatusOK)
 }
 

@@ -103,6 +103,16 @@ func testDashboard(t *testing.T, h *history.Store) {
 		!strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Lax") || strings.Contains(cookie, f.read) {
 		t.Fatalf("sign in: %d, Location %q, Set-Cookie %q; want 303 to /, an HttpOnly session cookie without the token", code, hdr.Get("Location"), cookie)
 	}
+	if strings.Contains(cookie, "Secure") {
+		t.Errorf("a cookie over plain HTTP is Secure: %q", cookie)
+	}
+	// Behind a proxy that terminates TLS, the cookie is for HTTPS alone.
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/login", strings.NewReader(url.Values{"token": {f.read}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	if _, hdr, _ := newBrowser(t, f).answer(newBrowser(t, f).c.Do(req)); !strings.Contains(hdr.Get("Set-Cookie"), "; Secure") {
+		t.Errorf("sign in through a TLS proxy: Set-Cookie %q, want Secure", hdr.Get("Set-Cookie"))
+	}
 	code, index := b.get("/")
 	if code != http.StatusOK || !strings.Contains(index, "synthetic") || !strings.Contains(index, "job-d2") {
 		t.Fatalf("the index signed in: %d %s; want the experiment and its latest job", code, index)
