@@ -88,9 +88,11 @@ func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (
 }
 
 // JudgeKept is Judge on a history without a job store (xrun serve's):
-// the runs of the job ids refs names (none: the latest runs), their
-// results read by results (the server keeps each post's), and no rerun.
-func (n *History) JudgeKept(ctx context.Context, refs []string, results func(job string) *result.Results, ru regress.Rule) (*summary.Report, error) {
+// the runs of the job ids refs names (none: the latest runs), and no
+// rerun. Their results are read by head (without the cases, as Judge
+// reads the store's) and, for the advice on timings that never
+// converged, by full (the server keeps each post's).
+func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(job string) *result.Results, ru regress.Rule) (*summary.Report, error) {
 	var targets []target
 	if len(refs) == 0 {
 		runs, err := latestRuns(n.h)
@@ -101,7 +103,7 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, results func(job
 			return nil, exit.Usagef("the results history is empty: its runners have posted nothing yet")
 		}
 		for _, run := range runs {
-			targets = append(targets, target{run: run, r: results(run.JobID)})
+			targets = append(targets, target{run: run, r: head(run.JobID)})
 		}
 	}
 	for _, ref := range refs {
@@ -113,10 +115,10 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, results func(job
 			return nil, exit.Usagef("job %s is not in the results history (xrun history lists what it has)", ref)
 		}
 		run := runs[len(runs)-1]
-		targets = append(targets, target{run: run, r: results(run.JobID)})
+		targets = append(targets, target{run: run, r: head(run.JobID)})
 	}
-	full := func(run history.Run) *result.Results { return results(run.JobID) }
-	rep, _, err := n.judge(ctx, nil, targets, full, RegressOptions{Rule: ru})
+	fullOf := func(run history.Run) *result.Results { return full(run.JobID) }
+	rep, _, err := n.judge(ctx, nil, targets, fullOf, RegressOptions{Rule: ru})
 	return rep, err
 }
 

@@ -383,6 +383,7 @@ func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.To
 		return
 	}
 	rep, err := nightly.New(s.h, io.Discard, io.Discard).JudgeKept(r.Context(), q["job"],
+		func(job string) *result.Results { return keptHead(s.h, job) },
 		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
 	var ee *exit.Error
 	switch {
@@ -525,23 +526,34 @@ func (s *Server) getResults(w http.ResponseWriter, r *http.Request, _ history.To
 // KeptResults reads the results.json the server keeps of a job, nil when
 // it has none that decodes.
 func KeptResults(h *history.Store, job string) *result.Results {
+	r, _ := kept(h, job, func(rd io.Reader) (*result.Results, error) {
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			return nil, err
+		}
+		return result.Decode(data)
+	})
+	return r
+}
+
+// keptHead is KeptResults without the cases (flat.ReadHeadFrom), read
+// case by case: the run's status and criteria, for the memory of a case
+// rather than of a run at the case cap.
+func keptHead(h *history.Store, job string) *result.Results {
+	r, _ := kept(h, job, flat.ReadHeadFrom)
+	return r
+}
+
+func kept(h *history.Store, job string, read func(io.Reader) (*result.Results, error)) (*result.Results, error) {
 	body, ok, err := h.ResultsFile(job)
 	if err != nil || !ok {
-		return nil
+		return nil, err
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		return nil
-	}
-	res, err := result.Decode(data)
-	if err != nil {
-		return nil
-	}
-	return res
+	return read(zr)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
