@@ -71,7 +71,7 @@ func (d *dashboard) posted() {
 	d.mu.Unlock()
 }
 
-// current returns the directory of a build of the history as it is,
+// currentSite returns the directory of a build of the history as it is,
 // building one when a post landed since the last (or it is stale).
 func (s *Server) currentSite() (dir string, empty bool, err error) {
 	d := s.dash
