@@ -71,6 +71,7 @@ func testReadersFromServer(t *testing.T, f *pushFixture) {
 		{"results", "--markdown", last},
 		{"results", "--csv", last},
 		{"results", failed},
+		{"results", last[:6]},
 		{"compare", first, second, last},
 		{"compare", "--json", first, last},
 		{"compare", "--markdown", second, last},
@@ -78,6 +79,7 @@ func testReadersFromServer(t *testing.T, f *pushFixture) {
 		{"regress", "--history", local, "--all", last},
 		{"regress", "--history", local, "--json", last, failed},
 		{"regress", "--history", local, "--markdown", "--window", "5", "--min-history", "3", last},
+		{"regress", "--history", local, last[:5]},
 	} {
 		wantCode := f.ta.run(ctx, args...)
 		want, wantErr := f.ta.out.String(), f.ta.err.String()

@@ -107,7 +107,10 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(
 		}
 	}
 	for _, ref := range refs {
-		runs, err := n.h.RunsOfJob(ref)
+		runs, err := n.h.FindRuns(ref)
+		if errors.Is(err, history.ErrAmbiguous) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, infra(err)
 		}

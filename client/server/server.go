@@ -387,6 +387,9 @@ func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.To
 		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
 	var ee *exit.Error
 	switch {
+	case errors.Is(err, history.ErrAmbiguous):
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
+		return
 	case errors.As(err, &ee) && ee.Code == exit.Usage:
 		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
 		return
@@ -483,7 +486,11 @@ func (s *Server) getRuns(w http.ResponseWriter, r *http.Request, _ history.Token
 // two starts before it was posted).
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ history.Token) {
 	job := r.PathValue("job")
-	runs, err := s.h.RunsOfJob(job)
+	runs, err := s.h.FindRuns(job)
+	if errors.Is(err, history.ErrAmbiguous) {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
+		return
+	}
 	if err != nil {
 		s.storageError(w, "read runs", err)
 		return

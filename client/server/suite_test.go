@@ -57,6 +57,22 @@ func testKept(t *testing.T, h *history.Store) {
 	if code, data := f.do(t, http.MethodGet, "/api/v1/runs/job-k/results", f.admin, nil); code != http.StatusOK || !bytes.Equal(data, second) {
 		t.Errorf("results of job-k after its second post: %d, %q; want the second post, its trailing white space too", code, data)
 	}
+	// A job is found by the start of its id when that names it alone.
+	if code, r := f.postResults(t, f.post, results(t, "job-kx", day, 1)); code != http.StatusCreated {
+		t.Fatalf("post job-kx: %d %+v", code, r)
+	}
+	for _, c := range []struct {
+		ref  string
+		want int
+		job  string
+	}{{"job-k", http.StatusOK, "job-k"}, {"job-kx", http.StatusOK, "job-kx"}, {"job-", http.StatusBadRequest, ""}, {"job_", http.StatusNotFound, ""}, {"job", http.StatusNotFound, ""}, {"job-kx1", http.StatusNotFound, ""}} {
+		code, data := f.do(t, http.MethodGet, "/api/v1/runs/"+c.ref, f.read, nil)
+		var got []history.Run
+		json.Unmarshal(data, &got)
+		if code != c.want || (c.job != "" && (len(got) != 1 || got[0].JobID != c.job)) {
+			t.Errorf("runs of %q: %d %s; want %d (job %q)", c.ref, code, data, c.want, c.job)
+		}
+	}
 	for _, c := range []struct {
 		token, path string
 		want        int
