@@ -19,6 +19,7 @@ type compareOptions struct {
 	json     bool
 	markdown bool
 	force    bool
+	server   string
 }
 
 func newCompareCommand(a *App) *cli.Command {
@@ -56,6 +57,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the comparison as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "markdown", Aliases: []string{"md"}, Usage: "print markdown tables", Destination: &o.markdown},
+			serverFlag(&o.server),
 			&cli.BoolFlag{Name: "force", Usage: "compare jobs of different experiments (only what they share lines up)", Destination: &o.force},
 		},
 		Action: func(c *cli.Context) error {
@@ -72,6 +74,10 @@ Examples:
 }
 
 func runCompare(ctx context.Context, a *App, o compareOptions) error {
+	rd, err := a.reader(o.server)
+	if err != nil {
+		return err
+	}
 	var in []compare.Input
 	seen := map[string]string{} // job id or results file -> the argument that named it
 	same := func(key, ref string) error {
@@ -94,14 +100,14 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 			in = append(in, compare.Input{JobID: ref, Host: r.Env.Host, Results: r})
 			continue
 		}
-		j, r, err := a.jobResults(ctx, ref)
+		run, err := rd.job(ctx, ref)
 		if err != nil {
 			return err
 		}
-		if err := same(j.ID, ref); err != nil {
+		if err := same(run.JobID, ref); err != nil {
 			return err
 		}
-		in = append(in, compare.Input{JobID: j.ID, Host: j.Host, Results: r})
+		in = append(in, compare.Input{JobID: run.JobID, Host: run.Address, Results: run.Results})
 	}
 	if !o.force {
 		for _, x := range in[1:] {

@@ -44,8 +44,7 @@ Examples:
   XRUN_SERVER_TOKEN=... xrun history --server https://xrun.lab.example gla-pingpong`,
 		Flags: []cli.Flag{
 			historyFlag(a),
-			&cli.StringFlag{Name: "server", EnvVars: []string{EnvServer}, Destination: &o.server,
-				Usage: "read the history of the xrun serve at `URL`, with the read token in $XRUN_SERVER_TOKEN"},
+			serverFlag(&o.server),
 			&cli.StringFlag{Name: "impl", Usage: "only the series of this implementation", Destination: &o.query.Implementation},
 			&cli.StringSliceFlag{Name: "case", Usage: "only cases with parameter `K=V` (repeat for several)"},
 			&cli.StringFlag{Name: "host", Usage: "only runs on this host (a part of its name or address)", Destination: &o.query.Host},
@@ -76,14 +75,11 @@ Examples:
 			if o.show.Filter, err = o.query.Filter(time.Now()); err != nil {
 				return err
 			}
-			if o.server != "" {
-				return a.historyFromServer(c.Context, o.server, o.query, o.show)
-			}
-			n, err := a.syncedHistory()
+			rd, err := a.reader(o.server)
 			if err != nil {
 				return err
 			}
-			return n.Show(o.show)
+			return rd.show(c.Context, o.query, o.show)
 		},
 	}
 }

@@ -98,7 +98,7 @@ func (a *App) pushTarget(flag string) (base, token string, err error) {
 		return "", "", usageError("--server %s: give the server's http:// or https:// URL", post.Redact(base))
 	}
 	token = a.getenv(contract.EnvPostToken)
-	if token == "" && cfg != nil && sameServer(cfg.URL, base) {
+	if token == "" && cfg != nil && cfg.HasPostToken() && sameServer(cfg.URL, base) {
 		if token, err = cfg.PostToken(path, a.getenv); err != nil {
 			return "", "", usageError("%v", err)
 		}
@@ -207,36 +207,18 @@ func askMissing(ctx context.Context, base, token string, ids []string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	u := strings.TrimSuffix(strings.TrimSuffix(base, "/"), server.ResultsPath) + server.MissingPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(q))
+	c, err := newServerClient(strings.TrimSuffix(strings.TrimSuffix(base, "/"), server.ResultsPath), token, 2*time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("ask %s which jobs it lacks: %v", post.Redact(base), err)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	// No redirect is followed: it would carry the token elsewhere.
-	client := &http.Client{Timeout: 2 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
+	resp, err := c.do(ctx, http.MethodPost, server.MissingPath, nil, bytes.NewReader(q), "application/json", "read which jobs it lacks")
 	if err != nil {
-		if ue, ok := err.(*url.Error); ok {
-			err = ue.Err // url.Error repeats the URL
-		}
-		return nil, fmt.Errorf("ask %s which jobs it lacks: %v (is xrun serve running there?)", post.Redact(base), err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if resp.StatusCode != http.StatusOK {
-		var r struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(data, &r) != nil || r.Message == "" {
-			r.Message = http.StatusText(resp.StatusCode)
-		}
-		return nil, fmt.Errorf("server %s answered %d: %s", post.Redact(base), resp.StatusCode, strings.TrimSuffix(r.Message, "."))
-	}
 	var m server.Missing
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("server %s answered with what is not a list of jobs: %v (is it an xrun serve of this version?)", post.Redact(base), err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&m); err != nil {
+		return nil, fmt.Errorf("server %s answered with what is not a list of jobs: %v (is it an xrun serve of this version?)", c.name(), err)
 	}
 	return m.Missing, nil
 }

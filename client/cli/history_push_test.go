@@ -29,7 +29,14 @@ type pushFixture struct {
 
 func newPushFixture(t *testing.T) *pushFixture {
 	t.Helper()
-	h, err := history.Open(filepath.Join(t.TempDir(), history.FileName))
+	return newPushFixtureAt(t, filepath.Join(t.TempDir(), history.FileName))
+}
+
+// newPushFixtureAt is newPushFixture with the server's history at db (an
+// SQLite file or a PostgreSQL URL).
+func newPushFixtureAt(t *testing.T, db string) *pushFixture {
+	t.Helper()
+	h, err := history.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}

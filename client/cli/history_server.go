@@ -2,18 +2,16 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/internal/post"
 )
 
 // EnvServer names the variable that points the history's readers at an
@@ -25,20 +23,36 @@ const (
 	EnvServerToken = "XRUN_SERVER_TOKEN"
 )
 
+// readServer is a client of the xrun serve at base, for the history's
+// readers' --server, with the read token of XRUN_SERVER_TOKEN, else the
+// config's read token when base is the config's server (the config's
+// token goes to no other server).
+func (a *App) readServer(base string) (*serverClient, error) {
+	token := a.getenv(EnvServerToken)
+	if token == "" {
+		path := hosts.ConfigPath(a.getenv)
+		cfg, err := hosts.LoadServer(path)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		if cfg != nil && sameServer(cfg.URL, base) {
+			if token, err = cfg.ReaderToken(path, a.getenv); err != nil {
+				return nil, usageError("%v", err)
+			}
+		}
+	}
+	if token == "" {
+		return nil, usageError("--server needs a read token in %s, or in read_token_file: of the config's server: when it is that server (xrun serve token add --scope read NAME makes one)", EnvServerToken)
+	}
+	return newServerClient(base, token, 10*time.Minute)
+}
+
 // historyFromServer prints what xrun history prints, read from the xrun
 // serve at base: the server judges the series with the same code and
 // renders them as JSON, CSV or the table; this streams its answer out.
-func (a *App) historyFromServer(ctx context.Context, base string, q nightly.Query, o nightly.ShowOptions) error {
+func historyFromServer(ctx context.Context, a *App, c *serverClient, q nightly.Query, o nightly.ShowOptions) error {
 	if o.Plot != "" {
 		return usageError("--plot draws from a local history; it does not apply with --server")
-	}
-	token := a.getenv(EnvServerToken)
-	if token == "" {
-		return usageError("--server needs a read token in %s (xrun serve token add --scope read NAME makes one)", EnvServerToken)
-	}
-	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/api/v1/history")
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("--server %s: give the server's http:// or https:// URL", post.Redact(base))
 	}
 	v := url.Values{}
 	for k, s := range map[string]string{"experiment": q.Experiment, "impl": q.Implementation, "host": q.Host, "gpu": q.GPU, "since": q.Since} {
@@ -58,41 +72,15 @@ func (a *App) historyFromServer(ctx context.Context, base string, q nightly.Quer
 		v.Set("format", "text")
 		v.Set("last", strconv.Itoa(o.Last))
 	}
-	u.RawQuery = v.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	resp, err := c.do(ctx, http.MethodGet, "/api/v1/history", v, nil, "", "read the history")
 	if err != nil {
-		return usageError("--server %s: %v", post.Redact(base), err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	// No redirect is followed: it would carry the token elsewhere.
-	client := &http.Client{Timeout: 10 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		if ue, ok := err.(*url.Error); ok {
-			err = ue.Err // url.Error repeats the URL
-		}
-		return &ExitError{Code: ExitInfra, Err: fmt.Errorf("read the history from %s: %v (is xrun serve running there?)", post.Redact(base), err)}
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var r struct {
-			Message string `json:"message"`
-		}
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if json.Unmarshal(data, &r) != nil || r.Message == "" {
-			r.Message = http.StatusText(resp.StatusCode)
-		}
-		msg := strings.TrimSuffix(r.Message, ".")
-		err := fmt.Errorf("server %s answered %d: %s", post.Redact(base), resp.StatusCode, msg)
-		if resp.StatusCode >= 500 {
-			return &ExitError{Code: ExitInfra, Err: err}
-		}
-		return &ExitError{Code: ExitUsage, Err: err}
-	}
 	// The experiments' texts are the server's, as a local history's are
 	// the files': no control sequence reaches the terminal.
 	if _, err := io.Copy(render.SafeAlways(a.Out), resp.Body); err != nil {
-		return &ExitError{Code: ExitInfra, Err: fmt.Errorf("read the history from %s: %v", post.Redact(base), err)}
+		return &ExitError{Code: ExitInfra, Err: fmt.Errorf("read the history from %s: %v", c.name(), err)}
 	}
 	return nil
 }

@@ -24,8 +24,8 @@ func (a *App) configPost() (*job.PostTarget, error) {
 	if err != nil {
 		return nil, exit.BadInput(err)
 	}
-	if s == nil {
-		return nil, nil
+	if s == nil || !s.HasPostToken() {
+		return nil, nil // none, or a section of a machine that only reads
 	}
 	token, err := s.PostToken(path, a.getenv)
 	if err != nil {

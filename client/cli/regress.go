@@ -15,6 +15,7 @@ type regressOptions struct {
 	nightly.RegressOptions
 	confirm bool
 	env     []string
+	server  string
 }
 
 func newRegressCommand(a *App) *cli.Command {
@@ -68,6 +69,7 @@ Examples:
   xrun regress --json | jq '.runs[] | {experiment, counts}'`,
 		Flags: []cli.Flag{
 			historyFlag(a),
+			serverFlag(&o.server),
 			&cli.BoolFlag{Name: "confirm", Usage: "rerun a run with suspects at once on the same host and GPUs, and judge them by the rerun", Destination: &o.confirm},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "with --confirm: pass host variable NAME (or NAME=value) to the rerun too"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", Destination: &o.JSON},
@@ -97,15 +99,11 @@ Examples:
 				o.Rerun = func(ctx context.Context, j *store.Job) (*store.Job, error) { return a.rerun(ctx, j, o.env) }
 			}
 			o.WebhookToken = a.getenv("XRUN_ALERT_TOKEN")
-			n, err := a.syncedHistory()
+			rd, err := a.reader(o.server)
 			if err != nil {
 				return err
 			}
-			m, err := a.Jobs()
-			if err != nil {
-				return err
-			}
-			return n.Regress(c.Context, m, o.RegressOptions)
+			return rd.regress(c.Context, o.RegressOptions)
 		},
 	}
 }

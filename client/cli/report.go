@@ -17,9 +17,10 @@ import (
 )
 
 type reportOptions struct {
-	html string
-	json bool
-	site site.Options
+	html   string
+	json   bool
+	site   site.Options
+	server string
 }
 
 func newReportCommand(a *App) *cli.Command {
@@ -49,15 +50,19 @@ The history keeps no verdicts: each night's is the rule's reading of that
 run against the runs before it (docs/regressions.md, "The dashboard").
 DIR is made as needed; a site written there before is replaced, and a
 directory that holds anything else is refused. The same history gives
-the same files. Progress goes to stderr.
+the same files. Progress goes to stderr. --server URL writes the site of
+an xrun serve's history (read token in XRUN_SERVER_TOKEN), which the server
+builds: the same files as a local report of the same runs.
 
 Examples:
   xrun report --html site/ && xdg-open site/index.html
   xrun report --html site/ gla-pingpong 058-fused-chain
   xrun report --html out/site --json | jq -r '.pages[].path'
-  xrun history import nightly-artifact/ && xrun report --html site/`,
+  xrun history import nightly-artifact/ && xrun report --html site/
+  XRUN_SERVER_TOKEN=... xrun report --server https://xrun.lab.example --html site/`,
 		Flags: []cli.Flag{
 			historyFlag(a),
+			serverFlag(&o.server),
 			&cli.StringFlag{Name: "html", Usage: "write the site into `DIR`", Destination: &o.html},
 			&cli.BoolFlag{Name: "json", Usage: "print the pages written as JSON (the directory, and each page's path, kind and title)", Destination: &o.json},
 			&cli.IntFlag{Name: "window", Value: o.site.Rule.Window, Usage: "accepted runs the baseline holds (N)", Destination: &o.site.Rule.Window},
@@ -82,18 +87,15 @@ Examples:
 }
 
 func runReport(a *App, o reportOptions) error {
-	n, err := a.syncedHistory()
+	rd, err := a.reader(o.server)
 	if err != nil {
 		return err
 	}
-	st, err := a.Store()
-	if err != nil {
-		return err
-	}
-	o.site.Results = func(r history.Run) *result.Results { return historyRunResults(st, r) }
-	o.site.Progress = render.SafeAlways(a.Err)
-	pages, err := site.Build(n.Store(), o.site)
+	pages, err := rd.site(o.site.Context, o.site)
+	var ee *ExitError
 	switch {
+	case errors.As(err, &ee):
+		return err
 	case errors.Is(err, site.ErrEmpty) && len(o.site.Experiments) > 0:
 		return usageError("the results history has no run of %v; xrun history lists what it has", o.site.Experiments)
 	case errors.Is(err, site.ErrEmpty):

@@ -28,6 +28,7 @@ type resultsOptions struct {
 	plot string
 	// expected exits 0 when the outcome is the declared one.
 	expected bool
+	server   string
 }
 
 func newResultsCommand(a *App) *cli.Command {
@@ -69,6 +70,7 @@ Examples:
 			&cli.BoolFlag{Name: "csv", Usage: "print one CSV row per implementation and case", Destination: &o.csv},
 			&cli.StringFlag{Name: "plot", Usage: "write the figures (PNG and SVG) to `DIR`", Destination: &o.plot},
 			&cli.BoolFlag{Name: "expected", Usage: "exit 0 when the outcome is the one the experiment declares", Destination: &o.expected},
+			serverFlag(&o.server),
 		},
 	}, o.check, func(ctx context.Context, m *job.Manager, j *store.Job) error {
 		return runResults(ctx, a, o, m, j)
@@ -77,6 +79,14 @@ Examples:
 	cmd.ArgsUsage = "JOB|RESULTS"
 	byJob := cmd.Action
 	cmd.Action = func(c *cli.Context) error {
+		if o.server != "" && c.NArg() == 1 {
+			if _, ok := result.Locate(c.Args().First()); !ok {
+				if err := o.check(); err != nil {
+					return err
+				}
+				return runResultsServer(c.Context, a, c.Args().First(), o)
+			}
+		}
 		if c.NArg() == 1 {
 			if path, ok := result.Locate(c.Args().First()); ok {
 				if err := o.check(); err != nil {
@@ -208,6 +218,43 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	outcome := statusOutcome(r.Status, path)
 	if o.expected {
 		declareFromSpec(r, path, a.Err)
+		return a.expectedOutcome(r, outcome)
+	}
+	return outcome
+}
+
+// runResultsServer prints the results.json a job posted to the xrun
+// serve at o.server as runResults prints the store's copy, and exits with
+// the code of its status.
+func runResultsServer(ctx context.Context, a *App, ref string, o resultsOptions) error {
+	rd, err := a.reader(o.server)
+	if err != nil {
+		return err
+	}
+	run, err := rd.job(ctx, ref)
+	if err != nil {
+		return err
+	}
+	r := run.Results
+	ro := render.Options{}
+	if o.plot != "" {
+		if ro.Figures, err = render.Figures(r, o.plot, a.Err); err != nil {
+			return figureError(err)
+		}
+	}
+	switch o.format() {
+	case render.RawJSON:
+		_, err = a.Out.Write(run.Data)
+	case render.CSV:
+		err = flat.WriteCSV(a.Out, flat.Rows(r))
+	default:
+		err = render.Results(a.Out, r, o.format(), ro)
+	}
+	if err != nil {
+		return err
+	}
+	outcome := statusOutcome(r.Status, "job "+run.JobID)
+	if o.expected {
 		return a.expectedOutcome(r, outcome)
 	}
 	return outcome

@@ -45,7 +45,10 @@ func newServeCommand(a *App) *cli.Command {
 		Usage: "serve a results history over HTTP: runners post their results to it, and the history's readers read it",
 		Description: `xrun serve keeps one results history for a team: runners on every host and
 cluster post their results.json to it (XRUN_POST_URL=http://HOST:PORT/api/v1/results
-with XRUN_POST_TOKEN), and the readers get its series and verdicts as JSON.
+with XRUN_POST_TOKEN), the readers get its series and verdicts as JSON (xrun
+history, regress, compare and results with --server), and browsers get its
+dashboard at /: the pages of xrun report --html, built from the history as
+posts land, behind a sign-in with a read token.
 Alone it serves the SQLite history of this user at once; --db postgres://...
 (or XRUN_DB) runs the same history on PostgreSQL, creating and upgrading its
 tables there.
@@ -59,7 +62,10 @@ a retry or a duplicate replaces the job's run, never adds a second.
 Endpoints: POST /api/v1/results, POST /api/v1/results/missing (which of the
 jobs named the server lacks, for xrun history push), GET /api/v1/history (?experiment= &impl=
 &case=K=V &host= &gpu= &since=), GET /api/v1/runs (?experiment=),
-GET /api/v1/runs/JOB, GET /healthz. docs/server.md has the details.
+GET /api/v1/runs/JOB, GET /api/v1/runs/JOB/results (the results.json the job
+posted), GET /api/v1/regress (?job= &window= ...: regress's report),
+GET /healthz; the dashboard at / (POST /login signs a browser in).
+docs/server.md has the details.
 
 Examples:
   xrun serve token add --scope post runners
@@ -92,7 +98,7 @@ Examples:
 				scheme = "https"
 			}
 			err = server.Run(c.Context, s, o.addr, 30*time.Second, func(addr string) {
-				logger.Printf("serving results history %s on %s://%s (post to %s://%s%s)", h.Path(), scheme, addr, scheme, addr, server.ResultsPath)
+				logger.Printf("serving results history %s on %s://%s (post to %s://%s%s; the dashboard is %s://%s/)", h.Path(), scheme, addr, scheme, addr, server.ResultsPath, scheme, addr)
 			})
 			if err != nil {
 				return &ExitError{Code: ExitInfra, Err: err}

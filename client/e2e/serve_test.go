@@ -186,6 +186,19 @@ func TestServeConfigPost(t *testing.T) {
 	if strings.Contains(s.log.String(), s.post) {
 		t.Error("the post token is in the server's log")
 	}
+
+	// The readers print the posted job from the server as from the store.
+	for _, form := range [][]string{{}, {"--json"}, {"--markdown"}, {"--csv"}} {
+		args := append(append([]string{"results"}, form...), id)
+		local := x.RunEnv(t, time.Minute, s.env(), args...)
+		expect(t, local, 0)
+		remote := x.RunEnv(t, time.Minute, append(s.env(), "XRUN_SERVER_TOKEN="+s.read),
+			append([]string{"results", "--server", s.base}, append(form, id)...)...)
+		expect(t, remote, 0)
+		if remote.Stdout != local.Stdout || len(local.Stdout) < 100 {
+			t.Errorf("results --server %v printed\n%s\nthe store's printed\n%s", form, remote.Stdout, local.Stdout)
+		}
+	}
 }
 
 // A job whose runner cannot reach the config's server ends as it would

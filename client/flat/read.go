@@ -46,6 +46,12 @@ func ReadHead(path string) (*result.Results, error) {
 	return r, err
 }
 
+// ReadHeadFrom is ReadHead of a results.json read from rd.
+func ReadHeadFrom(rd io.Reader) (*result.Results, error) {
+	r, _, err := read(rd, false)
+	return r, err
+}
+
 func read(rd io.Reader, flatten bool) (*result.Results, []Row, error) {
 	dec := json.NewDecoder(rd)
 	if err := expectDelim(dec, '{'); err != nil {

@@ -33,10 +33,18 @@ type Source struct {
 	// idempotent by job id, so a runner's retry or a duplicate post never
 	// makes a second run.
 	ByJob bool
+	// Results, when set, is the run's results.json as posted,
+	// gzip-compressed: xrun serve keeps it by job id (ResultsFile) for the
+	// readers that need the whole run, and a post of the job replaces it.
+	Results []byte
 }
 
 // SourceStore is the origin of runs imported from the job store.
 const SourceStore = "store"
+
+// SourcePost begins the origin of runs posted to xrun serve, followed by
+// the name of the token that posted them.
+const SourcePost = "post:"
 
 // Imported says what an import did.
 type Imported struct {
@@ -161,6 +169,13 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 	}
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
+	if src.Results != nil {
+		if _, err := tx.Exec(`INSERT INTO results_files (job_id, body, stored_at) VALUES (?, ?, ?)
+			ON CONFLICT(job_id) DO UPDATE SET body = excluded.body, stored_at = excluded.stored_at`,
+			jobID, src.Results, time.Now().UnixNano()); err != nil {
+			return out, fmt.Errorf("import run %s: %w", jobID, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return out, fmt.Errorf("import run %s: %w", jobID, err)

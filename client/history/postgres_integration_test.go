@@ -3,9 +3,6 @@
 package history
 
 import (
-	"database/sql"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/xrun-dev/xrun/internal/pgtest"
@@ -16,20 +13,8 @@ import (
 // PostgreSQL server it starts, each in a database of its own: the same
 // queries serve both.
 func TestPostgres(t *testing.T) {
-	base := pgtest.Start(t)
-	admin, err := sql.Open("pgx", base+"postgres?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var n atomic.Int32
-	openAt = func(t *testing.T) string {
-		name := fmt.Sprintf("history_%d", n.Add(1))
-		if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-			t.Fatal(err)
-		}
-		return base + name + "?sslmode=disable"
-	}
+	db := pgtest.Databases(t, "history")
+	openAt = func(t *testing.T) string { return db(t) }
 	defer func() { openAt = nil }()
 	for _, c := range []struct {
 		name string

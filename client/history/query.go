@@ -1,7 +1,9 @@
 package history
 
 import (
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -276,6 +278,50 @@ func (s *Store) Runs(experiment string) ([]Run, error) {
 // imported from two different starts).
 func (s *Store) RunsOfJob(id string) ([]Run, error) { return s.runs("job_id = ?", id) }
 
+// MinJobPrefix is the shortest start of a job id FindRuns takes for the
+// job it alone begins.
+const MinJobPrefix = 4
+
+// ErrAmbiguous is FindRuns' error for a start of an id that several jobs
+// begin with.
+var ErrAmbiguous = errors.New("begins the ids of several jobs")
+
+// FindRuns returns the runs of job ref: the job of that id, else the one
+// job whose id begins with ref (at least MinJobPrefix characters, as a
+// person types a short id); none when no job is either, and an error
+// wrapping ErrAmbiguous when several begin with ref.
+func (s *Store) FindRuns(ref string) ([]Run, error) {
+	runs, err := s.RunsOfJob(ref)
+	if err != nil || len(runs) > 0 || len(ref) < MinJobPrefix {
+		return runs, err
+	}
+	esc := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(ref)
+	rows, err := s.db.Query(`SELECT DISTINCT job_id FROM runs WHERE job_id LIKE ? ESCAPE '\' ORDER BY job_id LIMIT 3`, esc+"%")
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	switch len(ids) {
+	case 0:
+		return nil, nil
+	case 1:
+		return s.RunsOfJob(ids[0])
+	}
+	return nil, fmt.Errorf("%q %w (%s, ...): give more of the id", ref, ErrAmbiguous, strings.Join(ids[:2], ", "))
+}
+
 func (s *Store) runs(where string, args ...any) ([]Run, error) {
 	rows, err := s.db.Query(`SELECT id, job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, source
 		FROM runs WHERE `+where+` ORDER BY at, id`, args...)
@@ -294,4 +340,17 @@ func (s *Store) runs(where string, args ...any) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ResultsFile returns the results.json kept of job id, gzip-compressed
+// as it was posted (Source.Results); ok is false when none is kept.
+func (s *Store) ResultsFile(id string) (body []byte, ok bool, err error) {
+	err = s.db.QueryRow("SELECT body FROM results_files WHERE job_id = ?", id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the results of job %s: %w", id, err)
+	}
+	return body, true, nil
 }

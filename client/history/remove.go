@@ -56,6 +56,9 @@ func (s *Store) Remove(runs []Run) ([]Removed, error) {
 		}
 		out = append(out, Removed{Run: r, Points: int(n)})
 	}
+	if _, err := tx.Exec("DELETE FROM results_files WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.job_id = results_files.job_id)"); err != nil {
+		return nil, fmt.Errorf("remove from results history: %w", err)
+	}
 	empty := "SELECT id FROM series WHERE NOT EXISTS (SELECT 1 FROM points p WHERE p.series_id = series.id)"
 	if _, err := tx.Exec("DELETE FROM change_points WHERE series_id IN (" + empty + ")"); err != nil {
 		return nil, fmt.Errorf("remove from results history: %w", err)

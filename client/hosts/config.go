@@ -162,6 +162,7 @@ func expandHome(o Options, p string) string {
 //	server:
 //	  url: https://xrun.lab.example
 //	  token_file: ~/.config/xrun/post-token   # a post token; or token: xrun_...
+//	  read_token_file: ~/.config/xrun/read-token  # for --server; or read_token:
 type Server struct {
 	// URL is the server's address, http:// or https://.
 	URL string `yaml:"url"`
@@ -169,6 +170,11 @@ type Server struct {
 	// a file that holds one instead, which can be kept apart (mode 600).
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	// ReadToken and ReadTokenFile are a read token, for the readers'
+	// --server of this server (xrun history, regress, compare, results,
+	// report).
+	ReadToken     string `yaml:"read_token"`
+	ReadTokenFile string `yaml:"read_token_file"`
 }
 
 // ConfigPath is xrun's config file as Resolve reads it: $XDG_CONFIG_HOME's
@@ -195,7 +201,7 @@ func LoadServer(path string) (*Server, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read xrun config %s: %w (allowed keys of server: url, token, token_file)", path, err)
+		return nil, fmt.Errorf("read xrun config %s: %w (allowed keys of server: url, token, token_file, read_token, read_token_file)", path, err)
 	}
 	s := file.Server
 	if s == nil {
@@ -208,30 +214,51 @@ func LoadServer(path string) (*Server, error) {
 	if u.User != nil || u.RawQuery != "" {
 		return nil, fmt.Errorf("read xrun config %s: server: url has user info or a query, which would be in every job's environment: give the token as token: or token_file:", path)
 	}
-	if (s.Token == "") == (s.TokenFile == "") {
+	if s.Token != "" && s.TokenFile != "" || s.Token == "" && s.TokenFile == "" && s.ReadToken == "" && s.ReadTokenFile == "" {
 		return nil, fmt.Errorf("read xrun config %s: server: give exactly one of token: (a post token, xrun serve token add --scope post NAME) or token_file: (a file that holds one)", path)
+	}
+	if s.ReadToken != "" && s.ReadTokenFile != "" {
+		return nil, fmt.Errorf("read xrun config %s: server: give one of read_token: and read_token_file:, not both", path)
 	}
 	return s, nil
 }
+
+// HasPostToken reports whether the section names a post token (a
+// section may hold a read token alone, for a machine that only reads).
+func (s Server) HasPostToken() bool { return s.Token != "" || s.TokenFile != "" }
 
 // PostToken is the server's post token: Token, or the contents of
 // TokenFile (~ is the home directory; a relative path is the config
 // file's directory's) without surrounding white space.
 func (s Server) PostToken(configPath string, getenv func(string) string) (string, error) {
-	if s.Token != "" {
-		return strings.TrimSpace(s.Token), nil
+	return secretOf(configPath, getenv, s.Token, s.TokenFile, "token_file", "post")
+}
+
+// ReaderToken is the server's read token, ReadToken or the contents of
+// ReadTokenFile, as PostToken reads its own; "" when the section has
+// none.
+func (s Server) ReaderToken(configPath string, getenv func(string) string) (string, error) {
+	if s.ReadToken == "" && s.ReadTokenFile == "" {
+		return "", nil
 	}
-	p := expandHome(Options{Getenv: getenv}, s.TokenFile)
+	return secretOf(configPath, getenv, s.ReadToken, s.ReadTokenFile, "read_token_file", "read")
+}
+
+func secretOf(configPath string, getenv func(string) string, inline, file, key, scope string) (string, error) {
+	if inline != "" {
+		return strings.TrimSpace(inline), nil
+	}
+	p := expandHome(Options{Getenv: getenv}, file)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(filepath.Dir(configPath), p)
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return "", fmt.Errorf("read the server's token_file of xrun config %s: %w (write the post token there, or give token: instead)", configPath, err)
+		return "", fmt.Errorf("read the server's %s of xrun config %s: %w (write the %s token there, or give it inline instead)", key, configPath, err, scope)
 	}
 	t := strings.TrimSpace(string(data))
 	if t == "" {
-		return "", fmt.Errorf("the server's token_file %s of xrun config %s is empty: write the post token there (xrun serve token add --scope post NAME prints one)", p, configPath)
+		return "", fmt.Errorf("the server's %s %s of xrun config %s is empty: write the %s token there (xrun serve token add --scope %s NAME prints one)", key, p, configPath, scope, scope)
 	}
 	return t, nil
 }

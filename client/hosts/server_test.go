@@ -54,15 +54,44 @@ func TestLoadServer(t *testing.T) {
 	}
 }
 
+// A section may hold a read token, beside a post token or alone (a
+// machine that only reads).
+func TestLoadServerReadToken(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "read"), []byte("xrun_read\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte("server:\n  url: https://x\n  read_token_file: read\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadServer(path)
+	if err != nil || s.HasPostToken() {
+		t.Fatalf("LoadServer = %+v, %v; want a section with a read token alone", s, err)
+	}
+	if tok, err := s.ReaderToken(path, nil); err != nil || tok != "xrun_read" {
+		t.Errorf("ReaderToken = %q, %v", tok, err)
+	}
+	s = &Server{URL: "https://x", Token: "xrun_post"}
+	if tok, err := s.ReaderToken(path, nil); err != nil || tok != "" {
+		t.Errorf("ReaderToken of a section without one = %q, %v", tok, err)
+	}
+	s = &Server{URL: "https://x", ReadTokenFile: "missing"}
+	if _, err := s.ReaderToken(path, nil); err == nil || !strings.Contains(err.Error(), "read_token_file") {
+		t.Errorf("ReaderToken of a missing file: %v", err)
+	}
+}
+
 func TestLoadServerRefuses(t *testing.T) {
 	for text, want := range map[string]string{
-		"server:\n  url: https://x\n  tokn: a\n":                   "allowed keys of server",
-		"server:\n  token: a\n":                                    "give url:",
-		"server:\n  url: xrun.lab:8420\n  token: a\n":              "give url:",
-		"server:\n  url: https://x\n":                              "exactly one of token:",
-		"server:\n  url: https://x\n  token: a\n  token_file: b\n": "exactly one of token:",
-		"server:\n  url: https://u:p@x\n  token: a\n":              "user info",
-		"server:\n  url: https://x/?token=xrun_a\n  token: a\n":    "user info or a query",
+		"server:\n  url: https://x\n  tokn: a\n":                             "allowed keys of server",
+		"server:\n  token: a\n":                                              "give url:",
+		"server:\n  url: xrun.lab:8420\n  token: a\n":                        "give url:",
+		"server:\n  url: https://x\n":                                        "exactly one of token:",
+		"server:\n  url: https://x\n  token: a\n  token_file: b\n":           "exactly one of token:",
+		"server:\n  url: https://u:p@x\n  token: a\n":                        "user info",
+		"server:\n  url: https://x/?token=xrun_a\n  token: a\n":              "user info or a query",
+		"server:\n  url: https://x\n  read_token: a\n  read_token_file: b\n": "not both",
 	} {
 		_, err := LoadServer(writeConfig(t, text))
 		if err == nil || !strings.Contains(err.Error(), want) {

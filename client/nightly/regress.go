@@ -39,20 +39,34 @@ type RegressOptions struct {
 // Regress judges runs by the rule, prints the report, and exits 5
 // (exit.Regressed) with a confirmed regression.
 func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions) error {
-	h := n.h
-	type target struct {
-		run history.Run
-		r   *result.Results
-		j   *store.Job
+	rep, failed, err := n.Judge(ctx, m, o)
+	if err != nil {
+		return err
 	}
+	return n.Emit(ctx, rep, failed, o)
+}
+
+// target is a run to judge, with its results (without their cases:
+// readHead) when at hand and its job record when the store has one.
+type target struct {
+	run history.Run
+	r   *result.Results
+	j   *store.Job
+}
+
+// Judge makes Regress's report: the runs o.Refs name (none: the latest
+// run of each experiment on each kind of machine and host), judged by
+// the rule, their suspects rerun with o.Rerun when set. failed is what
+// kept a rerun from confirming suspects (the report's notes say it too).
+func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (rep *summary.Report, failed error, err error) {
 	var targets []target
 	if len(o.Refs) == 0 {
-		runs, err := latestRuns(h)
+		runs, err := latestRuns(n.h)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if len(runs) == 0 {
-			return exit.Usagef("the results history is empty: submit a job, or xrun history import PATH")
+			return nil, nil, exit.Usagef("the results history is empty: submit a job, or xrun history import PATH")
 		}
 		for _, run := range runs {
 			r, j := storedResults(m.Store, run.JobID)
@@ -65,16 +79,61 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 	for _, ref := range o.Refs {
 		run, r, j, err := n.run(m, ref)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		targets = append(targets, target{run, r, j})
 	}
+	full := func(run history.Run) *result.Results { return fullResults(m.Store, run) }
+	return n.judge(ctx, m, targets, full, o)
+}
+
+// JudgeKept is Judge on a history without a job store (xrun serve's):
+// the runs of the job ids refs names (none: the latest runs), and no
+// rerun. Their results are read by head (without the cases, as Judge
+// reads the store's) and, for the advice on timings that never
+// converged, by full (the server keeps each post's).
+func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(job string) *result.Results, ru regress.Rule) (*summary.Report, error) {
+	var targets []target
+	if len(refs) == 0 {
+		runs, err := latestRuns(n.h)
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) == 0 {
+			return nil, exit.Usagef("the results history is empty: its runners have posted nothing yet")
+		}
+		for _, run := range runs {
+			targets = append(targets, target{run: run, r: head(run.JobID)})
+		}
+	}
+	for _, ref := range refs {
+		runs, err := n.h.FindRuns(ref)
+		if errors.Is(err, history.ErrAmbiguous) {
+			return nil, err
+		}
+		if err != nil {
+			return nil, infra(err)
+		}
+		if len(runs) == 0 {
+			return nil, exit.Usagef("job %s is not in the results history (xrun history lists what it has)", ref)
+		}
+		run := runs[len(runs)-1]
+		targets = append(targets, target{run: run, r: head(run.JobID)})
+	}
+	fullOf := func(run history.Run) *result.Results { return full(run.JobID) }
+	rep, _, err := n.judge(ctx, nil, targets, fullOf, RegressOptions{Rule: ru})
+	return rep, err
+}
+
+// judge judges targets into a report; full reads a run's results with
+// their cases (for the advice on timings that never converged).
+func (n *History) judge(ctx context.Context, m *job.Manager, targets []target, full func(history.Run) *result.Results, o RegressOptions) (*summary.Report, error, error) {
 	rep := &summary.Report{Rule: o.Rule}
 	failed := error(nil)
 	for _, t := range targets {
 		b := summary.StartRun(t.run)
-		if err := h.JudgeEach(t.run.JobID, o.Rule, b.Add); err != nil {
-			return infra(err)
+		if err := n.h.JudgeEach(t.run.JobID, o.Rule, b.Add); err != nil {
+			return nil, nil, infra(err)
 		}
 		sr := b.Done()
 		if t.r != nil {
@@ -83,11 +142,11 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 			if len(sr.NeverConverged) > 0 {
 				// The advice reads the cases' timings, which t.r
 				// (readHead) has not kept.
-				full := fullResults(m.Store, t.run)
-				if full == nil {
-					full = t.r
+				f := full(t.run)
+				if f == nil {
+					f = t.r
 				}
-				sr.WithResults(full)
+				sr.WithResults(f)
 			}
 		}
 		if o.Rerun != nil && len(sr.Suspects()) > 0 {
@@ -104,6 +163,13 @@ func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions)
 		rep.Runs = append(rep.Runs, sr)
 	}
 	rep.Finish()
+	return rep, failed, nil
+}
+
+// Emit prints rep in o's form, writes and posts its alert, and returns
+// exit 5 (exit.Regressed) with a confirmed regression, else exit 4 when
+// failed (a rerun) or the alert failed. o.Plot draws from n's history.
+func (n *History) Emit(ctx context.Context, rep *summary.Report, failed error, o RegressOptions) error {
 	if o.Plot != "" {
 		if err := n.plotVerdicts(rep, o); err != nil {
 			return err

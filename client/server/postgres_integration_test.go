@@ -3,12 +3,7 @@
 package server
 
 import (
-	"database/sql"
-	"fmt"
-	"sync/atomic"
 	"testing"
-
-	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/internal/pgtest"
@@ -19,19 +14,14 @@ import (
 // subtest in a database of its own. Under CI=true a machine without
 // PostgreSQL fails the test: CI installs it (scripts/setup.sh).
 func TestServerPostgres(t *testing.T) {
-	base := pgtest.Start(t)
-	admin, err := sql.Open("pgx", base+"postgres?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var n atomic.Int32
+	db := pgtest.Databases(t, "suite")
+	var first string
 	runSuite(t, func(t *testing.T) *history.Store {
-		name := fmt.Sprintf("suite_%d", n.Add(1))
-		if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-			t.Fatal(err)
+		u := db(t)
+		if first == "" {
+			first = u
 		}
-		h, err := history.Open(base + name + "?sslmode=disable")
+		h, err := history.Open(u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +32,7 @@ func TestServerPostgres(t *testing.T) {
 		return h
 	})
 	// Opening it again finds the layout applied: goose applies nothing.
-	h, err := history.Open(base + "suite_1?sslmode=disable")
+	h, err := history.Open(first)
 	if err != nil {
 		t.Fatalf("open again: %v", err)
 	}

@@ -9,6 +9,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -17,13 +19,20 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly"
+	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/client/site"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // DefaultMaxBody caps a posted results.json: a run at the case cap is
@@ -54,9 +63,10 @@ type Options struct {
 
 // Server serves one results history.
 type Server struct {
-	h   *history.Store
-	o   Options
-	mux *http.ServeMux
+	h    *history.Store
+	o    Options
+	mux  *http.ServeMux
+	dash *dashboard
 }
 
 // New makes a server of the history h.
@@ -64,13 +74,21 @@ func New(h *history.Store, o Options) *Server {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	s := &Server{h: h, o: o, mux: http.NewServeMux()}
+	s := &Server{h: h, o: o, mux: http.NewServeMux(), dash: newDashboard()}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("POST "+ResultsPath, s.auth(ScopePost, s.postResults))
 	s.mux.HandleFunc("POST "+MissingPath, s.auth(ScopePost, s.missingJobs))
 	s.mux.HandleFunc("GET /api/v1/history", s.auth(ScopeRead, s.getHistory))
 	s.mux.HandleFunc("GET /api/v1/runs", s.auth(ScopeRead, s.getRuns))
+	s.mux.HandleFunc("GET /api/v1/regress", s.auth(ScopeRead, s.getRegress))
+	s.mux.HandleFunc("GET /api/v1/site", s.auth(ScopeRead, s.getSite))
+	// The dashboard (dashboard.go): every other page, for a signed-in
+	// browser.
+	s.mux.HandleFunc("GET /", s.servePage)
+	s.mux.HandleFunc("POST /login", s.login)
+	s.mux.HandleFunc("POST /logout", s.logout)
 	s.mux.HandleFunc("GET /api/v1/runs/{job}", s.auth(ScopeRead, s.getJob))
+	s.mux.HandleFunc("GET /api/v1/runs/{job}/results", s.auth(ScopeRead, s.getResults))
 	return s
 }
 
@@ -167,7 +185,17 @@ func bearer(r *http.Request) (string, bool) {
 // run, so a retry or a duplicate never makes a second one.
 func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.Token) {
 	body := &capped{r: http.MaxBytesReader(w, r.Body, s.o.MaxBody)}
-	res, rows, err := flat.Read(body)
+	// The post is kept as it came, compressed as it is read, for the
+	// readers that need the whole run (GET /api/v1/runs/JOB/results).
+	var kept bytes.Buffer
+	gz := gzip.NewWriter(&kept)
+	res, rows, err := flat.Read(io.TeeReader(body, gz))
+	if err == nil {
+		_, err = io.Copy(gz, body) // what follows the object: white space
+	}
+	if err == nil {
+		err = gz.Close()
+	}
 	if body.over {
 		writeJSON(w, http.StatusRequestEntityTooLarge, reply{Status: "refused",
 			Message: fmt.Sprintf("the results are larger than the %d bytes this server takes (xrun serve --max-body).", s.o.MaxBody)})
@@ -182,7 +210,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 			Message: "the results have no job_id, which the server keeps runs by: post the results of an xrun job, or import this file with xrun history import."})
 		return
 	}
-	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: "post:" + t.Name, ByJob: true})
+	im, err := s.h.ImportRows(r.Context(), res, rows, history.Source{Origin: history.SourcePost + t.Name, ByJob: true, Results: kept.Bytes()})
 	switch {
 	case errors.Is(err, history.ErrRunning):
 		writeJSON(w, http.StatusUnprocessableEntity, reply{Status: "refused", Message: sentence(err.Error())})
@@ -195,6 +223,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 		s.storageError(w, "store job "+res.JobID, err)
 		return
 	}
+	s.dash.posted()
 	if im.Replaced {
 		writeJSON(w, http.StatusOK, reply{Status: "replaced", Imported: &im,
 			Message: fmt.Sprintf("job %s was stored already; its run now holds this post's %d points.", im.JobID, im.Points)})
@@ -340,6 +369,105 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// getRegress answers xrun regress's report as JSON (summary.Report): the
+// runs of the jobs named (job=ID, repeated; none: the latest run of each
+// experiment on each kind of machine and host) judged by the rule
+// (window, min_history, score, floor; the defaults otherwise), with the
+// outcome and advice read from the results.json each job posted. The
+// client prints it as text, markdown or JSON, and makes its alert.
+func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	q := r.URL.Query()
+	ru, msg := ruleOf(q)
+	if msg != "" {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: msg})
+		return
+	}
+	rep, err := nightly.New(s.h, io.Discard, io.Discard).JudgeKept(r.Context(), q["job"],
+		func(job string) *result.Results { return keptHead(s.h, job) },
+		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
+	var ee *exit.Error
+	switch {
+	case errors.Is(err, history.ErrAmbiguous):
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
+		return
+	case errors.As(err, &ee) && ee.Code == exit.Usage:
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
+		return
+	case err != nil:
+		s.storageError(w, "judge runs", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// ruleOf is the regression rule a query gives (window, min_history,
+// score, floor; the defaults otherwise), or why it is refused.
+func ruleOf(q url.Values) (regress.Rule, string) {
+	ru := nightly.DefaultRule()
+	for _, p := range []struct {
+		key string
+		i   *int
+		f   *float64
+	}{{"window", &ru.Window, nil}, {"min_history", &ru.MinHistory, nil}, {"score", nil, &ru.Score}, {"floor", nil, &ru.Floor}} {
+		v := q.Get(p.key)
+		if v == "" {
+			continue
+		}
+		var err error
+		if p.i != nil {
+			*p.i, err = strconv.Atoi(v)
+		} else {
+			*p.f, err = strconv.ParseFloat(v, 64)
+		}
+		if err != nil {
+			return ru, fmt.Sprintf("%s=%q: give a number.", p.key, v)
+		}
+	}
+	if ru.Window < 1 || ru.MinHistory < 1 || ru.MinHistory > ru.Window || ru.Score < 0 || ru.Floor < 0 {
+		return ru, "the rule needs 1 <= min_history <= window, score >= 0 and floor >= 0."
+	}
+	return ru, ""
+}
+
+// getSite answers the pages of xrun report --html, built from the
+// history for this request, as a tar stream (site.Archive): of the
+// experiments named (experiment=NAME, repeated; none: all), with the
+// verdicts of the rule the query gives (as regress's). xrun report
+// --server writes them out.
+func (s *Server) getSite(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	q := r.URL.Query()
+	ru, msg := ruleOf(q)
+	if msg != "" {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: msg})
+		return
+	}
+	tmp, err := os.MkdirTemp("", "xrun-serve-report-")
+	if err != nil {
+		s.storageError(w, "build a site", err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "site")
+	pages, err := site.Build(s.h, site.Options{Dir: dir, Rule: ru, Experiments: q["experiment"], Context: r.Context(),
+		Results: func(run history.Run) *result.Results { return KeptResults(s.h, run.JobID) }})
+	switch {
+	case errors.Is(err, site.ErrEmpty) && len(q["experiment"]) > 0:
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: fmt.Sprintf("the results history has no run of %v; xrun history lists what it has.", q["experiment"])})
+		return
+	case errors.Is(err, site.ErrEmpty):
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: "the results history is empty: its runners have posted nothing yet."})
+		return
+	case err != nil:
+		s.storageError(w, "build a site", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	if err := site.Archive(w, dir, pages); err != nil && s.o.Log != nil {
+		s.o.Log.Printf("send a site: %v (the answer was cut short)", err)
+	}
+}
+
 // getRuns lists the runs of the history (of one experiment, with
 // ?experiment=), oldest first.
 func (s *Server) getRuns(w http.ResponseWriter, r *http.Request, _ history.Token) {
@@ -358,7 +486,11 @@ func (s *Server) getRuns(w http.ResponseWriter, r *http.Request, _ history.Token
 // two starts before it was posted).
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ history.Token) {
 	job := r.PathValue("job")
-	runs, err := s.h.RunsOfJob(job)
+	runs, err := s.h.FindRuns(job)
+	if errors.Is(err, history.ErrAmbiguous) {
+		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
+		return
+	}
 	if err != nil {
 		s.storageError(w, "read runs", err)
 		return
@@ -368,6 +500,67 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ history.Token)
 		return
 	}
 	writeJSON(w, http.StatusOK, runs)
+}
+
+// getResults answers the results.json of a job as it was posted (its
+// bytes, which xrun results --json prints); 404 when the server has no
+// post of it (a run it lacks, or one imported into its history from a
+// file).
+func (s *Server) getResults(w http.ResponseWriter, r *http.Request, _ history.Token) {
+	job := r.PathValue("job")
+	body, ok, err := s.h.ResultsFile(job)
+	if err != nil {
+		s.storageError(w, "read results", err)
+		return
+	}
+	if !ok {
+		writeJSON(w, http.StatusNotFound, reply{Status: "not_found",
+			Message: fmt.Sprintf("job %q has no results.json on this server: its runner did not post it here (xrun history push sends it).", job)})
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		s.storageError(w, "read results of job "+job, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, zr); err != nil && s.o.Log != nil {
+		s.o.Log.Printf("send the results of job %s: %v (the answer was cut short)", job, err)
+	}
+}
+
+// KeptResults reads the results.json the server keeps of a job, nil when
+// it has none that decodes.
+func KeptResults(h *history.Store, job string) *result.Results {
+	r, _ := kept(h, job, func(rd io.Reader) (*result.Results, error) {
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			return nil, err
+		}
+		return result.Decode(data)
+	})
+	return r
+}
+
+// keptHead is KeptResults without the cases (flat.ReadHeadFrom), read
+// case by case: the run's status and criteria, for the memory of a case
+// rather than of a run at the case cap.
+func keptHead(h *history.Store, job string) *result.Results {
+	r, _ := kept(h, job, flat.ReadHeadFrom)
+	return r
+}
+
+func kept(h *history.Store, job string, read func(io.Reader) (*result.Results, error)) (*result.Results, error) {
+	body, ok, err := h.ResultsFile(job)
+	if err != nil || !ok {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	return read(zr)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -437,6 +630,7 @@ func Run(ctx context.Context, s *Server, addr string, grace time.Duration, ready
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	defer s.Close()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("stop serving: %w", err)
 	}

@@ -33,6 +33,105 @@ func runSuite(t *testing.T, open func(t *testing.T) *history.Store) {
 	t.Run("concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("restart", func(t *testing.T) { testRestart(t, open(t)) })
 	t.Run("missing", func(t *testing.T) { testMissing(t, open(t)) })
+	t.Run("kept", func(t *testing.T) { testKept(t, open(t)) })
+	t.Run("regress", func(t *testing.T) { testRegress(t, open(t)) })
+	t.Run("dashboard", func(t *testing.T) { testDashboard(t, open(t)) })
+}
+
+// The server keeps each job's results.json as it was posted, for a read
+// token: a post of the job replaces it, and removing the job's run from
+// the history removes it.
+func testKept(t *testing.T, h *history.Store) {
+	f := newFixture(t, h, Options{})
+	first := results(t, "job-k", day, 2)
+	second := append(results(t, "job-k", day.Add(time.Hour), 3), '\n', ' ')
+	if code, r := f.postResults(t, f.post, first); code != http.StatusCreated {
+		t.Fatalf("post: %d %+v", code, r)
+	}
+	if code, data := f.do(t, http.MethodGet, "/api/v1/runs/job-k/results", f.read, nil); code != http.StatusOK || !bytes.Equal(data, first) {
+		t.Errorf("results of job-k: %d, %d bytes; want 200 and the %d bytes posted", code, len(data), len(first))
+	}
+	if code, r := f.postResults(t, f.post, second); code != http.StatusOK || r.Status != "replaced" {
+		t.Fatalf("post again: %d %+v", code, r)
+	}
+	if code, data := f.do(t, http.MethodGet, "/api/v1/runs/job-k/results", f.admin, nil); code != http.StatusOK || !bytes.Equal(data, second) {
+		t.Errorf("results of job-k after its second post: %d, %q; want the second post, its trailing white space too", code, data)
+	}
+	// A job is found by the start of its id when that names it alone.
+	if code, r := f.postResults(t, f.post, results(t, "job-kx", day, 1)); code != http.StatusCreated {
+		t.Fatalf("post job-kx: %d %+v", code, r)
+	}
+	for _, c := range []struct {
+		ref  string
+		want int
+		job  string
+	}{{"job-k", http.StatusOK, "job-k"}, {"job-kx", http.StatusOK, "job-kx"}, {"job-", http.StatusBadRequest, ""}, {"job_", http.StatusNotFound, ""}, {"job", http.StatusNotFound, ""}, {"job-kx1", http.StatusNotFound, ""}} {
+		code, data := f.do(t, http.MethodGet, "/api/v1/runs/"+c.ref, f.read, nil)
+		var got []history.Run
+		json.Unmarshal(data, &got)
+		if code != c.want || (c.job != "" && (len(got) != 1 || got[0].JobID != c.job)) {
+			t.Errorf("runs of %q: %d %s; want %d (job %q)", c.ref, code, data, c.want, c.job)
+		}
+	}
+	for _, c := range []struct {
+		token, path string
+		want        int
+	}{
+		{f.post, "/api/v1/runs/job-k/results", http.StatusForbidden},
+		{"", "/api/v1/runs/job-k/results", http.StatusUnauthorized},
+		{f.read, "/api/v1/runs/job-none/results", http.StatusNotFound},
+	} {
+		if code, data := f.do(t, http.MethodGet, c.path, c.token, nil); code != c.want || bytes.Contains(data, []byte("schema_version")) {
+			t.Errorf("GET %s with token %q: %d %s; want %d", c.path, c.token, code, data, c.want)
+		}
+	}
+	if _, err := h.Remove(runs(t, h)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := h.ResultsFile("job-k"); ok || err != nil {
+		t.Errorf("the results of a removed job are kept (%v)", err)
+	}
+}
+
+// GET /api/v1/regress judges the runs with the results they posted.
+func testRegress(t *testing.T, h *history.Store) {
+	f := newFixture(t, h, Options{})
+	for i := 0; i < 4; i++ {
+		if code, r := f.postResults(t, f.post, results(t, fmt.Sprintf("job-%d", i), day.Add(time.Duration(i)*24*time.Hour), 2)); code != http.StatusCreated {
+			t.Fatalf("post %d: %d %+v", i, code, r)
+		}
+	}
+	code, data := f.do(t, http.MethodGet, "/api/v1/regress?job=job-3&window=3&min_history=2", f.read, nil)
+	var rep struct {
+		Rule struct {
+			Window int `json:"window"`
+		} `json:"rule"`
+		Runs []struct {
+			JobID   string          `json:"job_id"`
+			Total   int             `json:"total"`
+			Counts  map[string]int  `json:"counts"`
+			Outcome json.RawMessage `json:"outcome"`
+		} `json:"runs"`
+	}
+	if code != http.StatusOK || json.Unmarshal(data, &rep) != nil || rep.Rule.Window != 3 || len(rep.Runs) != 1 ||
+		rep.Runs[0].JobID != "job-3" || rep.Runs[0].Total != 4 || rep.Runs[0].Counts["stable"] != 4 || len(rep.Runs[0].Outcome) == 0 {
+		t.Errorf("regress of job-3: %d %s; want 4 stable timings of job-3, with its outcome", code, data)
+	}
+	for _, c := range []struct {
+		query string
+		want  int
+	}{
+		{"job=job-none", http.StatusNotFound},
+		{"window=x", http.StatusBadRequest},
+		{"window=2&min_history=3", http.StatusBadRequest},
+	} {
+		if code, data := f.do(t, http.MethodGet, "/api/v1/regress?"+c.query, f.read, nil); code != c.want {
+			t.Errorf("regress?%s: %d %s; want %d", c.query, code, data, c.want)
+		}
+	}
+	if code, _ := f.do(t, http.MethodGet, "/api/v1/regress", f.post, nil); code != http.StatusForbidden {
+		t.Errorf("regress with a post token: %d, want 403", code)
+	}
 }
 
 // A post token learns which of the jobs it names the server lacks, and
@@ -98,8 +197,9 @@ func newFixture(t *testing.T, h *history.Store, o Options) *fixture {
 	t.Helper()
 	f := &fixture{h: h}
 	o.Log = log.New(f, "", 0)
-	f.srv = httptest.NewServer(New(h, o))
-	t.Cleanup(f.srv.Close)
+	s := New(h, o)
+	f.srv = httptest.NewServer(s)
+	t.Cleanup(func() { f.srv.Close(); s.Close() })
 	for _, sc := range Scopes {
 		secret, err := NewToken(h, "t-"+sc, sc)
 		if err != nil {

@@ -112,7 +112,9 @@ func provenanceOf(r history.Run, res *result.Results) []provenance {
 	// host is reached (tcp://10.0.0.5:2376, ssh://lab@gpu1) and the
 	// importer's paths stay out of it.
 	add("host", publicHost(r.Host, r.Address))
-	if r.Source != history.SourceStore {
+	// A run of a job (its store's, or posted by its runner) came with
+	// the job; a file imported is named.
+	if r.Source != history.SourceStore && !strings.HasPrefix(r.Source, history.SourcePost) {
 		add("imported from", filepath.Base(r.Source))
 	}
 	if res == nil {

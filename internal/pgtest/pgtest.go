@@ -6,6 +6,7 @@
 package pgtest
 
 import (
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -15,8 +16,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx"
 )
 
 // Start starts a throwaway PostgreSQL server on a free port of
@@ -79,6 +83,33 @@ func Start(t testing.TB) string {
 		fmt.Sprintf("-p %d -h 127.0.0.1 -k %s -F -c max_connections=200", port, dir), "start")
 	t.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") })
 	return fmt.Sprintf("postgres://xrun@127.0.0.1:%d/", port)
+}
+
+// Databases starts a throwaway PostgreSQL server (Start) and returns a
+// maker of databases on it: each call creates an empty database of its
+// own, named prefix_N, and returns its URL, for a subtest that needs a
+// history apart from the others'.
+func Databases(t testing.TB, prefix string) func(t testing.TB) string {
+	t.Helper()
+	base := Start(t)
+	admin, err := sql.Open("pgx", base+"postgres?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	var mu sync.Mutex
+	n := 0
+	return func(t testing.TB) string {
+		t.Helper()
+		mu.Lock()
+		n++
+		name := fmt.Sprintf("%s_%d", prefix, n)
+		mu.Unlock()
+		if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+			t.Fatalf("create database %s: %v", name, err)
+		}
+		return base + name + "?sslmode=disable"
+	}
 }
 
 // Bin is the directory of PostgreSQL's initdb and pg_ctl: on
