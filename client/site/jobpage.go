@@ -30,24 +30,14 @@ type criterionView struct {
 
 type figureView struct{ Title, PNG, SVG string }
 
-// jobPageFor writes the page of run r (its judged points, as that night).
-func (b *builder) jobPageFor(r history.Run, judged []history.Judged) error {
+// jobPageFor writes the page of run r with its points as that night
+// judged them (omitted more, of series without a page, in the table of
+// all series at allPage).
+func (b *builder) jobPageFor(r history.Run, points []pointView, omitted int, allPage string) error {
 	name := b.jobPage(r.JobID)
 	res := b.results(r)
 	data := map[string]any{"Root": "../", "Title": r.Experiment + " · job " + r.JobID, "Run": r, "Rule": ruleText(b.o.Rule)}
-	reported, err := b.h.ReportedForRun(r.ID)
-	if err != nil {
-		return err
-	}
-	var points []pointView
-	for _, j := range judged {
-		if j.RunID != r.ID {
-			continue
-		}
-		j.Verdict = nightVerdict(j, reported[j.SeriesID])
-		points = append(points, pointOf(j, "../series/"+seriesFile(j.SeriesID)))
-	}
-	data["Points"] = points
+	data["Points"], data["Omitted"], data["AllPage"] = points, omitted, allPage
 	if res != nil {
 		data["Results"] = res
 		data["Provenance"] = provenanceOf(r, res)
