@@ -131,10 +131,36 @@ func stage(dir string) (string, error) {
 	return tmp, nil
 }
 
-// swap puts the finished site in staging in dir's place: dir's old site is
-// cleared (clear refuses a directory that holds anything else) and the
-// staged pages moved in.
+var errNotRenamed = errors.New("not renamed")
+
+// swap puts the finished site in staging in dir's place. dir's old site
+// (clear refuses a directory that holds anything else) is renamed aside
+// and the staged site renamed to dir, so that a build killed at any point
+// leaves the old site whole, or no directory (which the next build
+// makes), never a part of a site the next build would refuse; what is
+// left aside has the staging prefix, which the next build removes. Where
+// dir cannot be renamed (the working directory, a mount point, a link) the old
+// site is cleared and the staged pages moved in, index.html last.
 func swap(staging, dir string) error {
+	if _, err := siteEntries(dir); err != nil {
+		return err
+	}
+	aside := staging + "-old"
+	err := errNotRenamed
+	if fi, lerr := os.Lstat(dir); errors.Is(lerr, fs.ErrNotExist) {
+		err = lerr
+	} else if lerr == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		// A link to the site (a web server's directory) stays a link.
+		err = os.Rename(dir, aside)
+	}
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		if err := os.Rename(staging, dir); err != nil {
+			os.Rename(aside, dir)
+			return fmt.Errorf("write the site: %w", err)
+		}
+		os.RemoveAll(aside)
+		return nil
+	}
 	if err := clear(dir); err != nil {
 		return err
 	}
@@ -400,8 +426,10 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 				Machine: r.Machine, Status: r.Status})
 		}
 	}
-	// Each job's page, with the verdicts that night gave its timings.
+	// Each job's page, with the verdicts that night gave its timings; a
+	// run's results.json is read once, for its page and its outcome.
 	done := map[string]bool{}
+	outcomes := map[int64][2]string{}
 	for i, r := range runs {
 		if done[r.JobID] {
 			continue
@@ -425,12 +453,16 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 				omitted++
 			}
 		}
-		if err := b.jobPageFor(last, views, omitted, v.AllPage); err != nil {
+		outcome, class, err := b.jobPageFor(last, views, omitted, v.AllPage)
+		if err != nil {
 			return v, err
+		}
+		if outcome != "" {
+			outcomes[last.ID] = [2]string{outcome, class}
 		}
 	}
 	for _, r := range latest {
-		l := b.latest(r, summaries[r.ID].Done())
+		l := b.latest(r, summaries[r.ID].Done(), outcomes)
 		for _, sp := range latestPoints[r.ID] {
 			if pv, ok := link("series/", sp); ok || v.AllPage == "" {
 				l.Points = append(l.Points, pv)
@@ -507,14 +539,17 @@ func shortHash(s string) string {
 
 // latest is the index's view of a latest run: the verdicts xrun regress
 // reported for it, else those it gives it now (sr, from the experiment's
-// walk; its points are the caller's to add).
-func (b *builder) latest(r history.Run, sr summary.Run) latestView {
+// walk; its points are the caller's to add). outcomes are those of the
+// runs whose results.json the job pages read.
+func (b *builder) latest(r history.Run, sr summary.Run, outcomes map[int64][2]string) latestView {
 	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: publicHost(r.Host, r.Address), Total: sr.Total,
 		HostNote: sr.HostNote, Advice: sr.Advice}
 	for _, st := range regress.Statuses {
 		l.Counts = append(l.Counts, countView{Status: string(st), N: sr.Counts[string(st)]})
 	}
-	if res := b.results(r); res != nil {
+	if o, ok := outcomes[r.ID]; ok {
+		l.Outcome, l.OutcomeClass = o[0], o[1]
+	} else if res := b.results(r); res != nil {
 		l.Outcome, l.OutcomeClass = outcomeText(res)
 	} else {
 		l.Outcome = r.Status + " (no results.json at hand to compare with the declared outcome)"
