@@ -347,8 +347,8 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 	jobPoints := map[int64][]seriesPoint{} // by run
 	var rows []seriesRow
 	var pages []candidate
-	err = b.h.WalkFilter(ctx, history.Filter{Experiment: exp}, b.o.Rule, func(int, []string) error { return nil },
-		func(whole, _ []history.Judged) error {
+	err = b.h.WalkExperiment(ctx, exp, b.o.Rule,
+		func(whole []history.Judged) error {
 			for _, ser := range history.JudgedSeries(whole) {
 				for _, j := range ser {
 					j.KeptSamples = nil
