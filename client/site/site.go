@@ -312,13 +312,13 @@ func (b *builder) build() error {
 }
 
 // SeriesPages is how many series of an experiment get a page of their
-// own with a trend figure (a figure takes tens of milliseconds): every
+// own with a trend figure (a figure takes 50 ms to seconds of CPU): every
 // series of an experiment with no more than that; of a larger one, those
 // whose latest verdict a reader is sent to (regressed, errored, suspect,
 // improved, worst first, up to this many). The rest are rows of the
 // experiment's table of all series, and the index and job pages link only
 // to pages that exist.
-const SeriesPages = 100
+const SeriesPages = 25
 
 // experiment writes the pages of one experiment's series and jobs and
 // returns its part of the index. It judges the experiment a group of
