@@ -13,6 +13,9 @@ func TestInterruptedTwice(t *testing.T) {
 			t.Errorf("%v: %q, cleanup %v", args, note, cleanup)
 		}
 	}
+	if note, cleanup := InterruptedTwice([]string{"xrun", "report", "--html", "site"}); cleanup || strings.Contains(note, "container") || !strings.Contains(note, "site") {
+		t.Errorf("report: %q, cleanup %v", note, cleanup)
+	}
 	if note, cleanup := InterruptedTwice([]string{"xrun", "submit", "exp"}); !cleanup || !strings.Contains(note, "container") {
 		t.Errorf("submit: %q, cleanup %v", note, cleanup)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,7 +42,11 @@ elsewhere and link each other by relative paths.
   series/ID.html    one series (an implementation at a case on a kind of
                     machine): its trend figure (PNG, and SVG behind it) and
                     each night's verdict as the rule gave it that night,
-                    with what the next run made of a suspect
+                    with what the next run made of a suspect; every series
+                    of an experiment of up to 25, else the 25 whose latest
+                    verdict is worst (regressed, errored, suspect, improved)
+  series/all-H.html an experiment of more series: each one's latest timing
+                    and verdict, linked to its page where it has one
   jobs/JOB.html     one run: the verdicts, the criteria, the results table,
                     the warnings, the sweep and roofline figures, and where
                     it ran (GPU, driver, CUDA, Python and library versions,
@@ -50,9 +56,10 @@ The history keeps no verdicts: each night's is the rule's reading of that
 run against the runs before it (docs/regressions.md, "The dashboard").
 DIR is made as needed; a site written there before is replaced, and a
 directory that holds anything else is refused. The same history gives
-the same files. Progress goes to stderr. --server URL writes the site of
-an xrun serve's history (read token in XRUN_SERVER_TOKEN), which the server
-builds: the same files as a local report of the same runs.
+the same files. Progress goes to stderr. Ctrl-C stops it and leaves DIR
+as it was. --server URL writes the site of an xrun serve's history (read
+token in XRUN_SERVER_TOKEN), which the server builds: the same files as a
+local report of the same runs.
 
 Examples:
   xrun report --html site/ && xdg-open site/index.html
@@ -86,10 +93,21 @@ Examples:
 	}
 }
 
+// reportMemoryLimit is the soft memory limit report sets for itself
+// (GOMEMLIMIT overrides it).
+const reportMemoryLimit = 384 << 20
+
 func runReport(a *App, o reportOptions) error {
 	rd, err := a.reader(o.server)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A run's results.json of 50000 timings decodes into a few
+		// hundred MB that are garbage once its page is written: a soft
+		// limit makes the collector return them before the next
+		// (docs/performance.md, "The HTML report at 50,000 series").
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(reportMemoryLimit))
 	}
 	pages, err := rd.site(o.site.Context, o.site)
 	var ee *ExitError

@@ -52,6 +52,32 @@ func (s *Store) ReportedForRun(run int64) (map[int64]regress.Verdict, error) {
 	return s.reported("SELECT series_id, verdict FROM reported WHERE run_id = ?", run)
 }
 
+// ReportedForExperiment returns the verdicts reported for the points of
+// experiment's series, by series and run id: one query for what
+// ReportedForSeries would ask of each series.
+func (s *Store) ReportedForExperiment(experiment string) (map[[2]int64]regress.Verdict, error) {
+	rows, err := s.db.Query(`SELECT x.series_id, x.run_id, x.verdict FROM reported x JOIN series s ON s.id = x.series_id
+		WHERE s.experiment = ?`, experiment)
+	if err != nil {
+		return nil, fmt.Errorf("read the reported verdicts: %w", err)
+	}
+	defer rows.Close()
+	out := map[[2]int64]regress.Verdict{}
+	for rows.Next() {
+		var series, run int64
+		var data string
+		if err := rows.Scan(&series, &run, &data); err != nil {
+			return nil, fmt.Errorf("read the reported verdicts: %w", err)
+		}
+		var v regress.Verdict
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			return nil, fmt.Errorf("read the reported verdicts: %w", err)
+		}
+		out[[2]int64{series, run}] = v
+	}
+	return out, rows.Err()
+}
+
 func (s *Store) reported(q string, arg int64) (map[int64]regress.Verdict, error) {
 	rows, err := s.db.Query(q, arg)
 	if err != nil {

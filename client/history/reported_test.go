@@ -43,3 +43,28 @@ func TestReported(t *testing.T) {
 		t.Errorf("after the run's removal: %v, %v", byRun, err)
 	}
 }
+
+// The reported verdicts of an experiment come in one query, by series and
+// run, and none of another experiment's.
+func TestReportedForExperiment(t *testing.T) {
+	s := open(t)
+	r := run("night", time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC), 2, 1, 1)
+	if _, err := s.Import(r, Source{Origin: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	points, err := s.Points(Filter{Experiment: "synthetic"})
+	if err != nil || len(points) == 0 {
+		t.Fatalf("points %d, %v", len(points), err)
+	}
+	p := points[0]
+	if err := s.Report(p.RunID, map[int64]regress.Verdict{p.SeriesID: {Status: regress.Regressed}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReportedForExperiment("synthetic")
+	if err != nil || len(got) != 1 || got[[2]int64{p.SeriesID, p.RunID}].Status != regress.Regressed {
+		t.Errorf("ReportedForExperiment = %v, %v", got, err)
+	}
+	if other, err := s.ReportedForExperiment("other"); err != nil || len(other) != 0 {
+		t.Errorf("another experiment's: %v, %v", other, err)
+	}
+}

@@ -3,6 +3,7 @@ package site
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,86 @@ func TestStoppedBuildLeavesTheSite(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(parent, stagingPrefix+"*")); len(left) > 0 {
 		t.Errorf("a killed build's staging is still there: %v", left)
+	}
+}
+
+// cancelOn is a progress writer that stops a build when a line holds
+// what it waits for.
+type cancelOn struct {
+	what   string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.what) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// A Ctrl-C while an experiment is judged stops the build there: no page
+// of it is written (no results.json read for one), and the site is as it
+// was. The build used to look at its context between experiments only,
+// so an experiment of 50000 series ran to its end first.
+func TestStopReachesTheExperiment(t *testing.T) {
+	h, _ := fixture(t)
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "site")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := 0
+	o := testOptions(dir)
+	o.Context, o.Progress = ctx, cancelOn{"report: experiment 1/", cancel}
+	o.Results = func(r history.Run) *result.Results { reads++; return readResults(r) }
+	if _, err := Build(h, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a stopped build: %v, want context.Canceled", err)
+	}
+	if reads != 0 {
+		t.Errorf("the stopped build read %d results.json for its pages", reads)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "*")); len(left) > 0 {
+		t.Errorf("the stopped build left %v", left)
+	}
+}
+
+// The finished site takes the directory's place in one rename, so that no
+// kill leaves part of a site the next build refuses; a link to the site
+// stays a link, its target replaced.
+func TestSiteReplacedWhole(t *testing.T) {
+	h, _ := fixture(t)
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "site")
+	for range 2 {
+		if _, err := Build(h, testOptions(dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, stagingPrefix+"*")); len(left) > 0 {
+		t.Errorf("the build left %v", left)
+	}
+	// A kill between the two renames leaves the old site aside and no
+	// directory: the next build writes it and removes what was aside.
+	os.Rename(dir, filepath.Join(parent, stagingPrefix+"site.1-old"))
+	if _, err := Build(h, testOptions(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, stagingPrefix+"*")); len(left) > 0 {
+		t.Errorf("a killed swap's old site is still there: %v", left)
+	}
+	target := filepath.Join(parent, "www")
+	if err := os.Rename(dir, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(h, testOptions(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link to the site was replaced: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "index.html")); err != nil {
+		t.Errorf("the link's target has no site: %v", err)
 	}
 }

@@ -30,33 +30,34 @@ type criterionView struct {
 
 type figureView struct{ Title, PNG, SVG string }
 
-// jobPageFor writes the page of run r (its judged points, as that night).
-func (b *builder) jobPageFor(r history.Run, judged []history.Judged) error {
+// jobPageFor writes the page of run r with its points as that night
+// judged them (omitted more, of series without a page, in the table of
+// all series at allPage).
+// It returns the run's outcome against the declared one, and its class
+// ("" without a results.json at hand), for the index.
+func (b *builder) jobPageFor(r history.Run, points []pointView, omitted int, allPage string) (string, string, error) {
 	name := b.jobPage(r.JobID)
 	res := b.results(r)
 	data := map[string]any{"Root": "../", "Title": r.Experiment + " · job " + r.JobID, "Run": r, "Rule": ruleText(b.o.Rule)}
-	reported, err := b.h.ReportedForRun(r.ID)
-	if err != nil {
-		return err
-	}
-	var points []pointView
-	for _, j := range judged {
-		if j.RunID != r.ID {
-			continue
-		}
-		j.Verdict = nightVerdict(j, reported[j.SeriesID])
-		points = append(points, pointOf(j, "../series/"+seriesFile(j.SeriesID)))
-	}
-	data["Points"] = points
+	data["Points"], data["Omitted"], data["AllPage"] = points, omitted, allPage
+	var outcome, class string
 	if res != nil {
 		data["Results"] = res
 		data["Provenance"] = provenanceOf(r, res)
-		data["Outcome"], data["OutcomeClass"] = outcomeText(res)
-		var table bytes.Buffer
-		if err := report.TextWith(&table, res, report.TextOptions{}); err != nil {
-			return err
+		outcome, class = outcomeText(res)
+		data["Outcome"], data["OutcomeClass"] = outcome, class
+		timings := len(points) + omitted
+		if timings > JobDetail {
+			// A table of 50000 rows is megabytes, and a sweep figure of
+			// 5000 cases minutes of drawing that no one can read.
+			data["Large"] = timings
+		} else {
+			var table bytes.Buffer
+			if err := report.TextWith(&table, res, report.TextOptions{}); err != nil {
+				return "", "", err
+			}
+			data["Table"] = table.String()
 		}
-		data["Table"] = table.String()
 		data["Criteria"] = criteriaOf(res)
 		data["Error"] = termsafe.String(res.Error)
 		var warns []string
@@ -64,17 +65,24 @@ func (b *builder) jobPageFor(r history.Run, judged []history.Judged) error {
 			warns = append(warns, termsafe.String(w.Message))
 		}
 		data["Warnings"] = warns
-		figs, ferr := b.figures(res, strings.TrimSuffix(name, ".html"))
-		data["Figures"], data["FigureError"] = figs, ferr
+		if data["Large"] == nil {
+			figs, ferr := b.figures(res, strings.TrimSuffix(name, ".html"))
+			data["Figures"], data["FigureError"] = figs, ferr
+		}
 	} else {
 		data["Provenance"] = provenanceOf(r, nil)
 	}
 	if err := b.render("jobs/"+name, "job.html", data); err != nil {
-		return err
+		return "", "", err
 	}
 	b.pages = append(b.pages, Page{Path: "jobs/" + name, Kind: "job", Title: r.Experiment + " · job " + r.JobID})
-	return nil
+	return outcome, class, nil
 }
+
+// JobDetail is how many timings a run may have for its page to hold its
+// results table and sweep and roofline figures; a larger run's page says
+// that xrun results gives them.
+const JobDetail = 5000
 
 // figures draws a job's sweep and roofline into jobs/<base>/, and says
 // why where it cannot.

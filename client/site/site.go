@@ -63,9 +63,12 @@ type Options struct {
 	// Progress receives a line per experiment and per step of long work
 	// (nil: none).
 	Progress io.Writer
-	// Context stops the build between pages (Ctrl-C): the directory is
-	// then as it was (nil: never).
+	// Context stops the build between groups of series and between pages
+	// (Ctrl-C): the directory is then as it was (nil: never).
 	Context context.Context
+	// SeriesPages is how many series of an experiment get a page of their
+	// own (0: the constant SeriesPages).
+	SeriesPages int
 }
 
 // Page is one page written.
@@ -128,10 +131,36 @@ func stage(dir string) (string, error) {
 	return tmp, nil
 }
 
-// swap puts the finished site in staging in dir's place: dir's old site is
-// cleared (clear refuses a directory that holds anything else) and the
-// staged pages moved in.
+var errNotRenamed = errors.New("not renamed")
+
+// swap puts the finished site in staging in dir's place. dir's old site
+// (clear refuses a directory that holds anything else) is renamed aside
+// and the staged site renamed to dir, so that a build killed at any point
+// leaves the old site whole, or no directory (which the next build
+// makes), never a part of a site the next build would refuse; what is
+// left aside has the staging prefix, which the next build removes. Where
+// dir cannot be renamed (the working directory, a mount point, a link) the old
+// site is cleared and the staged pages moved in, index.html last.
 func swap(staging, dir string) error {
+	if _, err := siteEntries(dir); err != nil {
+		return err
+	}
+	aside := staging + "-old"
+	err := errNotRenamed
+	if fi, lerr := os.Lstat(dir); errors.Is(lerr, fs.ErrNotExist) {
+		err = lerr
+	} else if lerr == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		// A link to the site (a web server's directory) stays a link.
+		err = os.Rename(dir, aside)
+	}
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		if err := os.Rename(staging, dir); err != nil {
+			os.Rename(aside, dir)
+			return fmt.Errorf("write the site: %w", err)
+		}
+		os.RemoveAll(aside)
+		return nil
+	}
 	if err := clear(dir); err != nil {
 		return err
 	}
@@ -164,7 +193,12 @@ type builder struct {
 type experimentView struct {
 	Name   string
 	Latest []latestView
-	Series []seriesLink
+	// Series are the experiment's series, each with its page; or, for an
+	// experiment of more series than get a page, none: AllPage is its
+	// table of all series, Total of them, Paged with a page.
+	Series       []seriesLink
+	AllPage      string
+	Total, Paged int
 }
 
 type latestView struct {
@@ -177,6 +211,9 @@ type latestView struct {
 	OutcomeClass     string
 	HostNote, Advice string
 	Points           []pointView
+	// Omitted is how many of its timings Points leaves out (of series
+	// without a page of their own).
+	Omitted int
 }
 
 type countView struct {
@@ -274,85 +311,250 @@ func (b *builder) build() error {
 	return swap(staging, dest)
 }
 
+// SeriesPages is how many series of an experiment get a page of their
+// own with a trend figure (a figure takes 50 ms to seconds of CPU): every
+// series of an experiment with no more than that; of a larger one, those
+// whose latest verdict a reader is sent to (regressed, errored, suspect,
+// improved, worst first, up to this many). The rest are rows of the
+// experiment's table of all series, and the index and job pages link only
+// to pages that exist.
+const SeriesPages = 25
+
 // experiment writes the pages of one experiment's series and jobs and
-// returns its part of the index.
+// returns its part of the index. It judges the experiment a group of
+// series at a time and keeps a few fields of each point, not the points.
 func (b *builder) experiment(exp string, runs []history.Run) (experimentView, error) {
 	v := experimentView{Name: exp}
-	points, err := b.h.Points(history.Filter{Experiment: exp})
+	ctx := b.o.Context
+	reported, err := b.h.ReportedForExperiment(exp)
 	if err != nil {
 		return v, err
 	}
-	judged, err := b.h.Walk(points, b.o.Rule)
+	changes, err := b.h.ChangePoints()
 	if err != nil {
 		return v, err
 	}
-	series := history.JudgedSeries(judged)
-	for _, ser := range series {
-		link, err := b.seriesPage(ser)
-		if err != nil {
+	limit := b.o.SeriesPages
+	if limit <= 0 {
+		limit = SeriesPages
+	}
+	latest := latestRuns(runs)
+	summaries := map[int64]*summary.RunBuilder{}
+	latestPoints := map[int64][]seriesPoint{}
+	for _, r := range latest {
+		summaries[r.ID] = summary.StartRun(r)
+	}
+	jobPoints := map[int64][]seriesPoint{} // by run
+	var rows []seriesRow
+	var pages []candidate
+	err = b.h.WalkExperiment(ctx, exp, b.o.Rule,
+		func(whole []history.Judged) error {
+			for _, ser := range history.JudgedSeries(whole) {
+				for _, j := range ser {
+					j.KeptSamples = nil
+					j.Verdict = nightVerdict(j, reported[[2]int64{j.SeriesID, j.RunID}])
+					sp := seriesPoint{series: j.SeriesID, view: pointOf(j, "")}
+					jobPoints[j.RunID] = append(jobPoints[j.RunID], sp)
+					if sb, ok := summaries[j.RunID]; ok {
+						sb.Add(j)
+						latestPoints[j.RunID] = append(latestPoints[j.RunID], sp)
+					}
+				}
+				last := ser[len(ser)-1]
+				lv := nightVerdict(last, reported[[2]int64{last.SeriesID, last.RunID}])
+				k := last.Key
+				rows = append(rows, seriesRow{ID: last.SeriesID, Implementation: k.Implementation, Case: k.Case, Machine: k.Machine(),
+					Status: string(lv.Status), MedianMS: last.MedianMS, At: last.Date})
+				kept := make([]history.Judged, len(ser))
+				for i, j := range ser {
+					j.KeptSamples = nil
+					kept[i] = j
+				}
+				pages = append(pages, candidate{id: last.SeriesID, rank: rank(lv.Status), ser: kept})
+				if len(pages) >= 2*limit {
+					pages = pick(pages, limit)
+				}
+			}
+			return ctx.Err()
+		})
+	if err != nil {
+		return v, err
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	if len(rows) > limit {
+		pages = pick(pages, limit)
+	}
+	sort.Slice(pages, func(i, j int) bool { return pages[i].id < pages[j].id })
+	paged := map[int64]bool{}
+	for i, c := range pages {
+		if err := ctx.Err(); err != nil {
+			return v, fmt.Errorf("write the site: %w", err)
+		}
+		if len(pages) > 20 && (i+1)%20 == 0 {
+			fmt.Fprintf(b.o.Progress, "report: %s: series %d/%d\n", termsafe.String(exp), i+1, len(pages))
+		}
+		if err := b.seriesPage(c.ser, changes[c.id], reported); err != nil {
 			return v, err
 		}
-		v.Series = append(v.Series, link)
+		paged[c.id] = true
 	}
-	// Each job's page, with the verdicts that night gave its timings.
-	byJob := map[string][]history.Judged{}
-	for _, j := range judged {
-		byJob[j.JobID] = append(byJob[j.JobID], j)
+	link := func(prefix string, sp seriesPoint) (pointView, bool) {
+		if !paged[sp.series] {
+			return sp.view, false
+		}
+		sp.view.SeriesPage = prefix + seriesFile(sp.series)
+		return sp.view, true
 	}
+	if len(rows) > len(paged) {
+		// The series without a page of their own are rows of a table.
+		v.AllPage = "series/all-" + shortHash(exp) + ".html"
+		v.Total, v.Paged = len(rows), len(paged)
+		for i := range rows {
+			if paged[rows[i].ID] {
+				rows[i].Page = seriesFile(rows[i].ID)
+			}
+		}
+		title := exp + " · all series"
+		if err := b.render(v.AllPage, "all.html", map[string]any{"Root": "../", "Title": title, "Experiment": exp,
+			"Rows": rows, "Paged": len(paged)}); err != nil {
+			return v, err
+		}
+		b.pages = append(b.pages, Page{Path: v.AllPage, Kind: "series", Title: title})
+	} else {
+		for _, r := range rows {
+			v.Series = append(v.Series, seriesLink{Page: "series/" + seriesFile(r.ID), Implementation: r.Implementation, Case: r.Case,
+				Machine: r.Machine, Status: r.Status})
+		}
+	}
+	// Each job's page, with the verdicts that night gave its timings; a
+	// run's results.json is read once, for its page and its outcome.
 	done := map[string]bool{}
+	outcomes := map[int64][2]string{}
 	for i, r := range runs {
 		if done[r.JobID] {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return v, fmt.Errorf("write the site: %w", err)
 		}
 		done[r.JobID] = true
 		if len(runs) > 20 && (i+1)%20 == 0 {
 			fmt.Fprintf(b.o.Progress, "report: %s: job %d/%d\n", termsafe.String(exp), i+1, len(runs))
 		}
-		if err := b.jobPageFor(lastRunOf(runs, r.JobID), byJob[r.JobID]); err != nil {
-			return v, err
+		last := lastRunOf(runs, r.JobID)
+		pts := jobPoints[last.ID]
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].series < pts[j].series })
+		var views []pointView
+		omitted := 0
+		for _, sp := range pts {
+			if pv, ok := link("../series/", sp); ok || v.AllPage == "" {
+				views = append(views, pv)
+			} else {
+				omitted++
+			}
 		}
-	}
-	for _, r := range latestRuns(runs) {
-		l, err := b.latest(r)
+		outcome, class, err := b.jobPageFor(last, views, omitted, v.AllPage)
 		if err != nil {
 			return v, err
+		}
+		if outcome != "" {
+			outcomes[last.ID] = [2]string{outcome, class}
+		}
+	}
+	for _, r := range latest {
+		l := b.latest(r, summaries[r.ID].Done(), outcomes)
+		for _, sp := range latestPoints[r.ID] {
+			if pv, ok := link("series/", sp); ok || v.AllPage == "" {
+				l.Points = append(l.Points, pv)
+			} else {
+				l.Omitted++
+			}
 		}
 		v.Latest = append(v.Latest, l)
 	}
 	return v, nil
 }
 
-// latest is the index's view of a latest run: the verdicts xrun regress
-// reported for it, else those it gives it now.
-func (b *builder) latest(r history.Run) (latestView, error) {
-	judged, err := b.h.Judge(r.JobID, b.o.Rule)
-	if err != nil {
-		return latestView{}, err
+// seriesPoint is a judged point as the index and job pages show it, with
+// its series.
+type seriesPoint struct {
+	series int64
+	view   pointView
+}
+
+// seriesRow is a series in an experiment's table of all series: its
+// latest timing and verdict.
+type seriesRow struct {
+	ID                                          int64
+	Page, Implementation, Case, Machine, Status string
+	MedianMS                                    float64
+	At                                          time.Time
+}
+
+// candidate is a series that may get a page: its judged points, and how
+// much its latest verdict matters to a reader (rank).
+type candidate struct {
+	id   int64
+	rank int
+	ser  []history.Judged
+}
+
+// rank orders latest verdicts by how much a reader needs the series' page:
+// 0 for those the table of all series says enough about.
+func rank(s regress.Status) int {
+	switch s {
+	case regress.Regressed, regress.Errored:
+		return 4
+	case regress.Suspect:
+		return 3
+	case regress.Improved:
+		return 2
 	}
-	reported, err := b.h.ReportedForRun(r.ID)
-	if err != nil {
-		return latestView{}, err
-	}
-	for i := range judged {
-		if v, ok := reported[judged[i].SeriesID]; ok {
-			judged[i].Verdict = v
+	return 0
+}
+
+// pick keeps the n candidates of the highest rank (the lower series id
+// first among equals), none of rank 0.
+func pick(cs []candidate, n int) []candidate {
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].rank != cs[j].rank {
+			return cs[i].rank > cs[j].rank
 		}
+		return cs[i].id < cs[j].id
+	})
+	k := 0
+	for k < len(cs) && k < n && cs[k].rank > 0 {
+		k++
 	}
-	sr := summary.NewRun(r, judged)
+	for i := range cs[k:] {
+		cs[k+i] = candidate{} // let the dropped points go
+	}
+	return cs[:k]
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:6])
+}
+
+// latest is the index's view of a latest run: the verdicts xrun regress
+// reported for it, else those it gives it now (sr, from the experiment's
+// walk; its points are the caller's to add). outcomes are those of the
+// runs whose results.json the job pages read.
+func (b *builder) latest(r history.Run, sr summary.Run, outcomes map[int64][2]string) latestView {
 	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: publicHost(r.Host, r.Address), Total: sr.Total,
 		HostNote: sr.HostNote, Advice: sr.Advice}
 	for _, st := range regress.Statuses {
 		l.Counts = append(l.Counts, countView{Status: string(st), N: sr.Counts[string(st)]})
 	}
-	if res := b.results(r); res != nil {
+	if o, ok := outcomes[r.ID]; ok {
+		l.Outcome, l.OutcomeClass = o[0], o[1]
+	} else if res := b.results(r); res != nil {
 		l.Outcome, l.OutcomeClass = outcomeText(res)
 	} else {
 		l.Outcome = r.Status + " (no results.json at hand to compare with the declared outcome)"
 	}
-	for _, j := range judged {
-		l.Points = append(l.Points, pointOf(j, "series/"+seriesFile(j.SeriesID)))
-	}
-	return l, nil
+	return l
 }
 
 func pointOf(j history.Judged, page string) pointView {
@@ -417,26 +619,19 @@ func later(v regress.Verdict) string {
 	return ""
 }
 
-// seriesPage writes a series' page and trend figure.
-func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
+// seriesPage writes a series' page and trend figure; changes are its
+// change points, reported the experiment's kept verdicts.
+func (b *builder) seriesPage(ser []history.Judged, changes []history.ChangePoint, reported map[[2]int64]regress.Verdict) error {
 	id := ser[0].SeriesID
 	k := ser[0].Key
 	name := seriesFile(id)
-	changes, err := b.h.ChangePoints(id)
-	if err != nil {
-		return seriesLink{}, err
-	}
-	values := history.Values(history.PointsOf(ser), changes[id])
+	values := history.Values(history.PointsOf(ser), changes)
 	t := plot.Trend{Title: fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case), Machine: k.Machine(), Rule: b.o.Rule}
-	reported, err := b.h.ReportedForSeries(id)
-	if err != nil {
-		return seriesLink{}, err
-	}
 	var nights []nightView
 	for i, j := range ser {
 		t.Points = append(t.Points, plot.TrendPoint{Run: j.JobID, At: j.Date, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS,
 			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
-		v := nightVerdict(j, reported[j.RunID])
+		v := nightVerdict(j, reported[[2]int64{id, j.RunID}])
 		n := nightView{At: j.Date, JobID: j.JobID, JobPage: "../jobs/" + b.jobPage(j.JobID), Host: j.Host, MedianMS: j.MedianMS,
 			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: summary.JudgedOn(v), Status: string(v.Status),
 			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint,
@@ -458,18 +653,17 @@ func (b *builder) seriesPage(ser []history.Judged) (seriesLink, error) {
 	for i, j := 0, len(nights)-1; i < j; i, j = i+1, j-1 {
 		nights[i], nights[j] = nights[j], nights[i]
 	}
-	last := nightVerdict(ser[len(ser)-1], reported[ser[len(ser)-1].RunID])
 	title := fmt.Sprintf("%s · %s · %s", k.Experiment, k.Implementation, k.Case)
 	data := map[string]any{
 		"Root": "../", "Title": title, "Key": k, "Machine": k.Machine(), "Nights": nights, "Rule": ruleText(b.o.Rule),
 		"PNG": filepath.Base(fig.PNG), "SVG": filepath.Base(fig.SVG), "FigureError": figErr,
-		"Advice": neverJudged(ser), "Changes": changes[id],
+		"Advice": neverJudged(ser), "Changes": changes,
 	}
 	if err := b.render("series/"+name, "series.html", data); err != nil {
-		return seriesLink{}, err
+		return err
 	}
 	b.pages = append(b.pages, Page{Path: "series/" + name, Kind: "series", Title: title})
-	return seriesLink{Page: "series/" + name, Implementation: k.Implementation, Case: k.Case, Machine: k.Machine(), Status: string(last.Status)}, nil
+	return nil
 }
 
 func neverJudged(ser []history.Judged) string {
