@@ -66,9 +66,10 @@ type Options struct {
 	// Context stops the build between groups of series and between pages
 	// (Ctrl-C): the directory is then as it was (nil: never).
 	Context context.Context
-	// SeriesPages is how many series of an experiment get a page of their
-	// own (0: the constant SeriesPages).
-	SeriesPages int
+	// SeriesPagesAll and SeriesPages replace the constants of those names
+	// (0: the constants): every series of an experiment of no more than
+	// SeriesPagesAll gets a page, else the SeriesPages worst.
+	SeriesPagesAll, SeriesPages int
 }
 
 // Page is one page written.
@@ -311,14 +312,17 @@ func (b *builder) build() error {
 	return swap(staging, dest)
 }
 
-// SeriesPages is how many series of an experiment get a page of their
-// own with a trend figure (a figure takes 50 ms to seconds of CPU): every
-// series of an experiment with no more than that; of a larger one, those
-// whose latest verdict a reader is sent to (regressed, errored, suspect,
-// improved, worst first, up to this many). The rest are rows of the
-// experiment's table of all series, and the index and job pages link only
-// to pages that exist.
-const SeriesPages = 25
+// SeriesPagesAll and SeriesPages say which series of an experiment get a
+// page of their own with a trend figure (a figure takes 50 ms to seconds
+// of CPU): every series of an experiment with no more than SeriesPagesAll;
+// of a larger one, those whose latest verdict a reader is sent to
+// (regressed, errored, suspect, improved, worst first, up to
+// SeriesPages). The rest are rows of the experiment's table of all
+// series, and the index and job pages link only to pages that exist.
+const (
+	SeriesPagesAll = 400
+	SeriesPages    = 100
+)
 
 // experiment writes the pages of one experiment's series and jobs and
 // returns its part of the index. It judges the experiment a group of
@@ -334,10 +338,14 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 	if err != nil {
 		return v, err
 	}
-	limit := b.o.SeriesPages
+	all, limit := b.o.SeriesPagesAll, b.o.SeriesPages
+	if all <= 0 {
+		all = SeriesPagesAll
+	}
 	if limit <= 0 {
 		limit = SeriesPages
 	}
+	large := false // more series than all: pages for the worst alone
 	latest := latestRuns(runs)
 	summaries := map[int64]*summary.RunBuilder{}
 	latestPoints := map[int64][]seriesPoint{}
@@ -371,7 +379,11 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 					kept[i] = j
 				}
 				pages = append(pages, candidate{id: last.SeriesID, rank: rank(lv.Status), ser: kept})
-				if len(pages) >= 2*limit {
+				if !large && len(rows) > all {
+					large = true
+					pages = pick(pages, limit)
+				}
+				if large && len(pages) >= 2*limit {
 					pages = pick(pages, limit)
 				}
 			}
@@ -381,7 +393,7 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 		return v, err
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
-	if len(rows) > limit {
+	if large {
 		pages = pick(pages, limit)
 	}
 	sort.Slice(pages, func(i, j int) bool { return pages[i].id < pages[j].id })
