@@ -288,6 +288,11 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 	}
 	series := history.JudgedSeries(judged)
 	for _, ser := range series {
+		// An experiment of many series takes a while: Ctrl-C stops it
+		// between two pages, not after the last.
+		if err := b.o.Context.Err(); err != nil {
+			return v, fmt.Errorf("write the site: %w", err)
+		}
 		link, err := b.seriesPage(ser)
 		if err != nil {
 			return v, err
@@ -305,6 +310,9 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 			continue
 		}
 		done[r.JobID] = true
+		if err := b.o.Context.Err(); err != nil {
+			return v, fmt.Errorf("write the site: %w", err)
+		}
 		if len(runs) > 20 && (i+1)%20 == 0 {
 			fmt.Fprintf(b.o.Progress, "report: %s: job %d/%d\n", termsafe.String(exp), i+1, len(runs))
 		}
