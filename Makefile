@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/xrun-dev/xrun/internal/version.Version=$(VERSION)
 CPU_BASE  ?= xrun/cpu-torch:bookworm
 
-.PHONY: help setup build install test test-unit test-python cpu-base k8s-cluster-build demo fuzz lint gpu-host-bundle
+.PHONY: help setup build install test test-unit test-python cpu-base k8s-cluster-build demo fuzz lint gpu-host-bundle server-image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ build: ## build static xrun and xrun-runner into bin/
 	@test -d "$$($(GO) env GOMODCACHE)/github.com/moby" || echo "build: the first build downloads the Go modules and compiles them: about 7 minutes on 2 cores"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun ./cmd/xrun
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/xrun-runner ./runner/cmd/xrun-runner
+
+server-image: ## the xrun server's container image, xrun/server:latest (images/server, docs/server.md)
+	LDFLAGS='$(LDFLAGS)' ./scripts/server-image.sh
 
 install: ## install a static xrun into $GOBIN
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/xrun

@@ -63,9 +63,6 @@ type App struct {
 	backends *connect.Set
 	store    *store.Store
 	hist     *nightly.History
-	// onJob, when set, gets the job record as soon as submit creates it
-	// (fan-out learns each host's job this way).
-	onJob func(*store.Job)
 }
 
 // NewApp returns an App writing to out and errw, reading the process
@@ -109,7 +106,7 @@ func (a *App) Jobs() (*job.Manager, error) {
 	// Every finished job's results join the history as they land, here
 	// alone: a job finishes through its manager.
 	return &job.Manager{Store: st, Backends: a.Backends(), Err: a.Err, ErrTTY: a.ErrTTY, RunnerFor: a.RunnerFor, Trace: a.Trace,
-		OnJob: a.onJob, Finished: a.recordHistory}, nil
+		Finished: a.recordHistory}, nil
 }
 
 // Store returns the job store, opening it on first use.

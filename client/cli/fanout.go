@@ -33,14 +33,23 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		out string
 	}
 	res := job.FanOut(ctx, hostList, a.Err, func(ctx context.Context, h string, w io.Writer) (outcome, error) {
-		var out bytes.Buffer
-		child := &App{Out: &out, Err: w, Getenv: a.Getenv, Connect: a.Connect, RunnerFor: a.RunnerFor, StoreRoot: a.StoreRoot, Trace: a.Trace}
-		defer child.Close()
 		var got outcome
-		child.onJob = func(j *store.Job) { got.job = j }
 		oh := o
 		oh.Where = connect.Selection{Host: h}
-		err := runSubmit(ctx, child, oh)
+		r, err := a.submitRequest(ctx, oh, w)
+		if err != nil {
+			return got, err
+		}
+		m, err := a.Jobs()
+		if err != nil {
+			return got, err
+		}
+		// Each host's progress and log go to its prefixed lines, its
+		// results to its own section of stdout.
+		m.Err, m.ErrTTY = w, nil
+		m.OnJob = func(j *store.Job) { got.job = j }
+		var out bytes.Buffer
+		_, err = a.submit(ctx, m, r, oh, submitStreams{out: &out, err: w})
 		got.out = out.String()
 		var ee *ExitError
 		if errors.As(err, &ee) && ee.Err == nil && got.job != nil {

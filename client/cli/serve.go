@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net/url"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +22,12 @@ const DefaultServeAddr = "127.0.0.1:8420"
 
 // EnvServeDB names the variable that gives xrun serve its database.
 const EnvServeDB = "XRUN_DB"
+
+// EnvServeDBPasswordFile names a file that holds the password of the
+// PostgreSQL database, for a URL without one: a container's secret
+// (images/server/compose.yaml), which stays out of the environment and
+// the command line.
+const EnvServeDBPasswordFile = "XRUN_DB_PASSWORD_FILE"
 
 type serveOptions struct {
 	addr            string
@@ -102,11 +111,42 @@ func openServed(a *App, db string) (*history.Store, error) {
 			return nil, &ExitError{Code: ExitInfra, Err: err}
 		}
 	}
+	if file := a.getenv(EnvServeDBPasswordFile); file != "" {
+		var err error
+		if db, err = withPasswordFile(db, file); err != nil {
+			return nil, &ExitError{Code: ExitInfra, Err: err}
+		}
+	}
 	h, err := history.Open(db)
 	if err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
 	return h, nil
+}
+
+// withPasswordFile puts the password in file (its first line) into the
+// PostgreSQL URL db.
+func withPasswordFile(db, file string) (string, error) {
+	if !history.IsURL(db) {
+		return "", fmt.Errorf("%s is set but the history is the SQLite file %s: it gives a PostgreSQL password; unset it or give --db postgres://...", EnvServeDBPasswordFile, db)
+	}
+	u, err := url.Parse(db)
+	if err != nil || u.User == nil || u.User.Username() == "" {
+		return "", fmt.Errorf("%s needs a user in the database URL (postgres://USER@HOST/DB) to give the password to", EnvServeDBPasswordFile)
+	}
+	if _, ok := u.User.Password(); ok {
+		return "", fmt.Errorf("the database URL has a password and %s gives another: keep one of them", EnvServeDBPasswordFile)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read the database password (%s): %w", EnvServeDBPasswordFile, err)
+	}
+	pw, _, _ := strings.Cut(string(data), "\n")
+	if pw = strings.TrimRight(pw, "\r"); pw == "" {
+		return "", fmt.Errorf("the database password file %s is empty", file)
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String(), nil
 }
 
 func newServeTokenCommand(a *App, dbFlag cli.Flag, o *serveOptions) *cli.Command {

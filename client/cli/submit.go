@@ -207,80 +207,107 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 }
 
 func runSubmit(ctx context.Context, a *App, o submitOptions) error {
-	post, err := a.configPost()
+	r, err := a.submitRequest(ctx, o, a.Err)
 	if err != nil {
 		return err
-	}
-	o.Post = post
-	r, err := job.Request(o.Args, a.Getenv, a.Err)
-	if err != nil {
-		return err
-	}
-	if !o.noPreflight {
-		if err := job.Preflight(ctx, r); err != nil {
-			return err
-		}
 	}
 	m, err := a.Jobs()
 	if err != nil {
 		return err
 	}
+	if !o.Detach && a.StdoutClosed != nil {
+		m.Detach = a.StdoutClosed()
+	}
+	_, err = a.submit(ctx, m, r, o, submitStreams{out: a.Out, err: a.Err, oneTerminal: a.OutTTY != nil && a.ErrTTY != nil})
+	return err
+}
+
+// submitRequest is the submit o asks for, checked before anything is
+// built: the post to the config's server, the request, and the preflight
+// of the spec's references. Warnings go to warn.
+func (a *App) submitRequest(ctx context.Context, o submitOptions, warn io.Writer) (job.SubmitRequest, error) {
+	post, err := a.configPost()
+	if err != nil {
+		return job.SubmitRequest{}, err
+	}
+	o.Post = post
+	r, err := job.Request(o.Args, a.Getenv, warn)
+	if err != nil {
+		return r, err
+	}
+	if !o.noPreflight {
+		if err := job.Preflight(ctx, r); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// submitStreams are where a submit prints: its results (out) and its
+// progress, warnings and log (err). oneTerminal says both are the same
+// terminal, where the log just shown need not be repeated.
+type submitStreams struct {
+	out, err    io.Writer
+	oneTerminal bool
+}
+
+// submit submits r through m, and prints what a submit prints, as o
+// asks, to s. It returns the job's record where one was made.
+func (a *App) submit(ctx context.Context, m *job.Manager, r job.SubmitRequest, o submitOptions, s submitStreams) (*store.Job, error) {
 	if o.quiet {
 		// The cluster's push lines too: -q leaves errors alone on stderr.
 		m.Err, m.Backends.KubeLog = io.Discard, io.Discard
 	}
-	if !o.Detach && a.StdoutClosed != nil {
-		m.Detach = a.StdoutClosed()
-	}
 	j, err := m.Submit(ctx, r)
 	if errors.Is(err, job.ErrDetached) {
 		// Whoever read stdout has stopped; the job was not asked to.
-		return nil
+		return j, nil
 	}
 	if err != nil {
 		// A job that was recorded and then failed to start, was interrupted
 		// or could not be finished has a record all the same: --json prints
 		// it, so that a script learns the job's id and how it ended.
 		if o.json && j != nil {
-			render.JSON(a.Out, j)
+			render.JSON(s.out, j)
 		} else if j != nil && !o.quiet && !o.Detach && j.Status == result.StatusCancelled {
 			// Interrupted (Ctrl-C): the partial results are in the store;
 			// the table shows them, and xrun says where they stay.
 			if st, serr := a.Store(); serr == nil && st.Has(j.ID, store.ResultsFile) {
-				if a.printSubmitResults(j, false) == nil {
-					fmt.Fprintf(a.Err, "partial results kept: xrun results %s\n", j.ID)
+				if a.writeStoredResults(s.out, j, render.Table, render.Options{}) == nil {
+					fmt.Fprintf(s.err, "partial results kept: xrun results %s\n", j.ID)
 				}
 			}
 		}
-		return err
+		return j, err
 	}
 	switch {
 	case o.quiet && !o.Detach:
-		fmt.Fprintf(a.Out, "%s %s\n", j.ID, j.Status)
+		fmt.Fprintf(s.out, "%s %s\n", j.ID, j.Status)
 	case o.json:
-		if err := render.JSON(a.Out, j); err != nil {
-			return err
+		if err := render.JSON(s.out, j); err != nil {
+			return j, err
 		}
 	case o.Detach:
-		fmt.Fprintln(a.Out, j.ID)
-		return nil
+		fmt.Fprintln(s.out, j.ID)
+		return j, nil
 	default:
 		// The run's error was streamed in the log just now: the table and
-		// xrun's last line point to it rather than say it again.
+		// xrun's last line point to it rather than say it again (on one
+		// terminal; a file or a pipe gets the whole table).
 		inLog := a.errorInLog(j)
-		err := a.printSubmitResults(j, inLog)
+		err := a.writeStoredResults(s.out, j, render.Table, render.Options{ErrorShown: inLog && s.oneTerminal})
 		if err != nil && j.Status == result.StatusSucceeded {
-			return err
+			return j, err
 		}
 		// On one terminal the table just listed what failed.
-		if inLog || err == nil && a.OutTTY != nil && a.ErrTTY != nil {
-			return job.OutcomeShown(j)
+		if inLog || err == nil && s.oneTerminal {
+			return j, job.OutcomeShown(j)
 		}
 	}
 	if o.Detach {
-		return nil
+		return j, nil
 	}
-	return job.Outcome(j)
+	return j, job.Outcome(j)
 }
 
 // errorInLog says whether job j's error is a line of its stored log, as
@@ -298,17 +325,13 @@ func (a *App) errorInLog(j *store.Job) bool {
 	return err == nil && strings.Contains(string(data), " error: "+first)
 }
 
-// printSubmitResults prints an attached submit's results table; with
-// errorShown the run's error, which the log on the same screen just said,
-// is pointed to rather than repeated (on a terminal; a file or a pipe
-// gets the whole table).
-func (a *App) printSubmitResults(j *store.Job, errorShown bool) error {
-	shownHere := errorShown && a.OutTTY != nil && a.ErrTTY != nil
-	return a.printStoredResults(j, render.Table, render.Options{ErrorShown: shownHere})
-}
-
 // printStoredResults prints the job's results.json from the store.
 func (a *App) printStoredResults(j *store.Job, f render.Format, o render.Options) error {
+	return a.writeStoredResults(a.Out, j, f, o)
+}
+
+// writeStoredResults writes the job's results.json from the store to w.
+func (a *App) writeStoredResults(w io.Writer, j *store.Job, f render.Format, o render.Options) error {
 	st, err := a.Store()
 	if err != nil {
 		return err
@@ -320,19 +343,19 @@ func (a *App) printStoredResults(j *store.Job, f render.Format, o render.Options
 		if err != nil {
 			return fmt.Errorf("read results of job %s: %w", j.ID, err)
 		}
-		return flat.WriteCSV(a.Out, rows)
+		return flat.WriteCSV(w, rows)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("job %s has no results: %w", j.ID, err)
 	}
 	if f == render.RawJSON {
-		_, err := a.Out.Write(data)
+		_, err := w.Write(data)
 		return err
 	}
 	r, err := result.Decode(data)
 	if err != nil {
 		return fmt.Errorf("read results of job %s: %w", j.ID, err)
 	}
-	return render.Results(a.Out, r, f, o)
+	return render.Results(w, r, f, o)
 }
