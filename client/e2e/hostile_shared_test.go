@@ -56,10 +56,12 @@ func command(ctx context.Context, o *other, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// Issue 47, item 2, done when: 20 submits of `--cpus 1 --queue` at once,
-// half of them by a second user, all succeed (4 of 6 failed with exit 4,
-// "container is marked for removal"), and no two running jobs share a
-// reserved CPU, each running on the CPU its own reservation holds.
+// Issue 47, item 2, done when: 20 submits at once, half of them by a
+// second user, 14 of `--cpus 1 --queue` and 6 of the pool's (`--queue`
+// alone), all succeed (4 of 6 failed with exit 4, "container is marked for
+// removal"), and no two running jobs share a reserved CPU: each reserved
+// job runs on the CPU its own reservation holds, which no running pool job
+// is on.
 func TestHostileQueuedReservationsAllRun(t *testing.T) {
 	d, e, bb := sharedDaemon(t)
 	o := asOther(t)
@@ -70,12 +72,16 @@ func TestHostileQueuedReservationsAllRun(t *testing.T) {
 	}
 	n := info.CPUs
 	mine, theirs := fixturePath("cpuqueue"), giveFixture(t, o, "cpuqueue")
-	args := func(dir string) []string {
-		return []string{"submit", "--host", d.Socket, "--cpu", "--base", bb, "--label", labelArg, "--queue", "-q", dir}
+	args := func(dir string, reserve bool) []string {
+		a := []string{"submit", "--host", d.Socket, "--cpu", "--base", bb, "--label", labelArg, "--queue", "-q"}
+		if reserve {
+			a = append(a, "--cpus", "1")
+		}
+		return append(a, dir)
 	}
 	// One submit of each user first: the images the others use.
-	expect(t, x.Run(t, 5*time.Minute, args(mine)...), 0)
-	expect(t, o.run(t, 5*time.Minute, args(theirs)...), 0)
+	expect(t, x.Run(t, 5*time.Minute, args(mine, true)...), 0)
+	expect(t, o.run(t, 5*time.Minute, args(theirs, true)...), 0)
 
 	stop := make(chan struct{})
 	monErr := make(chan error, 1)
@@ -88,7 +94,7 @@ func TestHostileQueuedReservationsAllRun(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			if err := reservedApart(ctx, e, &peak); err != nil {
+			if err := reservedApart(ctx, e, n, &peak); err != nil {
 				monErr <- err
 				return
 			}
@@ -110,7 +116,7 @@ func TestHostileQueuedReservationsAllRun(t *testing.T) {
 			if i%2 == 1 {
 				who, dir, user = o, theirs, otherUser
 			}
-			cmd := command(cctx, who, args(dir)...)
+			cmd := command(cctx, who, args(dir, i%10 < 7)...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
@@ -135,22 +141,25 @@ func TestHostileQueuedReservationsAllRun(t *testing.T) {
 			t.Errorf("%d containers labelled %s left after the jobs (%v)", len(left), l, err)
 		}
 	}
-	t.Logf("%d submits of --cpus 1 --queue by two users on %d CPUs in %s: at most %d running at once (%d looks)",
+	t.Logf("%d submits (14 of --cpus 1 --queue, 6 of the pool) by two users on %d CPUs in %s: at most %d reserved jobs running at once (%d looks)",
 		jobs, n, time.Since(start).Round(time.Second), peak, looks)
 }
 
-// reservedApart looks once at the running xrun jobs of e: each runs on
-// one CPU, which its own reservation holds, and no two share one. peak
-// gets the most seen running at once.
-func reservedApart(ctx context.Context, e engine.Engine, peak *int) error {
+// reservedApart looks once at the running xrun jobs of e: each that holds
+// a reservation runs on one CPU, which its own reservation holds, and no
+// two share one, nor does a running job of the pool. peak gets the most
+// reserved jobs seen running at once.
+func reservedApart(ctx context.Context, e engine.Engine, n int, peak *int) error {
 	res, err := e.List(ctx, map[string]string{cores.LabelReservation: ""}, true)
 	if err != nil {
 		return nil // the daemon is busy; the next look counts
 	}
 	holder := map[int]string{}
+	holds := map[string]bool{}
 	for _, r := range res {
 		cpu, _ := strconv.Atoi(r.Labels[cores.LabelReservation])
 		holder[cpu] = r.Labels[gpus.LabelHolder]
+		holds[r.Labels[gpus.LabelHolder]] = true
 	}
 	cs, err := e.List(ctx, map[string]string{contract.LabelJob: ""}, false)
 	if err != nil {
@@ -164,6 +173,7 @@ func reservedApart(ctx context.Context, e engine.Engine, peak *int) error {
 		return err == nil && c.State == "running"
 	}
 	on := map[int]engine.Container{}
+	var pool []engine.Container
 	running := 0
 	for _, c := range cs {
 		full, err := e.Inspect(ctx, c.ID)
@@ -171,6 +181,10 @@ func reservedApart(ctx context.Context, e engine.Engine, peak *int) error {
 			continue // ended since the list
 		}
 		job := c.Labels[contract.LabelJob]
+		if !holds[job] {
+			pool = append(pool, full)
+			continue
+		}
 		cpus, err := cores.Parse(full.CPUSet)
 		if err != nil || len(cpus) != 1 {
 			return fmt.Errorf("job %s runs on CPUs %q, want the one it reserved", job, full.CPUSet)
@@ -185,6 +199,20 @@ func reservedApart(ctx context.Context, e engine.Engine, peak *int) error {
 			r, err := e.Inspect(ctx, cores.ReservationName(cpu))
 			if err == nil && r.Labels[gpus.LabelHolder] != job && stillRunning(c.ID) {
 				return fmt.Errorf("job %s runs on CPU %d, which job %s holds", job, cpu, r.Labels[gpus.LabelHolder])
+			}
+		}
+	}
+	for _, p := range pool {
+		cpus, err := cores.Parse(p.CPUSet)
+		if err != nil || p.CPUSet == "" {
+			cpus = nil
+			for cpu := range n {
+				cpus = append(cpus, cpu) // every CPU
+			}
+		}
+		for _, cpu := range cpus {
+			if r, ok := on[cpu]; ok && stillRunning(r.ID) && stillRunning(p.ID) {
+				return fmt.Errorf("job %s of the pool runs on CPU %d, which running job %s reserved", p.Labels[contract.LabelJob], cpu, r.Labels[contract.LabelJob])
 			}
 		}
 	}
@@ -207,7 +235,7 @@ func TestHostileDetachedReservationFreed(t *testing.T) {
 	theirs := giveFixture(t, o, "cpuqueue")
 	detached := func() string {
 		t.Helper()
-		r := o.run(t, 5*time.Minute, "submit", "--host", d.Socket, "--cpu", "--base", bb, "--label", labelArg, "-d", "-q", theirs)
+		r := o.run(t, 5*time.Minute, "submit", "--host", d.Socket, "--cpu", "--base", bb, "--label", labelArg, "--cpus", "1", "-d", "-q", theirs)
 		expect(t, r, 0)
 		id := strings.TrimSpace(r.Stdout)
 		deadline := time.Now().Add(3 * time.Minute)
