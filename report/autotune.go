@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -78,7 +77,7 @@ func sourceWords(a result.Autotune) string {
 func mdCells(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = mdtext.Escape(c)
+		out[i] = mdText(c)
 	}
 	return out
 }

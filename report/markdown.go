@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
@@ -22,7 +23,9 @@ import (
 // the success criteria, the environment, the methodology and the warnings.
 //
 // Control sequences in what the experiment's code wrote (errors, labels)
-// are dropped (termsafe).
+// are dropped (termsafe), and its names and errors are escaped (mdtext):
+// they read as written in a pull request's comment, never as a link, an
+// image, HTML or a table's cell end.
 func Markdown(w io.Writer, r *result.Results) error {
 	bw := bufio.NewWriter(termsafe.NewWriter(w))
 	m := &mdWriter{w: bw}
@@ -38,6 +41,11 @@ func Markdown(w io.Writer, r *result.Results) error {
 	}
 	return nil
 }
+
+// mdText is the experiment's own text (a name, an error) for markdown:
+// without its control sequences, then escaped (mdtext), so that a
+// sequence's bracket is not escaped out of termsafe's sight.
+func mdText(s string) string { return mdtext.Escape(termsafe.String(s)) }
 
 type mdWriter struct {
 	w         *bufio.Writer
@@ -62,7 +70,7 @@ func (m *mdWriter) header(r *result.Results) {
 	if name == "" {
 		name = "experiment"
 	}
-	m.printf("# %s results\n\n", name)
+	m.printf("# %s results\n\n", mdText(name))
 	var facts []string
 	if r.JobID != "" {
 		facts = append(facts, "**Job**: "+r.JobID)
@@ -81,7 +89,7 @@ func (m *mdWriter) header(r *result.Results) {
 	}
 	m.printf("%s\n\n", strings.Join(facts, " · "))
 	if r.Error != "" {
-		m.printf("**Error**: %s\n\n", oneline.Short(r.Error, 160))
+		m.printf("**Error**: %s\n\n", mdText(oneline.Short(r.Error, 160)))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
 		m.printf("**%s**\n\n", s)
@@ -107,8 +115,10 @@ func (m *mdWriter) table(r *result.Results) {
 	}
 	cols := columns(r)
 	var rows [][]string
+	// The experiment's own names (implementations, cases, metrics) are
+	// text, not markdown (mdtext): the figures beside them are xrun's.
 	row := func(label string, cell func(c result.Case) string) {
-		cells := []string{label}
+		cells := []string{mdText(label)}
 		filled := false
 		for _, c := range r.Cases {
 			v := cell(c)
@@ -226,7 +236,7 @@ func (m *mdWriter) table(r *result.Results) {
 			})
 		}
 	}
-	m.printf("| Metric | %s |\n", strings.Join(cols, " | "))
+	m.printf("| Metric | %s |\n", strings.Join(mdCells(cols), " | "))
 	m.printf("|--------|%s\n", strings.Repeat("--------|", len(cols)))
 	for _, cells := range rows {
 		m.printf("| %s |\n", strings.Join(cells, " | "))
@@ -236,7 +246,7 @@ func (m *mdWriter) table(r *result.Results) {
 		m.printf("\\* did not converge: the median is noisy (see warnings)\n\n")
 	}
 	for i, f := range m.footnotes {
-		m.printf("[^%d]: %s\n", i+1, f)
+		m.printf("[^%d]: %s\n", i+1, mdText(f))
 	}
 	if len(m.footnotes) > 0 {
 		m.printf("\n")

@@ -455,3 +455,33 @@ func TestNotRunSaidOnce(t *testing.T) {
 		t.Errorf("the table leaves out a case that never ran:\n%s", out)
 	}
 }
+
+// Names and errors an experiment chose are text in the markdown report
+// (issue 47): an implementation named like a link or HTML, a case label
+// with a |, an error with an image, cannot make markup of a pull
+// request's comment or end a table cell.
+func TestMarkdownNamesAreText(t *testing.T) {
+	tm := timed(0.5)
+	evil := "[x](https://evil.example)"
+	r := &result.Results{Experiment: "<img src=x>", Status: result.StatusFailed, Mode: "cpu",
+		Implementations: []string{evil, "b"}, Baseline: evil,
+		Cases: []result.Case{{Label: "N=1|<b>", Results: map[string]*result.ImplResult{
+			evil: {Status: result.ImplOK, Timing: tm},
+			"b":  {Status: result.ImplError, Error: "RuntimeError: ![pic](https://evil.example/p.png)"},
+		}}}}
+	var md bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	for _, bad := range []string{"<img", "[x](", "![pic](", "N=1|", "<b>"} {
+		if i := strings.Index(out, bad); i >= 0 && (i == 0 || out[i-1] != '\\') {
+			t.Errorf("the markdown holds %q unescaped:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{`\[x\]`, `N=1\|\<b\>`, `\!\[pic\]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -113,3 +113,44 @@ func TestHugeFiguresRefused(t *testing.T) {
 		}
 	}
 }
+
+// history import refuses a file with a 10 MiB implementation name (issue
+// 47: it was imported, and every table, the history and the dashboard
+// carried it), exit 3 in one sentence, and the history reads on without it.
+func TestHugeNameRefused(t *testing.T) {
+	ta := newTestApp(t)
+	ctx := context.Background()
+	good := filepath.Join(t.TempDir(), "good.json")
+	if err := os.WriteFile(good, []byte(threeResults(t, [3]float64{2, 1.5, 0.4}, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := ta.run(ctx, "history", "import", good); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, ta.err)
+	}
+	var r result.Results
+	if err := json.Unmarshal([]byte(threeResults(t, [3]float64{2, 1.5, 0.4}, time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), true)), &r); err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("n", 10<<20)
+	for i, n := range r.Implementations {
+		if n == "candidate" {
+			r.Implementations[i] = huge
+		}
+	}
+	for _, c := range r.Cases {
+		c.Results[huge] = c.Results["candidate"]
+		delete(c.Results, "candidate")
+	}
+	data, _ := json.Marshal(r)
+	path := filepath.Join(t.TempDir(), "huge-name.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "implementation name is 10485760 bytes long, more than the 1024 a name in a results file may be"
+	if code := ta.run(ctx, "history", "import", path); code != ExitUsage || !strings.Contains(ta.err.String(), want) {
+		t.Errorf("history import: exit %d: %.300s", code, ta.err)
+	}
+	if code := ta.run(ctx, "history", "--csv"); code != 0 || strings.Contains(ta.out.String(), "nnnnnnnn") {
+		t.Errorf("history --csv: exit %d: %.300s", code, ta.out)
+	}
+}

@@ -373,3 +373,43 @@ func TestMarginIsTheRunsOwn(t *testing.T) {
 		})
 	}
 }
+
+// Names a run chose are text in the markdown comparison (issue 47): an
+// implementation named like a link, a case label with a | or HTML, a GPU
+// named like an image, read as written.
+func TestMarkdownNamesAreText(t *testing.T) {
+	a := results("a", "![gpu](https://evil.example/g.png)", 1, false, false)
+	b := results("b", "GPU B", 1, false, false)
+	for _, r := range []*result.Results{a, b} {
+		r.Experiment = "<script>x</script>"
+		r.Cases[0].Label = "T=1|<b>"
+		ir := r.Cases[0].Results["pipelined"]
+		delete(r.Cases[0].Results, "pipelined")
+		r.Cases[0].Results["[x](https://evil.example)"] = ir
+		for i, n := range r.Implementations {
+			if n == "pipelined" {
+				r.Implementations[i] = "[x](https://evil.example)"
+			}
+		}
+		r.Comparisons = nil
+	}
+	rep, err := Build([]Input{{JobID: "a", Host: "lab", Results: a}, {JobID: "b|`x`", Host: "<i>h</i>", Results: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := rep.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	for _, bad := range []string{"<script>", "[x](", "![gpu](", "T=1|", "<b>", "<i>", "b|`x`"} {
+		if i := strings.Index(out, bad); i >= 0 && (i == 0 || out[i-1] != '\\') {
+			t.Errorf("the markdown holds %q unescaped:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{`\[x\]`, `T=1\|\<b\>`, `\<script\>`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -68,14 +70,16 @@ func (rep *Report) Text(w io.Writer) error {
 // Markdown writes the same tables in GitHub markdown.
 func (rep *Report) Markdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Comparison: %s\n\n", strings.Join(rep.Experiments, ", "))
+	// What the runs named (experiments, cases, implementations, hosts)
+	// is text, not markdown (mdtext).
+	fmt.Fprintf(&b, "### Comparison: %s\n\n", mdText(strings.Join(rep.Experiments, ", ")))
 	b.WriteString("| # | job | host | GPU | status |\n|---|---|---|---|---|\n")
 	for _, j := range rep.Jobs {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", j.Key, code(j.ID), mdText(dash(j.Host)), mdText(j.GPU), mdText(j.Status))
 	}
 	units := rep.units()
 	for _, c := range rep.Cases {
-		fmt.Fprintf(&b, "\n**%s**\n\n| impl |", c.Label)
+		fmt.Fprintf(&b, "\n**%s**\n\n| impl |", mdText(c.Label))
 		n := 1
 		for i, j := range rep.Jobs {
 			fmt.Fprintf(&b, " %s: %s | %s: speedup | %s: %s |", j.Key, units[i].time.Name, j.Key, j.Key, units[i].flops.Name)
@@ -87,7 +91,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 		}
 		b.WriteString("\n|" + strings.Repeat("---|", n) + "\n")
 		for _, row := range c.Rows {
-			fmt.Fprintf(&b, "| %s |", row.Implementation)
+			fmt.Fprintf(&b, "| %s |", mdText(row.Implementation))
 			for i, cell := range row.Cells {
 				for _, col := range cellCols(cell, i > 0, units[i]) {
 					fmt.Fprintf(&b, " %s |", col)
@@ -100,7 +104,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "> %s\n", n)
+		fmt.Fprintf(&b, "> %s\n", mdText(n))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
@@ -169,6 +173,19 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 		out = append(out, ratio)
 	}
 	return out
+}
+
+// mdText is a run's own text for markdown: without control sequences,
+// then escaped (mdtext).
+func mdText(s string) string { return mdtext.Escape(termsafe.String(s)) }
+
+// code is a job id as a code span; an id that is not a plain one (a path's
+// results.json is named by its path) is escaped text instead.
+func code(id string) string {
+	if id == "" || strings.ContainsAny(id, "`|\\\n\r") {
+		return mdText(id)
+	}
+	return "`" + id + "`"
 }
 
 func dash(s string) string {

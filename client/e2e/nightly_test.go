@@ -85,7 +85,9 @@ func TestNightlyScriptExpectedFailureIsGreen(t *testing.T) {
 // scripts/pr.sh, the pull-request workflow's step, in a repository where a
 // pull request changed one of two experiments: it runs that one alone,
 // judges it against a copy of main's results history (main's is not
-// changed) and writes the comment's table.
+// changed) and writes the comment's table. The experiment's directory and
+// the output's have spaces in their names (issue 47: pr.sh split them). The experiment's directory and
+// the output's have spaces in their names (issue 47: pr.sh split them).
 func TestPRScript(t *testing.T) {
 	dir := t.TempDir()
 	git := func(args ...string) {
@@ -96,7 +98,7 @@ func TestPRScript(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	for _, name := range []string{"quick", "other"} {
+	for _, name := range []string{"quick one", "other"} {
 		d := filepath.Join(dir, "experiments", name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -107,7 +109,7 @@ func TestPRScript(t *testing.T) {
 				t.Fatal(err)
 			}
 			if f == "xrun.yaml" {
-				data = []byte(strings.Replace(string(data), "name: e2e-quick", "name: e2e-pr-"+name, 1))
+				data = []byte(strings.Replace(string(data), "name: e2e-quick", "name: e2e-pr-"+strings.Fields(name)[0], 1))
 			}
 			if err := os.WriteFile(filepath.Join(d, f), data, 0o644); err != nil {
 				t.Fatal(err)
@@ -121,7 +123,7 @@ func TestPRScript(t *testing.T) {
 	mainHist := filepath.Join(t.TempDir(), "history.db")
 	e := append(env(), "XRUN_HISTORY="+mainHist)
 	first := xruntest.Run(t, 3*time.Minute, xrunBin, e, "submit", "--cpu", "--base", Base, "--label", labelArg, "--json",
-		filepath.Join(dir, "experiments", "quick"))
+		filepath.Join(dir, "experiments", "quick one"))
 	var j struct {
 		ID string `json:"id"`
 	}
@@ -133,14 +135,14 @@ func TestPRScript(t *testing.T) {
 		t.Fatalf("main's history: %v", err)
 	}
 	git("checkout", "-qb", "pr")
-	f, err := os.OpenFile(filepath.Join(dir, "experiments", "quick", "vecadd.py"), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, "experiments", "quick one", "vecadd.py"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("# a change in the pull request\n")
 	f.Close()
 	git("commit", "-qam", "pr")
-	out := filepath.Join(t.TempDir(), "out")
+	out := filepath.Join(t.TempDir(), "out dir")
 	cmd := exec.Command("bash", filepath.Join(repo, "scripts", "pr.sh"), "--cpu", "--base", Base, "--label", labelArg, "main", out)
 	cmd.Dir = dir
 	cmd.Env = append(e, "XRUN="+xrunBin)
@@ -151,7 +153,7 @@ func TestPRScript(t *testing.T) {
 	var sub struct {
 		ID string `json:"id"`
 	}
-	data, _ := os.ReadFile(filepath.Join(out, "quick", "submit.json"))
+	data, _ := os.ReadFile(filepath.Join(out, "quick one", "submit.json"))
 	if json.Unmarshal(data, &sub) != nil || sub.ID == "" {
 		t.Fatalf("submit.json: %s\n%s", data, log)
 	}
@@ -161,7 +163,7 @@ func TestPRScript(t *testing.T) {
 		t.Error("it ran an experiment the pull request did not touch")
 	}
 	comment, err := os.ReadFile(filepath.Join(out, "comment.md"))
-	if err != nil || !strings.Contains(string(comment), "### quick (job "+sub.ID+")") || !strings.Contains(string(comment), "e2e-pr-quick") {
+	if err != nil || !strings.Contains(string(comment), "### quick one (job "+sub.ID+")") || !strings.Contains(string(comment), "e2e-pr-quick") {
 		t.Errorf("comment.md (%v):\n%s\nlog:\n%s", err, comment, log)
 	}
 	t.Logf("comment.md:\n%s", comment)

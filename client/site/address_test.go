@@ -178,3 +178,52 @@ func TestSiteReplacedWhole(t *testing.T) {
 		t.Errorf("the link's target has no site: %v", err)
 	}
 }
+
+// flipContext is cancelled from its second look on; at that look it counts
+// the series pages the build had written.
+type flipContext struct {
+	context.Context
+	parent string
+	looks  int
+	pages  int
+}
+
+func (c *flipContext) Err() error {
+	c.looks++
+	if c.looks < 2 {
+		return nil
+	}
+	if c.looks == 2 {
+		got, _ := filepath.Glob(filepath.Join(c.parent, stagingPrefix+"*", "series", "*.html"))
+		c.pages = len(got)
+	}
+	return context.Canceled
+}
+
+// Ctrl-C during an experiment of many series (issue 47: ignored until the
+// experiment's last page) stops the build at the next page.
+func TestStopWithinAnExperiment(t *testing.T) {
+	h, err := history.Open(filepath.Join(t.TempDir(), history.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r, err := result.ReadFile(filepath.Join("..", "..", "experiments", "heavy-kernels", "results", "2026-12-02-h200", "nights", "night-01", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Import(r, history.Source{}); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	ctx := &flipContext{Context: context.Background(), parent: parent}
+	if _, err := Build(h, Options{Dir: filepath.Join(parent, "site"), Rule: regress.Default(), Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a stopped build: %v, want context.Canceled", err)
+	}
+	if ctx.pages != 0 {
+		t.Errorf("the build went on for %d series pages after Ctrl-C", ctx.pages)
+	}
+	if _, err := os.Stat(filepath.Join(parent, "site")); !os.IsNotExist(err) {
+		t.Errorf("the stopped build made the site: %v", err)
+	}
+}

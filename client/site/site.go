@@ -450,6 +450,9 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 			return v, fmt.Errorf("write the site: %w", err)
 		}
 		done[r.JobID] = true
+		if err := b.o.Context.Err(); err != nil {
+			return v, fmt.Errorf("write the site: %w", err)
+		}
 		if len(runs) > 20 && (i+1)%20 == 0 {
 			fmt.Fprintf(b.o.Progress, "report: %s: job %d/%d\n", termsafe.String(exp), i+1, len(runs))
 		}

@@ -292,6 +292,7 @@ func TestNightlyOpensAnIssue(t *testing.T) {
 		t.Errorf("the step does not pass GITHUB_TOKEN: %v", envKeys)
 	}
 	dir := checkout(t)
+	path := curlSpy(t, dir)
 	alert := &summary.Alert{Title: "xrun: softmax regressed on NVIDIA H200", Text: "softmax at N=4096: +21 % (confirmed by a rerun)",
 		Regressions: []summary.Regression{{Experiment: "softmax", Case: "N=4096", Implementation: "triton", JobID: "0123456789ab"}},
 		Created:     time.Now().UTC()}
@@ -302,7 +303,7 @@ func TestNightlyOpensAnIssue(t *testing.T) {
 			t.Fatal(err)
 		}
 		runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL,
-			"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": strconv.Itoa(n)})
+			"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": strconv.Itoa(n), "PATH": path})
 	}
 	night(1)
 	if len(gh.issues) != 1 || gh.issues[0].Title != alert.Title || !contains(gh.issues[0].Labels, "nightly-regression") ||
@@ -313,6 +314,7 @@ func TestNightlyOpensAnIssue(t *testing.T) {
 	if len(gh.issues) != 1 || len(gh.comments[1]) != 1 || !strings.Contains(gh.comments[1][0].Body, "actions/runs/2") {
 		t.Fatalf("after the second night: issues %+v, comments %+v", gh.issues, gh.comments)
 	}
+	tokenHidden(t, dir)
 }
 
 // The pull-request workflow's comment step comments once and then rewrites
@@ -372,16 +374,7 @@ func TestPRCommentLongAndTokenHidden(t *testing.T) {
 	defer srv.Close()
 	run, _ := step(t, "pr.yml", "Comment the tables on the pull request")
 	dir := checkout(t)
-	bin := filepath.Join(dir, "fakebin")
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(bin, 0o755)
-	wrapper := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"" + filepath.Join(dir, "curl-args") + "\"\nexec " + curl + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	path := curlSpy(t, dir)
 	var table strings.Builder
 	table.WriteString("| impl | case | verdict |\n|---|---|---|\n")
 	for i := 0; table.Len() < 100_000; i++ {
@@ -392,7 +385,7 @@ func TestPRCommentLongAndTokenHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "9",
-		"RUN_URL": "https://github.com/lab/kernels/actions/runs/77", "PATH": bin + string(os.PathListSeparator) + os.Getenv("PATH")})
+		"RUN_URL": "https://github.com/lab/kernels/actions/runs/77", "PATH": path})
 	if len(gh.comments[9]) != 1 {
 		t.Fatalf("%d comments", len(gh.comments[9]))
 	}
@@ -406,6 +399,31 @@ func TestPRCommentLongAndTokenHidden(t *testing.T) {
 	if lines := strings.Split(body, "\n"); !strings.HasPrefix(lines[len(lines)-3], "| triton | N=") || !strings.HasSuffix(lines[len(lines)-3], "|") {
 		t.Errorf("the cut is not at a line: %q", lines[len(lines)-3])
 	}
+	tokenHidden(t, dir)
+}
+
+// curlSpy puts a curl in dir/fakebin that records its command line in
+// dir/curl-args and runs the real one; it returns a PATH that finds it
+// first.
+func curlSpy(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "fakebin")
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(bin, 0o755)
+	wrapper := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"" + filepath.Join(dir, "curl-args") + "\"\nexec " + curl + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// tokenHidden fails t when a curl command line curlSpy recorded holds the
+// token (ps shows it to every user of the machine), or none was recorded.
+func tokenHidden(t *testing.T, dir string) {
+	t.Helper()
 	args, _ := os.ReadFile(filepath.Join(dir, "curl-args"))
 	if len(args) == 0 || strings.Contains(string(args), token) {
 		t.Errorf("curl's command lines hold the token (or were not recorded): %s", args)
@@ -421,11 +439,13 @@ func TestPRLabelGoesOnPush(t *testing.T) {
 	defer srv.Close()
 	run, _ := step(t, "pr.yml", "Take the gpu-run label off the pull request")
 	dir := checkout(t)
-	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "3"})
+	path := curlSpy(t, dir)
+	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "3", "PATH": path})
 	if got := gh.labels[3]; len(got) != 1 || got[0] != "bug" {
 		t.Fatalf("labels after the push: %v", got)
 	}
-	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "3"})
+	runStep(t, dir, run, map[string]string{"GITHUB_TOKEN": token, "GITHUB_API_URL": srv.URL, "PR_NUMBER": "3", "PATH": path})
+	tokenHidden(t, dir)
 }
 
 // The pull-request script runs the experiments whose files changed, and
