@@ -5,7 +5,11 @@
 // or a nightly's summary.
 package mdtext
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 var escaper = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`,
@@ -13,5 +17,33 @@ var escaper = strings.NewReplacer(
 )
 
 // Escape is s with every markdown sign backslashed and line breaks made
-// spaces: one line of literal text, also inside a table cell.
-func Escape(s string) string { return escaper.Replace(s) }
+// spaces: one line of literal text, also inside a table cell. An
+// underscore between two letters or digits (fused_gemm) stays as it is:
+// markdown never reads one there as emphasis, and the source stays
+// readable.
+func Escape(s string) string {
+	if !strings.Contains(s, "_") {
+		return escaper.Replace(s)
+	}
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '_' || !intraword(s, i) {
+			continue
+		}
+		b.WriteString(escaper.Replace(s[start:i]))
+		b.WriteByte('_')
+		start = i + 1
+	}
+	b.WriteString(escaper.Replace(s[start:]))
+	return b.String()
+}
+
+// intraword says whether the underscore at s[i] has a letter or a digit on
+// both sides.
+func intraword(s string, i int) bool {
+	before, _ := utf8.DecodeLastRuneInString(s[:i])
+	after, _ := utf8.DecodeRuneInString(s[i+1:])
+	word := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	return word(before) && word(after)
+}
