@@ -105,23 +105,11 @@ func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, start
 // over every point as WalkFilter does: an experiment of 50000 series
 // has 150000 points at three runs.
 func (s *Store) WalkExperiment(ctx context.Context, experiment string, ru regress.Rule, fn func([]Judged) error) error {
-	p := pick{series: map[int64]bool{}}
-	rows, err := s.db.QueryContext(ctx, "SELECT id FROM series WHERE experiment = ?", experiment)
+	ids, err := s.seriesIDs(ctx, "SELECT id FROM series WHERE experiment = ?", experiment)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return err
 	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("read results history: %w", err)
-		}
-		p.series[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read results history: %w", err)
-	}
+	p := pick{series: ids}
 	if len(p.series) == 0 {
 		return nil
 	}
@@ -388,23 +376,11 @@ func scanPoint(rows scanner, same int64, first ...any) (Point, error) {
 // judgeRun is JudgeEach, read group by group: fn gets the verdict on
 // each point of the run (the job's last) against its series up to it.
 func (s *Store) judgeRun(ctx context.Context, run Run, ru regress.Rule, fn func(Judged)) error {
-	p := pick{series: map[int64]bool{}, cut: run.ID}
-	rows, err := s.db.QueryContext(ctx, "SELECT series_id FROM points WHERE run_id = ?", run.ID)
+	ids, err := s.seriesIDs(ctx, "SELECT series_id FROM points WHERE run_id = ?", run.ID)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return err
 	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("read results history: %w", err)
-		}
-		p.series[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read results history: %w", err)
-	}
+	p := pick{series: ids, cut: run.ID}
 	return s.walk(ctx, p, ru, func(js []Judged) error {
 		for _, j := range js {
 			if j.RunID == run.ID {
@@ -413,4 +389,25 @@ func (s *Store) judgeRun(ctx context.Context, run Run, ru regress.Rule, fn func(
 		}
 		return nil
 	})
+}
+
+// seriesIDs is the set of series ids that query (one id column) gives.
+func (s *Store) seriesIDs(ctx context.Context, query string, args ...any) (map[int64]bool, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	defer rows.Close()
+	ids := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		ids[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	return ids, nil
 }
