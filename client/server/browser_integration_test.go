@@ -23,21 +23,6 @@ import (
 // The dashboard in a real browser: Debian's chromium, headless, as
 // client/site's pages are tested.
 
-// chromium returns the browser's path ($XRUN_CHROMIUM, else chromium or
-// chromium-browser on PATH).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("XRUN_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	testenv.Missing(t, "chromium is not installed (scripts/setup.sh installs Debian's chromium; XRUN_CHROMIUM names another)")
-	return ""
-}
 
 // browse runs headless chromium with the profile and args and returns
 // the page's DOM as it stands once loaded (--dump-dom).
@@ -62,7 +47,7 @@ func browse(t *testing.T, bin, profile string, args ...string) string {
 // again, in the next start of the browser too; a browser without it gets
 // the form. The token is in no URL the browser loads and in no log line.
 func TestDashboardInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := testenv.Chromium(t)
 	h, err := history.Open(filepath.Join(t.TempDir(), history.FileName))
 	if err != nil {
 		t.Fatal(err)

@@ -24,21 +24,6 @@ import (
 
 // The site in a real browser: Debian's chromium, headless.
 
-// chromium returns the browser's path ($XRUN_CHROMIUM, else chromium or
-// chromium-browser on PATH).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("XRUN_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	testenv.Missing(t, "chromium is not installed (scripts/setup.sh installs Debian's chromium; XRUN_CHROMIUM names another)")
-	return ""
-}
 
 // browse runs headless chromium on url with args and returns its stdout
 // and stderr.
@@ -90,7 +75,7 @@ var probeOut = regexp.MustCompile(`(?s)<pre id="xrun-check">(.*?)</pre>`)
 // text in the browser's DOM (no script or onerror of its own); the index
 // renders to a screenshot that has both text and background.
 func TestSiteInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := testenv.Chromium(t)
 	h, _ := fixture(t)
 	site := t.TempDir()
 	pages := build(t, h, site)

@@ -7,6 +7,7 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -55,4 +56,21 @@ func NoNVIDIARuntime(t testing.TB, has bool) {
 	if has {
 		Missing(t, "this host has an NVIDIA runtime: the test needs one without (on a GPU host, the GPU suite's TestHostWithoutNVIDIARuntime runs this case against a daemon without it)")
 	}
+}
+
+// Chromium returns the path of a headless-capable browser for the tests
+// of pages in a real browser: $XRUN_CHROMIUM, else chromium or
+// chromium-browser on PATH; Missing when there is none.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("XRUN_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	Missing(t, "chromium is not installed (scripts/setup.sh installs Debian's chromium; XRUN_CHROMIUM names another)")
+	return ""
 }
