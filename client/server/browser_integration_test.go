@@ -23,7 +23,6 @@ import (
 // The dashboard in a real browser: Debian's chromium, headless, as
 // client/site's pages are tested.
 
-
 // browse runs headless chromium with the profile and args and returns
 // the page's DOM as it stands once loaded (--dump-dom).
 func browse(t *testing.T, bin, profile string, args ...string) string {

@@ -24,7 +24,6 @@ import (
 
 // The site in a real browser: Debian's chromium, headless.
 
-
 // browse runs headless chromium on url with args and returns its stdout
 // and stderr.
 func browse(t *testing.T, bin, profile string, args ...string) (string, string) {
