@@ -46,6 +46,10 @@ type Point struct {
 	// Baseline is the implementation the run measured speedups against
 	// (results.json's baseline; "" when the run names none).
 	Baseline string `json:"baseline,omitempty"`
+	// keptJSON is a walk's point's kept samples as stored, until its
+	// series is judged: only a series longer than the rule's MinHistory
+	// can need them (judgeGroup).
+	keptJSON string
 }
 
 // Points returns the points f picks, by series (in the order the series

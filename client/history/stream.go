@@ -1,7 +1,9 @@
 package history
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -152,6 +154,7 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	// beside the points): each series' group, and each group's first id.
 	groups := map[string]int64{}
 	groupOf := map[int64]string{}
+	refs := walkRefs{series: map[int64]*seriesRef{}}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
 		clock_policy, mode FROM series ORDER BY id`)
 	if err != nil {
@@ -170,6 +173,7 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 		if _, ok := groups[g]; !ok {
 			groups[g] = id
 		}
+		refs.series[id] = &seriesRef{key: k}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -178,6 +182,14 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	wanted := map[string]bool{}
 	for id := range p.series {
 		wanted[groupOf[id]] = true
+	}
+	for id := range refs.series {
+		if !wanted[groupOf[id]] {
+			delete(refs.series, id)
+		}
+	}
+	if refs.runs, err = s.walkRuns(ctx); err != nil {
+		return err
 	}
 	changes, err := s.ChangePoints()
 	if err != nil {
@@ -225,61 +237,137 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	if _, err := conn.ExecContext(ctx, s.db.d.walkIndex()); err != nil {
 		return fmt.Errorf("read results history: %w", err)
 	}
-	rows, err = conn.QueryContext(ctx, `SELECT w.grp, `+pointColumns+` FROM `+walkTable+` w JOIN points p ON p.series_id = w.id
-		JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id ORDER BY w.grp, w.id, r.at, r.id`)
+	// A point's row holds its own columns: its series' and its run's are
+	// refs', read once (with them, the rows were three times as wide). The
+	// rows come in the walk table's index order, a series' points
+	// together, and each group is put in time order as it is read
+	// (readGroups): ordered by the run's time, SQLite sorted every point
+	// of the walk, kept samples and all, before the first row.
+	rows, err = conn.QueryContext(ctx, `SELECT w.grp, p.series_id, p.run_id, `+pointOwnColumns+` FROM `+walkTable+` w
+		JOIN points p ON p.series_id = w.id ORDER BY w.grp, w.id`)
 	if err != nil {
 		return fmt.Errorf("read results history: %w", err)
 	}
-	defer rows.Close()
+	// The rows are read on a goroutine of their own while the groups
+	// read are judged and handed to fn on this one: on two CPUs a walk
+	// takes the longer of the two rather than their sum.
+	read := make(chan []Point, 4)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var readErr error
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer close(read)
+		defer rows.Close()
+		readErr = readGroups(rctx, rows, refs, p, read)
+	}()
+	for group := range read {
+		if err != nil {
+			continue // draining, the reader stopped
+		}
+		var judged []Judged
+		if judged, err = judgeGroup(group, changes, ru, p); err == nil && len(judged) > 0 {
+			err = fn(judged)
+		}
+		if err != nil {
+			stop()
+		}
+	}
+	<-readDone
+	if err != nil {
+		return err
+	}
+	return readErr
+}
+
+// readGroups reads a walk's rows into groups of points, each group's
+// series in time order, a series of p's that reached p.cut ending there,
+// and sends each group whole.
+func readGroups(ctx context.Context, rows *sql.Rows, refs walkRefs, p pick, out chan<- []Point) error {
 	var group []Point
 	grp := int64(-1)
-	cutAt := int64(-1) // the series that has reached the cut
-	flush := func() error {
+	send := func() error {
 		if len(group) == 0 {
 			return nil
 		}
-		judged := judgeGroup(group, changes, ru, p)
-		group = group[:0]
-		if len(judged) == 0 {
-			return nil
+		slices.SortFunc(group, func(a, b Point) int {
+			if a.SeriesID != b.SeriesID {
+				return cmp.Compare(a.SeriesID, b.SeriesID)
+			}
+			if c := a.Date.Compare(b.Date); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.RunID, b.RunID)
+		})
+		if p.cut != 0 {
+			group = cutAt(group, p)
 		}
-		return fn(judged)
+		select {
+		case out <- group:
+			group = nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	var in interner
 	for rows.Next() {
 		var g int64
-		pt, err := in.point(rows, &g)
+		pt, err := refs.point(rows, &g)
 		if err != nil {
 			return err
 		}
 		if g != grp {
-			if err := flush(); err != nil {
+			if err := send(); err != nil {
 				return err
 			}
 			grp = g
-		}
-		if p.cut != 0 && p.series[pt.SeriesID] {
-			if cutAt == pt.SeriesID {
-				continue // past the run
-			}
-			if pt.RunID == p.cut {
-				cutAt = pt.SeriesID
-			}
 		}
 		group = append(group, pt)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read results history: %w", err)
 	}
-	return flush()
+	return send()
+}
+
+// cutAt drops from a group in time order the points of p's series that
+// come after their point of run p.cut.
+func cutAt(group []Point, p pick) []Point {
+	kept := group[:0]
+	cut := int64(-1) // the series that has reached the cut
+	for _, pt := range group {
+		if p.series[pt.SeriesID] {
+			if cut == pt.SeriesID {
+				continue // past the run
+			}
+			if pt.RunID == p.cut {
+				cut = pt.SeriesID
+			}
+		}
+		kept = append(kept, pt)
+	}
+	return kept
 }
 
 // judgeGroup applies ru to one group's series (as Points orders them)
 // and returns the judged points of the series p picks.
-func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule, p pick) []Judged {
+func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule, p pick) ([]Judged, error) {
 	series := Series(points)
 	in := make([]regress.Series, len(series))
 	for i, ser := range series {
+		// The kept samples serve the rank test of a value against the
+		// last of at least MinHistory before it: a series no longer than
+		// that never reads them, and most of a walk's read was decoding
+		// them.
+		for k := range ser {
+			if len(ser) > ru.MinHistory {
+				if err := decodeKept(&ser[k], ser[k].keptJSON); err != nil {
+					return nil, err
+				}
+			}
+			ser[k].keptJSON = ""
+		}
 		in[i] = regress.Series{Group: ser[0].Key.Group(), Implementation: ser[0].Key.Implementation,
 			Values: Values(ser, changes[ser[0].SeriesID])}
 	}
@@ -293,84 +381,145 @@ func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule
 			out = append(out, Judged{Point: pt, Verdict: verdicts[i][k]})
 		}
 	}
-	return out
+	return out, nil
 }
 
-// pointColumns are the columns scanPoint reads.
+// pointColumns are the columns scanPoint reads: the series', the run's,
+// then the point's own (pointOwnColumns).
 const pointColumns = `p.series_id, s.experiment, s.case_label, s.params, s.implementation, s.gpu, s.driver, s.cuda, s.stack,
-		s.clock_policy, s.mode, r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch,
-		r.git_commit, r.source, r.baseline, p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
-		p.throttled, p.host_busy, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept, p.autotune,
-		p.sm_clock_mhz, p.max_sm_clock_mhz, p.power_w, p.clock_readings, p.clock_reasons, p.slowdown`
+		s.clock_policy, s.mode, ` + runColumns + `, ` + pointOwnColumns
+
+// runColumns are a run's columns that its points carry (scanRun's).
+const runColumns = `r.id, r.job_id, r.at, r.status, r.host, r.address, r.gpu_uuid, r.driver, r.cuda, r.torch, r.git_commit,
+		r.source, r.baseline`
+
+// pointOwnColumns are a point's own columns (pointDest's).
+const pointOwnColumns = `p.impl_status, p.error, p.median_ms, p.q1_ms, p.q3_ms, p.clock, p.samples, p.converged,
+		p.throttled, p.host_busy, p.tflops, p.gbps, p.pct_peak_flops, p.pct_peak_bw, p.intensity, p.bound, p.speedup, p.verdict, p.kept,
+		p.autotune, p.sm_clock_mhz, p.max_sm_clock_mhz, p.power_w, p.clock_readings, p.clock_reasons, p.slowdown`
 
 type scanner interface{ Scan(dest ...any) error }
 
-// interner shares the strings of a walk's points: those of a series with
-// its previous point, and those of a run among its points, so that a
-// large run's judged points hold them once (they are what most of a
-// point's memory is) and the series' parameters are decoded once.
-type interner struct {
-	prev Point
-	runs map[int64]*Point
+// runDest are the destinations of runColumns in p (at: the run's time,
+// which the caller sets as p.Date).
+func runDest(p *Point, at *int64) []any {
+	return []any{&p.RunID, &p.JobID, at, &p.Status, &p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit,
+		&p.Source, &p.Baseline}
 }
 
-// point reads a row of pointColumns after the columns of first, sharing
-// what it can with the points read before.
-func (in *interner) point(rows scanner, first ...any) (Point, error) {
-	p, err := scanPoint(rows, in.prev.SeriesID, first...)
+// pointDest are the destinations of pointOwnColumns in p (kept: the kept
+// samples' JSON, which the caller decodes).
+func pointDest(p *Point, kept *string) []any {
+	return []any{&p.ImplStatus, &p.Error, &p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled,
+		&p.HostBusy, &p.TFLOPS, &p.GBps, &p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, kept,
+		&p.Autotune, &p.SMClockMHz, &p.MaxSMClockMHz, &p.PowerW, &p.ClockReadings, &p.ClockReasons, &p.Slowdown}
+}
+
+// setKey sets p's series key and the columns it names.
+func (p *Point) setKey(k Key, params map[string]any) {
+	p.Key, p.Params = k, params
+	p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = k.Experiment, k.Case, k.Implementation, k.GPU, k.Mode
+	p.Stack, p.ClockPolicy = k.Stack, k.ClockPolicy
+}
+
+// decodeKept decodes a point's kept samples ("" or null: none).
+func decodeKept(p *Point, kept string) error {
+	if kept == "" || kept == "null" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(kept), &p.KeptSamples); err != nil {
+		return fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
+	}
+	return nil
+}
+
+// walkRefs are the series and runs a walk's points belong to, read once:
+// a point's row then carries its own columns alone, and the points of a
+// series or a run share its strings (most of a point's memory) and its
+// decoded parameters.
+type walkRefs struct {
+	series map[int64]*seriesRef
+	runs   map[int64]*Point
+}
+
+// seriesRef is a series of a walk: its key, and its parameters, decoded
+// at its first point.
+type seriesRef struct {
+	key    Key
+	params map[string]any
+	read   bool
+}
+
+// walkRuns reads every run's columns that its points carry.
+func (s *Store) walkRuns(ctx context.Context) (map[int64]*Point, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r`)
 	if err != nil {
-		return p, err
+		return nil, fmt.Errorf("read results history: %w", err)
 	}
-	if p.SeriesID == in.prev.SeriesID {
-		p.Key, p.Params = in.prev.Key, in.prev.Params
-		p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = p.Key.Experiment, p.Key.Case, p.Key.Implementation, p.Key.GPU, p.Key.Mode
-		p.Stack, p.ClockPolicy = p.Key.Stack, p.Key.ClockPolicy
+	defer rows.Close()
+	runs := map[int64]*Point{}
+	for rows.Next() {
+		r := &Point{}
+		var at int64
+		if err := rows.Scan(runDest(r, &at)...); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		r.Date = time.Unix(0, at).UTC()
+		runs[r.RunID] = r
 	}
-	if in.runs == nil {
-		in.runs = map[int64]*Point{}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
 	}
-	if r, ok := in.runs[p.RunID]; ok {
-		p.JobID, p.Status, p.Host, p.Address, p.GPUUUID, p.Driver = r.JobID, r.Status, r.Host, r.Address, r.GPUUUID, r.Driver
-		p.CUDA, p.Torch, p.Commit, p.Source, p.Baseline = r.CUDA, r.Torch, r.Commit, r.Source, r.Baseline
-	} else {
-		r := p
-		r.KeptSamples = nil
-		in.runs[p.RunID] = &r
-	}
-	in.prev = p
-	return p, nil
+	return runs, nil
 }
 
-// scanPoint reads a row of pointColumns, after the columns of first; the
-// parameters of a point of series same are left to the caller.
-func scanPoint(rows scanner, same int64, first ...any) (Point, error) {
+// point reads a walk's row (the columns of first, then series id, run id
+// and pointOwnColumns) into a point of its series and run.
+func (w walkRefs) point(rows scanner, first ...any) (Point, error) {
 	var p Point
-	var params, kept string
-	var at int64
-	dest := append(first, &p.SeriesID, &p.Key.Experiment, &p.Key.Case, &params, &p.Key.Implementation, &p.Key.GPU,
-		&p.Key.Driver, &p.Key.CUDA, &p.Key.Stack, &p.Key.ClockPolicy, &p.Key.Mode, &p.RunID, &p.JobID, &at, &p.Status,
-		&p.Host, &p.Address, &p.GPUUUID, &p.Driver, &p.CUDA, &p.Torch, &p.Commit, &p.Source, &p.Baseline, &p.ImplStatus, &p.Error,
-		&p.MedianMS, &p.Q1MS, &p.Q3MS, &p.Clock, &p.Samples, &p.Converged, &p.Throttled, &p.HostBusy, &p.TFLOPS, &p.GBps,
-		&p.PctPeakFlops, &p.PctPeakBW, &p.Intensity, &p.Bound, &p.Speedup, &p.Verdict, &kept, &p.Autotune,
-		&p.SMClockMHz, &p.MaxSMClockMHz, &p.PowerW, &p.ClockReadings, &p.ClockReasons, &p.Slowdown)
+	var kept string
+	dest := append(append(first, &p.SeriesID, &p.RunID), pointDest(&p, &kept)...)
 	if err := rows.Scan(dest...); err != nil {
 		return p, fmt.Errorf("read results history: %w", err)
 	}
-	p.Key.Params = params
-	p.Experiment, p.Case, p.Implementation, p.GPU, p.Mode = p.Key.Experiment, p.Key.Case, p.Key.Implementation, p.Key.GPU, p.Key.Mode
-	p.Stack, p.ClockPolicy = p.Key.Stack, p.Key.ClockPolicy
+	ser, run := w.series[p.SeriesID], w.runs[p.RunID]
+	if ser == nil || run == nil {
+		return p, fmt.Errorf("read results history: point of series %d, run %d: the history changed while it was read", p.SeriesID, p.RunID)
+	}
+	if !ser.read {
+		if err := json.Unmarshal([]byte(ser.key.Params), &ser.params); err != nil {
+			return p, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
+		}
+		ser.read = true
+	}
+	p.setKey(ser.key, ser.params)
+	p.JobID, p.Date, p.Status, p.Host, p.Address, p.GPUUUID, p.Driver = run.JobID, run.Date, run.Status, run.Host, run.Address, run.GPUUUID, run.Driver
+	p.CUDA, p.Torch, p.Commit, p.Source, p.Baseline = run.CUDA, run.Torch, run.Commit, run.Source, run.Baseline
+	p.keptJSON = kept
+	return p, nil
+}
+
+// scanPoint reads a row of pointColumns; the parameters of a point of
+// series same are left to the caller.
+func scanPoint(rows scanner, same int64) (Point, error) {
+	var p Point
+	var k Key
+	var kept string
+	var at int64
+	dest := []any{&p.SeriesID, &k.Experiment, &k.Case, &k.Params, &k.Implementation, &k.GPU, &k.Driver, &k.CUDA, &k.Stack,
+		&k.ClockPolicy, &k.Mode}
+	dest = append(append(dest, runDest(&p, &at)...), pointDest(&p, &kept)...)
+	if err := rows.Scan(dest...); err != nil {
+		return p, fmt.Errorf("read results history: %w", err)
+	}
+	p.setKey(k, nil)
 	p.Date = time.Unix(0, at).UTC()
 	if p.SeriesID != same {
-		if err := json.Unmarshal([]byte(params), &p.Params); err != nil {
+		if err := json.Unmarshal([]byte(k.Params), &p.Params); err != nil {
 			return p, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
 		}
 	}
-	if kept != "" && kept != "null" {
-		if err := json.Unmarshal([]byte(kept), &p.KeptSamples); err != nil {
-			return p, fmt.Errorf("read results history: series %d: %w", p.SeriesID, err)
-		}
-	}
-	return p, nil
+	return p, decodeKept(&p, kept)
 }
 
 // judgeRun is JudgeEach, read group by group: fn gets the verdict on
