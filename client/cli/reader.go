@@ -118,8 +118,16 @@ func (l localReader) site(ctx context.Context, o site.Options) ([]site.Page, err
 	if err != nil {
 		return nil, err
 	}
-	o.Results = func(r history.Run) *result.Results { return historyRunResults(st, r) }
 	o.Progress = render.SafeAlways(l.a.Err)
+	warned := map[string]bool{}
+	o.Results = func(r history.Run, cases bool) *result.Results {
+		return historyRunResults(st, r, cases, func(err error) {
+			if !warned[r.JobID] {
+				warned[r.JobID] = true
+				fmt.Fprintf(o.Progress, "report: warning: %v; the job's page leaves them out\n", err)
+			}
+		})
+	}
 	return site.Build(n.Store(), o)
 }
 

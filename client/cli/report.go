@@ -135,16 +135,32 @@ func runReport(a *App, o reportOptions) error {
 	return nil
 }
 
-// historyRunResults is a run's results.json: the job store's copy, else the file
-// it was imported from (nil when neither can be read).
-func historyRunResults(st *store.Store, r history.Run) *result.Results {
+// historyRunResults is a run's results.json, without its cases where
+// they are not wanted (result.ReadHead): the job store's copy, else the
+// file it was imported from (nil when neither can be read). A store copy
+// that no longer matches the digest its job's record kept is left out,
+// and said so to warn once.
+func historyRunResults(st *store.Store, r history.Run, cases bool, warn func(error)) *result.Results {
+	read := result.ReadFile
+	if !cases {
+		read = result.ReadHeadFile
+	}
 	if st.Has(r.JobID, store.ResultsFile) {
-		if res, err := result.ReadFile(st.Results(r.JobID)); err == nil {
+		j, err := st.Load(r.JobID)
+		if err == nil {
+			err = st.CheckResults(j)
+		}
+		var te *store.TamperedError
+		if errors.As(err, &te) {
+			warn(te)
+			return nil
+		}
+		if res, err := read(st.Results(r.JobID)); err == nil {
 			return res
 		}
 	}
 	if r.Source != "" && r.Source != history.SourceStore {
-		if res, err := result.ReadFile(r.Source); err == nil {
+		if res, err := read(r.Source); err == nil {
 			return res
 		}
 	}

@@ -130,6 +130,22 @@ func TestHostileOwnersForgedResults(t *testing.T) {
 	if cmp.Code != 4 || !strings.Contains(cmp.Stderr, want) {
 		t.Errorf("compare of a changed store copy: exit %d, want 4 and %q\nstderr:\n%s", cmp.Code, want, cmp.Stderr)
 	}
+	// The HTML report, of every experiment of the history, is written,
+	// with the job's page and the index leaving the changed copy out
+	// (its experiment reads "forged") and a warning that says why.
+	site := filepath.Join(t.TempDir(), "site")
+	rep := x.Run(t, 5*time.Minute, "report", "--html", site)
+	if rep.Code != 0 || !strings.Contains(rep.Stderr, want) {
+		t.Errorf("report of a changed store copy: exit %d, want 0 and a warning %q\nstderr:\n%s", rep.Code, want, rep.Stderr)
+	}
+	filepath.WalkDir(site, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte("forged")) {
+				t.Errorf("the report's %s shows the changed copy", path)
+			}
+		}
+		return nil
+	})
 
 	// The store's copy gone: the forged container is not read again.
 	if err := os.Remove(stored); err != nil {

@@ -31,28 +31,9 @@ func ReadFile(path string) (*result.Results, []Row, error) {
 // run at the case cap is a 170 MB file; decoding it whole held it twice
 // and every case's full record (a gigabyte of memory) to write rows that
 // need a tenth of it.
-func Read(rd io.Reader) (*result.Results, []Row, error) { return read(rd, true) }
+func Read(rd io.Reader) (*result.Results, []Row, error) { return read(rd) }
 
-// ReadHead reads a results.json without its cases (the results' Cases
-// are nil): the run's status, criteria, settings and comparisons, for the
-// memory of one case.
-func ReadHead(path string) (*result.Results, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, _, err := read(f, false)
-	return r, err
-}
-
-// ReadHeadFrom is ReadHead of a results.json read from rd.
-func ReadHeadFrom(rd io.Reader) (*result.Results, error) {
-	r, _, err := read(rd, false)
-	return r, err
-}
-
-func read(rd io.Reader, flatten bool) (*result.Results, []Row, error) {
+func read(rd io.Reader) (*result.Results, []Row, error) {
 	dec := json.NewDecoder(rd)
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, nil, err
@@ -103,9 +84,6 @@ func read(rd io.Reader, flatten bool) (*result.Results, []Row, error) {
 			c.Results = nil
 			spans[len(spans)-1].c = c
 			return nil
-		}
-		if !flatten {
-			each = nil
 		}
 		if dec, closed, err = readCases(dec, rd, each); err != nil {
 			return nil, nil, err

@@ -238,11 +238,11 @@ func storedResults(st *store.Store, id string) (*result.Results, *store.Job) {
 	return r, j
 }
 
-// readHead reads a results.json without keeping its cases (read one by
-// one, flat.Read): the run's status, criteria and settings, which is what
-// the history's commands need of it beside the history, for the memory of
-// a case or two rather than of a run at the case cap (a gigabyte).
-func readHead(path string) (*result.Results, error) { return flat.ReadHead(path) }
+// readHead reads a results.json without its cases (result.ReadHead):
+// the run's status, criteria and settings, which is what the history's
+// commands need of it beside the history, for a buffer's memory rather
+// than that of a run at the case cap (a gigabyte).
+func readHead(path string) (*result.Results, error) { return result.ReadHeadFile(path) }
 
 // fullResults reads the results of run with their cases, from the job
 // store or the file it was imported from (nil when neither has them).

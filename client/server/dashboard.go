@@ -17,7 +17,6 @@ import (
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/site"
-	"github.com/xrun-dev/xrun/result"
 )
 
 // The dashboard: the pages of xrun report --html, built from the
@@ -103,7 +102,7 @@ func (s *Server) currentSite() (dir string, empty bool, err error) {
 		return "", false, fmt.Errorf("make the dashboard's directory: %w", err)
 	}
 	_, err = site.Build(s.h, site.Options{Dir: filepath.Join(next, "site"), Rule: nightly.DefaultRule(),
-		Results: func(r history.Run) *result.Results { return KeptResults(s.h, r.JobID) }})
+		Results: s.keptForSite})
 	empty = errors.Is(err, site.ErrEmpty)
 	if err != nil && !empty {
 		os.RemoveAll(next)

@@ -449,7 +449,7 @@ func (s *Server) getSite(w http.ResponseWriter, r *http.Request, _ history.Token
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "site")
 	pages, err := site.Build(s.h, site.Options{Dir: dir, Rule: ru, Experiments: q["experiment"], Context: r.Context(),
-		Results: func(run history.Run) *result.Results { return KeptResults(s.h, run.JobID) }})
+		Results: s.keptForSite})
 	switch {
 	case errors.Is(err, site.ErrEmpty) && len(q["experiment"]) > 0:
 		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: fmt.Sprintf("the results history has no run of %v; xrun history lists what it has.", q["experiment"])})
@@ -543,12 +543,21 @@ func KeptResults(h *history.Store, job string) *result.Results {
 	return r
 }
 
-// keptHead is KeptResults without the cases (flat.ReadHeadFrom), read
-// case by case: the run's status and criteria, for the memory of a case
-// rather than of a run at the case cap.
+// keptHead is KeptResults without the cases (result.ReadHead): the
+// run's status and criteria, for a buffer's memory rather than that of a
+// run at the case cap.
 func keptHead(h *history.Store, job string) *result.Results {
-	r, _ := kept(h, job, flat.ReadHeadFrom)
+	r, _ := kept(h, job, result.ReadHead)
 	return r
+}
+
+// keptForSite is a run's kept results.json for the site's pages, without
+// its cases where they show none (site.Options.Results).
+func (s *Server) keptForSite(run history.Run, cases bool) *result.Results {
+	if cases {
+		return KeptResults(s.h, run.JobID)
+	}
+	return keptHead(s.h, run.JobID)
 }
 
 func kept(h *history.Store, job string, read func(io.Reader) (*result.Results, error)) (*result.Results, error) {

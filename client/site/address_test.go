@@ -125,7 +125,7 @@ func TestStopReachesTheExperiment(t *testing.T) {
 	reads := 0
 	o := testOptions(dir)
 	o.Context, o.Progress = ctx, cancelOn{"report: experiment 1/", cancel}
-	o.Results = func(r history.Run) *result.Results { reads++; return readResults(r) }
+	o.Results = func(r history.Run, cases bool) *result.Results { reads++; return readResults(r, cases) }
 	if _, err := Build(h, o); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a stopped build: %v, want context.Canceled", err)
 	}

@@ -37,7 +37,12 @@ type figureView struct{ Title, PNG, SVG string }
 // ("" without a results.json at hand), for the index.
 func (b *builder) jobPageFor(r history.Run, points []pointView, omitted int, allPage string) (string, string, error) {
 	name := b.jobPage(r.JobID)
-	res := b.results(r)
+	timings := len(points) + omitted
+	// A table of 50000 rows is megabytes, and a sweep figure of 5000
+	// cases minutes of drawing that no one can read: a larger run's page
+	// shows its head alone.
+	large := timings > JobDetail
+	res := b.results(r, !large)
 	data := map[string]any{"Root": "../", "Title": r.Experiment + " · job " + r.JobID, "Run": r, "Rule": ruleText(b.o.Rule)}
 	data["Points"], data["Omitted"], data["AllPage"] = points, omitted, allPage
 	var outcome, class string
@@ -46,10 +51,7 @@ func (b *builder) jobPageFor(r history.Run, points []pointView, omitted int, all
 		data["Provenance"] = provenanceOf(r, res)
 		outcome, class = outcomeText(res)
 		data["Outcome"], data["OutcomeClass"] = outcome, class
-		timings := len(points) + omitted
-		if timings > JobDetail {
-			// A table of 50000 rows is megabytes, and a sweep figure of
-			// 5000 cases minutes of drawing that no one can read.
+		if large {
 			data["Large"] = timings
 		} else {
 			var table bytes.Buffer
@@ -208,12 +210,13 @@ func outcomeText(res *result.Results) (string, string) {
 	return res.Status + ", changed from the declared one: " + termsafe.String(strings.Join(o.Better, "; ")), "suspect"
 }
 
-// results returns r's results.json, nil when not at hand.
-func (b *builder) results(r history.Run) *result.Results {
+// results returns r's results.json (its head alone will do without
+// cases), nil when not at hand.
+func (b *builder) results(r history.Run, cases bool) *result.Results {
 	if b.o.Results == nil {
 		return nil
 	}
-	return b.o.Results(r)
+	return b.o.Results(r, cases)
 }
 
 // publicHost names a run's machine on a published page: its name, or,

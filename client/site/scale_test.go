@@ -47,9 +47,15 @@ func TestSiteAt50000Series(t *testing.T) {
 		runs[id] = r
 	}
 	dir := filepath.Join(t.TempDir(), "site")
+	var whole atomic.Int32 // results asked for with their cases
 	// The default rule, as the nightly's report: three runs are too few
 	// for a verdict, so the series have no page and are rows of the table.
-	o := Options{Dir: dir, Rule: regress.Default(), Results: func(r history.Run) *result.Results { return runs[r.JobID] }}
+	o := Options{Dir: dir, Rule: regress.Default(), Results: func(r history.Run, cases bool) *result.Results {
+		if cases {
+			whole.Add(1)
+		}
+		return runs[r.JobID]
+	}}
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -86,6 +92,9 @@ func TestSiteAt50000Series(t *testing.T) {
 	}
 	if heap > 450 {
 		t.Errorf("the build's heap grew %d MB, over 450 MB", heap)
+	}
+	if n := whole.Load(); n != 0 {
+		t.Errorf("%d runs of 50000 timings were asked for with their cases, which their pages do not show", n)
 	}
 	kinds := map[string]int{}
 	for _, p := range pages {

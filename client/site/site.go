@@ -57,8 +57,10 @@ type Options struct {
 	// Experiments limits the site to these experiments (none: all).
 	Experiments []string
 	// Results returns a run's results.json (nil when it is not at hand:
-	// the job's page then has the history's figures alone).
-	Results func(run history.Run) *result.Results
+	// the job's page then has the history's figures alone); without
+	// cases, its head will do (result.ReadHead): the page of a run of
+	// more than JobDetail timings, and the index, show none of its cases.
+	Results func(run history.Run, cases bool) *result.Results
 	// Progress receives a line per experiment and per step of long work
 	// (nil: none).
 	Progress io.Writer
@@ -292,6 +294,9 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 				k := last.Key
 				rows = append(rows, seriesRow{ID: last.SeriesID, Implementation: k.Implementation, Case: k.Case, Machine: k.Machine(),
 					Status: string(lv.Status), MedianMS: last.MedianMS, At: last.Date})
+				if large && rank(lv.Status) == 0 {
+					continue // the table of all series says enough about it (pick)
+				}
 				kept := make([]history.Judged, len(ser))
 				for i, j := range ser {
 					j.KeptSamples = nil
@@ -483,7 +488,7 @@ func (b *builder) latest(r history.Run, sr summary.Run, outcomes map[int64][2]st
 	}
 	if o, ok := outcomes[r.ID]; ok {
 		l.Outcome, l.OutcomeClass = o[0], o[1]
-	} else if res := b.results(r); res != nil {
+	} else if res := b.results(r, false); res != nil {
 		l.Outcome, l.OutcomeClass = outcomeText(res)
 	} else {
 		l.Outcome = r.Status + " (no results.json at hand to compare with the declared outcome)"
