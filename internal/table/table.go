@@ -44,21 +44,32 @@ func Fig(s string) Cell  { return Cell{s, Figure} }
 func Text(s string) Cell { return Cell{s, Name} }
 func Code(s string) Cell { return Cell{s, ID} }
 
-// Table is a header and rows of cells; a row has one cell per column.
-// A table without a header writes its rows alone.
-type Table struct {
-	Header []Cell
-	Rows   [][]Cell
+// Column is a column's head: Head in every format, or Markdown in
+// markdown where the terminal's wording (JOB, IMPL) is not markdown's
+// (job, impl).
+type Column struct {
+	Head     Cell
+	Markdown string
 }
 
-// Heads is a header of figures, as most tables' headers are xrun's own.
-func Heads(names ...string) []Cell {
-	out := make([]Cell, len(names))
+// Table is a header of columns and rows of cells; a row has one cell per
+// column. A table without columns writes its rows alone.
+type Table struct {
+	Columns []Column
+	Rows    [][]Cell
+}
+
+// Heads is a header of xrun's own words, alike in every format.
+func Heads(names ...string) []Column {
+	out := make([]Column, len(names))
 	for i, n := range names {
-		out[i] = Fig(n)
+		out[i] = Column{Head: Fig(n)}
 	}
 	return out
 }
+
+// Col is a column headed text on a terminal and md in markdown.
+func Col(text, md string) Column { return Column{Head: Fig(text), Markdown: md} }
 
 // Add appends a row.
 func (t *Table) Add(cells ...Cell) { t.Rows = append(t.Rows, cells) }
@@ -90,9 +101,16 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	if t.Header != nil {
-		row(t.Header)
-		b.WriteString("|" + strings.Repeat("---|", len(t.Header)) + "\n")
+	if t.Columns != nil {
+		b.WriteString("|")
+		for _, c := range t.Columns {
+			head := c.Markdown
+			if head == "" {
+				head = c.Head.Markdown()
+			}
+			b.WriteString(" " + head + " |")
+		}
+		b.WriteString("\n|" + strings.Repeat("---|", len(t.Columns)) + "\n")
 	}
 	for _, r := range t.Rows {
 		row(r)
@@ -120,10 +138,14 @@ func (t *Table) WriteCSV(w io.Writer) error {
 
 // lines is the header, where there is one, then the rows.
 func (t *Table) lines() [][]Cell {
-	if t.Header == nil {
+	if t.Columns == nil {
 		return t.Rows
 	}
-	return append([][]Cell{t.Header}, t.Rows...)
+	head := make([]Cell, len(t.Columns))
+	for i, c := range t.Columns {
+		head[i] = c.Head
+	}
+	return append([][]Cell{head}, t.Rows...)
 }
 
 // Markdown is the cell as markdown writes it (Kind).

@@ -31,7 +31,7 @@ func TestCSVCellQuotesFormulas(t *testing.T) {
 }
 
 func sample() *Table {
-	t := &Table{Header: Heads("#", "JOB", "IMPL", "ms")}
+	t := &Table{Columns: append(Heads("#"), Col("JOB", "job"), Col("IMPL", "impl"), Column{Head: Fig("ms")})}
 	t.Add(Fig("1"), Code("3fa1"), Text("fused_gemm*"), Fig("0.812"))
 	t.Add(Fig("2"), Code("runs/a|b"), Text("=cmd"), Fig("12.5"))
 	return t
@@ -61,7 +61,7 @@ func TestWriteMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"| # | JOB | IMPL | ms |\n" +
+		"| # | job | impl | ms |\n" +
 		"|---|---|---|---|\n" +
 		"| 1 | `3fa1` | fused_gemm\\* | 0.812 |\n" +
 		"| 2 | runs/a\\|b | =cmd | 12.5 |\n"
