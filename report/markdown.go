@@ -237,7 +237,7 @@ func (m *mdWriter) table(r *result.Results) {
 		}
 	}
 	m.printf("| Metric | %s |\n", strings.Join(mdCells(cols), " | "))
-	m.printf("|--------|%s\n", strings.Repeat("--------|", len(cols)))
+	m.printf("|---|%s\n", strings.Repeat("---|", len(cols)))
 	for _, cells := range rows {
 		m.printf("| %s |\n", strings.Join(cells, " | "))
 	}
