@@ -6,10 +6,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -62,7 +62,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	if len(r.Cases) > 0 {
 		// SPEEDUP only when some row is compared (a run with one
 		// implementation and no baseline has nothing to say there).
-		var rows [][]string
+		t := &table.Table{}
 		compared := false
 		cols := columns(r)
 		u := unitsOf(r)
@@ -93,18 +93,15 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 				if ir.Correctness != nil {
 					maxErr = fmtErr(ir.Correctness.MaxAbsError)
 				}
-				rows = append(rows, []string{cols[i], n, ir.Status, med, iqr, speed, through, maxErr})
+				t.Add(table.Text(cols[i]), table.Text(n), table.Fig(ir.Status), table.Fig(med), table.Fig(iqr),
+					table.Fig(speed), table.Fig(through), table.Fig(maxErr))
 			}
 		}
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		head := []string{"CASE", "IMPL", "STATUS", "MEDIAN " + u.time.Name, "Q1-Q3 " + u.time.Name, "SPEEDUP", "THROUGHPUT", "MAX ERR"}
-		for _, row := range append([][]string{head}, rows...) {
-			if !compared {
-				row = append(row[:5:5], row[6:]...)
-			}
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		t.Columns = table.Heads("CASE", "IMPL", "STATUS", "MEDIAN "+u.time.Name, "Q1-Q3 "+u.time.Name, "SPEEDUP", "THROUGHPUT", "MAX ERR")
+		if !compared {
+			t.Drop(5)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.WriteText(ew, ""); err != nil {
 			return fmt.Errorf("write results table: %w", err)
 		}
 		if notConverged(r) {
@@ -122,13 +119,10 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 				fmt.Fprintln(ew, "  "+line)
 			}
 		}
-		if rows := autotuneRows(r); len(rows) > 0 {
+		if t := autotuneTable(r); len(t.Rows) > 0 {
 			fmt.Fprintln(ew, "\nautotuned (the config each kernel ran with):")
-			tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-			for _, row := range rows {
-				fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
-			}
-			if err := tw.Flush(); err != nil {
+			t.Columns = nil
+			if err := t.WriteText(ew, "  "); err != nil {
 				return fmt.Errorf("write results table: %w", err)
 			}
 		}

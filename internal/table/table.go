@@ -74,6 +74,16 @@ func Col(text, md string) Column { return Column{Head: Fig(text), Markdown: md} 
 // Add appends a row.
 func (t *Table) Add(cells ...Cell) { t.Rows = append(t.Rows, cells) }
 
+// Drop removes column i, its head and its cell in every row.
+func (t *Table) Drop(i int) {
+	if t.Columns != nil {
+		t.Columns = append(t.Columns[:i:i], t.Columns[i+1:]...)
+	}
+	for r, row := range t.Rows {
+		t.Rows[r] = append(row[:i:i], row[i+1:]...)
+	}
+}
+
 // WriteText writes the table for a terminal: each column as wide as its
 // widest cell and two spaces from the next, the last cell of a line
 // unpadded, each line after indent.

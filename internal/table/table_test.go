@@ -81,3 +81,16 @@ func TestWriteCSV(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// Drop takes a column out of the header and of every row.
+func TestDrop(t *testing.T) {
+	tb := sample()
+	tb.Drop(1)
+	var b strings.Builder
+	if err := tb.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "#,IMPL,ms\n1,fused_gemm*,0.812\n2,'=cmd,12.5\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
