@@ -28,44 +28,44 @@ func (rep *Report) JSON(w io.Writer) error {
 // implementation, and per job its median, speedup over its baseline,
 // TFLOPS, and (after the first) the time ratio against the first job.
 func (rep *Report) Text(w io.Writer) error {
-	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "comparing %s\n\n", strings.Join(rep.Experiments, ", "))
-	rep.jobTable().WriteText(ew, "")
+	var b strings.Builder
+	fmt.Fprintf(&b, "comparing %s\n\n", strings.Join(rep.Experiments, ", "))
+	rep.jobTable().WriteText(&b, "")
 	for i, t := range rep.caseTables() {
-		fmt.Fprintf(ew, "\n%s\n", rep.Cases[i].Label)
-		t.WriteText(ew, "")
+		fmt.Fprintf(&b, "\n%s\n", rep.Cases[i].Label)
+		t.WriteText(&b, "")
 	}
 	if len(rep.Notes) > 0 {
-		fmt.Fprintln(ew)
+		fmt.Fprintln(&b)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(ew, "note: %s\n", n)
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if ew.err != nil {
-		return fmt.Errorf("write comparison: %w", ew.err)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
 	}
 	return nil
 }
 
 // Markdown writes the same tables in GitHub markdown.
 func (rep *Report) Markdown(w io.Writer) error {
-	ew := &errWriter{w: w}
+	var b strings.Builder
 	// What the runs named (experiments, cases, implementations, hosts)
 	// is text, not markdown (table.Name).
-	fmt.Fprintf(ew, "### Comparison: %s\n\n", table.MarkdownText(strings.Join(rep.Experiments, ", ")))
-	rep.jobTable().WriteMarkdown(ew)
+	fmt.Fprintf(&b, "### Comparison: %s\n\n", table.MarkdownText(strings.Join(rep.Experiments, ", ")))
+	rep.jobTable().WriteMarkdown(&b)
 	for i, t := range rep.caseTables() {
-		fmt.Fprintf(ew, "\n**%s**\n\n", table.MarkdownText(rep.Cases[i].Label))
-		t.WriteMarkdown(ew)
+		fmt.Fprintf(&b, "\n**%s**\n\n", table.MarkdownText(rep.Cases[i].Label))
+		t.WriteMarkdown(&b)
 	}
 	if len(rep.Notes) > 0 {
-		fmt.Fprintln(ew)
+		fmt.Fprintln(&b)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(ew, "> %s\n", table.MarkdownText(n))
+		fmt.Fprintf(&b, "> %s\n", table.MarkdownText(n))
 	}
-	if ew.err != nil {
-		return fmt.Errorf("write comparison: %w", ew.err)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
 	}
 	return nil
 }
@@ -176,20 +176,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// errWriter remembers the first write error so the writes above need no
-// checks of their own.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }
