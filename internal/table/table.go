@@ -1,12 +1,12 @@
 // Package table is the one model of a report's table: a header of
 // columns and rows of cells, written the same way by every report as a
-// terminal table (columns aligned, two spaces apart), a markdown table
-// and a CSV. A report decides what its cells say (figures through numfmt);
-// this package decides how a cell is written in each format.
+// terminal table (columns aligned, two spaces apart) and a markdown
+// table, and the one CSV cell every CSV xrun writes is made of
+// (CSVCell). A report decides what its cells say (figures through
+// numfmt); this package decides how a cell is written in each format.
 package table
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -127,23 +127,6 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// WriteCSV writes the table as CSV, each cell safe for a spreadsheet
-// (CSVCell).
-func (t *Table) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	for _, row := range t.lines() {
-		rec := make([]string, len(row))
-		for i, c := range row {
-			rec[i] = CSVCell(c.Text)
-		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }
 
 // lines is the header, where there is one, then the rows.

@@ -70,27 +70,15 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 }
 
-// The CSV quotes what CSV must and what a spreadsheet would run.
-func TestWriteCSV(t *testing.T) {
-	var b strings.Builder
-	if err := sample().WriteCSV(&b); err != nil {
-		t.Fatal(err)
-	}
-	want := "#,JOB,IMPL,ms\n1,3fa1,fused_gemm*,0.812\n2,runs/a|b,'=cmd,12.5\n"
-	if b.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
-	}
-}
-
 // Drop takes a column out of the header and of every row.
 func TestDrop(t *testing.T) {
 	tb := sample()
 	tb.Drop(1)
 	var b strings.Builder
-	if err := tb.WriteCSV(&b); err != nil {
+	if err := tb.WriteText(&b, ""); err != nil {
 		t.Fatal(err)
 	}
-	if want := "#,IMPL,ms\n1,fused_gemm*,0.812\n2,'=cmd,12.5\n"; b.String() != want {
+	if want := "#  IMPL         ms\n1  fused_gemm*  0.812\n2  =cmd         12.5\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
