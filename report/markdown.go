@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/termsafe"
@@ -161,7 +162,7 @@ func (m *mdWriter) table(r *result.Results) {
 				return "-"
 			}
 			if cmp := comparison(r, n, c); cmp != nil {
-				return fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
+				return numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
 			}
 			return ""
 		})
@@ -171,7 +172,7 @@ func (m *mdWriter) table(r *result.Results) {
 		get    func(t *result.Throughput) (float64, float64)
 		format func(float64) string
 	}{
-		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, fmtCount},
+		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, numfmt.Count},
 		{u.flops.Name, func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
 			func(v float64) string { return u.flops.Format(v, 3) }},
 		{u.bw.Name, func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
@@ -189,7 +190,7 @@ func (m *mdWriter) table(r *result.Results) {
 					return ""
 				}
 				if pct > 0 {
-					return tr.format(v) + " (" + fmtPct(pct) + " of peak)"
+					return tr.format(v) + " (" + numfmt.Percent(pct) + " of peak)"
 				}
 				return tr.format(v)
 			})
@@ -211,7 +212,7 @@ func (m *mdWriter) table(r *result.Results) {
 	for _, n := range names {
 		row(n+" max error", func(c result.Case) string {
 			if ir := c.Results[n]; ir != nil && ir.Correctness != nil {
-				return fmtErr(ir.Correctness.MaxAbsError)
+				return numfmt.Error(ir.Correctness.MaxAbsError)
 			}
 			return ""
 		})
@@ -280,7 +281,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 		}
 		if why == "" {
 			why = fmt.Sprintf("max abs error %s exceeds atol %g + rtol %g x |ref|",
-				fmtErr(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
+				numfmt.Error(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
 		}
 		return "FAIL" + m.footnote(why)
 	case ir.Status == result.ImplOK:

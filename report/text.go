@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/termsafe"
@@ -81,7 +82,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					}
 				}
 				if cmp := comparison(r, n, c); cmp != nil && !wrong(r, n, ir) {
-					speed = fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
+					speed = numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
 					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {
 					speed = "baseline"
@@ -91,7 +92,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					through = fmtBound(ir.Throughput, u)
 				}
 				if ir.Correctness != nil {
-					maxErr = fmtErr(ir.Correctness.MaxAbsError)
+					maxErr = numfmt.Error(ir.Correctness.MaxAbsError)
 				}
 				t.Add(table.Text(cols[i]), table.Text(n), table.Fig(ir.Status), table.Fig(med), table.Fig(iqr),
 					table.Fig(speed), table.Fig(through), table.Fig(maxErr))
@@ -157,9 +158,9 @@ func fmtBound(t *result.Throughput, u tableUnits) string {
 	bw := u.bw.Format(t.GBps, 3) + " " + u.bw.Name
 	switch {
 	case t.PctPeakFlops > 0 && t.PctPeakFlops >= t.PctPeakBW:
-		return flops + " " + fmtPct(t.PctPeakFlops)
+		return flops + " " + numfmt.Percent(t.PctPeakFlops)
 	case t.PctPeakBW > 0:
-		return bw + " " + fmtPct(t.PctPeakBW)
+		return bw + " " + numfmt.Percent(t.PctPeakBW)
 	case t.TFLOPS > 0:
 		return flops
 	case t.GBps > 0:

@@ -191,7 +191,7 @@ func textSeries(w io.Writer, ser []history.Judged, last int) error {
 		}
 		base, change := "-", "-"
 		if v := j.Verdict; v.Median > 0 {
-			base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
+			base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), numfmt.Change(v.Change)
 		}
 		host := j.Host
 		if host == "" {

@@ -406,7 +406,7 @@ func cols(p Point) []string {
 	}
 	if v.Median > 0 {
 		base = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
-		change = fmt.Sprintf("%+.1f%%", 100*v.Change)
+		change = numfmt.Change(v.Change)
 		score = fmtScore(v.Score)
 	} else if v.Baseline > 0 || v.Status == regress.Insufficient {
 		base = fmt.Sprintf("- (%d)", v.Baseline)
@@ -429,7 +429,7 @@ func JudgedOn(v regress.Verdict) string {
 	case r.Median <= 0:
 		return r.Of
 	}
-	return fmt.Sprintf("%s %+.1f%% (score %s)", r.Of, 100*r.Change, fmtScore(r.Score))
+	return fmt.Sprintf("%s %s (score %s)", r.Of, numfmt.Change(r.Change), fmtScore(r.Score))
 }
 
 func upper(s string) string {
