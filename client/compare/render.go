@@ -74,7 +74,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 func (rep *Report) jobTable() *table.Table {
 	t := &table.Table{Columns: []table.Column{table.Col("#", "#"), table.Col("JOB", "job"), table.Col("HOST", "host"), table.Col("GPU", "GPU"), table.Col("STATUS", "status")}}
 	for _, j := range rep.Jobs {
-		t.Add(table.Fig(j.Key), table.Code(j.ID), table.Text(dash(j.Host)), table.Text(j.GPU), table.Text(j.Status))
+		t.Add(table.Fig(j.Key), table.Code(j.ID), table.Text(table.OrDash(j.Host)), table.Text(j.GPU), table.Text(j.Status))
 	}
 	return t
 }
@@ -169,11 +169,4 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 		out = append(out, ratio)
 	}
 	return out
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -197,7 +197,7 @@ func textSeries(w io.Writer, ser []history.Judged, last int) error {
 		if host == "" {
 			host = j.Address
 		}
-		t.Add(table.Fig(j.Date.Format("2006-01-02 15:04")), table.Code(j.JobID), table.Text(dashed(host)), table.Fig(ms), table.Fig(q),
+		t.Add(table.Fig(j.Date.Format("2006-01-02 15:04")), table.Code(j.JobID), table.Text(table.OrDash(host)), table.Fig(ms), table.Fig(q),
 			table.Fig(base), table.Fig(change), table.Fig(summary.JudgedOn(j.Verdict)), table.Fig(summary.StatusText(summary.Point{Verdict: j.Verdict})))
 	}
 	return t.WriteText(w, "  ")
@@ -273,11 +273,4 @@ func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule
 	}
 	fmt.Fprintf(n.Err, "wrote %s and %s\n", f.PNG, f.SVG)
 	return f, nil
-}
-
-func dashed(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

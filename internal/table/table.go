@@ -71,6 +71,14 @@ func Heads(names ...string) []Column {
 // Col is a column headed text on a terminal and md in markdown.
 func Col(text, md string) Column { return Column{Head: Fig(text), Markdown: md} }
 
+// OrDash is a cell's text, or "-" where it has none.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // Add appends a row.
 func (t *Table) Add(cells ...Cell) { t.Rows = append(t.Rows, cells) }
 
@@ -89,7 +97,15 @@ func (t *Table) Drop(i int) {
 // unpadded, each line after indent.
 func (t *Table) WriteText(w io.Writer, indent string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, row := range t.lines() {
+	rows := t.Rows
+	if t.Columns != nil {
+		head := make([]Cell, len(t.Columns))
+		for i, c := range t.Columns {
+			head[i] = c.Head
+		}
+		rows = append([][]Cell{head}, rows...)
+	}
+	for _, row := range rows {
 		cols := make([]string, len(row))
 		for i, c := range row {
 			cols[i] = c.Text
@@ -127,18 +143,6 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// lines is the header, where there is one, then the rows.
-func (t *Table) lines() [][]Cell {
-	if t.Columns == nil {
-		return t.Rows
-	}
-	head := make([]Cell, len(t.Columns))
-	for i, c := range t.Columns {
-		head[i] = c.Head
-	}
-	return append([][]Cell{head}, t.Rows...)
 }
 
 // Markdown is the cell as markdown writes it (Kind).

@@ -82,3 +82,9 @@ func TestDrop(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+func TestOrDash(t *testing.T) {
+	if OrDash("") != "-" || OrDash("gpu01") != "gpu01" {
+		t.Errorf("OrDash: %q, %q", OrDash(""), OrDash("gpu01"))
+	}
+}

@@ -261,7 +261,7 @@ func (r *Run) shown(all bool) []Point {
 }
 
 func (r *Run) heading() string {
-	return fmt.Sprintf("%s on %s (%s), job %s, %s", r.Experiment, r.GPU, dash(r.Host), r.JobID, r.At.UTC().Format("2006-01-02 15:04 UTC"))
+	return fmt.Sprintf("%s on %s (%s), job %s, %s", r.Experiment, r.GPU, table.OrDash(r.Host), r.JobID, r.At.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // Text writes each run: its heading, outcome, counts and the table of the
@@ -499,13 +499,6 @@ func fmtP(p float64) string {
 		return "<1e-4"
 	}
 	return strconv.FormatFloat(p, 'g', 2, 64)
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // advice is what to do about the run's series that have never been
