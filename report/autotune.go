@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 )
 
-// autotuneRows are the configs the autotuned kernels ran with, one row per
-// implementation, case and kernel: implementation, case, kernel, config,
-// and where the config came from. Nil when nothing was autotuned.
-func autotuneRows(r *result.Results) [][]string {
-	var rows [][]string
+// autotuneTable is the configs the autotuned kernels ran with, one row
+// per implementation, case and kernel: implementation, case, kernel,
+// config, and where the config came from. It has no rows when nothing was
+// autotuned.
+func autotuneTable(r *result.Results) *table.Table {
+	t := &table.Table{Columns: table.Heads("Implementation", "Case", "Kernel", "Config", "Source")}
 	cols := columns(r)
 	for _, n := range implNames(r) {
 		for i, c := range r.Cases {
@@ -20,11 +22,11 @@ func autotuneRows(r *result.Results) [][]string {
 				continue
 			}
 			for _, a := range ir.Autotune {
-				rows = append(rows, []string{n, cols[i], a.Kernel, a.Config, autotuneSource(a)})
+				t.Add(table.Text(n), table.Text(cols[i]), table.Text(a.Kernel), table.Text(a.Config), table.Text(autotuneSource(a)))
 			}
 		}
 	}
-	return rows
+	return t
 }
 
 // autotuneSource says where a config came from, in words, and what the
@@ -70,14 +72,4 @@ func sourceWords(a result.Autotune) string {
 		return "its only config"
 	}
 	return a.Source
-}
-
-// mdCells are cells escaped for a markdown table row: the experiment's
-// own text read literally (mdtext).
-func mdCells(cells []string) []string {
-	out := make([]string, len(cells))
-	for i, c := range cells {
-		out[i] = mdText(c)
-	}
-	return out
 }

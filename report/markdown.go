@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/internal/mdtext"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -42,11 +43,6 @@ func Markdown(w io.Writer, r *result.Results) error {
 	return nil
 }
 
-// mdText is the experiment's own text (a name, an error) for markdown:
-// without its control sequences, then escaped (mdtext), so that a
-// sequence's bracket is not escaped out of termsafe's sight.
-func mdText(s string) string { return mdtext.Escape(termsafe.String(s)) }
-
 type mdWriter struct {
 	w         *bufio.Writer
 	footnotes []string
@@ -70,7 +66,7 @@ func (m *mdWriter) header(r *result.Results) {
 	if name == "" {
 		name = "experiment"
 	}
-	m.printf("# %s results\n\n", mdText(name))
+	m.printf("# %s results\n\n", table.MarkdownText(name))
 	var facts []string
 	if r.JobID != "" {
 		facts = append(facts, "**Job**: "+r.JobID)
@@ -89,7 +85,7 @@ func (m *mdWriter) header(r *result.Results) {
 	}
 	m.printf("%s\n\n", strings.Join(facts, " · "))
 	if r.Error != "" {
-		m.printf("**Error**: %s\n\n", mdText(oneline.Short(r.Error, 160)))
+		m.printf("**Error**: %s\n\n", table.MarkdownText(oneline.Short(r.Error, 160)))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
 		m.printf("**%s**\n\n", s)
@@ -114,11 +110,14 @@ func (m *mdWriter) table(r *result.Results) {
 		return
 	}
 	cols := columns(r)
-	var rows [][]string
+	t := &table.Table{Columns: []table.Column{{Head: table.Fig("Metric")}}}
+	for _, c := range cols {
+		t.Columns = append(t.Columns, table.Column{Head: table.Text(c)})
+	}
 	// The experiment's own names (implementations, cases, metrics) are
 	// text, not markdown (mdtext): the figures beside them are xrun's.
 	row := func(label string, cell func(c result.Case) string) {
-		cells := []string{mdText(label)}
+		cells := []table.Cell{table.Text(label)}
 		filled := false
 		for _, c := range r.Cases {
 			v := cell(c)
@@ -127,10 +126,10 @@ func (m *mdWriter) table(r *result.Results) {
 			} else {
 				v = "—"
 			}
-			cells = append(cells, v)
+			cells = append(cells, table.Fig(v))
 		}
 		if filled {
-			rows = append(rows, cells)
+			t.Add(cells...)
 		}
 	}
 	names := implNames(r)
@@ -163,7 +162,7 @@ func (m *mdWriter) table(r *result.Results) {
 				return "-"
 			}
 			if cmp := comparison(r, n, c); cmp != nil {
-				return fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
+				return numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
 			}
 			return ""
 		})
@@ -173,7 +172,7 @@ func (m *mdWriter) table(r *result.Results) {
 		get    func(t *result.Throughput) (float64, float64)
 		format func(float64) string
 	}{
-		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, fmtCount},
+		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, numfmt.Count},
 		{u.flops.Name, func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
 			func(v float64) string { return u.flops.Format(v, 3) }},
 		{u.bw.Name, func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
@@ -191,7 +190,7 @@ func (m *mdWriter) table(r *result.Results) {
 					return ""
 				}
 				if pct > 0 {
-					return tr.format(v) + " (" + fmtPct(pct) + " of peak)"
+					return tr.format(v) + " (" + numfmt.Percent(pct) + " of peak)"
 				}
 				return tr.format(v)
 			})
@@ -213,7 +212,7 @@ func (m *mdWriter) table(r *result.Results) {
 	for _, n := range names {
 		row(n+" max error", func(c result.Case) string {
 			if ir := c.Results[n]; ir != nil && ir.Correctness != nil {
-				return fmtErr(ir.Correctness.MaxAbsError)
+				return numfmt.Error(ir.Correctness.MaxAbsError)
 			}
 			return ""
 		})
@@ -236,17 +235,13 @@ func (m *mdWriter) table(r *result.Results) {
 			})
 		}
 	}
-	m.printf("| Metric | %s |\n", strings.Join(mdCells(cols), " | "))
-	m.printf("|--------|%s\n", strings.Repeat("--------|", len(cols)))
-	for _, cells := range rows {
-		m.printf("| %s |\n", strings.Join(cells, " | "))
-	}
+	t.WriteMarkdown(m.w)
 	m.printf("\n")
 	if notConverged(r) {
 		m.printf("\\* did not converge: the median is noisy (see warnings)\n\n")
 	}
 	for i, f := range m.footnotes {
-		m.printf("[^%d]: %s\n", i+1, mdText(f))
+		m.printf("[^%d]: %s\n", i+1, table.MarkdownText(f))
 	}
 	if len(m.footnotes) > 0 {
 		m.printf("\n")
@@ -255,15 +250,12 @@ func (m *mdWriter) table(r *result.Results) {
 
 // autotune lists the configs the autotuned kernels ran with.
 func (m *mdWriter) autotune(r *result.Results) {
-	rows := autotuneRows(r)
-	if len(rows) == 0 {
+	t := autotuneTable(r)
+	if len(t.Rows) == 0 {
 		return
 	}
 	m.printf("**Autotuned kernels** (the config each ran with):\n\n")
-	m.printf("| Implementation | Case | Kernel | Config | Source |\n|---|---|---|---|---|\n")
-	for _, row := range rows {
-		m.printf("| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	t.WriteMarkdown(m.w)
 	m.printf("\n")
 }
 
@@ -289,7 +281,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 		}
 		if why == "" {
 			why = fmt.Sprintf("max abs error %s exceeds atol %g + rtol %g x |ref|",
-				fmtErr(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
+				numfmt.Error(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
 		}
 		return "FAIL" + m.footnote(why)
 	case ir.Status == result.ImplOK:

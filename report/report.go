@@ -4,7 +4,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -171,11 +170,6 @@ func sameParams(a, b map[string]any) bool {
 // timeDigits is how many significant digits a time shows.
 const timeDigits = 4
 
-// fmtMS prints a time in milliseconds with four significant digits.
-func fmtMS(v float64) string { return numfmt.Sig(v, timeDigits) }
-
-func fmtSpeedup(v float64) string { return numfmt.Speedup(v) }
-
 // tableUnits are the units of a table's columns, each picked from every
 // value the column shows.
 type tableUnits struct {
@@ -196,33 +190,6 @@ func unitsOf(r *result.Results) tableUnits {
 		}
 	}
 	return tableUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...), bw: numfmt.BandwidthUnit(gbps...)}
-}
-
-func fmtErr(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
-
-// fmtCount prints a rate as a whole number with thousands separators.
-func fmtCount(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, ch := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(ch)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func fmtPct(v float64) string {
-	if v >= 10 {
-		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 }
 
 // fmtCriterion prints a criterion's value and its bar.
@@ -282,11 +249,11 @@ func (st criterionStyle) line(c result.Criterion) string {
 func fmtCriterion(c result.Criterion) string {
 	switch c.Kind {
 	case "speedup":
-		return fmt.Sprintf("%s (needs >= %gx)", fmtSpeedup(c.Value), c.Threshold)
+		return fmt.Sprintf("%s (needs >= %gx)", numfmt.Speedup(c.Value), c.Threshold)
 	case "max_error":
-		return fmt.Sprintf("%s (needs < %g)", fmtErr(c.Value), c.Threshold)
+		return fmt.Sprintf("%s (needs < %g)", numfmt.Error(c.Value), c.Threshold)
 	case "time":
-		return fmt.Sprintf("%s ms (needs < %g ms)", fmtMS(c.Value), c.Threshold)
+		return fmt.Sprintf("%s ms (needs < %g ms)", numfmt.Sig(c.Value, timeDigits), c.Threshold)
 	case "correct":
 		if c.Passed {
 			return "correct"

@@ -187,18 +187,6 @@ func TestColumns(t *testing.T) {
 	}
 }
 
-func TestFormat(t *testing.T) {
-	for _, c := range []struct{ got, want string }{
-		{fmtCount(725602.4), "725,602"}, {fmtCount(999), "999"}, {fmtCount(1000), "1,000"}, {fmtCount(-1234567), "-1,234,567"},
-		{fmtMS(5.6449), "5.645"}, {fmtMS(0.01234), "0.01234"}, {fmtMS(0.000912), "0.0009120"}, {fmtMS(1234.4), "1234"},
-		{fmtSpeedup(0.2737), "0.274x"}, {fmtErr(0), "0"}, {fmtErr(0.0039062), "0.00391"},
-	} {
-		if c.got != c.want {
-			t.Errorf("got %q, want %q", c.got, c.want)
-		}
-	}
-}
-
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

@@ -6,10 +6,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/xrun-dev/xrun/analyze"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/termsafe"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -62,7 +63,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	if len(r.Cases) > 0 {
 		// SPEEDUP only when some row is compared (a run with one
 		// implementation and no baseline has nothing to say there).
-		var rows [][]string
+		t := &table.Table{}
 		compared := false
 		cols := columns(r)
 		u := unitsOf(r)
@@ -81,7 +82,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					}
 				}
 				if cmp := comparison(r, n, c); cmp != nil && !wrong(r, n, ir) {
-					speed = fmtSpeedup(cmp.Speedup) + " " + cmp.Verdict
+					speed = numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
 					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {
 					speed = "baseline"
@@ -91,20 +92,17 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					through = fmtBound(ir.Throughput, u)
 				}
 				if ir.Correctness != nil {
-					maxErr = fmtErr(ir.Correctness.MaxAbsError)
+					maxErr = numfmt.Error(ir.Correctness.MaxAbsError)
 				}
-				rows = append(rows, []string{cols[i], n, ir.Status, med, iqr, speed, through, maxErr})
+				t.Add(table.Text(cols[i]), table.Text(n), table.Fig(ir.Status), table.Fig(med), table.Fig(iqr),
+					table.Fig(speed), table.Fig(through), table.Fig(maxErr))
 			}
 		}
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		head := []string{"CASE", "IMPL", "STATUS", "MEDIAN " + u.time.Name, "Q1-Q3 " + u.time.Name, "SPEEDUP", "THROUGHPUT", "MAX ERR"}
-		for _, row := range append([][]string{head}, rows...) {
-			if !compared {
-				row = append(row[:5:5], row[6:]...)
-			}
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		t.Columns = table.Heads("CASE", "IMPL", "STATUS", "MEDIAN "+u.time.Name, "Q1-Q3 "+u.time.Name, "SPEEDUP", "THROUGHPUT", "MAX ERR")
+		if !compared {
+			t.Drop(5)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.WriteText(ew, ""); err != nil {
 			return fmt.Errorf("write results table: %w", err)
 		}
 		if notConverged(r) {
@@ -122,13 +120,10 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 				fmt.Fprintln(ew, "  "+line)
 			}
 		}
-		if rows := autotuneRows(r); len(rows) > 0 {
+		if t := autotuneTable(r); len(t.Rows) > 0 {
 			fmt.Fprintln(ew, "\nautotuned (the config each kernel ran with):")
-			tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-			for _, row := range rows {
-				fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
-			}
-			if err := tw.Flush(); err != nil {
+			t.Columns = nil
+			if err := t.WriteText(ew, "  "); err != nil {
 				return fmt.Errorf("write results table: %w", err)
 			}
 		}
@@ -163,9 +158,9 @@ func fmtBound(t *result.Throughput, u tableUnits) string {
 	bw := u.bw.Format(t.GBps, 3) + " " + u.bw.Name
 	switch {
 	case t.PctPeakFlops > 0 && t.PctPeakFlops >= t.PctPeakBW:
-		return flops + " " + fmtPct(t.PctPeakFlops)
+		return flops + " " + numfmt.Percent(t.PctPeakFlops)
 	case t.PctPeakBW > 0:
-		return bw + " " + fmtPct(t.PctPeakBW)
+		return bw + " " + numfmt.Percent(t.PctPeakBW)
 	case t.TFLOPS > 0:
 		return flops
 	case t.GBps > 0:

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
-	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/internal/numfmt"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -30,38 +28,20 @@ func (rep *Report) JSON(w io.Writer) error {
 // implementation, and per job its median, speedup over its baseline,
 // TFLOPS, and (after the first) the time ratio against the first job.
 func (rep *Report) Text(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "comparing %s\n\n", strings.Join(rep.Experiments, ", "))
-	fmt.Fprintln(tw, "#\tJOB\tHOST\tGPU\tSTATUS")
-	for _, j := range rep.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Key, j.ID, dash(j.Host), j.GPU, j.Status)
-	}
-	units := rep.units()
-	for _, c := range rep.Cases {
-		fmt.Fprintf(tw, "\n%s\n", c.Label)
-		head := []string{"IMPL"}
-		for i, j := range rep.Jobs {
-			head = append(head, j.Key+": "+units[i].time.Name, j.Key+": speedup", j.Key+": "+units[i].flops.Name)
-			if j.Key != "1" {
-				head = append(head, j.Key+" vs 1")
-			}
-		}
-		fmt.Fprintln(tw, strings.Join(head, "\t"))
-		for _, row := range c.Rows {
-			cols := []string{row.Implementation}
-			for i, cell := range row.Cells {
-				cols = append(cols, cellCols(cell, i > 0, units[i])...)
-			}
-			fmt.Fprintln(tw, strings.Join(cols, "\t"))
-		}
+	var b strings.Builder
+	fmt.Fprintf(&b, "comparing %s\n\n", strings.Join(rep.Experiments, ", "))
+	rep.jobTable().WriteText(&b, "")
+	for i, t := range rep.caseTables() {
+		fmt.Fprintf(&b, "\n%s\n", rep.Cases[i].Label)
+		t.WriteText(&b, "")
 	}
 	if len(rep.Notes) > 0 {
-		fmt.Fprintln(tw)
+		fmt.Fprintln(&b)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(tw, "note: %s\n", n)
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if err := tw.Flush(); err != nil {
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
 	}
 	return nil
@@ -71,45 +51,61 @@ func (rep *Report) Text(w io.Writer) error {
 func (rep *Report) Markdown(w io.Writer) error {
 	var b strings.Builder
 	// What the runs named (experiments, cases, implementations, hosts)
-	// is text, not markdown (mdtext).
-	fmt.Fprintf(&b, "### Comparison: %s\n\n", mdText(strings.Join(rep.Experiments, ", ")))
-	b.WriteString("| # | job | host | GPU | status |\n|---|---|---|---|---|\n")
-	for _, j := range rep.Jobs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", j.Key, code(j.ID), mdText(dash(j.Host)), mdText(j.GPU), mdText(j.Status))
-	}
-	units := rep.units()
-	for _, c := range rep.Cases {
-		fmt.Fprintf(&b, "\n**%s**\n\n| impl |", mdText(c.Label))
-		n := 1
-		for i, j := range rep.Jobs {
-			fmt.Fprintf(&b, " %s: %s | %s: speedup | %s: %s |", j.Key, units[i].time.Name, j.Key, j.Key, units[i].flops.Name)
-			n += 3
-			if j.Key != "1" {
-				fmt.Fprintf(&b, " %s vs 1 |", j.Key)
-				n++
-			}
-		}
-		b.WriteString("\n|" + strings.Repeat("---|", n) + "\n")
-		for _, row := range c.Rows {
-			fmt.Fprintf(&b, "| %s |", mdText(row.Implementation))
-			for i, cell := range row.Cells {
-				for _, col := range cellCols(cell, i > 0, units[i]) {
-					fmt.Fprintf(&b, " %s |", col)
-				}
-			}
-			b.WriteString("\n")
-		}
+	// is text, not markdown (table.Name).
+	fmt.Fprintf(&b, "### Comparison: %s\n\n", table.MarkdownText(strings.Join(rep.Experiments, ", ")))
+	rep.jobTable().WriteMarkdown(&b)
+	for i, t := range rep.caseTables() {
+		fmt.Fprintf(&b, "\n**%s**\n\n", table.MarkdownText(rep.Cases[i].Label))
+		t.WriteMarkdown(&b)
 	}
 	if len(rep.Notes) > 0 {
-		b.WriteString("\n")
+		fmt.Fprintln(&b)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "> %s\n", mdText(n))
+		fmt.Fprintf(&b, "> %s\n", table.MarkdownText(n))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
 	}
 	return nil
+}
+
+// jobTable is the jobs compared, one row each.
+func (rep *Report) jobTable() *table.Table {
+	t := &table.Table{Columns: []table.Column{table.Col("#", "#"), table.Col("JOB", "job"), table.Col("HOST", "host"), table.Col("GPU", "GPU"), table.Col("STATUS", "status")}}
+	for _, j := range rep.Jobs {
+		t.Add(table.Fig(j.Key), table.Code(j.ID), table.Text(table.OrDash(j.Host)), table.Text(j.GPU), table.Text(j.Status))
+	}
+	return t
+}
+
+// caseTables are the tables of the sweep points, one each: a row per
+// implementation, and per job its median, speedup, TFLOPS and (after the
+// first) its ratio against the first job.
+func (rep *Report) caseTables() []*table.Table {
+	units := rep.units()
+	head := []table.Column{table.Col("IMPL", "impl")}
+	for i, j := range rep.Jobs {
+		head = append(head, table.Heads(j.Key+": "+units[i].time.Name, j.Key+": speedup", j.Key+": "+units[i].flops.Name)...)
+		if j.Key != "1" {
+			head = append(head, table.Heads(j.Key+" vs 1")...)
+		}
+	}
+	var out []*table.Table
+	for _, c := range rep.Cases {
+		t := &table.Table{Columns: head}
+		for _, row := range c.Rows {
+			cells := []table.Cell{table.Text(row.Implementation)}
+			for i, cell := range row.Cells {
+				for _, col := range cellCols(cell, i > 0, units[i]) {
+					cells = append(cells, table.Fig(col))
+				}
+			}
+			t.Add(cells...)
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // jobUnits are the units of one job's columns.
@@ -173,24 +169,4 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 		out = append(out, ratio)
 	}
 	return out
-}
-
-// mdText is a run's own text for markdown: without control sequences,
-// then escaped (mdtext).
-func mdText(s string) string { return mdtext.Escape(termsafe.String(s)) }
-
-// code is a job id as a code span; an id that is not a plain one (a path's
-// results.json is named by its path) is escaped text instead.
-func code(id string) string {
-	if id == "" || strings.ContainsAny(id, "`|\\\n\r") {
-		return mdText(id)
-	}
-	return "`" + id + "`"
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

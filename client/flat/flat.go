@@ -17,7 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/internal/oneline"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -422,7 +422,7 @@ func (c *CSV) Write(r Row) error {
 		boolCell(r.HostBusy, timed), num(r.TFLOPS), num(r.GBps), num(r.PctPeakFlops),
 		num(r.PctPeakBW), num(r.Intensity), r.Bound, num(r.Speedup), r.Verdict, errCell(r.MaxAbsError), errCell(r.MaxRelError), r.Regress, seriesCell(r.SeriesID), r.Stack, r.Autotune, r.Error)
 	for i, cell := range rec {
-		rec[i] = Cell(cell)
+		rec[i] = table.CSVCell(cell)
 	}
 	c.rec = rec
 	if err := c.cw.Write(rec); err != nil {
@@ -464,36 +464,6 @@ func (c *CSV) Flush() error {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
-}
-
-// Cell is a CSV cell that a spreadsheet reads as the text it is: text
-// beginning with =, +, - or @ (a formula to Excel, LibreOffice and Google
-// Sheets), or with a tab or carriage return, gets a single quote in front,
-// as OWASP advises against CSV injection; an implementation named
-// =HYPERLINK(...) or a sweep value "@SUM(A1)" stays text. A number
-// (-1.5, +3, -1e-05) is a number, and stays as it is. Every CSV xrun
-// writes (results --csv, history --csv) goes through it.
-func Cell(s string) string {
-	if s == "" {
-		return s
-	}
-	// The experiment's names and errors, without their control sequences:
-	// a terminal that cats the CSV would play them. (Tabs and line breaks
-	// are CSV's to quote.)
-	if strings.ContainsFunc(s, func(r rune) bool {
-		return (r < 0x20 && r != '\t' && r != '\r' && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0)
-	}) {
-		s = termsafe.String(s)
-	}
-	switch s[0] {
-	case '=', '+', '-', '@', '\t', '\r':
-	default:
-		return s
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil && strings.Trim(s, "0123456789.eE+-") == "" {
-		return s
-	}
-	return "'" + s
 }
 
 func boolCell(v, known bool) string {

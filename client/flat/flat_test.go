@@ -151,31 +151,6 @@ func TestHostBusyRow(t *testing.T) {
 	}
 }
 
-func TestCellQuotesFormulas(t *testing.T) {
-	for in, want := range map[string]string{
-		"=HYPERLINK(\"http://x\")": "'=HYPERLINK(\"http://x\")",
-		"+cmd|' /C calc'!A0":       "'+cmd|' /C calc'!A0",
-		"-2+3":                     "'-2+3",
-		"@SUM(A1)":                 "'@SUM(A1)",
-		"\tx":                      "'\tx",
-		"\rx":                      "'\rx",
-		"-inf":                     "'-inf",
-		"-0x1p-2":                  "'-0x1p-2",
-		"-1.5":                     "-1.5",
-		"+3":                       "+3",
-		"-1e-05":                   "-1e-05",
-		"blocked":                  "blocked",
-		"a=b":                      "a=b",
-		"":                         "",
-		"triton\x1b[2J\x1b[31m":    "triton",
-		"=x\x1b]0;owned\x07":       "'=x",
-	} {
-		if got := Cell(in); got != want {
-			t.Errorf("Cell(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // Read, case by case, gives the rows Rows gives of the decoded document,
 // and the results less their cases; also with the cases written before
 // the implementations.

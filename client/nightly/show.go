@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/exit"
@@ -18,6 +17,7 @@ import (
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 )
 
 // ShowOptions say what Show prints.
@@ -51,7 +51,6 @@ func (n *History) Show(o ShowOptions) error {
 
 func (n *History) show(out io.Writer, o ShowOptions) error {
 	var csvw *flat.CSV
-	var tw *tabwriter.Writer
 	firstJSON, firstText := true, true
 	start := func(points int, params []string) error {
 		if points == 0 {
@@ -63,8 +62,6 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 			var err error
 			csvw, err = flat.NewCSV(out, params)
 			return err
-		default:
-			tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		}
 		return nil
 	}
@@ -115,14 +112,12 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 		}
 		for _, ser := range history.JudgedSeries(shown) {
 			if !firstText {
-				fmt.Fprintln(tw)
+				fmt.Fprintln(out)
 			}
 			firstText = false
-			n.textSeries(tw, ser, o.Last)
-			// A series' lines are aligned among themselves (its heading
-			// ends tabwriter's block): writing each out keeps the output
-			// as it was, without holding all of it.
-			if err := tw.Flush(); err != nil {
+			// A series' lines are aligned among themselves: writing each
+			// out keeps the output as it was, without holding all of it.
+			if err := textSeries(out, ser, o.Last); err != nil {
 				return fmt.Errorf("write history: %w", err)
 			}
 		}
@@ -176,18 +171,18 @@ func describeFilter(f history.Filter) string {
 	return strings.Join(parts, ", ")
 }
 
-// textSeries prints one series: a heading, then one line per run.
-func (n *History) textSeries(tw io.Writer, ser []history.Judged, last int) {
+// textSeries prints one series: a heading, then a table of a line per run.
+func textSeries(w io.Writer, ser []history.Judged, last int) error {
 	k := ser[0].Key
-	fmt.Fprintf(tw, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, k.Machine())
+	fmt.Fprintf(w, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, k.Machine())
 	if a := neverJudged(ser); a != "" {
-		fmt.Fprintf(tw, "  %s\n", a)
+		fmt.Fprintf(w, "  %s\n", a)
 	}
 	if last > 0 && len(ser) > last {
-		fmt.Fprintf(tw, "  (%d earlier runs left out: --last 0 shows them, --csv and --json have them all)\n", len(ser)-last)
+		fmt.Fprintf(w, "  (%d earlier runs left out: --last 0 shows them, --csv and --json have them all)\n", len(ser)-last)
 		ser = ser[len(ser)-last:]
 	}
-	fmt.Fprintln(tw, "  DATE\tJOB\tHOST\tMEDIAN ms\tQ1-Q3 ms\tBASELINE ms (n)\tCHANGE\tJUDGED ON\tSTATUS")
+	t := &table.Table{Columns: table.Heads("DATE", "JOB", "HOST", "MEDIAN ms", "Q1-Q3 ms", "BASELINE ms (n)", "CHANGE", "JUDGED ON", "STATUS")}
 	for _, j := range ser {
 		ms, q := "-", "-"
 		if j.MedianMS > 0 {
@@ -196,15 +191,16 @@ func (n *History) textSeries(tw io.Writer, ser []history.Judged, last int) {
 		}
 		base, change := "-", "-"
 		if v := j.Verdict; v.Median > 0 {
-			base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), fmt.Sprintf("%+.1f%%", 100*v.Change)
+			base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), numfmt.Change(v.Change)
 		}
 		host := j.Host
 		if host == "" {
 			host = j.Address
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Date.Format("2006-01-02 15:04"), j.JobID, dashed(host), ms, q,
-			base, change, summary.JudgedOn(j.Verdict), summary.StatusText(summary.Point{Verdict: j.Verdict}))
+		t.Add(table.Fig(j.Date.Format("2006-01-02 15:04")), table.Code(j.JobID), table.Text(table.OrDash(host)), table.Fig(ms), table.Fig(q),
+			table.Fig(base), table.Fig(change), table.Fig(summary.JudgedOn(j.Verdict)), table.Fig(summary.StatusText(summary.Point{Verdict: j.Verdict})))
 	}
+	return t.WriteText(w, "  ")
 }
 
 // neverJudged says, for a series none of whose runs was judged, that it
@@ -277,11 +273,4 @@ func (n *History) plotSeries(ser []history.Judged, dir string, rule regress.Rule
 	}
 	fmt.Fprintf(n.Err, "wrote %s and %s\n", f.PNG, f.SVG)
 	return f, nil
-}
-
-func dashed(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

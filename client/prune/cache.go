@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/internal/numfmt"
 	"sort"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/contract"
 )
 
@@ -71,7 +71,7 @@ func caches(ctx context.Context, e engine.Engine, r *Report, o Options) {
 		}
 		size := "size unknown"
 		if p.Bytes >= 0 {
-			size = render.Bytes(p.Bytes)
+			size = numfmt.Bytes(p.Bytes)
 		}
 		verb := "removed"
 		if o.DryRun {
@@ -94,7 +94,7 @@ func (r *Report) cacheSize() string {
 	case unknown == len(r.Caches):
 		return "size unknown"
 	case unknown > 0:
-		return "at least " + render.Bytes(r.CacheBytes)
+		return "at least " + numfmt.Bytes(r.CacheBytes)
 	}
-	return render.Bytes(r.CacheBytes)
+	return numfmt.Bytes(r.CacheBytes)
 }

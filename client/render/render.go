@@ -62,18 +62,6 @@ func Plural(n int, one, many string) string {
 	return many
 }
 
-// Bytes renders a size as docker does: "1.2GB", "85.3MB".
-func Bytes(n int64) string {
-	f := float64(n)
-	for _, u := range []string{"B", "kB", "MB", "GB"} {
-		if f < 1000 {
-			return fmt.Sprintf("%.3g%s", f, u)
-		}
-		f /= 1000
-	}
-	return fmt.Sprintf("%.3gTB", f)
-}
-
 // ShellQuote quotes s for /bin/sh when it holds anything beyond plain
 // characters: a path in a command a person pastes, an argument of a
 // Dockerfile's RUN ("numpy>=2" would otherwise be a redirection).

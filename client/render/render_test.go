@@ -23,14 +23,6 @@ func TestAgo(t *testing.T) {
 
 // Bad --timeout and --env values are refused before anything is built.
 
-func TestBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0B", 999: "999B", 1234: "1.23kB", 85_300_000: "85.3MB", 1_200_000_000: "1.2GB", 3_000_000_000_000: "3TB"} {
-		if got := Bytes(n); got != want {
-			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestShellQuote(t *testing.T) {
 	tests := map[string]string{
 		"numpy":             "numpy",

@@ -1,10 +1,12 @@
 // Package numfmt owns how figures read in xrun's tables: significant digits
 // rather than fixed decimals (0.000811 and 0.000802 ms stay apart), one
 // unit per column picked from the column's values (no GFLOPS beside TFLOPS,
-// no TFLOPS 0.00 on a CPU), and one form of speedup everywhere.
+// no TFLOPS 0.00 on a CPU), and one form each of a speedup, a share of a
+// peak, a change against a baseline, a count, an error and a size.
 package numfmt
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -28,6 +30,54 @@ func Sig(v float64, n int) string {
 		s = strconv.FormatFloat(v, 'f', dec-1, 64)
 	}
 	return s
+}
+
+// Count writes a rate (tokens/s) as a whole number with thousands
+// separators: 725,602.
+func Count(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, ch := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(ch)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Percent writes a share given in percent (of a GPU's peak): whole from
+// 10 %, one decimal below: 87%, 4.2%.
+func Percent(pct float64) string {
+	if pct >= 10 {
+		return strconv.FormatFloat(pct, 'f', 0, 64) + "%"
+	}
+	return strconv.FormatFloat(pct, 'f', 1, 64) + "%"
+}
+
+// Change writes a relative change (0.201 for 20.1 % slower) signed, with
+// one decimal: +20.1%, -3.0%.
+func Change(ratio float64) string { return fmt.Sprintf("%+.1f%%", 100*ratio) }
+
+// Error writes a correctness error (max abs error) with three
+// significant digits: 0.00391, 0.
+func Error(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+
+// Bytes writes a size as docker does: "1.2GB", "85.3MB".
+func Bytes(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "kB", "MB", "GB"} {
+		if f < 1000 {
+			return fmt.Sprintf("%.3g%s", f, u)
+		}
+		f /= 1000
+	}
+	return fmt.Sprintf("%.3gTB", f)
 }
 
 // Speedup writes a ratio with three significant digits and an x: 37.7x,

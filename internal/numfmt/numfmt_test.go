@@ -75,3 +75,24 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestFigures(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{Count(725602.4), "725,602"}, {Count(999), "999"}, {Count(1000), "1,000"}, {Count(-1234567), "-1,234,567"},
+		{Error(0), "0"}, {Error(0.0039062), "0.00391"},
+		{Percent(87.4), "87%"}, {Percent(4.24), "4.2%"},
+		{Change(0.2013), "+20.1%"}, {Change(-0.03), "-3.0%"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0B", 999: "999B", 1234: "1.23kB", 85_300_000: "85.3MB", 1_200_000_000: "1.2GB", 3_000_000_000_000: "3TB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

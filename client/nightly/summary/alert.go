@@ -88,10 +88,10 @@ func (rep *Report) Alert() *Alert {
 	for _, g := range regs {
 		rel := ""
 		if r := g.Relative; r != nil && r.Median > 0 {
-			rel = fmt.Sprintf("; %s %+.1f%%", r.Of, 100*r.Change)
+			rel = "; " + r.Of + " " + numfmt.Change(r.Change)
 		}
-		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%+.1f%%%s), %s\n", g.Experiment,
-			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), 100*g.Change, rel, g.who())
+		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%s%s), %s\n", g.Experiment,
+			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), numfmt.Change(g.Change), rel, g.who())
 	}
 	return &Alert{Title: "Nightly regression: " + strings.Join(exps, ", "), Text: b.String(), Regressions: regs, Created: time.Now().UTC()}
 }

@@ -14,14 +14,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/internal/mdtext"
 	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -262,41 +261,36 @@ func (r *Run) shown(all bool) []Point {
 }
 
 func (r *Run) heading() string {
-	return fmt.Sprintf("%s on %s (%s), job %s, %s", r.Experiment, r.GPU, dash(r.Host), r.JobID, r.At.UTC().Format("2006-01-02 15:04 UTC"))
+	return fmt.Sprintf("%s on %s (%s), job %s, %s", r.Experiment, r.GPU, table.OrDash(r.Host), r.JobID, r.At.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // Text writes each run: its heading, outcome, counts and the table of the
 // timings that are not stable (every timing with all).
 func (rep *Report) Text(w io.Writer, all bool) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var b strings.Builder
 	for i, r := range rep.Runs {
 		if i > 0 {
-			fmt.Fprintln(tw)
+			fmt.Fprintln(&b)
 		}
-		fmt.Fprintln(tw, r.heading())
-		fmt.Fprintf(tw, "  %s\n  %s\n", r.outcomeLine(), r.countsLine())
+		fmt.Fprintln(&b, r.heading())
+		fmt.Fprintf(&b, "  %s\n  %s\n", r.outcomeLine(), r.countsLine())
 		if r.HostNote != "" {
-			fmt.Fprintf(tw, "  %s\n", r.HostNote)
+			fmt.Fprintf(&b, "  %s\n", r.HostNote)
 		}
 		if r.Advice != "" {
-			fmt.Fprintf(tw, "  %s\n", r.Advice)
+			fmt.Fprintf(&b, "  %s\n", r.Advice)
 		}
 		if r.Rerun != "" {
-			fmt.Fprintf(tw, "  suspects rerun at once as job %s\n", r.Rerun)
+			fmt.Fprintf(&b, "  suspects rerun at once as job %s\n", r.Rerun)
 		}
-		pts := r.shown(all)
-		if len(pts) == 0 {
-			continue
-		}
-		fmt.Fprintln(tw, "  CASE\tIMPL\tMEDIAN ms\tBASELINE ms (n)\tCHANGE\tSCORE\tp\tJUDGED ON\tSTATUS")
-		for _, p := range pts {
-			fmt.Fprintf(tw, "  %s\n", strings.Join(cols(p), "\t"))
+		if pts := r.shown(all); len(pts) > 0 {
+			pointTable(pts).WriteText(&b, "  ")
 		}
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(tw, "note: %s\n", n)
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if err := tw.Flush(); err != nil {
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write regression report: %w", err)
 	}
 	return nil
@@ -312,9 +306,11 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 			exps = append(exps, r.Experiment)
 		}
 	}
-	fmt.Fprintf(&b, "## Regressions: %s\n\n", mdtext.Escape(strings.Join(exps, ", ")))
-	b.WriteString("| experiment | GPU | job | outcome | regressed | improved | suspect | stable | insufficient | noisy | errored |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Regressions: %s\n\n", table.MarkdownText(strings.Join(exps, ", ")))
+	runs := &table.Table{Columns: table.Heads("experiment", "GPU", "job", "outcome")}
+	for _, st := range regress.Statuses {
+		runs.Columns = append(runs.Columns, table.Heads(string(st))...)
+	}
 	for _, r := range rep.Runs {
 		outcome := r.Status
 		switch {
@@ -326,53 +322,52 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		default:
 			outcome += " ⚠️ changed"
 		}
-		fmt.Fprintf(&b, "| %s | %s | `%s` | %s |", mdtext.Escape(r.Experiment), mdtext.Escape(r.GPU), strings.ReplaceAll(r.JobID, "`", ""), outcome)
+		cells := []table.Cell{table.Text(r.Experiment), table.Text(r.GPU), table.Code(r.JobID), table.Fig(outcome)}
 		for _, st := range regress.Statuses {
 			n := r.Counts[string(st)]
-			cell := fmt.Sprintf(" %d/%d |", n, r.Total)
+			cell := fmt.Sprintf("%d/%d", n, r.Total)
 			if st == regress.Regressed && n > 0 {
-				cell = fmt.Sprintf(" **%d/%d** ❌ |", n, r.Total)
+				cell = fmt.Sprintf("**%d/%d** ❌", n, r.Total)
 			}
-			b.WriteString(cell)
+			cells = append(cells, table.Fig(cell))
 		}
-		b.WriteString("\n")
+		runs.Add(cells...)
 	}
+	runs.WriteMarkdown(&b)
 	for _, r := range rep.Runs {
 		pts := r.shown(all)
 		notes := r.Outcome != nil && !r.Outcome.Expected
 		if len(pts) == 0 && !notes && r.Rerun == "" && r.HostNote == "" && r.Advice == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n", mdtext.Escape(r.heading()))
+		fmt.Fprintf(&b, "\n### %s\n\n", table.MarkdownText(r.heading()))
 		if notes {
-			fmt.Fprintf(&b, "%s\n\n", mdtext.Escape(r.outcomeLine()))
+			fmt.Fprintf(&b, "%s\n\n", table.MarkdownText(r.outcomeLine()))
 		}
 		if r.HostNote != "" {
-			fmt.Fprintf(&b, "%s.\n\n", mdtext.Escape(upper(r.HostNote)))
+			fmt.Fprintf(&b, "%s.\n\n", table.MarkdownText(upper(r.HostNote)))
 		}
 		if r.Advice != "" {
-			fmt.Fprintf(&b, "⚠️ %s\n\n", mdtext.Escape(r.Advice))
+			fmt.Fprintf(&b, "⚠️ %s\n\n", table.MarkdownText(r.Advice))
 		}
 		if r.Rerun != "" {
-			fmt.Fprintf(&b, "Suspects rerun at once as job `%s`.\n\n", r.Rerun)
+			fmt.Fprintf(&b, "Suspects rerun at once as job %s.\n\n", table.Code(r.Rerun).Markdown())
 		}
 		if len(pts) == 0 {
 			continue
 		}
-		b.WriteString("| case | impl | median ms | baseline ms (n) | change | score | p | judged on | status |\n|---|---|---|---|---|---|---|---|---|\n")
-		for _, p := range pts {
-			c := cols(p)
-			for i := range c {
-				c[i] = mdtext.Escape(c[i])
-			}
+		t := pointTable(pts)
+		for i, p := range pts {
 			if p.Figure != "" {
-				c[len(c)-1] += fmt.Sprintf(" ([trend](%s))", filepath.ToSlash(p.Figure))
+				// The status links its series' trend figure.
+				last := &t.Rows[i][len(t.Rows[i])-1]
+				*last = table.Fig(last.Markdown() + fmt.Sprintf(" ([trend](%s))", filepath.ToSlash(p.Figure)))
 			}
-			fmt.Fprintf(&b, "| %s |\n", strings.Join(c, " | "))
 		}
+		t.WriteMarkdown(&b)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "\n> %s\n", mdtext.Escape(n))
+		fmt.Fprintf(&b, "\n> %s\n", table.MarkdownText(n))
 	}
 	fmt.Fprintf(&b, "\n<sub>Each timing is judged against the last %d accepted runs of its series (at least %d): suspect when "+
 		"more than %g robust σ and %g %% from their median, regressed or improved once the next run (a rerun at once, or the next "+
@@ -383,6 +378,21 @@ func (rep *Report) Markdown(w io.Writer, all bool) error {
 		return fmt.Errorf("write regression report: %w", err)
 	}
 	return nil
+}
+
+// pointTable is the table of a run's points, a row each (cols).
+func pointTable(pts []Point) *table.Table {
+	t := &table.Table{Columns: []table.Column{table.Col("CASE", "case"), table.Col("IMPL", "impl"),
+		table.Col("MEDIAN ms", "median ms"), table.Col("BASELINE ms (n)", "baseline ms (n)"), table.Col("CHANGE", "change"),
+		table.Col("SCORE", "score"), table.Col("p", "p"), table.Col("JUDGED ON", "judged on"), table.Col("STATUS", "status")}}
+	for _, p := range pts {
+		var cells []table.Cell
+		for _, c := range cols(p) {
+			cells = append(cells, table.Text(c))
+		}
+		t.Add(cells...)
+	}
+	return t
 }
 
 // cols renders a point: its case, implementation, median, the baseline's
@@ -396,7 +406,7 @@ func cols(p Point) []string {
 	}
 	if v.Median > 0 {
 		base = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
-		change = fmt.Sprintf("%+.1f%%", 100*v.Change)
+		change = numfmt.Change(v.Change)
 		score = fmtScore(v.Score)
 	} else if v.Baseline > 0 || v.Status == regress.Insufficient {
 		base = fmt.Sprintf("- (%d)", v.Baseline)
@@ -419,7 +429,7 @@ func JudgedOn(v regress.Verdict) string {
 	case r.Median <= 0:
 		return r.Of
 	}
-	return fmt.Sprintf("%s %+.1f%% (score %s)", r.Of, 100*r.Change, fmtScore(r.Score))
+	return fmt.Sprintf("%s %s (score %s)", r.Of, numfmt.Change(r.Change), fmtScore(r.Score))
 }
 
 func upper(s string) string {
@@ -489,13 +499,6 @@ func fmtP(p float64) string {
 		return "<1e-4"
 	}
 	return strconv.FormatFloat(p, 'g', 2, 64)
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // advice is what to do about the run's series that have never been
