@@ -110,6 +110,7 @@ func (m *mdWriter) table(r *result.Results) {
 		return
 	}
 	cols := columns(r)
+	cmps := comparisonsOf(r)
 	t := &table.Table{Columns: []table.Column{{Head: table.Fig("Metric")}}}
 	for _, c := range cols {
 		t.Columns = append(t.Columns, table.Column{Head: table.Text(c)})
@@ -161,7 +162,7 @@ func (m *mdWriter) table(r *result.Results) {
 			if ir := c.Results[n]; ir != nil && wrong(r, n, ir) {
 				return "-"
 			}
-			if cmp := comparison(r, n, c); cmp != nil {
+			if cmp := cmps.of(n, c); cmp != nil {
 				return numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
 			}
 			return ""

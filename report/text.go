@@ -67,6 +67,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 		compared := false
 		cols := columns(r)
 		u := unitsOf(r)
+		cmps := comparisonsOf(r)
 		for i, c := range r.Cases {
 			for _, n := range implNames(r) {
 				ir := c.Results[n]
@@ -81,7 +82,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 						med += "*"
 					}
 				}
-				if cmp := comparison(r, n, c); cmp != nil && !wrong(r, n, ir) {
+				if cmp := cmps.of(n, c); cmp != nil && !wrong(r, n, ir) {
 					speed = numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
 					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {
