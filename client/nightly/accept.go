@@ -80,9 +80,10 @@ func (n *History) Changes() error {
 
 // Import adds the results.json files at paths (files, or directories
 // searched for them) to the history, saying what it imported as it goes
-// (asJSON: as JSON at the end). A file that is st's copy of a job's
-// results must match the digest recorded when the job ended
-// (store.CheckResults): a changed one stops the import, exit 4. Once ctx
+// (asJSON: as JSON at the end). A file of a job of st (its results.json,
+// or the runner's copy beside it) is imported only while the job's results
+// match the digest recorded when it ended (store.CheckResults): a changed
+// copy stops the import, exit 4. Once ctx
 // is done (Ctrl-C) it stops: the runs imported so far stay, the one being
 // imported is rolled back, and it says so and exits 130.
 func (n *History) Import(ctx context.Context, st *store.Store, paths []string, asJSON bool) error {
@@ -122,22 +123,27 @@ func (n *History) Import(ctx context.Context, st *store.Store, paths []string, a
 	return nil
 }
 
-// checkStoreCopy checks file when it is st's copy of a job's results
-// (store.CheckResults); any other file has nothing to check.
+// checkStoreCopy checks the results of the job of st whose directory
+// holds file (its results.json, or the runner's copy under out/) against
+// the digest recorded when it ended (store.CheckResults); a file outside
+// the store's jobs has nothing to check.
 func checkStoreCopy(st *store.Store, file string) error {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil
 	}
-	id := filepath.Base(filepath.Dir(abs))
-	if !sameFile(abs, st.Results(id)) {
-		return nil
+	for dir := filepath.Dir(abs); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		id := filepath.Base(dir)
+		if !sameFile(dir, st.Dir(id)) {
+			continue
+		}
+		j, err := st.Load(id)
+		if err != nil {
+			return nil
+		}
+		return st.CheckResults(j)
 	}
-	j, err := st.Load(id)
-	if err != nil {
-		return nil
-	}
-	return st.CheckResults(j)
+	return nil
 }
 
 // sameFile reports whether a and b are one file.
