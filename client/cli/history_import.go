@@ -37,7 +37,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return n.Import(c.Context, o.paths, o.json)
+			st, err := a.Store()
+			if err != nil {
+				return err
+			}
+			return n.Import(c.Context, st, o.paths, o.json)
 		},
 	}
 }

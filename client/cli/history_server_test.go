@@ -20,7 +20,7 @@ func TestHistoryFromServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if _, err := h.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results"), nil); err != nil {
+	if _, err := h.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	read, err := server.NewToken(h, "reader", server.ScopeRead)

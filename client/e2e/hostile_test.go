@@ -234,22 +234,9 @@ func startPostServer(t *testing.T) *postServer {
 	return ps
 }
 
-// bridgeAddress is the host's address on Docker's default bridge.
-func bridgeAddress(t *testing.T) string {
-	t.Helper()
-	ifc, err := net.InterfaceByName("docker0")
-	if err != nil {
-		t.Fatalf("no docker0 bridge for the container to reach this host: %v", err)
-	}
-	addrs, _ := ifc.Addrs()
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			return ipn.IP.String()
-		}
-	}
-	t.Fatal("docker0 has no IPv4 address")
-	return ""
-}
+// bridgeAddress is this host's address on the docker0 bridge
+// (xruntest.BridgeAddress).
+func bridgeAddress(t *testing.T) string { return xruntest.BridgeAddress(t) }
 
 // The worker hunts for the POST token: in every process's environment
 // (the runner's too), in the runner's directory, in its own environment.

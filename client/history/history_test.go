@@ -96,7 +96,7 @@ func open(t *testing.T) *Store {
 
 func TestImportCommittedResults(t *testing.T) {
 	s := open(t)
-	ims, err := s.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results"), nil)
+	ims, err := s.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestImportCommittedResults(t *testing.T) {
 		t.Errorf("points %+v", points)
 	}
 	// A second import replaces the run.
-	again, err := s.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"), nil)
+	again, err := s.ImportFile(context.Background(), filepath.Join("..", "..", "experiments", "039-gla-pingpong", "results", "2026-11-22-h100", "results.json"), nil, nil)
 	if err != nil || len(again) != 1 || !again[0].Replaced {
 		t.Fatalf("re-import: %+v, %v", again, err)
 	}

@@ -204,10 +204,12 @@ func experimentSeries(tx *tx, experiment string) (map[string]int64, error) {
 
 // ImportFile imports a results.json, or every results.json under a
 // directory (committed results, a nightly's downloaded artifacts), each
-// run in a transaction of its own, calling each (when not nil) after each
-// run's commit. Once ctx is done it stops: the runs imported so far stay,
-// the one being imported is rolled back, and the error wraps ctx's.
-func (s *Store) ImportFile(ctx context.Context, path string, each func(Imported)) ([]Imported, error) {
+// run in a transaction of its own, calling check (when not nil) before
+// each file is read, whose error stops the import as it is, and each
+// (when not nil) after each run's commit. Once ctx is done it stops: the
+// runs imported so far stay, the one being imported is rolled back, and
+// the error wraps ctx's.
+func (s *Store) ImportFile(ctx context.Context, path string, check func(file string) error, each func(Imported)) ([]Imported, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
@@ -236,6 +238,11 @@ func (s *Store) ImportFile(ctx context.Context, path string, each func(Imported)
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("import %s: %w", f, err)
+		}
+		if check != nil {
+			if err := check(f); err != nil {
+				return out, err
+			}
 		}
 		r, rows, err := flat.ReadFile(f) // case by case: a run at the case cap is 170 MB of JSON
 		if err != nil {
@@ -280,23 +287,38 @@ func (s *Store) ImportStore(js *store.Store) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var tampered error
 	for _, j := range list {
 		if known[j.ID] || !store.Final(j.Status) || !js.Has(j.ID, store.ResultsFile) {
 			continue
 		}
 		if _, err := s.ImportJob(js, j); err != nil {
-			if errors.Is(err, ErrRunning) {
+			var te *store.TamperedError
+			switch {
+			case errors.Is(err, ErrRunning):
+				continue
+			case errors.As(err, &te):
+				// The others are imported; the first changed copy is
+				// the error.
+				if tampered == nil {
+					tampered = err
+				}
 				continue
 			}
 			return n, err
 		}
 		n++
 	}
-	return n, nil
+	return n, tampered
 }
 
-// ImportJob imports the results job j has in the store.
+// ImportJob imports the results job j has in the store, once they match
+// the digest recorded when the job ended (store.CheckResults): a copy
+// changed since is a *store.TamperedError, and nothing of it is imported.
 func (s *Store) ImportJob(js *store.Store, j *store.Job) (Imported, error) {
+	if err := js.CheckResults(j); err != nil {
+		return Imported{}, err
+	}
 	r, rows, err := flat.ReadFile(js.Results(j.ID))
 	if err != nil {
 		return Imported{}, fmt.Errorf("import job %s: %w", j.ID, err)

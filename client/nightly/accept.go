@@ -2,12 +2,16 @@ package nightly
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Accept marks a change point at the run ref names (a job id or a
@@ -76,10 +80,13 @@ func (n *History) Changes() error {
 
 // Import adds the results.json files at paths (files, or directories
 // searched for them) to the history, saying what it imported as it goes
-// (asJSON: as JSON at the end). Once ctx is done (Ctrl-C) it stops: the
-// runs imported so far stay, the one being imported is rolled back, and it
-// says so and exits 130.
-func (n *History) Import(ctx context.Context, paths []string, asJSON bool) error {
+// (asJSON: as JSON at the end). A file of a job of st (its results.json,
+// or the runner's copy beside it) is imported only while the job's results
+// match the digest recorded when it ended (store.CheckResults): a changed
+// copy stops the import, exit 4. Once ctx
+// is done (Ctrl-C) it stops: the runs imported so far stay, the one being
+// imported is rolled back, and it says so and exits 130.
+func (n *History) Import(ctx context.Context, st *store.Store, paths []string, asJSON bool) error {
 	all := []history.Imported{}
 	say := func(im history.Imported) {
 		if asJSON {
@@ -92,8 +99,12 @@ func (n *History) Import(ctx context.Context, paths []string, asJSON bool) error
 		fmt.Fprintf(n.Out, "%s %s: %s, %d timings\n", verb, im.JobID, im.Experiment, im.Points)
 	}
 	for _, p := range paths {
-		ims, err := n.h.ImportFile(ctx, p, say)
+		ims, err := n.h.ImportFile(ctx, p, func(f string) error { return checkStoreCopy(st, f) }, say)
 		all = append(all, ims...)
+		var te *store.TamperedError
+		if errors.As(err, &te) {
+			return infra(err)
+		}
 		if err != nil && ctx.Err() != nil {
 			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("interrupted: %d run(s) imported before it stay in the results history; "+
 				"the run being imported was rolled back, nothing of it was written (run the import again to add the rest)", len(all))}
@@ -110,4 +121,37 @@ func (n *History) Import(ctx context.Context, paths []string, asJSON bool) error
 		return render.JSON(n.Out, all)
 	}
 	return nil
+}
+
+// checkStoreCopy checks the results of the job of st whose directory
+// holds file (its results.json, or the runner's copy under out/) against
+// the digest recorded when it ended (store.CheckResults); a file outside
+// the store's jobs has nothing to check.
+func checkStoreCopy(st *store.Store, file string) error {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil
+	}
+	for dir := filepath.Dir(abs); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		id := filepath.Base(dir)
+		if !sameFile(dir, st.Dir(id)) {
+			continue
+		}
+		j, err := st.Load(id)
+		if err != nil {
+			return nil
+		}
+		return st.CheckResults(j)
+	}
+	return nil
+}
+
+// sameFile reports whether a and b are one file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

@@ -206,7 +206,7 @@ func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results,
 		return history.Run{}, nil, j, exit.Usagef("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}
 	if _, err := h.ImportJob(st, j); err != nil {
-		return history.Run{}, nil, j, exit.BadInput(err)
+		return history.Run{}, nil, j, importError(err)
 	}
 	run, err := n.lastRun(j.ID)
 	r, _ := storedResults(st, j.ID)
@@ -224,12 +224,27 @@ func (n *History) lastRun(id string) (history.Run, error) {
 	return runs[len(runs)-1], nil
 }
 
+// importError is the exit error of a failed import of a job of the
+// store: a copy changed since the job ended is the store's trouble
+// (exit 4), anything else the results' (exit 3).
+func importError(err error) error {
+	var te *store.TamperedError
+	if errors.As(err, &te) {
+		return infra(err)
+	}
+	return exit.BadInput(err)
+}
+
 // storedResults returns the store's results (without their cases:
-// readHead) and record of job id, when it has them.
+// readHead) and record of job id, when it has them and they are as
+// recorded when the job ended (store.CheckResults).
 func storedResults(st *store.Store, id string) (*result.Results, *store.Job) {
 	j, err := st.Load(id)
 	if err != nil {
 		return nil, nil
+	}
+	if st.CheckResults(j) != nil {
+		return nil, j
 	}
 	r, err := readHead(st.Results(id))
 	if err != nil {
@@ -248,7 +263,7 @@ func readHead(path string) (*result.Results, error) { return result.ReadHeadFile
 // store or the file it was imported from (nil when neither has them).
 func fullResults(st *store.Store, run history.Run) *result.Results {
 	path := st.Results(run.JobID)
-	if !st.Has(run.JobID, store.ResultsFile) {
+	if !st.Has(run.JobID, store.ResultsFile) || !asRecorded(st, run.JobID) {
 		if run.Source == history.SourceStore {
 			return nil
 		}
@@ -263,3 +278,11 @@ func fullResults(st *store.Store, run history.Run) *result.Results {
 
 // infra marks err as the history's failure (exit 4).
 func infra(err error) error { return &exit.Error{Code: exit.Infra, Err: err} }
+
+// asRecorded reports whether the store's results of job id are as they
+// were when it ended (store.CheckResults); a job the store has no record
+// of has nothing to check.
+func asRecorded(st *store.Store, id string) bool {
+	j, err := st.Load(id)
+	return err != nil || st.CheckResults(j) == nil
+}

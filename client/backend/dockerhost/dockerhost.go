@@ -142,14 +142,7 @@ func (b *Backend) copyIn(ctx context.Context, id string, s backend.Spec, goJSON 
 // POST token, the code, the go file.
 func inTar(w io.Writer, s backend.Spec, goJSON []byte) error {
 	tw := tar.NewWriter(w)
-	secret := func(path string, data []byte) error {
-		// Readable by root alone.
-		if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/xrun/"), Mode: 0o400, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
+	secret := func(path string, data []byte) error { return backend.WriteSecret(tw, path, data) }
 	if s.PostToken != "" {
 		if err := secret(contract.PostTokenFile, []byte(s.PostToken)); err != nil {
 			return err

@@ -74,6 +74,12 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 		}
 		return fmt.Errorf("create Job %s in namespace %s: %w", job.Name, b.Namespace, err)
 	}
+	if s.PostToken != "" {
+		if err := b.createTokenSecret(ctx, created, j.ID, s.PostToken); err != nil {
+			b.deleteLeft(ctx, j.ID)
+			return err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		b.deleteLeft(ctx, j.ID)
 		return err
@@ -320,12 +326,6 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 		k, v, _ := strings.Cut(kv, "=")
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	if s.PostToken != "" {
-		// In the pod's spec, which whoever may read the namespace's
-		// pods can read; never in the workers' environment (the runner
-		// leaves it out), nor readable by them (another user).
-		env = append(env, corev1.EnvVar{Name: contract.EnvPostToken, Value: s.PostToken})
-	}
 	env = append(env, corev1.EnvVar{Name: contract.EnvOutToLog, Value: "1"},
 		corev1.EnvVar{Name: contract.EnvHostName, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
@@ -394,6 +394,9 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 	}
 	if dir := CachePath(s.CacheVolume); dir != "" {
 		addCache(&pod, &pod.Containers[0], dir, ref)
+	}
+	if s.PostToken != "" {
+		mountToken(&pod, &pod.Containers[0], JobName(s.Name))
 	}
 	if s.Timeout > 0 {
 		d := int64((s.Timeout + DeadlineSlack).Seconds())

@@ -21,6 +21,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // pushedBuilder is a builder whose code images are all pushed already.
@@ -168,5 +169,61 @@ func TestPushProgress(t *testing.T) {
 	if len(said) != 5 || said[0] != "pushing reg/xrun/q:1: 0 of 1 layers in the registry after 0s" ||
 		!strings.HasPrefix(said[4], "pushing reg/xrun/q:1: 2 of 2 layers in the registry") {
 		t.Errorf("said %q", said)
+	}
+}
+
+// A job's POST token is in a Secret of its own, owned by its Job and
+// mounted as the runner's file, never in the pod's spec; a Secret that
+// cannot be made leaves no Job behind.
+func TestCreatePostTokenSecret(t *testing.T) {
+	s := testSpec()
+	s.PostToken = "secret-token-1"
+	client := fake.NewClientset()
+	b := &Backend{Client: client, Namespace: "lab"}
+	j := &store.Job{ID: "0123456789ab"}
+	if err := b.Create(context.Background(), j, s); err != nil {
+		t.Fatal(err)
+	}
+	job, err := client.BatchV1().Jobs("lab").Get(context.Background(), j.ContainerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		if e.Name == contract.EnvPostToken || strings.Contains(e.Value, s.PostToken) {
+			t.Errorf("the pod's spec holds the token: %s=%s", e.Name, e.Value)
+		}
+	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || m.MountPath == contract.PostTokenFile && m.ReadOnly && m.Name == tokenVolume
+	}
+	var mode int32
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Name == tokenVolume && v.Secret != nil && v.Secret.SecretName == TokenSecretName(job.Name) {
+			mode = *v.Secret.DefaultMode
+		}
+	}
+	if !mounted || mode != 0o400 {
+		t.Errorf("the token's Secret is not mounted read-only at %s with mode 0400 (mounted %v, mode %o): %+v", contract.PostTokenFile, mounted, mode, c.VolumeMounts)
+	}
+	sec, err := client.CoreV1().Secrets("lab").Get(context.Background(), TokenSecretName(job.Name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sec.Data["post-token"]) != s.PostToken || len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].Kind != "Job" || sec.OwnerReferences[0].Name != job.Name {
+		t.Errorf("the token's Secret: %+v", sec)
+	}
+
+	failing := fake.NewClientset()
+	failing.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "x", errors.New("no"))
+	})
+	b = &Backend{Client: failing, Namespace: "lab"}
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s); err == nil || !strings.Contains(err.Error(), "create secrets") {
+		t.Fatalf("Create without the right to make secrets: %v", err)
+	}
+	if left, _ := failing.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
+		t.Errorf("left %d Jobs", len(left.Items))
 	}
 }

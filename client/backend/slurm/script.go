@@ -1,6 +1,9 @@
 package slurm
 
 import (
+	"archive/tar"
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"sort"
@@ -169,10 +172,14 @@ func imageFile(ref string) string {
 // (contract.RunnerCaps), the experiment's code as the job user, no new
 // privileges, the job's limits; the code and the output directory are the
 // job directory's, bind-mounted. The environment is passed by name, so
-// that no value (the POST token) is on a command line. A SIGTERM (scancel,
-// the time limit) stops the container gracefully, and the runner writes
-// cancelled results before it exits.
-func dockerScript(directives []string, dir, archive, image, jobID string, spec backend.Spec, env []string) string {
+// that no value is on a command line. The container is created, given the
+// POST token as contract.PostTokenFile (a tar in the script, which
+// docker cp unpacks: in no command line, and not in the container's
+// configuration, which docker inspect shows any user of the node's
+// Docker), then started attached. A SIGTERM (scancel, the time limit)
+// stops the container gracefully, and the runner writes cancelled
+// results before it exits.
+func dockerScript(directives []string, dir, archive, image, jobID string, spec backend.Spec, env []string) (string, error) {
 	var b strings.Builder
 	scriptHead(&b, directives, dir, ", in Docker")
 	fmt.Fprintf(&b, "image=%s\nname=%s\n", quote(image), quote("xrun-slurm-"+jobID))
@@ -186,7 +193,7 @@ mkdir -p "$d/out"
 	// Docker host that built the image.
 	b.WriteString(`export ` + contract.EnvHostName + `="$(hostname)"` + "\n")
 	names := append([]string{contract.EnvHostName}, exportEnv(&b, env, contract.EnvHostName)...)
-	args := []string{"docker", "run", "--rm", "--name", `"$name"`, "--user", "0:0", "--cap-drop", "ALL"}
+	args := []string{"docker", "create", "--rm", "--name", `"$name"`, "--user", "0:0", "--cap-drop", "ALL"}
 	for _, c := range contract.RunnerCaps {
 		args = append(args, "--cap-add", c)
 	}
@@ -209,7 +216,31 @@ mkdir -p "$d/out"
 		// The GPUs Slurm gave the job, by index, as the node numbers them.
 		b.WriteString(` ${CUDA_VISIBLE_DEVICES:+--gpus "\"device=$CUDA_VISIBLE_DEVICES\""}`)
 	}
-	b.WriteString(" \"$image\" &\n")
+	b.WriteString(` "$image" >/dev/null || { echo 4 > "$d/` + exitFile + `"; exit 4; }` + "\n")
+	// Until it starts, a stop removes the container, which --rm would not.
+	b.WriteString(`trap 'docker rm -f "$name" >/dev/null 2>&1; exit 143' TERM INT` + "\n")
+	if spec.PostToken != "" {
+		var tb bytes.Buffer
+		tw := tar.NewWriter(&tb)
+		if err := backend.WriteSecret(tw, contract.PostTokenFile, []byte(spec.PostToken)); err != nil {
+			return "", err
+		}
+		if err := tw.Close(); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "base64 -d <<'%s' | docker cp - \"$name\":/xrun >&2 || { docker rm -f \"$name\" >/dev/null 2>&1; echo 4 > \"$d/%s\"; exit 4; }\n", tarEnd, exitFile)
+		enc := base64.StdEncoding.EncodeToString(tb.Bytes())
+		for len(enc) > 76 {
+			b.WriteString(enc[:76] + "\n")
+			enc = enc[76:]
+		}
+		b.WriteString(enc + "\n" + tarEnd + "\n")
+	}
+	b.WriteString(`docker start -a "$name" &` + "\n")
 	waitFor(&b, `docker stop -t 20 "$name" >/dev/null 2>&1 &`)
-	return b.String()
+	return b.String(), nil
 }
+
+// tarEnd ends the here-document of the token's tar in a batch script: no
+// line of base64 is it.
+const tarEnd = "XRUN_TOKEN_TAR"

@@ -251,8 +251,10 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 	// The node names itself in the script (jobScript); a bare job has no
 	// image, and the cluster no cache volume.
 	env := append(slices.Clone(spec.Env), spec.WhereEnv(spec.Image, "", "")...)
-	if spec.PostToken != "" {
-		// The script is its owner's alone (0700, in a 0700 directory).
+	if spec.PostToken != "" && !docker {
+		// The script is its owner's alone (0700, in a 0700 directory);
+		// the docker runtime copies the token into the container instead
+		// (dockerScript).
 		env = append(env, contract.EnvPostToken+"="+spec.PostToken)
 	}
 	if b.Settings.Python != "" {
@@ -260,7 +262,9 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 	}
 	script := jobScript(opts, d, root+"/bin/"+name, env)
 	if docker {
-		script = dockerScript(opts, d, root+"/images/"+imageFile(spec.Image)+".tar", spec.Image, j.ID, spec, env)
+		if script, err = dockerScript(opts, d, root+"/images/"+imageFile(spec.Image)+".tar", spec.Image, j.ID, spec, env); err != nil {
+			return err
+		}
 	}
 	if err := b.testOnly(ctx, script, spec, nodes); err != nil {
 		return err

@@ -511,3 +511,61 @@ func withGPUType(t *testing.T, fixture, resources, gpuType string) string {
 	}
 	return dir
 }
+
+// podGateway is the host's address on the test cluster's pod bridge
+// (scripts/k8s-cluster/up.sh: the first address of its pod CIDR), where
+// a pod reaches a server of this machine.
+const podGateway = "10.244.0.1"
+
+// A job submitted with the config's server: its runner posts its
+// results there, read back from the server's API. The POST token is a
+// Secret of the job's own, owned by its Job and there while it runs, in
+// no part of the Job's or the pod's spec; it is gone once the job is
+// removed.
+func TestPostTokenSecret(t *testing.T) {
+	ctx := context.Background()
+	s := x.Serve(t, "0.0.0.0:0")
+	port := s.Base[strings.LastIndex(s.Base, ":")+1:]
+	s.SetURL(t, "http://"+podGateway+":"+port)
+	r := x.RunEnv(t, 5*time.Minute, s.Env(), "submit", "--k8s", "--base", Base, "--label", "dev.xrun.test=k8s", "--cpu", "-d", "-q", fixtureDir("pause"))
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	until(t, 3*time.Minute, "job running", func() bool { return x.Status(t, id).Status == "running" })
+	name := x.Status(t, id).ContainerName
+
+	job, err := kc.BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the job's pods: %v (%d)", err, len(pods.Items))
+	}
+	for what, obj := range map[string]any{"Job": job, "pod": pods.Items[0]} {
+		b, _ := json.Marshal(obj)
+		if bytes.Contains(b, []byte(s.Post)) || bytes.Contains(b, []byte(contract.EnvPostToken)) {
+			t.Errorf("the %s holds the post token: %s", what, b)
+		}
+		if want := "http://" + podGateway + ":" + port + "/api/v1/results"; !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the %s does not give the runner %s", what, want)
+		}
+	}
+	sec, err := kc.CoreV1().Secrets("default").Get(ctx, kube.TokenSecretName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the token's Secret while the job runs: %v", err)
+	}
+	if string(sec.Data["post-token"]) != s.Post || len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != job.UID {
+		t.Errorf("the token's Secret: %+v, want the token, owned by Job %s", sec.ObjectMeta, job.UID)
+	}
+
+	expect(t, x.Run(t, 3*time.Minute, "wait", id), 0)
+	runs := s.RunsOf(t, id)
+	if len(runs) != 1 || runs[0].Experiment != "e2e-pause" || runs[0].Source != "post:runners" {
+		t.Fatalf("the server's runs of job %s: %+v, want one of e2e-pause posted by token runners", id, runs)
+	}
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
+	until(t, 2*time.Minute, "the token's Secret deleted with its Job", func() bool {
+		_, err := kc.CoreV1().Secrets("default").Get(ctx, kube.TokenSecretName(name), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}

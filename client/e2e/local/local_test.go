@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -306,4 +307,60 @@ func TestRunLocalConfirm(t *testing.T) {
 	if !strings.Contains(r.Stdout, "regressed") {
 		t.Errorf("after --confirm:\n%s", r.Stdout)
 	}
+}
+
+// A job's results changed in the store after it ended are refused by
+// every reader of the store that feeds the results history, as results
+// and compare refuse them: the history's catch-up import (every history
+// and regress), history import of the store's copy, and regress of the
+// job; each exits 4 with the one sentence of store.TamperedError, and
+// nothing of the changed copy reaches the history.
+func TestTamperedStoreCopyNotImported(t *testing.T) {
+	data := t.TempDir()
+	y := &xruntest.Xrun{Bin: xrunBin, Env: func() []string { return append(env(), "XDG_DATA_HOME="+data, "XRUN_HISTORY=") }}
+	dir := fixture(t, "quick")
+	r, id := y.Submitted(t, dir, func() xruntest.Result {
+		return y.Run(t, 3*time.Minute, "run", "--local", "--cpu", dir)
+	})
+	xruntest.Expect(t, r, 0)
+	// The history as if it were made after the job ended (it imports
+	// each job as it ends).
+	hist := filepath.Join(data, "xrun", "history.db")
+	for _, f := range []string{hist, hist + "-wal", hist + "-shm"} {
+		os.Remove(f)
+	}
+	stored := filepath.Join(y.Status(t, id).StoreDir, result.FileName)
+	b, err := os.ReadFile(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stored, []byte(strings.Replace(string(b), `"e2e-quick"`, `"forged"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "the results of job " + id + " were changed after the job ended: the recorded copy, " + stored + ", no longer matches"
+	for _, args := range [][]string{
+		{"history"},
+		{"regress", id},
+		{"history", "import", filepath.Dir(stored)},
+		{"history", "import", stored},
+	} {
+		got := y.Run(t, time.Minute, args...)
+		if got.Code != 4 || !strings.Contains(got.Stderr, want) || strings.Count(strings.TrimSpace(got.Stderr), "\n") > 0 {
+			t.Errorf("xrun %v on a changed store copy: exit %d, want 4 and one line with %q\nstderr:\n%s", args, got.Code, want, got.Stderr)
+		}
+		h, err := history.Open(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := h.RunsOfJob(id)
+		h.Close()
+		if err != nil || len(runs) != 0 {
+			t.Fatalf("after xrun %v the history has %d runs of job %s (%v), want none", args, len(runs), id, err)
+		}
+	}
+	// Restored, the copy is imported.
+	if err := os.WriteFile(stored, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	xruntest.Expect(t, y.Run(t, time.Minute, "history", "e2e-quick"), 0)
 }

@@ -573,3 +573,55 @@ func TestDockerRuntime(t *testing.T) {
 	xruntest.Expect(t, xrun(t, time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--python", "/usr/bin/python3", "--cpu", dir), 3, "--python does not apply")
 	xruntest.Expect(t, xrun(t, time.Minute, "submit", "--slurm", "--slurm-runtime", "podman", "--cpu", dir), 3, "give bare or docker")
 }
+
+// A job of the docker runtime submitted with the config's server: its
+// runner posts its results there, read back from the server's API. The
+// POST token is a file of the container's that root alone reads
+// (contract.PostTokenFile), never in its configuration, which docker
+// inspect shows every user of the node's Docker.
+func TestDockerRuntimePostsWithoutTokenInEnv(t *testing.T) {
+	s := x.Serve(t, xruntest.BridgeAddress(t)+":0")
+	d := x.RunEnv(t, 5*time.Minute, s.Env(), "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "--label", testLabel, "-d", fixture(t, "pause"))
+	xruntest.Expect(t, d, 0)
+	id := strings.TrimSpace(d.Stdout)
+	defer xrun(t, time.Minute, "rm", "--force", id)
+	name := "xrun-slurm-" + id
+	var cfg string
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		out, err := exec.Command("docker", "inspect", "--format", "{{json .Config}}", name).Output()
+		if err == nil {
+			cfg = string(out)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no container %s within 3 minutes: %v (job %+v)", name, err, status(t, id))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Contains(cfg, s.Post) || strings.Contains(cfg, "XRUN_POST_TOKEN") {
+		t.Errorf("the post token is in the container's configuration: %s", cfg)
+	}
+	if want := "XRUN_POST_URL=" + s.Base + "/api/v1/results"; !strings.Contains(cfg, want) {
+		t.Errorf("the container's configuration lacks %s: %s", want, cfg)
+	}
+	// The runner reads the token from its file, root's alone; the
+	// experiment's code (uid 65532) cannot.
+	if out, err := exec.Command("docker", "exec", "--user", "0:0", name, "stat", "-c", "%a %u:%g", "/xrun/runner/post-token").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "400 0:0" {
+		t.Errorf("the token file in the container: %v %s, want mode 400 owned by 0:0", err, out)
+	}
+	xruntest.Expect(t, xrun(t, 3*time.Minute, "wait", id), 0)
+
+	runs := s.RunsOf(t, id)
+	if len(runs) != 1 || runs[0].Experiment != "e2e-pause" || runs[0].Source != "post:runners" {
+		t.Fatalf("the server's runs of job %s: %+v, want one of e2e-pause posted by token runners", id, runs)
+	}
+	h := x.RunEnv(t, time.Minute, append(s.Env(), "XRUN_SERVER_TOKEN="+s.Read), "history", "--server", s.Base, "--csv", "e2e-pause")
+	xruntest.Expect(t, h, 0)
+	if !strings.Contains(h.Stdout, id) {
+		t.Errorf("history --server does not show job %s:\n%s", id, h.Stdout)
+	}
+	if strings.Contains(s.Log(), s.Post) {
+		t.Error("the post token is in the server's log")
+	}
+}
