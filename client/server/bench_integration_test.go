@@ -35,7 +35,8 @@ import (
 //
 //	go test -tags integration ./client/server -run TestServeBench -v -timeout 60m
 //
-// XRUN_BENCH_TIMINGS sets the long series' timings (default 10^6).
+// XRUN_BENCH_TIMINGS sets the long series' timings (default 10^6);
+// XRUN_BENCH_BIN an xrun binary to measure instead of building one.
 
 func TestServeBenchSQLite(t *testing.T) {
 	dir := t.TempDir()
@@ -51,9 +52,12 @@ func serveBench(t *testing.T, db string) {
 	if testing.Short() {
 		t.Skip("the server's benchmarks take minutes: run without -short")
 	}
-	bin := filepath.Join(t.TempDir(), "xrun")
-	if err := xruntest.Build(xruntest.Repo(), bin); err != nil {
-		t.Fatal(err)
+	bin := os.Getenv("XRUN_BENCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "xrun")
+		if err := xruntest.Build(xruntest.Repo(), bin); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := startServer(t, bin, db)
 	// Posts sustained: jobs of 12 cases x 4 implementations and the
