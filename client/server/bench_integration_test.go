@@ -61,7 +61,7 @@ func serveBench(t *testing.T, db string) {
 	}
 	s := startServer(t, bin, db)
 	// Posts sustained: jobs of 12 cases x 4 implementations and the
-	// reference (60 timings, 20 kept samples each: 92 KB), from 8 clients
+	// reference (60 timings, 20 kept samples each: 49 KB), from 8 clients
 	// at once, of 4 experiments.
 	const posts, clients = 400, 8
 	docs := make([][]byte, posts)
@@ -73,7 +73,7 @@ func serveBench(t *testing.T, db string) {
 		float64(posts)/elapsed.Seconds())
 
 	// 100 posts at once, each of 100 cases x 4 implementations and the
-	// reference (500 timings, 0.8 MB), and the server's memory then.
+	// reference (500 timings, 408 KB), and the server's memory then.
 	docs = make([][]byte, 100)
 	for i := range docs {
 		docs[i] = document(t, fmt.Sprintf("concurrent-%03d", i), "concurrent", 100, 4, i)
@@ -108,19 +108,19 @@ func serveBench(t *testing.T, db string) {
 	// The readers of one series of 10^6 timings: the table of its last
 	// runs, and the last run judged against its series.
 	env := []string{"XRUN_SERVER=" + s.base, "XRUN_SERVER_TOKEN=" + s.readToken}
-	timed(t, "xrun history --server (table, one series of 10^6 timings)", 0, func() {
+	timed(t, fmt.Sprintf("xrun history --server (table, one series of %d timings)", timings), 0, func() {
 		s.xrun(t, env, "history", historytest.LongSeriesExperiment)
 	})
-	timed(t, "xrun regress --server (the last run of a series of 10^6 timings)", 0, func() {
+	timed(t, fmt.Sprintf("xrun regress --server (the last run of a series of %d timings)", timings), 0, func() {
 		s.xrun(t, env, "regress", last)
 	})
 	t.Logf("the server's peak RSS after reading the series of %d timings: %d MB", timings, s.peakRSS(t)>>20)
 	if !strings.HasPrefix(db, "postgres") {
 		local := []string{"XRUN_HISTORY=" + db, "XRUN_SERVER=", "XDG_DATA_HOME=" + t.TempDir()}
-		timed(t, "xrun history (local SQLite, one series of 10^6 timings)", 0, func() {
+		timed(t, fmt.Sprintf("xrun history (local SQLite, one series of %d timings)", timings), 0, func() {
 			s.xrun(t, local, "history", historytest.LongSeriesExperiment)
 		})
-		timed(t, "xrun regress (local SQLite, the last run of a series of 10^6 timings)", 0, func() {
+		timed(t, fmt.Sprintf("xrun regress (local SQLite, the last run of a series of %d timings)", timings), 0, func() {
 			s.xrun(t, local, "regress", last)
 		})
 	}
