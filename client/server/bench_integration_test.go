@@ -29,7 +29,9 @@ import (
 // this checkout), real HTTP posts of results.json documents as the runner
 // writes them (flattest), and the CLI's readers against it. Each figure
 // is logged; the bounds the issue sets are guarded at ten times their
-// value, as a loaded 2-core CI machine is slow. The readers of the long
+// value, as a loaded 2-core CI machine is slow (the post of a run at the
+// case cap on the server's CPU time, as the load stretches its wall
+// clock). The readers of the long
 // series are logged, not guarded: they read every point of the series
 // (docs/performance.md says what is left to do), far past the 1 s.
 //
@@ -91,12 +93,18 @@ func serveBench(t *testing.T, db string) {
 	// reference, 110,000 timings.
 	big := document(t, "cap-0001", "cap", 10000, 10, 0)
 	cpu := s.cpuTime(t)
-	timed(t, fmt.Sprintf("one post of 110,000 timings (%d MB), stored", len(big)>>20), 100*time.Second, func() {
+	timed(t, fmt.Sprintf("one post of 110,000 timings (%d MB), stored", len(big)>>20), 0, func() {
 		if code, msg := s.post(big); code != http.StatusCreated {
 			t.Fatalf("post of the run at the case cap: %d %s", code, msg)
 		}
 	})
-	t.Logf("the server's CPU time for the post of 110,000 timings: %.1f s", (s.cpuTime(t) - cpu).Seconds())
+	// Guarded on the server's CPU time, not the wall clock: a shared
+	// machine's load stretched the wall clock of this post eightfold.
+	cpu = s.cpuTime(t) - cpu
+	t.Logf("the server's CPU time for the post of 110,000 timings: %.1f s", cpu.Seconds())
+	if cpu > 100*time.Second {
+		t.Errorf("the post of 110,000 timings took %.1f s of the server's CPU; want it within 100 s", cpu.Seconds())
+	}
 	t.Logf("the server's peak RSS after the post of 110,000 timings: %d MB", s.peakRSS(t)>>20)
 
 	timings := 1_000_000
