@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -119,9 +120,12 @@ func (l localReader) site(ctx context.Context, o site.Options) ([]site.Page, err
 		return nil, err
 	}
 	o.Progress = render.SafeAlways(l.a.Err)
+	var mu sync.Mutex
 	warned := map[string]bool{}
 	o.Results = func(r history.Run, cases bool) *result.Results {
 		return historyRunResults(st, r, cases, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
 			if !warned[r.JobID] {
 				warned[r.JobID] = true
 				fmt.Fprintf(o.Progress, "report: warning: %v; the job's page leaves them out\n", err)

@@ -560,3 +560,28 @@ func (s *Store) seriesIDs(ctx context.Context, query string, args ...any) (map[i
 	}
 	return ids, nil
 }
+
+// PointCounts is how many points each run of experiment has, by run id:
+// what a reader of the walk's points of a run can make room for, and how
+// large a run's page is, before the walk.
+func (s *Store) PointCounts(ctx context.Context, experiment string) (map[int64]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT p.run_id, count(*) FROM points p JOIN runs r ON r.id = p.run_id
+		WHERE r.experiment = ? GROUP BY p.run_id`, experiment)
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	defer rows.Close()
+	counts := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		counts[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	return counts, nil
+}

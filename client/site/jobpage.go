@@ -216,6 +216,10 @@ func (b *builder) results(r history.Run, cases bool) *result.Results {
 	if b.o.Results == nil {
 		return nil
 	}
+	if h, ok := b.heads[r.ID]; ok && !cases {
+		<-h.done
+		return h.res
+	}
 	return b.o.Results(r, cases)
 }
 

@@ -60,6 +60,7 @@ type Options struct {
 	// the job's page then has the history's figures alone); without
 	// cases, its head will do (result.ReadHead): the page of a run of
 	// more than JobDetail timings, and the index, show none of its cases.
+	// It is called from more than one goroutine at once.
 	Results func(run history.Run, cases bool) *result.Results
 	// Progress receives a line per experiment and per step of long work
 	// (nil: none).
@@ -109,6 +110,41 @@ type builder struct {
 	pages    []Page
 	jobFiles map[string]string // job id -> page's base name
 	usedJobs map[string]bool
+	// heads are the heads of the experiment's large runs (more than
+	// JobDetail timings: their pages show no cases), read beside its walk.
+	heads map[int64]*headRead
+}
+
+// headRead is a run's head, read on a goroutine of its own: res once done
+// is closed.
+type headRead struct {
+	done chan struct{}
+	res  *result.Results
+}
+
+// readHeads starts reading the heads of the large runs of an experiment
+// (counts: points by run) on a goroutine of their own, one after another.
+func (b *builder) readHeads(ctx context.Context, runs []history.Run, counts map[int64]int) {
+	b.heads = map[int64]*headRead{}
+	if b.o.Results == nil {
+		return
+	}
+	var large []history.Run
+	for _, r := range runs {
+		if counts[r.ID] > JobDetail {
+			b.heads[r.ID] = &headRead{done: make(chan struct{})}
+			large = append(large, r)
+		}
+	}
+	go func() {
+		for _, r := range large {
+			h := b.heads[r.ID]
+			if ctx.Err() == nil {
+				h.res = b.o.Results(r, false)
+			}
+			close(h.done)
+		}
+	}()
 }
 
 // experimentView is an experiment on the index.
@@ -273,8 +309,25 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 	for _, r := range latest {
 		summaries[r.ID] = summary.StartRun(r)
 	}
+	// Room for each run's points, made once: appending 50000 points a run
+	// copied them over and over. A large run's head is read meanwhile.
+	counts, err := b.h.PointCounts(ctx, exp)
+	if err != nil {
+		return v, err
+	}
+	b.readHeads(ctx, runs, counts)
 	jobPoints := map[int64][]seriesPoint{} // by run
-	var rows []seriesRow
+	for _, r := range runs {
+		jobPoints[r.ID] = make([]seriesPoint, 0, counts[r.ID])
+	}
+	for _, r := range latest {
+		latestPoints[r.ID] = make([]seriesPoint, 0, counts[r.ID])
+	}
+	most := 0 // a run's points, one a series: the series the table has at least
+	for _, n := range counts {
+		most = max(most, n)
+	}
+	rows := make([]seriesRow, 0, most)
 	var pages []candidate
 	err = b.h.WalkExperiment(ctx, exp, b.o.Rule,
 		func(whole []history.Judged) error {
