@@ -586,16 +586,18 @@ func TestDockerRuntimePostsWithoutTokenInEnv(t *testing.T) {
 	id := strings.TrimSpace(d.Stdout)
 	defer xrun(t, time.Minute, "rm", "--force", id)
 	name := "xrun-slurm-" + id
+	// Running: the script creates the container, copies the token in,
+	// then starts it (the fixture's first case then sleeps 10 s).
 	var cfg string
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		out, err := exec.Command("docker", "inspect", "--format", "{{json .Config}}", name).Output()
-		if err == nil {
-			cfg = string(out)
+		out, err := exec.Command("docker", "inspect", "--format", "{{.State.Running}} {{json .Config}}", name).Output()
+		if running, config, _ := strings.Cut(string(out), " "); err == nil && running == "true" {
+			cfg = config
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no container %s within 3 minutes: %v (job %+v)", name, err, status(t, id))
+			t.Fatalf("no running container %s within 3 minutes: %v (job %+v)", name, err, status(t, id))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
