@@ -44,15 +44,14 @@ func ReadHead(rd io.Reader) (*Results, error) {
 // top-level "cases" and "comparisons" members replaced by [].
 func headOf(br *bufio.Reader) ([]byte, error) {
 	var out bytes.Buffer
-	depth := 0        // of the document's arrays and objects
-	inString := false // in a string
-	escaped := false  // after a backslash in that string
-	keyStart := -1    // where in out the last string of depth 1 began
-	key := ""         // that string, once read (a key when a colon follows)
+	depth := 0 // of the document's arrays and objects
+	var str jsonString
+	keyStart := -1 // where in out the last string of depth 1 began
+	key := ""      // that string, once read (a key when a colon follows)
 	for {
 		c, err := br.ReadByte()
 		if err == io.EOF {
-			if depth != 0 || inString || out.Len() == 0 {
+			if depth != 0 || str.in || out.Len() == 0 {
 				return nil, io.ErrUnexpectedEOF
 			}
 			return out.Bytes(), nil
@@ -61,23 +60,15 @@ func headOf(br *bufio.Reader) ([]byte, error) {
 			return nil, err
 		}
 		out.WriteByte(c)
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-				if depth == 1 {
-					key = string(out.Bytes()[keyStart:])
-				}
+		if str.in {
+			if str.ends(c) && depth == 1 {
+				key = string(out.Bytes()[keyStart:])
 			}
 			continue
 		}
 		switch c {
 		case '"':
-			inString, keyStart = true, out.Len()-1
+			str.in, keyStart = true, out.Len()-1
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -106,7 +97,8 @@ func headOf(br *bufio.Reader) ([]byte, error) {
 // which it leaves unread. It scans what br has buffered a slice at a
 // time: a run's cases are nearly all of its document.
 func skipValue(br *bufio.Reader) error {
-	depth, inString, escaped := 0, false, false
+	depth := 0
+	var str jsonString
 	for {
 		if br.Buffered() == 0 {
 			if _, err := br.Peek(1); err != nil {
@@ -115,24 +107,16 @@ func skipValue(br *bufio.Reader) error {
 		}
 		buf, _ := br.Peek(br.Buffered())
 		for i, c := range buf {
-			if inString {
-				switch {
-				case escaped:
-					escaped = false
-				case c == '\\':
-					escaped = true
-				case c == '"':
-					inString = false
-					if depth == 0 {
-						_, err := br.Discard(i + 1)
-						return err
-					}
+			if str.in {
+				if str.ends(c) && depth == 0 {
+					_, err := br.Discard(i + 1)
+					return err
 				}
 				continue
 			}
 			switch c {
 			case '"':
-				inString = true
+				str.in = true
 			case '[', '{':
 				depth++
 			case ']', '}':
@@ -155,6 +139,24 @@ func skipValue(br *bufio.Reader) error {
 			return err
 		}
 	}
+}
+
+// jsonString follows a JSON string a byte at a time (its opening quote
+// read): in while in it, escaped after a backslash.
+type jsonString struct{ in, escaped bool }
+
+// ends takes the string's next byte and says whether it closed the string.
+func (s *jsonString) ends(c byte) bool {
+	switch {
+	case s.escaped:
+		s.escaped = false
+	case c == '\\':
+		s.escaped = true
+	case c == '"':
+		s.in = false
+		return true
+	}
+	return false
 }
 
 func unexpected(err error) error {
