@@ -28,7 +28,7 @@ import (
 // they read as written in a pull request's comment, never as a link, an
 // image, HTML or a table's cell end.
 func Markdown(w io.Writer, r *result.Results) error {
-	bw := bufio.NewWriter(termsafe.NewWriter(w))
+	bw := bufio.NewWriter(termsafe.NewSafeWriter(w))
 	m := &mdWriter{w: bw}
 	m.header(r)
 	m.table(r)
@@ -213,7 +213,7 @@ func (m *mdWriter) table(r *result.Results) {
 	for _, n := range names {
 		row(n+" max error", func(c result.Case) string {
 			if ir := c.Results[n]; ir != nil && ir.Correctness != nil {
-				return numfmt.Error(ir.Correctness.MaxAbsError)
+				return numfmt.MaxError(ir.Correctness.MaxAbsError)
 			}
 			return ""
 		})
@@ -282,7 +282,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 		}
 		if why == "" {
 			why = fmt.Sprintf("max abs error %s exceeds atol %g + rtol %g x |ref|",
-				numfmt.Error(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
+				numfmt.MaxError(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
 		}
 		return "FAIL" + m.footnote(why)
 	case ir.Status == result.ImplOK:

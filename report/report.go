@@ -268,7 +268,7 @@ func fmtCriterion(c result.Criterion) string {
 	case "speedup":
 		return fmt.Sprintf("%s (needs >= %gx)", numfmt.Speedup(c.Value), c.Threshold)
 	case "max_error":
-		return fmt.Sprintf("%s (needs < %g)", numfmt.Error(c.Value), c.Threshold)
+		return fmt.Sprintf("%s (needs < %g)", numfmt.MaxError(c.Value), c.Threshold)
 	case "time":
 		return fmt.Sprintf("%s ms (needs < %g ms)", numfmt.Sig(c.Value, timeDigits), c.Threshold)
 	case "correct":

@@ -38,7 +38,7 @@ type TextOptions struct {
 
 // TextWith is Text with o.
 func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
-	ew := &errWriter{w: termsafe.NewWriter(w)}
+	ew := &errWriter{w: termsafe.NewSafeWriter(w)}
 	head := []string{r.Experiment}
 	if r.JobID != "" {
 		head = append(head, "job "+r.JobID)
@@ -93,7 +93,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					through = fmtBound(ir.Throughput, u)
 				}
 				if ir.Correctness != nil {
-					maxErr = numfmt.Error(ir.Correctness.MaxAbsError)
+					maxErr = numfmt.MaxError(ir.Correctness.MaxAbsError)
 				}
 				t.Add(table.Text(cols[i]), table.Text(n), table.Fig(ir.Status), table.Fig(med), table.Fig(iqr),
 					table.Fig(speed), table.Fig(through), table.Fig(maxErr))

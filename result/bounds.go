@@ -272,12 +272,12 @@ func (c *Case) texts() {
 
 // text is s without control sequences, cut to at most limit bytes.
 func text(s string, limit int) string {
-	s = termsafe.String(s)
+	s = termsafe.Safe(s)
 	if len(s) <= limit {
 		return s
 	}
 	// The line headtail puts between the halves is less than 64 bytes:
 	// the result is within limit, and a second pass leaves it.
 	half := (limit - 64) / 2
-	return headtail.String(s, half, half)
+	return headtail.HeadTailString(s, half, half)
 }

@@ -209,7 +209,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		return fmt.Errorf("get the runner for %s/%s: %w", p.Info.OS, p.Info.Arch, err)
 	}
 	done()
-	df, err := dockerfile.Generate(dockerfile.Options{
+	df, err := dockerfile.Dockerfile(dockerfile.DockerfileOptions{
 		Base:       base,
 		Apt:        p.Spec.Image.Apt,
 		Python:     p.Spec.Image.Python,
@@ -224,7 +224,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		{Name: "Dockerfile", Mode: 0o644, Data: df},
 		{Name: "xrun-runner", Mode: 0o755, Src: runner},
 	}
-	extras = append(extras, dockerfile.Dirs()...)
+	extras = append(extras, dockerfile.SkelDirs()...)
 	done = b.step("hash")
 	// The image holds all but the code, so a code edit reuses it.
 	hash, err := buildctx.HashExtras(extras...)
@@ -399,7 +399,7 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 		if !cpu {
 			how += ", or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu"
 		}
-		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), oneline.Of(err.Error()), how)
+		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), oneline.OneLine(err.Error()), how)
 	}
 	return nil
 }
@@ -539,7 +539,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 		contract.EnvCodeHash+"="+p.Code.Hash,
 		contract.EnvMode+"="+p.Mode,
 	)
-	if commit, dirty := gitinfo.Head(ctx, dir, p.Spec.Include...); commit != "" {
+	if commit, dirty := gitinfo.GitHead(ctx, dir, p.Spec.Include...); commit != "" {
 		env = append(env, contract.EnvGitCommit+"="+commit)
 		if dirty {
 			env = append(env, contract.EnvGitDirty+"=1")

@@ -66,7 +66,7 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 	if _, err := os.Stat(filepath.Join(o.dir, spec.FileName)); err == nil {
 		return usageError("%s already has an %s: pick a new directory", o.dir, spec.FileName)
 	}
-	fs, err := scaffold.Files(name, o.base)
+	fs, err := scaffold.Scaffold(name, o.base)
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func lastProgress(ctx context.Context, m *job.Manager, j *store.Job) string {
 	}
 	lines := strings.Split(strings.TrimRight(log.String(), "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if e, ok := progress.Parse(lines[i]); ok {
+		if e, ok := progress.ParseProgress(lines[i]); ok {
 			at, _, _ := strings.Cut(lines[i], " ")
 			return fmt.Sprintf("%s (logged at %s)", e.Text(e.Elapsed), at)
 		}

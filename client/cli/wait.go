@@ -110,7 +110,7 @@ func (p *progressOnly) Write(b []byte) (int, error) {
 			break
 		}
 		line := p.partial[:i+1]
-		if _, ok := progress.Parse(string(line)); ok {
+		if _, ok := progress.ParseProgress(string(line)); ok {
 			if _, err := p.w.Write(line); err != nil {
 				return 0, err
 			}

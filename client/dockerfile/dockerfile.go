@@ -30,8 +30,8 @@ const (
 	JobSkelDir = "xrun-job-dirs"
 )
 
-// Options describe the image.
-type Options struct {
+// DockerfileOptions describe the image.
+type DockerfileOptions struct {
 	// Base is the image reference to build on ("scratch" is allowed).
 	Base string
 	// Apt lists Debian/Ubuntu packages, installed in one layer.
@@ -52,9 +52,9 @@ var (
 	labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
 )
 
-// Generate returns the Dockerfile for o. The same options always give the
+// Dockerfile returns the Dockerfile for o. The same options always give the
 // same bytes.
-func Generate(o Options) ([]byte, error) {
+func Dockerfile(o DockerfileOptions) ([]byte, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
@@ -113,10 +113,10 @@ func Generate(o Options) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Dirs are the build-context entries the generated Dockerfile copies to
+// SkelDirs are the build-context entries the generated Dockerfile copies to
 // /xrun: the empty out and runner directories of SkelDir, the empty home,
 // tmp and cache directories of JobSkelDir.
-func Dirs() []buildctx.Extra {
+func SkelDirs() []buildctx.Extra {
 	var x []buildctx.Extra
 	for _, d := range []string{"out", "runner"} {
 		x = append(x, buildctx.Extra{Name: SkelDir + "/" + d, Dir: true})
@@ -127,7 +127,7 @@ func Dirs() []buildctx.Extra {
 	return x
 }
 
-func (o Options) check() error {
+func (o DockerfileOptions) check() error {
 	if o.Base == "" {
 		return fmt.Errorf("generate Dockerfile: no base image; set image.base in xrun.yaml or pass --base")
 	}

@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestGenerateGolden(t *testing.T) {
-	tests := map[string]Options{
+	tests := map[string]DockerfileOptions{
 		"scratch": {Base: "scratch", RunnerSrc: "xrun-runner"},
 		"full": {
 			Base:       "xrun/cuda13-torch2.11:py3.12",
@@ -33,11 +33,11 @@ func TestGenerateGolden(t *testing.T) {
 	}
 	for name, o := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := Generate(o)
+			got, err := Dockerfile(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, _ := Generate(o)
+			again, _ := Dockerfile(o)
 			if !bytes.Equal(got, again) {
 				t.Fatal("two calls give different output")
 			}
@@ -62,7 +62,7 @@ func TestGenerateGolden(t *testing.T) {
 // code edit touches comes after everything that installs software, and the
 // code is not in the image at all: xrun copies it into each container.
 func TestLayerOrder(t *testing.T) {
-	b, err := Generate(Options{Base: "b", Apt: []string{"git"}, Python: []string{"numpy"}, RunnerSrc: "r", Labels: map[string]string{"k": "v"}})
+	b, err := Dockerfile(DockerfileOptions{Base: "b", Apt: []string{"git"}, Python: []string{"numpy"}, RunnerSrc: "r", Labels: map[string]string{"k": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,37 +87,37 @@ func TestLayerOrder(t *testing.T) {
 }
 
 func TestGenerateErrors(t *testing.T) {
-	ok := Options{Base: "scratch", RunnerSrc: "xrun-runner"}
+	ok := DockerfileOptions{Base: "scratch", RunnerSrc: "xrun-runner"}
 	tests := []struct {
 		name string
-		edit func(*Options)
+		edit func(*DockerfileOptions)
 		want string
 	}{
-		{"no base", func(o *Options) { o.Base = "" }, "no base image"},
-		{"base with spaces", func(o *Options) { o.Base = "a b" }, "contains white space"},
-		{"base with newline", func(o *Options) { o.Base = "a\nRUN x" }, "contains white space"},
-		{"no runner", func(o *Options) { o.RunnerSrc = "" }, "runner path"},
-		{"absolute runner", func(o *Options) { o.RunnerSrc = "/usr/bin/x" }, "runner path"},
-		{"runner outside", func(o *Options) { o.RunnerSrc = "../x" }, "runner path"},
-		{"bad apt name", func(o *Options) { o.Apt = []string{"git; rm -rf /"} }, "not a Debian package name"},
-		{"upper case apt name", func(o *Options) { o.Apt = []string{"Git"} }, "not a Debian package name"},
-		{"empty requirement", func(o *Options) { o.Python = []string{" "} }, "pip requirement"},
-		{"requirement with newline", func(o *Options) { o.Python = []string{"a\nRUN evil"} }, "pip requirement"},
-		{"label key", func(o *Options) { o.Labels = map[string]string{"a b": "c"} }, "label key"},
-		{"label value", func(o *Options) { o.Labels = map[string]string{"a": "b\nc"} }, "control characters"},
-		{"experiment name", func(o *Options) { o.Experiment = "x\ny" }, "experiment name"},
+		{"no base", func(o *DockerfileOptions) { o.Base = "" }, "no base image"},
+		{"base with spaces", func(o *DockerfileOptions) { o.Base = "a b" }, "contains white space"},
+		{"base with newline", func(o *DockerfileOptions) { o.Base = "a\nRUN x" }, "contains white space"},
+		{"no runner", func(o *DockerfileOptions) { o.RunnerSrc = "" }, "runner path"},
+		{"absolute runner", func(o *DockerfileOptions) { o.RunnerSrc = "/usr/bin/x" }, "runner path"},
+		{"runner outside", func(o *DockerfileOptions) { o.RunnerSrc = "../x" }, "runner path"},
+		{"bad apt name", func(o *DockerfileOptions) { o.Apt = []string{"git; rm -rf /"} }, "not a Debian package name"},
+		{"upper case apt name", func(o *DockerfileOptions) { o.Apt = []string{"Git"} }, "not a Debian package name"},
+		{"empty requirement", func(o *DockerfileOptions) { o.Python = []string{" "} }, "pip requirement"},
+		{"requirement with newline", func(o *DockerfileOptions) { o.Python = []string{"a\nRUN evil"} }, "pip requirement"},
+		{"label key", func(o *DockerfileOptions) { o.Labels = map[string]string{"a b": "c"} }, "label key"},
+		{"label value", func(o *DockerfileOptions) { o.Labels = map[string]string{"a": "b\nc"} }, "control characters"},
+		{"experiment name", func(o *DockerfileOptions) { o.Experiment = "x\ny" }, "experiment name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok
 			tc.edit(&o)
-			_, err := Generate(o)
+			_, err := Dockerfile(o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := Generate(ok); err != nil {
+	if _, err := Dockerfile(ok); err != nil {
 		t.Fatalf("valid options: %v", err)
 	}
 }

@@ -120,7 +120,7 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 		if ir == nil || ir.Status == result.ImplSkipped {
 			continue
 		}
-		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: oneline.Of(ir.Error),
+		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: oneline.OneLine(ir.Error),
 			Autotune: result.AutotuneSummary(ir.Autotune)}
 		if t := ir.Timing; t != nil && t.MedianMS > 0 {
 			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS

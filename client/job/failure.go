@@ -37,7 +37,7 @@ func FailureSentence(r *result.Results) string {
 	if n == 0 {
 		return ""
 	}
-	msg := oneline.Of(ir.Error)
+	msg := oneline.OneLine(ir.Error)
 	if len(msg) > 200 {
 		msg = msg[:200] + "..."
 	}

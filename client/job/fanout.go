@@ -48,7 +48,7 @@ func FanOut[T any](ctx context.Context, hostNames []string, w io.Writer, fn Host
 			lw.flush()
 			results[i] = HostResult[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
 			if err != nil {
-				lw.line("failed: " + oneline.Of(err.Error()))
+				lw.line("failed: " + oneline.OneLine(err.Error()))
 			}
 			return nil
 		})

@@ -40,7 +40,7 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *st
 	// without end, and the client's memory must not follow.
 	var logErr error
 	err := st.WriteFrom(j.ID, store.LogsFile, func(w io.Writer) error {
-		ht := headtail.New(w, LogHeadBytes, LogTailBytes, "the job's stored log")
+		ht := headtail.NewHeadTail(w, LogHeadBytes, LogTailBytes, "the job's stored log")
 		logErr = b.Logs(ctx, j, backend.LogOptions{}, ht, ht)
 		if logErr != nil {
 			return logErr

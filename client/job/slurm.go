@@ -53,7 +53,7 @@ func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job,
 	}
 	runnerFor := m.RunnerFor
 	if runnerFor == nil {
-		runnerFor = runnerbin.For
+		runnerFor = runnerbin.RunnerBinary
 	}
 	docker := t.Settings.Runtime == store.RuntimeDocker
 	var push *backend.Push // the docker runtime's image, and where it was built

@@ -126,7 +126,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	done()
 	runnerFor := m.RunnerFor
 	if runnerFor == nil {
-		runnerFor = runnerbin.For
+		runnerFor = runnerbin.RunnerBinary
 	}
 	builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: t.OnBuilder}
 	if err := builder.Build(ctx, p, r.Build); err != nil {

@@ -126,7 +126,7 @@ func experiment(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := scaffold.Files("my-kernel", "test/base:1")
+	fs, err := scaffold.Scaffold("my-kernel", "test/base:1")
 	if err != nil {
 		t.Fatal(err)
 	}

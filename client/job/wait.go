@@ -32,7 +32,7 @@ func (m *Manager) Wait(ctx context.Context, j *store.Job) error {
 			return err
 		}
 		if !said {
-			fmt.Fprintf(m.Err, "job %s: %s does not answer (%v): waiting for it to come back (Ctrl-C stops waiting; the job goes on)\n", j.ID, j.Host, oneline.Of(err.Error()))
+			fmt.Fprintf(m.Err, "job %s: %s does not answer (%v): waiting for it to come back (Ctrl-C stops waiting; the job goes on)\n", j.ID, j.Host, oneline.OneLine(err.Error()))
 			said = true
 		}
 		select {

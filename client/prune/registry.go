@@ -53,7 +53,7 @@ func Registry(ctx context.Context, kb Cluster, addr string, known []*store.Job, 
 			knownRepos[registry.Repository(j.ImageRef)] = true
 		}
 	}
-	reg, err := registry.New(addr)
+	reg, err := registry.NewRegistry(addr)
 	if err != nil {
 		return nil, &BadRegistryError{Err: err}
 	}

@@ -42,10 +42,10 @@ type Registry struct {
 	opts []remote.Option
 }
 
-// New parses registry (HOST[:PORT][/PATH]). A registry on localhost or a
+// NewRegistry parses registry (HOST[:PORT][/PATH]). A registry on localhost or a
 // loopback or private address is tried over HTTPS, then plain HTTP, as
 // docker does by default; any other is spoken to over HTTPS.
-func New(registry string, opts ...remote.Option) (*Registry, error) {
+func NewRegistry(registry string, opts ...remote.Option) (*Registry, error) {
 	registry = strings.TrimSuffix(strings.TrimSpace(registry), "/")
 	host, path, _ := strings.Cut(registry, "/")
 	reg, err := name.NewRegistry(host, name.StrictValidation)

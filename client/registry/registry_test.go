@@ -70,7 +70,7 @@ func TestImagesAndDelete(t *testing.T) {
 	push(t, host+"/team/other:latest", old, nil)
 	push(t, host+"/xrun/elsewhere:bbbb-3333", old, nil) // another path of the registry
 
-	r, err := New(host + "/team/")
+	r, err := NewRegistry(host + "/team/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestDeleteRefused(t *testing.T) {
 		return 0
 	})
 	push(t, host+"/xrun/quick:aaaa-1111", time.Now(), nil)
-	r, err := New(host)
+	r, err := NewRegistry(host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestDeleteRefused(t *testing.T) {
 }
 
 func TestNewRefusesABadRegistry(t *testing.T) {
-	if _, err := New("not a host/x"); err == nil {
+	if _, err := NewRegistry("not a host/x"); err == nil {
 		t.Error("New accepted a registry with a space")
 	}
 }
@@ -133,7 +133,7 @@ func TestImagesWithoutCatalog(t *testing.T) {
 	})
 	push(t, host+"/xrun/quick:aaaa-1111", time.Now(), nil)
 	push(t, host+"/xrun/quick:aaaa-2222", time.Now(), nil)
-	r, err := New(host)
+	r, err := NewRegistry(host)
 	if err != nil {
 		t.Fatal(err)
 	}

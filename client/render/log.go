@@ -21,7 +21,7 @@ type Log struct {
 
 	mu      sync.Mutex
 	partial []byte
-	last    progress.Event
+	last    progress.Progress
 	seen    bool
 	at      time.Time // when last arrived
 	plain   string    // the case and phase of the last plain progress line
@@ -86,7 +86,7 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) line(line string) {
-	e, ok := progress.Parse(line)
+	e, ok := progress.ParseProgress(line)
 	if !ok {
 		l.s.Write([]byte(line))
 		return
@@ -102,7 +102,7 @@ func (l *Log) line(line string) {
 	}
 	l.plain = key
 	prefix := ""
-	if f := strings.Fields(line); len(f) > 0 && f[0] != progress.Tag {
+	if f := strings.Fields(line); len(f) > 0 && f[0] != progress.ProgressTag {
 		prefix = f[0] + " " // the log's time
 	}
 	l.s.Println(prefix + "progress: " + e.Text(e.Elapsed))

@@ -35,9 +35,9 @@ const (
 	VersionVar = Module + "/internal/version.Version"
 )
 
-// Builder says where For looks for a runner and how it builds one. The zero
+// RunnerBuilder says where For looks for a runner and how it builds one. The zero
 // value is ready to use; tests override fields.
-type Builder struct {
+type RunnerBuilder struct {
 	// Version is the client's version; default: version.Version.
 	Version string
 	// Exe is the running executable; default: os.Executable.
@@ -58,7 +58,7 @@ type Builder struct {
 	noCheckout bool // tests: ignore the checkout this package was built from
 }
 
-// For returns the path of a static xrun-runner of this client's version for
+// RunnerBinary returns the path of a static xrun-runner of this client's version for
 // goos/goarch (the daemon's platform; Docker's "x86_64" and "aarch64" are
 // accepted). In order: (1) the running executable, when it is the xrun
 // client (or runner) and a static ELF for that platform (the xrun binary
@@ -66,12 +66,12 @@ type Builder struct {
 // (3) a build with the Go toolchain (CGO_ENABLED=0), from the checkout the
 // client runs from, else from the module proxy at the client's version;
 // (4) otherwise an error that says how to get one.
-func For(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error) {
-	return (&Builder{Logf: logf}).For(ctx, goos, goarch)
+func RunnerBinary(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error) {
+	return (&RunnerBuilder{Logf: logf}).For(ctx, goos, goarch)
 }
 
 // For is the package-level For with b's settings.
-func (b *Builder) For(ctx context.Context, goos, goarch string) (string, error) {
+func (b *RunnerBuilder) For(ctx context.Context, goos, goarch string) (string, error) {
 	goos, goarch = NormalizePlatform(goos, goarch)
 	if goos != "linux" {
 		return "", fmt.Errorf("the daemon runs %s/%s; xrun images need a Linux daemon (Docker Desktop and Linux hosts are)", goos, goarch)
@@ -142,20 +142,20 @@ func (b *Builder) For(ctx context.Context, goos, goarch string) (string, error) 
 	return cached, nil
 }
 
-func (b *Builder) logf(format string, args ...any) {
+func (b *RunnerBuilder) logf(format string, args ...any) {
 	if b.Logf != nil {
 		b.Logf(format, args...)
 	}
 }
 
-func (b *Builder) version() string {
+func (b *RunnerBuilder) version() string {
 	if b.Version != "" {
 		return b.Version
 	}
 	return ClientVersion()
 }
 
-func (b *Builder) cacheDir() (string, error) {
+func (b *RunnerBuilder) cacheDir() (string, error) {
 	if b.CacheDir != "" {
 		return b.CacheDir, nil
 	}
@@ -263,7 +263,7 @@ func isXrun(exe string) bool {
 }
 
 // build runs go build of pkg in dir for goos/goarch into dst, atomically.
-func (b *Builder) build(ctx context.Context, goTool, dir, pkg, version, goos, goarch, dst string) error {
+func (b *RunnerBuilder) build(ctx context.Context, goTool, dir, pkg, version, goos, goarch, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("create the runner cache %s: %w", filepath.Dir(dst), err)
 	}
@@ -288,7 +288,7 @@ func (b *Builder) build(ctx context.Context, goTool, dir, pkg, version, goos, go
 
 // buildFromProxy builds Package at version in a scratch module, the way go
 // install would, except that go install refuses to cross-compile into GOBIN.
-func (b *Builder) buildFromProxy(ctx context.Context, goTool, version, goos, goarch, dst string) error {
+func (b *RunnerBuilder) buildFromProxy(ctx context.Context, goTool, version, goos, goarch, dst string) error {
 	dir, err := os.MkdirTemp("", "xrun-runner-build-")
 	if err != nil {
 		return fmt.Errorf("create a directory to build the runner: %w", err)

@@ -122,7 +122,7 @@ func TestIsStatic(t *testing.T) {
 // when it is a static xrun binary for the daemon's platform.
 func TestErrors(t *testing.T) {
 	ctx := context.Background()
-	b := &Builder{NoSelf: true, CacheDir: t.TempDir(), noCheckout: true}
+	b := &RunnerBuilder{NoSelf: true, CacheDir: t.TempDir(), noCheckout: true}
 
 	if _, err := b.For(ctx, "windows", "amd64"); err == nil || !strings.Contains(err.Error(), "need a Linux daemon") {
 		t.Errorf("windows: %v", err)

@@ -15,16 +15,16 @@ import (
 //go:embed files
 var files embed.FS
 
-// File is one file of the scaffold: its name in the experiment's
+// ScaffoldFile is one file of the scaffold: its name in the experiment's
 // directory and its contents.
-type File struct {
+type ScaffoldFile struct {
 	Name string
 	Data []byte
 }
 
-// Files are the scaffold's files for an experiment called name on base
+// Scaffold are the scaffold's files for an experiment called name on base
 // ("": the default base of its mode), the spec first.
-func Files(name, base string) ([]File, error) {
+func Scaffold(name, base string) ([]ScaffoldFile, error) {
 	tmpl, err := template.ParseFS(files, "files/xrun.yaml.tmpl")
 	if err != nil {
 		return nil, fmt.Errorf("read the scaffold: %w", err)
@@ -37,5 +37,5 @@ func Files(name, base string) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the scaffold: %w", err)
 	}
-	return []File{{spec.FileName, y.Bytes()}, {"matmul.py", py}}, nil
+	return []ScaffoldFile{{spec.FileName, y.Bytes()}, {"matmul.py", py}}, nil
 }

@@ -27,20 +27,20 @@ import (
 	"strings"
 )
 
-// Prefix starts every line of a frame.
-const Prefix = "xrun-out:"
+// OutPrefix starts every line of a frame.
+const OutPrefix = "xrun-out:"
 
-// MaxBytes is the most a frame carries (before base64): kubelets rotate a
+// OutMaxBytes is the most a frame carries (before base64): kubelets rotate a
 // container's log at 10 MiB by default, and a frame split across two log
 // files cannot be read back. Over it, logs/ (the workers' logs, also in
 // the job's log) is left out, then everything but results.json.
-const MaxBytes = 6 << 20
+const OutMaxBytes = 6 << 20
 
 const lineLen = 96
 
-// Write writes dir as a frame to w. It says in the begin line what it
+// WriteOut writes dir as a frame to w. It says in the begin line what it
 // left out to stay within MaxBytes.
-func Write(w io.Writer, dir string) error {
+func WriteOut(w io.Writer, dir string) error {
 	var data []byte
 	var left string
 	for _, keep := range []struct {
@@ -56,16 +56,16 @@ func Write(w io.Writer, dir string) error {
 			return err
 		}
 		left = keep.what
-		if len(data) <= MaxBytes {
+		if len(data) <= OutMaxBytes {
 			break
 		}
 	}
-	if len(data) > MaxBytes {
-		return fmt.Errorf("the output directory is %d bytes packed, over the %d a log frame carries", len(data), MaxBytes)
+	if len(data) > OutMaxBytes {
+		return fmt.Errorf("the output directory is %d bytes packed, over the %d a log frame carries", len(data), OutMaxBytes)
 	}
 	sum := sha256.Sum256(data)
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s begin %d", Prefix, len(data))
+	fmt.Fprintf(bw, "%s begin %d", OutPrefix, len(data))
 	if left != "" {
 		fmt.Fprintf(bw, " left-out=%s", strings.ReplaceAll(left, " ", "_"))
 	}
@@ -73,10 +73,10 @@ func Write(w io.Writer, dir string) error {
 	enc := base64.StdEncoding.EncodeToString(data)
 	for len(enc) > 0 {
 		n := min(lineLen, len(enc))
-		fmt.Fprintf(bw, "%s %s\n", Prefix, enc[:n])
+		fmt.Fprintf(bw, "%s %s\n", OutPrefix, enc[:n])
 		enc = enc[n:]
 	}
-	fmt.Fprintf(bw, "%s end %s\n", Prefix, hex.EncodeToString(sum[:]))
+	fmt.Fprintf(bw, "%s end %s\n", OutPrefix, hex.EncodeToString(sum[:]))
 	return bw.Flush()
 }
 
@@ -141,22 +141,22 @@ func pack(dir string, keep func(rel string) bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ErrNoFrame is returned by Extract when the log holds no complete frame.
-var ErrNoFrame = errors.New("the log holds no output frame")
+// ErrNoOutFrame is returned by Extract when the log holds no complete frame.
+var ErrNoOutFrame = errors.New("the log holds no output frame")
 
-// Extract finds the last complete frame in log and returns the tar it
+// ExtractOut finds the last complete frame in log and returns the tar it
 // carries (entries named out/...), and the log without any frame lines.
-func Extract(log []byte) (tarData []byte, rest []byte, err error) {
+func ExtractOut(log []byte) (tarData []byte, rest []byte, err error) {
 	var out bytes.Buffer
 	var cur *strings.Builder
 	var want int
 	var found []byte
-	var ferr error = ErrNoFrame
+	var ferr error = ErrNoOutFrame
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		body, ok := strings.CutPrefix(line, Prefix+" ")
+		body, ok := strings.CutPrefix(line, OutPrefix+" ")
 		if !ok {
 			out.WriteString(line)
 			out.WriteByte('\n')
@@ -220,9 +220,9 @@ func decode(enc string, want int, sum string) ([]byte, error) {
 	return data, nil
 }
 
-// Filter returns a writer that passes lines to w without the frame lines.
+// FilterOut returns a writer that passes lines to w without the frame lines.
 // Close flushes a last line without a newline.
-func Filter(w io.Writer) io.WriteCloser { return &filter{w: w} }
+func FilterOut(w io.Writer) io.WriteCloser { return &filter{w: w} }
 
 type filter struct {
 	w   io.Writer
@@ -237,7 +237,7 @@ func (f *filter) Write(p []byte) (int, error) {
 			break
 		}
 		line := f.buf[:i+1]
-		if !bytes.HasPrefix(line, []byte(Prefix+" ")) {
+		if !bytes.HasPrefix(line, []byte(OutPrefix+" ")) {
 			if _, err := f.w.Write(line); err != nil {
 				return len(p), err
 			}
@@ -248,7 +248,7 @@ func (f *filter) Write(p []byte) (int, error) {
 }
 
 func (f *filter) Close() error {
-	if len(f.buf) > 0 && !bytes.HasPrefix(f.buf, []byte(Prefix+" ")) {
+	if len(f.buf) > 0 && !bytes.HasPrefix(f.buf, []byte(OutPrefix+" ")) {
 		_, err := f.w.Write(f.buf)
 		f.buf = nil
 		return err

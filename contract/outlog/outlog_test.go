@@ -47,13 +47,13 @@ func outDir(t *testing.T, logBytes int) string {
 func TestRoundTripAmidOtherLines(t *testing.T) {
 	dir := outDir(t, 1000)
 	var frame bytes.Buffer
-	if err := Write(&frame, dir); err != nil {
+	if err := WriteOut(&frame, dir); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.SplitAfter(frame.String(), "\n")
 	// Other output before, after and inside the frame.
 	log := "starting\n" + strings.Join(lines[:3], "") + "a stray stderr line\n" + strings.Join(lines[3:], "") + "bye\n"
-	data, rest, err := Extract([]byte(log))
+	data, rest, err := ExtractOut([]byte(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRoundTripAmidOtherLines(t *testing.T) {
 		t.Errorf("rest = %q", rest)
 	}
 	var shown bytes.Buffer
-	f := Filter(&shown)
+	f := FilterOut(&shown)
 	for _, c := range []byte(log) { // byte by byte: lines split across writes
 		f.Write([]byte{c})
 	}
@@ -77,28 +77,28 @@ func TestRoundTripAmidOtherLines(t *testing.T) {
 
 func TestTruncatedFrameIsAnError(t *testing.T) {
 	var frame bytes.Buffer
-	if err := Write(&frame, outDir(t, 5000)); err != nil {
+	if err := WriteOut(&frame, outDir(t, 5000)); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.SplitAfter(frame.String(), "\n")
 	cut := strings.Join(append(append([]string{}, lines[:2]...), lines[len(lines)-2:]...), "")
-	if _, _, err := Extract([]byte(cut)); err == nil || !strings.Contains(err.Error(), "mid-frame") {
+	if _, _, err := ExtractOut([]byte(cut)); err == nil || !strings.Contains(err.Error(), "mid-frame") {
 		t.Errorf("a frame missing lines: %v", err)
 	}
-	if _, _, err := Extract([]byte("no frame here\n")); !errors.Is(err, ErrNoFrame) {
+	if _, _, err := ExtractOut([]byte("no frame here\n")); !errors.Is(err, ErrNoOutFrame) {
 		t.Errorf("no frame: %v", err)
 	}
 }
 
 func TestLargeLogsAreLeftOut(t *testing.T) {
 	var frame bytes.Buffer
-	if err := Write(&frame, outDir(t, MaxBytes+1000)); err != nil {
+	if err := WriteOut(&frame, outDir(t, OutMaxBytes+1000)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(strings.SplitN(frame.String(), "\n", 2)[0], "left-out=logs/") {
 		t.Errorf("begin line does not say logs/ were left out: %.80s", frame.String())
 	}
-	data, _, err := Extract(frame.Bytes())
+	data, _, err := ExtractOut(frame.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Tag starts a progress line, after the log's HH:MM:SS time.
-const Tag = "progress"
+// ProgressTag starts a progress line, after the log's HH:MM:SS time.
+const ProgressTag = "progress"
 
 // Phases of a case.
 const (
@@ -22,8 +22,8 @@ const (
 	PhaseTime  = "time"  // the timing loop
 )
 
-// Event is one progress line.
-type Event struct {
+// Progress is one progress line.
+type Progress struct {
 	// Case is the case running, from 1, of Cases.
 	Case, Cases int
 	// Phase is PhaseCheck or PhaseTime; Impl the implementation being
@@ -38,9 +38,9 @@ type Event struct {
 // Line is the event as the runner logs it (without the time prefix):
 //
 //	progress case=2/7 phase=time impl=pipelined elapsed=31.4 case_start=20.2 done=19.8
-func (e Event) Line() string {
+func (e Progress) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s case=%d/%d phase=%s", Tag, e.Case, e.Cases, e.Phase)
+	fmt.Fprintf(&b, "%s case=%d/%d phase=%s", ProgressTag, e.Case, e.Cases, e.Phase)
 	if e.Impl != "" {
 		fmt.Fprintf(&b, " impl=%s", e.Impl)
 	}
@@ -48,16 +48,16 @@ func (e Event) Line() string {
 	return b.String()
 }
 
-// Parse reads a progress line of the log, with or without its HH:MM:SS
+// ParseProgress reads a progress line of the log, with or without its HH:MM:SS
 // prefix (and a docker timestamp before it). ok is false for any other line.
-func Parse(line string) (e Event, ok bool) {
+func ParseProgress(line string) (e Progress, ok bool) {
 	line = strings.TrimRight(line, "\r\n")
 	fields := strings.Fields(line)
 	i := 0
-	for i < len(fields) && i < 2 && fields[i] != Tag {
+	for i < len(fields) && i < 2 && fields[i] != ProgressTag {
 		i++
 	}
-	if i >= len(fields) || fields[i] != Tag {
+	if i >= len(fields) || fields[i] != ProgressTag {
 		return e, false
 	}
 	seen := 0
@@ -88,11 +88,11 @@ func Parse(line string) (e Event, ok bool) {
 			e.Done, err = strconv.ParseFloat(v, 64)
 		}
 		if err != nil {
-			return Event{}, false
+			return Progress{}, false
 		}
 	}
 	if seen != 7 || e.Case < 1 || e.Cases < e.Case {
-		return Event{}, false
+		return Progress{}, false
 	}
 	return e, true
 }
@@ -102,7 +102,7 @@ func Parse(line string) (e Event, ok bool) {
 // cases for each case not finished, less what the current case has run.
 // ok is false until a case has finished, and once the run is past the
 // estimate: no estimate is better than a guess.
-func (e Event) Remaining(elapsed float64) (time.Duration, bool) {
+func (e Progress) Remaining(elapsed float64) (time.Duration, bool) {
 	finished := e.Case - 1
 	if finished < 1 || e.Done <= 0 {
 		return 0, false
@@ -119,7 +119,7 @@ func (e Event) Remaining(elapsed float64) (time.Duration, bool) {
 // Text is the event for a person, at elapsed seconds:
 //
 //	case 2/7, timing pipelined, 0:31 elapsed, about 1:12 left
-func (e Event) Text(elapsed float64) string {
+func (e Progress) Text(elapsed float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "case %d/%d", e.Case, e.Cases)
 	switch {
@@ -130,15 +130,15 @@ func (e Event) Text(elapsed float64) string {
 	default:
 		b.WriteString(", checking")
 	}
-	fmt.Fprintf(&b, ", %s elapsed", Clock(elapsed))
+	fmt.Fprintf(&b, ", %s elapsed", ProgressClock(elapsed))
 	if left, ok := e.Remaining(elapsed); ok {
-		fmt.Fprintf(&b, ", about %s left", Clock(left.Seconds()))
+		fmt.Fprintf(&b, ", about %s left", ProgressClock(left.Seconds()))
 	}
 	return b.String()
 }
 
-// Clock is s seconds as M:SS, or H:MM:SS from an hour.
-func Clock(s float64) string {
+// ProgressClock is s seconds as M:SS, or H:MM:SS from an hour.
+func ProgressClock(s float64) string {
 	t := int(s + 0.5)
 	if t < 0 {
 		t = 0

@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// Head returns HEAD of the repository dir is in ("" when it is in none or
+// GitHead returns HEAD of the repository dir is in ("" when it is in none or
 // git is missing) and whether the experiment's files differ from it: dir
 // and the includes (relative to dir) have uncommitted changes or untracked
 // files. A copy of a checkout whose .git is older than its files (a tree
 // sent to another machine) reads dirty, as it should.
-func Head(ctx context.Context, dir string, includes ...string) (commit string, dirty bool) {
+func GitHead(ctx context.Context, dir string, includes ...string) (commit string, dirty bool) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()

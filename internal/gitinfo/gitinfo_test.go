@@ -38,7 +38,7 @@ func TestGit(t *testing.T) {
 	inc := []string{"../../kernels/k"}
 	check := func(what string, wantDirty bool) {
 		t.Helper()
-		commit, dirty := Head(context.Background(), exp, inc...)
+		commit, dirty := GitHead(context.Background(), exp, inc...)
 		if len(commit) != 40 || dirty != wantDirty {
 			t.Errorf("%s: commit %q, dirty %v; want a commit, dirty %v", what, commit, dirty, wantDirty)
 		}
@@ -58,7 +58,7 @@ func TestGit(t *testing.T) {
 	sh("reset", "-q", "--soft", "HEAD~1")
 	sh("reset", "-q")
 	check("a copy whose .git is a commit behind", true)
-	if commit, dirty := Head(context.Background(), t.TempDir()); commit != "" || dirty {
+	if commit, dirty := GitHead(context.Background(), t.TempDir()); commit != "" || dirty {
 		t.Errorf("outside a repository: %q, %v", commit, dirty)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 )
 
-// Writer is a bounded log writer. It is not safe for concurrent use.
-type Writer struct {
+// HeadTail is a bounded log writer. It is not safe for concurrent use.
+type HeadTail struct {
 	w          io.Writer
 	head, tail int64
 	what       string
@@ -23,15 +23,15 @@ type Writer struct {
 	err        error // the first error of w
 }
 
-// New returns a Writer onto w keeping head bytes from the start and tail
+// NewHeadTail returns a Writer onto w keeping head bytes from the start and tail
 // from the end; what names the log in the dropped line ("a worker's log").
-func New(w io.Writer, head, tail int64, what string) *Writer {
-	return &Writer{w: w, head: head, tail: tail, what: what, rest: ring{size: int(tail)}}
+func NewHeadTail(w io.Writer, head, tail int64, what string) *HeadTail {
+	return &HeadTail{w: w, head: head, tail: tail, what: what, rest: ring{size: int(tail)}}
 }
 
 // Write never fails: a full disk must not stop whoever writes the log.
 // Err reports what w returned.
-func (t *Writer) Write(p []byte) (int, error) {
+func (t *HeadTail) Write(p []byte) (int, error) {
 	n := min(int64(len(p)), max(t.head-t.written, 0))
 	if n > 0 && t.err == nil {
 		if _, err := t.w.Write(p[:n]); err != nil {
@@ -44,14 +44,14 @@ func (t *Writer) Write(p []byte) (int, error) {
 }
 
 // Dropped is how many bytes Close will leave out.
-func (t *Writer) Dropped() int64 { return max(t.rest.total-int64(len(t.rest.bytes())), 0) }
+func (t *HeadTail) Dropped() int64 { return max(t.rest.total-int64(len(t.rest.bytes())), 0) }
 
 // Total is how many bytes were written.
-func (t *Writer) Total() int64 { return t.written + t.rest.total }
+func (t *HeadTail) Total() int64 { return t.written + t.rest.total }
 
 // Close writes the dropped line, when bytes were dropped, and the kept
 // end. It returns the first error w returned, now or before.
-func (t *Writer) Close() error {
+func (t *HeadTail) Close() error {
 	kept := t.rest.bytes()
 	if dropped := t.rest.total - int64(len(kept)); dropped > 0 {
 		// Start the kept end at a line when one is near.
@@ -66,7 +66,7 @@ func (t *Writer) Close() error {
 	return t.err
 }
 
-func (t *Writer) put(p []byte) {
+func (t *HeadTail) put(p []byte) {
 	if t.err == nil && len(p) > 0 {
 		_, t.err = t.w.Write(p)
 	}
@@ -107,12 +107,12 @@ func (r *ring) bytes() []byte {
 	return append(append([]byte(nil), r.buf[r.pos:]...), r.buf[:r.pos]...)
 }
 
-// String bounds a message the job's code made (an exception's text, a
+// HeadTailString bounds a message the job's code made (an exception's text, a
 // traceback) as a Writer bounds a log: when s is longer than head+tail
 // bytes it keeps the first head and the last tail of them, cut at UTF-8
 // character boundaries, with a line between them saying how many bytes
 // were dropped there.
-func String(s string, head, tail int) string {
+func HeadTailString(s string, head, tail int) string {
 	if len(s) <= head+tail {
 		return s
 	}

@@ -26,7 +26,7 @@ func TestWriter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var all strings.Builder
 			var out bytes.Buffer
-			w := New(&out, 120, 120, "a test log")
+			w := NewHeadTail(&out, 120, 120, "a test log")
 			for i := 0; i < tt.lines; i += tt.chunk {
 				var b strings.Builder
 				for j := i; j < min(i+tt.chunk, tt.lines); j++ {
@@ -75,7 +75,7 @@ func (f *failing) Write(p []byte) (int, error) {
 
 func TestWriterKeepsGoingWhenTheDiskIsFull(t *testing.T) {
 	f := &failing{}
-	w := New(f, 10, 10, "a test log")
+	w := NewHeadTail(f, 10, 10, "a test log")
 	for i := 0; i < 5; i++ {
 		if _, err := w.Write([]byte("0123456789abcdef")); err != nil {
 			t.Fatalf("Write returned %v; a full disk must not stop the writer", err)
@@ -90,11 +90,11 @@ func TestWriterKeepsGoingWhenTheDiskIsFull(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
-	if got := String("short", 2, 3); got != "short" {
+	if got := HeadTailString("short", 2, 3); got != "short" {
 		t.Errorf("a short string changed: %q", got)
 	}
 	s := "αβ" + strings.Repeat("A", 60<<20) + "END"
-	got := String(s, 3, 4)
+	got := HeadTailString(s, 3, 4)
 	if len(got) > 3+4+64 || !strings.HasPrefix(got, "α\n[xrun: ") || !strings.HasSuffix(got, "\nAEND") ||
 		!strings.Contains(got, fmt.Sprintf("%d bytes dropped here", len(s)-2-4)) || !utf8.ValidString(got) {
 		t.Errorf("String of %d bytes: %q", len(s), got)

@@ -16,12 +16,12 @@ var escaper = strings.NewReplacer(
 	"|", `\|`, "~", `\~`, "!", `\!`, "#", `\#`, "\r", " ", "\n", " ",
 )
 
-// Escape is s with every markdown sign backslashed and line breaks made
+// Markdown is s with every markdown sign backslashed and line breaks made
 // spaces: one line of literal text, also inside a table cell. An
 // underscore between two letters or digits (fused_gemm) stays as it is:
 // markdown never reads one there as emphasis, and the source stays
 // readable.
-func Escape(s string) string {
+func Markdown(s string) string {
 	if !strings.Contains(s, "_") {
 		return escaper.Replace(s)
 	}

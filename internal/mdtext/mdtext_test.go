@@ -16,7 +16,7 @@ func TestEscape(t *testing.T) {
 		"fused_gemm case=mm_small":         "fused_gemm case=mm_small",
 		"_a_b_ __init__ x_ é_1":            `\_a_b\_ \_\_init\_\_ x\_ é_1`,
 	} {
-		if got := Escape(in); got != want {
+		if got := Markdown(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
 		}
 	}

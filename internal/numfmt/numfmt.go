@@ -64,9 +64,9 @@ func Percent(pct float64) string {
 // one decimal: +20.1%, -3.0%.
 func Change(ratio float64) string { return fmt.Sprintf("%+.1f%%", 100*ratio) }
 
-// Error writes a correctness error (max abs error) with three
+// MaxError writes a correctness error (max abs error) with three
 // significant digits: 0.00391, 0.
-func Error(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+func MaxError(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
 
 // Bytes writes a size as docker does: "1.2GB", "85.3MB".
 func Bytes(n int64) string {

@@ -79,7 +79,7 @@ func TestDuration(t *testing.T) {
 func TestFigures(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{Count(725602.4), "725,602"}, {Count(999), "999"}, {Count(1000), "1,000"}, {Count(-1234567), "-1,234,567"},
-		{Error(0), "0"}, {Error(0.0039062), "0.00391"},
+		{MaxError(0), "0"}, {MaxError(0.0039062), "0.00391"},
 		{Percent(87.4), "87%"}, {Percent(4.24), "4.2%"},
 		{Change(0.2013), "+20.1%"}, {Change(-0.03), "-3.0%"},
 	} {

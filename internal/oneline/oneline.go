@@ -4,8 +4,8 @@ package oneline
 
 import "strings"
 
-// Of is the first line of s, with the space around s trimmed first.
-func Of(s string) string {
+// OneLine is the first line of s, with the space around s trimmed first.
+func OneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
 }
@@ -13,7 +13,7 @@ func Of(s string) string {
 // Short is Of(s) cut to at most n bytes, "..." in place of the rest: a
 // line that fits a table cell (n > 3).
 func Short(s string, n int) string {
-	s = Of(s)
+	s = OneLine(s)
 	if len(s) > n {
 		s = s[:n-3] + "..."
 	}

@@ -12,7 +12,7 @@ func TestOf(t *testing.T) {
 		"  one\ntwo\n":                   "one",
 		"\n\nTraceback (most recent)\nx": "Traceback (most recent)",
 	} {
-		if got := Of(in); got != want {
+		if got := OneLine(in); got != want {
 			t.Errorf("Of(%q) = %q, want %q", in, got, want)
 		}
 	}

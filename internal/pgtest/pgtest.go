@@ -23,14 +23,14 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx"
 )
 
-// Start starts a throwaway PostgreSQL server on a free port of
+// Postgres starts a throwaway PostgreSQL server on a free port of
 // 127.0.0.1 and returns its URL up to the database's name
 // ("postgres://xrun@127.0.0.1:PORT/"). It stops and removes it when t
 // ends. PostgreSQL refuses to run as root: as root it runs as the
 // postgres user (or nobody).
-func Start(t testing.TB) string {
+func Postgres(t testing.TB) string {
 	t.Helper()
-	bin := Bin()
+	bin := PostgresBin()
 	if bin == "" {
 		// CI installs it: a CI run without it is broken, not excused.
 		if os.Getenv("CI") == "true" {
@@ -85,13 +85,13 @@ func Start(t testing.TB) string {
 	return fmt.Sprintf("postgres://xrun@127.0.0.1:%d/", port)
 }
 
-// Databases starts a throwaway PostgreSQL server (Start) and returns a
+// PostgresDatabases starts a throwaway PostgreSQL server (Start) and returns a
 // maker of databases on it: each call creates an empty database of its
 // own, named prefix_N, and returns its URL, for a subtest that needs a
 // history apart from the others'.
-func Databases(t testing.TB, prefix string) func(t testing.TB) string {
+func PostgresDatabases(t testing.TB, prefix string) func(t testing.TB) string {
 	t.Helper()
-	base := Start(t)
+	base := Postgres(t)
 	admin, err := sql.Open("pgx", base+"postgres?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
@@ -112,10 +112,10 @@ func Databases(t testing.TB, prefix string) func(t testing.TB) string {
 	}
 }
 
-// Bin is the directory of PostgreSQL's initdb and pg_ctl: on
+// PostgresBin is the directory of PostgreSQL's initdb and pg_ctl: on
 // PATH, else Debian's newest /usr/lib/postgresql/N/bin; "" when there is
 // none.
-func Bin() string {
+func PostgresBin() string {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		return filepath.Dir(p)
 	}

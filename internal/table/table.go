@@ -162,7 +162,7 @@ func (c Cell) Markdown() string {
 // MarkdownText is a run's own text for markdown: without its control
 // sequences, then escaped (mdtext), so that a sequence's bracket is not
 // escaped out of termsafe's sight.
-func MarkdownText(s string) string { return mdtext.Escape(termsafe.String(s)) }
+func MarkdownText(s string) string { return mdtext.Markdown(termsafe.Safe(s)) }
 
 // CSVCell is a CSV cell that a spreadsheet reads as the text it is: text
 // beginning with =, +, - or @ (a formula to Excel, LibreOffice and Google
@@ -181,7 +181,7 @@ func CSVCell(s string) string {
 	if strings.ContainsFunc(s, func(r rune) bool {
 		return (r < 0x20 && r != '\t' && r != '\r' && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 	}) {
-		s = termsafe.String(s)
+		s = termsafe.Safe(s)
 	}
 	switch s[0] {
 	case '=', '+', '-', '@', '\t', '\r':

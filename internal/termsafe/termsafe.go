@@ -13,9 +13,9 @@ import (
 	"sync"
 )
 
-// Wrap returns a Writer over w when w is a terminal (a character device),
+// SafeWrap returns a Writer over w when w is a terminal (a character device),
 // and w itself otherwise: a file or a pipe gets the bytes as they are.
-func Wrap(w io.Writer) io.Writer {
+func SafeWrap(w io.Writer) io.Writer {
 	f, ok := w.(*os.File)
 	if !ok {
 		return w
@@ -23,7 +23,7 @@ func Wrap(w io.Writer) io.Writer {
 	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		return w
 	}
-	return NewWriter(w)
+	return NewSafeWriter(w)
 }
 
 type state int
@@ -40,26 +40,26 @@ const (
 	c2           // after 0xC2, which starts the UTF-8 of a C1 control
 )
 
-// Writer passes text to the writer under it without control sequences:
+// SafeWriter passes text to the writer under it without control sequences:
 // escape sequences (CSI, OSC and other strings, two-byte and nF escapes)
 // and the C1 controls (U+0080 to U+009F) are dropped, as is every other C0
 // control but newline and tab; CR and CRLF become newline, so a line cannot
 // be overwritten by another. A sequence split across writes is still
 // recognised. A newline ends an unterminated sequence, so that one never
 // swallows more than the rest of its line. It is safe for concurrent use.
-type Writer struct {
+type SafeWriter struct {
 	mu    sync.Mutex
 	w     io.Writer
 	state state
 	buf   []byte
 }
 
-// NewWriter returns a Writer writing to w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+// NewSafeWriter returns a Writer writing to w.
+func NewSafeWriter(w io.Writer) *SafeWriter { return &SafeWriter{w: w} }
 
 // Write writes p less its control sequences and returns len(p) when the
 // writer under it took what was left.
-func (t *Writer) Write(p []byte) (int, error) {
+func (t *SafeWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = t.buf[:0]
@@ -94,7 +94,7 @@ func (t *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *Writer) step(b byte) {
+func (t *SafeWriter) step(b byte) {
 	switch t.state {
 	case ground:
 		t.ground(b)
@@ -183,7 +183,7 @@ var plain = func() (p [256]bool) {
 	return p
 }()
 
-func (t *Writer) ground(b byte) {
+func (t *SafeWriter) ground(b byte) {
 	switch {
 	case b == '\n' || b == '\t' || (b >= 0x20 && b < 0x7f) || (b >= 0x80 && b != 0xc2):
 		t.buf = append(t.buf, b)
@@ -200,7 +200,7 @@ func (t *Writer) ground(b byte) {
 // abort ends a malformed or unterminated sequence at b: a newline is kept,
 // an ESC starts the next sequence, anything else is dropped with the
 // sequence.
-func (t *Writer) abort(b byte) {
+func (t *SafeWriter) abort(b byte) {
 	t.state = ground
 	switch b {
 	case '\n':
@@ -210,11 +210,11 @@ func (t *Writer) abort(b byte) {
 	}
 }
 
-// String returns s as a Writer passes it on: without its control
+// Safe returns s as a Writer passes it on: without its control
 // sequences and controls but newline and tab, CR and CRLF as newline. For
 // the experiment's text that xrun keeps or writes where no terminal may
 // be (results.json's errors, CSV cells, Markdown for a CI summary).
-func String(s string) string {
+func Safe(s string) string {
 	clean := true
 	for i := 0; i < len(s) && clean; i++ {
 		b := s[i]
@@ -224,7 +224,7 @@ func String(s string) string {
 		return s
 	}
 	var b strings.Builder
-	w := NewWriter(&b)
+	w := NewSafeWriter(&b)
 	w.Write([]byte(s))
 	if w.state == cr {
 		b.WriteByte('\n')

@@ -34,7 +34,7 @@ func TestWriter(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var whole bytes.Buffer
-			if n, err := NewWriter(&whole).Write([]byte(tc.in)); err != nil || n != len(tc.in) {
+			if n, err := NewSafeWriter(&whole).Write([]byte(tc.in)); err != nil || n != len(tc.in) {
 				t.Fatalf("Write = %d, %v", n, err)
 			}
 			if whole.String() != tc.want {
@@ -42,7 +42,7 @@ func TestWriter(t *testing.T) {
 			}
 			// Byte by byte: a sequence split across writes is still one.
 			var split bytes.Buffer
-			w := NewWriter(&split)
+			w := NewSafeWriter(&split)
 			for i := range len(tc.in) {
 				w.Write([]byte{tc.in[i]})
 			}
@@ -59,11 +59,11 @@ func TestWrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if Wrap(f) != f {
+	if SafeWrap(f) != f {
 		t.Error("a regular file was wrapped")
 	}
 	var b bytes.Buffer
-	if Wrap(&b) != &b {
+	if SafeWrap(&b) != &b {
 		t.Error("a buffer was wrapped")
 	}
 	tty, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -71,7 +71,7 @@ func TestWrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	if _, ok := Wrap(tty).(*Writer); !ok {
+	if _, ok := SafeWrap(tty).(*SafeWriter); !ok {
 		t.Errorf("%s, a character device, was not wrapped", os.DevNull)
 	}
 }
@@ -82,13 +82,13 @@ func FuzzWriter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, chunk int) {
 		chunk = max(chunk%64, 1)
 		var out bytes.Buffer
-		w := NewWriter(&out)
+		w := NewSafeWriter(&out)
 		for i := 0; i < len(in); i += chunk {
 			w.Write(in[i:min(i+chunk, len(in))])
 		}
 		b := out.Bytes()
 		// The same as stepping a byte at a time.
-		ref := NewWriter(io.Discard)
+		ref := NewSafeWriter(io.Discard)
 		for _, c := range in {
 			ref.step(c)
 		}
@@ -115,7 +115,7 @@ func TestString(t *testing.T) {
 		"a\x07b\x1b[2Kc\r":                          "abc\n",
 		"\u009b31mx":                                "x",
 	} {
-		if got := String(in); got != want {
+		if got := Safe(in); got != want {
 			t.Errorf("String(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -316,7 +316,7 @@ const (
 )
 
 // bound keeps the first and last n/2 bytes of s.
-func bound(s string, n int) string { return headtail.String(s, n/2, n/2) }
+func bound(s string, n int) string { return headtail.HeadTailString(s, n/2, n/2) }
 
 // DecodeEvent decodes and checks one event line. Unknown fields are
 // ignored (a newer worker may add some); unknown events, missing fields and

@@ -501,7 +501,7 @@ func (w *Worker) Close(grace time.Duration) {
 // TailBytes for errors.
 type tailWriter struct {
 	mu     sync.Mutex
-	log    *headtail.Writer // the log file, bounded
+	log    *headtail.HeadTail // the log file, bounded
 	f      *os.File
 	tail   []byte
 	closed bool
@@ -509,7 +509,7 @@ type tailWriter struct {
 }
 
 func newTailWriter(f *os.File) *tailWriter {
-	return &tailWriter{log: headtail.New(f, LogHeadBytes, LogTailBytes, "a worker's log"), f: f}
+	return &tailWriter{log: headtail.NewHeadTail(f, LogHeadBytes, LogTailBytes, "a worker's log"), f: f}
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {

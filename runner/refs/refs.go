@@ -18,9 +18,9 @@ import (
 	"github.com/xrun-dev/xrun/spec"
 )
 
-// Of are the module:function references of s, each with the spec key
+// RefsOf are the module:function references of s, each with the spec key
 // that names it.
-func Of(s *spec.Spec) []harness.Ref {
+func RefsOf(s *spec.Spec) []harness.Ref {
 	b := &s.Benchmark
 	var refs []harness.Ref
 	add := func(key, ref string) {
@@ -48,11 +48,11 @@ func Of(s *spec.Spec) []harness.Ref {
 	return refs
 }
 
-// Error is the problems the reference check found, a line each
+// RefsError is the problems the reference check found, a line each
 // ("xrun.yaml:9: benchmark.inputs: ops:mk: ops.py: module ops has no
 // function mk; ..."), or nil for none: one message, whether xrun finds them
 // before the build or the runner in the container.
-func Error(s *spec.Spec, problems []harness.Problem) error {
+func RefsError(s *spec.Spec, problems []harness.Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
@@ -80,11 +80,11 @@ func CheckOnHost(ctx context.Context, s *spec.Spec, expDir, python string, timeo
 		}
 	}
 	env = append(env, "PYTHONPATH="+PythonPath(expDir, s.Include, ""), "PYTHONDONTWRITEBYTECODE=1")
-	problems, cerr := harness.CheckRefsOnHost(ctx, python, expDir, env, Of(s), timeout)
+	problems, cerr := harness.CheckRefsOnHost(ctx, python, expDir, env, RefsOf(s), timeout)
 	if cerr != nil {
 		return false, nil
 	}
-	return true, Error(s, problems)
+	return true, RefsError(s, problems)
 }
 
 // PythonPath is the PYTHONPATH of the workers: the experiment directory and

@@ -14,12 +14,12 @@ import (
 func TestOfACommandBenchmark(t *testing.T) {
 	s := &spec.Spec{Benchmark: spec.Benchmark{Command: []string{"sh", "-c", "exit 1"}, Flops: "m:flops",
 		Implementations: []spec.Implementation{{Name: "only", Fn: "only"}}}}
-	refs := Of(s)
+	refs := RefsOf(s)
 	if len(refs) != 1 || refs[0].Key != "benchmark.flops" {
 		t.Errorf("refs of a command benchmark: %+v", refs)
 	}
 	s.Benchmark.Command = nil
-	if refs := Of(s); len(refs) != 2 {
+	if refs := RefsOf(s); len(refs) != 2 {
 		t.Errorf("refs of a Python benchmark: %+v", refs)
 	}
 }

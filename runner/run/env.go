@@ -76,7 +76,7 @@ func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 	// git reads the experiment's own .git (hooks, fsmonitor): only a run
 	// that trusts that code, outside the sandbox, asks it.
 	if env.GitCommit == "" && o.Worker == nil {
-		env.GitCommit, env.GitDirty = gitinfo.Head(ctx, o.ExperimentDir, includes...)
+		env.GitCommit, env.GitDirty = gitinfo.GitHead(ctx, o.ExperimentDir, includes...)
 	}
 	return env
 }

@@ -103,7 +103,7 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	}
 	if o.OutToLog {
 		if _, serr := os.Stat(o.OutDir); serr == nil {
-			if werr := outlog.Write(stdout, o.OutDir); werr != nil {
+			if werr := outlog.WriteOut(stdout, o.OutDir); werr != nil {
 				fmt.Fprintf(stderr, "%s: write the output directory into the log: %v\n", name, werr)
 			}
 		}

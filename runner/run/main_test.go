@@ -84,9 +84,9 @@ func TestRunLogsProgressLines(t *testing.T) {
 	if code != contract.ExitSucceeded {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	var events []progress.Event
+	var events []progress.Progress
 	for _, line := range strings.Split(stderr.String(), "\n") {
-		if e, ok := progress.Parse(line); ok {
+		if e, ok := progress.ParseProgress(line); ok {
 			events = append(events, e)
 		}
 	}

@@ -172,13 +172,13 @@ func (rn *runner) implementations() []*impl {
 // starts: a misspelt name or a syntax error is a bad spec (exit 3) found
 // in a second, not an error repeated by every case after the GPU work.
 func (rn *runner) checkRefs(ctx context.Context, py string, env []string) error {
-	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, refs.Of(rn.s), rn.o.Worker)
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, refs.RefsOf(rn.s), rn.o.Worker)
 	if err != nil {
 		// The check is a shortcut: the workers still report what it missed.
 		rn.logf("%v", err)
 		return nil
 	}
-	if err := refs.Error(rn.s, problems); err != nil {
+	if err := refs.RefsError(rn.s, problems); err != nil {
 		return &SpecError{err}
 	}
 	return nil

@@ -283,7 +283,7 @@ func profileWarnings(ps []result.Profile) []result.Warning {
 	for _, p := range ps {
 		if p.Status != result.ProfileOK {
 			out = append(out, result.Warning{Kind: "profile_failed", Implementation: p.Implementation,
-				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, oneline.Of(p.Error))})
+				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, oneline.OneLine(p.Error))})
 		}
 	}
 	return out

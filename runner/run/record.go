@@ -149,7 +149,7 @@ func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
 		msg += "\n" + lastBytes(he.Traceback, harness.TailBytes)
 	}
 	ir.Error = errorText(msg)
-	ir.StderrTail = termsafe.String(he.Tail)
+	ir.StderrTail = termsafe.Safe(he.Tail)
 	ir.Timing = nil
 	rn.logf("%s: %s during %s: %s", im.name, ir.Status, op, errorText(he.Error()))
 	// A CUDA error leaves the context unusable, and a timeout or crash
@@ -172,7 +172,7 @@ const maxErrorBytes = harness.MaxMessageBytes + harness.TailBytes + 1024
 // without control sequences, which would reach terminals, CSV files and a
 // CI job's Markdown summary through every reader of the results.
 func errorText(s string) string {
-	return termsafe.String(headtail.String(s, maxErrorBytes/2, maxErrorBytes/2))
+	return termsafe.Safe(headtail.HeadTailString(s, maxErrorBytes/2, maxErrorBytes/2))
 }
 
 func lastBytes(s string, n int) string {

@@ -274,7 +274,7 @@ func (rn *runner) progress(phase, impl string) {
 		return
 	}
 	now := time.Now()
-	e := progress.Event{Case: p.caseN, Cases: p.cases, Phase: phase, Impl: impl,
+	e := progress.Progress{Case: p.caseN, Cases: p.cases, Phase: phase, Impl: impl,
 		Elapsed: now.Sub(p.start).Seconds(), CaseStart: p.caseStart.Sub(p.start).Seconds(), Done: p.done.Seconds()}
 	rn.logf("%s", e.Line())
 }
