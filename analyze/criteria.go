@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/internal/numfmt"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -150,7 +150,7 @@ func Conclude(r *result.Results, c Conclusion) {
 			}
 		}
 		// The criteria quote why those did not run (notRun).
-		was, now := quoteWhy(result.ImplNotRun, oneline.Short(r.Error, 120)), quoteWhy(result.ImplNotRun, oneline.Short(c.Reason, 120))
+		was, now := quoteWhy(result.ImplNotRun, text.Short(r.Error, 120)), quoteWhy(result.ImplNotRun, text.Short(c.Reason, 120))
 		for i := range r.Criteria {
 			r.Criteria[i].Detail = strings.ReplaceAll(r.Criteria[i].Detail, was, now)
 		}
@@ -387,7 +387,7 @@ func notRun(name string, ir *result.ImplResult) string {
 	if ir == nil {
 		return name + " has no result"
 	}
-	why := oneline.Short(ir.Error, 120)
+	why := text.Short(ir.Error, 120)
 	switch ir.Status {
 	case result.ImplSkipped:
 		if why == "" {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -36,7 +36,7 @@ func ExpectedOutcome(r *result.Results) Outcome {
 	default:
 		why := "the job is " + r.Status
 		if r.Error != "" {
-			why += ": " + oneline.Short(r.Error, 120)
+			why += ": " + text.Short(r.Error, 120)
 		}
 		o.Worse = append(o.Worse, why)
 	}
@@ -123,7 +123,7 @@ func NothingCompared(r *result.Results) string {
 // shortReason is a skip's reason without its details: "needs a GPU" of
 // "needs a GPU (requires: triton); this host has none".
 func shortReason(s string) string {
-	s = oneline.Short(s, 120)
+	s = text.Short(s, 120)
 	if i := strings.IndexAny(s, "(;"); i > 0 {
 		s = s[:i]
 	}

@@ -10,9 +10,8 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/internal/numfmt"
-	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/table"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -24,11 +23,11 @@ import (
 // the success criteria, the environment, the methodology and the warnings.
 //
 // Control sequences in what the experiment's code wrote (errors, labels)
-// are dropped (termsafe), and its names and errors are escaped (mdtext):
+// are dropped (text.Safe), and its names and errors are escaped (text.Markdown):
 // they read as written in a pull request's comment, never as a link, an
 // image, HTML or a table's cell end.
 func Markdown(w io.Writer, r *result.Results) error {
-	bw := bufio.NewWriter(termsafe.NewSafeWriter(w))
+	bw := bufio.NewWriter(text.NewSafeWriter(w))
 	m := &mdWriter{w: bw}
 	m.header(r)
 	m.table(r)
@@ -85,7 +84,7 @@ func (m *mdWriter) header(r *result.Results) {
 	}
 	m.printf("%s\n\n", strings.Join(facts, " · "))
 	if r.Error != "" {
-		m.printf("**Error**: %s\n\n", table.MarkdownText(oneline.Short(r.Error, 160)))
+		m.printf("**Error**: %s\n\n", table.MarkdownText(text.Short(r.Error, 160)))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
 		m.printf("**%s**\n\n", s)
@@ -116,7 +115,7 @@ func (m *mdWriter) table(r *result.Results) {
 		t.Columns = append(t.Columns, table.Column{Head: table.Text(c)})
 	}
 	// The experiment's own names (implementations, cases, metrics) are
-	// text, not markdown (mdtext): the figures beside them are xrun's.
+	// text, not markdown (text.Markdown): the figures beside them are xrun's.
 	row := func(label string, cell func(c result.Case) string) {
 		cells := []table.Cell{table.Text(label)}
 		filled := false
@@ -268,7 +267,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 	}
 	switch {
 	case ir.Status == result.ImplSkipped:
-		why := oneline.Short(ir.Error, 160)
+		why := text.Short(ir.Error, 160)
 		if why == "" {
 			return "SKIP"
 		}
@@ -276,9 +275,9 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 	case ir.Correctness != nil && ir.Correctness.Passed && ir.Status != result.ImplWrong:
 		return "PASS"
 	case ir.Correctness != nil:
-		why := oneline.Short(ir.Correctness.Reason, 160)
+		why := text.Short(ir.Correctness.Reason, 160)
 		if why == "" {
-			why = oneline.Short(ir.Error, 160)
+			why = text.Short(ir.Error, 160)
 		}
 		if why == "" {
 			why = fmt.Sprintf("max abs error %s exceeds atol %g + rtol %g x |ref|",
@@ -289,7 +288,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 		return ""
 	}
 	why := ir.Status
-	if e := oneline.Short(ir.Error, 160); e != "" {
+	if e := text.Short(ir.Error, 160); e != "" {
 		why += ": " + e
 	}
 	return "FAIL" + m.footnote(why)

@@ -9,9 +9,8 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/internal/numfmt"
-	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/table"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -22,7 +21,7 @@ import (
 // criterion and the warnings.
 //
 // The errors, tracebacks and labels come from the experiment's code: their
-// control sequences are dropped (termsafe) wherever the table goes, a CI
+// control sequences are dropped (text.Safe) wherever the table goes, a CI
 // log or a file as much as a terminal.
 func Text(w io.Writer, r *result.Results) error {
 	return TextWith(w, r, TextOptions{})
@@ -38,7 +37,7 @@ type TextOptions struct {
 
 // TextWith is Text with o.
 func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
-	ew := &errWriter{w: termsafe.NewSafeWriter(w)}
+	ew := &errWriter{w: text.NewSafeWriter(w)}
 	head := []string{r.Experiment}
 	if r.JobID != "" {
 		head = append(head, "job "+r.JobID)
@@ -54,7 +53,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	case r.Error != "" && o.ErrorShown:
 		fmt.Fprintf(ew, "error: in the log above\n")
 	case r.Error != "" && r.Error != r.Status: // "cancelled" is said by the status
-		fmt.Fprintf(ew, "error: %s\n", oneline.Short(r.Error, 160))
+		fmt.Fprintf(ew, "error: %s\n", text.Short(r.Error, 160))
 	}
 	if s := analyze.NothingCompared(r); s != "" {
 		fmt.Fprintln(ew, s)
@@ -198,7 +197,7 @@ func failures(r *result.Results) []string {
 		byReason, timed := map[string][]string{}, 0
 		for _, n := range implNames(r) {
 			if ir := c.Results[n]; ir != nil && ir.Status == result.ImplNotRun && ir.Error != "" {
-				why := oneline.Short(ir.Error, 160)
+				why := text.Short(ir.Error, 160)
 				byReason[why] = append(byReason[why], n)
 			} else if ir != nil && ir.Status != result.ImplSkipped {
 				timed++
@@ -225,9 +224,9 @@ func failures(r *result.Results) []string {
 				ir.Status == result.ImplNotRun && ir.Error != "" {
 				continue
 			}
-			why := oneline.Short(ir.Error, 160)
+			why := text.Short(ir.Error, 160)
 			if why == "" && ir.Correctness != nil {
-				why = oneline.Short(ir.Correctness.Reason, 160)
+				why = text.Short(ir.Correctness.Reason, 160)
 			}
 			if why == "" {
 				continue
@@ -290,7 +289,7 @@ func skips(r *result.Results) []string {
 	for _, n := range implNames(r) {
 		for _, c := range r.Cases {
 			if ir := c.Results[n]; ir != nil && ir.Status == result.ImplSkipped {
-				out = append(out, fmt.Sprintf("%s: %s", n, oneline.Short(ir.Error, 160)))
+				out = append(out, fmt.Sprintf("%s: %s", n, text.Short(ir.Error, 160)))
 				break
 			}
 		}

@@ -7,8 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/xrun-dev/xrun/internal/headtail"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // The bounds of the figures of a results file. The runner refuses samples
@@ -242,17 +241,17 @@ const (
 )
 
 // texts bounds the experiment's texts in r and drops their control
-// sequences (termsafe.String): every reader (tables, CSV, the history,
+// sequences (text.Safe): every reader (tables, CSV, the history,
 // regress's markdown) gets them bounded and harmless. Applying it again
 // changes nothing.
 func (r *Results) texts() {
-	r.Error = text(r.Error, MaxErrorText)
+	r.Error = boundedText(r.Error, MaxErrorText)
 	for i := range r.Cases {
 		r.Cases[i].texts()
 	}
 	if r.Env.Cache != nil {
 		for i := range r.Env.Cache.Fresh {
-			r.Env.Cache.Fresh[i].Error = text(r.Env.Cache.Fresh[i].Error, MaxErrorText)
+			r.Env.Cache.Fresh[i].Error = boundedText(r.Env.Cache.Fresh[i].Error, MaxErrorText)
 		}
 	}
 }
@@ -263,21 +262,21 @@ func (c *Case) texts() {
 		if ir == nil {
 			continue
 		}
-		ir.Error, ir.StderrTail = text(ir.Error, MaxErrorText), text(ir.StderrTail, MaxTailText)
+		ir.Error, ir.StderrTail = boundedText(ir.Error, MaxErrorText), boundedText(ir.StderrTail, MaxTailText)
 		if ir.Correctness != nil {
-			ir.Correctness.Reason = text(ir.Correctness.Reason, MaxErrorText)
+			ir.Correctness.Reason = boundedText(ir.Correctness.Reason, MaxErrorText)
 		}
 	}
 }
 
-// text is s without control sequences, cut to at most limit bytes.
-func text(s string, limit int) string {
-	s = termsafe.Safe(s)
+// boundedText is s without control sequences, cut to at most limit bytes.
+func boundedText(s string, limit int) string {
+	s = text.Safe(s)
 	if len(s) <= limit {
 		return s
 	}
-	// The line headtail puts between the halves is less than 64 bytes:
+	// The line HeadTail puts between the halves is less than 64 bytes:
 	// the result is within limit, and a second pass leaves it.
 	half := (limit - 64) / 2
-	return headtail.HeadTailString(s, half, half)
+	return text.HeadTailString(s, half, half)
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/xrun-dev/xrun/internal/suggest"
+	"github.com/xrun-dev/xrun/internal/text"
 	"gopkg.in/yaml.v3"
 )
 
@@ -301,7 +301,7 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, want, path string, lin
 				where = "in " + path
 			}
 			msg := fmt.Sprintf("unknown key %s", where)
-			if near := suggest.Closest(k.Value, yamlKeys(t)); near != "" {
+			if near := text.Closest(k.Value, yamlKeys(t)); near != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", near)
 			}
 			*errs = append(*errs, &Error{File: file, Line: k.Line, Key: p,

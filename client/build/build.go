@@ -29,7 +29,7 @@ import (
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/internal/gitinfo"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -399,7 +399,7 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 		if !cpu {
 			how += ", or make a CPU base with `images/make-cpu-base.sh` and submit with --cpu"
 		}
-		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), oneline.OneLine(err.Error()), how)
+		return fmt.Errorf("base image %s is not on host %s and could not be pulled (%s): %s", base, b.Engine.Host(), text.OneLine(err.Error()), how)
 	}
 	return nil
 }

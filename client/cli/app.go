@@ -24,7 +24,7 @@ import (
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/internal/numfmt"
-	"github.com/xrun-dev/xrun/internal/suggest"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // App is the state shared by the commands of one xrun invocation: where
@@ -183,7 +183,7 @@ func (a *App) Command() *cli.App {
 				for _, cmd := range c.App.VisibleCommands() {
 					names = append(names, cmd.Names()...)
 				}
-				if near := suggest.Closest(c.Args().First(), names); near != "" {
+				if near := text.Closest(c.Args().First(), names); near != "" {
 					return usageError("%q is not an xrun command: did you mean %q? (see xrun --help)", c.Args().First(), near)
 				}
 				return usageError("%q is not an xrun command (see xrun --help)", c.Args().First())

@@ -10,7 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // ErrNotFound is returned (wrapped) when a container or image does not exist.
@@ -80,15 +80,15 @@ func translate(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "could not select device driver"):
-		return fmt.Errorf("%w (%s)", ErrNoGPURuntime, oneline.OneLine(msg))
+		return fmt.Errorf("%w (%s)", ErrNoGPURuntime, text.OneLine(msg))
 	case strings.Contains(msg, "nvidia-container-cli") && strings.Contains(msg, "not found"):
 		// The runtime hook is installed, but neither the legacy toolkit's
 		// CLI nor an nvidia runtime (CDI mode) is there to serve it.
 		return fmt.Errorf("%w: its NVIDIA runtime hook is installed but nvidia-container-cli is missing; install libnvidia-container-tools, or register the toolkit's CDI-mode runtime as \"nvidia\" (docs/gpu-host.md)", ErrIncompleteGPURuntime)
 	case isNotFound(err):
-		return fmt.Errorf("%s: %w", oneline.OneLine(msg), ErrNotFound)
+		return fmt.Errorf("%s: %w", text.OneLine(msg), ErrNotFound)
 	case strings.Contains(msg, "has dependent child images"):
-		return fmt.Errorf("%s: %w", oneline.OneLine(msg), ErrImageHasChildren)
+		return fmt.Errorf("%s: %w", text.OneLine(msg), ErrImageHasChildren)
 	}
 	return err
 }

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/internal/oneline"
 	"github.com/xrun-dev/xrun/internal/table"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -120,7 +120,7 @@ func caseRows(rows []Row, r *result.Results, c result.Case) []Row {
 		if ir == nil || ir.Status == result.ImplSkipped {
 			continue
 		}
-		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: oneline.OneLine(ir.Error),
+		row := Row{Case: label, Params: c.Params, Implementation: name, ImplStatus: ir.Status, Error: text.OneLine(ir.Error),
 			Autotune: result.AutotuneSummary(ir.Autotune)}
 		if t := ir.Timing; t != nil && t.MedianMS > 0 {
 			row.MedianMS, row.Q1MS, row.Q3MS = t.MedianMS, t.Q1MS, t.Q3MS

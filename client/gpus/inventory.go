@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // GPU is one device of a host.
@@ -115,7 +115,7 @@ func Discover(ctx context.Context, e engine.Engine, image string) ([]GPU, error)
 	}
 	if res.Err != nil || res.ExitCode != 0 {
 		msg := strings.TrimSpace(errOut.String() + " " + out.String())
-		return nil, fmt.Errorf("list the GPUs of host %s: nvidia-smi exited %d: %s (check the NVIDIA driver and container toolkit there)", e.Host(), res.ExitCode, oneline.OneLine(msg))
+		return nil, fmt.Errorf("list the GPUs of host %s: nvidia-smi exited %d: %s (check the NVIDIA driver and container toolkit there)", e.Host(), res.ExitCode, text.OneLine(msg))
 	}
 	gpus, err := ParseNvidiaSMI(out.String())
 	if err != nil {
@@ -132,12 +132,12 @@ func ParseNvidiaSMI(s string) ([]GPU, error) {
 	r.FieldsPerRecord = -1
 	recs, err := r.ReadAll()
 	if err != nil {
-		return nil, fmt.Errorf("read nvidia-smi output %q: %w", oneline.OneLine(s), err)
+		return nil, fmt.Errorf("read nvidia-smi output %q: %w", text.OneLine(s), err)
 	}
 	var gpus []GPU
 	for _, rec := range recs {
 		if len(rec) != 3 && len(rec) != 4 {
-			return nil, fmt.Errorf("read nvidia-smi output %q: want index, uuid, name and driver version", oneline.OneLine(s))
+			return nil, fmt.Errorf("read nvidia-smi output %q: want index, uuid, name and driver version", text.OneLine(s))
 		}
 		idx, err := strconv.Atoi(strings.TrimSpace(rec[0]))
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -37,7 +37,7 @@ func FailureSentence(r *result.Results) string {
 	if n == 0 {
 		return ""
 	}
-	msg := oneline.OneLine(ir.Error)
+	msg := text.OneLine(ir.Error)
 	if len(msg) > 200 {
 		msg = msg[:200] + "..."
 	}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // Result is the outcome on one host.
@@ -48,7 +48,7 @@ func FanOut[T any](ctx context.Context, hostNames []string, w io.Writer, fn Host
 			lw.flush()
 			results[i] = HostResult[T]{Host: h, Value: v, Err: err, Elapsed: time.Since(start)}
 			if err != nil {
-				lw.line("failed: " + oneline.OneLine(err.Error()))
+				lw.line("failed: " + text.OneLine(err.Error()))
 			}
 			return nil
 		})

@@ -16,7 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/internal/headtail"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -40,7 +40,7 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *st
 	// without end, and the client's memory must not follow.
 	var logErr error
 	err := st.WriteFrom(j.ID, store.LogsFile, func(w io.Writer) error {
-		ht := headtail.NewHeadTail(w, LogHeadBytes, LogTailBytes, "the job's stored log")
+		ht := text.NewHeadTail(w, LogHeadBytes, LogTailBytes, "the job's stored log")
 		logErr = b.Logs(ctx, j, backend.LogOptions{}, ht, ht)
 		if logErr != nil {
 			return logErr

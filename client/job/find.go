@@ -12,7 +12,7 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // Resolve finds a job of the store by id or unique id prefix: an unknown
@@ -66,7 +66,7 @@ func (m *Manager) find(ctx context.Context, ref string, sel connect.Selection, a
 			return nil, berr
 		}
 		// Nobody asked for that host: the store's answer stands.
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, oneline.OneLine(berr.Error()))}
+		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, text.OneLine(berr.Error()))}
 	}
 	hits, merr := FindListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {

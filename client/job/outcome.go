@@ -7,7 +7,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -36,7 +36,7 @@ func outcome(j *store.Job, errorShown bool) error {
 	case result.StatusTimeout:
 		if strings.HasPrefix(j.Error, NoNodePrefix) {
 			// More time to run would not have helped: a node would.
-			return &exit.Error{Code: code, Err: fmt.Errorf("job %s never ran: %s (it has no log; ask for what the nodes have, or let it wait longer)", j.ID, oneline.OneLine(j.Error))}
+			return &exit.Error{Code: code, Err: fmt.Errorf("job %s never ran: %s (it has no log; ask for what the nodes have, or let it wait longer)", j.ID, text.OneLine(j.Error))}
 		}
 		if strings.HasSuffix(j.Error, notStartedSuffix) {
 			// More time would not have helped: what it waited for would.
@@ -46,14 +46,14 @@ func outcome(j *store.Job, errorShown bool) error {
 	case result.StatusCancelled:
 		// Whoever stopped it, when it was not this store's cancel or Ctrl-C.
 		if j.Error != "" && j.Error != result.StatusCancelled && j.StoppedBy == "" || strings.HasPrefix(j.Error, "never started") {
-			return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, oneline.OneLine(j.Error))}
+			return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled: %s", j.ID, text.OneLine(j.Error))}
 		}
 		return &exit.Error{Code: code, Err: fmt.Errorf("job %s was cancelled", j.ID)}
 	case result.StatusFailed:
 	default: // removed, or a record that never got a container
 		msg := fmt.Sprintf("job %s is %s", j.ID, j.Status)
 		if j.Error != "" {
-			msg = fmt.Sprintf("job %s: %s", j.ID, oneline.OneLine(j.Error))
+			msg = fmt.Sprintf("job %s: %s", j.ID, text.OneLine(j.Error))
 		}
 		return &exit.Error{Code: exit.Infra, Err: errors.New(msg)}
 	}
@@ -65,7 +65,7 @@ func outcome(j *store.Job, errorShown bool) error {
 		msg += fmt.Sprintf(" with exit code %d", *j.ExitCode)
 	}
 	if j.Error != "" && !errorShown {
-		msg += ": " + oneline.OneLine(j.Error)
+		msg += ": " + text.OneLine(j.Error)
 	}
 	if j.OOMKilled && !strings.Contains(msg, "resources.memory") {
 		msg += "; raise resources.memory in xrun.yaml"

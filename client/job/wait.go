@@ -10,7 +10,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // Wait waits for job j to end and records how it ended: a job another xrun
@@ -32,7 +32,7 @@ func (m *Manager) Wait(ctx context.Context, j *store.Job) error {
 			return err
 		}
 		if !said {
-			fmt.Fprintf(m.Err, "job %s: %s does not answer (%v): waiting for it to come back (Ctrl-C stops waiting; the job goes on)\n", j.ID, j.Host, oneline.OneLine(err.Error()))
+			fmt.Fprintf(m.Err, "job %s: %s does not answer (%v): waiting for it to come back (Ctrl-C stops waiting; the job goes on)\n", j.ID, j.Host, text.OneLine(err.Error()))
 			said = true
 		}
 		select {

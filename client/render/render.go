@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // JSON writes v as indented JSON and a newline.
@@ -78,11 +78,11 @@ var plain = regexp.MustCompile(`^[A-Za-z0-9._+=/:@,%^-]+$`)
 // cannot move a terminal's cursor or change its title; terminal reports
 // whether w is a terminal, where such sequences would act.
 func Safe(w io.Writer) (safe io.Writer, terminal bool) {
-	s := termsafe.SafeWrap(w)
-	_, terminal = s.(*termsafe.SafeWriter)
+	s := text.SafeWrap(w)
+	_, terminal = s.(*text.SafeWriter)
 	return s, terminal
 }
 
 // SafeAlways wraps w as Safe does on a terminal, whatever w is: for
 // tables whose cells come from experiments.
-func SafeAlways(w io.Writer) io.Writer { return termsafe.NewSafeWriter(w) }
+func SafeAlways(w io.Writer) io.Writer { return text.NewSafeWriter(w) }

@@ -16,7 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/plot"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -61,10 +61,10 @@ func (b *builder) jobPageFor(r history.Run, points []pointView, omitted int, all
 			data["Table"] = table.String()
 		}
 		data["Criteria"] = criteriaOf(res)
-		data["Error"] = termsafe.Safe(res.Error)
+		data["Error"] = text.Safe(res.Error)
 		var warns []string
 		for _, w := range res.Warnings {
-			warns = append(warns, termsafe.Safe(w.Message))
+			warns = append(warns, text.Safe(w.Message))
 		}
 		data["Warnings"] = warns
 		if data["Large"] == nil {
@@ -105,14 +105,14 @@ func (b *builder) figures(res *result.Results, base string) ([]figureView, strin
 		title, _, _ := strings.Cut(f.Title, "\n")
 		out = append(out, figureView{Title: title, PNG: base + "/" + filepath.Base(f.PNG), SVG: base + "/" + filepath.Base(f.SVG)})
 	}
-	return out, termsafe.Safe(strings.Join(why, "; "))
+	return out, text.Safe(strings.Join(why, "; "))
 }
 
 func provenanceOf(r history.Run, res *result.Results) []provenance {
 	var out []provenance
 	add := func(name, value string) {
 		if value != "" {
-			out = append(out, provenance{name, termsafe.Safe(value)})
+			out = append(out, provenance{name, text.Safe(value)})
 		}
 	}
 	add("job", r.JobID)
@@ -177,8 +177,8 @@ func provenanceOf(r history.Run, res *result.Results) []provenance {
 func criteriaOf(res *result.Results) []criterionView {
 	var out []criterionView
 	for _, c := range res.Criteria {
-		v := criterionView{Name: termsafe.Safe(c.Name), Kind: c.Kind, Value: fmt.Sprintf("%.4g", c.Value),
-			Threshold: fmt.Sprintf("%.4g", c.Threshold), Expect: c.Expect, Detail: termsafe.Safe(c.Detail)}
+		v := criterionView{Name: text.Safe(c.Name), Kind: c.Kind, Value: fmt.Sprintf("%.4g", c.Value),
+			Threshold: fmt.Sprintf("%.4g", c.Threshold), Expect: c.Expect, Detail: text.Safe(c.Detail)}
 		switch {
 		case c.NotEvaluated:
 			v.Outcome, v.Class = "not evaluated", "noisy"
@@ -205,9 +205,9 @@ func outcomeText(res *result.Results) (string, string) {
 	case o.Expected:
 		return res.Status + ", as the experiment declares", "stable"
 	case len(o.Worse) > 0:
-		return res.Status + ", worse than declared: " + termsafe.Safe(strings.Join(o.Worse, "; ")), "regressed"
+		return res.Status + ", worse than declared: " + text.Safe(strings.Join(o.Worse, "; ")), "regressed"
 	}
-	return res.Status + ", changed from the declared one: " + termsafe.Safe(strings.Join(o.Better, "; ")), "suspect"
+	return res.Status + ", changed from the declared one: " + text.Safe(strings.Join(o.Better, "; ")), "suspect"
 }
 
 // results returns r's results.json (its head alone will do without

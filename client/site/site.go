@@ -30,7 +30,7 @@ import (
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/internal/numfmt"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -243,7 +243,7 @@ func (b *builder) build() error {
 		if err := b.o.Context.Err(); err != nil {
 			return fmt.Errorf("write the site: %w", err)
 		}
-		fmt.Fprintf(b.o.Progress, "report: experiment %d/%d %s: %d run(s)\n", i+1, len(exps), termsafe.Safe(exp), len(byExp[exp]))
+		fmt.Fprintf(b.o.Progress, "report: experiment %d/%d %s: %d run(s)\n", i+1, len(exps), text.Safe(exp), len(byExp[exp]))
 		v, err := b.experiment(exp, byExp[exp])
 		if err != nil {
 			return err
@@ -380,7 +380,7 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 			return v, fmt.Errorf("write the site: %w", err)
 		}
 		if len(pages) > 20 && (i+1)%20 == 0 {
-			fmt.Fprintf(b.o.Progress, "report: %s: series %d/%d\n", termsafe.Safe(exp), i+1, len(pages))
+			fmt.Fprintf(b.o.Progress, "report: %s: series %d/%d\n", text.Safe(exp), i+1, len(pages))
 		}
 		if err := b.seriesPage(c.ser, changes[c.id], reported); err != nil {
 			return v, err
@@ -431,7 +431,7 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 			return v, fmt.Errorf("write the site: %w", err)
 		}
 		if len(runs) > 20 && (i+1)%20 == 0 {
-			fmt.Fprintf(b.o.Progress, "report: %s: job %d/%d\n", termsafe.Safe(exp), i+1, len(runs))
+			fmt.Fprintf(b.o.Progress, "report: %s: job %d/%d\n", text.Safe(exp), i+1, len(runs))
 		}
 		last := lastRunOf(runs, r.JobID)
 		pts := jobPoints[last.ID]

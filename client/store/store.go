@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/internal/suggest"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // Record file names inside a job directory.
@@ -502,7 +502,7 @@ func closest(ref string, known []string, n int) []string {
 		if len(head) > len(ref) {
 			head = head[:len(ref)]
 		}
-		ss[i] = scored{id, p, suggest.Distance(ref, head)}
+		ss[i] = scored{id, p, text.Distance(ref, head)}
 	}
 	sort.SliceStable(ss, func(i, j int) bool {
 		if ss[i].prefix != ss[j].prefix {

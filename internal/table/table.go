@@ -13,8 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/xrun-dev/xrun/internal/mdtext"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // Kind says whose text a cell is, which decides how markdown writes it.
@@ -26,7 +25,7 @@ const (
 	Figure Kind = iota
 	// Name is text the run chose (an experiment's, an implementation's or
 	// a case's name, a host, an error): in markdown without its control
-	// sequences and escaped (mdtext), so it reads as written.
+	// sequences and escaped (text.Markdown), so it reads as written.
 	Name
 	// ID is an identifier (a job id): a code span in markdown, or escaped
 	// text where it is not a plain one (a path names a results file).
@@ -160,9 +159,9 @@ func (c Cell) Markdown() string {
 }
 
 // MarkdownText is a run's own text for markdown: without its control
-// sequences, then escaped (mdtext), so that a sequence's bracket is not
-// escaped out of termsafe's sight.
-func MarkdownText(s string) string { return mdtext.Markdown(termsafe.Safe(s)) }
+// sequences, then escaped (text.Markdown), so that a sequence's bracket is not
+// escaped out of text.Safe's sight.
+func MarkdownText(s string) string { return text.Markdown(text.Safe(s)) }
 
 // CSVCell is a CSV cell that a spreadsheet reads as the text it is: text
 // beginning with =, +, - or @ (a formula to Excel, LibreOffice and Google
@@ -181,7 +180,7 @@ func CSVCell(s string) string {
 	if strings.ContainsFunc(s, func(r rune) bool {
 		return (r < 0x20 && r != '\t' && r != '\r' && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 	}) {
-		s = termsafe.Safe(s)
+		s = text.Safe(s)
 	}
 	switch s[0] {
 	case '=', '+', '-', '@', '\t', '\r':

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xrun-dev/xrun/internal/headtail"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -305,7 +305,7 @@ type envelope struct {
 // the runner's log, results.json and the history. An error's message (the
 // exception's text) keeps its first and last MaxMessageBytes/2 bytes, its
 // traceback and the exception's class name their first and last
-// MaxTracebackBytes/2 and MaxMessageBytes/2 (headtail.String); a
+// MaxTracebackBytes/2 and MaxMessageBytes/2 (text.Safe); a
 // correctness reason and the notes of a batch the same as a message. An
 // event line but samples (a batch of samples is the longest, up to
 // maxLine) may be MaxEventBytes long: a longer one is a protocol error.
@@ -316,7 +316,7 @@ const (
 )
 
 // bound keeps the first and last n/2 bytes of s.
-func bound(s string, n int) string { return headtail.HeadTailString(s, n/2, n/2) }
+func bound(s string, n int) string { return text.HeadTailString(s, n/2, n/2) }
 
 // DecodeEvent decodes and checks one event line. Unknown fields are
 // ignored (a newer worker may add some); unknown events, missing fields and

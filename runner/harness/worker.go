@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xrun-dev/xrun/internal/headtail"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/sandbox"
 )
@@ -501,7 +501,7 @@ func (w *Worker) Close(grace time.Duration) {
 // TailBytes for errors.
 type tailWriter struct {
 	mu     sync.Mutex
-	log    *headtail.HeadTail // the log file, bounded
+	log    *text.HeadTail // the log file, bounded
 	f      *os.File
 	tail   []byte
 	closed bool
@@ -509,7 +509,7 @@ type tailWriter struct {
 }
 
 func newTailWriter(f *os.File) *tailWriter {
-	return &tailWriter{log: headtail.NewHeadTail(f, LogHeadBytes, LogTailBytes, "a worker's log"), f: f}
+	return &tailWriter{log: text.NewHeadTail(f, LogHeadBytes, LogTailBytes, "a worker's log"), f: f}
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/internal/oneline"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/profile"
@@ -283,7 +283,7 @@ func profileWarnings(ps []result.Profile) []result.Warning {
 	for _, p := range ps {
 		if p.Status != result.ProfileOK {
 			out = append(out, result.Warning{Kind: "profile_failed", Implementation: p.Implementation,
-				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, oneline.OneLine(p.Error))})
+				Message: fmt.Sprintf("no Nsight Compute report for %s: %s", p.Implementation, text.OneLine(p.Error))})
 		}
 	}
 	return out

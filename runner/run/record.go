@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/internal/headtail"
 	"github.com/xrun-dev/xrun/internal/post"
-	"github.com/xrun-dev/xrun/internal/termsafe"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
@@ -149,7 +148,7 @@ func (rn *runner) failed(kc *kcase, im *impl, op string, err error) {
 		msg += "\n" + lastBytes(he.Traceback, harness.TailBytes)
 	}
 	ir.Error = errorText(msg)
-	ir.StderrTail = termsafe.Safe(he.Tail)
+	ir.StderrTail = text.Safe(he.Tail)
 	ir.Timing = nil
 	rn.logf("%s: %s during %s: %s", im.name, ir.Status, op, errorText(he.Error()))
 	// A CUDA error leaves the context unusable, and a timeout or crash
@@ -172,7 +171,7 @@ const maxErrorBytes = harness.MaxMessageBytes + harness.TailBytes + 1024
 // without control sequences, which would reach terminals, CSV files and a
 // CI job's Markdown summary through every reader of the results.
 func errorText(s string) string {
-	return termsafe.Safe(headtail.HeadTailString(s, maxErrorBytes/2, maxErrorBytes/2))
+	return text.Safe(text.HeadTailString(s, maxErrorBytes/2, maxErrorBytes/2))
 }
 
 func lastBytes(s string, n int) string {

@@ -1,10 +1,11 @@
-// Package headtail bounds a log that a job's code can make as long as it
-// likes: a Writer passes on the first Head bytes as they come and keeps
+// HeadTail bounds a log that a job's code can make as long as it
+// likes: it passes on the first Head bytes as they come and keeps
 // the last Tail bytes in memory, and Close writes a line saying how many
 // bytes were dropped, then that end. A kernel printing in a loop (171 MB
 // in a second has been seen) then costs at most Head+Tail bytes of disk
 // and Tail bytes of memory, wherever its log is kept.
-package headtail
+
+package text
 
 import (
 	"bytes"

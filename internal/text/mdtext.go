@@ -1,9 +1,10 @@
-// Package mdtext writes text that an experiment chose (its name, its
+// Markdown writes text that an experiment chose (its name, its
 // implementations' and cases' names, its errors) into markdown so that it
 // reads as the text it is: a name cannot open a link, an image, HTML, a
 // code span or emphasis, nor end a table cell, in a pull request's comment
 // or a nightly's summary.
-package mdtext
+
+package text
 
 import (
 	"strings"

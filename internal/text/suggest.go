@@ -1,7 +1,8 @@
-// Package suggest finds what a mistyped name was likely meant to be: the
+// Distance and Closest find what a mistyped name was likely meant to be: the
 // edit distance between two names, and the nearest of a list when it is
 // close enough to be a typo ("did you mean ...?").
-package suggest
+
+package text
 
 // Distance is the Levenshtein distance between a and b (bytes).
 func Distance(a, b string) int {

@@ -1,4 +1,4 @@
-package mdtext
+package text
 
 import "testing"
 

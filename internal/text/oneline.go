@@ -1,6 +1,7 @@
-// Package oneline makes one line of a text for a table cell, a log line or
+// OneLine and Short make one line of a text for a table cell, a log line or
 // an error: its first non-blank line, and at most so many bytes of it.
-package oneline
+
+package text
 
 import "strings"
 

@@ -1,4 +1,4 @@
-package headtail
+package text
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestWriter(t *testing.T) {
+func TestHeadTail(t *testing.T) {
 	line := func(i int) string { return fmt.Sprintf("line %06d\n", i) } // 12 bytes
 	tests := []struct {
 		name        string
@@ -89,7 +89,7 @@ func TestWriterKeepsGoingWhenTheDiskIsFull(t *testing.T) {
 	}
 }
 
-func TestString(t *testing.T) {
+func TestHeadTailString(t *testing.T) {
 	if got := HeadTailString("short", 2, 3); got != "short" {
 		t.Errorf("a short string changed: %q", got)
 	}

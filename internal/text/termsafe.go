@@ -1,10 +1,11 @@
-// Package termsafe neutralises terminal control sequences in text that xrun
+// Safe, SafeWriter and SafeWrap neutralise terminal control sequences in text that xrun
 // prints but does not write itself: a job's logs and the error strings in
 // its results come from the experiment's code, and an escape sequence in
 // them could retitle the window, rewrite what is on the screen, set the
 // clipboard (OSC 52) or, on some terminals, make the terminal answer with
 // input of its own.
-package termsafe
+
+package text
 
 import (
 	"io"

@@ -1,4 +1,4 @@
-package termsafe
+package text
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestWriter(t *testing.T) {
+func TestSafeWriter(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -108,7 +108,7 @@ func FuzzWriter(f *testing.F) {
 
 // String strips what a Writer strips; a string without controls is
 // returned as it is, and a trailing CR is a newline.
-func TestString(t *testing.T) {
+func TestSafe(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain µs ✅\n\tok":                          "plain µs ✅\n\tok",
 		"RuntimeError: \x1b]0;pwned\x07\x1b[31mred": "RuntimeError: red",

@@ -1,4 +1,4 @@
-package oneline
+package text
 
 import (
 	"strings"
