@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -381,7 +381,7 @@ func Warnings(r *result.Results) []result.Warning {
 		if cmp.Speedup > ExcessiveSpeedup {
 			out = append(out, result.Warning{Kind: WarnExcessiveSpeedup, Implementation: cmp.A, Label: cmp.Label,
 				Message: fmt.Sprintf("%s is %s faster than %s at %s; check that it does all the work (correctness, inputs, caching)",
-					cmp.A, numfmt.Speedup(cmp.Speedup), cmp.B, cmp.Label)})
+					cmp.A, table.Speedup(cmp.Speedup), cmp.B, cmp.Label)})
 		}
 	}
 	return out

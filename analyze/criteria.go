@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
@@ -30,7 +30,7 @@ type criterionKind struct {
 
 var kinds = map[string]criterionKind{
 	"speedup": {higherBetter: true, pass: func(v, th float64) bool { return v >= th },
-		format: numfmt.Speedup},
+		format: table.Speedup},
 	"max_error": {
 		value: func(ir *result.ImplResult) (float64, bool) {
 			if ir.Correctness == nil {

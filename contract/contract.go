@@ -1,7 +1,9 @@
 // Package contract is the one definition of what xrun's client and the
 // runner in a job's container agree on: the paths in the container, the
 // user a job runs as, the environment the client sets, the runner's exit
-// codes and the labels that mark a job's containers and images.
+// codes, the labels that mark a job's containers and images, and the two
+// protocols carried in the runner's log: its progress line (Progress) and
+// its output directory (WriteOut).
 package contract
 
 import "strings"
@@ -85,7 +87,7 @@ const (
 	// caches").
 	EnvZygotePreload = "XRUN_ZYGOTE_PRELOAD"
 	// EnvOutToLog=1 makes the runner write its output directory into its
-	// log at the end (contract/outlog), for backends that keep a finished
+	// log at the end (contract.WriteOut), for backends that keep a finished
 	// job's log but not its files.
 	EnvOutToLog = "XRUN_OUT_TO_LOG"
 	// EnvOwnTree=1 says every process the runner starts is the job's and

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
@@ -162,7 +161,7 @@ func (m *mdWriter) table(r *result.Results) {
 				return "-"
 			}
 			if cmp := cmps.of(n, c); cmp != nil {
-				return numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
+				return table.Speedup(cmp.Speedup) + " " + cmp.Verdict
 			}
 			return ""
 		})
@@ -172,7 +171,7 @@ func (m *mdWriter) table(r *result.Results) {
 		get    func(t *result.Throughput) (float64, float64)
 		format func(float64) string
 	}{
-		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, numfmt.Count},
+		{"tokens/sec", func(t *result.Throughput) (float64, float64) { return t.TokensPerS, 0 }, table.Count},
 		{u.flops.Name, func(t *result.Throughput) (float64, float64) { return t.TFLOPS, t.PctPeakFlops },
 			func(v float64) string { return u.flops.Format(v, 3) }},
 		{u.bw.Name, func(t *result.Throughput) (float64, float64) { return t.GBps, t.PctPeakBW },
@@ -190,7 +189,7 @@ func (m *mdWriter) table(r *result.Results) {
 					return ""
 				}
 				if pct > 0 {
-					return tr.format(v) + " (" + numfmt.Percent(pct) + " of peak)"
+					return tr.format(v) + " (" + table.Percent(pct) + " of peak)"
 				}
 				return tr.format(v)
 			})
@@ -212,7 +211,7 @@ func (m *mdWriter) table(r *result.Results) {
 	for _, n := range names {
 		row(n+" max error", func(c result.Case) string {
 			if ir := c.Results[n]; ir != nil && ir.Correctness != nil {
-				return numfmt.MaxError(ir.Correctness.MaxAbsError)
+				return table.MaxError(ir.Correctness.MaxAbsError)
 			}
 			return ""
 		})
@@ -281,7 +280,7 @@ func (m *mdWriter) correctness(ir *result.ImplResult) string {
 		}
 		if why == "" {
 			why = fmt.Sprintf("max abs error %s exceeds atol %g + rtol %g x |ref|",
-				numfmt.MaxError(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
+				table.MaxError(ir.Correctness.MaxAbsError), ir.Correctness.Tolerance.Atol, ir.Correctness.Tolerance.Rtol)
 		}
 		return "FAIL" + m.footnote(why)
 	case ir.Status == result.ImplOK:

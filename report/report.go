@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -190,7 +190,7 @@ const timeDigits = 4
 // tableUnits are the units of a table's columns, each picked from every
 // value the column shows.
 type tableUnits struct {
-	time, flops, bw numfmt.Unit
+	time, flops, bw table.Unit
 }
 
 func unitsOf(r *result.Results) tableUnits {
@@ -206,7 +206,7 @@ func unitsOf(r *result.Results) tableUnits {
 			}
 		}
 	}
-	return tableUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...), bw: numfmt.BandwidthUnit(gbps...)}
+	return tableUnits{time: table.TimeUnit(ms...), flops: table.FlopsUnit(tflops...), bw: table.BandwidthUnit(gbps...)}
 }
 
 // fmtCriterion prints a criterion's value and its bar.
@@ -266,11 +266,11 @@ func (st criterionStyle) line(c result.Criterion) string {
 func fmtCriterion(c result.Criterion) string {
 	switch c.Kind {
 	case "speedup":
-		return fmt.Sprintf("%s (needs >= %gx)", numfmt.Speedup(c.Value), c.Threshold)
+		return fmt.Sprintf("%s (needs >= %gx)", table.Speedup(c.Value), c.Threshold)
 	case "max_error":
-		return fmt.Sprintf("%s (needs < %g)", numfmt.MaxError(c.Value), c.Threshold)
+		return fmt.Sprintf("%s (needs < %g)", table.MaxError(c.Value), c.Threshold)
 	case "time":
-		return fmt.Sprintf("%s ms (needs < %g ms)", numfmt.Sig(c.Value, timeDigits), c.Threshold)
+		return fmt.Sprintf("%s ms (needs < %g ms)", table.Sig(c.Value, timeDigits), c.Threshold)
 	case "correct":
 		if c.Passed {
 			return "correct"

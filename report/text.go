@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
@@ -82,7 +81,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					}
 				}
 				if cmp := cmps.of(n, c); cmp != nil && !wrong(r, n, ir) {
-					speed = numfmt.Speedup(cmp.Speedup) + " " + cmp.Verdict
+					speed = table.Speedup(cmp.Speedup) + " " + cmp.Verdict
 					compared = true
 				} else if n == r.Baseline && timing(ir) != nil {
 					speed = "baseline"
@@ -92,7 +91,7 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 					through = fmtBound(ir.Throughput, u)
 				}
 				if ir.Correctness != nil {
-					maxErr = numfmt.MaxError(ir.Correctness.MaxAbsError)
+					maxErr = table.MaxError(ir.Correctness.MaxAbsError)
 				}
 				t.Add(table.Text(cols[i]), table.Text(n), table.Fig(ir.Status), table.Fig(med), table.Fig(iqr),
 					table.Fig(speed), table.Fig(through), table.Fig(maxErr))
@@ -158,9 +157,9 @@ func fmtBound(t *result.Throughput, u tableUnits) string {
 	bw := u.bw.Format(t.GBps, 3) + " " + u.bw.Name
 	switch {
 	case t.PctPeakFlops > 0 && t.PctPeakFlops >= t.PctPeakBW:
-		return flops + " " + numfmt.Percent(t.PctPeakFlops)
+		return flops + " " + table.Percent(t.PctPeakFlops)
 	case t.PctPeakBW > 0:
-		return bw + " " + numfmt.Percent(t.PctPeakBW)
+		return bw + " " + table.Percent(t.PctPeakBW)
 	case t.TFLOPS > 0:
 		return flops
 	case t.GBps > 0:

@@ -182,7 +182,7 @@ type Backend interface {
 }
 
 // Collector is a Backend whose job log carries the runner's output
-// directory (a Kubernetes pod's log outlives its files; contract/outlog):
+// directory (a Kubernetes pod's log outlives its files; contract.WriteOut):
 // Collect reads that log once and returns it without the output frame,
 // with the output as CopyOut would (nil and ErrNotFound when the runner
 // wrote none). The log is nil only when the job has none, and err says why. The lifecycle uses it in place of Logs then CopyOut, which

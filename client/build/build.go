@@ -28,7 +28,6 @@ import (
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/images"
-	"github.com/xrun-dev/xrun/internal/gitinfo"
 	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/spec"
@@ -539,7 +538,7 @@ func (p *Prepared) JobSpec(ctx context.Context, j *store.Job, dir string, o JobO
 		contract.EnvCodeHash+"="+p.Code.Hash,
 		contract.EnvMode+"="+p.Mode,
 	)
-	if commit, dirty := gitinfo.GitHead(ctx, dir, p.Spec.Include...); commit != "" {
+	if commit, dirty := version.GitHead(ctx, dir, p.Spec.Include...); commit != "" {
 		env = append(env, contract.EnvGitCommit+"="+commit)
 		if dirty {
 			env = append(env, contract.EnvGitDirty+"=1")

@@ -23,7 +23,7 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/text"
 )
 
@@ -259,7 +259,7 @@ func tidyDefaults(flags []cli.Flag) {
 			f.DisableDefaultText = !f.Value
 		case *cli.DurationFlag:
 			if f.DefaultText == "" && f.Value != 0 {
-				f.DefaultText = numfmt.Duration(f.Value)
+				f.DefaultText = table.Duration(f.Value)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 )
 
 type psOptions struct {
@@ -79,7 +79,7 @@ func jobDuration(j *store.Job, now time.Time) string {
 	if from.IsZero() || to.Before(from) {
 		return "-"
 	}
-	return numfmt.Duration(to.Sub(from).Round(time.Second))
+	return table.Duration(to.Sub(from).Round(time.Second))
 }
 
 func newPsCommand(a *App) *cli.Command {

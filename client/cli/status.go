@@ -14,8 +14,8 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/contract/progress"
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/table"
 
 	"github.com/urfave/cli/v2"
 
@@ -105,7 +105,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 // ("15m"); anything else as it is.
 func readableDuration(s string) string {
 	if d, err := time.ParseDuration(s); err == nil {
-		return numfmt.Duration(d)
+		return table.Duration(d)
 	}
 	return s
 }
@@ -141,7 +141,7 @@ func lastProgress(ctx context.Context, m *job.Manager, j *store.Job) string {
 	}
 	lines := strings.Split(strings.TrimRight(log.String(), "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if e, ok := progress.ParseProgress(lines[i]); ok {
+		if e, ok := contract.ParseProgress(lines[i]); ok {
 			at, _, _ := strings.Cut(lines[i], " ")
 			return fmt.Sprintf("%s (logged at %s)", e.Text(e.Elapsed), at)
 		}

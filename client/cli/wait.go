@@ -13,7 +13,7 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -110,7 +110,7 @@ func (p *progressOnly) Write(b []byte) (int, error) {
 			break
 		}
 		line := p.partial[:i+1]
-		if _, ok := progress.ParseProgress(string(line)); ok {
+		if _, ok := contract.ParseProgress(string(line)); ok {
 			if _, err := p.w.Write(line); err != nil {
 				return 0, err
 			}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -109,7 +108,7 @@ func (rep *Report) caseTables() []*table.Table {
 }
 
 // jobUnits are the units of one job's columns.
-type jobUnits struct{ time, flops numfmt.Unit }
+type jobUnits struct{ time, flops table.Unit }
 
 // units picks each job's time and FLOP-rate units from all its cells, so a
 // column reads in one unit from one sweep point to the next.
@@ -125,7 +124,7 @@ func (rep *Report) units() []jobUnits {
 				}
 			}
 		}
-		out[i] = jobUnits{time: numfmt.TimeUnit(ms...), flops: numfmt.FlopsUnit(tflops...)}
+		out[i] = jobUnits{time: table.TimeUnit(ms...), flops: table.FlopsUnit(tflops...)}
 	}
 	return out
 }
@@ -147,7 +146,7 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 	case c.Baseline:
 		speed = "baseline"
 	case c.Speedup > 0:
-		speed = numfmt.Speedup(c.Speedup)
+		speed = table.Speedup(c.Speedup)
 		if c.Verdict != "" {
 			speed += " " + c.Verdict
 		}
@@ -156,7 +155,7 @@ func cellCols(c Cell, vs bool, u jobUnits) []string {
 		tflops = u.flops.Format(c.TFLOPS, 3)
 	}
 	if c.VsFirst > 0 {
-		ratio = numfmt.Speedup(c.VsFirst)
+		ratio = table.Speedup(c.VsFirst)
 		if c.VsFirstVerdict != "" {
 			ratio += " " + c.VsFirstVerdict
 		}

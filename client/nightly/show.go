@@ -16,7 +16,6 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/table"
 )
 
@@ -186,12 +185,12 @@ func textSeries(w io.Writer, ser []history.Judged, last int) error {
 	for _, j := range ser {
 		ms, q := "-", "-"
 		if j.MedianMS > 0 {
-			ms = numfmt.FixedMS(j.MedianMS)
-			q = numfmt.FixedMS(j.Q1MS) + "-" + numfmt.FixedMS(j.Q3MS)
+			ms = table.FixedMS(j.MedianMS)
+			q = table.FixedMS(j.Q1MS) + "-" + table.FixedMS(j.Q3MS)
 		}
 		base, change := "-", "-"
 		if v := j.Verdict; v.Median > 0 {
-			base, change = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline), numfmt.Change(v.Change)
+			base, change = fmt.Sprintf("%s (%d)", table.FixedMS(v.Median), v.Baseline), table.Change(v.Change)
 		}
 		host := j.Host
 		if host == "" {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"sort"
 
 	"github.com/xrun-dev/xrun/client/engine"
@@ -71,7 +71,7 @@ func caches(ctx context.Context, e engine.Engine, r *Report, o Options) {
 		}
 		size := "size unknown"
 		if p.Bytes >= 0 {
-			size = numfmt.Bytes(p.Bytes)
+			size = table.Bytes(p.Bytes)
 		}
 		verb := "removed"
 		if o.DryRun {
@@ -94,7 +94,7 @@ func (r *Report) cacheSize() string {
 	case unknown == len(r.Caches):
 		return "size unknown"
 	case unknown > 0:
-		return "at least " + numfmt.Bytes(r.CacheBytes)
+		return "at least " + table.Bytes(r.CacheBytes)
 	}
-	return numfmt.Bytes(r.CacheBytes)
+	return table.Bytes(r.CacheBytes)
 }

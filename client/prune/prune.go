@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"io"
 	"sort"
 	"strings"
@@ -227,7 +227,7 @@ func (r *Report) removed(p Removed, o Options) {
 	switch {
 	case o.Out == nil:
 	case o.DryRun:
-		fmt.Fprintf(o.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, numfmt.Bytes(p.Bytes), r.madeWord, render.Ago(p.Created, time.Now()))
+		fmt.Fprintf(o.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, table.Bytes(p.Bytes), r.madeWord, render.Ago(p.Created, time.Now()))
 	default:
 		fmt.Fprintf(o.Out, "removed %s (%s)\n", p.Ref, p.Experiment)
 	}
@@ -256,7 +256,7 @@ func (r *Report) Summary(w io.Writer, o Options) {
 	if r.Others > 0 {
 		kept += fmt.Sprintf(", and %d of other users or of none (--all-users removes those)", r.Others)
 	}
-	fmt.Fprintf(w, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), render.Plural(len(r.Removed), "image", "images"), r.Where, numfmt.Bytes(r.Bytes), r.freedNote, kept)
+	fmt.Fprintf(w, "%s %d %s from %s (up to %s; %s); %s\n", verb, len(r.Removed), render.Plural(len(r.Removed), "image", "images"), r.Where, table.Bytes(r.Bytes), r.freedNote, kept)
 	if r.Standbys > 0 {
 		fmt.Fprintf(w, "%s %d standby %s (the next submit of %s starts cold)\n", verb, r.Standbys, render.Plural(r.Standbys, "container", "containers"), render.Plural(r.Standbys, "its experiment", "their experiments"))
 	}

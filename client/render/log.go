@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Log is a job's log as a person reads it: the runner's progress lines
-// (contract/progress) become the status line on a terminal, redrawn every
+// (contract.Progress) become the status line on a terminal, redrawn every
 // second so that the elapsed time moves, and a plain line elsewhere each
 // time the case or its phase changes; every other line passes through.
 type Log struct {
@@ -21,7 +21,7 @@ type Log struct {
 
 	mu      sync.Mutex
 	partial []byte
-	last    progress.Progress
+	last    contract.Progress
 	seen    bool
 	at      time.Time // when last arrived
 	plain   string    // the case and phase of the last plain progress line
@@ -86,7 +86,7 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) line(line string) {
-	e, ok := progress.ParseProgress(line)
+	e, ok := contract.ParseProgress(line)
 	if !ok {
 		l.s.Write([]byte(line))
 		return
@@ -102,7 +102,7 @@ func (l *Log) line(line string) {
 	}
 	l.plain = key
 	prefix := ""
-	if f := strings.Fields(line); len(f) > 0 && f[0] != progress.ProgressTag {
+	if f := strings.Fields(line); len(f) > 0 && f[0] != contract.ProgressTag {
 		prefix = f[0] + " " // the log's time
 	}
 	l.s.Println(prefix + "progress: " + e.Text(e.Elapsed))

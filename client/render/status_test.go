@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/contract"
 )
 
-func progressLine(e progress.Progress) string { return "22:23:16 " + e.Line() + "\n" }
+func progressLine(e contract.Progress) string { return "22:23:16 " + e.Line() + "\n" }
 
 // A log with progress lines, as the runner writes it: two cases, each
 // checked then timed in rounds.
@@ -19,10 +19,10 @@ func sampleLog() string {
 	for c := 1; c <= 2; c++ {
 		start := float64(c-1) * 10
 		b.WriteString("22:23:16 case T=64\n")
-		b.WriteString(progressLine(progress.Progress{Case: c, Cases: 2, Phase: progress.PhaseCheck, Elapsed: start, CaseStart: start, Done: start}))
+		b.WriteString(progressLine(contract.Progress{Case: c, Cases: 2, Phase: contract.PhaseCheck, Elapsed: start, CaseStart: start, Done: start}))
 		for round := 0; round < 3; round++ {
 			for _, impl := range []string{"reference", "recurrent"} {
-				b.WriteString(progressLine(progress.Progress{Case: c, Cases: 2, Phase: progress.PhaseTime, Impl: impl, Elapsed: start + 1 + float64(round), CaseStart: start, Done: start}))
+				b.WriteString(progressLine(contract.Progress{Case: c, Cases: 2, Phase: contract.PhaseTime, Impl: impl, Elapsed: start + 1 + float64(round), CaseStart: start, Done: start}))
 			}
 		}
 		b.WriteString("22:23:18 recurrent: median 2.032 ms over 343 samples in 5 rounds (converged)\n")
@@ -71,7 +71,7 @@ func TestLogOnATerminalIsAStatusLine(t *testing.T) {
 	now := time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC)
 	l := newLog(NewStatus(&tty, &tty), func() time.Time { return now }, 0)
 	l.Write([]byte("22:23:16 case T=64\n"))
-	l.Write([]byte(progressLine(progress.Progress{Case: 2, Cases: 3, Phase: progress.PhaseTime, Impl: "recurrent", Elapsed: 12, CaseStart: 10, Done: 10})))
+	l.Write([]byte(progressLine(contract.Progress{Case: 2, Cases: 3, Phase: contract.PhaseTime, Impl: "recurrent", Elapsed: 12, CaseStart: 10, Done: 10})))
 	if got, want := tty.String(), "22:23:16 case T=64\ncase 2/3, timing recurrent, 0:12 elapsed, about 0:18 left"; got != want {
 		t.Fatalf("after a progress line:\n%q\nwant\n%q", got, want)
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -44,7 +44,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		if v <= 0 {
 			return "-"
 		}
-		return numfmt.FixedMS(v)
+		return table.FixedMS(v)
 	},
 }).ParseFS(files, "templates/*.html"))
 
@@ -630,7 +630,7 @@ func (b *builder) seriesPage(ser []history.Judged, changes []history.ChangePoint
 			Clock: clockText(j.Point)}
 		n.Host = publicHost(j.Host, j.Address)
 		if v.Median > 0 {
-			n.Baseline = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
+			n.Baseline = fmt.Sprintf("%s (%d)", table.FixedMS(v.Median), v.Baseline)
 			n.Change = fmt.Sprintf("%+.1f%%", 100*v.Change)
 		}
 		nights = append(nights, n)

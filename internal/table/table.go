@@ -2,8 +2,7 @@
 // columns and rows of cells, written the same way by every report as a
 // terminal table (columns aligned, two spaces apart) and a markdown
 // table, and the one CSV cell every CSV xrun writes is made of
-// (CSVCell). A report decides what its cells say (figures through
-// numfmt); this package decides how a cell is written in each format.
+// (CSVCell), and how each figure reads (Sig, Percent, TimeUnit ...).
 package table
 
 import (

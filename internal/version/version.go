@@ -1,5 +1,6 @@
 // Package version holds the version of the xrun binaries. The client and
-// the runner share it, so a client can tell whether a runner matches it.
+// the runner share it, so a client can tell whether a runner matches it; and the commit of an
+// experiment's files (GitHead), for results.json's provenance.
 package version
 
 import "runtime/debug"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/xrun-dev/xrun/internal/numfmt"
+	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/spec"
@@ -176,7 +176,7 @@ func checkTimes(c *result.AutotuneCheck) string {
 	for i, l := range labels {
 		ms[i] = c.TimingsMS[l]
 	}
-	u := numfmt.TimeUnit(ms...)
+	u := table.TimeUnit(ms...)
 	parts := make([]string, len(labels))
 	for i, l := range labels {
 		parts[i] = l + " " + u.Format(ms[i], 4) + " " + u.Name

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/internal/gitinfo"
+	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/refs"
@@ -76,7 +76,7 @@ func hostEnv(ctx context.Context, o Options, includes []string) result.Env {
 	// git reads the experiment's own .git (hooks, fsmonitor): only a run
 	// that trusts that code, outside the sandbox, asks it.
 	if env.GitCommit == "" && o.Worker == nil {
-		env.GitCommit, env.GitDirty = gitinfo.GitHead(ctx, o.ExperimentDir, includes...)
+		env.GitCommit, env.GitDirty = version.GitHead(ctx, o.ExperimentDir, includes...)
 	}
 	return env
 }

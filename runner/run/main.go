@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/contract/outlog"
 	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/runner/sandbox"
@@ -103,7 +102,7 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	}
 	if o.OutToLog {
 		if _, serr := os.Stat(o.OutDir); serr == nil {
-			if werr := outlog.WriteOut(stdout, o.OutDir); werr != nil {
+			if werr := contract.WriteOut(stdout, o.OutDir); werr != nil {
 				fmt.Fprintf(stderr, "%s: write the output directory into the log: %v\n", name, werr)
 			}
 		}

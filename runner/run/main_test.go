@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/contract/progress"
 )
 
 // The final table is printed once: by Main on stderr when the runner is run
@@ -84,9 +83,9 @@ func TestRunLogsProgressLines(t *testing.T) {
 	if code != contract.ExitSucceeded {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	var events []progress.Progress
+	var events []contract.Progress
 	for _, line := range strings.Split(stderr.String(), "\n") {
-		if e, ok := progress.ParseProgress(line); ok {
+		if e, ok := contract.ParseProgress(line); ok {
 			events = append(events, e)
 		}
 	}
@@ -94,10 +93,10 @@ func TestRunLogsProgressLines(t *testing.T) {
 		t.Fatalf("no progress lines in the log:\n%s", stderr.String())
 	}
 	first, last := events[0], events[len(events)-1]
-	if first.Case != 1 || first.Phase != progress.PhaseCheck {
+	if first.Case != 1 || first.Phase != contract.PhaseCheck {
 		t.Errorf("first progress line %+v, want case 1 checking", first)
 	}
-	if last.Case != last.Cases || last.Phase != progress.PhaseTime || last.Impl == "" {
+	if last.Case != last.Cases || last.Phase != contract.PhaseTime || last.Impl == "" {
 		t.Errorf("last progress line %+v, want the last case timing an implementation", last)
 	}
 	if last.Cases > 1 && last.Done <= 0 {

@@ -26,7 +26,6 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/contract/progress"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
@@ -67,7 +66,7 @@ type Options struct {
 	// modules itself, rather than forked from the zygote.
 	NoZygote bool
 	// OutToLog writes OutDir into the log (stdout) at the end, for a
-	// backend that keeps the log but not the files (contract/outlog).
+	// backend that keeps the log but not the files (contract.WriteOut).
 	OutToLog bool
 	// Profile asks for Nsight Compute reports after the timed cases
 	// (XRUN_PROFILE; the syntax of profile.Parse). "" asks for none.
@@ -265,7 +264,7 @@ type progressState struct {
 	done      time.Duration // the finished cases' time
 }
 
-// progress logs the run's progress line (contract/progress): the case, the
+// progress logs the run's progress line (contract.Progress): the case, the
 // phase, the implementation being timed, and the times an estimate of the
 // rest needs.
 func (rn *runner) progress(phase, impl string) {
@@ -274,7 +273,7 @@ func (rn *runner) progress(phase, impl string) {
 		return
 	}
 	now := time.Now()
-	e := progress.Progress{Case: p.caseN, Cases: p.cases, Phase: phase, Impl: impl,
+	e := contract.Progress{Case: p.caseN, Cases: p.cases, Phase: phase, Impl: impl,
 		Elapsed: now.Sub(p.start).Seconds(), CaseStart: p.caseStart.Sub(p.start).Seconds(), Done: p.done.Seconds()}
 	rn.logf("%s", e.Line())
 }
@@ -390,7 +389,7 @@ func (rn *runner) runCase(ctx context.Context, p spec.Params) error {
 		label = "(no parameters)"
 	}
 	rn.logf("case %s", label)
-	rn.progress(progress.PhaseCheck, "")
+	rn.progress(contract.PhaseCheck, "")
 	for _, im := range rn.impls {
 		if im.skip != "" {
 			*rn.rec.res(kc.idx, im.name) = result.ImplResult{Status: result.ImplSkipped, Error: im.skip}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/contract/progress"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/hostload"
@@ -21,7 +21,7 @@ func (rn *runner) newLoop() *timing.Loop {
 		// The first worker's, once it is ready (noteReady).
 		FirstLaunchMS: func() float64 { return m.LaunchMS },
 		Logf:          rn.logf,
-		Batch:         func(name string) { rn.progress(progress.PhaseTime, name) },
+		Batch:         func(name string) { rn.progress(contract.PhaseTime, name) },
 		HostLoad:      rn.hostLoad(),
 	})
 }

@@ -6,7 +6,7 @@
 // for as nvidia.com/gpu limits and gpu_type becomes a node affinity.
 //
 // The runner writes its output directory into its log at the end
-// (contract/outlog): a finished pod keeps its log until the Job is deleted,
+// (contract.WriteOut): a finished pod keeps its log until the Job is deleted,
 // not its files. A pod that is evicted or preempted is replaced by the Job
 // controller (a pod failure policy ignores disruptions), and the job goes
 // on in the new pod.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/contract/outlog"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Logs writes the runner's log without the output frame. Following, it
@@ -50,7 +50,7 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 		if err != nil {
 			return fmt.Errorf("logs of pod %s: %w", pod, notFound(err))
 		}
-		f := outlog.FilterOut(out)
+		f := contract.FilterOut(out)
 		_, err = io.Copy(f, rc)
 		rc.Close()
 		f.Close()
@@ -179,11 +179,11 @@ func (b *Backend) collect(ctx context.Context, j *store.Job) (logs []byte, out i
 		if err != nil {
 			return nil, nil, fmt.Errorf("logs of pod %s: %w", p.Name, notFound(err))
 		}
-		tarData, rest, err := outlog.ExtractOut(data)
+		tarData, rest, err := contract.ExtractOut(data)
 		if rest == nil {
 			rest = []byte{} // the pod ran: an empty log is still its log
 		}
-		if errors.Is(err, outlog.ErrNoOutFrame) {
+		if errors.Is(err, contract.ErrNoOutFrame) {
 			return rest, nil, fmt.Errorf("pod %s: the runner wrote no output into its log (it is running, or died): %w", p.Name, backend.ErrNotFound)
 		}
 		if err != nil {

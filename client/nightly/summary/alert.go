@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/post"
+	"github.com/xrun-dev/xrun/internal/table"
 )
 
 // Alert is what a confirmed regression sends: to a file (--alert), which
@@ -88,10 +88,10 @@ func (rep *Report) Alert() *Alert {
 	for _, g := range regs {
 		rel := ""
 		if r := g.Relative; r != nil && r.Median > 0 {
-			rel = "; " + r.Of + " " + numfmt.Change(r.Change)
+			rel = "; " + r.Of + " " + table.Change(r.Change)
 		}
 		fmt.Fprintf(&b, "- %s · %s · %s on %s: %s ms against %s ms (%s%s), %s\n", g.Experiment,
-			g.Implementation, g.Case, g.GPU, numfmt.FixedMS(g.MedianMS), numfmt.FixedMS(g.BaselineMS), numfmt.Change(g.Change), rel, g.who())
+			g.Implementation, g.Case, g.GPU, table.FixedMS(g.MedianMS), table.FixedMS(g.BaselineMS), table.Change(g.Change), rel, g.who())
 	}
 	return &Alert{Title: "Nightly regression: " + strings.Join(exps, ", "), Text: b.String(), Regressions: regs, Created: time.Now().UTC()}
 }

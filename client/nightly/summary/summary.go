@@ -19,7 +19,6 @@ import (
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
-	"github.com/xrun-dev/xrun/internal/numfmt"
 	"github.com/xrun-dev/xrun/internal/table"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -402,11 +401,11 @@ func cols(p Point) []string {
 	v := p.Verdict
 	ms, base, change, score, pv := "-", "-", "-", "-", "-"
 	if p.MedianMS > 0 {
-		ms = numfmt.FixedMS(p.MedianMS)
+		ms = table.FixedMS(p.MedianMS)
 	}
 	if v.Median > 0 {
-		base = fmt.Sprintf("%s (%d)", numfmt.FixedMS(v.Median), v.Baseline)
-		change = numfmt.Change(v.Change)
+		base = fmt.Sprintf("%s (%d)", table.FixedMS(v.Median), v.Baseline)
+		change = table.Change(v.Change)
 		score = fmtScore(v.Score)
 	} else if v.Baseline > 0 || v.Status == regress.Insufficient {
 		base = fmt.Sprintf("- (%d)", v.Baseline)
@@ -429,7 +428,7 @@ func JudgedOn(v regress.Verdict) string {
 	case r.Median <= 0:
 		return r.Of
 	}
-	return fmt.Sprintf("%s %s (score %s)", r.Of, numfmt.Change(r.Change), fmtScore(r.Score))
+	return fmt.Sprintf("%s %s (score %s)", r.Of, table.Change(r.Change), fmtScore(r.Score))
 }
 
 func upper(s string) string {

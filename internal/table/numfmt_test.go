@@ -1,4 +1,4 @@
-package numfmt
+package table
 
 import (
 	"testing"

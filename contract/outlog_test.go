@@ -1,4 +1,4 @@
-package outlog
+package contract
 
 import (
 	"archive/tar"

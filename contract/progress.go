@@ -1,10 +1,11 @@
-// Package progress is the runner's progress line: one line of its log, in a
+// Progress is the runner's progress line: one line of its log, in a
 // fixed key=value form, that says which case of how many is running, what
 // it is doing, and how long the run and its finished cases took. The runner
-// writes it (Event.Line); the client reads it back from the log (Parse) and
+// writes it (Progress.Line); the client reads it back from the log (ParseProgress) and
 // shows it as a status line on a terminal or as a plain line elsewhere.
 // docs/architecture.md, "The runner's log", documents the format.
-package progress
+
+package contract
 
 import (
 	"fmt"

@@ -1,7 +1,8 @@
-// Package gitinfo says which commit an experiment's files are, for
+// GitHead says which commit an experiment's files are, for
 // results.json's provenance: the runner reads it where it runs, and a
 // submit where the files come from.
-package gitinfo
+
+package version
 
 import (
 	"bytes"

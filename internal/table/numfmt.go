@@ -1,9 +1,10 @@
-// Package numfmt owns how figures read in xrun's tables: significant digits
+// How figures read in xrun's tables: significant digits
 // rather than fixed decimals (0.000811 and 0.000802 ms stay apart), one
 // unit per column picked from the column's values (no GFLOPS beside TFLOPS,
 // no TFLOPS 0.00 on a CPU), and one form each of a speedup, a share of a
 // peak, a change against a baseline, a count, an error and a size.
-package numfmt
+
+package table
 
 import (
 	"fmt"

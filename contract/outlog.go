@@ -1,13 +1,14 @@
-// Package outlog carries the runner's output directory through the job's
+// WriteOut and ExtractOut carry the runner's output directory through the job's
 // log, for backends that keep a finished job's log but not its files (a
 // Kubernetes pod's log outlives its container; its files do not). At the end
 // of a run the runner writes the directory as a gzipped tar, base64 in
-// lines that each start with Prefix, between a begin and an end line; the
+// lines that each start with OutPrefix, between a begin and an end line; the
 // client cuts those lines out of the log it shows and unpacks them.
 //
 // Every frame line carries the prefix, so a line that some other writer
 // puts in the middle of the frame is skipped, not taken for data.
-package outlog
+
+package contract
 
 import (
 	"archive/tar"
