@@ -15,7 +15,6 @@ import (
 	"github.com/xrun-dev/xrun/internal/testenv"
 
 	"github.com/xrun-dev/xrun/client/buildctx"
-	"github.com/xrun-dev/xrun/client/dockerfile"
 )
 
 // cpuBase is the image make-cpu-base.sh makes by default.
@@ -86,14 +85,14 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 	}
 	var id [6]byte
 	rand.Read(id[:])
-	build1 := func(o dockerfile.Options) (string, string, error) {
+	build1 := func(o buildctx.Options) (string, string, error) {
 		o.Base, o.RunnerSrc = cpuBase, "xrun-runner"
-		df, err := dockerfile.Generate(o)
+		df, err := buildctx.Generate(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var tarball bytes.Buffer
-		extras := append(dockerfile.Dirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
+		extras := append(buildctx.Dirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
 		if err := c.WriteTar(&tarball, extras...); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +106,7 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 		return tag, string(out), err
 	}
 
-	tag, out, err := build1(dockerfile.Options{Apt: []string{"python3-yaml"}})
+	tag, out, err := build1(buildctx.Options{Apt: []string{"python3-yaml"}})
 	if err != nil {
 		t.Fatalf("build with apt packages: %v\n%s", err, out)
 	}
@@ -121,7 +120,7 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 		t.Fatalf("run %s: %v\n%s", tag, err, run)
 	}
 
-	_, out, err = build1(dockerfile.Options{Python: []string{"numpy>=1"}})
+	_, out, err = build1(buildctx.Options{Python: []string{"numpy>=1"}})
 	if err == nil || !strings.Contains(out, "xrun: the base image has no pip for python3") {
 		t.Fatalf("pip on a base without pip: err %v, output:\n%s", err, out)
 	}

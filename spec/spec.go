@@ -1,6 +1,7 @@
 // Package spec defines the experiment spec (xrun.yaml): its types, its strict
 // parser and its validation. It is the one definition shared by the client
 // (which packages and submits an experiment) and the runner (which runs it).
+// Scaffold is the experiment `xrun init` writes.
 package spec
 
 import (

@@ -3,7 +3,8 @@
 // image on a Docker engine (skipped when one with the same content hash is
 // there) and assembles the job's spec (labels, environment, limits). The
 // image holds everything but the code, which goes into the job beside it,
-// so a code edit costs no build.
+// so a code edit costs no build. The static runner binary that goes into
+// the image is found or built here too (RunnerBinary).
 package build
 
 import (
@@ -20,7 +21,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/buildctx"
-	"github.com/xrun-dev/xrun/client/dockerfile"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/gpus"
@@ -208,7 +208,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		return fmt.Errorf("get the runner for %s/%s: %w", p.Info.OS, p.Info.Arch, err)
 	}
 	done()
-	df, err := dockerfile.Dockerfile(dockerfile.DockerfileOptions{
+	df, err := buildctx.Dockerfile(buildctx.DockerfileOptions{
 		Base:       base,
 		Apt:        p.Spec.Image.Apt,
 		Python:     p.Spec.Image.Python,
@@ -223,7 +223,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		{Name: "Dockerfile", Mode: 0o644, Data: df},
 		{Name: "xrun-runner", Mode: 0o755, Src: runner},
 	}
-	extras = append(extras, dockerfile.SkelDirs()...)
+	extras = append(extras, buildctx.SkelDirs()...)
 	done = b.step("hash")
 	// The image holds all but the code, so a code edit reuses it.
 	hash, err := buildctx.HashExtras(extras...)

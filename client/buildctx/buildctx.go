@@ -1,7 +1,8 @@
 // Package buildctx gathers an experiment's build context: the experiment
 // directory and its includes, filtered by the ignore file, checked for
 // symlinks that leave the context, hashed deterministically, and written as a
-// deterministic tar for the Docker Engine.
+// deterministic tar for the Docker Engine; and the image's Dockerfile
+// (Dockerfile).
 package buildctx
 
 import (

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/render"
-	"github.com/xrun-dev/xrun/client/scaffold"
 	"github.com/xrun-dev/xrun/spec"
 )
 
@@ -66,7 +65,7 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 	if _, err := os.Stat(filepath.Join(o.dir, spec.FileName)); err == nil {
 		return usageError("%s already has an %s: pick a new directory", o.dir, spec.FileName)
 	}
-	fs, err := scaffold.Scaffold(name, o.base)
+	fs, err := spec.Scaffold(name, o.base)
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,7 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 	if st, err := a.Store(); err == nil {
 		known, _ = st.List()
 	}
-	rep, err := prune.Registry(ctx, kb, o.registry, known, po, a.Err)
+	rep, err := prune.RegistryImages(ctx, kb, o.registry, known, po, a.Err)
 	var bad *prune.BadRegistryError
 	if errors.As(err, &bad) {
 		return usageError("--registry: %v", bad.Err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly"
-	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/site"
 	"github.com/xrun-dev/xrun/result"
@@ -191,7 +190,7 @@ func (s serverReader) regress(ctx context.Context, o nightly.RegressOptions) err
 	q.Set("min_history", fmt.Sprint(o.Rule.MinHistory))
 	q.Set("score", fmt.Sprint(o.Rule.Score))
 	q.Set("floor", fmt.Sprint(o.Rule.Floor))
-	var rep summary.Report
+	var rep nightly.Report
 	if err := s.c.getJSON(ctx, "/api/v1/regress", q, "judge the runs", &rep); err != nil {
 		return err
 	}

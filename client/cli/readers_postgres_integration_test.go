@@ -5,13 +5,13 @@ package cli
 import (
 	"testing"
 
-	"github.com/xrun-dev/xrun/internal/pgtest"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // The readers print from a server on PostgreSQL what they print from
 // this machine's SQLite history of the same runs.
 func TestReadersFromServerPostgres(t *testing.T) {
-	db := pgtest.Databases(t, "readers")
+	db := testenv.Databases(t, "readers")
 	f := newPushFixtureAt(t, db(t))
 	if !f.h.Postgres() {
 		t.Fatal("the server's history opened SQLite, not PostgreSQL")

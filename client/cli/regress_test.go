@@ -17,7 +17,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/nightly/summary"
+	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -100,7 +100,7 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	if code != ExitRegressed {
 		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, ExitRegressed, ta.out, ta.err)
 	}
-	var rep summary.Report
+	var rep nightly.Report
 	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestRegressRelativeToTheBaseline(t *testing.T) {
 	if code := ta.run(ctx, "regress", "--json", busy); code != 0 {
 		t.Fatalf("regress --json: exit %d", code)
 	}
-	var rep summary.Report
+	var rep nightly.Report
 	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestRegressRelativeToTheBaseline(t *testing.T) {
 	if code := ta.run(ctx, "regress", "--confirm", "--json", slow); code != ExitRegressed {
 		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, ExitRegressed, ta.out, ta.err)
 	}
-	rep = summary.Report{}
+	rep = nightly.Report{}
 	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/nightly/summary"
+	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -47,23 +47,23 @@ func TestNightlyRegression(t *testing.T) {
 		t.Logf("DRIFT_SLOWDOWN=%s: job %s in %.1f s", slowdown, id, time.Since(start).Seconds())
 		return id
 	}
-	judge := func(id string, extra ...string) (summary.Report, res) {
+	judge := func(id string, extra ...string) (nightly.Report, res) {
 		t.Helper()
 		r := run(5*time.Minute, "1.15", append(append([]string{"regress", "--json"}, extra...), id)...)
-		var rep summary.Report
+		var rep nightly.Report
 		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 			t.Fatalf("regress --json (exit %d) printed %q: %v\n%s", r.Code, r.Stdout, err, r.Stderr)
 		}
 		return rep, r
 	}
-	verdict := func(rep summary.Report, impl string) summary.Point {
+	verdict := func(rep nightly.Report, impl string) nightly.Point {
 		for _, p := range rep.Runs[0].Points {
 			if p.Implementation == impl {
 				return p
 			}
 		}
 		t.Fatalf("no %s in %+v", impl, rep)
-		return summary.Point{}
+		return nightly.Point{}
 	}
 
 	// Twelve stable nights (more while the rule has fewer than ten
@@ -124,7 +124,7 @@ func TestNightlyRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var al summary.Alert
+	var al nightly.Alert
 	if err := json.Unmarshal(data, &al); err != nil || len(al.Regressions) != 1 || al.Regressions[0].Implementation != "drift" ||
 		al.Regressions[0].ConfirmedBy != rep.Runs[0].Rerun {
 		t.Fatalf("alert (%v): %s", err, data)
@@ -180,7 +180,7 @@ const (
 	ExitRegressedCode      = 5
 )
 
-func mustJudge(t *testing.T, judge func(string, ...string) (summary.Report, res), id string) summary.Report {
+func mustJudge(t *testing.T, judge func(string, ...string) (nightly.Report, res), id string) nightly.Report {
 	t.Helper()
 	rep, _ := judge(id)
 	return rep

@@ -5,7 +5,7 @@ package history
 import (
 	"testing"
 
-	"github.com/xrun-dev/xrun/internal/pgtest"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // TestPostgres runs the history's tests that do not depend on SQLite's
@@ -13,7 +13,7 @@ import (
 // PostgreSQL server it starts, each in a database of its own: the same
 // queries serve both.
 func TestPostgres(t *testing.T) {
-	db := pgtest.Databases(t, "history")
+	db := testenv.Databases(t, "history")
 	openAt = func(t *testing.T) string { return db(t) }
 	defer func() { openAt = nil }()
 	for _, c := range []struct {

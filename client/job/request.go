@@ -18,8 +18,8 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/runner/profile"
-	"github.com/xrun-dev/xrun/runner/refs"
 	"github.com/xrun-dev/xrun/spec"
 )
 
@@ -37,7 +37,7 @@ func Preflight(ctx context.Context, r SubmitRequest) error {
 	if err != nil {
 		return nil
 	}
-	if _, err := refs.CheckOnHost(ctx, r.Prepared.Spec, r.Build.Dir, py, preflightTimeout); err != nil {
+	if _, err := harness.CheckOnHost(ctx, r.Prepared.Spec, r.Build.Dir, py, preflightTimeout); err != nil {
 		// Here the spec is named as the command line named it
 		// (x/exp/xrun.yaml:20), not as the container names it.
 		msg := err.Error()

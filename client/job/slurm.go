@@ -8,7 +8,6 @@ import (
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 )
@@ -53,7 +52,7 @@ func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job,
 	}
 	runnerFor := m.RunnerFor
 	if runnerFor == nil {
-		runnerFor = runnerbin.RunnerBinary
+		runnerFor = build.RunnerBinary
 	}
 	docker := t.Settings.Runtime == store.RuntimeDocker
 	var push *backend.Push // the docker runtime's image, and where it was built

@@ -12,7 +12,6 @@ import (
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
-	"github.com/xrun-dev/xrun/client/runnerbin"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
@@ -126,7 +125,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	done()
 	runnerFor := m.RunnerFor
 	if runnerFor == nil {
-		runnerFor = runnerbin.RunnerBinary
+		runnerFor = build.RunnerBinary
 	}
 	builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: t.OnBuilder}
 	if err := builder.Build(ctx, p, r.Build); err != nil {

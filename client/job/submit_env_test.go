@@ -11,9 +11,9 @@ import (
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/client/scaffold"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/spec"
 )
 
 // submitEnv is a Manager over a fresh job store, a connect.Set whose every
@@ -126,7 +126,7 @@ func experiment(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := scaffold.Scaffold("my-kernel", "test/base:1")
+	fs, err := spec.Scaffold("my-kernel", "test/base:1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/job"
-	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
@@ -58,7 +57,7 @@ type target struct {
 // run of each experiment on each kind of machine and host), judged by
 // the rule, their suspects rerun with o.Rerun when set. failed is what
 // kept a rerun from confirming suspects (the report's notes say it too).
-func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (rep *summary.Report, failed error, err error) {
+func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (rep *Report, failed error, err error) {
 	var targets []target
 	if len(o.Refs) == 0 {
 		runs, err := latestRuns(n.h)
@@ -92,7 +91,7 @@ func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (
 // rerun. Their results are read by head (without the cases, as Judge
 // reads the store's) and, for the advice on timings that never
 // converged, by full (the server keeps each post's).
-func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(job string) *result.Results, ru regress.Rule) (*summary.Report, error) {
+func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(job string) *result.Results, ru regress.Rule) (*Report, error) {
 	var targets []target
 	if len(refs) == 0 {
 		runs, err := latestRuns(n.h)
@@ -127,11 +126,11 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(
 
 // judge judges targets into a report; full reads a run's results with
 // their cases (for the advice on timings that never converged).
-func (n *History) judge(ctx context.Context, m *job.Manager, targets []target, full func(history.Run) *result.Results, o RegressOptions) (*summary.Report, error, error) {
-	rep := &summary.Report{Rule: o.Rule}
+func (n *History) judge(ctx context.Context, m *job.Manager, targets []target, full func(history.Run) *result.Results, o RegressOptions) (*Report, error, error) {
+	rep := &Report{Rule: o.Rule}
 	failed := error(nil)
 	for _, t := range targets {
-		b := summary.StartRun(t.run)
+		b := StartRun(t.run)
 		if err := n.h.JudgeEach(t.run.JobID, o.Rule, b.Add); err != nil {
 			return nil, nil, infra(err)
 		}
@@ -169,7 +168,7 @@ func (n *History) judge(ctx context.Context, m *job.Manager, targets []target, f
 // Emit prints rep in o's form, writes and posts its alert, and returns
 // exit 5 (exit.Regressed) with a confirmed regression, else exit 4 when
 // failed (a rerun) or the alert failed. o.Plot draws from n's history.
-func (n *History) Emit(ctx context.Context, rep *summary.Report, failed error, o RegressOptions) error {
+func (n *History) Emit(ctx context.Context, rep *Report, failed error, o RegressOptions) error {
 	if o.Plot != "" {
 		if err := n.plotVerdicts(rep, o); err != nil {
 			return err
@@ -219,7 +218,7 @@ func (n *History) Emit(ctx context.Context, rep *summary.Report, failed error, o
 // plotVerdicts draws the trend of every series whose run is regressed,
 // improved, suspect, noisy or errored, into o.plot, and records the
 // figures in the report.
-func (n *History) plotVerdicts(rep *summary.Report, o RegressOptions) error {
+func (n *History) plotVerdicts(rep *Report, o RegressOptions) error {
 	h := n.h
 	for ri := range rep.Runs {
 		r := &rep.Runs[ri]
@@ -287,7 +286,7 @@ func latestRuns(h *history.Store) ([]history.Run, error) {
 
 // confirm reruns the job of sr with o.Rerun and applies the rerun's
 // verdicts to sr's suspects.
-func (n *History) confirm(ctx context.Context, m *job.Manager, sr *summary.Run, j *store.Job, o RegressOptions) error {
+func (n *History) confirm(ctx context.Context, m *job.Manager, sr *Run, j *store.Job, o RegressOptions) error {
 	switch {
 	case j == nil:
 		return fmt.Errorf("it is not a job of this store (a results.json): the next run confirms or clears them")

@@ -13,7 +13,6 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/nightly/summary"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/internal/table"
@@ -101,7 +100,7 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 		case o.CSV:
 			for _, j := range shown {
 				row := j.Row
-				row.Regress = summary.StatusText(summary.Point{Verdict: j.Verdict})
+				row.Regress = StatusText(Point{Verdict: j.Verdict})
 				row.SeriesID = j.SeriesID
 				if err := csvw.Write(row); err != nil {
 					return err
@@ -197,7 +196,7 @@ func textSeries(w io.Writer, ser []history.Judged, last int) error {
 			host = j.Address
 		}
 		t.Add(table.Fig(j.Date.Format("2006-01-02 15:04")), table.Code(j.JobID), table.Text(table.OrDash(host)), table.Fig(ms), table.Fig(q),
-			table.Fig(base), table.Fig(change), table.Fig(summary.JudgedOn(j.Verdict)), table.Fig(summary.StatusText(summary.Point{Verdict: j.Verdict})))
+			table.Fig(base), table.Fig(change), table.Fig(JudgedOn(j.Verdict)), table.Fig(StatusText(Point{Verdict: j.Verdict})))
 	}
 	return t.WriteText(w, "  ")
 }
@@ -205,7 +204,7 @@ func textSeries(w io.Writer, ser []history.Judged, last int) error {
 // neverJudged says, for a series none of whose runs was judged, that it
 // has no baseline and why ("" for one that was).
 func neverJudged(ser []history.Judged) string {
-	return summary.NeverJudgedAdvice(ser[len(ser)-1].Verdict)
+	return NeverJudgedAdvice(ser[len(ser)-1].Verdict)
 }
 
 // seriesJSON is one series in xrun history --json.
@@ -242,7 +241,7 @@ func historyJSON(judged []history.Judged) []seriesJSON {
 	for _, ser := range history.JudgedSeries(judged) {
 		last := ser[len(ser)-1].Verdict
 		s := seriesJSON{ID: ser[0].SeriesID, Key: ser[0].Key, NeverConverged: last.NeverConverged, NeverJudged: last.NeverJudged,
-			Advice: summary.NeverJudgedAdvice(last)}
+			Advice: NeverJudgedAdvice(last)}
 		for _, j := range ser {
 			s.Points = append(s.Points, pointJSON{Date: j.Date, JobID: j.JobID, Host: j.Host, Address: j.Address, GPUUUID: j.GPUUUID,
 				Status: j.ImplStatus, MedianMS: j.MedianMS, Q1MS: j.Q1MS, Q3MS: j.Q3MS, Clock: j.Clock, Commit: j.Commit,

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/registry"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 )
@@ -28,32 +27,32 @@ type Cluster interface {
 	Ran(j *store.Job) bool
 }
 
-// Registry deletes the job images in the registry at addr
+// RegistryImages deletes the job images in the registry at addr
 // (HOST[:PORT][/PATH]) that no Job of kb's cluster names and that were
 // pushed more than o.OlderThan ago. A manifest goes only when every tag
 // that points at it may go. known are the job records of this client,
 // whose cluster jobs name repositories a registry that does not list
 // its repositories would not show; note gets what the registry could
 // not tell.
-func Registry(ctx context.Context, kb Cluster, addr string, known []*store.Job, o Options, note io.Writer) (*Report, error) {
+func RegistryImages(ctx context.Context, kb Cluster, addr string, known []*store.Job, o Options, note io.Writer) (*Report, error) {
 	images, err := kb.ImagesInUse(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// Compared without the registry's host: the cluster may pull from
-	// registry.lab:5000 what this client calls 10.0.0.5:5000.
+	// prune.lab:5000 what this client calls 10.0.0.5:5000.
 	used := map[string]bool{}
 	knownRepos := map[string]bool{}
 	for ref := range images {
-		used[registry.WithoutHost(ref)] = true
-		knownRepos[registry.Repository(ref)] = true
+		used[WithoutHost(ref)] = true
+		knownRepos[Repository(ref)] = true
 	}
 	for _, j := range known {
 		if kb.Ran(j) && j.ImageRef != "" {
-			knownRepos[registry.Repository(j.ImageRef)] = true
+			knownRepos[Repository(j.ImageRef)] = true
 		}
 	}
-	reg, err := registry.NewRegistry(addr)
+	reg, err := NewRegistry(addr)
 	if err != nil {
 		return nil, &BadRegistryError{Err: err}
 	}
@@ -94,7 +93,7 @@ func Registry(ctx context.Context, kb Cluster, addr string, known []*store.Job, 
 
 // registryPrune is what prune --k8s removes and why it keeps the rest.
 type registryPrune struct {
-	remove               []registry.Image
+	remove               []Image
 	inUse, young, shared int
 }
 
@@ -103,10 +102,10 @@ type registryPrune struct {
 // no Job names (used holds refs without their host) and pushed before
 // cutoff, whose manifest no kept tag shares (deleting a manifest deletes
 // every tag of it).
-func planRegistryPrune(ims []registry.Image, used map[string]bool, labels map[string]string, cutoff time.Time) registryPrune {
+func planRegistryPrune(ims []Image, used map[string]bool, labels map[string]string, cutoff time.Time) registryPrune {
 	var p registryPrune
 	keep := map[string]bool{} // digests with a tag that stays
-	var candidates []registry.Image
+	var candidates []Image
 	for _, im := range ims {
 		switch {
 		case im.Labels[contract.LabelExperiment] == "":
@@ -115,7 +114,7 @@ func planRegistryPrune(ims []registry.Image, used map[string]bool, labels map[st
 			keep[im.Digest] = true
 		case !hasLabels(im.Labels, labels):
 			keep[im.Digest] = true
-		case used[registry.WithoutHost(im.Ref)]:
+		case used[WithoutHost(im.Ref)]:
 			keep[im.Digest] = true
 			p.inUse++
 		case im.Created.After(cutoff):

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/registry"
 	"github.com/xrun-dev/xrun/contract"
 )
 
@@ -15,7 +14,7 @@ func TestPlanRegistryPrune(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	old := now.Add(-48 * time.Hour)
 	exp := map[string]string{"dev.xrun.experiment": "softmax", "team": "kernels"}
-	ims := []registry.Image{
+	ims := []Image{
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-1", Digest: "sha256:1", Created: old, Labels: exp}, // a Job names it
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-2", Digest: "sha256:2", Created: old, Labels: exp}, // goes
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-3", Digest: "sha256:3", Created: now, Labels: exp}, // young
@@ -23,9 +22,9 @@ func TestPlanRegistryPrune(t *testing.T) {
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-4", Digest: "sha256:1", Created: old, Labels: exp}, // shares a-1's manifest
 		{Ref: "10.0.0.5:5000/xrun/softmax:a-5", Digest: "sha256:5", Created: old, Labels: exp}, // goes
 	}
-	used := map[string]bool{registry.WithoutHost("registry.lab:5000/xrun/softmax:a-1"): true}
+	used := map[string]bool{WithoutHost("prune.lab:5000/xrun/softmax:a-1"): true}
 	// --all-users without --label: every job image, and nothing else.
-	all := planRegistryPrune(append(ims, registry.Image{Ref: "10.0.0.5:5000/xrun/pause:1", Digest: "sha256:9", Created: old}), used, nil, now.Add(-time.Hour))
+	all := planRegistryPrune(append(ims, Image{Ref: "10.0.0.5:5000/xrun/pause:1", Digest: "sha256:9", Created: old}), used, nil, now.Add(-time.Hour))
 	for _, im := range all.remove {
 		if im.Labels[contract.LabelExperiment] == "" {
 			t.Errorf("an image that is not xrun's would go: %s", im.Ref)

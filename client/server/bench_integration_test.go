@@ -21,7 +21,7 @@ import (
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/flat/flattest"
 	"github.com/xrun-dev/xrun/client/history/historytest"
-	"github.com/xrun-dev/xrun/internal/pgtest"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // The server's figures of docs/performance.md ("xrun serve under load"),
@@ -48,7 +48,7 @@ func TestServeBenchSQLite(t *testing.T) {
 }
 
 func TestServeBenchPostgres(t *testing.T) {
-	serveBench(t, pgtest.Databases(t, "bench")(t))
+	serveBench(t, testenv.Databases(t, "bench")(t))
 }
 
 // serveBench measures a server on the history at db.

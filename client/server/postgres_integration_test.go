@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/internal/pgtest"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // TestServerPostgres runs the server's suite on a PostgreSQL server it
@@ -14,7 +14,7 @@ import (
 // subtest in a database of its own. Under CI=true a machine without
 // PostgreSQL fails the test: CI installs it (scripts/setup.sh).
 func TestServerPostgres(t *testing.T) {
-	db := pgtest.Databases(t, "suite")
+	db := testenv.Databases(t, "suite")
 	var first string
 	runSuite(t, func(t *testing.T) *history.Store {
 		u := db(t)

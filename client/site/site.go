@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/nightly/summary"
+	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/internal/table"
@@ -304,10 +304,10 @@ func (b *builder) experiment(exp string, runs []history.Run) (experimentView, er
 	}
 	large := false // more series than all: pages for the worst alone
 	latest := latestRuns(runs)
-	summaries := map[int64]*summary.RunBuilder{}
+	summaries := map[int64]*nightly.RunBuilder{}
 	latestPoints := map[int64][]seriesPoint{}
 	for _, r := range latest {
-		summaries[r.ID] = summary.StartRun(r)
+		summaries[r.ID] = nightly.StartRun(r)
 	}
 	// Room for each run's points, made once: appending 50000 points a run
 	// copied them over and over. A large run's head is read meanwhile.
@@ -533,7 +533,7 @@ func shortHash(s string) string {
 // reported for it, else those it gives it now (sr, from the experiment's
 // walk; its points are the caller's to add). outcomes are those of the
 // runs whose results.json the job pages read.
-func (b *builder) latest(r history.Run, sr summary.Run, outcomes map[int64][2]string) latestView {
+func (b *builder) latest(r history.Run, sr nightly.Run, outcomes map[int64][2]string) latestView {
 	l := latestView{JobID: r.JobID, JobPage: "jobs/" + b.jobPage(r.JobID), At: r.At, GPU: r.GPU, Host: publicHost(r.Host, r.Address), Total: sr.Total,
 		HostNote: sr.HostNote, Advice: sr.Advice}
 	for _, st := range regress.Statuses {
@@ -551,7 +551,7 @@ func (b *builder) latest(r history.Run, sr summary.Run, outcomes map[int64][2]st
 
 func pointOf(j history.Judged, page string) pointView {
 	p := pointView{Case: j.Case, Implementation: j.Implementation, SeriesPage: page, MedianMS: j.MedianMS,
-		Status: string(j.Verdict.Status), Text: summary.StatusText(summary.Point{Verdict: j.Verdict}), JudgedOn: summary.JudgedOn(j.Verdict), Change: "-"}
+		Status: string(j.Verdict.Status), Text: nightly.StatusText(nightly.Point{Verdict: j.Verdict}), JudgedOn: nightly.JudgedOn(j.Verdict), Change: "-"}
 	if j.Verdict.Median > 0 {
 		p.Change = fmt.Sprintf("%+.1f%%", 100*j.Verdict.Change)
 	}
@@ -625,8 +625,8 @@ func (b *builder) seriesPage(ser []history.Judged, changes []history.ChangePoint
 			Verdict: j.Verdict, ChangePoint: values[i].ChangePoint})
 		v := nightVerdict(j, reported[[2]int64{id, j.RunID}])
 		n := nightView{At: j.Date, JobID: j.JobID, JobPage: "../jobs/" + b.jobPage(j.JobID), Host: j.Host, MedianMS: j.MedianMS,
-			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: summary.JudgedOn(v), Status: string(v.Status),
-			Text: summary.StatusText(summary.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint,
+			Q1MS: j.Q1MS, Q3MS: j.Q3MS, Baseline: "-", Change: "-", JudgedOn: nightly.JudgedOn(v), Status: string(v.Status),
+			Text: nightly.StatusText(nightly.Point{Verdict: v}), Later: later(j.Verdict), ChangePoint: values[i].ChangePoint,
 			Clock: clockText(j.Point)}
 		n.Host = publicHost(j.Host, j.Address)
 		if v.Median > 0 {
@@ -659,7 +659,7 @@ func (b *builder) seriesPage(ser []history.Judged, changes []history.ChangePoint
 }
 
 func neverJudged(ser []history.Judged) string {
-	return summary.NeverJudgedAdvice(ser[len(ser)-1].Verdict)
+	return nightly.NeverJudgedAdvice(ser[len(ser)-1].Verdict)
 }
 
 // jobPage is the base name of a job's page: its id where that is a safe

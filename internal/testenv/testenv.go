@@ -2,6 +2,7 @@
 // part means (a Docker daemon, root, Python with numpy or torch, bash, a
 // cluster): under CI=true, whose machine has all of them, the test fails;
 // elsewhere it is skipped, saying what is missing and how to get it.
+// Postgres starts a throwaway PostgreSQL server.
 package testenv
 
 import (

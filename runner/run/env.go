@@ -14,7 +14,6 @@ import (
 	"github.com/xrun-dev/xrun/internal/version"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/refs"
 )
 
 // OptionsFromEnv reads the XRUN_* variables into Options. Log is left nil
@@ -115,7 +114,7 @@ func workerEnv(expDir string, includes []string, device, cacheDir string) []stri
 		env = append(env, kv)
 	}
 	env = append(env,
-		"PYTHONPATH="+refs.PythonPath(expDir, includes, existing),
+		"PYTHONPATH="+harness.PythonPath(expDir, includes, existing),
 		"PYTHONUNBUFFERED=1",
 		// The experiment directory may be read-only, or a user's checkout
 		// that should not fill with __pycache__.

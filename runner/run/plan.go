@@ -16,7 +16,6 @@ import (
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/refs"
 	"github.com/xrun-dev/xrun/runner/timing"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -172,13 +171,13 @@ func (rn *runner) implementations() []*impl {
 // starts: a misspelt name or a syntax error is a bad spec (exit 3) found
 // in a second, not an error repeated by every case after the GPU work.
 func (rn *runner) checkRefs(ctx context.Context, py string, env []string) error {
-	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, refs.RefsOf(rn.s), rn.o.Worker)
+	problems, err := harness.CheckRefs(ctx, py, rn.o.ExperimentDir, env, harness.RefsOf(rn.s), rn.o.Worker)
 	if err != nil {
 		// The check is a shortcut: the workers still report what it missed.
 		rn.logf("%v", err)
 		return nil
 	}
-	if err := refs.RefsError(rn.s, problems); err != nil {
+	if err := harness.RefsError(rn.s, problems); err != nil {
 		return &SpecError{err}
 	}
 	return nil

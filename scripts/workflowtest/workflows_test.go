@@ -22,7 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/xrun-dev/xrun/client/nightly/summary"
+	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
@@ -293,8 +293,8 @@ func TestNightlyOpensAnIssue(t *testing.T) {
 	}
 	dir := checkout(t)
 	path := curlSpy(t, dir)
-	alert := &summary.Alert{Title: "xrun: softmax regressed on NVIDIA H200", Text: "softmax at N=4096: +21 % (confirmed by a rerun)",
-		Regressions: []summary.Regression{{Experiment: "softmax", Case: "N=4096", Implementation: "triton", JobID: "0123456789ab"}},
+	alert := &nightly.Alert{Title: "xrun: softmax regressed on NVIDIA H200", Text: "softmax at N=4096: +21 % (confirmed by a rerun)",
+		Regressions: []nightly.Regression{{Experiment: "softmax", Case: "N=4096", Implementation: "triton", JobID: "0123456789ab"}},
 		Created:     time.Now().UTC()}
 	night := func(n int) {
 		alerts := filepath.Join(dir, "out", "alerts")

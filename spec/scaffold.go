@@ -1,15 +1,14 @@
-// Package scaffold is the experiment `xrun init` writes: a spec with every
+// Scaffold is the experiment `xrun init` writes: a spec with every
 // section a first experiment needs, commented, and a matrix product to
 // time against its reference.
-package scaffold
+
+package spec
 
 import (
 	"bytes"
 	"embed"
 	"fmt"
 	"text/template"
-
-	"github.com/xrun-dev/xrun/spec"
 )
 
 //go:embed files
@@ -37,5 +36,5 @@ func Scaffold(name, base string) ([]ScaffoldFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the scaffold: %w", err)
 	}
-	return []ScaffoldFile{{spec.FileName, y.Bytes()}, {"matmul.py", py}}, nil
+	return []ScaffoldFile{{FileName, y.Bytes()}, {"matmul.py", py}}, nil
 }

@@ -1,7 +1,8 @@
-// Package registry reads and deletes the job images that the Kubernetes
+// Registry reads and deletes the job images that the Kubernetes
 // backend pushes to a cluster's registry (REGISTRY/xrun/NAME:TAG), over the
 // registry's HTTP API, with docker login's credentials.
-package registry
+
+package prune
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runnerbin
+package build
 
 import (
 	"context"

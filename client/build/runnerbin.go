@@ -1,7 +1,8 @@
-// Package runnerbin finds or builds the static xrun-runner binary that goes
+// RunnerBinary finds or builds the static xrun-runner binary that goes
 // into an experiment's image: the client's own version, for the Docker
 // daemon's platform, without pulling any image.
-package runnerbin
+
+package build
 
 import (
 	"bufio"

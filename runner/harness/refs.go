@@ -1,9 +1,10 @@
-// Package refs is the spec's module:function references: which keys name
-// one (Of), the message of the problems the harness's check found (Error),
+// The spec's module:function references: which keys name one (RefsOf),
+// the message of the problems the harness's check found (RefsError),
 // the check on this machine before a build (CheckOnHost), and the
 // PYTHONPATH the workers import them from (PythonPath). The runner checks
 // them in the container with the same words.
-package refs
+
+package harness
 
 import (
 	"context"
@@ -14,18 +15,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/runner/harness"
 	"github.com/xrun-dev/xrun/spec"
 )
 
 // RefsOf are the module:function references of s, each with the spec key
 // that names it.
-func RefsOf(s *spec.Spec) []harness.Ref {
+func RefsOf(s *spec.Spec) []Ref {
 	b := &s.Benchmark
-	var refs []harness.Ref
+	var refs []Ref
 	add := func(key, ref string) {
 		if ref != "" {
-			refs = append(refs, harness.Ref{Key: key, Ref: ref})
+			refs = append(refs, Ref{Key: key, Ref: ref})
 		}
 	}
 	add("benchmark.inputs", b.Inputs)
@@ -52,7 +52,7 @@ func RefsOf(s *spec.Spec) []harness.Ref {
 // ("xrun.yaml:9: benchmark.inputs: ops:mk: ops.py: module ops has no
 // function mk; ..."), or nil for none: one message, whether xrun finds them
 // before the build or the runner in the container.
-func RefsError(s *spec.Spec, problems []harness.Problem) error {
+func RefsError(s *spec.Spec, problems []Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
@@ -80,7 +80,7 @@ func CheckOnHost(ctx context.Context, s *spec.Spec, expDir, python string, timeo
 		}
 	}
 	env = append(env, "PYTHONPATH="+PythonPath(expDir, s.Include, ""), "PYTHONDONTWRITEBYTECODE=1")
-	problems, cerr := harness.CheckRefsOnHost(ctx, python, expDir, env, RefsOf(s), timeout)
+	problems, cerr := CheckRefsOnHost(ctx, python, expDir, env, RefsOf(s), timeout)
 	if cerr != nil {
 		return false, nil
 	}

@@ -1,10 +1,11 @@
-// Package summary is the report of xrun regress: each run judged against
+// Report is the report of xrun regress: each run judged against
 // its series (client/history, client/regress), counted by status with the
 // denominator, the timings that are not stable in a table, the run's
 // outcome against the one its experiment declares, and the alert payload
 // sent when a regression is confirmed. It renders as text, markdown (the
 // nightly's job summary) and JSON.
-package summary
+
+package nightly
 
 import (
 	"encoding/json"

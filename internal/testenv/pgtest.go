@@ -1,9 +1,10 @@
-// Package pgtest starts a throwaway PostgreSQL server for tests: initdb
+// Postgres starts a throwaway PostgreSQL server for tests: initdb
 // and pg_ctl of the machine's PostgreSQL in a temporary directory, on a
 // free port of 127.0.0.1, removed when the test ends. No root is needed;
 // as root the server runs as the postgres user (or nobody), since
 // PostgreSQL refuses to run as root.
-package pgtest
+
+package testenv
 
 import (
 	"database/sql"

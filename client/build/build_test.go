@@ -1,6 +1,6 @@
 //go:build integration
 
-package runnerbin
+package build
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build integration
 
-package dockerfile
+package buildctx
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/xrun-dev/xrun/internal/testenv"
 
-	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/spec"
 )
 
@@ -82,8 +81,8 @@ func TestClassicBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	collect := func() *buildctx.Context {
-		c, err := buildctx.Collect(exp, &spec.Spec{Include: []string{"../kernels/k"}}, nil)
+	collect := func() *Context {
+		c, err := Collect(exp, &spec.Spec{Include: []string{"../kernels/k"}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,8 +90,8 @@ func TestClassicBuild(t *testing.T) {
 	}
 	buildImage := func() string {
 		var tarball bytes.Buffer
-		extras := append(Dirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
-		if err := buildctx.WriteExtras(&tarball, extras...); err != nil {
+		extras := append(Dirs(), Extra{Name: "Dockerfile", Data: df}, Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
+		if err := WriteExtras(&tarball, extras...); err != nil {
 			t.Fatal(err)
 		}
 		return docker(t, tarball.Bytes(), []string{"DOCKER_BUILDKIT=0"}, "build", "-t", tag, "-")

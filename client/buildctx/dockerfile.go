@@ -1,11 +1,12 @@
-// Package dockerfile generates the Dockerfile of an experiment's image.
+// Dockerfile generates the Dockerfile of an experiment's image.
 //
 // The layers go from what changes least to what changes most: the base,
 // system packages, Python packages, the runner, then the experiment's code,
 // so a code edit rebuilds only the last layer. The output uses only
 // instructions that both the classic builder (Docker 20.10, API 1.41) and
 // BuildKit understand: no heredocs, no RUN --mount, no syntax directive.
-package dockerfile
+
+package buildctx
 
 import (
 	"bytes"
@@ -16,7 +17,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/contract"
 )
@@ -116,13 +116,13 @@ func Dockerfile(o DockerfileOptions) ([]byte, error) {
 // SkelDirs are the build-context entries the generated Dockerfile copies to
 // /xrun: the empty out and runner directories of SkelDir, the empty home,
 // tmp and cache directories of JobSkelDir.
-func SkelDirs() []buildctx.Extra {
-	var x []buildctx.Extra
+func SkelDirs() []Extra {
+	var x []Extra
 	for _, d := range []string{"out", "runner"} {
-		x = append(x, buildctx.Extra{Name: SkelDir + "/" + d, Dir: true})
+		x = append(x, Extra{Name: SkelDir + "/" + d, Dir: true})
 	}
 	for _, d := range []string{"home", "tmp", "cache"} {
-		x = append(x, buildctx.Extra{Name: JobSkelDir + "/" + d, Dir: true})
+		x = append(x, Extra{Name: JobSkelDir + "/" + d, Dir: true})
 	}
 	return x
 }
