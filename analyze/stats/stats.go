@@ -181,7 +181,7 @@ func sorted(samples []float64) []float64 {
 	return x
 }
 
-// Rule is the stopping rule: take at least MinSamples samples over at least
+// StoppingRule is the stopping rule: take at least MinSamples samples over at least
 // MinTimeS seconds of sampling, then stop as soon as the relative standard
 // error of the median is <= TargetRSE; give up (converged=false) at
 // MaxSamples samples or MaxTimeS seconds of measured time, whichever comes
@@ -193,7 +193,7 @@ func sorted(samples []float64) []float64 {
 // fraction of a second. Counted as measured time it asked a 6.7 us kernel
 // for 75,000 samples and 11 s of wall time when a few thousand settle its
 // median as well (docs/performance.md).
-type Rule struct {
+type StoppingRule struct {
 	MinSamples, MaxSamples int
 	MinTimeS, MaxTimeS     float64
 	TargetRSE              float64
@@ -206,7 +206,7 @@ const (
 	ReasonMaxSamples = "max_samples"
 )
 
-// DefaultRule is the rule used unless the spec says otherwise: at least 10
+// DefaultStoppingRule is the rule used unless the spec says otherwise: at least 10
 // samples and 0.3 s of sampling, a 0.5% target, and caps of 100000 samples and 15 s per
 // implementation per case (a slow kernel still gets a decision in bounded
 // time, a fast one is not stopped by the sample cap before the time cap).
@@ -214,15 +214,15 @@ const (
 // the softmax timing-validation experiment, 0.5 s gave the same medians
 // (within 1%) and no smaller run-to-run spread, on an H100 and an H200
 // (docs/performance.md, "The minimum sampling time").
-func DefaultRule() Rule {
-	return Rule{MinSamples: 10, MaxSamples: 100000, MinTimeS: 0.3, MaxTimeS: 15, TargetRSE: 0.005}
+func DefaultStoppingRule() StoppingRule {
+	return StoppingRule{MinSamples: 10, MaxSamples: 100000, MinTimeS: 0.3, MaxTimeS: 15, TargetRSE: 0.005}
 }
 
-// RuleFrom returns DefaultRule with every non-zero value of m applied. A cap
+// StoppingRuleFrom returns DefaultRule with every non-zero value of m applied. A cap
 // set below its minimum by the spec is raised to the minimum, so the rule
 // stays satisfiable.
-func RuleFrom(m spec.Method) Rule {
-	r := DefaultRule()
+func StoppingRuleFrom(m spec.Method) StoppingRule {
+	r := DefaultStoppingRule()
 	if m.MinSamples > 0 {
 		r.MinSamples = m.MinSamples
 	}
@@ -250,7 +250,7 @@ func RuleFrom(m spec.Method) Rule {
 // are met one call costs time linear in the number of samples (a copy and a
 // selection, no sort: about 3 ms for 100000 samples), so callers check once
 // per batch of samples rather than after each one.
-func (r Rule) Check(samples []float64, measuredS, sampledS float64) (stop, converged bool, reason string) {
+func (r StoppingRule) Check(samples []float64, measuredS, sampledS float64) (stop, converged bool, reason string) {
 	n := len(samples)
 	atTimeCap := r.MaxTimeS > 0 && measuredS >= r.MaxTimeS
 	atSampleCap := r.MaxSamples > 0 && n >= r.MaxSamples
@@ -274,7 +274,7 @@ func (r Rule) Check(samples []float64, measuredS, sampledS float64) (stop, conve
 }
 
 // String is the rule in words, for results.methodology.stopping_rule.
-func (r Rule) String() string {
+func (r StoppingRule) String() string {
 	return fmt.Sprintf("at least %d samples over %s s of sampling (wall time, warm-ups excluded); then stop when the standard error of the median "+
 		"(distribution-free, from order statistics) is <= %s%% of the median; give up (converged=false) at %s s of measured time or %d samples",
 		r.MinSamples, fmtNum(r.MinTimeS), fmtNum(r.TargetRSE*100), fmtNum(r.MaxTimeS), r.MaxSamples)

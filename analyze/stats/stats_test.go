@@ -163,7 +163,7 @@ func noisy(n int, rel float64) []float64 {
 }
 
 func TestRuleCheck(t *testing.T) {
-	r := DefaultRule()
+	r := DefaultStoppingRule()
 	for _, c := range []struct {
 		name                string
 		samples             []float64
@@ -204,24 +204,24 @@ func TestRuleFrom(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		m    spec.Method
-		want Rule
+		want StoppingRule
 	}{
-		{"defaults", spec.Method{}, DefaultRule()},
+		{"defaults", spec.Method{}, DefaultStoppingRule()},
 		{"overrides", spec.Method{MinSamples: 20, MaxSamples: 500, MinTimeS: 1, MaxTimeS: 30, TargetRSE: 0.01},
-			Rule{MinSamples: 20, MaxSamples: 500, MinTimeS: 1, MaxTimeS: 30, TargetRSE: 0.01}},
+			StoppingRule{MinSamples: 20, MaxSamples: 500, MinTimeS: 1, MaxTimeS: 30, TargetRSE: 0.01}},
 		{"partial", spec.Method{MaxTimeS: 2},
-			Rule{MinSamples: 10, MaxSamples: 100000, MinTimeS: 0.3, MaxTimeS: 2, TargetRSE: 0.005}},
+			StoppingRule{MinSamples: 10, MaxSamples: 100000, MinTimeS: 0.3, MaxTimeS: 2, TargetRSE: 0.005}},
 		{"caps raised to minimums", spec.Method{MinSamples: 200, MaxSamples: 0, MinTimeS: 20},
-			Rule{MinSamples: 200, MaxSamples: 100000, MinTimeS: 20, MaxTimeS: 20, TargetRSE: 0.005}},
+			StoppingRule{MinSamples: 200, MaxSamples: 100000, MinTimeS: 20, MaxTimeS: 20, TargetRSE: 0.005}},
 	} {
-		if got := RuleFrom(c.m); got != c.want {
+		if got := StoppingRuleFrom(c.m); got != c.want {
 			t.Errorf("%s: RuleFrom = %+v, want %+v", c.name, got, c.want)
 		}
 	}
 }
 
 func TestRuleString(t *testing.T) {
-	s := DefaultRule().String()
+	s := DefaultStoppingRule().String()
 	for _, part := range []string{"10 samples", "0.3 s of sampling", "0.5%", "15 s of measured time", "100000 samples", "median"} {
 		if !strings.Contains(s, part) {
 			t.Errorf("String() = %q, missing %q", s, part)
@@ -259,7 +259,7 @@ func TestMedianAndSEMatchesSort(t *testing.T) {
 
 func BenchmarkCheck100k(b *testing.B) {
 	x := noisy(100000, 0.5)
-	r := DefaultRule()
+	r := DefaultStoppingRule()
 	for b.Loop() {
 		r.Check(x, 5, 7)
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/xrun-dev/xrun/result"
 )
 
-// Sample is one reading of the machine. The CPU and job times are
+// HostSample is one reading of the machine. The CPU and job times are
 // cumulative counters in clock ticks: only differences between two
 // Samples mean anything.
-type Sample struct {
+type HostSample struct {
 	At time.Time
 	// Load1 is the 1-minute load average (/proc/loadavg).
 	Load1 float64
@@ -52,8 +52,8 @@ type CPUTimes struct {
 	Total uint64
 }
 
-// Acc sums the windows in which one implementation was timed on one case.
-type Acc struct {
+// HostLoadAcc sums the windows in which one implementation was timed on one case.
+type HostLoadAcc struct {
 	windows  int
 	wall     time.Duration
 	cpu      CPUTimes
@@ -71,7 +71,7 @@ type Acc struct {
 // ended in the window is lost, and counts as another's; one that started
 // in it counts all its time where before listed every process (otherwise
 // it may have started earlier, and is left out).
-func (a *Acc) Add(before, after Sample) {
+func (a *HostLoadAcc) Add(before, after HostSample) {
 	if !after.At.After(before.At) || after.CPU.Total <= before.CPU.Total {
 		return
 	}
@@ -86,7 +86,7 @@ func (a *Acc) Add(before, after Sample) {
 		}
 	}
 	a.cpus = max(a.cpus, after.CPUs)
-	for _, s := range []Sample{before, after} {
+	for _, s := range []HostSample{before, after} {
 		a.loadSum += s.Load1
 		a.loadMax = max(a.loadMax, s.Load1)
 		a.loads++
@@ -108,7 +108,7 @@ func sub(a, b uint64) uint64 {
 // HostLoad is what the windows add up to, nil without one. The shares
 // are of the job's CPUs' time over the windows (their wall time times
 // their number): OthersShare is their busy time less the job's own.
-func (a *Acc) HostLoad() *result.HostLoad {
+func (a *HostLoadAcc) HostLoad() *result.HostLoad {
 	if a.windows == 0 || a.cpu.Total == 0 {
 		return nil
 	}

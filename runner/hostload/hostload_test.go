@@ -144,13 +144,13 @@ func TestDescendants(t *testing.T) {
 }
 
 // sample is a Sample of a 2-CPU set at second s.
-func sample(s float64, busy, steal, total uint64, load, mhz float64, job map[int]uint64) Sample {
-	return Sample{At: time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))), Load1: load,
+func sample(s float64, busy, steal, total uint64, load, mhz float64, job map[int]uint64) HostSample {
+	return HostSample{At: time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))), Load1: load,
 		CPU: CPUTimes{Busy: busy, Steal: steal, Total: total}, CPUs: 2, Job: job, Listed: true, MHz: mhz}
 }
 
 func TestAccShares(t *testing.T) {
-	var a Acc
+	var a HostLoadAcc
 	if a.HostLoad() != nil {
 		t.Fatal("an empty Acc has a HostLoad")
 	}
@@ -171,7 +171,7 @@ func TestAccShares(t *testing.T) {
 	}
 	// A process first seen after a reading that did not list every
 	// process may have started before the window: it is left out.
-	var c Acc
+	var c HostLoadAcc
 	before := sample(0, 0, 0, 0, 1, 0, map[int]uint64{10: 5})
 	before.Listed = false
 	c.Add(before, sample(1, 100, 0, 200, 1, 0, map[int]uint64{10: 25, 11: 500}))
@@ -179,7 +179,7 @@ func TestAccShares(t *testing.T) {
 		t.Errorf("new process after a partial reading: %+v", h)
 	}
 	// A job that read a tick more than the CPUs did is all the CPUs' time.
-	var b Acc
+	var b HostLoadAcc
 	b.Add(sample(0, 0, 0, 0, 1, 0, map[int]uint64{10: 0}), sample(1, 199, 0, 200, 1, 0, map[int]uint64{10: 200}))
 	if h := b.HostLoad(); h.OthersShare != 0 || h.JobShare != 0.995 || h.CPUMHz != 0 {
 		t.Errorf("job over the CPUs' ticks: %+v", h)
@@ -237,7 +237,7 @@ func TestReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sample{At: now, Load1: 3.5, CPU: CPUTimes{Busy: 200, Total: 2200}, CPUs: 2, Job: map[int]uint64{10: 3, 11: 50}, MHz: 2445.406}
+	want := HostSample{At: now, Load1: 3.5, CPU: CPUTimes{Busy: 200, Total: 2200}, CPUs: 2, Job: map[int]uint64{10: 3, 11: 50}, MHz: 2445.406}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("Read = %+v\nwant   %+v", s, want)
 	}
@@ -274,7 +274,7 @@ func TestReader(t *testing.T) {
 // On Linux the machine's own /proc reads: the runner's process is in the
 // job, and two readings a moment apart make a window.
 func TestNewOnThisMachine(t *testing.T) {
-	r, err := New()
+	r, err := NewHostLoad()
 	if err != nil {
 		if _, statErr := os.Stat("/proc/stat"); statErr != nil {
 			testenv.Missing(t, "no /proc here: %v", err)
@@ -294,7 +294,7 @@ func TestNewOnThisMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a Acc
+	var a HostLoadAcc
 	a.Add(before, after)
 	h := a.HostLoad()
 	if h == nil || h.JobShare <= 0 || h.OthersShare < 0 || h.OthersShare+h.JobShare > 1 {
@@ -304,7 +304,7 @@ func TestNewOnThisMachine(t *testing.T) {
 
 // BenchmarkRead is the cost of one reading of this machine: two a batch.
 func BenchmarkRead(b *testing.B) {
-	r, err := New()
+	r, err := NewHostLoad()
 	if err != nil {
 		b.Skip(err)
 	}

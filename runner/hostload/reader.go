@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// Reader takes Samples of one job: the process at its root (the runner)
+// HostLoadReader takes Samples of one job: the process at its root (the runner)
 // and everything under it, on the CPUs that process may use.
-type Reader struct {
+type HostLoadReader struct {
 	proc, sys string // the /proc and /sys to read (others in tests)
 	self      int
 	cpus      []int
@@ -29,17 +29,17 @@ type Reader struct {
 // hundreds), the reads between them only the job's few.
 const listEvery = time.Second
 
-// New returns a Reader of the calling process and its descendants on the
+// NewHostLoad returns a Reader of the calling process and its descendants on the
 // machine's /proc and /sys, having read one Sample; an error says why
 // there is none (not Linux, /proc unreadable).
-func New() (*Reader, error) {
+func NewHostLoad() (*HostLoadReader, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("host load: read from /proc on Linux only, not %s", runtime.GOOS)
 	}
 	return newReader("/proc", "/sys", os.Getpid(), time.Now)
 }
 
-func newReader(proc, sys string, self int, now func() time.Time) (*Reader, error) {
+func newReader(proc, sys string, self int, now func() time.Time) (*HostLoadReader, error) {
 	b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(self), "status"))
 	if err != nil {
 		return nil, fmt.Errorf("host load: %w", err)
@@ -48,7 +48,7 @@ func newReader(proc, sys string, self int, now func() time.Time) (*Reader, error
 	if err != nil {
 		return nil, fmt.Errorf("host load: %w", err)
 	}
-	r := &Reader{proc: proc, sys: sys, self: self, cpus: cpus, now: now}
+	r := &HostLoadReader{proc: proc, sys: sys, self: self, cpus: cpus, now: now}
 	if _, err := r.Read(); err != nil {
 		return nil, err
 	}
@@ -56,27 +56,27 @@ func newReader(proc, sys string, self int, now func() time.Time) (*Reader, error
 }
 
 // CPUs are the CPUs the job may run on.
-func (r *Reader) CPUs() []int { return r.cpus }
+func (r *HostLoadReader) CPUs() []int { return r.cpus }
 
 // Read takes a Sample.
-func (r *Reader) Read() (Sample, error) {
-	s := Sample{At: r.now(), CPUs: len(r.cpus)}
+func (r *HostLoadReader) Read() (HostSample, error) {
+	s := HostSample{At: r.now(), CPUs: len(r.cpus)}
 	b, err := os.ReadFile(filepath.Join(r.proc, "loadavg"))
 	if err == nil {
 		s.Load1, err = parseLoadavg(string(b))
 	}
 	if err != nil {
-		return Sample{}, fmt.Errorf("host load: %w", err)
+		return HostSample{}, fmt.Errorf("host load: %w", err)
 	}
 	b, err = os.ReadFile(filepath.Join(r.proc, "stat"))
 	if err == nil {
 		s.CPU, err = parseStat(string(b), r.cpus)
 	}
 	if err != nil {
-		return Sample{}, fmt.Errorf("host load: %w", err)
+		return HostSample{}, fmt.Errorf("host load: %w", err)
 	}
 	if s.Job, s.Listed, err = r.job(s.At); err != nil {
-		return Sample{}, fmt.Errorf("host load: %w", err)
+		return HostSample{}, fmt.Errorf("host load: %w", err)
 	}
 	s.MHz = r.mhz()
 	return s, nil
@@ -86,7 +86,7 @@ func (r *Reader) Read() (Sample, error) {
 // it: the workers, the zygote and whatever they started. It lists every
 // process once every listEvery (listed), and reads the processes of the
 // last listing in between; a process gone before its reading is left out.
-func (r *Reader) job(now time.Time) (ticks map[int]uint64, listed bool, err error) {
+func (r *HostLoadReader) job(now time.Time) (ticks map[int]uint64, listed bool, err error) {
 	if r.pids == nil || now.Sub(r.listed) >= listEvery {
 		if ticks, err = r.list(); err != nil {
 			return nil, false, err
@@ -110,7 +110,7 @@ func (r *Reader) job(now time.Time) (ticks map[int]uint64, listed bool, err erro
 }
 
 // list reads every process's stat and keeps the job's.
-func (r *Reader) list() (map[int]uint64, error) {
+func (r *HostLoadReader) list() (map[int]uint64, error) {
 	ents, err := os.ReadDir(r.proc)
 	if err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func (r *Reader) list() (map[int]uint64, error) {
 	return descendants(r.self, parent, ticks), nil
 }
 
-func (r *Reader) stat(pid int) (ppid int, ticks uint64, err error) {
+func (r *HostLoadReader) stat(pid int) (ppid int, ticks uint64, err error) {
 	b, err := os.ReadFile(filepath.Join(r.proc, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, 0, err
@@ -172,7 +172,7 @@ func descendants(root int, parent map[int]int, ticks map[int]uint64) map[int]uin
 // scaling_cur_freq (kHz) where the kernel has a cpufreq driver, else
 // /proc/cpuinfo's "cpu MHz"; 0 where neither says (virtual machines
 // often have no cpufreq, arm64 no cpu MHz).
-func (r *Reader) mhz() float64 {
+func (r *HostLoadReader) mhz() float64 {
 	sum, n := 0.0, 0
 	for _, c := range r.cpus {
 		b, err := os.ReadFile(filepath.Join(r.sys, "devices/system/cpu", "cpu"+strconv.Itoa(c), "cpufreq/scaling_cur_freq"))

@@ -26,7 +26,7 @@ type plan struct {
 	cpu      bool
 	gpu      *result.GPU // the device the workers use; nil on the CPU
 	method   spec.Method
-	rule     stats.Rule
+	rule     stats.StoppingRule
 	warmupMS float64
 	trials   int
 	rounds   int
@@ -112,7 +112,7 @@ func (p *plan) setMethod(m spec.Method) result.Methodology {
 		m.MaxTimeS = DefaultCPUMaxTimeS
 	}
 	p.method = m
-	p.rule = stats.RuleFrom(m)
+	p.rule = stats.StoppingRuleFrom(m)
 	p.warmupMS = orFloat(m.WarmupMS, DefaultWarmupMS)
 	p.trials = orInt(m.Trials, DefaultTrials)
 	p.rounds = max(orInt(m.Rounds, DefaultRounds), 3)

@@ -29,11 +29,11 @@ func (rn *runner) newLoop() *timing.Loop {
 // hostLoad reads the host's load around each batch of a CPU run (on
 // Linux): a neighbour's processes slow a CPU timing as a held-back clock
 // slows a GPU's. nil where it is not read.
-func (rn *runner) hostLoad() func() (hostload.Sample, error) {
+func (rn *runner) hostLoad() func() (hostload.HostSample, error) {
 	if !rn.cpu {
 		return nil
 	}
-	r, err := hostload.New()
+	r, err := hostload.NewHostLoad()
 	if err != nil {
 		rn.logf("the host's load will not be recorded: %v", err)
 		return nil

@@ -38,7 +38,7 @@ type acc struct {
 	cover, coverNote string
 	spinMS           float64
 	// load is the host's load over the batches (Config.HostLoad).
-	load hostload.Acc
+	load hostload.HostLoadAcc
 }
 
 // add pools one batch: the event samples, their kernel-clock readings while

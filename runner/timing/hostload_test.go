@@ -20,12 +20,12 @@ type fakeHost struct {
 	fail  map[int]bool // reads (from 1) that fail
 }
 
-func (f *fakeHost) read() (hostload.Sample, error) {
+func (f *fakeHost) read() (hostload.HostSample, error) {
 	f.reads++
 	if f.fail[f.reads] {
-		return hostload.Sample{}, errors.New("proc went away")
+		return hostload.HostSample{}, errors.New("proc went away")
 	}
-	return hostload.Sample{At: f.h.clock.t, Load1: float64(f.reads), CPU: f.cpu, CPUs: 2,
+	return hostload.HostSample{At: f.h.clock.t, Load1: float64(f.reads), CPU: f.cpu, CPUs: 2,
 		Job: map[int]uint64{1: f.job}}, nil
 }
 

@@ -75,7 +75,7 @@ type Recorder interface {
 
 // Config is the method the loop follows.
 type Config struct {
-	Rule stats.Rule
+	Rule stats.StoppingRule
 	// Rounds is the least number of rounds each implementation gets before
 	// the rule may stop it.
 	Rounds   int
@@ -100,7 +100,7 @@ type Config struct {
 	// HostLoad, when set, reads the host's load right before and right
 	// after each batch (CPU runs): each timing's HostLoad sums its
 	// batches. A batch with a failed reading is left out of it.
-	HostLoad func() (hostload.Sample, error)
+	HostLoad func() (hostload.HostSample, error)
 }
 
 // Loop times case after case. It keeps what spans the cases: whether a
@@ -209,7 +209,7 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, wa
 		l.c.Batch(im.Name)
 	}
 	s, err := im.Open(ctx)
-	var before *hostload.Sample
+	var before *hostload.HostSample
 	if err == nil && l.c.HostLoad != nil {
 		if b, err := l.c.HostLoad(); err == nil {
 			before = &b

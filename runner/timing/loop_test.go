@@ -93,7 +93,7 @@ func gpuBatch(events, kernel []float64, gaps ...float64) func(int, harness.Time)
 var noisy = []float64{1, 50, 1, 50}
 
 // rule converges on the third round of steady samples.
-var rule = stats.Rule{MinSamples: 2, MinTimeS: 0.1, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000}
+var rule = stats.StoppingRule{MinSamples: 2, MinTimeS: 0.1, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000}
 
 type harnessT struct {
 	clock *fakeClock
@@ -109,7 +109,7 @@ func setup(c Config, fakes ...*fakeSampler) (*harnessT, *Loop, []Impl) {
 	if c.Rounds == 0 {
 		c.Rounds = 3
 	}
-	if c.Rule == (stats.Rule{}) {
+	if c.Rule == (stats.StoppingRule{}) {
 		c.Rule = rule
 	}
 	c.Now = h.clock.now
@@ -180,7 +180,7 @@ func TestRoundOrder(t *testing.T) {
 func TestStoppingRule(t *testing.T) {
 	tests := []struct {
 		name    string
-		rule    stats.Rule
+		rule    stats.StoppingRule
 		samples []float64
 		took    time.Duration
 		reason  string
@@ -189,17 +189,17 @@ func TestStoppingRule(t *testing.T) {
 		n       int
 	}{
 		{name: "converged", samples: []float64{1, 1, 1}, reason: stats.ReasonConverged, conv: true, rounds: 3, n: 9},
-		{name: "converged after the minimum time", rule: stats.Rule{MinSamples: 2, MinTimeS: 0.5, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 1000},
+		{name: "converged after the minimum time", rule: stats.StoppingRule{MinSamples: 2, MinTimeS: 0.5, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 1000},
 			samples: []float64{1, 1, 1}, reason: stats.ReasonConverged, conv: true, rounds: 5, n: 15},
-		{name: "max samples split over the rounds", rule: stats.Rule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 12},
+		{name: "max samples split over the rounds", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 12},
 			samples: noisy, reason: stats.ReasonMaxSamples, rounds: 3, n: 12},
-		{name: "max samples after the rounds", rule: stats.Rule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 14},
+		{name: "max samples after the rounds", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 14},
 			samples: noisy, reason: stats.ReasonMaxSamples, rounds: 4, n: 14},
-		{name: "max time", rule: stats.Rule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 0.3, MaxSamples: 1000},
+		{name: "max time", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 0.3, MaxSamples: 1000},
 			samples: noisy, reason: stats.ReasonMaxTime, rounds: 3, n: 12},
-		{name: "max wall time", rule: stats.Rule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000},
+		{name: "max wall time", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000},
 			samples: noisy, took: 7 * time.Second, reason: ReasonMaxWallTime, rounds: 5, n: 20},
-		{name: "the wall cap waits for the minimum rounds", rule: stats.Rule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 1, MaxSamples: 100000},
+		{name: "the wall cap waits for the minimum rounds", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 1, MaxSamples: 100000},
 			samples: noisy, took: time.Minute, reason: ReasonMaxWallTime, rounds: 3, n: 12},
 	}
 	for _, tt := range tests {
@@ -233,7 +233,7 @@ func TestStoppingRule(t *testing.T) {
 // method's flush, rest and kernel-clock limit.
 func TestBatchCommands(t *testing.T) {
 	f := &fakeSampler{name: "a", next: cpuBatch(1, 1, 1)}
-	r := stats.Rule{MinSamples: 10, MinTimeS: 0.6, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100}
+	r := stats.StoppingRule{MinSamples: 10, MinTimeS: 0.6, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100}
 	_, l, impls := setup(Config{Rule: r, WarmupMS: 100, Flush: true, RestRatio: 0.5, KernelClockMaxMS: 50}, f)
 	c := Case{Params: []byte(`{"n":8}`), Seed: 7}
 	if err := l.Case(context.Background(), c, impls, newRecorder()); err != nil {
