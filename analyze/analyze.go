@@ -2,7 +2,8 @@
 // the work models and the GPUs' peaks (peaks.json), comparisons with
 // verdicts on the medians' intervals, the spec's success criteria, the
 // throttle rules of a GPU's clock readings, and warnings about figures that
-// deserve less trust. The client and the runner share it.
+// deserve less trust; and the timing samples' summaries and stopping rule
+// (Summarize, StoppingRule). The client and the runner share it.
 package analyze
 
 import (

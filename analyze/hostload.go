@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/xrun-dev/xrun/analyze/stats"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -119,6 +118,6 @@ func HostLoad(r *result.Results, share float64) *result.HostLoadSummary {
 		return nil
 	}
 	slices.Sort(others)
-	s.MedianOthersShare = math.Round(stats.Quantile(others, 0.5)*1000) / 1000
+	s.MedianOthersShare = math.Round(Quantile(others, 0.5)*1000) / 1000
 	return s
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/analyze/stats"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -36,7 +35,7 @@ func passed() *result.Correctness {
 func seed001(t *testing.T) *result.Results {
 	created := time.Date(2026, 2, 16, 9, 30, 0, 0, time.UTC)
 	finished := created.Add(5*time.Minute + 12*time.Second)
-	rule := stats.DefaultStoppingRule()
+	rule := analyze.DefaultStoppingRule()
 	r := &result.Results{
 		SchemaVersion: 1, JobID: "j-20260216-0930-7f3a", Experiment: "gla-pingpong", CreatedAt: created, FinishedAt: &finished,
 		RunnerVersion: "v0.1.0", ClientVersion: "v0.1.0", SpecHash: "c08f9698",
@@ -96,7 +95,7 @@ func cpuFailures(t *testing.T) *result.Results {
 		SchemaVersion: 1, JobID: "j-cpu", Experiment: "gla-pingpong", CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
 		RunnerVersion: "v0.1.0", Mode: "cpu", Status: result.StatusFailed,
 		Env:         result.Env{Host: "laptop", OS: "linux", Arch: "arm64", Python: "3.11.2", Numpy: "1.26.4", Torch: "2.5.1"},
-		Methodology: result.Methodology{Timer: "perf_counter", MinSamples: 10, Rounds: 3, Trials: 3, ImplTimeoutS: 60, StoppingRule: stats.DefaultStoppingRule().String()},
+		Methodology: result.Methodology{Timer: "perf_counter", MinSamples: 10, Rounds: 3, Trials: 3, ImplTimeoutS: 60, StoppingRule: analyze.DefaultStoppingRule().String()},
 		SweepKeys:   []string{"T"}, Implementations: []string{"baseline", "pipelined", "fused", "broken"}, Baseline: "baseline",
 	}
 	for _, p := range []map[string]any{{"T": 64, "dtype": "float32"}, {"T": 128, "dtype": "float32"}, {"T": 64, "dtype": "float64"}} {

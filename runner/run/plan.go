@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/analyze/stats"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
 	"github.com/xrun-dev/xrun/runner/harness"
@@ -26,7 +25,7 @@ type plan struct {
 	cpu      bool
 	gpu      *result.GPU // the device the workers use; nil on the CPU
 	method   spec.Method
-	rule     stats.StoppingRule
+	rule     analyze.StoppingRule
 	warmupMS float64
 	trials   int
 	rounds   int
@@ -112,7 +111,7 @@ func (p *plan) setMethod(m spec.Method) result.Methodology {
 		m.MaxTimeS = DefaultCPUMaxTimeS
 	}
 	p.method = m
-	p.rule = stats.StoppingRuleFrom(m)
+	p.rule = analyze.StoppingRuleFrom(m)
 	p.warmupMS = orFloat(m.WarmupMS, DefaultWarmupMS)
 	p.trials = orInt(m.Trials, DefaultTrials)
 	p.rounds = max(orInt(m.Rounds, DefaultRounds), 3)

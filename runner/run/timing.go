@@ -8,7 +8,6 @@ import (
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/gpuinfo"
-	"github.com/xrun-dev/xrun/runner/hostload"
 	"github.com/xrun-dev/xrun/runner/timing"
 )
 
@@ -29,11 +28,11 @@ func (rn *runner) newLoop() *timing.Loop {
 // hostLoad reads the host's load around each batch of a CPU run (on
 // Linux): a neighbour's processes slow a CPU timing as a held-back clock
 // slows a GPU's. nil where it is not read.
-func (rn *runner) hostLoad() func() (hostload.HostSample, error) {
+func (rn *runner) hostLoad() func() (timing.HostSample, error) {
 	if !rn.cpu {
 		return nil
 	}
-	r, err := hostload.NewHostLoad()
+	r, err := timing.NewHostLoad()
 	if err != nil {
 		rn.logf("the host's load will not be recorded: %v", err)
 		return nil

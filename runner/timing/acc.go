@@ -5,10 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/hostload"
 )
 
 // ClockRule is Methodology.ClockRule on GPU runs.
@@ -38,7 +37,7 @@ type acc struct {
 	cover, coverNote string
 	spinMS           float64
 	// load is the host's load over the batches (Config.HostLoad).
-	load hostload.HostLoadAcc
+	load HostLoadAcc
 }
 
 // add pools one batch: the event samples, their kernel-clock readings while
@@ -98,7 +97,7 @@ func (a *acc) headline(launchMS float64) []float64 {
 // timing summarises a's samples on the headline clock, with the events'
 // and CUPTI's own readings beside it when the headline is the kernel clock.
 func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
-	t := stats.Summarize(a.headline(launchMS))
+	t := analyze.Summarize(a.headline(launchMS))
 	switch {
 	case cpu:
 		t.Clock = result.ClockPerfCounter
@@ -106,7 +105,7 @@ func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
 		t.Clock = result.ClockKernel
 		ev := clockSummary(a.samples)
 		t.Events = &ev
-		k := result.KernelSummary{ClockSummary: clockSummary(a.kernel), BusyMedianMS: stats.Summarize(a.busy).MedianMS,
+		k := result.KernelSummary{ClockSummary: clockSummary(a.kernel), BusyMedianMS: analyze.Summarize(a.busy).MedianMS,
 			Kernels: medianInt(a.kernels), LaunchMS: launchMS}
 		t.Kernel = &k
 	default:
@@ -125,7 +124,7 @@ func (a *acc) timing(cpu bool, launchMS float64) result.Timing {
 
 // clockSummary is one clock's reading of samples.
 func clockSummary(samples []float64) result.ClockSummary {
-	t := stats.Summarize(samples)
+	t := analyze.Summarize(samples)
 	return result.ClockSummary{MedianMS: t.MedianMS, MinMS: t.MinMS, Q1MS: t.Q1MS, Q3MS: t.Q3MS, StderrRel: t.StderrRel, Samples: t.Samples}
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/runner/harness"
 )
 
@@ -43,7 +43,7 @@ func TestAbsurdSamplesRefused(t *testing.T) {
 				t.Errorf("not one sentence: %q", err)
 			}
 			for _, name := range []string{"reference", "honest"} {
-				if got := rec.last(t, name); got.StopReason != stats.ReasonConverged || rec.failed[name] != nil {
+				if got := rec.last(t, name); got.StopReason != analyze.ReasonConverged || rec.failed[name] != nil {
 					t.Errorf("%s: %+v, failed %v", name, got, rec.failed[name])
 				}
 			}

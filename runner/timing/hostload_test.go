@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/hostload"
 )
 
 // fakeHost is a 2-CPU machine whose counters the batches move: each batch
@@ -14,18 +13,18 @@ import (
 // the job uses job and other processes others.
 type fakeHost struct {
 	h     *harnessT
-	cpu   hostload.CPUTimes
+	cpu   CPUTimes
 	job   uint64
 	reads int
 	fail  map[int]bool // reads (from 1) that fail
 }
 
-func (f *fakeHost) read() (hostload.HostSample, error) {
+func (f *fakeHost) read() (HostSample, error) {
 	f.reads++
 	if f.fail[f.reads] {
-		return hostload.HostSample{}, errors.New("proc went away")
+		return HostSample{}, errors.New("proc went away")
 	}
-	return hostload.HostSample{At: f.h.clock.t, Load1: float64(f.reads), CPU: f.cpu, CPUs: 2,
+	return HostSample{At: f.h.clock.t, Load1: float64(f.reads), CPU: f.cpu, CPUs: 2,
 		Job: map[int]uint64{1: f.job}}, nil
 }
 

@@ -1,7 +1,8 @@
 // Package timing is the runner's timing loop: interleaved rounds of batches
 // of samples over the implementations of one case until each meets the
 // stopping rule, and the summary of each one's samples on its clock (the
-// kernel clock, the CUDA events or the host's).
+// kernel clock, the CUDA events or the host's), with how busy the host was
+// while a CPU timing was taken (HostLoadReader).
 //
 // The loop talks to workers through Sampler and to the results through
 // Recorder, so that it can be tested with canned samples.
@@ -13,10 +14,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
-	"github.com/xrun-dev/xrun/runner/hostload"
 )
 
 const (
@@ -75,7 +75,7 @@ type Recorder interface {
 
 // Config is the method the loop follows.
 type Config struct {
-	Rule stats.StoppingRule
+	Rule analyze.StoppingRule
 	// Rounds is the least number of rounds each implementation gets before
 	// the rule may stop it.
 	Rounds   int
@@ -100,7 +100,7 @@ type Config struct {
 	// HostLoad, when set, reads the host's load right before and right
 	// after each batch (CPU runs): each timing's HostLoad sums its
 	// batches. A batch with a failed reading is left out of it.
-	HostLoad func() (hostload.HostSample, error)
+	HostLoad func() (HostSample, error)
 }
 
 // Loop times case after case. It keeps what spans the cases: whether a
@@ -209,7 +209,7 @@ func (l *Loop) batch(ctx context.Context, round int, c Case, im Impl, a *acc, wa
 		l.c.Batch(im.Name)
 	}
 	s, err := im.Open(ctx)
-	var before *hostload.HostSample
+	var before *HostSample
 	if err == nil && l.c.HostLoad != nil {
 		if b, err := l.c.HostLoad(); err == nil {
 			before = &b

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/analyze/stats"
+	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/runner/harness"
 )
@@ -93,7 +93,7 @@ func gpuBatch(events, kernel []float64, gaps ...float64) func(int, harness.Time)
 var noisy = []float64{1, 50, 1, 50}
 
 // rule converges on the third round of steady samples.
-var rule = stats.StoppingRule{MinSamples: 2, MinTimeS: 0.1, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000}
+var rule = analyze.StoppingRule{MinSamples: 2, MinTimeS: 0.1, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000}
 
 type harnessT struct {
 	clock *fakeClock
@@ -109,7 +109,7 @@ func setup(c Config, fakes ...*fakeSampler) (*harnessT, *Loop, []Impl) {
 	if c.Rounds == 0 {
 		c.Rounds = 3
 	}
-	if c.Rule == (stats.StoppingRule{}) {
+	if c.Rule == (analyze.StoppingRule{}) {
 		c.Rule = rule
 	}
 	c.Now = h.clock.now
@@ -151,11 +151,11 @@ func TestRoundOrder(t *testing.T) {
 	if strings.Join(h.calls, " ") != strings.Join(want, " ") {
 		t.Errorf("calls\n%v\nwant\n%v", h.calls, want)
 	}
-	if got := rec.last(t, "slow"); got.StopReason != stats.ReasonMaxTime || got.Rounds != len(h.fakes["slow"].cmds) || got.Rounds < 5 {
+	if got := rec.last(t, "slow"); got.StopReason != analyze.ReasonMaxTime || got.Rounds != len(h.fakes["slow"].cmds) || got.Rounds < 5 {
 		t.Errorf("slow: %+v", got)
 	}
 	for _, name := range []string{"reference", "base", "fast"} {
-		if got := rec.last(t, name); got.StopReason != stats.ReasonConverged || !got.Converged || got.Rounds != 3 {
+		if got := rec.last(t, name); got.StopReason != analyze.ReasonConverged || !got.Converged || got.Rounds != 3 {
 			t.Errorf("%s: %+v", name, got)
 		}
 	}
@@ -180,7 +180,7 @@ func TestRoundOrder(t *testing.T) {
 func TestStoppingRule(t *testing.T) {
 	tests := []struct {
 		name    string
-		rule    stats.StoppingRule
+		rule    analyze.StoppingRule
 		samples []float64
 		took    time.Duration
 		reason  string
@@ -188,18 +188,18 @@ func TestStoppingRule(t *testing.T) {
 		rounds  int
 		n       int
 	}{
-		{name: "converged", samples: []float64{1, 1, 1}, reason: stats.ReasonConverged, conv: true, rounds: 3, n: 9},
-		{name: "converged after the minimum time", rule: stats.StoppingRule{MinSamples: 2, MinTimeS: 0.5, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 1000},
-			samples: []float64{1, 1, 1}, reason: stats.ReasonConverged, conv: true, rounds: 5, n: 15},
-		{name: "max samples split over the rounds", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 12},
-			samples: noisy, reason: stats.ReasonMaxSamples, rounds: 3, n: 12},
-		{name: "max samples after the rounds", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 14},
-			samples: noisy, reason: stats.ReasonMaxSamples, rounds: 4, n: 14},
-		{name: "max time", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 0.3, MaxSamples: 1000},
-			samples: noisy, reason: stats.ReasonMaxTime, rounds: 3, n: 12},
-		{name: "max wall time", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000},
+		{name: "converged", samples: []float64{1, 1, 1}, reason: analyze.ReasonConverged, conv: true, rounds: 3, n: 9},
+		{name: "converged after the minimum time", rule: analyze.StoppingRule{MinSamples: 2, MinTimeS: 0.5, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 1000},
+			samples: []float64{1, 1, 1}, reason: analyze.ReasonConverged, conv: true, rounds: 5, n: 15},
+		{name: "max samples split over the rounds", rule: analyze.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 12},
+			samples: noisy, reason: analyze.ReasonMaxSamples, rounds: 3, n: 12},
+		{name: "max samples after the rounds", rule: analyze.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 14},
+			samples: noisy, reason: analyze.ReasonMaxSamples, rounds: 4, n: 14},
+		{name: "max time", rule: analyze.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 0.3, MaxSamples: 1000},
+			samples: noisy, reason: analyze.ReasonMaxTime, rounds: 3, n: 12},
+		{name: "max wall time", rule: analyze.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100000},
 			samples: noisy, took: 7 * time.Second, reason: ReasonMaxWallTime, rounds: 5, n: 20},
-		{name: "the wall cap waits for the minimum rounds", rule: stats.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 1, MaxSamples: 100000},
+		{name: "the wall cap waits for the minimum rounds", rule: analyze.StoppingRule{MinSamples: 2, TargetRSE: 0.01, MaxTimeS: 1, MaxSamples: 100000},
 			samples: noisy, took: time.Minute, reason: ReasonMaxWallTime, rounds: 3, n: 12},
 	}
 	for _, tt := range tests {
@@ -233,7 +233,7 @@ func TestStoppingRule(t *testing.T) {
 // method's flush, rest and kernel-clock limit.
 func TestBatchCommands(t *testing.T) {
 	f := &fakeSampler{name: "a", next: cpuBatch(1, 1, 1)}
-	r := stats.StoppingRule{MinSamples: 10, MinTimeS: 0.6, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100}
+	r := analyze.StoppingRule{MinSamples: 10, MinTimeS: 0.6, TargetRSE: 0.01, MaxTimeS: 10, MaxSamples: 100}
 	_, l, impls := setup(Config{Rule: r, WarmupMS: 100, Flush: true, RestRatio: 0.5, KernelClockMaxMS: 50}, f)
 	c := Case{Params: []byte(`{"n":8}`), Seed: 7}
 	if err := l.Case(context.Background(), c, impls, newRecorder()); err != nil {
@@ -347,21 +347,21 @@ func TestKernelClockHeadline(t *testing.T) {
 		kernelOK bool
 	}{
 		{name: "kernel clock, first worker's launch", next: gpuBatch([]float64{0.01, 0.02, 0.01, 0.02}, []float64{0.005, 0.005, 0.005, 0.005}),
-			clock: result.ClockKernel, median: 0.005 + 0.001, reason: stats.ReasonConverged, kernelOK: true},
+			clock: result.ClockKernel, median: 0.005 + 0.001, reason: analyze.ReasonConverged, kernelOK: true},
 		{name: "kernel clock, measured launch", next: gpuBatch([]float64{0.01, 0.01}, []float64{0.005, 0.005}, gaps...),
-			clock: result.ClockKernel, median: 0.005 + 0.002, reason: stats.ReasonConverged, kernelOK: true},
+			clock: result.ClockKernel, median: 0.005 + 0.002, reason: analyze.ReasonConverged, kernelOK: true},
 		{name: "one batch without CUPTI", next: func(n int, cmd harness.Time) (*harness.Samples, error) {
 			sm, _ := gpuBatch([]float64{0.01, 0.02, 0.01, 0.02}, []float64{0.005, 0.005, 0.005, 0.005})(n, cmd)
 			if n == 2 {
 				sm.KernelMS, sm.BusyMS, sm.KernelNote = nil, nil, "the call kept the GPU 50 ms or more"
 			}
 			return sm, nil
-		}, clock: result.ClockEvents, median: 0.015, reason: stats.ReasonMaxTime, note: "50 ms or more"},
+		}, clock: result.ClockEvents, median: 0.015, reason: analyze.ReasonMaxTime, note: "50 ms or more"},
 		{name: "not held back", next: func(n int, cmd harness.Time) (*harness.Samples, error) {
 			sm, _ := gpuBatch([]float64{0.01, 0.01}, []float64{0.005, 0.005})(n, cmd)
 			sm.Cover, sm.CoverNote = "none", "the call waits for the GPU"
 			return sm, nil
-		}, clock: result.ClockEvents, median: 0.01, reason: stats.ReasonConverged, note: "cover none"},
+		}, clock: result.ClockEvents, median: 0.01, reason: analyze.ReasonConverged, note: "cover none"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -411,7 +411,7 @@ func TestFailureIsolated(t *testing.T) {
 	if len(broken.cmds) != 2 || len(rec.timed["broken"]) != 1 || len(rec.timed["unstarted"]) != 0 {
 		t.Errorf("broken asked %d times, timed %d", len(broken.cmds), len(rec.timed["broken"]))
 	}
-	if got := rec.last(t, "ok"); got.StopReason != stats.ReasonConverged || got.Rounds != 3 {
+	if got := rec.last(t, "ok"); got.StopReason != analyze.ReasonConverged || got.Rounds != 3 {
 		t.Errorf("ok: %+v", got)
 	}
 	if want := "broken ok broken ok ok"; strings.Join(h.calls, " ") != want {

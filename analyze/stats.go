@@ -1,4 +1,4 @@
-// Package stats summarizes timing samples and decides when to stop taking
+// Summarize summarizes timing samples and decides when to stop taking
 // them.
 //
 // The median is the primary statistic: GPU and CPU timings are skewed, with a
@@ -19,7 +19,8 @@
 // ignores, and a run with a few hiccups would never converge. The
 // order-statistic estimate looks only at the samples near the median, which
 // are the ones that decide it.
-package stats
+
+package analyze
 
 import (
 	"fmt"

@@ -1,15 +1,16 @@
-// Package hostload reads how busy the machine was while a CPU timing was
+// A HostLoadReader reads how busy the machine was while a CPU timing was
 // taken: the 1-minute load average, the share of the job's CPUs that other
 // processes used, the share the hypervisor stole, and the CPUs' clock. A
-// Reader takes Samples from /proc and /sys (Linux); an Acc sums the windows
-// between pairs of them, one implementation on one case, into the timing's
+// HostLoadReader takes HostSamples from /proc and /sys (Linux); a HostLoadAcc
+// sums the windows between pairs of them, one implementation on one case, into the timing's
 // result.HostLoad.
 //
 // In a container /proc/loadavg and /proc/stat are the host's, which is what
 // is wanted: the neighbours that slow a timing are the host's processes,
 // not the container's. The job's own processes are read from the
 // container's /proc (the runner and every process under it).
-package hostload
+
+package timing
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package stats
+package analyze
 
 // selectKth reorders x so that x[k] is the value a full sort would put
 // there, with no larger value before it and no smaller one after it, and

@@ -1,4 +1,4 @@
-package hostload
+package timing
 
 import (
 	"errors"
