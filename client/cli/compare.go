@@ -78,7 +78,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 	if err != nil {
 		return err
 	}
-	var in []compare.Input
+	var in []compare.CompareInput
 	seen := map[string]string{} // job id or results file -> the argument that named it
 	same := func(key, ref string) error {
 		if first, ok := seen[key]; ok {
@@ -97,7 +97,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 			if err := same(abs, ref); err != nil {
 				return err
 			}
-			in = append(in, compare.Input{JobID: ref, Host: r.Env.Host, Results: r})
+			in = append(in, compare.CompareInput{JobID: ref, Host: r.Env.Host, Results: r})
 			continue
 		}
 		run, err := rd.job(ctx, ref)
@@ -107,7 +107,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 		if err := same(run.JobID, ref); err != nil {
 			return err
 		}
-		in = append(in, compare.Input{JobID: run.JobID, Host: run.Address, Results: run.Results})
+		in = append(in, compare.CompareInput{JobID: run.JobID, Host: run.Address, Results: run.Results})
 	}
 	if !o.force {
 		for _, x := range in[1:] {
@@ -117,7 +117,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 			}
 		}
 	}
-	rep, err := compare.Build(in)
+	rep, err := compare.Compare(in)
 	if err != nil {
 		return err
 	}

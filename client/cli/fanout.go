@@ -113,16 +113,16 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 
 // printFanoutComparison lines up the results of the jobs that have some.
 func (a *App) printFanoutComparison(ctx context.Context, js []*store.Job) {
-	var in []compare.Input
+	var in []compare.CompareInput
 	for _, j := range js {
 		if _, r, err := a.jobResults(ctx, j.ID); err == nil {
-			in = append(in, compare.Input{JobID: j.ID, Host: j.Host, Results: r})
+			in = append(in, compare.CompareInput{JobID: j.ID, Host: j.Host, Results: r})
 		}
 	}
 	if len(in) < 2 {
 		return
 	}
-	rep, err := compare.Build(in)
+	rep, err := compare.Compare(in)
 	if err != nil {
 		return
 	}

@@ -24,26 +24,26 @@ import (
 	"github.com/xrun-dev/xrun/result"
 )
 
-// Input is one job's results with what identifies it.
-type Input struct {
+// CompareInput is one job's results with what identifies it.
+type CompareInput struct {
 	JobID   string
 	Host    string
 	Results *result.Results
 }
 
-// Report is the side-by-side comparison; it is also the --json output.
-type Report struct {
+// Comparison is the side-by-side comparison; it is also the --json output.
+type Comparison struct {
 	Experiments []string `json:"experiments"`
-	Jobs        []Job    `json:"jobs"`
-	Cases       []Case   `json:"cases"`
+	Jobs        []CompareJob    `json:"jobs"`
+	Cases       []CompareCase   `json:"cases"`
 	// Notes say what to keep in mind when reading the ratios: rows read
 	// on the events because the jobs' clocks differ, kernel clocks that
 	// add different launch costs.
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Job describes one compared job.
-type Job struct {
+// CompareJob describes one compared job.
+type CompareJob struct {
 	Key        string `json:"key"` // "1", "2", ... as the columns are headed
 	ID         string `json:"job_id"`
 	Host       string `json:"host,omitempty"`
@@ -56,21 +56,21 @@ type Job struct {
 	LaunchMS float64 `json:"launch_ms,omitempty"`
 }
 
-// Case is one sweep point.
-type Case struct {
+// CompareCase is one sweep point.
+type CompareCase struct {
 	Label string `json:"label"`
-	Rows  []Row  `json:"rows"`
+	Rows  []CompareRow  `json:"rows"`
 }
 
-// Row is one implementation at one sweep point, one Cell per job.
-type Row struct {
+// CompareRow is one implementation at one sweep point, one Cell per job.
+type CompareRow struct {
 	Implementation string `json:"implementation"`
-	Cells          []Cell `json:"cells"`
+	Cells          []CompareCell `json:"cells"`
 }
 
-// Cell is one job's figures for a row; a job that lacks the case or the
+// CompareCell is one job's figures for a row; a job that lacks the case or the
 // implementation has Status "missing".
-type Cell struct {
+type CompareCell struct {
 	Status   string  `json:"status"`
 	MedianMS float64 `json:"median_ms,omitempty"`
 	// Clock is the clock MedianMS is on (result.ClockKernel, ...).
@@ -96,13 +96,13 @@ type Cell struct {
 	ConfigChange string `json:"config_change,omitempty"`
 }
 
-// Build lines the inputs up. Cases are matched by their label (params
+// Compare lines the inputs up. Cases are matched by their label (params
 // when a label is empty), in the order they first appear.
-func Build(in []Input) (*Report, error) {
+func Compare(in []CompareInput) (*Comparison, error) {
 	if len(in) < 2 {
 		return nil, fmt.Errorf("compare needs at least two jobs, got %d", len(in))
 	}
-	rep := &Report{}
+	rep := &Comparison{}
 	expSeen := map[string]bool{}
 	var caseKeys []string
 	caseLabel := map[string]string{}
@@ -122,7 +122,7 @@ func Build(in []Input) (*Report, error) {
 		if id == "" {
 			id = r.JobID
 		}
-		rep.Jobs = append(rep.Jobs, Job{Key: strconv.Itoa(i + 1), ID: id, Host: hostName(x.Host, r), GPU: gpuName(r), Status: r.Status,
+		rep.Jobs = append(rep.Jobs, CompareJob{Key: strconv.Itoa(i + 1), ID: id, Host: hostName(x.Host, r), GPU: gpuName(r), Status: r.Status,
 			Experiment: r.Experiment, Mode: r.Mode, LaunchMS: r.Methodology.LaunchMS})
 		index[i] = map[string]*result.Case{}
 		for ci := range r.Cases {
@@ -148,14 +148,14 @@ func Build(in []Input) (*Report, error) {
 	kernelRows := 0
 	shared := 0 // rows that more than one job has
 	for _, k := range caseKeys {
-		c := Case{Label: caseLabel[k]}
+		c := CompareCase{Label: caseLabel[k]}
 		for _, n := range impls {
-			row := Row{Implementation: n}
+			row := CompareRow{Implementation: n}
 			any := false
 			var timings []*result.Timing
 			var tuned [][]result.Autotune
 			for i, x := range in {
-				cell := Cell{Status: "missing"}
+				cell := CompareCell{Status: "missing"}
 				var t *result.Timing
 				var at []result.Autotune
 				if rc := index[i][k]; rc != nil {
@@ -254,7 +254,7 @@ func marginOf(r *result.Results) float64 {
 }
 
 // countMissing counts the cells of jobs that lack the row.
-func countMissing(cells []Cell) int {
+func countMissing(cells []CompareCell) int {
 	n := 0
 	for _, c := range cells {
 		if c.Status == "missing" {
@@ -269,7 +269,7 @@ func countMissing(cells []Cell) int {
 // cell that has them. It returns the clock the row is then on ("" for a
 // row without a timed cell, or one still on several clocks: each cell's
 // Clock says its own), and whether the cells' own clocks differed.
-func oneClock(cells []Cell, timings []*result.Timing) (clock string, mixed bool) {
+func oneClock(cells []CompareCell, timings []*result.Timing) (clock string, mixed bool) {
 	same, timed := true, 0
 	for i, t := range timings {
 		if t == nil || cells[i].MedianMS <= 0 {
@@ -304,8 +304,8 @@ func oneClock(cells []Cell, timings []*result.Timing) (clock string, mixed bool)
 	return "", true
 }
 
-func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplResult) Cell {
-	cell := Cell{Status: ir.Status}
+func makeCell(r *result.Results, c *result.Case, name string, ir *result.ImplResult) CompareCell {
+	cell := CompareCell{Status: ir.Status}
 	if ir.Timing != nil && ir.Timing.MedianMS > 0 {
 		cell.MedianMS, cell.Clock = ir.Timing.MedianMS, ir.Timing.ClockOf(r.Mode)
 	}

@@ -56,14 +56,14 @@ func timing(ms float64) *result.Timing {
 // more than the margin beyond their spreads, FAST or SLOW; a timing
 // without quartiles gets no verdict.
 func TestVsFirstVerdict(t *testing.T) {
-	night := func(id string, ms float64) Input {
+	night := func(id string, ms float64) CompareInput {
 		r := results(id, "NVIDIA H100 80GB HBM3", 1, false, false)
 		r.Cases[0].Results["baseline"].Timing = &result.Timing{MedianMS: ms, Q1MS: ms * 0.995, Q3MS: ms * 1.005}
-		return Input{JobID: id, Results: r}
+		return CompareInput{JobID: id, Results: r}
 	}
 	plain := night("c", 0.5)
 	plain.Results.Cases[0].Results["baseline"].Timing = &result.Timing{MedianMS: 0.5}
-	rep, err := Build([]Input{night("a", 0.5), night("b", 0.501), night("d", 0.55), night("e", 0.45), plain})
+	rep, err := Compare([]CompareInput{night("a", 0.5), night("b", 0.501), night("d", 0.55), night("e", 0.45), plain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +76,12 @@ func TestVsFirstVerdict(t *testing.T) {
 }
 
 func TestBuildAndRender(t *testing.T) {
-	in := []Input{
+	in := []CompareInput{
 		{JobID: "3fa1c2e0a1b2", Host: "lab", Results: results("3fa1c2e0a1b2", "NVIDIA H100 80GB HBM3", 1, true, false)},
 		{JobID: "9b2e11d40c77", Host: "cloud", Results: results("9b2e11d40c77", "NVIDIA A100-SXM4-80GB", 2, true, false)},
 		{JobID: "c0ffee000001", Host: "unix:///var/run/docker.sock", Results: results("c0ffee000001", "NVIDIA L4", 4, false, true)},
 	}
-	rep, err := Build(in)
+	rep, err := Compare(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBuildAndRender(t *testing.T) {
 		}
 		golden(t, f.name, b.Bytes())
 	}
-	var back Report
+	var back Comparison
 	var b bytes.Buffer
 	rep.JSON(&b)
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Jobs) != 3 {
@@ -119,7 +119,7 @@ func TestBuildWithoutComparisons(t *testing.T) {
 	a := results("a", "GPU A", 1, false, false)
 	b := results("b", "GPU B", 1, false, false)
 	a.Comparisons, b.Comparisons = nil, nil
-	rep, err := Build([]Input{{Results: a}, {Results: b}})
+	rep, err := Compare([]CompareInput{{Results: a}, {Results: b}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func TestBuildWithoutComparisons(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	if _, err := Build([]Input{{Results: results("a", "x", 1, false, false)}}); err == nil || !strings.Contains(err.Error(), "at least two") {
+	if _, err := Compare([]CompareInput{{Results: results("a", "x", 1, false, false)}}); err == nil || !strings.Contains(err.Error(), "at least two") {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := Build([]Input{{JobID: "a"}, {JobID: "b"}}); err == nil || !strings.Contains(err.Error(), "job a has no results") {
+	if _, err := Compare([]CompareInput{{JobID: "a"}, {JobID: "b"}}); err == nil || !strings.Contains(err.Error(), "job a has no results") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -188,7 +188,7 @@ func TestOneClockPerRow(t *testing.T) {
 		return r
 	}
 	// A new runner's job beside an old one's: the row reads the events.
-	rep, err := Build([]Input{
+	rep, err := Compare([]CompareInput{
 		{JobID: "new", Results: onKernel(results("new", "NVIDIA H100 80GB HBM3", 1, false, false), 0.0012)},
 		{JobID: "old", Results: results("old", "NVIDIA H100 80GB HBM3", 1, false, false)},
 	})
@@ -210,7 +210,7 @@ func TestOneClockPerRow(t *testing.T) {
 		launch2 float64
 		notes   int
 	}{{0.0012, 0}, {0.00095, 1}} {
-		rep, err = Build([]Input{
+		rep, err = Compare([]CompareInput{
 			{JobID: "a", Results: onKernel(results("a", "NVIDIA H100 80GB HBM3", 1, false, false), 0.0012)},
 			{JobID: "b", Results: onKernel(results("b", "NVIDIA H100 80GB HBM3", 1, false, false), tc.launch2)},
 		})
@@ -235,14 +235,14 @@ func TestOneClockPerRow(t *testing.T) {
 func TestNotesOnJobsThatDoNotLineUp(t *testing.T) {
 	a := results("a", "GPU A", 1, false, false)
 	b := results("b", "GPU B", 1, false, false)
-	rep, err := Build([]Input{{Results: a}, {Results: b}})
+	rep, err := Compare([]CompareInput{{Results: a}, {Results: b}})
 	if err != nil || len(rep.Notes) != 0 {
 		t.Fatalf("one experiment, shared rows: %v, notes %q", err, rep.Notes)
 	}
 	other := results("c", "GPU C", 1, false, false)
 	other.Experiment = "softmax"
 	other.Cases[0].Label, other.Cases[0].Params = "shape=64x256", map[string]any{"shape": "64x256"}
-	rep, err = Build([]Input{{Results: a}, {Results: other}})
+	rep, err = Compare([]CompareInput{{Results: a}, {Results: other}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestCellsReadLikeResults(t *testing.T) {
 				"bad":       {Status: result.ImplWrong, Timing: timing(ms / 20)},
 			}}}}
 	}
-	rep, err := Build([]Input{{Results: mk("a", 0.000811)}, {Results: mk("b", 0.000802)}})
+	rep, err := Compare([]CompareInput{{Results: mk("a", 0.000811)}, {Results: mk("b", 0.000802)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,14 +318,14 @@ func TestHostName(t *testing.T) {
 // A timing whose autotuned kernel ran another config than in the first job
 // says so in its cell and in a note: the moved time comes with its reason.
 func TestConfigChanged(t *testing.T) {
-	night := func(id, config string, ms float64) Input {
+	night := func(id, config string, ms float64) CompareInput {
 		r := results(id, "NVIDIA H200", 1, false, false)
 		ir := r.Cases[0].Results["pipelined"]
 		ir.Timing = timing(ms)
 		ir.Autotune = []result.Autotune{{Kernel: "matmul_kernel", Kind: "triton", Key: "8192", Config: config, Source: result.AutotuneTuned}}
-		return Input{JobID: id, Results: r}
+		return CompareInput{JobID: id, Results: r}
 	}
-	rep, err := Build([]Input{night("a", "128x256x64/w8/s3", 1.46), night("b", "128x256x64/w8/s3", 1.47), night("c", "128x64x32/w4/s4", 2.67)})
+	rep, err := Compare([]CompareInput{night("a", "128x256x64/w8/s3", 1.46), night("b", "128x256x64/w8/s3", 1.47), night("c", "128x64x32/w4/s4", 2.67)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,11 +347,11 @@ func TestConfigChanged(t *testing.T) {
 // Two runs that asked for a 1 % margin are compared at 1 %, not at the
 // 2 % default; a run that says nothing gets the default.
 func TestMarginIsTheRunsOwn(t *testing.T) {
-	night := func(id string, ms, margin float64) Input {
+	night := func(id string, ms, margin float64) CompareInput {
 		r := results(id, "NVIDIA H100 80GB HBM3", 1, false, false)
 		r.Methodology.FastThreshold = margin
 		r.Cases[0].Results["baseline"].Timing = &result.Timing{MedianMS: ms, Q1MS: ms * 0.999, Q3MS: ms * 1.001, StderrRel: 0.0005}
-		return Input{JobID: id, Results: r}
+		return CompareInput{JobID: id, Results: r}
 	}
 	for _, c := range []struct {
 		name         string
@@ -363,7 +363,7 @@ func TestMarginIsTheRunsOwn(t *testing.T) {
 		{"one 1 %, one 2 %", 1.01, 1.02, result.VerdictSame},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := Build([]Input{night("a", 0.5, c.first), night("b", 0.5075, c.other)})
+			rep, err := Compare([]CompareInput{night("a", 0.5, c.first), night("b", 0.5075, c.other)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +393,7 @@ func TestMarkdownNamesAreText(t *testing.T) {
 		}
 		r.Comparisons = nil
 	}
-	rep, err := Build([]Input{{JobID: "a", Host: "lab", Results: a}, {JobID: "b|`x`", Host: "<i>h</i>", Results: b}})
+	rep, err := Compare([]CompareInput{{JobID: "a", Host: "lab", Results: a}, {JobID: "b|`x`", Host: "<i>h</i>", Results: b}})
 	if err != nil {
 		t.Fatal(err)
 	}

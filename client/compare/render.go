@@ -14,7 +14,7 @@ import (
 // and markdown, one unit per column.
 
 // JSON writes the report as indented JSON.
-func (rep *Report) JSON(w io.Writer) error {
+func (rep *Comparison) JSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(rep); err != nil {
@@ -26,7 +26,7 @@ func (rep *Report) JSON(w io.Writer) error {
 // Text writes the jobs, then one table per sweep point: a row per
 // implementation, and per job its median, speedup over its baseline,
 // TFLOPS, and (after the first) the time ratio against the first job.
-func (rep *Report) Text(w io.Writer) error {
+func (rep *Comparison) Text(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "comparing %s\n\n", strings.Join(rep.Experiments, ", "))
 	rep.jobTable().WriteText(&b, "")
@@ -47,7 +47,7 @@ func (rep *Report) Text(w io.Writer) error {
 }
 
 // Markdown writes the same tables in GitHub markdown.
-func (rep *Report) Markdown(w io.Writer) error {
+func (rep *Comparison) Markdown(w io.Writer) error {
 	var b strings.Builder
 	// What the runs named (experiments, cases, implementations, hosts)
 	// is text, not markdown (table.Name).
@@ -70,7 +70,7 @@ func (rep *Report) Markdown(w io.Writer) error {
 }
 
 // jobTable is the jobs compared, one row each.
-func (rep *Report) jobTable() *table.Table {
+func (rep *Comparison) jobTable() *table.Table {
 	t := &table.Table{Columns: []table.Column{table.Col("#", "#"), table.Col("JOB", "job"), table.Col("HOST", "host"), table.Col("GPU", "GPU"), table.Col("STATUS", "status")}}
 	for _, j := range rep.Jobs {
 		t.Add(table.Fig(j.Key), table.Code(j.ID), table.Text(table.OrDash(j.Host)), table.Text(j.GPU), table.Text(j.Status))
@@ -81,7 +81,7 @@ func (rep *Report) jobTable() *table.Table {
 // caseTables are the tables of the sweep points, one each: a row per
 // implementation, and per job its median, speedup, TFLOPS and (after the
 // first) its ratio against the first job.
-func (rep *Report) caseTables() []*table.Table {
+func (rep *Comparison) caseTables() []*table.Table {
 	units := rep.units()
 	head := []table.Column{table.Col("IMPL", "impl")}
 	for i, j := range rep.Jobs {
@@ -112,7 +112,7 @@ type jobUnits struct{ time, flops table.Unit }
 
 // units picks each job's time and FLOP-rate units from all its cells, so a
 // column reads in one unit from one sweep point to the next.
-func (rep *Report) units() []jobUnits {
+func (rep *Comparison) units() []jobUnits {
 	out := make([]jobUnits, len(rep.Jobs))
 	for i := range rep.Jobs {
 		var ms, tflops []float64
@@ -131,7 +131,7 @@ func (rep *Report) units() []jobUnits {
 
 // cellCols renders a cell: a failed or missing implementation shows its
 // status where the time would be.
-func cellCols(c Cell, vs bool, u jobUnits) []string {
+func cellCols(c CompareCell, vs bool, u jobUnits) []string {
 	ms, speed, tflops, ratio := "-", "-", "-", "-"
 	switch {
 	case c.MedianMS > 0:

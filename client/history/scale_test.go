@@ -10,7 +10,7 @@ import (
 )
 
 func BenchmarkImport(b *testing.B) {
-	r := flattest.Make(2000, 10, "bench", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
+	r := flattest.Synthetic(2000, 10, "bench", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
 	for i := range b.N {
 		h, err := history.Open(filepath.Join(b.TempDir(), "h.db"))
 		if err != nil {

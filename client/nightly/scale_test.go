@@ -26,7 +26,7 @@ func TestShowManySeries(t *testing.T) {
 	defer h.Close()
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 2 {
-		r := flattest.Make(cases, impls, "many"+string(rune('a'+i)), at.Add(time.Duration(i)*24*time.Hour), uint64(i))
+		r := flattest.Synthetic(cases, impls, "many"+string(rune('a'+i)), at.Add(time.Duration(i)*24*time.Hour), uint64(i))
 		if _, err := h.Store().Import(r, history.Source{Origin: "test"}); err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func TestHistoryImportStopsAtFirstInterrupt(t *testing.T) {
 	const runs, cases, impls = 40, 300, 10
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for i := range runs {
-		r := flattest.Make(cases, impls, fmt.Sprintf("int%03d", i), start.Add(time.Duration(i)*time.Hour), uint64(i))
+		r := flattest.Synthetic(cases, impls, fmt.Sprintf("int%03d", i), start.Add(time.Duration(i)*time.Hour), uint64(i))
 		f := filepath.Join(dir, "runs", fmt.Sprintf("%03d", i), result.FileName)
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)

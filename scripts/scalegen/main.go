@@ -34,7 +34,7 @@ func main() {
 	}
 	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
 	for i := range *runs {
-		r := flattest.Make(*cases, *impls, fmt.Sprintf("scale%04d", i+1), start.Add(time.Duration(i)*24*time.Hour), uint64(i))
+		r := flattest.Synthetic(*cases, *impls, fmt.Sprintf("scale%04d", i+1), start.Add(time.Duration(i)*24*time.Hour), uint64(i))
 		dir := filepath.Join(*out, fmt.Sprintf("run-%02d", i+1))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			log.Fatal(err)

@@ -11,11 +11,11 @@ import (
 	"github.com/xrun-dev/xrun/result"
 )
 
-// Make is one run of cases cases (M and N swept) and impls implementations
+// Synthetic is one run of cases cases (M and N swept) and impls implementations
 // besides the reference, every one timed with 20 kept samples and compared
 // with the first (the baseline); about one timing in a hundred has a
 // not_converged warning.
-func Make(cases, impls int, job string, at time.Time, seed uint64) *result.Results {
+func Synthetic(cases, impls int, job string, at time.Time, seed uint64) *result.Results {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	fin := at.Add(time.Hour)
 	r := &result.Results{SchemaVersion: 1, JobID: job, Experiment: "scale", CreatedAt: at, FinishedAt: &fin,
