@@ -1,5 +1,6 @@
 // Package report renders results.json for people: the seeds' markdown
-// tables (one column per case) and a compact terminal table.
+// tables (one column per case) and a compact terminal table; and several
+// jobs' results side by side (Compare).
 package report
 
 import (

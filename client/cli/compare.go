@@ -8,9 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -78,7 +78,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 	if err != nil {
 		return err
 	}
-	var in []compare.CompareInput
+	var in []report.CompareInput
 	seen := map[string]string{} // job id or results file -> the argument that named it
 	same := func(key, ref string) error {
 		if first, ok := seen[key]; ok {
@@ -97,7 +97,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 			if err := same(abs, ref); err != nil {
 				return err
 			}
-			in = append(in, compare.CompareInput{JobID: ref, Host: r.Env.Host, Results: r})
+			in = append(in, report.CompareInput{JobID: ref, Host: r.Env.Host, Results: r})
 			continue
 		}
 		run, err := rd.job(ctx, ref)
@@ -107,7 +107,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 		if err := same(run.JobID, ref); err != nil {
 			return err
 		}
-		in = append(in, compare.CompareInput{JobID: run.JobID, Host: run.Address, Results: run.Results})
+		in = append(in, report.CompareInput{JobID: run.JobID, Host: run.Address, Results: run.Results})
 	}
 	if !o.force {
 		for _, x := range in[1:] {
@@ -117,7 +117,7 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 			}
 		}
 	}
-	rep, err := compare.Compare(in)
+	rep, err := report.Compare(in)
 	if err != nil {
 		return err
 	}

@@ -8,11 +8,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/report"
 )
 
 // runSubmitFanout submits the experiment to every host at once. Each
@@ -113,16 +113,16 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 
 // printFanoutComparison lines up the results of the jobs that have some.
 func (a *App) printFanoutComparison(ctx context.Context, js []*store.Job) {
-	var in []compare.CompareInput
+	var in []report.CompareInput
 	for _, j := range js {
 		if _, r, err := a.jobResults(ctx, j.ID); err == nil {
-			in = append(in, compare.CompareInput{JobID: j.ID, Host: j.Host, Results: r})
+			in = append(in, report.CompareInput{JobID: j.ID, Host: j.Host, Results: r})
 		}
 	}
 	if len(in) < 2 {
 		return
 	}
-	rep, err := compare.Compare(in)
+	rep, err := report.Compare(in)
 	if err != nil {
 		return
 	}

@@ -2,7 +2,8 @@
 // and case, and writes them as CSV that pandas, Weights & Biases and MLflow
 // read as they are (one header line, one column per parameter). It is the
 // one flattening of results: xrun results --csv, xrun history --csv and the
-// history's import all use it.
+// history's import all use it. Synthetic makes runs as large as a run may
+// make them, for scale tests and benchmarks.
 package flat
 
 import (

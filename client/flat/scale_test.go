@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/flat"
-	"github.com/xrun-dev/xrun/client/flat/flattest"
 )
 
 // within fails t when f takes longer than d (a quadratic step at this
@@ -28,7 +27,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // and writes as CSV in seconds at most. Each row used to scan every
 // comparison of the run (40 s at this size, 271 s at the case cap).
 func TestRowsScaleLinearly(t *testing.T) {
-	r := flattest.Synthetic(4000, 10, "scale", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
+	r := flat.Synthetic(4000, 10, "scale", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
 	var rows []flat.Row
 	within(t, 10*time.Second, "flatten 44000 rows", func() {
 		rows = flat.Rows(r)
@@ -54,7 +53,7 @@ func TestRowsScaleLinearly(t *testing.T) {
 }
 
 func BenchmarkRowsCSV(b *testing.B) {
-	r := flattest.Synthetic(2000, 10, "bench", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
+	r := flat.Synthetic(2000, 10, "bench", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
 	b.ResetTimer()
 	for range b.N {
 		if err := flat.WriteCSV(io.Discard, flat.Rows(r)); err != nil {

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 )
 
 func BenchmarkImport(b *testing.B) {
-	r := flattest.Synthetic(2000, 10, "bench", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
+	r := flat.Synthetic(2000, 10, "bench", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 1)
 	for i := range b.N {
 		h, err := history.Open(filepath.Join(b.TempDir(), "h.db"))
 		if err != nil {

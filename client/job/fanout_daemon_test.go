@@ -17,9 +17,9 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/xrun-dev/xrun/client/compare"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -120,7 +120,7 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if res[0].Value.Env.CPU == res[1].Value.Env.CPU {
 		t.Fatalf("both results came from the same daemon: %q", res[0].Value.Env.CPU)
 	}
-	rep, err := compare.Build([]compare.Input{
+	rep, err := report.Build([]report.Input{
 		{JobID: res[0].Value.JobID, Host: "local", Results: res[0].Value},
 		{JobID: res[1].Value.JobID, Host: "second", Results: res[1].Value},
 	})

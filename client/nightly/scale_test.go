@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 )
 
@@ -26,7 +26,7 @@ func TestShowManySeries(t *testing.T) {
 	defer h.Close()
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 2 {
-		r := flattest.Synthetic(cases, impls, "many"+string(rune('a'+i)), at.Add(time.Duration(i)*24*time.Hour), uint64(i))
+		r := flat.Synthetic(cases, impls, "many"+string(rune('a'+i)), at.Add(time.Duration(i)*24*time.Hour), uint64(i))
 		if _, err := h.Store().Import(r, history.Source{Origin: "test"}); err != nil {
 			t.Fatal(err)
 		}

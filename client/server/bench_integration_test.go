@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history/historytest"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
@@ -141,7 +141,7 @@ func serveBench(t *testing.T, db string) {
 // document is the results.json of job id: cases x impls implementations
 // and the reference, as the runner writes it.
 func document(t *testing.T, id, experiment string, cases, impls, seed int) []byte {
-	r := flattest.Make(cases, impls, id, time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC).Add(time.Duration(seed)*time.Minute), uint64(seed))
+	r := flat.Make(cases, impls, id, time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC).Add(time.Duration(seed)*time.Minute), uint64(seed))
 	r.Experiment = experiment
 	data, err := json.Marshal(r)
 	if err != nil {

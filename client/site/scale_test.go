@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/result"
@@ -40,7 +40,7 @@ func TestSiteAt50000Series(t *testing.T) {
 	runs := map[string]*result.Results{}
 	for i := range 3 {
 		id := fmt.Sprintf("scale%04d", i+1)
-		r := flattest.Synthetic(5000, 9, id, start.Add(time.Duration(i)*24*time.Hour), uint64(i))
+		r := flat.Synthetic(5000, 9, id, start.Add(time.Duration(i)*24*time.Hour), uint64(i))
 		if _, err := h.Import(r, history.Source{Origin: "test"}); err != nil {
 			t.Fatal(err)
 		}

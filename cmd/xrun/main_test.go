@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/cli"
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -40,7 +40,7 @@ func TestHistoryImportStopsAtFirstInterrupt(t *testing.T) {
 	const runs, cases, impls = 40, 300, 10
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for i := range runs {
-		r := flattest.Synthetic(cases, impls, fmt.Sprintf("int%03d", i), start.Add(time.Duration(i)*time.Hour), uint64(i))
+		r := flat.Synthetic(cases, impls, fmt.Sprintf("int%03d", i), start.Add(time.Duration(i)*time.Hour), uint64(i))
 		f := filepath.Join(dir, "runs", fmt.Sprintf("%03d", i), result.FileName)
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)

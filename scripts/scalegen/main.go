@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -34,7 +34,7 @@ func main() {
 	}
 	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
 	for i := range *runs {
-		r := flattest.Synthetic(*cases, *impls, fmt.Sprintf("scale%04d", i+1), start.Add(time.Duration(i)*24*time.Hour), uint64(i))
+		r := flat.Synthetic(*cases, *impls, fmt.Sprintf("scale%04d", i+1), start.Add(time.Duration(i)*24*time.Hour), uint64(i))
 		dir := filepath.Join(*out, fmt.Sprintf("run-%02d", i+1))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			log.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/flat/flattest"
+	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -31,7 +31,7 @@ func LongSeriesJob(i int) string { return fmt.Sprintf("long%07d", i) }
 func LongSeries(tb testing.TB, path string, n int) string {
 	tb.Helper()
 	start := time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC)
-	r := flattest.Synthetic(1, 1, LongSeriesJob(0), start, 1)
+	r := flat.Synthetic(1, 1, LongSeriesJob(0), start, 1)
 	r.Experiment = LongSeriesExperiment
 	delete(r.Cases[0].Results, result.Reference)
 	h, err := history.Open(path)

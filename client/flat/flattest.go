@@ -1,7 +1,8 @@
-// Package flattest makes synthetic results as large as a run may make
+// Synthetic makes synthetic results as large as a run may make
 // them, for the scale tests and benchmarks of flattening, the history's
 // import and its readers (scripts/scale-bench.sh).
-package flattest
+
+package flat
 
 import (
 	"fmt"

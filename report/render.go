@@ -1,4 +1,4 @@
-package compare
+package report
 
 import (
 	"encoding/json"

@@ -1,18 +1,14 @@
-package compare
+package report
 
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/xrun-dev/xrun/result"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // results makes a job's results: baseline and pipelined at T=256 and
 // T=512, with medians scaled by slow (a slower GPU) and TFLOPS to match.
@@ -30,12 +26,12 @@ func results(id, gpu string, slow float64, withT512 bool, pipelinedFails bool) *
 	add := func(label string, t float64, base, fast float64) {
 		c := result.Case{Label: label, Params: map[string]any{"T": t}, Results: map[string]*result.ImplResult{
 			"reference": {Status: result.ImplOK},
-			"baseline":  {Status: result.ImplOK, Timing: timing(base * slow), Throughput: &result.Throughput{TFLOPS: 100 / (base * slow)}},
+			"baseline":  {Status: result.ImplOK, Timing: cmpTiming(base * slow), Throughput: &result.Throughput{TFLOPS: 100 / (base * slow)}},
 		}}
 		if pipelinedFails {
 			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplError, Error: "compile error"}
 		} else {
-			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplOK, Timing: timing(fast * slow), Throughput: &result.Throughput{TFLOPS: 100 / (fast * slow)}}
+			c.Results["pipelined"] = &result.ImplResult{Status: result.ImplOK, Timing: cmpTiming(fast * slow), Throughput: &result.Throughput{TFLOPS: 100 / (fast * slow)}}
 			r.Comparisons = append(r.Comparisons, result.Comparison{A: "pipelined", B: "baseline", Label: label, Params: c.Params, Speedup: base / fast, Verdict: result.VerdictFast})
 		}
 		r.Cases = append(r.Cases, c)
@@ -48,7 +44,7 @@ func results(id, gpu string, slow float64, withT512 bool, pipelinedFails bool) *
 }
 
 // timing is a median with a ±1 % interquartile range.
-func timing(ms float64) *result.Timing {
+func cmpTiming(ms float64) *result.Timing {
 	return &result.Timing{MedianMS: ms, Q1MS: ms * 0.99, Q3MS: ms * 1.01}
 }
 
@@ -155,23 +151,6 @@ func TestGPUName(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to make it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the golden file:\n%s", name, got)
-	}
-}
-
 // Jobs on different clocks are compared on the events; jobs on the kernel
 // clock stay on it, with a note when their launch costs differ.
 func TestOneClockPerRow(t *testing.T) {
@@ -260,9 +239,9 @@ func TestCellsReadLikeResults(t *testing.T) {
 		return &result.Results{JobID: id, Experiment: "e", Status: result.StatusSucceeded, Mode: "cpu", Baseline: "base",
 			Implementations: []string{"base", "bad"},
 			Cases: []result.Case{{Label: "n=1", Results: map[string]*result.ImplResult{
-				"reference": {Status: result.ImplOK, Timing: timing(ms * 3), Throughput: &result.Throughput{TFLOPS: 0.0004}},
-				"base":      {Status: result.ImplOK, Timing: timing(ms), Throughput: &result.Throughput{TFLOPS: 0.00123}},
-				"bad":       {Status: result.ImplWrong, Timing: timing(ms / 20)},
+				"reference": {Status: result.ImplOK, Timing: cmpTiming(ms * 3), Throughput: &result.Throughput{TFLOPS: 0.0004}},
+				"base":      {Status: result.ImplOK, Timing: cmpTiming(ms), Throughput: &result.Throughput{TFLOPS: 0.00123}},
+				"bad":       {Status: result.ImplWrong, Timing: cmpTiming(ms / 20)},
 			}}}}
 	}
 	rep, err := Compare([]CompareInput{{Results: mk("a", 0.000811)}, {Results: mk("b", 0.000802)}})
@@ -321,7 +300,7 @@ func TestConfigChanged(t *testing.T) {
 	night := func(id, config string, ms float64) CompareInput {
 		r := results(id, "NVIDIA H200", 1, false, false)
 		ir := r.Cases[0].Results["pipelined"]
-		ir.Timing = timing(ms)
+		ir.Timing = cmpTiming(ms)
 		ir.Autotune = []result.Autotune{{Kernel: "matmul_kernel", Kind: "triton", Key: "8192", Config: config, Source: result.AutotuneTuned}}
 		return CompareInput{JobID: id, Results: r}
 	}
@@ -377,7 +356,7 @@ func TestMarginIsTheRunsOwn(t *testing.T) {
 // Names a run chose are text in the markdown comparison (issue 47): an
 // implementation named like a link, a case label with a | or HTML, a GPU
 // named like an image, read as written.
-func TestMarkdownNamesAreText(t *testing.T) {
+func TestComparisonMarkdownNamesAreText(t *testing.T) {
 	a := results("a", "![gpu](https://evil.example/g.png)", 1, false, false)
 	b := results("b", "GPU B", 1, false, false)
 	for _, r := range []*result.Results{a, b} {

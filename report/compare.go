@@ -1,4 +1,4 @@
-// Package compare lines up the results of several jobs (the same
+// Compare lines up the results of several jobs (the same
 // experiment on different hosts or GPUs) side by side: for every sweep
 // point and implementation, each job's median time, its speedup over its
 // own baseline, its TFLOPS, and the time ratio against the first job with
@@ -9,7 +9,8 @@
 // A row's times are on one clock: the kernel clock where every job has
 // it, else the CUDA events (a job from a runner before the kernel clock,
 // or one timed with method.kernel_clock false, has the events alone).
-package compare
+
+package report
 
 import (
 	"encoding/json"
@@ -33,9 +34,9 @@ type CompareInput struct {
 
 // Comparison is the side-by-side comparison; it is also the --json output.
 type Comparison struct {
-	Experiments []string `json:"experiments"`
-	Jobs        []CompareJob    `json:"jobs"`
-	Cases       []CompareCase   `json:"cases"`
+	Experiments []string      `json:"experiments"`
+	Jobs        []CompareJob  `json:"jobs"`
+	Cases       []CompareCase `json:"cases"`
 	// Notes say what to keep in mind when reading the ratios: rows read
 	// on the events because the jobs' clocks differ, kernel clocks that
 	// add different launch costs.
@@ -58,13 +59,13 @@ type CompareJob struct {
 
 // CompareCase is one sweep point.
 type CompareCase struct {
-	Label string `json:"label"`
-	Rows  []CompareRow  `json:"rows"`
+	Label string       `json:"label"`
+	Rows  []CompareRow `json:"rows"`
 }
 
 // CompareRow is one implementation at one sweep point, one Cell per job.
 type CompareRow struct {
-	Implementation string `json:"implementation"`
+	Implementation string        `json:"implementation"`
 	Cells          []CompareCell `json:"cells"`
 }
 
