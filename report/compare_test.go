@@ -9,7 +9,6 @@ import (
 	"github.com/xrun-dev/xrun/result"
 )
 
-
 // results makes a job's results: baseline and pipelined at T=256 and
 // T=512, with medians scaled by slow (a slower GPU) and TFLOPS to match.
 func results(id, gpu string, slow float64, withT512 bool, pipelinedFails bool) *result.Results {
