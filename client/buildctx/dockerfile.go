@@ -17,8 +17,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // SkelDir is the build-context directory holding the empty out and runner
@@ -71,7 +71,7 @@ func Dockerfile(o DockerfileOptions) ([]byte, error) {
 	if len(o.Python) > 0 {
 		quoted := make([]string, len(o.Python))
 		for i, r := range o.Python {
-			quoted[i] = render.ShellQuote(r)
+			quoted[i] = text.ShellQuote(r)
 		}
 		// PEP 668 bases (Debian 12, Ubuntu 24.04) refuse pip installs into
 		// the system Python without PIP_BREAK_SYSTEM_PACKAGES; older pips

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/urfave/cli/v2"
+
+	"github.com/xrun-dev/xrun/client/nightly"
 )
 
 type historyAcceptOptions struct {
@@ -59,7 +61,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return n.Accept(m, o.ref, o.impl, o.cases, o.note)
+			return n.Accept(nightly.Jobs{Store: m.Store, Resolve: m.Resolve}, o.ref, o.impl, o.cases, o.note)
 		},
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/spec"
 )
 
@@ -92,6 +92,6 @@ func runInit(_ context.Context, a *App, o initOptions) error {
 			return fmt.Errorf("init %s: %w", o.dir, err)
 		}
 	}
-	fmt.Fprintf(a.Err, "made experiment %q in %s: run it with `xrun submit --cpu %s`\n", name, o.dir, render.ShellQuote(o.dir))
+	fmt.Fprintf(a.Err, "made experiment %q in %s: run it with `xrun submit --cpu %s`\n", name, o.dir, text.ShellQuote(o.dir))
 	return nil
 }

@@ -106,7 +106,7 @@ func (l localReader) regress(ctx context.Context, o nightly.RegressOptions) erro
 	if err != nil {
 		return err
 	}
-	return n.Regress(ctx, m, o)
+	return n.Regress(ctx, nightly.Jobs{Store: m.Store, Resolve: m.Resolve}, o)
 }
 
 func (l localReader) site(ctx context.Context, o site.Options) ([]site.Page, error) {

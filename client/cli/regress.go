@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/nightly"
@@ -97,6 +98,7 @@ Examples:
 			o.Refs = c.Args().Slice()
 			if o.confirm {
 				o.Rerun = func(ctx context.Context, j *store.Job) (*store.Job, error) { return a.rerun(ctx, j, o.env) }
+				o.NoConfirm = func(j *store.Job) string { return connect.CapabilitiesOf(j).NoConfirm }
 			}
 			o.WebhookToken = a.getenv("XRUN_ALERT_TOKEN")
 			rd, err := a.reader(o.server)

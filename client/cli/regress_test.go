@@ -95,6 +95,25 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 		!strings.Contains(ta.out.String(), "xrun regress --confirm "+slow.ID) {
 		t.Fatalf("regress of the slow run: exit %d\n%s%s", code, ta.out, ta.err)
 	}
+	// A job of a place that picks the GPU itself cannot be confirmed by a
+	// rerun: regress says so and exits 4, and reruns nothing.
+	host := slow.Host
+	slow.Host = "k8s://test-cluster"
+	if err := st.Save(slow); err != nil {
+		t.Fatal(err)
+	}
+	made := len(ta.fake.Made())
+	if code := ta.run(ctx, "regress", "--confirm", slow.ID); code != ExitInfra ||
+		!strings.Contains(ta.out.String()+ta.err.String(), "it ran on a Kubernetes cluster, which picks the GPU: the next run confirms or clears them") {
+		t.Fatalf("regress --confirm of a Kubernetes job: exit %d\n%s%s", code, ta.out, ta.err)
+	}
+	if n := len(ta.fake.Made()); n != made {
+		t.Fatalf("regress --confirm of a Kubernetes job made %d containers", n-made)
+	}
+	slow.Host = host
+	if err := st.Save(slow); err != nil {
+		t.Fatal(err)
+	}
 	alert := filepath.Join(t.TempDir(), "alert.json")
 	code := ta.run(ctx, "regress", "--confirm", "--json", "--alert", alert, slow.ID)
 	if code != ExitRegressed {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
 )
@@ -18,13 +17,13 @@ import (
 // results.json), for every series of the run that impl and cases (K=V)
 // pick: the change it shows is accepted, and the series start a new
 // baseline there.
-func (n *History) Accept(m *job.Manager, ref, impl string, cases []string, note string) error {
+func (n *History) Accept(jobs Jobs, ref, impl string, cases []string, note string) error {
 	want, err := parseCases(cases)
 	if err != nil {
 		return err
 	}
 	h := n.h
-	run, _, _, err := n.run(m, ref)
+	run, _, _, err := n.run(jobs, ref)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
@@ -175,8 +174,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // (an id or its start), imported when the history lacks it. It returns
 // the run, its results when at hand, and its job record when the store
 // has one.
-func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results, *store.Job, error) {
-	h, st := n.h, m.Store
+func (n *History) run(jobs Jobs, ref string) (history.Run, *result.Results, *store.Job, error) {
+	h, st := n.h, jobs.Store
 	if path, ok := result.Locate(ref); ok {
 		r, rows, err := flat.ReadFile(path)
 		if err != nil {
@@ -198,7 +197,10 @@ func (n *History) run(m *job.Manager, ref string) (history.Run, *result.Results,
 		}
 		return run, r, j, nil
 	}
-	j, err := m.Resolve(ref)
+	if jobs.Resolve == nil {
+		return history.Run{}, nil, nil, exit.Usagef("%s is no run of the results history", ref)
+	}
+	j, err := jobs.Resolve(ref)
 	if err != nil {
 		return history.Run{}, nil, nil, err
 	}
@@ -285,4 +287,13 @@ func infra(err error) error { return &exit.Error{Code: exit.Infra, Err: err} }
 func asRecorded(st *store.Store, id string) bool {
 	j, err := st.Load(id)
 	return err != nil || st.CheckResults(j) == nil
+}
+
+// Jobs is the job store a History reads when a reference names a job
+// rather than a run it has: the jobs' records and files (Store), and how
+// an id or its start names one (Resolve, job.Manager's). The zero Jobs is
+// no store, as for xrun serve's history.
+type Jobs struct {
+	Store   *store.Store
+	Resolve func(ref string) (*store.Job, error)
 }

@@ -7,10 +7,8 @@ import (
 	"sort"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
@@ -25,6 +23,9 @@ type RegressOptions struct {
 	// Rerun, when set, reruns a job with suspects at once (on its host
 	// and GPUs) and returns the rerun's record, to confirm or clear them.
 	Rerun func(ctx context.Context, j *store.Job) (*store.Job, error)
+	// NoConfirm, with Rerun, says why the place a job ran on cannot rerun
+	// it at once (connect.Capabilities), empty when it can.
+	NoConfirm func(j *store.Job) string
 	// JSON and Markdown pick the report's form (neither: text); All lists
 	// stable timings too.
 	JSON, Markdown, All bool
@@ -37,8 +38,8 @@ type RegressOptions struct {
 
 // Regress judges runs by the rule, prints the report, and exits 5
 // (exit.Regressed) with a confirmed regression.
-func (n *History) Regress(ctx context.Context, m *job.Manager, o RegressOptions) error {
-	rep, failed, err := n.Judge(ctx, m, o)
+func (n *History) Regress(ctx context.Context, jobs Jobs, o RegressOptions) error {
+	rep, failed, err := n.Judge(ctx, jobs, o)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ type target struct {
 // run of each experiment on each kind of machine and host), judged by
 // the rule, their suspects rerun with o.Rerun when set. failed is what
 // kept a rerun from confirming suspects (the report's notes say it too).
-func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (rep *Report, failed error, err error) {
+func (n *History) Judge(ctx context.Context, jobs Jobs, o RegressOptions) (rep *Report, failed error, err error) {
 	var targets []target
 	if len(o.Refs) == 0 {
 		runs, err := latestRuns(n.h)
@@ -68,7 +69,7 @@ func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (
 			return nil, nil, exit.Usagef("the results history is empty: submit a job, or xrun history import PATH")
 		}
 		for _, run := range runs {
-			r, j := storedResults(m.Store, run.JobID)
+			r, j := storedResults(jobs.Store, run.JobID)
 			if r == nil && run.Source != history.SourceStore {
 				r, _ = readHead(run.Source)
 			}
@@ -76,14 +77,14 @@ func (n *History) Judge(ctx context.Context, m *job.Manager, o RegressOptions) (
 		}
 	}
 	for _, ref := range o.Refs {
-		run, r, j, err := n.run(m, ref)
+		run, r, j, err := n.run(jobs, ref)
 		if err != nil {
 			return nil, nil, err
 		}
 		targets = append(targets, target{run, r, j})
 	}
-	full := func(run history.Run) *result.Results { return fullResults(m.Store, run) }
-	return n.judge(ctx, m, targets, full, o)
+	full := func(run history.Run) *result.Results { return fullResults(jobs.Store, run) }
+	return n.judge(ctx, jobs, targets, full, o)
 }
 
 // JudgeKept is Judge on a history without a job store (xrun serve's):
@@ -120,13 +121,13 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(
 		targets = append(targets, target{run: run, r: head(run.JobID)})
 	}
 	fullOf := func(run history.Run) *result.Results { return full(run.JobID) }
-	rep, _, err := n.judge(ctx, nil, targets, fullOf, RegressOptions{Rule: ru})
+	rep, _, err := n.judge(ctx, Jobs{}, targets, fullOf, RegressOptions{Rule: ru})
 	return rep, err
 }
 
 // judge judges targets into a report; full reads a run's results with
 // their cases (for the advice on timings that never converged).
-func (n *History) judge(ctx context.Context, m *job.Manager, targets []target, full func(history.Run) *result.Results, o RegressOptions) (*Report, error, error) {
+func (n *History) judge(ctx context.Context, jobs Jobs, targets []target, full func(history.Run) *result.Results, o RegressOptions) (*Report, error, error) {
 	rep := &Report{Rule: o.Rule}
 	failed := error(nil)
 	for _, t := range targets {
@@ -149,7 +150,7 @@ func (n *History) judge(ctx context.Context, m *job.Manager, targets []target, f
 			}
 		}
 		if o.Rerun != nil && len(sr.Suspects()) > 0 {
-			if err := n.confirm(ctx, m, &sr, t.j, o); err != nil {
+			if err := n.confirm(ctx, jobs, &sr, t.j, o); err != nil {
 				// Whatever stopped the rerun, the suspects stay unjudged:
 				// exit 4, as documented, never 0.
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the suspects of job %s were not rerun: %v", t.run.Experiment, t.run.JobID, err))
@@ -286,21 +287,21 @@ func latestRuns(h *history.Store) ([]history.Run, error) {
 
 // confirm reruns the job of sr with o.Rerun and applies the rerun's
 // verdicts to sr's suspects.
-func (n *History) confirm(ctx context.Context, m *job.Manager, sr *Run, j *store.Job, o RegressOptions) error {
+func (n *History) confirm(ctx context.Context, jobs Jobs, sr *Run, j *store.Job, o RegressOptions) error {
 	switch {
 	case j == nil:
 		return fmt.Errorf("it is not a job of this store (a results.json): the next run confirms or clears them")
 	case j.ExperimentDir == "":
 		return fmt.Errorf("its record does not say which directory it ran")
-	case connect.CapabilitiesOf(j).NoConfirm != "":
-		return fmt.Errorf("%s: the next run confirms or clears them", connect.CapabilitiesOf(j).NoConfirm)
+	case o.NoConfirm != nil && o.NoConfirm(j) != "":
+		return fmt.Errorf("%s: the next run confirms or clears them", o.NoConfirm(j))
 	}
 	fmt.Fprintf(n.Err, "regress: rerunning job %s (%s) on %s to confirm %d suspect(s)\n", j.ID, j.Experiment, j.Host, len(sr.Suspects()))
 	rerun, err := o.Rerun(ctx, j)
 	if rerun == nil {
 		return err
 	}
-	st := m.Store
+	st := jobs.Store
 	if !st.Has(rerun.ID, store.ResultsFile) {
 		if err == nil {
 			err = fmt.Errorf("job %s has no results", rerun.ID)

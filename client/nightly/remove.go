@@ -10,6 +10,7 @@ import (
 	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/internal/text"
 )
 
 // RemoveOptions say which runs Remove takes out of the history.
@@ -93,7 +94,7 @@ func (n *History) Remove(o RemoveOptions) error {
 		if err := h.Backup(rep.Backup); err != nil {
 			return infra(err)
 		}
-		fmt.Fprintf(n.Err, "backed up the results history to %s (to undo: cp %s %s)\n", rep.Backup, render.ShellQuote(rep.Backup), render.ShellQuote(h.Path()))
+		fmt.Fprintf(n.Err, "backed up the results history to %s (to undo: cp %s %s)\n", rep.Backup, text.ShellQuote(rep.Backup), text.ShellQuote(h.Path()))
 		removed, err := h.Remove(runs)
 		if err != nil {
 			return infra(err)

@@ -15,8 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/internal/text"
@@ -61,18 +59,6 @@ func Plural(n int, one, many string) string {
 	}
 	return many
 }
-
-// ShellQuote quotes s for /bin/sh when it holds anything beyond plain
-// characters: a path in a command a person pastes, an argument of a
-// Dockerfile's RUN ("numpy>=2" would otherwise be a redirection).
-func ShellQuote(s string) string {
-	if plain.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-var plain = regexp.MustCompile(`^[A-Za-z0-9._+=/:@,%^-]+$`)
 
 // Safe wraps w so that what experiments wrote (names, messages, logs)
 // cannot move a terminal's cursor or change its title; terminal reports
