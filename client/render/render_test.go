@@ -22,4 +22,3 @@ func TestAgo(t *testing.T) {
 }
 
 // Bad --timeout and --env values are refused before anything is built.
-
