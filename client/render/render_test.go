@@ -20,5 +20,3 @@ func TestAgo(t *testing.T) {
 		t.Errorf("zero time: %q", got)
 	}
 }
-
-// Bad --timeout and --env values are refused before anything is built.

@@ -2,6 +2,7 @@ package text
 
 import "testing"
 
+// A requirement or a path reaches /bin/sh as one word, as written.
 func TestShellQuote(t *testing.T) {
 	tests := map[string]string{
 		"numpy":             "numpy",
