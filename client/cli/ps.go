@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"text/template"
 	"time"
 
@@ -182,15 +181,11 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 		_, err := fmt.Fprintln(a.Out, "no running jobs (xrun ps --all lists finished ones)")
 		return err
 	}
-	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB ID\tEXPERIMENT\tSTATUS\tOWNER\tGPUS\tHOST\tCREATED\tDURATION\tIMAGE")
+	t := table.Table{Columns: table.Heads("JOB ID", "EXPERIMENT", "STATUS", "OWNER", "GPUS", "HOST", "CREATED", "DURATION", "IMAGE")}
 	now := time.Now()
 	for _, j := range shown {
-		owner := j.Owner
-		if owner == "" {
-			owner = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Experiment, j.Status, owner, j.GPUs, j.Host, render.Ago(j.Created, now), jobDuration(j, now), j.ImageRef)
+		t.Add(table.Code(j.ID), table.Text(j.Experiment), table.Fig(j.Status), table.Text(table.OrDash(j.Owner)), table.Fig(j.GPUs),
+			table.Text(j.Host), table.Fig(render.Ago(j.Created, now)), table.Fig(jobDuration(j, now)), table.Text(j.ImageRef))
 	}
-	return tw.Flush()
+	return t.WriteText(a.Out, "")
 }

@@ -7,13 +7,13 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/server"
+	"github.com/xrun-dev/xrun/internal/table"
 )
 
 // DefaultServeAddr is where xrun serve listens unless told: this machine
@@ -217,12 +217,11 @@ Examples:
 					if asJSON {
 						return printJSON(a, ts)
 					}
-					tw := tabwriter.NewWriter(a.Out, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED")
+					tab := table.Table{Columns: table.Heads("NAME", "SCOPE", "CREATED")}
 					for _, t := range ts {
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Scope, t.Created.Local().Format(time.DateTime))
+						tab.Add(table.Text(t.Name), table.Fig(t.Scope), table.Fig(t.Created.Local().Format(time.DateTime)))
 					}
-					return tw.Flush()
+					return tab.WriteText(a.Out, "")
 				},
 			},
 			{

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -52,10 +51,10 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	}
 	// The error is the experiment's text: no control sequences, wherever
 	// the output goes.
-	tw := tabwriter.NewWriter(render.SafeAlways(a.Out), 0, 4, 2, ' ', 0)
+	var t table.Table
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			t.Add(table.Fig(k+":"), table.Text(v))
 		}
 	}
 	row("job", j.ID)
@@ -98,7 +97,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 		}
 	}
 	row("store", s.StoreDir)
-	return tw.Flush()
+	return t.WriteText(render.SafeAlways(a.Out), "")
 }
 
 // readableDuration is a recorded duration ("15m0s") as a person writes it
