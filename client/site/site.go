@@ -553,7 +553,7 @@ func pointOf(j history.Judged, page string) pointView {
 	p := pointView{Case: j.Case, Implementation: j.Implementation, SeriesPage: page, MedianMS: j.MedianMS,
 		Status: string(j.Verdict.Status), Text: nightly.StatusText(nightly.Point{Verdict: j.Verdict}), JudgedOn: nightly.JudgedOn(j.Verdict), Change: "-"}
 	if j.Verdict.Median > 0 {
-		p.Change = fmt.Sprintf("%+.1f%%", 100*j.Verdict.Change)
+		p.Change = table.Change(j.Verdict.Change)
 	}
 	return p
 }
@@ -631,7 +631,7 @@ func (b *builder) seriesPage(ser []history.Judged, changes []history.ChangePoint
 		n.Host = publicHost(j.Host, j.Address)
 		if v.Median > 0 {
 			n.Baseline = fmt.Sprintf("%s (%d)", table.FixedMS(v.Median), v.Baseline)
-			n.Change = fmt.Sprintf("%+.1f%%", 100*v.Change)
+			n.Change = table.Change(v.Change)
 		}
 		nights = append(nights, n)
 	}
