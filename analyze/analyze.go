@@ -205,7 +205,7 @@ const notch = 1.58
 
 // MedianHalfWidth is the relative half-width of the 95% interval of t's
 // median: z x stderr_rel, the distribution-free standard error of the
-// median from the order statistics around it (analyze/stats), or, for a
+// median from the order statistics around it (stats.go), or, for a
 // timing that does not carry it (files before it, a single sample), the
 // boxplot notch's 1.58 IQR / sqrt(n) over the median; 0 when neither can
 // be had.

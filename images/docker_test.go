@@ -85,14 +85,14 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 	}
 	var id [6]byte
 	rand.Read(id[:])
-	build1 := func(o buildctx.Options) (string, string, error) {
+	build1 := func(o buildctx.DockerfileOptions) (string, string, error) {
 		o.Base, o.RunnerSrc = cpuBase, "xrun-runner"
-		df, err := buildctx.Generate(o)
+		df, err := buildctx.Dockerfile(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var tarball bytes.Buffer
-		extras := append(buildctx.Dirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
+		extras := append(buildctx.SkelDirs(), buildctx.Extra{Name: "Dockerfile", Data: df}, buildctx.Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
 		if err := c.WriteTar(&tarball, extras...); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 		return tag, string(out), err
 	}
 
-	tag, out, err := build1(buildctx.Options{Apt: []string{"python3-yaml"}})
+	tag, out, err := build1(buildctx.DockerfileOptions{Apt: []string{"python3-yaml"}})
 	if err != nil {
 		t.Fatalf("build with apt packages: %v\n%s", err, out)
 	}
@@ -120,7 +120,7 @@ func TestExperimentImageOnCPUBase(t *testing.T) {
 		t.Fatalf("run %s: %v\n%s", tag, err, run)
 	}
 
-	_, out, err = build1(buildctx.Options{Python: []string{"numpy>=1"}})
+	_, out, err = build1(buildctx.DockerfileOptions{Python: []string{"numpy>=1"}})
 	if err == nil || !strings.Contains(out, "xrun: the base image has no pip for python3") {
 		t.Fatalf("pip on a base without pip: err %v, output:\n%s", err, out)
 	}

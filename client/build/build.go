@@ -141,7 +141,7 @@ type Builder struct {
 	// TTY is Log's terminal, unsanitised, where it is one (nil
 	// elsewhere): the build's steps are a status line there.
 	TTY io.Writer
-	// RunnerFor returns the runner binary for a platform (runnerbin.For).
+	// RunnerFor returns the runner binary for a platform (RunnerBinary).
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
 	// Step, when set, is called at the start of each step and the
 	// function it returns at its end (tracing).

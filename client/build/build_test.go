@@ -44,7 +44,7 @@ func TestSelf(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &Builder{Exe: tc.exe, CacheDir: t.TempDir(), Go: "/nonexistent/go", noCheckout: true, Version: "v1.0.0"}
+			b := &RunnerBuilder{Exe: tc.exe, CacheDir: t.TempDir(), Go: "/nonexistent/go", noCheckout: true, Version: "v1.0.0"}
 			got, err := b.For(context.Background(), "linux", tc.arch)
 			if tc.self {
 				if err != nil || got != tc.exe {
@@ -82,7 +82,7 @@ func TestBuildFromSource(t *testing.T) {
 	src := fakeModule(t)
 	cache := t.TempDir()
 	var logs []string
-	b := &Builder{NoSelf: true, CacheDir: cache, Source: src, Version: "v1.2.3", Logf: func(f string, a ...any) { logs = append(logs, f) }}
+	b := &RunnerBuilder{NoSelf: true, CacheDir: cache, Source: src, Version: "v1.2.3", Logf: func(f string, a ...any) { logs = append(logs, f) }}
 	ctx := context.Background()
 	for _, arch := range []string{"amd64", "arm64"} {
 		p, err := b.For(ctx, "linux", arch)
@@ -144,7 +144,7 @@ func TestBuildFromCheckout(t *testing.T) {
 		t.Fatalf("no module root with runner/cmd/xrun-runner above %s: the test runs in a checkout", wd)
 	}
 	cache := t.TempDir()
-	b := &Builder{NoSelf: true, CacheDir: cache, Version: "devel"}
+	b := &RunnerBuilder{NoSelf: true, CacheDir: cache, Version: "devel"}
 	for _, arch := range []string{"amd64", "arm64"} {
 		p, err := b.For(context.Background(), "linux", arch)
 		if err != nil {

@@ -77,7 +77,7 @@ func TestClassicBuild(t *testing.T) {
 	tag := "xrun-test/dockerfile:" + hex.EncodeToString(id[:])
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
 	labels := map[string]string{"dev.xrun.experiment": "t", "dev.xrun.note": `$HOME "q" \`}
-	df, err := Generate(Options{Base: "scratch", RunnerSrc: "xrun-runner", Experiment: "t", Labels: labels})
+	df, err := Dockerfile(DockerfileOptions{Base: "scratch", RunnerSrc: "xrun-runner", Experiment: "t", Labels: labels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestClassicBuild(t *testing.T) {
 	}
 	buildImage := func() string {
 		var tarball bytes.Buffer
-		extras := append(Dirs(), Extra{Name: "Dockerfile", Data: df}, Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
+		extras := append(SkelDirs(), Extra{Name: "Dockerfile", Data: df}, Extra{Name: "xrun-runner", Mode: 0o755, Src: runner})
 		if err := WriteExtras(&tarball, extras...); err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,7 @@ type App struct {
 	// Connect makes the engine for a host selection; tests replace it.
 	Connect connect.Connector
 	// RunnerFor returns the runner binary for the daemon's platform
-	// (nil: client/runnerbin's, which job.Manager uses); tests replace it.
+	// (nil: build.RunnerBinary, which job.Manager uses); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
 	// StoreRoot overrides the job store location (default: store.DefaultRoot).
 	StoreRoot string

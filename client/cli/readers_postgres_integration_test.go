@@ -11,7 +11,7 @@ import (
 // The readers print from a server on PostgreSQL what they print from
 // this machine's SQLite history of the same runs.
 func TestReadersFromServerPostgres(t *testing.T) {
-	db := testenv.Databases(t, "readers")
+	db := testenv.PostgresDatabases(t, "readers")
 	f := newPushFixtureAt(t, db(t))
 	if !f.h.Postgres() {
 		t.Fatal("the server's history opened SQLite, not PostgreSQL")

@@ -13,7 +13,7 @@ import (
 // PostgreSQL server it starts, each in a database of its own: the same
 // queries serve both.
 func TestPostgres(t *testing.T) {
-	db := testenv.Databases(t, "history")
+	db := testenv.PostgresDatabases(t, "history")
 	openAt = func(t *testing.T) string { return db(t) }
 	defer func() { openAt = nil }()
 	for _, c := range []struct {

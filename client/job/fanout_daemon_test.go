@@ -120,7 +120,7 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if res[0].Value.Env.CPU == res[1].Value.Env.CPU {
 		t.Fatalf("both results came from the same daemon: %q", res[0].Value.Env.CPU)
 	}
-	rep, err := report.Build([]report.Input{
+	rep, err := report.Compare([]report.CompareInput{
 		{JobID: res[0].Value.JobID, Host: "local", Results: res[0].Value},
 		{JobID: res[1].Value.JobID, Host: "second", Results: res[1].Value},
 	})

@@ -35,7 +35,7 @@ type Manager struct {
 	// there (render).
 	ErrTTY io.Writer
 	// RunnerFor returns the runner binary for a daemon's platform (nil:
-	// runnerbin.For); tests replace it.
+	// build.RunnerBinary); tests replace it.
 	RunnerFor func(ctx context.Context, goos, goarch string, logf func(string, ...any)) (string, error)
 	// Trace, when set (XRUN_TRACE=1), times the steps of a submit on Err.
 	Trace bool

@@ -118,7 +118,7 @@ func (e *submitEnv) jobContainers() (running, standbys int) {
 	return running, standbys
 }
 
-// experiment writes the experiment xrun init makes (client/scaffold), on
+// experiment writes the experiment xrun init makes (spec.Scaffold), on
 // the fake engine's base, to a directory whose name has a space.
 func experiment(t *testing.T) string {
 	t.Helper()

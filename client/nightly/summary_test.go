@@ -68,7 +68,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read golden file (go test ./client/nightly/summary -update makes it): %v", err)
+		t.Fatalf("read golden file (go test ./client/nightly -update makes it): %v", err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file\n--- got\n%s\n--- want\n%s", name, got, want)

@@ -48,7 +48,7 @@ func TestServeBenchSQLite(t *testing.T) {
 }
 
 func TestServeBenchPostgres(t *testing.T) {
-	serveBench(t, testenv.Databases(t, "bench")(t))
+	serveBench(t, testenv.PostgresDatabases(t, "bench")(t))
 }
 
 // serveBench measures a server on the history at db.
@@ -141,7 +141,7 @@ func serveBench(t *testing.T, db string) {
 // document is the results.json of job id: cases x impls implementations
 // and the reference, as the runner writes it.
 func document(t *testing.T, id, experiment string, cases, impls, seed int) []byte {
-	r := flat.Make(cases, impls, id, time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC).Add(time.Duration(seed)*time.Minute), uint64(seed))
+	r := flat.Synthetic(cases, impls, id, time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC).Add(time.Duration(seed)*time.Minute), uint64(seed))
 	r.Experiment = experiment
 	data, err := json.Marshal(r)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // subtest in a database of its own. Under CI=true a machine without
 // PostgreSQL fails the test: CI installs it (scripts/setup.sh).
 func TestServerPostgres(t *testing.T) {
-	db := testenv.Databases(t, "suite")
+	db := testenv.PostgresDatabases(t, "suite")
 	var first string
 	runSuite(t, func(t *testing.T) *history.Store {
 		u := db(t)

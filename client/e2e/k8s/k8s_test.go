@@ -252,12 +252,12 @@ func TestAttachedRun(t *testing.T) {
 	}
 	// The pod's log, read once for both: the store keeps it without the frame.
 	stored, err := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
-	if err != nil || bytes.Contains(stored, []byte(contract.Prefix)) || !bytes.Contains(stored, []byte("status: succeeded")) {
+	if err != nil || bytes.Contains(stored, []byte(contract.OutPrefix)) || !bytes.Contains(stored, []byte("status: succeeded")) {
 		t.Errorf("store's logs.txt (%v), frame lines must not be in it:\n%s", err, stored)
 	}
 	logs := x.Run(t, time.Minute, "logs", id)
 	expect(t, logs, 0)
-	if strings.Contains(logs.Stdout, contract.Prefix) || !strings.Contains(logs.Stdout, "status: succeeded") {
+	if strings.Contains(logs.Stdout, contract.OutPrefix) || !strings.Contains(logs.Stdout, "status: succeeded") {
 		t.Errorf("logs (frame lines must not show):\n%s", logs.Stdout)
 	}
 	ps := x.Run(t, time.Minute, "ps", "--all", "--k8s")
