@@ -188,7 +188,9 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request, t history.T
 	// The post is kept as it came, compressed as it is read, for the
 	// readers that need the whole run (GET /api/v1/runs/JOB/results).
 	var kept bytes.Buffer
-	gz := gzip.NewWriter(&kept)
+	// BestSpeed: the default level took half of a large post's reading
+	// (2.4 s of 4.7 for 94 MB) to keep it 26 MB rather than 29.
+	gz, _ := gzip.NewWriterLevel(&kept, gzip.BestSpeed)
 	res, rows, err := flat.Read(io.TeeReader(body, gz))
 	if err == nil {
 		_, err = io.Copy(gz, body) // what follows the object: white space
@@ -369,7 +371,7 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// getRegress answers xrun regress's report as JSON (summary.Report): the
+// getRegress answers xrun regress's report as JSON (nightly.Report): the
 // runs of the jobs named (job=ID, repeated; none: the latest run of each
 // experiment on each kind of machine and host) judged by the rule
 // (window, min_history, score, floor; the defaults otherwise), with the
