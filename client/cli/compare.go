@@ -132,30 +132,31 @@ func runCompare(ctx context.Context, a *App, o compareOptions) error {
 
 // jobResults returns a job's results, fetching them from its host into
 // the store when the store has no copy yet; a copy recorded when the job
-// ended must still match its digest (store.CheckResults).
-func (a *App) jobResults(ctx context.Context, ref string) (*store.Job, *result.Results, error) {
+// ended must still match its digest (store.CheckResults). data is the
+// store's copy as read.
+func (a *App) jobResults(ctx context.Context, ref string) (j *store.Job, r *result.Results, data []byte, err error) {
 	m, err := a.Jobs()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	j, err := m.Find(ctx, ref, connect.Selection{})
+	j, err = m.Find(ctx, ref, connect.Selection{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st := m.Store
 	if err := m.EnsureResults(ctx, j); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := st.CheckResults(j); err != nil {
-		return nil, nil, &ExitError{Code: ExitInfra, Err: err}
+		return nil, nil, nil, &ExitError{Code: ExitInfra, Err: err}
 	}
-	data, err := os.ReadFile(st.Results(j.ID))
+	data, err = os.ReadFile(st.Results(j.ID))
 	if err != nil {
-		return nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
+		return nil, nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}
-	r, err := result.Decode(data)
+	r, err = result.Decode(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read results of job %s: %w", j.ID, err)
+		return nil, nil, nil, fmt.Errorf("read results of job %s: %w", j.ID, err)
 	}
-	return j, r, nil
+	return j, r, data, nil
 }

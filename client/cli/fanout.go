@@ -115,7 +115,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 func (a *App) printFanoutComparison(ctx context.Context, js []*store.Job) {
 	var in []report.CompareInput
 	for _, j := range js {
-		if _, r, err := a.jobResults(ctx, j.ID); err == nil {
+		if _, r, _, err := a.jobResults(ctx, j.ID); err == nil {
 			in = append(in, report.CompareInput{JobID: j.ID, Host: j.Host, Results: r})
 		}
 	}

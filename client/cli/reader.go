@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 
 	"github.com/urfave/cli/v2"
@@ -78,21 +77,9 @@ func (l localReader) show(ctx context.Context, q nightly.Query, o nightly.ShowOp
 }
 
 func (l localReader) job(ctx context.Context, ref string) (storedRun, error) {
-	j, _, err := l.a.jobResults(ctx, ref)
+	j, r, data, err := l.a.jobResults(ctx, ref)
 	if err != nil {
 		return storedRun{}, err
-	}
-	st, err := l.a.Store()
-	if err != nil {
-		return storedRun{}, err
-	}
-	data, err := os.ReadFile(st.Results(j.ID))
-	if err != nil {
-		return storedRun{}, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
-	}
-	r, err := result.Decode(data)
-	if err != nil {
-		return storedRun{}, fmt.Errorf("read results of job %s: %w", j.ID, err)
 	}
 	return storedRun{JobID: j.ID, Address: j.Host, Data: data, Results: r}, nil
 }
