@@ -14,7 +14,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/contract"
 )
 
@@ -28,8 +28,8 @@ const testLabel = "dev.xrun.test"
 // be one the pool job runs on, the pool job must keep its CPUs, and every
 // submit must get its CPU in turn and run.
 func TestConcurrentReservations(t *testing.T) {
-	d := testhosts.StartDaemon(t)
-	image := testhosts.EnsureBusybox(t, d.Socket)
+	d := testenv.StartDaemon(t)
+	image := testenv.EnsureBusybox(t, d.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	mon, err := dial(d.Socket)

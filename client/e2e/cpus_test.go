@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // A job that reserves a CPU (resources.cpus) is the only job on it (issue
@@ -34,7 +34,7 @@ func TestReservedCPUIsTheJobsAlone(t *testing.T) {
 		t.Fatalf("the daemon has %d CPU: reserving one beside a neighbour needs 2", info.CPUs)
 	}
 	last := info.CPUs - 1
-	testhosts.CopyImage(t, Base, eng.Host(), d.Socket)
+	testenv.CopyImage(t, Base, eng.Host(), d.Socket)
 
 	// The other user's neighbour: no reservation, so every CPU, spinning
 	// on all of them.

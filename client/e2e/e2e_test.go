@@ -66,7 +66,7 @@ func mainE2E(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: -short: skipping the end-to-end suite")
 		return 0
 	}
-	fail := func(format string, args ...any) int { return xruntest.Unavailable("e2e", format, args...) }
+	fail := func(format string, args ...any) int { return testenv.Unavailable("e2e", format, args...) }
 	d, err := xruntest.Connect()
 	if err != nil {
 		return fail("%v", err)

@@ -23,7 +23,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/contract"
 )
 
@@ -114,10 +114,10 @@ func (o *other) run(t *testing.T, limit time.Duration, args ...string) res {
 // sharedDaemon starts a test daemon that otherUser may use too, as every
 // user of a shared box may use its daemon, and returns it with an engine
 // on it and its busybox image.
-func sharedDaemon(t *testing.T) (*testhosts.Daemon, engine.Engine, string) {
+func sharedDaemon(t *testing.T) (*testenv.Daemon, engine.Engine, string) {
 	t.Helper()
-	d := testhosts.StartDaemon(t)
-	bb := testhosts.EnsureBusybox(t, d.Socket)
+	d := testenv.StartDaemon(t)
+	bb := testenv.EnsureBusybox(t, d.Socket)
 	sock := strings.TrimPrefix(d.Socket, "unix://")
 	if err := os.Chmod(filepath.Dir(sock), 0o711); err != nil {
 		t.Fatal(err)
@@ -318,7 +318,7 @@ func cacheFixture(t *testing.T, name, setup string) string {
 }
 
 // cacheFiles lists the files in volume vol of the test daemon.
-func cacheFiles(t *testing.T, d *testhosts.Daemon, bb, vol string) string {
+func cacheFiles(t *testing.T, d *testenv.Daemon, bb, vol string) string {
 	t.Helper()
 	out, err := exec.Command("docker", "-H", d.Socket, "run", "--rm", "-v", vol+":/c", bb, "busybox", "find", "/c", "-type", "f").CombinedOutput()
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -288,8 +287,8 @@ func runIn(t *testing.T, extra []string, args ...string) res {
 // and ps say unknown and wait waits; once it is back, the job is recorded
 // as stopped from outside xrun, not as a user's cancel.
 func TestDaemonRestartUnderARunningJob(t *testing.T) {
-	d := testhosts.StartDaemon(t)
-	base := testhosts.EnsureBusybox(t, d.Socket)
+	d := testenv.StartDaemon(t)
+	base := testenv.EnsureBusybox(t, d.Socket)
 	r := x.Run(t, 5*time.Minute, "submit", "-d", "--cpu", "--host", d.Socket, "--base", base, fixturePath("setupsleep"))
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)

@@ -15,7 +15,6 @@ import (
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/client/testhosts"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
@@ -25,8 +24,8 @@ import (
 // have, on a test inventory of 4 GPUs. Every job must get a GPU no other
 // running job holds, and the job store must end with 20 intact records.
 func TestConcurrentSubmits(t *testing.T) {
-	d := testhosts.StartDaemon(t)
-	image := testhosts.EnsureBusybox(t, d.Socket)
+	d := testenv.StartDaemon(t)
+	image := testenv.EnsureBusybox(t, d.Socket)
 	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +185,9 @@ func submit(ctx context.Context, host string, st *store.Store, inv gpus.Inventor
 // TestDiscoverWithoutGPURuntime: on a host without the NVIDIA runtime the
 // inventory is a clear error, not an empty list.
 func TestDiscoverWithoutGPURuntime(t *testing.T) {
-	testhosts.RequireDocker(t)
-	image := testhosts.EnsureBusybox(t, testhosts.LocalHost)
-	e, err := dial(testhosts.LocalHost)
+	testenv.RequireDocker(t)
+	image := testenv.EnsureBusybox(t, testenv.LocalHost)
+	e, err := dial(testenv.LocalHost)
 	if err != nil {
 		t.Fatal(err)
 	}

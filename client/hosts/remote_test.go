@@ -16,7 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // runEcho runs a busybox container that prints a line and returns it, so
@@ -26,7 +26,7 @@ func runEcho(t *testing.T, cli *client.Client, msg string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: testhosts.BusyboxImage, Cmd: []string{"sh", "-c", "echo " + msg}},
+		Config: &container.Config{Image: testenv.BusyboxImage, Cmd: []string{"sh", "-c", "echo " + msg}},
 	})
 	if err != nil {
 		t.Fatalf("create: %v", err)
@@ -57,11 +57,11 @@ func runEcho(t *testing.T, cli *client.Client, msg string) string {
 }
 
 func TestRemoteHosts(t *testing.T) {
-	testhosts.RequireDocker(t)
-	d := testhosts.StartDaemon(t)
-	s := testhosts.StartSSHD(t)
-	testhosts.EnsureBusybox(t, testhosts.LocalHost)
-	testhosts.EnsureBusybox(t, d.Socket)
+	testenv.RequireDocker(t)
+	d := testenv.StartDaemon(t)
+	s := testenv.StartSSHD(t)
+	testenv.EnsureBusybox(t, testenv.LocalHost)
+	testenv.EnsureBusybox(t, d.Socket)
 	ctx := context.Background()
 
 	env := func(kv map[string]string) func(string) string {

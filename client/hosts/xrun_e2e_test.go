@@ -16,7 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -59,7 +59,7 @@ func jobIDs(js []xruntest.Job) map[string]string {
 // ensureBase makes the CPU base when it is missing, as the e2e suite does.
 func ensureBase(t *testing.T, repo string) {
 	t.Helper()
-	cli, err := client.New(client.WithHost(testhosts.LocalHost))
+	cli, err := client.New(client.WithHost(testenv.LocalHost))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func ensureBase(t *testing.T, repo string) {
 		return
 	}
 	if os.Geteuid() != 0 {
-		testhosts.Unavailable(t, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
+		testenv.Missing(t, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
 	}
 	var out bytes.Buffer
 	if err := xruntest.MakeBase(repo, &out); err != nil {
@@ -81,12 +81,12 @@ func ensureBase(t *testing.T, repo string) {
 // over two daemons and compare; ps across hosts; and fan-out with one
 // daemon stopped.
 func TestXrunOnRemoteHosts(t *testing.T) {
-	testhosts.RequireDocker(t)
+	testenv.RequireDocker(t)
 	repo := xruntest.Repo()
 	ensureBase(t, repo)
-	d := testhosts.StartDaemon(t)
-	s := testhosts.StartSSHD(t)
-	testhosts.CopyImage(t, base, testhosts.LocalHost, d.Socket)
+	d := testenv.StartDaemon(t)
+	s := testenv.StartSSHD(t)
+	testenv.CopyImage(t, base, testenv.LocalHost, d.Socket)
 
 	tmp := t.TempDir()
 	x := &xrunEnv{Xrun: xruntest.Xrun{Bin: filepath.Join(tmp, "xrun")}, repo: repo}
@@ -154,14 +154,14 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	var ids map[string]string
 	t.Run("fan-out and compare", func(t *testing.T) {
 		// Without --json, as a person sees it: the ids come from ps --json.
-		r, made := x.SubmittedJobs(t, x.experiment(), func() run { return x.submit(t, "--host", testhosts.LocalHost, "--host", "second-tls") })
-		expectCode(t, r, 0, fmt.Sprintf("%-*s | ", len(testhosts.LocalHost), "second-tls"), testhosts.LocalHost+" | ")
-		t.Logf("xrun submit --host %s --host second-tls:\nstderr:\n%s\nstdout:\n%s", testhosts.LocalHost, r.Stderr, r.Stdout)
+		r, made := x.SubmittedJobs(t, x.experiment(), func() run { return x.submit(t, "--host", testenv.LocalHost, "--host", "second-tls") })
+		expectCode(t, r, 0, fmt.Sprintf("%-*s | ", len(testenv.LocalHost), "second-tls"), testenv.LocalHost+" | ")
+		t.Logf("xrun submit --host %s --host second-tls:\nstderr:\n%s\nstdout:\n%s", testenv.LocalHost, r.Stderr, r.Stdout)
 		ids = jobIDs(made)
-		if len(made) != 2 || ids[testhosts.LocalHost] == "" || ids["second-tls"] == "" {
+		if len(made) != 2 || ids[testenv.LocalHost] == "" || ids["second-tls"] == "" {
 			t.Fatalf("new jobs %+v\n%s", made, r.Stderr)
 		}
-		c := x.Run(t, time.Minute, "compare", ids[testhosts.LocalHost], ids["second-tls"])
+		c := x.Run(t, time.Minute, "compare", ids[testenv.LocalHost], ids["second-tls"])
 		expectCode(t, c, 0)
 		// The host column names the daemon's machine, with the alias the
 		// job was submitted to: "NAME (second-tls)".
@@ -170,7 +170,7 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 				t.Fatalf("compare lacks %q:\n%s", want, c.Stdout)
 			}
 		}
-		cj := x.Run(t, time.Minute, "compare", "--json", ids[testhosts.LocalHost], ids["second-tls"])
+		cj := x.Run(t, time.Minute, "compare", "--json", ids[testenv.LocalHost], ids["second-tls"])
 		expectCode(t, cj, 0)
 		var rep struct {
 			Jobs []struct{ Host string } `json:"jobs"`
@@ -181,7 +181,7 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 	})
 
 	t.Run("ps across hosts", func(t *testing.T) {
-		r := x.Run(t, time.Minute, "ps", "--all", "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
+		r := x.Run(t, time.Minute, "ps", "--all", "--json", "--host", testenv.LocalHost, "--host", "second-tls")
 		expectCode(t, r, 0)
 		for _, id := range ids {
 			if !strings.Contains(r.Stdout, id) {
@@ -192,16 +192,16 @@ func TestXrunOnRemoteHosts(t *testing.T) {
 
 	t.Run("fan-out with one host stopped", func(t *testing.T) {
 		d.Stop(t)
-		r := x.submit(t, "--json", "--host", testhosts.LocalHost, "--host", "second-tls")
+		r := x.submit(t, "--json", "--host", testenv.LocalHost, "--host", "second-tls")
 		if r.Code == 0 {
 			t.Fatalf("exit 0 with a host down\nstderr:\n%s", r.Stderr)
 		}
-		if !strings.Contains(r.Stderr, fmt.Sprintf("%-*s | failed: cannot reach the Docker daemon at second-tls", len(testhosts.LocalHost), "second-tls")) {
+		if !strings.Contains(r.Stderr, fmt.Sprintf("%-*s | failed: cannot reach the Docker daemon at second-tls", len(testenv.LocalHost), "second-tls")) {
 			t.Fatalf("the failure is not reported for its host:\n%s", r.Stderr)
 		}
 		t.Logf("with second-tls stopped (exit %d):\n%s", r.Code, r.Stderr)
 		started := xruntest.DecodeJobs(t, r)
-		id := jobIDs(started)[testhosts.LocalHost]
+		id := jobIDs(started)[testenv.LocalHost]
 		if id == "" || len(started) != 1 {
 			t.Fatalf("submit --json printed %+v, want the local job alone:\n%s", started, r.Stderr)
 		}
@@ -226,7 +226,7 @@ func flowList(items []string) string {
 // cleanupLocal removes what the tests left on the local daemon (the ssh
 // transport reaches it too).
 func cleanupLocal(t *testing.T) {
-	cli, err := client.New(client.WithHost(testhosts.LocalHost))
+	cli, err := client.New(client.WithHost(testenv.LocalHost))
 	if err != nil {
 		return
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -52,7 +52,7 @@ func runJob(ctx context.Context, target hosts.Target, w io.Writer) (*result.Resu
 	}
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
-			Image:  testhosts.BusyboxImage,
+			Image:  testenv.BusyboxImage,
 			Env:    []string{"RESULTS=" + string(doc)},
 			Cmd:    []string{"sh", "-c", `printf '%s' "$RESULTS"`},
 			Labels: map[string]string{"dev.xrun.job": jobID, "dev.xrun.test": "fanout"},
@@ -93,12 +93,12 @@ func runJob(ctx context.Context, target hosts.Target, w io.Writer) (*result.Resu
 // second daemon: the local job still completes and the failure is
 // reported for the stopped host.
 func TestFanOutLocalAndTLS(t *testing.T) {
-	testhosts.RequireDocker(t)
-	d := testhosts.StartDaemon(t)
-	testhosts.EnsureBusybox(t, testhosts.LocalHost)
-	testhosts.EnsureBusybox(t, d.Socket)
+	testenv.RequireDocker(t)
+	d := testenv.StartDaemon(t)
+	testenv.EnsureBusybox(t, testenv.LocalHost)
+	testenv.EnsureBusybox(t, d.Socket)
 	targets := map[string]hosts.Target{
-		"local":  {Name: "local", Host: testhosts.LocalHost},
+		"local":  {Name: "local", Host: testenv.LocalHost},
 		"second": {Name: "second", Host: d.TCP, TLS: &hosts.TLS{CAFile: d.CertDir + "/ca.pem", CertFile: d.CertDir + "/cert.pem", KeyFile: d.CertDir + "/key.pem", Verify: true}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

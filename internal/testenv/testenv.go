@@ -2,7 +2,10 @@
 // part means (a Docker daemon, root, Python with numpy or torch, bash, a
 // cluster): under CI=true, whose machine has all of them, the test fails;
 // elsewhere it is skipped, saying what is missing and how to get it.
-// Postgres starts a throwaway PostgreSQL server.
+// It also starts the real parts themselves where a test can: a throwaway
+// PostgreSQL server (Postgres), a second Docker daemon over a unix socket
+// or tcp:// with TLS (StartDaemon), an sshd that reaches the local daemon
+// (StartSSHD), and a busybox image (EnsureBusybox).
 package testenv
 
 import (

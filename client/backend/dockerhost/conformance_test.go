@@ -11,7 +11,7 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/contract"
 )
 
@@ -19,9 +19,9 @@ import (
 // daemon: its jobs are containers of a busybox image whose entrypoint runs
 // the case's script.
 func TestConformance(t *testing.T) {
-	testhosts.RequireDocker(t)
-	host := testhosts.LocalHost
-	image := testhosts.EnsureScriptImage(t, host)
+	testenv.RequireDocker(t)
+	host := testenv.LocalHost
+	image := testenv.EnsureScriptImage(t, host)
 	cli, err := hosts.NewClient(hosts.Target{Host: host})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Place{Backend: b, Capabilities: dockerhost.Capabilities,
 		Spec: func(t *testing.T, j *store.Job, script string) backend.Spec {
 			return backend.Spec{Name: "xrun-conformance-" + j.ID, Image: image,
-				Env:    []string{testhosts.ScriptEnv + "=" + script, "OUT=" + contract.OutDir},
+				Env:    []string{testenv.ScriptEnv + "=" + script, "OUT=" + contract.OutDir},
 				Labels: map[string]string{contract.LabelJob: j.ID, contract.LabelExperiment: j.Experiment, contract.LabelOwner: j.Owner, "dev.xrun.test": "conformance"}}
 		}})
 }

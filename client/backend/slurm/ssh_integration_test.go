@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // Over ssh (sshd on loopback, the test cluster's commands behind it) a
@@ -20,7 +20,7 @@ import (
 // connection to end. A user's ControlMaster=no in ssh_options wins.
 func TestSSHStepsShareOneConnection(t *testing.T) {
 	startCluster(t, t.TempDir())
-	sshd := testhosts.StartSSHD(t)
+	sshd := testenv.StartSSHD(t)
 	opts := append(append([]string(nil), sshd.Options...), "-o", "SetEnv=SLURM_CONF="+os.Getenv("SLURM_CONF"))
 	if controlDir() == "" {
 		t.Fatal("no private directory for ssh's control sockets")

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/xrun-dev/xrun/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func mainK8s(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "k8s: -short: skipping the Kubernetes suite")
 		return 0
 	}
-	fail := func(format string, args ...any) int { return xruntest.Unavailable("k8s", format, args...) }
+	fail := func(format string, args ...any) int { return testenv.Unavailable("k8s", format, args...) }
 	repo = xruntest.Repo()
 	var err error
 	if eng, err = xruntest.Connect(); err != nil {

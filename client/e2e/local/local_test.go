@@ -37,14 +37,14 @@ func TestMain(m *testing.M) {
 func mainLocal(m *testing.M) int {
 	tmp, err := os.MkdirTemp("", "xrun-local-")
 	if err != nil {
-		return xruntest.Unavailable("local", "%v", err)
+		return testenv.Unavailable("local", "%v", err)
 	}
 	defer os.RemoveAll(tmp)
 	repo = xruntest.Repo()
 	xrunBin, dataDir = filepath.Join(tmp, "xrun"), filepath.Join(tmp, "data")
 	x.Bin = xrunBin
 	if err := xruntest.Build(repo, xrunBin); err != nil {
-		return xruntest.Unavailable("local", "%v", err)
+		return testenv.Unavailable("local", "%v", err)
 	}
 	return m.Run()
 }

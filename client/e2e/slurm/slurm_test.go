@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/testhosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 var (
@@ -48,7 +48,7 @@ func mainSlurm(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "slurm: -short: skipping the Slurm suite")
 		return 0
 	}
-	fail := func(format string, args ...any) int { return xruntest.Unavailable("slurm", format, args...) }
+	fail := func(format string, args ...any) int { return testenv.Unavailable("slurm", format, args...) }
 	if os.Geteuid() != 0 {
 		return fail("the test cluster's slurmd starts jobs as their users: it needs root")
 	}
@@ -210,7 +210,7 @@ func TestAttachedSubmit(t *testing.T) {
 // ssh options as a lab's login node would be: the job, its logs and its
 // results come back through ssh alone.
 func TestOverSSH(t *testing.T) {
-	sshd := testhosts.StartSSHD(t)
+	sshd := testenv.StartSSHD(t)
 	cfg := t.TempDir()
 	opts := append(append([]string(nil), sshd.Options...), "-o", "SetEnv=SLURM_CONF="+slurmConf)
 	quoted := make([]string, len(opts))

@@ -30,13 +30,6 @@ import (
 	"github.com/xrun-dev/xrun/client/hosts"
 )
 
-// Unavailable says on stderr why suite cannot run and returns the exit
-// code of its TestMain: 1 under CI=true, where that is a failure, else 0
-// (the suite is skipped).
-func Unavailable(suite, format string, args ...any) int {
-	return testenv.Unavailable(suite, format, args...)
-}
-
 // Connect connects to the Docker daemon that xrun picks by default in this
 // environment (DOCKER_HOST, the docker context, the local socket).
 func Connect() (engine.Engine, error) {
@@ -93,7 +86,7 @@ func EnsureBase(e engine.Engine, repo, base, suite string) int {
 		return -1
 	}
 	if os.Geteuid() != 0 {
-		return Unavailable(suite, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
+		return testenv.Unavailable(suite, "%s is missing and making it needs root: run `sudo images/make-cpu-base.sh`", base)
 	}
 	fmt.Fprintf(os.Stderr, "%s: making %s with images/make-cpu-base.sh (about a minute)\n", suite, base)
 	if err := MakeBase(repo, os.Stderr); err != nil {

@@ -1,38 +1,25 @@
-// Package testhosts starts the real parts that tests of remote hosts need
-// on the machine the tests run on: a second Docker daemon reached over a
-// unix socket and over tcp:// with TLS (certificates made here), an sshd on
-// loopback that reaches the local daemon with `docker system dial-stdio`,
-// and a tiny busybox image loaded into a daemon.
-//
-// Both daemons are started and stopped by the tests themselves. Under
-// CI=true a missing prerequisite (the local daemon, dockerd, sshd, root or
-// passwordless sudo, busybox) fails the test; elsewhere it skips it.
-package testhosts
+package testenv
 
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/internal/testenv"
-
 	"github.com/moby/moby/client"
 )
 
+// The real parts that tests of remote hosts need on the machine the tests
+// run on: a second Docker daemon reached over a unix socket and over
+// tcp:// with TLS (certificates made here), an sshd on loopback that
+// reaches the local daemon with `docker system dial-stdio`, and a tiny
+// busybox image loaded into a daemon. The tests start and stop them.
+
 // LocalHost is the local daemon's socket.
 const LocalHost = "unix:///var/run/docker.sock"
-
-// Unavailable fails the test under CI=true and skips it elsewhere: a real
-// part the test needs is missing.
-func Unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	testenv.Missing(t, format, args...)
-}
 
 // RequireDocker checks that the local daemon answers. Under -short (the
 // unit tests alone) every test that needs real parts is skipped.
@@ -46,7 +33,7 @@ func RequireDocker(t testing.TB) {
 		host = h
 	}
 	if err := ping(context.Background(), host, 10*time.Second); err != nil {
-		Unavailable(t, "local Docker daemon at %s: %v", host, err)
+		Missing(t, "local Docker daemon at %s: %v", host, err)
 	}
 }
 
@@ -71,20 +58,9 @@ func sudo(t testing.TB) []string {
 		return nil
 	}
 	if err := exec.Command("sudo", "-n", "true").Run(); err != nil {
-		Unavailable(t, "starting a test daemon needs root or passwordless sudo: %v", err)
+		Missing(t, "starting a test daemon needs root or passwordless sudo: %v", err)
 	}
 	return []string{"sudo", "-n"}
-}
-
-// freePort returns a loopback TCP port nobody listens on right now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // lookPath finds a program or reports it missing.
@@ -98,7 +74,7 @@ func lookPath(t testing.TB, name, pkg string) string {
 			return p
 		}
 	}
-	Unavailable(t, "%s is not installed (Debian package %s)", name, pkg)
+	Missing(t, "%s is not installed (Debian package %s)", name, pkg)
 	return ""
 }
 

@@ -1,4 +1,4 @@
-package testhosts
+package testenv
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func (d *Daemon) start(t testing.TB) {
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
-		Unavailable(t, "start dockerd: %v", err)
+		Missing(t, "start dockerd: %v", err)
 	}
 	done := d.done
 	cmd := d.cmd
@@ -144,11 +144,11 @@ func (d *Daemon) waitReady(t testing.TB) {
 		}
 		select {
 		case <-d.done:
-			Unavailable(t, "test dockerd exited at start: %v\n%s", d.cmd.ProcessState, tail(d.log, 30))
+			Missing(t, "test dockerd exited at start: %v\n%s", d.cmd.ProcessState, tail(d.log, 30))
 		default:
 		}
 		if time.Now().After(deadline) {
-			Unavailable(t, "test dockerd did not answer on %s within 60s: %v\n%s", d.Socket, err, tail(d.log, 30))
+			Missing(t, "test dockerd did not answer on %s within 60s: %v\n%s", d.Socket, err, tail(d.log, 30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -171,7 +171,7 @@ func makeBridge(t testing.TB, prefix []string) string {
 		argv := append(append(append([]string(nil), prefix...), ipTool), args...)
 		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			delBridge(name)
-			Unavailable(t, "make bridge %s for the test daemon: ip %s: %v: %s", name, strings.Join(args, " "), err, out)
+			Missing(t, "make bridge %s for the test daemon: ip %s: %v: %s", name, strings.Join(args, " "), err, out)
 		}
 	}
 	t.Cleanup(func() { delBridge(name) })
@@ -195,7 +195,7 @@ func localStorageDriver(t testing.TB) string {
 	defer cancel()
 	info, err := cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		Unavailable(t, "read the local daemon's info: %v", err)
+		Missing(t, "read the local daemon's info: %v", err)
 	}
 	if info.Info.Driver == "" {
 		return "vfs"

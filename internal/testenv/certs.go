@@ -1,4 +1,4 @@
-package testhosts
+package testenv
 
 import (
 	"crypto/ecdsa"

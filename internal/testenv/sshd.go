@@ -1,4 +1,4 @@
-package testhosts
+package testenv
 
 import (
 	"fmt"
@@ -123,7 +123,7 @@ AcceptEnv SLURM_CONF
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
-		Unavailable(t, "start sshd: %v", err)
+		Missing(t, "start sshd: %v", err)
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
@@ -141,11 +141,11 @@ AcceptEnv SLURM_CONF
 		}
 		select {
 		case <-s.done:
-			Unavailable(t, "sshd exited at start: %v\n%s", s.cmd.ProcessState, tail(logPath, 20))
+			Missing(t, "sshd exited at start: %v\n%s", s.cmd.ProcessState, tail(logPath, 20))
 		default:
 		}
 		if time.Now().After(deadline) {
-			Unavailable(t, "sshd did not listen on port %d within 20s\n%s", port, tail(logPath, 20))
+			Missing(t, "sshd did not listen on port %d within 20s\n%s", port, tail(logPath, 20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,4 +1,4 @@
-package testhosts
+package testenv
 
 import (
 	"archive/tar"
@@ -64,10 +64,10 @@ func ensureBusyboxAs(t testing.TB, host, ref string, changes ...string) string {
 		}
 	}
 	if bb == "" {
-		Unavailable(t, "busybox is not installed (Debian package busybox-static)")
+		Missing(t, "busybox is not installed (Debian package busybox-static)")
 	}
 	if out, err := exec.Command(bb, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "BusyBox") {
-		Unavailable(t, "%s does not run: %v", bb, err)
+		Missing(t, "%s does not run: %v", bb, err)
 	}
 	data, err := os.ReadFile(bb)
 	if err != nil {
