@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/history"
-	"github.com/xrun-dev/xrun/client/history/historytest"
 	"github.com/xrun-dev/xrun/client/regress"
 )
 
@@ -18,7 +17,10 @@ import (
 //	go test ./client/history -run XXX -bench LongSeries -benchtime 1x -cpuprofile cpu.out
 func BenchmarkLongSeries(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "h.db")
-	last := historytest.LongSeries(b, path, 100_000)
+	last, err := history.LongSeries(path, 100_000)
+	if err != nil {
+		b.Fatal(err)
+	}
 	h, err := history.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -27,7 +29,7 @@ func BenchmarkLongSeries(b *testing.B) {
 	b.Run("history", func(b *testing.B) {
 		for range b.N {
 			n := 0
-			err := h.WalkFilter(context.Background(), history.Filter{Experiment: historytest.LongSeriesExperiment}, regress.Default(),
+			err := h.WalkFilter(context.Background(), history.Filter{Experiment: history.LongSeriesExperiment}, regress.Default(),
 				func(int, []string) error { return nil }, func(_, shown []history.Judged) error { n += len(shown); return nil })
 			if err != nil || n != 100_000 {
 				b.Fatalf("%d points judged (%v); want 100000", n, err)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/xrun-dev/xrun/client/history"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/flat"
-	"github.com/xrun-dev/xrun/client/history/historytest"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
@@ -114,14 +114,17 @@ func serveBench(t *testing.T, db string) {
 		timings, _ = strconv.Atoi(v)
 	}
 	start := time.Now()
-	last := historytest.LongSeries(t, db, timings)
+	last, err := history.LongSeries(db, timings)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("a series of %d timings written in %.1f s", timings, time.Since(start).Seconds())
 
 	// The readers of one series of 10^6 timings: the table of its last
 	// runs, and the last run judged against its series.
 	env := []string{"XRUN_SERVER=" + s.base, "XRUN_SERVER_TOKEN=" + s.readToken}
 	timed(t, fmt.Sprintf("xrun history --server (table, one series of %d timings)", timings), 0, func() {
-		s.xrun(t, env, "history", historytest.LongSeriesExperiment)
+		s.xrun(t, env, "history", history.LongSeriesExperiment)
 	})
 	timed(t, fmt.Sprintf("xrun regress --server (the last run of a series of %d timings)", timings), 0, func() {
 		s.xrun(t, env, "regress", last)
@@ -130,7 +133,7 @@ func serveBench(t *testing.T, db string) {
 	if !strings.HasPrefix(db, "postgres") {
 		local := []string{"XRUN_HISTORY=" + db, "XRUN_SERVER=", "XDG_DATA_HOME=" + t.TempDir()}
 		timed(t, fmt.Sprintf("xrun history (local SQLite, one series of %d timings)", timings), 0, func() {
-			s.xrun(t, local, "history", historytest.LongSeriesExperiment)
+			s.xrun(t, local, "history", history.LongSeriesExperiment)
 		})
 		timed(t, fmt.Sprintf("xrun regress (local SQLite, the last run of a series of %d timings)", timings), 0, func() {
 			s.xrun(t, local, "regress", last)

@@ -1,16 +1,11 @@
-// Package historytest builds histories for the history's and the
-// server's benchmarks: histories too large to make by importing runs one
-// by one.
-package historytest
+package history
 
 import (
 	"database/sql"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/flat"
-	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -24,28 +19,29 @@ func LongSeriesJob(i int) string { return fmt.Sprintf("long%07d", i) }
 // URL) with one series of n timings: n runs a minute apart, each of one
 // implementation at one case, with the kept samples, throughput and clock
 // readings of a real run. The first run is imported as a results.json is
-// (history.Import); the others are copies of it made by the database in
+// (Import); the others are copies of it made by the database in
 // two statements (a row each of runs and points, the median moved by up
 // to 2 % from run to run), so that 10^6 timings take seconds, not the
-// hours of 10^6 imports. It returns the last run's job id.
-func LongSeries(tb testing.TB, path string, n int) string {
-	tb.Helper()
+// hours of 10^6 imports. It returns the last run's job id. It builds histories for the
+// history's and the server's benchmarks, too large to make by importing
+// runs one by one.
+func LongSeries(path string, n int) (string, error) {
 	start := time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC)
 	r := flat.Synthetic(1, 1, LongSeriesJob(0), start, 1)
 	r.Experiment = LongSeriesExperiment
 	delete(r.Cases[0].Results, result.Reference)
-	h, err := history.Open(path)
+	h, err := Open(path)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
-	if _, err := h.Import(r, history.Source{Origin: "historytest"}); err != nil {
+	if _, err := h.Import(r, Source{Origin: "longseries"}); err != nil {
 		h.Close()
-		tb.Fatal(err)
+		return "", err
 	}
 	postgres := h.Postgres()
 	h.Close()
 	if n <= 1 {
-		return LongSeriesJob(0)
+		return LongSeriesJob(0), nil
 	}
 	driver, dsn := "sqlite", "file:"+path
 	if postgres {
@@ -53,7 +49,7 @@ func LongSeries(tb testing.TB, path string, n int) string {
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	defer db.Close()
 	runColumns := `job_id, experiment, at, status, mode, host, address, gpu, gpu_uuid, driver, cuda, torch, git_commit, source,
@@ -85,26 +81,26 @@ func LongSeries(tb testing.TB, path string, n int) string {
 	}
 	tx, err := db.Begin()
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	defer tx.Rollback()
 	if _, err := tx.Exec(copyRuns, args...); err != nil {
-		tb.Fatalf("copy the runs: %v", err)
+		return "", fmt.Errorf("copy the runs: %v", err)
 	}
 	if _, err := tx.Exec(copyPoints, LongSeriesJob(0)); err != nil {
-		tb.Fatalf("copy the points: %v", err)
+		return "", fmt.Errorf("copy the points: %v", err)
 	}
 	if err := tx.Commit(); err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	if postgres {
 		// The planner's statistics, as autovacuum would gather them in a
 		// minute: the readers are timed at once.
 		if _, err := db.Exec("ANALYZE"); err != nil {
-			tb.Fatal(err)
+			return "", err
 		}
 	}
-	return LongSeriesJob(n - 1)
+	return LongSeriesJob(n - 1), nil
 }
 
 // prefixed is the comma-separated columns each with prefix.

@@ -1,10 +1,8 @@
-package historytest
+package history
 
 import (
 	"path/filepath"
 	"testing"
-
-	"github.com/xrun-dev/xrun/client/history"
 )
 
 // LongSeries makes one series of n points, one a run, in time order, the
@@ -12,19 +10,23 @@ import (
 func TestLongSeries(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	const n = 1000
-	if last := LongSeries(t, path, n); last != LongSeriesJob(n-1) {
+	last, err := LongSeries(path, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != LongSeriesJob(n-1) {
 		t.Errorf("last job %s; want %s", last, LongSeriesJob(n-1))
 	}
-	h, err := history.Open(path)
+	h, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	points, err := h.Points(history.Filter{Experiment: LongSeriesExperiment})
+	points, err := h.Points(Filter{Experiment: LongSeriesExperiment})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if series := history.Series(points); len(series) != 1 || len(series[0]) != n {
+	if series := Series(points); len(series) != 1 || len(series[0]) != n {
 		t.Fatalf("%d points in %d series; want %d in one", len(points), len(series), n)
 	}
 	for i, p := range points {
