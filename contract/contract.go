@@ -171,17 +171,6 @@ var StandbyEnv = []string{EnvCodeHash, EnvGitCommit, EnvGitDirty, EnvRetune}
 // writes the command line, client/backend/local.Command).
 const LocalRunnerArg = "__run-local"
 
-// Exit codes of the runner (docs/architecture.md); the client exits with
-// the same codes for the same outcomes.
-const (
-	ExitSucceeded      = 0   // every implementation ran, was correct, and the criteria passed
-	ExitCriteriaFailed = 1   // criteria failed; everything ran and was correct
-	ExitFailed         = 2   // an implementation failed (error, wrong result, crash, timeout, OOM), or the job timed out
-	ExitBadSpec        = 3   // bad spec or bad arguments
-	ExitInfra          = 4   // infrastructure: no Python, output not writable, harness failed to start
-	ExitCancelled      = 130 // SIGINT/SIGTERM
-)
-
 // ProbeJob is the LabelJob value of the throwaway containers that probe a
 // host's GPU support: they are nobody's job.
 const ProbeJob = "gpu-probe"

@@ -22,7 +22,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
@@ -95,7 +94,7 @@ type Prepared struct {
 func Load(o Options) (*Prepared, error) {
 	s, err := spec.Load(o.Dir)
 	if err != nil {
-		return nil, exit.BadInput(err)
+		return nil, contract.BadInput(err)
 	}
 	p := &Prepared{Spec: s, Timeout: s.Resources.Timeout.Duration, Mode: "gpu", Labels: o.Labels}
 	if o.Timeout > 0 {
@@ -112,10 +111,10 @@ func Load(o Options) (*Prepared, error) {
 	g := s.Resources.GPUs
 	if o.GPUs != "" {
 		if g, err = spec.ParseGPUs(o.GPUs); err != nil {
-			return nil, exit.Usagef("--gpus %q: %v", o.GPUs, err)
+			return nil, contract.Usagef("--gpus %q: %v", o.GPUs, err)
 		}
 		if g.None() {
-			return nil, exit.Usagef("--gpus %s asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0", o.GPUs)
+			return nil, contract.Usagef("--gpus %s asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0", o.GPUs)
 		}
 	}
 	if g.None() {
@@ -180,7 +179,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	}
 	done = b.step("context")
 	if p.Code, err = buildctx.Collect(o.Dir, p.Spec, b.contextProgress()); err != nil {
-		return exit.BadInput(err)
+		return contract.BadInput(err)
 	}
 	done()
 	done = b.step("base")
@@ -217,7 +216,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 		Labels:     imageLabels(p.Spec, baseID, store.CurrentUser(), p.Labels),
 	})
 	if err != nil {
-		return exit.BadInput(err)
+		return contract.BadInput(err)
 	}
 	extras := []buildctx.Extra{
 		{Name: "Dockerfile", Mode: 0o644, Data: df},
@@ -258,7 +257,7 @@ func (b *Builder) Build(ctx context.Context, p *Prepared, o Options) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			out.st.Clear()
-			return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted during the image build")}
+			return &contract.ExitError{Code: contract.ExitCancelled, Err: errors.New("interrupted during the image build")}
 		}
 		out.failed()
 		var be *engine.BuildError
@@ -327,7 +326,7 @@ func (b *Builder) pickBase(ctx context.Context, img spec.Image, override string,
 	}
 	base, err = images.Resolve(img, cpu)
 	if err != nil {
-		return "", "", exit.BadInput(err)
+		return "", "", contract.BadInput(err)
 	}
 	if cpu && img.Torch == "" && img.CUDA == "" && (img.Base == "" || images.Named(img.Base)) {
 		if ok, err := b.Engine.ImageExists(ctx, base); err != nil || ok {
@@ -384,7 +383,7 @@ func (b *Builder) ensureBase(ctx context.Context, base string, cpu bool) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted while pulling the base image")}
+			return &contract.ExitError{Code: contract.ExitCancelled, Err: errors.New("interrupted while pulling the base image")}
 		}
 		how := "build it on that host from images/ (see images/README.md)"
 		if row, ok := images.Lookup(base); ok {

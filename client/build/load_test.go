@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // specDir writes an experiment whose resources are res and returns its dir.
@@ -60,8 +60,8 @@ func TestLoadGPURequest(t *testing.T) {
 		})
 	}
 	_, err := Load(Options{Dir: specDir(t, ""), GPUs: "0"})
-	var ee *exit.Error
-	if !errors.As(err, &ee) || ee.Code != exit.Usage || !strings.Contains(err.Error(), "pass --cpu") {
+	var ee *contract.ExitError
+	if !errors.As(err, &ee) || ee.Code != contract.ExitUsage || !strings.Contains(err.Error(), "pass --cpu") {
 		t.Errorf("--gpus 0: %v, want a usage error that names --cpu", err)
 	}
 }
@@ -77,8 +77,8 @@ func TestLoadTimeoutAndBadSpec(t *testing.T) {
 		t.Errorf("--timeout 1m: %v, %v", p.Timeout, err)
 	}
 	_, err = Load(Options{Dir: t.TempDir()})
-	var ee *exit.Error
-	if !errors.As(err, &ee) || ee.Code != exit.Usage {
+	var ee *contract.ExitError
+	if !errors.As(err, &ee) || ee.Code != contract.ExitUsage {
 		t.Errorf("no xrun.yaml: %v, want exit 3", err)
 	}
 }

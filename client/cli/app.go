@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"os"
 	"path/filepath"
@@ -313,7 +314,7 @@ func (a *App) report(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ee *ExitError
+	var ee *contract.ExitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
 			fmt.Fprintf(a.Err, "xrun: %s\n", worded(ee.Err))
@@ -328,7 +329,7 @@ func (a *App) report(err error) int {
 		return ce.ExitCode()
 	}
 	fmt.Fprintf(a.Err, "xrun: %s\n", worded(err))
-	return ExitInfra
+	return contract.ExitInfra
 }
 
 // hostFlags are --host and --context, for commands that pick a daemon.
@@ -357,5 +358,5 @@ func hostFlags(sel *connect.Selection) []cli.Flag {
 
 // usageError is a bad command line, exit code 3.
 func usageError(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+	return &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf(format, args...)}
 }

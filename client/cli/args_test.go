@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"slices"
 	"strings"
@@ -74,8 +75,8 @@ func TestSubmitFlagValues(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
 		code := ta.run(context.Background(), append(append([]string{"submit", "--cpu"}, c.args...), dir)...)
-		if code != ExitUsage || !strings.Contains(ta.err.String(), c.want) || len(ta.fake.BuildFiles) != 0 {
-			t.Errorf("%v: exit %d, %d builds, stderr %q; want %d and %q before a build", c.args, code, len(ta.fake.BuildFiles), ta.err.String(), ExitUsage, c.want)
+		if code != contract.ExitUsage || !strings.Contains(ta.err.String(), c.want) || len(ta.fake.BuildFiles) != 0 {
+			t.Errorf("%v: exit %d, %d builds, stderr %q; want %d and %q before a build", c.args, code, len(ta.fake.BuildFiles), ta.err.String(), contract.ExitUsage, c.want)
 		}
 	}
 }

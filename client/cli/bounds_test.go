@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,7 @@ func TestHugeNameRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "implementation name is 10485760 bytes long, more than the 1024 a name in a results file may be"
-	if code := ta.run(ctx, "history", "import", path); code != ExitUsage || !strings.Contains(ta.err.String(), want) {
+	if code := ta.run(ctx, "history", "import", path); code != contract.ExitUsage || !strings.Contains(ta.err.String(), want) {
 		t.Errorf("history import: exit %d: %.300s", code, ta.err)
 	}
 	if code := ta.run(ctx, "history", "--csv"); code != 0 || strings.Contains(ta.out.String(), "nnnnnnnn") {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,7 @@ func TestInitScaffoldIsAValidSpec(t *testing.T) {
 	if want := "`xrun submit --cpu '" + dir + "'`"; !strings.Contains(ta.err.String(), want) {
 		t.Errorf("init says %q, want %s", ta.err, want)
 	}
-	if code := ta.run(context.Background(), "init", dir); code != ExitUsage || !strings.Contains(ta.err.String(), "already has an xrun.yaml") {
+	if code := ta.run(context.Background(), "init", dir); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "already has an xrun.yaml") {
 		t.Errorf("second init: exit %d, %s", code, ta.err)
 	}
 }
@@ -59,7 +60,7 @@ func TestBadJobID(t *testing.T) {
 	ta.run(context.Background(), "submit", "-d", "--cpu", dir)
 	for _, cmd := range []string{"logs", "status", "wait", "cancel", "rm", "results"} {
 		code := ta.run(context.Background(), cmd, "zzzz")
-		if code != ExitUsage || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
+		if code != contract.ExitUsage || !strings.Contains(ta.err.String(), `no job "zzzz": known jobs are`) {
 			t.Errorf("%s zzzz: exit %d, %s", cmd, code, ta.err)
 		}
 	}
@@ -80,22 +81,22 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		code   int
 		errHas string
 	}{
-		{"unknown flag", []string{"ps", "--bogus"}, false, ExitUsage, "xrun: unknown flag --bogus (see xrun ps --help)"},
-		{"bad duration", []string{"submit", "--timeout", "ten", "x"}, false, ExitUsage, `xrun: --timeout "ten": not a duration (30s, 10m, 1h30m) (see xrun submit --help)`},
-		{"bad duration of another command", []string{"prune", "--older-than", "5x"}, false, ExitUsage, `--older-than "5x": not a duration`},
-		{"prune a cluster's caches", []string{"prune", "--k8s", "--caches"}, false, ExitUsage, "--caches does not apply with --k8s: a cluster's compile caches are directories of its nodes (/var/lib/xrun/cache)"},
-		{"unknown global flag", []string{"--bogus"}, false, ExitUsage, "(see xrun --help)"},
-		{"a cluster without a registry, before any build", []string{"submit", "--k8s", dir}, true, ExitUsage, "no registry for the cluster to pull the job's image from: pass --registry"},
-		{"slurm options without --slurm", []string{"submit", "--partition", "gpu", dir}, false, ExitUsage, "go with --slurm"},
-		{"slurm with --root", []string{"submit", "--slurm", "--root", dir}, false, ExitUsage, "--root does not apply with --slurm"},
-		{"missing argument", []string{"submit"}, false, ExitUsage, "submit takes one experiment directory"},
-		{"no such job", []string{"status", "0000deadbeef"}, false, ExitUsage, `no job "0000deadbeef"`},
-		{"two job ids", []string{"logs", "3fa1", "9c2e"}, false, ExitUsage, "logs takes one job id (or the start of one), got 2 arguments"},
-		{"cpu with gpus", []string{"submit", "--cpu", "--gpus", "1", dir}, false, ExitUsage, "xrun: --cpu runs without GPUs: leave out --gpus 1 (or --cpu)"},
-		{"network other than default or none", []string{"submit", "--network", "host", dir}, false, ExitUsage, "--network \"host\": give default or none"},
-		{"negative cpus", []string{"submit", "--cpus", "-1", dir}, false, ExitUsage, "--cpus -1: give how many CPUs the job gets, at least 1"},
-		{"two login nodes", []string{"submit", "--slurm", "--login", "a", "--login", "b", dir}, false, ExitUsage, "--login is given 2 times (a, b): give the one login node of the cluster"},
-		{"no daemon", []string{"submit", "--cpu", dir}, true, ExitInfra, "cannot reach the Docker daemon"},
+		{"unknown flag", []string{"ps", "--bogus"}, false, contract.ExitUsage, "xrun: unknown flag --bogus (see xrun ps --help)"},
+		{"bad duration", []string{"submit", "--timeout", "ten", "x"}, false, contract.ExitUsage, `xrun: --timeout "ten": not a duration (30s, 10m, 1h30m) (see xrun submit --help)`},
+		{"bad duration of another command", []string{"prune", "--older-than", "5x"}, false, contract.ExitUsage, `--older-than "5x": not a duration`},
+		{"prune a cluster's caches", []string{"prune", "--k8s", "--caches"}, false, contract.ExitUsage, "--caches does not apply with --k8s: a cluster's compile caches are directories of its nodes (/var/lib/xrun/cache)"},
+		{"unknown global flag", []string{"--bogus"}, false, contract.ExitUsage, "(see xrun --help)"},
+		{"a cluster without a registry, before any build", []string{"submit", "--k8s", dir}, true, contract.ExitUsage, "no registry for the cluster to pull the job's image from: pass --registry"},
+		{"slurm options without --slurm", []string{"submit", "--partition", "gpu", dir}, false, contract.ExitUsage, "go with --slurm"},
+		{"slurm with --root", []string{"submit", "--slurm", "--root", dir}, false, contract.ExitUsage, "--root does not apply with --slurm"},
+		{"missing argument", []string{"submit"}, false, contract.ExitUsage, "submit takes one experiment directory"},
+		{"no such job", []string{"status", "0000deadbeef"}, false, contract.ExitUsage, `no job "0000deadbeef"`},
+		{"two job ids", []string{"logs", "3fa1", "9c2e"}, false, contract.ExitUsage, "logs takes one job id (or the start of one), got 2 arguments"},
+		{"cpu with gpus", []string{"submit", "--cpu", "--gpus", "1", dir}, false, contract.ExitUsage, "xrun: --cpu runs without GPUs: leave out --gpus 1 (or --cpu)"},
+		{"network other than default or none", []string{"submit", "--network", "host", dir}, false, contract.ExitUsage, "--network \"host\": give default or none"},
+		{"negative cpus", []string{"submit", "--cpus", "-1", dir}, false, contract.ExitUsage, "--cpus -1: give how many CPUs the job gets, at least 1"},
+		{"two login nodes", []string{"submit", "--slurm", "--login", "a", "--login", "b", dir}, false, contract.ExitUsage, "--login is given 2 times (a, b): give the one login node of the cluster"},
+		{"no daemon", []string{"submit", "--cpu", dir}, true, contract.ExitInfra, "cannot reach the Docker daemon"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestRunLocalWithoutGPU(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	code := ta.run(context.Background(), "run", "--local", "--out", t.TempDir(), dir)
-	if code != ExitUsage || !strings.Contains(ta.err.String(), "but this machine has none") ||
+	if code != contract.ExitUsage || !strings.Contains(ta.err.String(), "but this machine has none") ||
 		!strings.Contains(ta.err.String(), "pass --cpu to run the CPU sweep instead") || strings.Contains(ta.err.String(), "XRUN_MODE") {
 		t.Errorf("exit %d, stderr:\n%s", code, ta.err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 
@@ -148,7 +149,7 @@ func (a *App) jobResults(ctx context.Context, ref string) (j *store.Job, r *resu
 		return nil, nil, nil, err
 	}
 	if err := st.CheckResults(j); err != nil {
-		return nil, nil, nil, &ExitError{Code: ExitInfra, Err: err}
+		return nil, nil, nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	data, err = os.ReadFile(st.Results(j.ID))
 	if err != nil {

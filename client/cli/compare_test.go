@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/xrun-dev/xrun/contract"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,8 +27,8 @@ func TestCompareDifferentExperiments(t *testing.T) {
 	}
 	a, b := write("softmax"), write("gla-pingpong")
 	ta := newTestApp(t)
-	if code := ta.run(context.Background(), "compare", a, b); code != ExitUsage {
-		t.Fatalf("compare of two experiments: exit %d, want %d; stdout %q", code, ExitUsage, ta.out)
+	if code := ta.run(context.Background(), "compare", a, b); code != contract.ExitUsage {
+		t.Fatalf("compare of two experiments: exit %d, want %d; stdout %q", code, contract.ExitUsage, ta.out)
 	}
 	if msg := strings.TrimSpace(ta.err.String()); strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "ran softmax and") || ta.out.Len() != 0 {
 		t.Errorf("stderr %q, stdout %q: want one sentence and no table", msg, ta.out)
@@ -37,7 +38,7 @@ func TestCompareDifferentExperiments(t *testing.T) {
 	}
 	// One run twice, by its directory and by its file, is nothing to
 	// compare.
-	if code := ta.run(context.Background(), "compare", a, filepath.Join(a, result.FileName)); code != ExitUsage || !strings.Contains(ta.err.String(), "are the same run") {
+	if code := ta.run(context.Background(), "compare", a, filepath.Join(a, result.FileName)); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "are the same run") {
 		t.Errorf("compare of a run with itself: exit %d, stderr %q", code, ta.err)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,8 +50,8 @@ func TestBadHostIsUsageError(t *testing.T) {
 	for _, host := range []string{"nonsense://x", "nosuchname"} {
 		var out, errw bytes.Buffer
 		code := Main(context.Background(), []string{"xrun", "ps", "--host", host}, &out, &errw, getenv)
-		if code != ExitUsage || !strings.Contains(errw.String(), host) {
-			t.Errorf("--host %s: exit %d, stderr %q; want %d naming the host", host, code, errw.String(), ExitUsage)
+		if code != contract.ExitUsage || !strings.Contains(errw.String(), host) {
+			t.Errorf("--host %s: exit %d, stderr %q; want %d naming the host", host, code, errw.String(), contract.ExitUsage)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"os"
 
@@ -73,7 +74,7 @@ Examples:
 				return err
 			}
 			if code != 0 {
-				return &ExitError{Code: code, Err: fmt.Errorf("%s exited with code %d in job %s", args[1], code, j.ID)}
+				return &contract.ExitError{Code: code, Err: fmt.Errorf("%s exited with code %d in job %s", args[1], code, j.ID)}
 			}
 			return nil
 		},

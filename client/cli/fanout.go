@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"strings"
 
@@ -51,10 +52,10 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		var out bytes.Buffer
 		_, err = a.submit(ctx, m, r, oh, submitStreams{out: &out, err: w})
 		got.out = out.String()
-		var ee *ExitError
+		var ee *contract.ExitError
 		if errors.As(err, &ee) && ee.Err == nil && got.job != nil {
 			// A job's own exit code carries no message; say what ended.
-			err = &ExitError{Code: ee.Code, Err: fmt.Errorf("job %s ended %s (exit %d)", got.job.ID, got.job.Status, ee.Code)}
+			err = &contract.ExitError{Code: ee.Code, Err: fmt.Errorf("job %s ended %s (exit %d)", got.job.ID, got.job.Status, ee.Code)}
 		}
 		return got, err
 	})
@@ -95,8 +96,8 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		if r.Err == nil {
 			continue
 		}
-		c := ExitInfra
-		var ee *ExitError
+		c := contract.ExitInfra
+		var ee *contract.ExitError
 		if errors.As(r.Err, &ee) {
 			c = ee.Code
 		}
@@ -106,7 +107,7 @@ func runSubmitFanout(ctx context.Context, a *App, o submitOptions, hostList []st
 		failed = append(failed, r.Host)
 	}
 	if code != 0 {
-		return &ExitError{Code: code, Err: fmt.Errorf("%d of %d hosts failed (%s): see their lines above", len(failed), len(res), strings.Join(failed, ", "))}
+		return &contract.ExitError{Code: code, Err: fmt.Errorf("%d of %d hosts failed (%s): see their lines above", len(failed), len(res), strings.Join(failed, ", "))}
 	}
 	return nil
 }

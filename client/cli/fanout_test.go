@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"github.com/xrun-dev/xrun/contract"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestSubmitFanOut(t *testing.T) {
 		return nil, errors.New("cannot reach the Docker daemon at " + sel.Host + " (connection refused)")
 	}
 	code := ta.run(context.Background(), "submit", "--cpu", "--host", "lab", "--host", "down", dir)
-	if code != ExitInfra {
+	if code != contract.ExitInfra {
 		t.Fatalf("exit %d with a host down: %s", code, ta.err)
 	}
 	for _, want := range []string{"down | failed: cannot reach the Docker daemon at down (connection refused)", "lab  | job ", "xrun: 1 of 2 hosts failed (down)"} {
@@ -71,7 +72,7 @@ func TestSubmitFanOut(t *testing.T) {
 	if !strings.Contains(ta.out.String(), `"job_id": "`+lines[1][1]+`"`) {
 		t.Fatalf("compare --json:\n%s", ta.out)
 	}
-	if code := ta.run(context.Background(), "compare", lines[0][1]); code != ExitUsage {
+	if code := ta.run(context.Background(), "compare", lines[0][1]); code != contract.ExitUsage {
 		t.Fatalf("compare of one job: exit %d", code)
 	}
 }

@@ -60,11 +60,11 @@ func TestVersionFormats(t *testing.T) {
 		t.Errorf("version formats differ: %q", outs)
 	}
 	ta := newTestApp(t)
-	if code := ta.run(context.Background(), "bogus"); code != ExitUsage || !strings.Contains(ta.err.String(), `"bogus" is not an xrun command`) {
+	if code := ta.run(context.Background(), "bogus"); code != contract.ExitUsage || !strings.Contains(ta.err.String(), `"bogus" is not an xrun command`) {
 		t.Errorf("xrun bogus: exit %d, %s", code, ta.err)
 	}
 	// A typo of a command gets the command it was meant to be.
-	if code := ta.run(context.Background(), "sumbit"); code != ExitUsage || !strings.Contains(ta.err.String(), `"sumbit" is not an xrun command: did you mean "submit"?`) {
+	if code := ta.run(context.Background(), "sumbit"); code != contract.ExitUsage || !strings.Contains(ta.err.String(), `"sumbit" is not an xrun command: did you mean "submit"?`) {
 		t.Errorf("sumbit: exit %d, %s", code, ta.err)
 	}
 }
@@ -113,14 +113,14 @@ func TestOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "xrun: job " + id + " is someone-else's, not yours (" + store.CurrentUser() + "): xrun cancel --force " + id + " to cancel it anyway\n"
-	if code := ta.run(ctx, "cancel", id); code != ExitUsage || ta.err.String() != want {
+	if code := ta.run(ctx, "cancel", id); code != contract.ExitUsage || ta.err.String() != want {
 		t.Errorf("cancel: exit %d, %q, want %q", code, ta.err, want)
 	}
-	if code := ta.run(ctx, "rm", id); code != ExitUsage || !strings.Contains(ta.err.String(), "xrun rm --force "+id+" to remove it anyway") {
+	if code := ta.run(ctx, "rm", id); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "xrun rm --force "+id+" to remove it anyway") {
 		t.Errorf("rm: exit %d, %s", code, ta.err)
 	}
 	// Nor can a command run in another user's job (xrun exec).
-	if code := ta.run(ctx, "exec", id, "--", "true"); code != ExitUsage || !strings.Contains(ta.err.String(), "xrun exec --force "+id+" to exec it anyway") ||
+	if code := ta.run(ctx, "exec", id, "--", "true"); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "xrun exec --force "+id+" to exec it anyway") ||
 		len(ta.fake.Execs) != 0 {
 		t.Errorf("exec: exit %d, %s (%d commands ran)", code, ta.err, len(ta.fake.Execs))
 	}
@@ -165,7 +165,7 @@ func TestRmFinished(t *testing.T) {
 	if code := ta.run(ctx, "rm", "--finished", "--all-users"); code != 0 || ta.err.String() != "removed 2 of 2 jobs; 0 left\n" {
 		t.Errorf("rm --finished --all-users: exit %d, out %q, err %q", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "rm", "--dry-run", ids[0]); code != ExitUsage {
+	if code := ta.run(ctx, "rm", "--dry-run", ids[0]); code != contract.ExitUsage {
 		t.Errorf("--dry-run without --finished: exit %d", code)
 	}
 }
@@ -259,7 +259,7 @@ func TestRefusedCommandAdoptsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"cancel", id}, {"exec", id, "--", "true"}} {
-		if code := ta.run(ctx, args...); code != ExitUsage || !strings.Contains(ta.err.String(), "is mallory's, not yours") {
+		if code := ta.run(ctx, args...); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "is mallory's, not yours") {
 			t.Errorf("%s: exit %d, %s", args[0], code, ta.err)
 		}
 		if _, err := st.Load(id); err == nil {

@@ -126,7 +126,7 @@ func runHistoryPush(ctx context.Context, a *App, o historyPushOptions) error {
 	}
 	jobs, err := st.List()
 	if err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
+		return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	// Oldest first, as they ran: a series on the server grows in order.
 	slices.Reverse(jobs)
@@ -144,7 +144,7 @@ func runHistoryPush(ctx context.Context, a *App, o historyPushOptions) error {
 		batch := ids[start:min(start+server.MaxMissing, len(ids))]
 		m, err := askMissing(ctx, base, token, batch)
 		if err != nil {
-			return &ExitError{Code: ExitInfra, Err: err}
+			return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 		}
 		missing = append(missing, m...)
 	}
@@ -178,7 +178,7 @@ func runHistoryPush(ctx context.Context, a *App, o historyPushOptions) error {
 			len(rep.Pushed), plural(len(rep.Pushed), "job", "jobs"), rep.Server, rep.Present, rep.Jobs, plural(rep.Jobs, "job", "jobs"), plural(rep.Present, "was", "were"))
 	}
 	if len(rep.Failed) > 0 {
-		return &ExitError{Code: ExitInfra, Err: fmt.Errorf("%d %s could not be pushed (the reasons are above): run xrun history push again once the server takes them",
+		return &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("%d %s could not be pushed (the reasons are above): run xrun history push again once the server takes them",
 			len(rep.Failed), plural(len(rep.Failed), "job", "jobs"))}
 	}
 	return nil

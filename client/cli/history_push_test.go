@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"github.com/xrun-dev/xrun/contract"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -161,20 +162,20 @@ func TestHistoryPushRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL); code != ExitUsage || !strings.Contains(f.ta.err.String(), "no post token for "+f.srv.URL+": set XRUN_POST_TOKEN") {
+	if code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL); code != contract.ExitUsage || !strings.Contains(f.ta.err.String(), "no post token for "+f.srv.URL+": set XRUN_POST_TOKEN") {
 		t.Errorf("push without a token: exit %d, %s", code, f.ta.err)
 	}
 	cfgDir := filepath.Join(f.env["XDG_CONFIG_HOME"], "xrun")
 	os.MkdirAll(cfgDir, 0o700)
 	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("server:\n  url: https://xrun.lab.example\n  token: "+f.post+"\n"), 0o600)
-	if code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL); code != ExitUsage || !strings.Contains(f.ta.err.String(), "no post token") {
+	if code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL); code != contract.ExitUsage || !strings.Contains(f.ta.err.String(), "no post token") {
 		t.Errorf("push to another server than the config's, with the config's token: exit %d, %s", code, f.ta.err)
 	}
 
 	f.env["XRUN_POST_TOKEN"] = f.post
 	start := time.Now()
 	code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL+"/")
-	if code != ExitInfra || !strings.Contains(f.ta.err.String(), "job badbadbad000 (exp-badbadbad000): not pushed: ") ||
+	if code != contract.ExitInfra || !strings.Contains(f.ta.err.String(), "job badbadbad000 (exp-badbadbad000): not pushed: ") ||
 		!strings.Contains(f.ta.err.String(), "answered 400") || !strings.Contains(f.ta.err.String(), "1 job could not be pushed") {
 		t.Errorf("push with a refused job: exit %d\n%s", code, f.ta.err)
 	}
@@ -186,7 +187,7 @@ func TestHistoryPushRefusals(t *testing.T) {
 	}
 
 	f.srv.Close()
-	if code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL); code != ExitInfra || !strings.Contains(f.ta.err.String(), "is xrun serve running there?") {
+	if code := f.ta.run(ctx, "history", "push", "--server", f.srv.URL); code != contract.ExitInfra || !strings.Contains(f.ta.err.String(), "is xrun serve running there?") {
 		t.Errorf("push to a server that is down: exit %d, %s", code, f.ta.err)
 	}
 }

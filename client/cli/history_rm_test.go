@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,10 +68,10 @@ func TestHistoryRm(t *testing.T) {
 	if got := runs(hist); len(got) != 4 {
 		t.Fatalf("--dry-run removed runs: %v", got)
 	}
-	if code := ta.run(ctx, "history", "rm", "--history", hist, "jobc", "nosuch"); code != ExitUsage || !strings.Contains(ta.err.String(), "no run of job nosuch") {
+	if code := ta.run(ctx, "history", "rm", "--history", hist, "jobc", "nosuch"); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "no run of job nosuch") {
 		t.Errorf("rm of an unknown job: exit %d\n%s%s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "history", "rm", "--history", hist); code != ExitUsage {
+	if code := ta.run(ctx, "history", "rm", "--history", hist); code != contract.ExitUsage {
 		t.Errorf("rm of nothing: exit %d", code)
 	}
 	if code := ta.run(ctx, "history", "rm", "--history", hist, "--json", "--before", "2026-10-02T12:00:00Z", "jobd"); code != 0 {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"net/http"
 	"net/url"
@@ -80,7 +81,7 @@ func historyFromServer(ctx context.Context, a *App, c *serverClient, q nightly.Q
 	// The experiments' texts are the server's, as a local history's are
 	// the files': no control sequence reaches the terminal.
 	if _, err := io.Copy(render.SafeAlways(a.Out), resp.Body); err != nil {
-		return &ExitError{Code: ExitInfra, Err: fmt.Errorf("read the history from %s: %v", c.name(), err)}
+		return &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("read the history from %s: %v", c.name(), err)}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/xrun-dev/xrun/contract"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -71,13 +72,13 @@ func TestHistoryFromServer(t *testing.T) {
 	} {
 		token = c.token
 		code := ta.run(ctx, append([]string{"history", "--server", srv.URL}, c.args...)...)
-		if code != ExitUsage || !strings.Contains(ta.err.String(), c.want) || (c.token != "" && strings.Contains(ta.err.String(), c.token)) {
-			t.Errorf("token %q, %v: exit %d, %q; want %d saying %q", c.token, c.args, code, ta.err.String(), ExitUsage, c.want)
+		if code != contract.ExitUsage || !strings.Contains(ta.err.String(), c.want) || (c.token != "" && strings.Contains(ta.err.String(), c.token)) {
+			t.Errorf("token %q, %v: exit %d, %q; want %d saying %q", c.token, c.args, code, ta.err.String(), contract.ExitUsage, c.want)
 		}
 	}
 	srv.Close()
 	token = read
-	if code := ta.run(ctx, "history", "--server", srv.URL, "gla-pingpong"); code != ExitInfra || !strings.Contains(ta.err.String(), "is xrun serve running there?") {
+	if code := ta.run(ctx, "history", "--server", srv.URL, "gla-pingpong"); code != contract.ExitInfra || !strings.Contains(ta.err.String(), "is xrun serve running there?") {
 		t.Errorf("a server that is gone: exit %d, %q", code, ta.err.String())
 	}
 }

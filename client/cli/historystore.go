@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,7 +20,7 @@ func (a *App) history() (*nightly.History, error) {
 	}
 	path, err := nightly.Path(a.HistoryPath, a.getenv, a.StoreRoot)
 	if err != nil {
-		return nil, &ExitError{Code: ExitInfra, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	// The history's reports (regress's text and markdown, which a
 	// nightly puts in its job summary, the CSV) carry the experiments'

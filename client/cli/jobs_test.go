@@ -42,9 +42,9 @@ func TestStatusAgreesWithResults(t *testing.T) {
 		errHas  string
 	}{
 		{"timeout", result.StatusCancelled, func(ta *testApp, id string) int { return ta.run(context.Background(), "wait", id) },
-			result.StatusTimeout, ExitTimeout, "timed out after 200ms"},
+			result.StatusTimeout, contract.ExitTimeout, "timed out after 200ms"},
 		{"cancel", result.StatusRunning, func(ta *testApp, id string) int { return ta.run(context.Background(), "cancel", id) },
-			result.StatusCancelled, ExitInterrupted, "was cancelled"},
+			result.StatusCancelled, contract.ExitCancelled, "was cancelled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if !strings.Contains(ta.out.String(), "line1") { // the fake ignores --tail on a live container
 		t.Errorf("logs: %q", ta.out)
 	}
-	if code := ta.run(ctx, "rm", id); code != ExitUsage || !strings.Contains(ta.err.String(), "cancel it first (xrun cancel "+id+") or use --force") {
+	if code := ta.run(ctx, "rm", id); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "cancel it first (xrun cancel "+id+") or use --force") {
 		t.Errorf("rm of a running job: exit %d, %s", code, ta.err)
 	}
 	if code := ta.run(ctx, "cancel", id); code != 0 {
@@ -176,10 +176,10 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if s.Status != result.StatusCancelled {
 		t.Errorf("status after cancel: %s", ta.out)
 	}
-	if code := ta.run(ctx, "wait", id); code != ExitInterrupted || strings.TrimSpace(ta.out.String()) != "cancelled" {
+	if code := ta.run(ctx, "wait", id); code != contract.ExitCancelled || strings.TrimSpace(ta.out.String()) != "cancelled" {
 		t.Errorf("wait: exit %d, %q", code, ta.out)
 	}
-	if code := ta.run(ctx, "results", "--json", id); code != ExitInterrupted {
+	if code := ta.run(ctx, "results", "--json", id); code != contract.ExitCancelled {
 		t.Fatalf("results of a cancelled job: exit %d: %s", code, ta.err)
 	}
 	if _, err := result.Decode(ta.out.Bytes()); err != nil {
@@ -192,13 +192,13 @@ func TestDetachedJobLifecycle(t *testing.T) {
 	if code := ta.run(ctx, "logs", "--tail", "1", id); code != 0 || ta.out.String() != "line3\n" {
 		t.Errorf("logs from the store: exit %d, %q, %s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "results", "--markdown", id); code != ExitInterrupted || ta.out.Len() == 0 {
+	if code := ta.run(ctx, "results", "--markdown", id); code != contract.ExitCancelled || ta.out.Len() == 0 {
 		t.Errorf("results from the store: exit %d, %s", code, ta.err)
 	}
 	if code := ta.run(ctx, "rm", id); code != 0 {
 		t.Fatal(ta.err)
 	}
-	if code := ta.run(ctx, "status", id); code != ExitUsage || !strings.Contains(ta.err.String(), "the store holds no jobs") {
+	if code := ta.run(ctx, "status", id); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "the store holds no jobs") {
 		t.Errorf("status after rm: exit %d, %s", code, ta.err)
 	}
 }
@@ -222,7 +222,7 @@ func TestTruncatedRecord(t *testing.T) {
 	if code := ta.run(ctx, "ps"); code != 0 || !strings.Contains(ta.out.String(), id) || !strings.Contains(ta.out.String(), store.StatusUnreadable) || !strings.Contains(ta.err.String(), path) {
 		t.Errorf("ps: exit %d\n%s%s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "status", id); code != ExitInfra || !strings.Contains(ta.err.String(), path) {
+	if code := ta.run(ctx, "status", id); code != contract.ExitInfra || !strings.Contains(ta.err.String(), path) {
 		t.Errorf("status: exit %d, %s", code, ta.err)
 	}
 	if code := ta.run(ctx, "rm", id); code == 0 || !strings.Contains(ta.err.String(), "xrun rm -f "+id) {
@@ -254,7 +254,7 @@ func TestPsUnreachableDaemon(t *testing.T) {
 			return nil, errors.New("cannot reach the Docker daemon at unix:///nowhere.sock: connection refused")
 		}
 		code := ta.run(context.Background(), args...)
-		if code != ExitInfra || ta.out.Len() != 0 || ta.err.String() != "xrun: cannot reach the Docker daemon at unix:///nowhere.sock: connection refused\n" {
+		if code != contract.ExitInfra || ta.out.Len() != 0 || ta.err.String() != "xrun: cannot reach the Docker daemon at unix:///nowhere.sock: connection refused\n" {
 			t.Errorf("xrun %v: exit %d, stdout %q, stderr %q", args, code, ta.out, ta.err)
 		}
 	}
@@ -289,17 +289,17 @@ func TestJobOfAnotherStore(t *testing.T) {
 	if code := other.run(ctx, "cancel", id); code != 0 {
 		t.Fatalf("cancel: exit %d, %s", code, other.err)
 	}
-	if code := other.run(ctx, "wait", id); code != ExitInterrupted || strings.TrimSpace(other.out.String()) != "cancelled" {
+	if code := other.run(ctx, "wait", id); code != contract.ExitCancelled || strings.TrimSpace(other.out.String()) != "cancelled" {
 		t.Errorf("wait: exit %d, %q, %s", code, other.out, other.err)
 	}
-	if code := other.run(ctx, "results", "--json", id); code != ExitInterrupted {
+	if code := other.run(ctx, "results", "--json", id); code != contract.ExitCancelled {
 		t.Errorf("results: exit %d, %s", code, other.err)
 	}
 	if _, err := result.Decode(other.out.Bytes()); err != nil {
 		t.Errorf("results --json: %v: %s", err, other.out)
 	}
 	// Neither here nor on the host: the store's sentence, and where else it looked.
-	if code := other.run(ctx, "status", "0000deadbeef"); code != ExitUsage || !strings.Contains(other.err.String(), `no job "0000deadbeef"`) ||
+	if code := other.run(ctx, "status", "0000deadbeef"); code != contract.ExitUsage || !strings.Contains(other.err.String(), `no job "0000deadbeef"`) ||
 		!strings.Contains(other.err.String(), "; not on ") || !strings.Contains(other.err.String(), " either") ||
 		!strings.Contains(other.err.String(), "a job on a Kubernetes cluster: add --k8s") {
 		t.Errorf("status of an unknown job: exit %d, %s", code, other.err)
@@ -310,10 +310,10 @@ func TestJobOfAnotherStore(t *testing.T) {
 	down.Connect = func(context.Context, connect.Selection) (engine.Engine, error) {
 		return nil, errors.New("cannot reach the Docker daemon at ssh://lab: connection refused")
 	}
-	if code := down.run(ctx, "logs", "--host", "ssh://lab", "0000deadbeef"); code != ExitInfra || !strings.Contains(down.err.String(), "cannot reach") {
+	if code := down.run(ctx, "logs", "--host", "ssh://lab", "0000deadbeef"); code != contract.ExitInfra || !strings.Contains(down.err.String(), "cannot reach") {
 		t.Errorf("logs --host down: exit %d, %s", code, down.err)
 	}
-	if code := down.run(ctx, "logs", "0000deadbeef"); code != ExitUsage || !strings.Contains(down.err.String(), "the default host could not be asked") {
+	if code := down.run(ctx, "logs", "0000deadbeef"); code != contract.ExitUsage || !strings.Contains(down.err.String(), "the default host could not be asked") {
 		t.Errorf("logs, default host down: exit %d, %s", code, down.err)
 	}
 }
@@ -326,7 +326,7 @@ func TestLogsFollowInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	code := ta.run(ctx, "logs", "-f", id)
-	if code != ExitInterrupted || !strings.Contains(ta.err.String(), "stopped following; job "+id+" goes on") {
+	if code != contract.ExitCancelled || !strings.Contains(ta.err.String(), "stopped following; job "+id+" goes on") {
 		t.Errorf("interrupted logs -f: exit %d, %s", code, ta.err)
 	}
 }
@@ -362,7 +362,7 @@ func TestPsFilterFormatDuration(t *testing.T) {
 		t.Fatalf("submit: exit %d: %s", code, ta.err)
 	}
 	ta.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Exit: 2} }
-	if code := ta.run(ctx, "submit", "--cpu", "--no-standby", dir); code != ExitFailed {
+	if code := ta.run(ctx, "submit", "--cpu", "--no-standby", dir); code != contract.ExitFailed {
 		t.Fatalf("failing submit: exit %d: %s", code, ta.err)
 	}
 	st, _ := ta.Store()
@@ -383,8 +383,8 @@ func TestPsFilterFormatDuration(t *testing.T) {
 		t.Errorf("ps -a: exit %d\n%s", code, ta.out)
 	}
 	for _, bad := range [][]string{{"--filter", "colour=red"}, {"--format", "{{.Nope"}} {
-		if code := ta.run(ctx, append([]string{"ps", "-a"}, bad...)...); code != ExitUsage {
-			t.Errorf("ps %v: exit %d, want %d: %s", bad, code, ExitUsage, ta.err)
+		if code := ta.run(ctx, append([]string{"ps", "-a"}, bad...)...); code != contract.ExitUsage {
+			t.Errorf("ps %v: exit %d, want %d: %s", bad, code, contract.ExitUsage, ta.err)
 		}
 	}
 }

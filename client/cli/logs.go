@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -74,7 +75,7 @@ func runLogs(ctx context.Context, a *App, o logsOptions, m *job.Manager, j *stor
 	if ctx.Err() != nil && o.follow {
 		// Ctrl-C stops the following, not the job: it says so, and exits
 		// as an interrupted xrun does (130).
-		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("stopped following; job %s goes on (xrun logs -f %s to follow it again)", j.ID, j.ID)}
+		return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("stopped following; job %s goes on (xrun logs -f %s to follow it again)", j.ID, j.ID)}
 	}
 	return err
 }

@@ -4,17 +4,17 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
 // A job's outcome and its results file's give the same exit code for
-// every status a job ends with: one table (exit.OfStatus) behind both.
+// every status a job ends with: one table (contract.ExitOfStatus) behind both.
 func TestOneExitCodePerStatus(t *testing.T) {
 	codeOf := func(err error) int {
-		var ee *exit.Error
+		var ee *contract.ExitError
 		if errors.As(err, &ee) {
 			return ee.Code
 		}

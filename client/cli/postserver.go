@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"strings"
-
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/server"
 	"github.com/xrun-dev/xrun/contract"
+	"strings"
 )
 
 // configPost is where a submitted job's runner posts its results when
@@ -22,14 +20,14 @@ func (a *App) configPost() (*job.PostTarget, error) {
 	path := hosts.ConfigPath(a.getenv)
 	s, err := hosts.LoadServer(path)
 	if err != nil {
-		return nil, exit.BadInput(err)
+		return nil, contract.BadInput(err)
 	}
 	if s == nil || !s.HasPostToken() {
 		return nil, nil // none, or a section of a machine that only reads
 	}
 	token, err := s.PostToken(path, a.getenv)
 	if err != nil {
-		return nil, exit.BadInput(err)
+		return nil, contract.BadInput(err)
 	}
 	return &job.PostTarget{URL: postURL(s.URL), Token: token}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"net/http"
 	"net/url"
@@ -147,11 +148,11 @@ func (s serverReader) job(ctx context.Context, ref string) (storedRun, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return storedRun{}, &ExitError{Code: ExitInfra, Err: fmt.Errorf("read the results of job %s from %s: %v", ref, s.c.name(), err)}
+		return storedRun{}, &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("read the results of job %s from %s: %v", ref, s.c.name(), err)}
 	}
 	r, err := result.Decode(data)
 	if err != nil {
-		return storedRun{}, &ExitError{Code: ExitInfra, Err: fmt.Errorf("the results of job %s from %s: %w", ref, s.c.name(), err)}
+		return storedRun{}, &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("the results of job %s from %s: %w", ref, s.c.name(), err)}
 	}
 	return storedRun{JobID: run.JobID, Address: run.Address, Data: data, Results: r}, nil
 }
@@ -202,7 +203,7 @@ func (s serverReader) site(ctx context.Context, o site.Options) ([]site.Page, er
 	fmt.Fprintf(s.a.Err, "report: the site of %s, built there\n", s.c.name())
 	pages, err := site.Unpack(o.Dir, resp.Body)
 	if err != nil && !errors.Is(err, site.ErrNotSite) && ctx.Err() == nil {
-		return nil, &ExitError{Code: ExitInfra, Err: fmt.Errorf("%v (from %s)", err, s.c.name())}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("%v (from %s)", err, s.c.name())}
 	}
 	return pages, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func testReadersFromServer(t *testing.T, f *pushFixture) {
 	}
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
-	if code := f.ta.run(ctx, "report", "--server", f.srv.URL, "--html", other); code != ExitUsage || !strings.Contains(f.ta.err.String(), "holds no site of xrun report") {
+	if code := f.ta.run(ctx, "report", "--server", f.srv.URL, "--html", other); code != contract.ExitUsage || !strings.Contains(f.ta.err.String(), "holds no site of xrun report") {
 		t.Errorf("report --server into a directory of other files: exit %d, %s", code, f.ta.err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(data) != "mine" {
@@ -161,8 +162,8 @@ func testReadersFromServer(t *testing.T, f *pushFixture) {
 		{[]string{"regress", filepath.Join("..", "..", "experiments", "058-projection-chain-backward", "results", serverRuns[0])}, "with --server, regress judges the server's runs by job id"},
 	} {
 		args := append([]string{c.args[0], "--server", f.srv.URL}, c.args[1:]...)
-		if code := f.ta.run(ctx, args...); code != ExitUsage || !strings.Contains(f.ta.err.String(), c.want) {
-			t.Errorf("%v: exit %d, %q; want %d saying %q", args, code, f.ta.err.String(), ExitUsage, c.want)
+		if code := f.ta.run(ctx, args...); code != contract.ExitUsage || !strings.Contains(f.ta.err.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want %d saying %q", args, code, f.ta.err.String(), contract.ExitUsage, c.want)
 		}
 	}
 	if entries, _ := os.ReadDir(plot); len(entries) > 0 {
@@ -184,7 +185,7 @@ func testReadersFromServer(t *testing.T, f *pushFixture) {
 	if code := f.ta.run(ctx, "results", "--server", f.srv.URL+"/", "--json", last); code != 0 || !strings.Contains(f.ta.out.String(), last) {
 		t.Errorf("results with the config's read token: exit %d, %s", code, f.ta.err)
 	}
-	if code := f.ta.run(ctx, "results", "--server", "http://127.0.0.1:1", last); code != ExitUsage || !strings.Contains(f.ta.err.String(), "needs a read token") {
+	if code := f.ta.run(ctx, "results", "--server", "http://127.0.0.1:1", last); code != contract.ExitUsage || !strings.Contains(f.ta.err.String(), "needs a read token") {
 		t.Errorf("another server with the config's read token: exit %d, %s; want it refused before anything is sent", code, f.ta.err)
 	}
 }

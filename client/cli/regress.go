@@ -6,10 +6,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 type regressOptions struct {
@@ -121,7 +121,7 @@ func (a *App) rerun(ctx context.Context, j *store.Job, env []string) (*store.Job
 	}
 	if job.RanLocally(j) {
 		if len(env) > 0 {
-			return nil, exit.Usagef("--env is for reruns in a container; a local rerun (job %s ran with xrun run --local) has this shell's environment", j.ID)
+			return nil, contract.Usagef("--env is for reruns in a container; a local rerun (job %s ran with xrun run --local) has this shell's environment", j.ID)
 		}
 		return m.RerunLocal(ctx, j)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +61,7 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	ctx := context.Background()
 	submit := func() {
 		t.Helper()
-		if code := ta.run(ctx, "submit", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", "--no-standby", dir); code != ExitCriteriaFailed {
+		if code := ta.run(ctx, "submit", "--gpus", "device=2", "--env", "SLOWDOWN", "--label", "team=kernels", "--no-standby", dir); code != contract.ExitCriteriaFailed {
 			t.Fatalf("submit: exit %d: %s", code, ta.err)
 		}
 	}
@@ -103,7 +104,7 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := len(ta.fake.Made())
-	if code := ta.run(ctx, "regress", "--confirm", slow.ID); code != ExitInfra ||
+	if code := ta.run(ctx, "regress", "--confirm", slow.ID); code != contract.ExitInfra ||
 		!strings.Contains(ta.out.String()+ta.err.String(), "it ran on a Kubernetes cluster, which picks the GPU: the next run confirms or clears them") {
 		t.Fatalf("regress --confirm of a Kubernetes job: exit %d\n%s%s", code, ta.out, ta.err)
 	}
@@ -116,8 +117,8 @@ func TestRegressConfirmsByRerun(t *testing.T) {
 	}
 	alert := filepath.Join(t.TempDir(), "alert.json")
 	code := ta.run(ctx, "regress", "--confirm", "--json", "--alert", alert, slow.ID)
-	if code != ExitRegressed {
-		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, ExitRegressed, ta.out, ta.err)
+	if code != contract.ExitRegressed {
+		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, contract.ExitRegressed, ta.out, ta.err)
 	}
 	var rep nightly.Report
 	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
@@ -183,14 +184,14 @@ func TestResultsOfAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if code := ta.run(ctx, "results", "--csv", path); code != ExitCriteriaFailed || !strings.HasPrefix(ta.out.String(), "experiment,job_id,date,") {
+	if code := ta.run(ctx, "results", "--csv", path); code != contract.ExitCriteriaFailed || !strings.HasPrefix(ta.out.String(), "experiment,job_id,date,") {
 		t.Errorf("results --csv: exit %d\n%s%s", code, ta.out, ta.err)
 	}
 	if code := ta.run(ctx, "results", "--expected", path); code != 0 || !strings.Contains(ta.err.String(), "as the experiment declares") {
 		t.Errorf("results --expected: exit %d\n%s", code, ta.err)
 	}
 	figs := filepath.Join(t.TempDir(), "figs")
-	if code := ta.run(ctx, "results", "--markdown", "--plot", figs, path); code != ExitCriteriaFailed || !strings.Contains(ta.out.String(), "## Figures") {
+	if code := ta.run(ctx, "results", "--markdown", "--plot", figs, path); code != contract.ExitCriteriaFailed || !strings.Contains(ta.out.String(), "## Figures") {
 		t.Errorf("results --plot: exit %d\n%s%s", code, ta.out, ta.err)
 	}
 	for _, f := range []string{"time.png", "time.svg", "roofline.png"} {
@@ -205,10 +206,10 @@ func TestResultsOfAFile(t *testing.T) {
 	if pts, _ := n.Store().Points(history.Filter{Experiment: "my-kernel"}); len(pts) != 1 {
 		t.Errorf("the file's run is not in the history: %+v", pts)
 	}
-	if code := ta.run(ctx, "history", "nosuch"); code != ExitUsage {
+	if code := ta.run(ctx, "history", "nosuch"); code != contract.ExitUsage {
 		t.Errorf("history of an unknown experiment: exit %d", code)
 	}
-	if code := ta.run(ctx, "regress", "--env", "X", path); code != ExitUsage {
+	if code := ta.run(ctx, "regress", "--env", "X", path); code != contract.ExitUsage {
 		t.Errorf("--env without --confirm: exit %d", code)
 	}
 }
@@ -298,8 +299,8 @@ func TestRegressRelativeToTheBaseline(t *testing.T) {
 		!strings.Contains(ta.out.String(), "ratio to control +20.0%") {
 		t.Fatalf("regress of the slow night: exit %d\n%s%s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "regress", "--confirm", "--json", slow); code != ExitRegressed {
-		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, ExitRegressed, ta.out, ta.err)
+	if code := ta.run(ctx, "regress", "--confirm", "--json", slow); code != contract.ExitRegressed {
+		t.Fatalf("regress --confirm: exit %d, want %d\n%s%s", code, contract.ExitRegressed, ta.out, ta.err)
 	}
 	rep = nightly.Report{}
 	if err := json.Unmarshal(ta.out.Bytes(), &rep); err != nil {
@@ -414,7 +415,7 @@ func TestRerunCommand(t *testing.T) {
 		!strings.Contains(strings.Join(rerun.Spec.Env, " "), "SLOWDOWN=1") {
 		t.Errorf("rerun container: %+v", rerun)
 	}
-	if code := ta.run(ctx, "rerun", "0000deadbeef"); code != ExitUsage {
+	if code := ta.run(ctx, "rerun", "0000deadbeef"); code != contract.ExitUsage {
 		t.Errorf("rerun of an unknown job: exit %d", code)
 	}
 }
@@ -445,7 +446,7 @@ func TestExpectedOfACommittedRunPredatingDeclarations(t *testing.T) {
 	}
 	outside := filepath.Join(t.TempDir(), "results.json")
 	os.WriteFile(outside, data, 0o644)
-	if code := ta.run(ctx, "results", "--expected", outside); code != ExitCriteriaFailed || !strings.Contains(ta.err.String(), "worse than declared") {
+	if code := ta.run(ctx, "results", "--expected", outside); code != contract.ExitCriteriaFailed || !strings.Contains(ta.err.String(), "worse than declared") {
 		t.Errorf("elsewhere: exit %d\n%s", code, ta.err)
 	}
 }

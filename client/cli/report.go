@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -110,7 +111,7 @@ func runReport(a *App, o reportOptions) error {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(reportMemoryLimit))
 	}
 	pages, err := rd.site(o.site.Context, o.site)
-	var ee *ExitError
+	var ee *contract.ExitError
 	switch {
 	case errors.As(err, &ee):
 		return err
@@ -121,9 +122,9 @@ func runReport(a *App, o reportOptions) error {
 	case errors.Is(err, site.ErrNotSite):
 		return usageError("%v", err)
 	case errors.Is(err, context.Canceled):
-		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: %s is as it was before", o.html)}
+		return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("interrupted: %s is as it was before", o.html)}
 	case err != nil:
-		return &ExitError{Code: ExitInfra, Err: err}
+		return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	if o.json {
 		return render.JSON(a.Out, struct {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestReportHTML(t *testing.T) {
 			t.Fatalf("import: exit %d: %s", code, ta.err)
 		}
 	}
-	if code := ta.run(ctx, "report"); code != ExitUsage || ta.err.String() != "xrun: report writes a web site: give --html DIR\n" {
+	if code := ta.run(ctx, "report"); code != contract.ExitUsage || ta.err.String() != "xrun: report writes a web site: give --html DIR\n" {
 		t.Errorf("report without --html: exit %d: %q", code, ta.err)
 	}
 	dir := filepath.Join(t.TempDir(), "site")
@@ -68,10 +69,10 @@ func TestReportHTML(t *testing.T) {
 	if code := ta.run(ctx, "report", "--html", dir); code != 0 || !strings.Contains(ta.out.String(), "wrote 5 pages to "+dir) {
 		t.Errorf("report: exit %d: %s%s", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "report", "--html", files); code != ExitUsage || !strings.Contains(ta.err.String(), "is not empty and holds no site of xrun report") {
+	if code := ta.run(ctx, "report", "--html", files); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "is not empty and holds no site of xrun report") {
 		t.Errorf("report into a directory of other files: exit %d: %q", code, ta.err)
 	}
-	if code := ta.run(ctx, "report", "--html", dir, "nosuch"); code != ExitUsage || !strings.Contains(ta.err.String(), "no run of [nosuch]") {
+	if code := ta.run(ctx, "report", "--html", dir, "nosuch"); code != contract.ExitUsage || !strings.Contains(ta.err.String(), "no run of [nosuch]") {
 		t.Errorf("report of an unknown experiment: exit %d: %q", code, ta.err)
 	}
 	if code := ta.run(ctx, "report", "--help"); code != 0 || !strings.Contains(ta.out.String(), "xrun report --html site/") {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -121,9 +121,9 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 		}
 		if !st.Has(j.ID, store.ResultsFile) {
 			err := fmt.Errorf("job %s (%s) has no results: its runner has not written results.json (see `xrun logs %s`)", j.ID, j.Status, j.ID)
-			var ee *ExitError
+			var ee *contract.ExitError
 			if errors.As(job.Outcome(j), &ee) && store.Final(j.Status) {
-				return &ExitError{Code: ee.Code, Err: err}
+				return &contract.ExitError{Code: ee.Code, Err: err}
 			}
 			return err
 		}
@@ -131,7 +131,7 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 	// The store's copy, as recorded when the job ended: a changed one is
 	// refused rather than shown.
 	if err := st.CheckResults(j); err != nil {
-		return &ExitError{Code: ExitInfra, Err: err}
+		return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	path := st.Results(j.ID)
 	var r *result.Results
@@ -181,7 +181,7 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 		// Read case by case: a run at the case cap is 170 MB of JSON.
 		r, rows, err := flat.ReadFile(path)
 		if err != nil {
-			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
+			return &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
 		}
 		if err := flat.WriteCSV(a.Out, rows); err != nil {
 			return err
@@ -195,11 +195,11 @@ func runResultsFile(a *App, path string, o resultsOptions) error {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	}
 	r, err := result.Decode(data)
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
+		return &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	ro := render.Options{}
 	if o.plot != "" {
@@ -264,7 +264,7 @@ func runResultsServer(ctx context.Context, a *App, ref string, o resultsOptions)
 // cannot write to, or a run with nothing to draw, is the user's to fix.
 func figureError(err error) error {
 	if errors.Is(err, render.ErrFigureDir) {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	}
 	return err
 }
@@ -320,7 +320,7 @@ func (a *App) expectedOutcome(r *result.Results, outcome error) error {
 		return nil
 	}
 	if outcome == nil {
-		return &ExitError{Code: ExitCriteriaFailed, Err: fmt.Errorf("%s: the outcome is worse than the experiment declares", r.Experiment)}
+		return &contract.ExitError{Code: contract.ExitCriteriaFailed, Err: fmt.Errorf("%s: the outcome is worse than the experiment declares", r.Experiment)}
 	}
 	return outcome
 }
@@ -328,12 +328,12 @@ func (a *App) expectedOutcome(r *result.Results, outcome error) error {
 // statusOutcome is the exit code of a results file's status, as
 // jobOutcome gives a job's.
 func statusOutcome(status, what string) error {
-	code, ok := exit.OfStatus(status)
+	code, ok := contract.ExitOfStatus(status)
 	switch {
 	case status == result.StatusRunning || code == 0 && ok:
 		return nil
 	case !ok:
-		code = ExitFailed // a status no runner writes
+		code = contract.ExitFailed // a status no runner writes
 	}
 	why := map[string]string{
 		result.StatusCriteriaFailed: "the criteria failed",
@@ -343,5 +343,5 @@ func statusOutcome(status, what string) error {
 	if why == "" {
 		why = "the job " + status
 	}
-	return &ExitError{Code: code, Err: fmt.Errorf("%s: %s", what, why)}
+	return &contract.ExitError{Code: code, Err: fmt.Errorf("%s: %s", what, why)}
 }

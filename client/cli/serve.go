@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"log"
 	"net/url"
 	"os"
@@ -101,7 +102,7 @@ Examples:
 				logger.Printf("serving results history %s on %s://%s (post to %s://%s%s; the dashboard is %s://%s/)", h.Path(), scheme, addr, scheme, addr, server.ResultsPath, scheme, addr)
 			})
 			if err != nil {
-				return &ExitError{Code: ExitInfra, Err: err}
+				return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 			}
 			return nil
 		},
@@ -114,18 +115,18 @@ func openServed(a *App, db string) (*history.Store, error) {
 	if db == "" {
 		var err error
 		if db, err = history.DefaultPath(a.getenv); err != nil {
-			return nil, &ExitError{Code: ExitInfra, Err: err}
+			return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 		}
 	}
 	if file := a.getenv(EnvServeDBPasswordFile); file != "" {
 		var err error
 		if db, err = withPasswordFile(db, file); err != nil {
-			return nil, &ExitError{Code: ExitInfra, Err: err}
+			return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 		}
 	}
 	h, err := history.Open(db)
 	if err != nil {
-		return nil, &ExitError{Code: ExitInfra, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	return h, nil
 }
@@ -212,7 +213,7 @@ Examples:
 					defer h.Close()
 					ts, err := h.Tokens()
 					if err != nil {
-						return &ExitError{Code: ExitInfra, Err: err}
+						return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 					}
 					if asJSON {
 						return printJSON(a, ts)
@@ -240,7 +241,7 @@ Examples:
 					defer h.Close()
 					ok, err := h.RemoveToken(c.Args().First())
 					if err != nil {
-						return &ExitError{Code: ExitInfra, Err: err}
+						return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 					}
 					if !ok {
 						return usageError("there is no token named %s (xrun serve token ls lists them)", c.Args().First())

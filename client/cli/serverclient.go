@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"net/http"
 	"net/url"
@@ -66,7 +67,7 @@ func (c *serverClient) do(ctx context.Context, method, path string, query url.Va
 		if ue, ok := err.(*url.Error); ok {
 			err = ue.Err // url.Error repeats the URL
 		}
-		return nil, &ExitError{Code: ExitInfra, Err: fmt.Errorf("%s from %s: %v (is xrun serve running there?)", what, c.name(), err)}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("%s from %s: %v (is xrun serve running there?)", what, c.name(), err)}
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
@@ -81,9 +82,9 @@ func (c *serverClient) do(ctx context.Context, method, path string, query url.Va
 	}
 	err = fmt.Errorf("server %s answered %d: %s", c.name(), resp.StatusCode, strings.TrimSuffix(r.Message, "."))
 	if resp.StatusCode >= 500 {
-		return nil, &ExitError{Code: ExitInfra, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
-	return nil, &ExitError{Code: ExitUsage, Err: err}
+	return nil, &contract.ExitError{Code: contract.ExitUsage, Err: err}
 }
 
 // getJSON asks for path with query and decodes the JSON answer into v.
@@ -94,7 +95,7 @@ func (c *serverClient) getJSON(ctx context.Context, path string, query url.Value
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return &ExitError{Code: ExitInfra, Err: fmt.Errorf("%s from %s: the answer is not what this xrun reads (%v): is the server an xrun serve of this version?", what, c.name(), err)}
+		return &contract.ExitError{Code: contract.ExitInfra, Err: fmt.Errorf("%s from %s: the answer is not what this xrun reads (%v): is the server an xrun serve of this version?", what, c.name(), err)}
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/table"
 
@@ -115,7 +114,7 @@ func readableDuration(s string) string {
 // the runner did has none).
 func exitCodeText(j *store.Job) string {
 	code := 0
-	var ee *exit.Error
+	var ee *contract.ExitError
 	if err := job.Outcome(j); errors.As(err, &ee) {
 		code = ee.Code
 	} else if err != nil {

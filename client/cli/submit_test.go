@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,9 +53,9 @@ func TestSubmitJSONPrintsTheRecordOfAJobThatDidNotSucceed(t *testing.T) {
 		status string
 		errHas string
 	}{
-		{"failed", enginetest.Run{Exit: 2}, func(*testApp) context.Context { return context.Background() }, ExitFailed, result.StatusFailed, "failed with exit code 2"},
-		{"interrupted while running", enginetest.Run{Hang: true}, whileRunning, ExitInterrupted, result.StatusCancelled, "stopped and removed container xrun-my-kernel-"},
-		{"interrupted before the start", enginetest.Run{Hang: true}, beforeStart, ExitInterrupted, result.StatusCancelled, "interrupted before it started"},
+		{"failed", enginetest.Run{Exit: 2}, func(*testApp) context.Context { return context.Background() }, contract.ExitFailed, result.StatusFailed, "failed with exit code 2"},
+		{"interrupted while running", enginetest.Run{Hang: true}, whileRunning, contract.ExitCancelled, result.StatusCancelled, "stopped and removed container xrun-my-kernel-"},
+		{"interrupted before the start", enginetest.Run{Hang: true}, beforeStart, contract.ExitCancelled, result.StatusCancelled, "interrupted before it started"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestSubmitInterruptedShowsPartialResults(t *testing.T) {
 	code := ta.run(ctx, "submit", "--cpu", dir)
 	st, _ := ta.Store()
 	list, _ := st.List()
-	if code != ExitInterrupted || len(list) != 1 {
+	if code != contract.ExitCancelled || len(list) != 1 {
 		t.Fatalf("exit %d, %d jobs:\n%s", code, len(list), ta.err)
 	}
 	if !strings.Contains(ta.out.String(), "my-kernel") || !strings.Contains(ta.out.String(), "cancelled") {
@@ -178,7 +179,7 @@ func TestSubmitExitCodes(t *testing.T) {
 		{name: "killed", run: enginetest.Run{Exit: 137}, code: 2, status: result.StatusFailed, errHas: "failed with exit code 137"},
 		{name: "infrastructure in container", run: enginetest.Run{Exit: 4}, code: 4, status: result.StatusFailed},
 		{name: "cancelled inside", run: enginetest.Run{Exit: 130}, code: 130, status: result.StatusCancelled},
-		{name: "timeout", run: enginetest.Run{Hang: true}, args: []string{"--timeout", "300ms"}, code: ExitTimeout, status: result.StatusTimeout, errHas: "timed out after 300ms"},
+		{name: "timeout", run: enginetest.Run{Hang: true}, args: []string{"--timeout", "300ms"}, code: contract.ExitTimeout, status: result.StatusTimeout, errHas: "timed out after 300ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +226,7 @@ func TestSubmitQuiet(t *testing.T) {
 	if code := ta.run(ctx, "submit", "--quiet", "-d", "--cpu", dir); code != 0 || ta.err.Len() != 0 || len(strings.TrimSpace(ta.out.String())) != 12 {
 		t.Errorf("-q -d: exit %d, stdout %q, stderr %q", code, ta.out, ta.err)
 	}
-	if code := ta.run(ctx, "submit", "-q", "--json", "--cpu", dir); code != ExitUsage {
+	if code := ta.run(ctx, "submit", "-q", "--json", "--cpu", dir); code != contract.ExitUsage {
 		t.Errorf("-q --json: exit %d", code)
 	}
 }
@@ -241,7 +242,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.PullErr = errors.New("pull access denied for test/base")
 		code := ta.run(context.Background(), "submit", dir)
 		want := "xrun: Docker host unix:///fake.sock has no NVIDIA GPU runtime for this GPU job: submit with --cpu to run without GPUs, or install the NVIDIA Container Toolkit on the host (docs/gpu-host.md)\n"
-		if code != ExitInfra || ta.err.String() != want {
+		if code != contract.ExitInfra || ta.err.String() != want {
 			t.Errorf("exit %d: got\n%s\nwant\n%s", code, ta.err, want)
 		}
 	})
@@ -249,7 +250,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
 		code := ta.run(context.Background(), "submit", "--gpus", "0", dir)
-		if code != ExitUsage || !strings.Contains(ta.err.String(), "--gpus 0 asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0") {
+		if code != contract.ExitUsage || !strings.Contains(ta.err.String(), "--gpus 0 asks for no GPU: pass --cpu to run without one, or --gpus device=0 for GPU 0") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
 		if len(ta.fake.Containers) != 0 {
@@ -262,7 +263,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.PullErr = errors.New("dial tcp: lookup registry-1.docker.io: no such host")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "xrun/cpu-base:bookworm", dir)
 		msg := ta.err.String()
-		if code != ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and could not be pulled") || !strings.Contains(msg, "make-cpu-base.sh") {
+		if code != contract.ExitInfra || !strings.Contains(msg, "base image xrun/cpu-base:bookworm is not on host unix:///fake.sock and could not be pulled") || !strings.Contains(msg, "make-cpu-base.sh") {
 			t.Errorf("exit %d: %s", code, msg)
 		}
 	})
@@ -272,7 +273,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta.fake.PullErr = errors.New("pull access denied for no-such-base, repository does not exist")
 		code := ta.run(context.Background(), "submit", "--cpu", "--base", "no-such-base", dir)
 		msg := ta.err.String()
-		if code != ExitInfra || !strings.Contains(msg, "no-such-base is not one of xrun's bases (cpu, ") || strings.Contains(msg, "submit with --cpu") {
+		if code != contract.ExitInfra || !strings.Contains(msg, "no-such-base is not one of xrun's bases (cpu, ") || strings.Contains(msg, "submit with --cpu") {
 			t.Errorf("exit %d: %s", code, msg)
 		}
 	})
@@ -281,7 +282,7 @@ func TestSubmitErrors(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "xrun.yaml"), []byte("name: x\nbogus: 1\n"), 0o644)
 		code := ta.run(context.Background(), "submit", "--cpu", dir)
-		if code != ExitUsage || !strings.Contains(ta.err.String(), "xrun.yaml:2: bogus: unknown key") {
+		if code != contract.ExitUsage || !strings.Contains(ta.err.String(), "xrun.yaml:2: bogus: unknown key") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
 	})
@@ -289,7 +290,7 @@ func TestSubmitErrors(t *testing.T) {
 		ta := newTestApp(t)
 		dir := experiment(t, ta)
 		code := ta.run(context.Background(), "submit", "--cpu", "--env", "NOT_SET_ANYWHERE", dir)
-		if code != ExitUsage || !strings.Contains(ta.err.String(), "NOT_SET_ANYWHERE") {
+		if code != contract.ExitUsage || !strings.Contains(ta.err.String(), "NOT_SET_ANYWHERE") {
 			t.Errorf("exit %d: %s", code, ta.err)
 		}
 	})
@@ -301,8 +302,8 @@ func TestSubmitRefusesABadProfile(t *testing.T) {
 	ta := newTestApp(t)
 	dir := experiment(t, ta)
 	for _, args := range [][]string{{"--profile", "nsys"}, {"--profile", "ncu", "--cpu"}} {
-		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, args...), dir)...); code != ExitUsage {
-			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
+		if code := ta.run(context.Background(), append(append([]string{"submit", "-d"}, args...), dir)...); code != contract.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, contract.ExitUsage)
 		}
 	}
 	if len(ta.fake.BuildFiles) != 0 {
@@ -328,8 +329,8 @@ func TestSubmitChecksReferencesBeforeTheBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta.fake.Behave = enginetest.Succeed("my-kernel")
-	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != ExitUsage {
-		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, ta.err)
+	if code := ta.run(context.Background(), "submit", "--cpu", dir); code != contract.ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, contract.ExitUsage, ta.err)
 	}
 	msg := ta.err.String()
 	for _, want := range []string{yaml + ":", "benchmark.implementations.blocked", "matmul:blockd", "module matmul has no function blockd; did you mean blocked?", "its functions: blocked, flops, make_inputs, reference", "--no-preflight"} {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
@@ -28,7 +29,7 @@ func TestWorded(t *testing.T) {
 			"push: no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)"},
 		{&backend.MissingError{Setting: backend.KubeContext, Why: "x"},
 			"the kubeconfig has no current context: pass --context, or point KUBECONFIG at the cluster's kubeconfig (docs/kubernetes.md)"},
-		{&ExitError{Code: ExitUsage, Err: &backend.RunningError{JobID: "0123abcd4567", State: "Running"}},
+		{&contract.ExitError{Code: contract.ExitUsage, Err: &backend.RunningError{JobID: "0123abcd4567", State: "Running"}},
 			"job 0123abcd4567 is Running: cancel it first, or pass --force"},
 		{errors.New("plain"), "plain"},
 	} {

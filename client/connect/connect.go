@@ -19,9 +19,9 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Selection is how the user picked where jobs run: --host and --context
@@ -127,7 +127,7 @@ func (s *Set) connectDocker(ctx context.Context, sel Selection) (engine.Engine, 
 	if err != nil {
 		// An address that does not parse, a name no config defines, a
 		// broken config: what the user gave is wrong, not the host.
-		return nil, &exit.Error{Code: exit.Usage, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	}
 	c, err := hosts.Connect(ctx, t)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/hosts"
-	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 const testLabel = "dev.xrun.test"

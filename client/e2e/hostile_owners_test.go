@@ -23,8 +23,8 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // A shared GPU box: one owner's job, file or command cannot hurt

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -90,7 +90,7 @@ func (m *Manager) attach(ctx context.Context, b backend.Backend, j *store.Job, e
 	if err := m.finalize(ctx, b, j, s); err != nil {
 		// The job ended, but nothing says how until its results are in
 		// the store (a full disk): the next look copies them.
-		return &exit.Error{Code: exit.Infra, Err: err}
+		return &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	return nil
 }
@@ -122,10 +122,10 @@ func (m *Manager) interrupt(ctx context.Context, b backend.Backend, j *store.Job
 		m.Store.Save(j)
 	}
 	if err := b.Remove(ctx, j, true); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s interrupted, but removing it failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}
+		return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("job %s interrupted, but removing it failed: %w (remove it with `xrun rm %s`)", j.ID, err, j.ID)}
 	}
 	fmt.Fprintf(m.Err, "stopped and removed %s of job %s\n", Handle(b, j), j.ID)
-	return &exit.Error{Code: exit.Interrupted}
+	return &contract.ExitError{Code: contract.ExitCancelled}
 }
 
 type abortKey struct{}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/text"
 )
 
@@ -24,9 +24,9 @@ func (m *Manager) Resolve(ref string) (*store.Job, error) {
 	var amb *store.AmbiguousError
 	switch {
 	case errors.As(err, &nf) || errors.As(err, &amb):
-		return nil, &exit.Error{Code: exit.Usage, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	case err != nil:
-		return nil, &exit.Error{Code: exit.Infra, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	return j, nil
 }
@@ -66,7 +66,7 @@ func (m *Manager) find(ctx context.Context, ref string, sel connect.Selection, a
 			return nil, berr
 		}
 		// Nobody asked for that host: the store's answer stands.
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, text.OneLine(berr.Error()))}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%w (the default host could not be asked: %v)", nf, text.OneLine(berr.Error()))}
 	}
 	hits, merr := FindListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {
@@ -76,7 +76,7 @@ func (m *Manager) find(ctx context.Context, ref string, sel connect.Selection, a
 			// A cluster's jobs are found only where they were asked for.
 			also = " (a job on a Kubernetes cluster: add --k8s, and --context or --namespace where it is not the default)"
 		}
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%w; not on %s either%s", nf, b.Where(), also)}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%w; not on %s either%s", nf, b.Where(), also)}
 	case merr != nil:
 		return nil, merr
 	}
@@ -115,7 +115,7 @@ func FindListed(ctx context.Context, b backend.Backend, ref string, match func(i
 	case len(hits) == 0:
 		return nil, ErrNoContainer
 	case len(ids) > 1:
-		return nil, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), b.Where())}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%q matches %d jobs on %s: give more of the id", ref, len(ids), b.Where())}
 	}
 	return hits, nil
 }

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -168,7 +168,7 @@ func TestOutcomeOfAJobNoNodeTook(t *testing.T) {
 	j := &store.Job{ID: "a1b2c3d4e5f6", Status: result.StatusTimeout, Timeout: "30s",
 		Error: "no node took it within its pending limit (--pending-limit): Slurm dropped it while it waited for a node (ReqNodeNotAvail)"}
 	err := Outcome(j)
-	var ee *exit.Error
+	var ee *contract.ExitError
 	if !errors.As(err, &ee) || ee.Code != 124 {
 		t.Fatalf("Outcome = %v, want exit 124", err)
 	}

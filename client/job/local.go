@@ -11,8 +11,8 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
 )
@@ -47,7 +47,7 @@ type LocalArgs struct {
 func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 	s, err := spec.Load(a.Dir)
 	if err != nil {
-		return LocalRequest{}, "", exit.BadInput(err)
+		return LocalRequest{}, "", contract.BadInput(err)
 	}
 	out := a.Out
 	if out == "" {
@@ -70,7 +70,7 @@ func (m *Manager) Local(a LocalArgs) (LocalRequest, string, error) {
 	}
 	b, err := m.Backends.Local()
 	if err != nil {
-		return LocalRequest{}, "", &exit.Error{Code: exit.Infra, Err: err}
+		return LocalRequest{}, "", &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	// The runner picks GPU or CPU where no --cpu says.
 	rec := &store.Job{Experiment: s.Name, ExperimentDir: dir, SpecHash: s.Hash, Mode: "auto", GPUs: "-"}
@@ -104,12 +104,12 @@ func outDir(out string) (string, error) {
 			return err
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			return exit.BadInput(fmt.Errorf("the output directory holds a symbolic link, %s: xrun writes there and would write through it; remove it or choose another --out", path))
+			return contract.BadInput(fmt.Errorf("the output directory holds a symbolic link, %s: xrun writes there and would write through it; remove it or choose another --out", path))
 		}
 		return nil
 	})
 	if err != nil {
-		var ee *exit.Error
+		var ee *contract.ExitError
 		if errors.As(err, &ee) {
 			return "", err
 		}
@@ -124,7 +124,7 @@ func outDir(out string) (string, error) {
 // there.
 func LocalOutcome(j *store.Job, err error) error {
 	if j.Status == result.StatusTimeout && j.StoppedBy == "" {
-		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("job %s ran past resources.timeout (%s): raise it in %s (see the results above or `xrun results %s`)", j.ID, j.Timeout, spec.FileName, j.ID)}
+		return &contract.ExitError{Code: contract.ExitFailed, Err: fmt.Errorf("job %s ran past resources.timeout (%s): raise it in %s (see the results above or `xrun results %s`)", j.ID, j.Timeout, spec.FileName, j.ID)}
 	}
 	return err
 }
@@ -179,7 +179,7 @@ func RanLocally(j *store.Job) bool { return connect.IsLocal(j.Host) }
 func (m *Manager) RerunLocal(ctx context.Context, j *store.Job) (*store.Job, error) {
 	b, err := m.Backends.Local()
 	if err != nil {
-		return nil, &exit.Error{Code: exit.Infra, Err: err}
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	}
 	if this := b.Where(); j.Host != this {
 		return nil, fmt.Errorf("job %s ran without a container on %s, not on this machine (%s): run the rerun there", j.ID, j.Host, this)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -61,7 +61,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, o RemoveOptions) (stri
 	}
 	if ok {
 		if !s.Finished() && !o.Force {
-			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s: cancel it first (xrun cancel %s) or use --force", j.ID, j.Status, j.ID)}
+			return "", &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("job %s is %s: cancel it first (xrun cancel %s) or use --force", j.ID, j.Status, j.ID)}
 		}
 		b, err := m.Backends.For(ctx, j)
 		if err != nil {
@@ -132,7 +132,7 @@ func RemoveListed(ctx context.Context, b backend.Backend, ref string, force bool
 			return "", err
 		}
 		if !l.State.Finished() && !force {
-			return "", &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s on %s: cancel it first (xrun cancel %s) or use --force", l.Job.ID, l.State.Detail, b.Where(), l.Job.ID)}
+			return "", &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("job %s is %s on %s: cancel it first (xrun cancel %s) or use --force", l.Job.ID, l.State.Detail, b.Where(), l.Job.ID)}
 		}
 		if err := b.Remove(ctx, &l.Job, force); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return "", err
@@ -151,7 +151,7 @@ func (m *Manager) Cancel(ctx context.Context, j *store.Job) (ended bool, err err
 			return false, err
 		}
 		if j.Status == store.StatusCreated {
-			return false, &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, store.CreatorPID(j.Creator))}
+			return false, &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("job %s is being created by xrun (pid %d): Ctrl-C in that xrun cancels it, or cancel it once it runs", j.ID, store.CreatorPID(j.Creator))}
 		}
 		return true, nil
 	}
@@ -166,7 +166,7 @@ func (m *Manager) Cancel(ctx context.Context, j *store.Job) (ended bool, err err
 	case ended, err == nil:
 		return ended, err
 	case errors.As(err, &nr), errors.As(err, &ns):
-		return false, &exit.Error{Code: exit.Infra, Err: err}
+		return false, &contract.ExitError{Code: contract.ExitInfra, Err: err}
 	case j.StoppedBy == result.StatusCancelled:
 		// Stopped and recorded; what failed came after (fetching the
 		// results), and the next look fetches them again.
@@ -188,7 +188,7 @@ func CheckOwner(j *store.Job, force bool, command string) error {
 		if verb == "" {
 			verb = command
 		}
-		return &exit.Error{Code: exit.Usage, Err: fmt.Errorf("job %s is %s's, not yours (%s): xrun %s --force %s to %s it anyway", j.ID, j.Owner, me, command, j.ID, verb)}
+		return &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("job %s is %s's, not yours (%s): xrun %s --force %s to %s it anyway", j.ID, j.Owner, me, command, j.ID, verb)}
 	}
 	return nil
 }

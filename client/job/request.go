@@ -15,7 +15,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/harness"
@@ -44,7 +43,7 @@ func Preflight(ctx context.Context, r SubmitRequest) error {
 		if p := r.Prepared.Spec.Path; p != "" && p != spec.FileName {
 			msg = strings.ReplaceAll("\n"+msg, "\n"+spec.FileName+":", "\n"+p+":")[1:]
 		}
-		return exit.BadInput(fmt.Errorf("%s\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", msg))
+		return contract.BadInput(fmt.Errorf("%s\n(found before the build by this machine's python3, which parses the experiment's modules without running them; --no-preflight skips this check)", msg))
 	}
 	return nil
 }
@@ -104,7 +103,7 @@ type PostTarget struct {
 func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest, error) {
 	var r SubmitRequest
 	if a.Timeout < 0 {
-		return r, exit.Usagef("--timeout %s: give a duration > 0 (or leave it out for resources.timeout)", a.Timeout)
+		return r, contract.Usagef("--timeout %s: give a duration > 0 (or leave it out for resources.timeout)", a.Timeout)
 	}
 	labels, err := parseLabels(a.Labels)
 	if err != nil {
@@ -113,21 +112,21 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	so := build.Options{Dir: a.Dir, GPUs: a.GPUs, CPU: a.CPU, Timeout: a.Timeout, CPUs: a.CPUs, Base: a.Base, NoCache: a.NoCache, Verbose: a.Verbose, Labels: labels}
 	if a.Profile != "" {
 		if _, err := profile.Parse(a.Profile); err != nil {
-			return r, exit.Usagef("--profile %q: %v", a.Profile, err)
+			return r, contract.Usagef("--profile %q: %v", a.Profile, err)
 		}
 		if a.CPU {
-			return r, exit.Usagef("--profile profiles GPU kernels: leave out --cpu")
+			return r, contract.Usagef("--profile profiles GPU kernels: leave out --cpu")
 		}
 	}
 	if a.CPU && a.GPUs != "" {
-		return r, exit.Usagef("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", a.GPUs)
+		return r, contract.Usagef("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", a.GPUs)
 	}
 	if a.Where.K8s && a.Registry == "" {
 		// Found before the build, which takes minutes.
-		return r, exit.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
+		return r, contract.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
 	}
 	if a.CPUs < 0 {
-		return r, exit.Usagef("--cpus %d: give how many CPUs the job gets, at least 1", a.CPUs)
+		return r, contract.Usagef("--cpus %d: give how many CPUs the job gets, at least 1", a.CPUs)
 	}
 	if a.Where.Slurm != nil {
 		if err := a.checkSlurm(); err != nil {
@@ -138,7 +137,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	// build.
 	caps := connect.Capabilities(a.Where)
 	if err := caps.Refuse(a.asks()...); err != nil {
-		return r, exit.BadInput(err)
+		return r, contract.BadInput(err)
 	}
 	p, err := build.Load(so)
 	if err != nil {
@@ -146,7 +145,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	}
 	if p.GPUs != nil && (len(p.GPUs.IDs) > 0 || p.GPUs.Count < 0) {
 		if err := caps.Refuse(backend.GPUsByID); err != nil {
-			return r, exit.BadInput(err)
+			return r, contract.BadInput(err)
 		}
 	}
 	// --env is read before the connection and the build, which take minutes.
@@ -163,7 +162,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	jo := build.JobOptions{Env: env, Root: a.Root, NoNetwork: a.Network == "none", CacheLimit: contract.DefaultCacheLimit}
 	if a.CacheLimit != "" {
 		if jo.CacheLimit, err = units.RAMInBytes(a.CacheLimit); err != nil || jo.CacheLimit < 0 {
-			return r, exit.Usagef("--cache-limit %q: give a size (10GiB, 512MiB; 0 for none)", a.CacheLimit)
+			return r, contract.Usagef("--cache-limit %q: give a size (10GiB, 512MiB; 0 for none)", a.CacheLimit)
 		}
 	}
 	// A URL set in this shell wins over the config's server, with this
@@ -236,12 +235,12 @@ func jobEnv(s *spec.Spec, flags []string, getenv func(string) string, warn io.Wr
 	for _, f := range flags {
 		name, value, hasValue := strings.Cut(f, "=")
 		if !envName.MatchString(name) {
-			return nil, exit.Usagef("--env %q: give NAME or NAME=value, NAME of letters, digits and _ (not starting with a digit)", f)
+			return nil, contract.Usagef("--env %q: give NAME or NAME=value, NAME of letters, digits and _ (not starting with a digit)", f)
 		}
 		if !hasValue {
 			v, ok := lookupEnv(getenv, name)
 			if !ok {
-				return nil, exit.Usagef("--env %s: the variable is not set in this shell; set it or pass --env %s=value", name, name)
+				return nil, contract.Usagef("--env %s: the variable is not set in this shell; set it or pass --env %s=value", name, name)
 			}
 			value = v
 		}
@@ -271,10 +270,10 @@ func parseLabels(flags []string) (map[string]string, error) {
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return nil, exit.Usagef("--label %q: give KEY=VALUE", f)
+			return nil, contract.Usagef("--label %q: give KEY=VALUE", f)
 		}
 		if strings.HasPrefix(k, "dev.xrun.") && k != "dev.xrun.test" {
-			return nil, exit.Usagef("--label %s: the dev.xrun. prefix is xrun's own", k)
+			return nil, contract.Usagef("--label %s: the dev.xrun. prefix is xrun's own", k)
 		}
 		labels[k] = v
 	}

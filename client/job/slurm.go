@@ -7,7 +7,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/buildctx"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 )
@@ -18,11 +17,11 @@ import (
 func (a Args) checkSlurm() error {
 	switch {
 	case a.Where.K8s || a.Where.Explicit():
-		return exit.Usagef("--slurm runs on a Slurm cluster: leave out --host, --context and --k8s")
+		return contract.Usagef("--slurm runs on a Slurm cluster: leave out --host, --context and --k8s")
 	case a.Settings().Python != "" && a.Settings().Runtime == store.RuntimeDocker:
-		return exit.Usagef("--python does not apply with --slurm-runtime docker: the job's image has its Python")
+		return contract.Usagef("--python does not apply with --slurm-runtime docker: the job's image has its Python")
 	case a.Settings().PendingLimit < 0:
-		return exit.Usagef("--pending-limit %s: give a duration > 0", a.Settings().PendingLimit)
+		return contract.Usagef("--pending-limit %s: give a duration > 0", a.Settings().PendingLimit)
 	}
 	return nil
 }
@@ -73,7 +72,7 @@ func (m *Manager) submitSlurm(ctx context.Context, r SubmitRequest) (*store.Job,
 	}
 	if p.Code == nil {
 		if p.Code, err = buildctx.Collect(r.Build.Dir, p.Spec, nil); err != nil {
-			return nil, exit.BadInput(err)
+			return nil, contract.BadInput(err)
 		}
 	}
 	rec := newRecord(p, b.Where(), r.Build.Dir)

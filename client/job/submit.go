@@ -11,7 +11,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
@@ -107,7 +106,7 @@ func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*store.Job, erro
 func refusedIsBadInput(err error) error {
 	var refused *backend.RefusedError
 	if errors.As(err, &refused) {
-		return exit.BadInput(fmt.Errorf("%w (nothing was submitted)", err))
+		return contract.BadInput(fmt.Errorf("%w (nothing was submitted)", err))
 	}
 	return err
 }
@@ -340,7 +339,7 @@ func (s *submission) abort(ctx context.Context, err error) error {
 		// knows it.
 		s.j.StoppedBy = result.StatusCancelled
 		s.m.discard(s.b, s.j, errors.New("interrupted before it started"))
-		return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("job %s interrupted before it started", s.j.ID)}
+		return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("job %s interrupted before it started", s.j.ID)}
 	}
 	s.m.discard(s.b, s.j, err)
 	return err
@@ -366,11 +365,11 @@ func (m *Manager) discard(b backend.Backend, j *store.Job, cause error) {
 // cancelled request's own error says nothing useful. Errors that carry
 // their exit code already (an interrupted build or pull) stay.
 func interruptedBeforeJob(ctx context.Context, err error) error {
-	var ee *exit.Error
+	var ee *contract.ExitError
 	if ctx.Err() == nil || errors.As(err, &ee) {
 		return err
 	}
-	return &exit.Error{Code: exit.Interrupted, Err: errors.New("interrupted before the job was created")}
+	return &contract.ExitError{Code: contract.ExitCancelled, Err: errors.New("interrupted before the job was created")}
 }
 
 // newRecord is the record of a job about to be created from p on where.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -113,8 +113,8 @@ func TestSubmitInterruptRemovesContainer(t *testing.T) {
 	dir := experiment(t)
 	e.fake.Behave = func(engine.ContainerSpec) enginetest.Run { return enginetest.Run{Hang: true} }
 	j, err := e.submit(e.cancelWhenRunning(), t, dir, Args{CPU: true})
-	var ee *exit.Error
-	if !errors.As(err, &ee) || ee.Code != exit.Interrupted {
+	var ee *contract.ExitError
+	if !errors.As(err, &ee) || ee.Code != contract.ExitCancelled {
 		t.Fatalf("submit: %v, want an interruption: %s", err, e.err)
 	}
 	if j == nil || j.Status != result.StatusCancelled {
@@ -136,8 +136,8 @@ func TestAttachedInterruptedBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := e.submit(ctx, t, dir, Args{CPU: true})
-	var ee *exit.Error
-	if !errors.As(err, &ee) || ee.Code != exit.Interrupted || !strings.Contains(err.Error(), "interrupted before it started") {
+	var ee *contract.ExitError
+	if !errors.As(err, &ee) || ee.Code != contract.ExitCancelled || !strings.Contains(err.Error(), "interrupted before it started") {
 		t.Errorf("submit: %v", err)
 	}
 	if list := e.jobs(t); len(list) != 1 || list[0].Status != result.StatusCancelled {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Status is what `xrun status --json` prints: the record and, while
@@ -141,14 +141,14 @@ func (m *Manager) Exec(ctx context.Context, j *store.Job, e backend.Exec) (int, 
 	}
 	ex, ok := b.(backend.Execer)
 	if !ok {
-		return 0, exit.Usagef("xrun exec reaches the container of a job on a Docker host; job %s runs on %s, which has none it can reach", j.ID, j.Host)
+		return 0, contract.Usagef("xrun exec reaches the container of a job on a Docker host; job %s runs on %s, which has none it can reach", j.ID, j.Host)
 	}
 	s, ok, err := m.Refresh(ctx, j)
 	if err != nil {
 		return 0, err
 	}
 	if !ok || s.Phase != backend.Running || store.Final(j.Status) {
-		return 0, exit.Usagef("job %s is %s: xrun exec runs a command beside a running job", j.ID, j.Status)
+		return 0, contract.Usagef("job %s is %s: xrun exec runs a command beside a running job", j.ID, j.Status)
 	}
 	return ex.Exec(ctx, j, e)
 }

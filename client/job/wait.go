@@ -8,8 +8,8 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/text"
 )
 
@@ -37,7 +37,7 @@ func (m *Manager) Wait(ctx context.Context, j *store.Job) error {
 		}
 		select {
 		case <-ctx.Done():
-			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("stopped waiting; job %s was last seen %s", j.ID, j.Status)}
+			return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("stopped waiting; job %s was last seen %s", j.ID, j.Status)}
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 15*time.Second)
@@ -80,7 +80,7 @@ func (m *Manager) waitCreated(ctx context.Context, j *store.Job) error {
 		}
 		select {
 		case <-ctx.Done():
-			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("stopped waiting; job %s is still being created", j.ID)}
+			return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("stopped waiting; job %s is still being created", j.ID)}
 		case <-time.After(time.Second):
 		}
 		fresh, err := m.Store.Load(j.ID)
@@ -114,7 +114,7 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("stopped waiting; job %s goes on (xrun cancel %s stops it)", j.ID, j.ID)}
+			return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("stopped waiting; job %s goes on (xrun cancel %s stops it)", j.ID, j.ID)}
 		case errors.Is(cause, errTimeout):
 			fmt.Fprintf(m.Err, "job %s ran past its timeout of %s: stopping it\n", j.ID, j.Timeout)
 			if err := m.expire(ctx, b, j); err != nil {

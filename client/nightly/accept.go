@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Accept marks a change point at the run ref names (a job id or a
@@ -38,7 +38,7 @@ func (n *History) Accept(jobs Jobs, ref, impl string, cases []string, note strin
 		}
 	}
 	if len(ids) == 0 {
-		return exit.Usagef("job %s has no timing that matches --impl %q and --case %v", run.JobID, impl, cases)
+		return contract.Usagef("job %s has no timing that matches --impl %q and --case %v", run.JobID, impl, cases)
 	}
 	c, err := h.MarkChange(ids, run.At, run.JobID, note)
 	if err != nil {
@@ -105,7 +105,7 @@ func (n *History) Import(ctx context.Context, st *store.Store, paths []string, a
 			return infra(err)
 		}
 		if err != nil && ctx.Err() != nil {
-			return &exit.Error{Code: exit.Interrupted, Err: fmt.Errorf("interrupted: %d run(s) imported before it stay in the results history; "+
+			return &contract.ExitError{Code: contract.ExitCancelled, Err: fmt.Errorf("interrupted: %d run(s) imported before it stay in the results history; "+
 				"the run being imported was rolled back, nothing of it was written (run the import again to add the rest)", len(all))}
 		}
 		if err != nil && history.IsStorage(err) {
@@ -113,7 +113,7 @@ func (n *History) Import(ctx context.Context, st *store.Store, paths []string, a
 			return infra(fmt.Errorf("%w: %d run(s) imported before it stay; free space and import again", err, len(all)))
 		}
 		if err != nil {
-			return exit.BadInput(err)
+			return contract.BadInput(err)
 		}
 	}
 	if asJSON {

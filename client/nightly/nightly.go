@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -140,7 +140,7 @@ func parseCases(flags []string) (map[string]string, error) {
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return nil, exit.Usagef("--case %q: give PARAM=VALUE, e.g. --case T=1024", f)
+			return nil, contract.Usagef("--case %q: give PARAM=VALUE, e.g. --case T=1024", f)
 		}
 		out[k] = v
 	}
@@ -166,7 +166,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, exit.Usagef("--since %q: give a date (2026-11-01) or an age (30d, 12h)", s)
+	return time.Time{}, contract.Usagef("--since %q: give a date (2026-11-01) or an age (30d, 12h)", s)
 }
 
 // run finds the run ref names: a results.json (or a directory holding
@@ -179,12 +179,12 @@ func (n *History) run(jobs Jobs, ref string) (history.Run, *result.Results, *sto
 	if path, ok := result.Locate(ref); ok {
 		r, rows, err := flat.ReadFile(path)
 		if err != nil {
-			return history.Run{}, nil, nil, exit.BadInput(fmt.Errorf("%s: %w", path, err))
+			return history.Run{}, nil, nil, contract.BadInput(fmt.Errorf("%s: %w", path, err))
 		}
 		abs, _ := filepath.Abs(path)
 		im, err := h.ImportRows(context.Background(), r, rows, history.Source{Origin: abs})
 		if err != nil {
-			return history.Run{}, nil, nil, exit.BadInput(fmt.Errorf("import %s: %w", path, err))
+			return history.Run{}, nil, nil, contract.BadInput(fmt.Errorf("import %s: %w", path, err))
 		}
 		run, err := n.lastRun(im.JobID)
 		return run, r, nil, err
@@ -198,14 +198,14 @@ func (n *History) run(jobs Jobs, ref string) (history.Run, *result.Results, *sto
 		return run, r, j, nil
 	}
 	if jobs.Resolve == nil {
-		return history.Run{}, nil, nil, exit.Usagef("%s is no run of the results history", ref)
+		return history.Run{}, nil, nil, contract.Usagef("%s is no run of the results history", ref)
 	}
 	j, err := jobs.Resolve(ref)
 	if err != nil {
 		return history.Run{}, nil, nil, err
 	}
 	if !st.Has(j.ID, store.ResultsFile) {
-		return history.Run{}, nil, j, exit.Usagef("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
+		return history.Run{}, nil, j, contract.Usagef("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}
 	if _, err := h.ImportJob(st, j); err != nil {
 		return history.Run{}, nil, j, importError(err)
@@ -234,7 +234,7 @@ func importError(err error) error {
 	if errors.As(err, &te) {
 		return infra(err)
 	}
-	return exit.BadInput(err)
+	return contract.BadInput(err)
 }
 
 // storedResults returns the store's results (without their cases:
@@ -279,7 +279,7 @@ func fullResults(st *store.Store, run history.Run) *result.Results {
 }
 
 // infra marks err as the history's failure (exit 4).
-func infra(err error) error { return &exit.Error{Code: exit.Infra, Err: err} }
+func infra(err error) error { return &contract.ExitError{Code: contract.ExitInfra, Err: err} }
 
 // asRecorded reports whether the store's results of job id are as they
 // were when it ended (store.CheckResults); a job the store has no record

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/exit"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 func TestQueryFilter(t *testing.T) {
@@ -30,8 +30,8 @@ func TestQueryFilter(t *testing.T) {
 	}
 	for _, q := range []Query{{Cases: []string{"T"}}, {Cases: []string{"=4"}}, {Since: "yesterday"}, {Since: "-3d"}} {
 		_, err := q.Filter(now)
-		var ee *exit.Error
-		if !errors.As(err, &ee) || ee.Code != exit.Usage {
+		var ee *contract.ExitError
+		if !errors.As(err, &ee) || ee.Code != contract.ExitUsage {
 			t.Errorf("%+v: %v, want a usage error", q, err)
 		}
 	}

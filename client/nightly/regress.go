@@ -7,10 +7,10 @@ import (
 	"sort"
 
 	"github.com/xrun-dev/xrun/analyze"
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -37,7 +37,7 @@ type RegressOptions struct {
 }
 
 // Regress judges runs by the rule, prints the report, and exits 5
-// (exit.Regressed) with a confirmed regression.
+// (contract.ExitRegressed) with a confirmed regression.
 func (n *History) Regress(ctx context.Context, jobs Jobs, o RegressOptions) error {
 	rep, failed, err := n.Judge(ctx, jobs, o)
 	if err != nil {
@@ -66,7 +66,7 @@ func (n *History) Judge(ctx context.Context, jobs Jobs, o RegressOptions) (rep *
 			return nil, nil, err
 		}
 		if len(runs) == 0 {
-			return nil, nil, exit.Usagef("the results history is empty: submit a job, or xrun history import PATH")
+			return nil, nil, contract.Usagef("the results history is empty: submit a job, or xrun history import PATH")
 		}
 		for _, run := range runs {
 			r, j := storedResults(jobs.Store, run.JobID)
@@ -100,7 +100,7 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(
 			return nil, err
 		}
 		if len(runs) == 0 {
-			return nil, exit.Usagef("the results history is empty: its runners have posted nothing yet")
+			return nil, contract.Usagef("the results history is empty: its runners have posted nothing yet")
 		}
 		for _, run := range runs {
 			targets = append(targets, target{run: run, r: head(run.JobID)})
@@ -115,7 +115,7 @@ func (n *History) JudgeKept(ctx context.Context, refs []string, head, full func(
 			return nil, infra(err)
 		}
 		if len(runs) == 0 {
-			return nil, exit.Usagef("job %s is not in the results history (xrun history lists what it has)", ref)
+			return nil, contract.Usagef("job %s is not in the results history (xrun history lists what it has)", ref)
 		}
 		run := runs[len(runs)-1]
 		targets = append(targets, target{run: run, r: head(run.JobID)})
@@ -167,7 +167,7 @@ func (n *History) judge(ctx context.Context, jobs Jobs, targets []target, full f
 }
 
 // Emit prints rep in o's form, writes and posts its alert, and returns
-// exit 5 (exit.Regressed) with a confirmed regression, else exit 4 when
+// exit 5 (contract.ExitRegressed) with a confirmed regression, else exit 4 when
 // failed (a rerun) or the alert failed. o.Plot draws from n's history.
 func (n *History) Emit(ctx context.Context, rep *Report, failed error, o RegressOptions) error {
 	if o.Plot != "" {
@@ -208,7 +208,7 @@ func (n *History) Emit(ctx context.Context, rep *Report, failed error, o Regress
 		if failed != nil {
 			msg += fmt.Sprintf("; and %v", failed)
 		}
-		return &exit.Error{Code: exit.Regressed, Err: errors.New(msg)}
+		return &contract.ExitError{Code: contract.ExitRegressed, Err: errors.New(msg)}
 	}
 	if failed != nil {
 		return infra(failed)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/render"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/text"
 )
 
@@ -39,7 +39,7 @@ type removeReport struct {
 func (n *History) Remove(o RemoveOptions) error {
 	h := n.h
 	if len(o.Jobs) == 0 && o.Before == "" {
-		return exit.Usagef("history rm takes job ids, --before DATE, or both")
+		return contract.Usagef("history rm takes job ids, --before DATE, or both")
 	}
 	now := o.Now
 	if now.IsZero() {
@@ -58,12 +58,12 @@ func (n *History) Remove(o RemoveOptions) error {
 		runs = append(runs, rs...)
 	}
 	if len(missing) > 0 {
-		return exit.Usagef("the results history has no run of job %s (xrun history lists its runs); nothing was removed", strings.Join(missing, ", "))
+		return contract.Usagef("the results history has no run of job %s (xrun history lists its runs); nothing was removed", strings.Join(missing, ", "))
 	}
 	if o.Before != "" {
 		before, err := parseSince(o.Before, now)
 		if err != nil {
-			return exit.Usagef("--before %q: give a date (2026-11-01) or an age (90d, 12h)", o.Before)
+			return contract.Usagef("--before %q: give a date (2026-11-01) or an age (90d, 12h)", o.Before)
 		}
 		rs, err := h.RunsBefore(before)
 		if err != nil {

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/plot"
 	"github.com/xrun-dev/xrun/client/regress"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/table"
 )
 
@@ -52,7 +52,7 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 	firstJSON, firstText := true, true
 	start := func(points int, params []string) error {
 		if points == 0 {
-			return exit.Usagef("the results history has no run that matches (%s); xrun history import PATH adds results.json files", describeFilter(o.Filter))
+			return contract.Usagef("the results history has no run that matches (%s); xrun history import PATH adds results.json files", describeFilter(o.Filter))
 		}
 		switch {
 		case o.JSON:
@@ -122,7 +122,7 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 		return nil
 	})
 	if err != nil {
-		var ee *exit.Error
+		var ee *contract.ExitError
 		if errors.As(err, &ee) {
 			return err
 		}

@@ -26,12 +26,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/exit"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/regress"
 	"github.com/xrun-dev/xrun/client/site"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -387,12 +387,12 @@ func (s *Server) getRegress(w http.ResponseWriter, r *http.Request, _ history.To
 	rep, err := nightly.New(s.h, io.Discard, io.Discard).JudgeKept(r.Context(), q["job"],
 		func(job string) *result.Results { return keptHead(s.h, job) },
 		func(job string) *result.Results { return KeptResults(s.h, job) }, ru)
-	var ee *exit.Error
+	var ee *contract.ExitError
 	switch {
 	case errors.Is(err, history.ErrAmbiguous):
 		writeJSON(w, http.StatusBadRequest, reply{Status: "refused", Message: sentence(err.Error())})
 		return
-	case errors.As(err, &ee) && ee.Code == exit.Usage:
+	case errors.As(err, &ee) && ee.Code == contract.ExitUsage:
 		writeJSON(w, http.StatusNotFound, reply{Status: "not_found", Message: sentence(err.Error())})
 		return
 	case err != nil:

@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"os/signal"
 	"syscall"
@@ -48,14 +49,14 @@ func main() {
 		note, cleanup := cli.InterruptedTwice(os.Args)
 		fmt.Fprintln(os.Stderr, note)
 		if !cleanup {
-			os.Exit(cli.ExitInterrupted)
+			os.Exit(contract.ExitCancelled)
 		}
 		close(abort)
 		select {
 		case <-sigs:
 		case <-time.After(abortGrace):
 		}
-		os.Exit(cli.ExitInterrupted)
+		os.Exit(contract.ExitCancelled)
 	}()
 	os.Exit(cli.Main(ctx, os.Args, os.Stdout, os.Stderr, os.Getenv))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/cli"
 	"github.com/xrun-dev/xrun/client/flat"
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/result"
@@ -84,8 +84,8 @@ func TestHistoryImportStopsAtFirstInterrupt(t *testing.T) {
 	}
 	t.Logf("stopped %v after SIGINT, having imported %d of %d runs", time.Since(sent).Round(time.Millisecond), len(said), runs)
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitInterrupted {
-		t.Fatalf("exit %v, want %d; it said:\n%s\n%s", err, cli.ExitInterrupted, strings.Join(said, "\n"), stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != contract.ExitCancelled {
+		t.Fatalf("exit %v, want %d; it said:\n%s\n%s", err, contract.ExitCancelled, strings.Join(said, "\n"), stderr.String())
 	}
 	for _, want := range []string{"interrupted", "rolled back"} {
 		if !strings.Contains(stderr.String(), want) {

@@ -40,7 +40,7 @@ benchmark:
 	}
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Mode: "cpu"})
 	var se *SpecError
-	if !errors.As(ro.err, &se) || ro.code != contract.ExitBadSpec {
+	if !errors.As(ro.err, &se) || ro.code != contract.ExitUsage {
 		t.Fatalf("err %v, exit %d; want a bad spec", ro.err, ro.code)
 	}
 	for _, want := range []string{

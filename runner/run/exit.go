@@ -48,7 +48,7 @@ func ExitCode(r *result.Results, err error) int {
 	var ng *NoGPUError
 	switch {
 	case errors.As(err, &se):
-		return contract.ExitBadSpec
+		return contract.ExitUsage
 	case errors.As(err, &ie), errors.As(err, &ng):
 		return contract.ExitInfra
 	case errors.Is(err, context.Canceled):

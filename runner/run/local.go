@@ -40,7 +40,7 @@ func LocalMain(ctx context.Context, args []string, stderr io.Writer) int {
 	o.HostBusyShare = os.Getenv(contract.EnvHostBusyShare)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || o.ExperimentDir == "" || o.OutDir == "" {
 		fmt.Fprintf(stderr, "xrun: the local runner takes --experiment DIR --out DIR [--mode cpu] [--python PATH] [--job-id ID]\n")
-		return contract.ExitBadSpec
+		return contract.ExitUsage
 	}
 	start := time.Now()
 	r, err := Run(ctx, o)
@@ -55,7 +55,7 @@ func LocalMain(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	var ng *NoGPUError
 	if errors.As(err, &ng) {
-		return contract.ExitBadSpec
+		return contract.ExitUsage
 	}
 	return ExitCode(r, err)
 }

@@ -49,11 +49,11 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return contract.ExitBadSpec
+		return contract.ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q; the experiment is given with --experiment\n", name, fs.Args())
-		return contract.ExitBadSpec
+		return contract.ExitUsage
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, version.Get())
@@ -71,7 +71,7 @@ func Main(ctx context.Context, name string, args []string, stdout, stderr io.Wri
 	idle, err := standbyIdle()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return contract.ExitBadSpec
+		return contract.ExitUsage
 	}
 	if idle > 0 {
 		if o, err = standby(ctx, o, idle); err != nil {

@@ -123,8 +123,8 @@ func TestMainSaysTheErrorOnce(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), "xrun-runner",
 		[]string{"--experiment", exp, "--out", t.TempDir(), "--python", py, "--mode", "cpu"}, &stdout, &stderr)
-	if code != contract.ExitBadSpec {
-		t.Fatalf("exit %d, want %d\n%s", code, contract.ExitBadSpec, stderr.String())
+	if code != contract.ExitUsage {
+		t.Fatalf("exit %d, want %d\n%s", code, contract.ExitUsage, stderr.String())
 	}
 	if n := strings.Count(stderr.String(), "has no function saxpy_lop; did you mean saxpy_loop?"); n != 1 {
 		t.Errorf("the error is in the log %d times, want 1:\n%s", n, stderr.String())

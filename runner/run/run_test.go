@@ -425,7 +425,7 @@ func TestBadSpec(t *testing.T) {
 	}
 	ro := runFixture(t, context.Background(), Options{ExperimentDir: dir})
 	var se *SpecError
-	if !errors.As(ro.err, &se) || ro.code != contract.ExitBadSpec || !strings.Contains(ro.err.Error(), "bogus") {
+	if !errors.As(ro.err, &se) || ro.code != contract.ExitUsage || !strings.Contains(ro.err.Error(), "bogus") {
 		t.Fatalf("err %v, exit %d", ro.err, ro.code)
 	}
 	r := readResults(t, ro.out)
@@ -1278,7 +1278,7 @@ func TestProfileOnFakeGPU(t *testing.T) {
 	// A request the run cannot honour stops it before anything is timed.
 	ro3 := runFixture(t, context.Background(), Options{ExperimentDir: dir, Python: py, Profile: "ncu:impl=matmull"})
 	var se *SpecError
-	if !errors.As(ro3.err, &se) || ro3.code != contract.ExitBadSpec || !strings.Contains(ro3.err.Error(), `no implementation "matmull"`) {
+	if !errors.As(ro3.err, &se) || ro3.code != contract.ExitUsage || !strings.Contains(ro3.err.Error(), `no implementation "matmull"`) {
 		t.Errorf("bad request: err %v exit %d", ro3.err, ro3.code)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // The Docker host passes the backends' conformance suite against the real

@@ -329,7 +329,7 @@ func TestGPUScheduling(t *testing.T) {
 	// The test cluster's node offers no GPU: refused before anything is
 	// pushed or made.
 	r := submit(t, 5*time.Minute, "quick", "--gpus", "1", "-d")
-	expect(t, r, contract.ExitBadSpec, "the Kubernetes cluster cannot run this job: the job asks for 1 GPU and none of its 1 nodes offers any (nvidia.com/gpu)", "--queue", "nothing was submitted")
+	expect(t, r, contract.ExitUsage, "the Kubernetes cluster cannot run this job: the job asks for 1 GPU and none of its 1 nodes offers any (nvidia.com/gpu)", "--queue", "nothing was submitted")
 	// With --queue it waits for a node that has one, pending with the
 	// scheduler's reason, under a deadline counted from the submit.
 	r = submit(t, 5*time.Minute, "quick", "--gpus", "1", "--queue", "--timeout", "30s", "-d")
@@ -358,7 +358,7 @@ func TestGPUScheduling(t *testing.T) {
 	dir := withGPUType(t, "quick", "resources: {timeout: 5m}", "H100")
 	r = submit(t, 5*time.Minute, dir, "--gpus", "1")
 	expect(t, r, contract.ExitInfra, `gpu_type "H100": no node of the cluster has that GPU`)
-	expect(t, x.Run(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitBadSpec, "does not apply with --k8s")
+	expect(t, x.Run(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitUsage, "does not apply with --k8s")
 }
 
 // An evicted pod is replaced by the Job controller and the job still

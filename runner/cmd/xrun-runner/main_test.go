@@ -54,7 +54,7 @@ func TestBinary(t *testing.T) {
 	t.Run("bad flag", func(t *testing.T) {
 		err := exec.Command(bin, "--nope").Run()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != contract.ExitBadSpec {
+		if !errors.As(err, &ee) || ee.ExitCode() != contract.ExitUsage {
 			t.Errorf("exit: %v", err)
 		}
 	})
