@@ -86,7 +86,9 @@ With --slurm the job is a Slurm batch job, without a container: the static
 runner and the code go to a job directory on the cluster's shared file system
 (--slurm-dir), the runner uses the nodes' Python (--python), and sbatch gets
 --gres from the GPUs asked for, --time from the timeout, --partition, --account,
---qos and --constraint as given. The Slurm commands run on this machine, or on
+--qos and --constraint as given, and any other option with --sbatch (--sbatch
+--exclusive --sbatch --nodelist=n1,n2; a login node's slurm: sbatch: list in
+xrun's config gives them to every job). The Slurm commands run on this machine, or on
 --login over ssh. A job that waits for a node is "pending" with the scheduler's
 reason. With --slurm-runtime docker the job's image is built here (--base as on
 a Docker host), copied to the cluster once per image, and the batch job runs it
@@ -152,6 +154,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_SLURM_PYTHON"}, Usage: "with --slurm: the Python on the nodes for the harness (a module's or a venv's python3)", DefaultText: "the first python3 on the node's PATH that imports numpy", Destination: &o.settings.Python},
 			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: where the job directories go on the cluster's shared file system", DefaultText: "~/.xrun/slurm", Destination: &o.settings.Dir},
 			&cli.StringFlag{Name: "slurm-runtime", EnvVars: []string{"XRUN_SLURM_RUNTIME"}, Usage: "with --slurm: bare (the runner as your process on the node, the cluster's Python) or docker (the job's image, built here and copied to the cluster, in the node's Docker)", DefaultText: "bare", Destination: &o.settings.Runtime},
+			&cli.GenericFlag{Name: "sbatch", Usage: "with --slurm: one more sbatch `OPTION` for the job, as --exclusive, --nodelist=n1,n2 or --comment=nightly (repeat it for more; after the config's slurm: sbatch: list)", Value: (*optionList)(&o.settings.Sbatch)},
 			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm: how long a job with a timeout may wait for a node before Slurm drops it (sbatch --deadline)", Value: connect.SlurmPendingLimit, Destination: &o.settings.PendingLimit},
 		),
 		BashComplete: completeDirs,
@@ -189,8 +192,8 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 					return usageError("--slurm-runtime %q: give bare or docker", o.settings.Runtime)
 				}
 				o.Where.Slurm = &connect.SlurmTarget{Login: o.login, Settings: o.settings}
-			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") || c.IsSet("slurm-runtime") {
-				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime and --pending-limit go with --slurm")
+			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") || c.IsSet("slurm-runtime") || c.IsSet("sbatch") {
+				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime, --sbatch and --pending-limit go with --slurm")
 			}
 			o.Where.MoveContextToKube()
 			if o.Where.K8s {
@@ -359,3 +362,14 @@ func (a *App) writeStoredResults(w io.Writer, j *store.Job, f render.Format, o r
 	}
 	return render.Results(w, r, f, o)
 }
+
+// optionList is a repeatable flag whose values are kept whole: a comma
+// belongs to the value (--sbatch --nodelist=n1,n2), unlike a StringSlice's.
+type optionList []string
+
+func (l *optionList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+func (l *optionList) String() string { return strings.Join(*l, " ") }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -211,6 +212,15 @@ func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.Sl
 			*f.dst = f.val
 		}
 	}
+	// The config's options first, so that the command line's win (sbatch
+	// reads the last of two); those already there (a rerun's record) once.
+	var extra []string
+	for _, opt := range o.Sbatch {
+		if !slices.Contains(settings.Sbatch, opt) {
+			extra = append(extra, opt)
+		}
+	}
+	settings.Sbatch = append(extra, settings.Sbatch...)
 	if settings.Runtime == store.RuntimeBare {
 		settings.Runtime = ""
 	}

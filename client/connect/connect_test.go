@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/store"
@@ -41,7 +42,7 @@ func TestSlurmDefaults(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "xrun"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "hosts:\n  hpc:\n    host: ssh://me@login.example\n    slurm: {partition: gpu, python: /opt/venv/bin/python3}\n"
+	cfg := "hosts:\n  hpc:\n    host: ssh://me@login.example\n    slurm: {partition: gpu, python: /opt/venv/bin/python3, sbatch: [--exclusive, \"--comment=lab,nightly\"]}\n"
 	if err := os.WriteFile(filepath.Join(dir, "xrun", "config.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -62,5 +63,14 @@ func TestSlurmDefaults(t *testing.T) {
 	asked := s.SlurmDefaults("hpc", store.SlurmSettings{Runtime: store.RuntimeDocker, Python: "/usr/bin/python3"})
 	if asked.Python != "/usr/bin/python3" {
 		t.Errorf("a --python given with the docker runtime was dropped: %+v", asked)
+	}
+	// The config's sbatch options come first, so that the command line's
+	// win; a rerun's record, which has them already, gets them once.
+	flags := s.SlurmDefaults("hpc", store.SlurmSettings{Sbatch: []string{"--comment=mine"}})
+	if got := strings.Join(flags.Sbatch, " "); got != "--exclusive --comment=lab,nightly --comment=mine" {
+		t.Errorf("sbatch options %q", got)
+	}
+	if again := s.SlurmDefaults("hpc", flags); strings.Join(again.Sbatch, " ") != strings.Join(flags.Sbatch, " ") {
+		t.Errorf("a rerun's options %q, want %q", again.Sbatch, flags.Sbatch)
 	}
 }

@@ -66,6 +66,8 @@ type SlurmOptions struct {
 	Python     string `yaml:"python"`
 	Dir        string `yaml:"dir"`
 	Runtime    string `yaml:"runtime"`
+	// Sbatch are more sbatch options for every job (submit --sbatch).
+	Sbatch []string `yaml:"sbatch"`
 }
 
 // LoadConfig reads the hosts section of path; a missing file is an empty

@@ -76,7 +76,8 @@ type submission struct {
 	next    func(id string) backend.Spec
 	made    chan error // the standby being made (leaveStandby)
 	// forgotten says the record was removed: the place refused the job
-	// before anything was submitted (backend.RefusedError).
+	// before anything was submitted (backend.RefusedError, or a request
+	// its backend cannot write, as a bad Slurm option).
 	forgotten bool
 }
 
@@ -109,6 +110,12 @@ func refusedIsBadInput(err error) error {
 		return contract.BadInput(fmt.Errorf("%w (nothing was submitted)", err))
 	}
 	return err
+}
+
+// badRequest says err is a request the backend refused to write (exit 3).
+func badRequest(err error) bool {
+	var ee *contract.ExitError
+	return errors.As(err, &ee) && ee.Code == contract.ExitUsage
 }
 
 func (s *submission) run(ctx context.Context) (*store.Job, error) {
@@ -326,7 +333,7 @@ func (s *submission) abort(ctx context.Context, err error) error {
 	switch {
 	case s.stage == unrecorded:
 		return interruptedBeforeJob(ctx, err)
-	case errors.As(err, &refused):
+	case errors.As(err, &refused) || (s.stage == recorded && badRequest(err)):
 		// Nothing was submitted: no record of a job that never was.
 		s.m.discard(s.b, s.j, err)
 		if rerr := s.m.Store.Remove(s.j.ID); rerr == nil {

@@ -115,6 +115,9 @@ type SlurmSettings struct {
 	// PendingLimit is how long a job with a timeout may wait for its node
 	// before Slurm drops it (0: the backend's default).
 	PendingLimit time.Duration `json:"pending_limit,omitempty"`
+	// Sbatch are more sbatch options, each written to the job's script as
+	// one #SBATCH line after xrun's own (--exclusive, --nodelist=n1).
+	Sbatch []string `json:"sbatch,omitempty"`
 	// Runtime runs the job on the node: RuntimeBare ("", the runner as
 	// the user's process) or RuntimeDocker (the job's image, in the
 	// node's Docker).

@@ -76,7 +76,52 @@ func directives(s Settings, spec backend.Spec, dir string) ([]string, error) {
 		}
 		lines = append(lines, fmt.Sprintf("#SBATCH --%s=%s", o[0], o[1]))
 	}
+	// The user's own options come last: the directives above are xrun's,
+	// and what an extra option could change of them is refused.
+	for _, o := range s.Sbatch {
+		if err := checkExtra(o); err != nil {
+			return nil, err
+		}
+		lines = append(lines, "#SBATCH "+o)
+	}
 	return lines, nil
+}
+
+// ownOptions are the sbatch options that xrun writes itself, by long name
+// (and the short names that mean them), each with what sets it instead.
+var ownOptions = map[string]string{
+	"job-name": "the job's name", "output": "the job's log", "error": "the job's log", "input": "the job's script",
+	"open-mode": "the job's log", "chdir": "the job's directory", "wrap": "the job's script", "array": "one job per submit",
+	"partition": "give --partition", "account": "give --account", "qos": "give --qos", "constraint": "give --constraint",
+	"time": "give --timeout or resources.timeout", "deadline": "give --pending-limit",
+	"gres": "give resources.gpus and gpu_type", "gpus": "give resources.gpus", "gpus-per-node": "give resources.gpus", "gpus-per-task": "give resources.gpus",
+	"mem": "give resources.memory", "mem-per-cpu": "give resources.memory", "mem-per-gpu": "give resources.memory",
+	"cpus-per-task": "give --cpus or resources.cpus", "test-only": "xrun asks it itself", "parsable": "xrun reads sbatch's answer", "wait": "xrun waits itself",
+}
+
+var shortOptions = map[byte]string{'J': "job-name", 'o': "output", 'e': "error", 'i': "input", 'D': "chdir", 'a': "array", 'p': "partition",
+	'A': "account", 'q': "qos", 'C': "constraint", 't': "time", 'G': "gpus", 'c': "cpus-per-task", 'W': "wait"}
+
+// checkExtra checks one of the user's extra sbatch options (Settings.Sbatch):
+// one option, written as sbatch reads it in a #SBATCH line, that leaves
+// xrun's own options alone.
+func checkExtra(o string) error {
+	if strings.ContainsAny(o, " \t\n\r\"'\\") {
+		return fmt.Errorf("--sbatch %q: give one option, as --exclusive or --nodelist=n1,n2, without white space, quotes or backslashes", o)
+	}
+	var name string
+	switch {
+	case strings.HasPrefix(o, "--") && len(o) > 2:
+		name, _, _ = strings.Cut(o[2:], "=")
+	case len(o) >= 2 && o[0] == '-' && o[1] != '-':
+		name = shortOptions[o[1]]
+	default:
+		return fmt.Errorf("--sbatch %q: give an sbatch option, as --exclusive or --nodelist=n1,n2", o)
+	}
+	if why, ok := ownOptions[name]; ok {
+		return fmt.Errorf("--sbatch %s: xrun sets --%s itself (%s)", o, name, why)
+	}
+	return nil
 }
 
 // jobScript is the batch script of the job that runs runner (a path on

@@ -246,7 +246,7 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 	}
 	opts, err := directives(b.Settings, spec, d)
 	if err != nil {
-		return err
+		return contract.BadInput(err)
 	}
 	// The node names itself in the script (jobScript); a bare job has no
 	// image, and the cluster no cache volume.
@@ -303,6 +303,9 @@ func (b *Backend) testOnly(ctx context.Context, script string, spec backend.Spec
 		where := "the Slurm cluster"
 		if b.Settings.Partition != "" {
 			where = "Slurm partition " + b.Settings.Partition
+		}
+		if bad := badOption(ee.Stderr); bad != "" {
+			return contract.BadInput(fmt.Errorf("sbatch on %s does not take the job's options: %s (check --sbatch and the config's slurm: sbatch:)", b.Shell.Where(), bad))
 		}
 		reason := sbatchReason(ee.Stderr)
 		if nodes == nil {
@@ -430,6 +433,19 @@ func parseSlurmTime(s string) (time.Duration, bool) {
 }
 
 // sbatchReason is sbatch's error without its prefixes.
+// badOption is sbatch's line on an option it does not know or whose
+// value it cannot read, or "" when stderr has none.
+func badOption(stderr string) string {
+	for _, mark := range []string{"unrecognized option", "invalid option", "requires an argument", "Invalid --", "specification"} {
+		for _, line := range strings.Split(stderr, "\n") {
+			if strings.Contains(line, mark) {
+				return strings.TrimPrefix(strings.TrimSpace(line), "sbatch: error: ")
+			}
+		}
+	}
+	return ""
+}
+
 func sbatchReason(stderr string) string {
 	s := strings.TrimSpace(stderr)
 	if i := strings.LastIndex(s, "\n"); i >= 0 {

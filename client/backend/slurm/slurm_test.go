@@ -242,3 +242,46 @@ func TestPrivateDir(t *testing.T) {
 		t.Errorf("a path a socket's does not fit in: %q", got)
 	}
 }
+
+// sbatch's own words on an option it cannot take, as sbatch 22 writes
+// them; a refusal of the cluster's is not one.
+func TestBadOption(t *testing.T) {
+	for stderr, want := range map[string]string{
+		"sbatch: unrecognized option '--no-such-option'\nTry \"sbatch --help\" for more information\n": "sbatch: unrecognized option '--no-such-option'",
+		"sbatch: error: Invalid --exclusive specification\n":                                           "Invalid --exclusive specification",
+		"Invalid time specification (pos=0): garbage\nsbatch: error: Invalid --begin specification\n":  "Invalid --begin specification",
+		"allocation failure: Requested node configuration is not available\n":                          "",
+	} {
+		if got := badOption(stderr); got != want {
+			t.Errorf("badOption(%q) = %q, want %q", stderr, got, want)
+		}
+	}
+}
+
+func TestCheckExtra(t *testing.T) {
+	for o, want := range map[string]string{
+		"--exclusive": "", "--nodelist=n1,n2": "", "--comment=nightly": "", "-w": "", "--signal=B:USR1@60": "",
+		"--time=5":            "xrun sets --time itself (give --timeout or resources.timeout)",
+		"-t5":                 "xrun sets --time itself",
+		"-c4":                 "xrun sets --cpus-per-task itself (give --cpus or resources.cpus)",
+		"--output=/tmp/x":     "xrun sets --output itself",
+		"--gres=gpu:2":        "xrun sets --gres itself",
+		"--exclusive --uid=0": "give one option",
+		"exclusive":           "give an sbatch option",
+		"--":                  "give an sbatch option",
+		"--comment='a b'":     "give one option",
+	} {
+		err := checkExtra(o)
+		if (err == nil) != (want == "") || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("checkExtra(%q) = %v, want %q", o, err, want)
+		}
+	}
+	spec := backend.Spec{Name: "xrun-e-1", Timeout: time.Minute}
+	got, err := directives(Settings{Sbatch: []string{"--exclusive", "--nodelist=n1,n2"}}, spec, "/d/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got); n < 2 || got[n-2] != "#SBATCH --exclusive" || got[n-1] != "#SBATCH --nodelist=n1,n2" {
+		t.Errorf("the extra options are not last: %q", got)
+	}
+}

@@ -491,6 +491,64 @@ func TestRefusedBeforeSubmit(t *testing.T) {
 	}
 }
 
+// TestSbatchOptions: --sbatch options reach Slurm, after xrun's own and
+// a login node's config's, a rerun keeps them, and an option that would
+// change one of xrun's own is refused before anything is submitted.
+func TestSbatchOptions(t *testing.T) {
+	dir := fixture(t, "quick")
+	node, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _, _ = strings.Cut(node, ".")
+	r := xrun(t, 3*time.Minute, "submit", "--slurm", "--cpu", "--json", "--sbatch", "--comment=nightly,h200",
+		"--sbatch", "--exclusive", "--sbatch=--nodelist="+node, dir)
+	xruntest.Expect(t, r, 0)
+	j, _ := xruntest.DecodeJob(t, r)
+	if !strings.Contains(r.Stdout, `"--comment=nightly,h200"`) || !strings.Contains(r.Stdout, `"--exclusive"`) {
+		t.Errorf("the record lacks the sbatch options:\n%s", r.Stdout)
+	}
+	line := firstLine(xrun(t, time.Minute, "logs", j.ID).Stdout)
+	_, after, ok := strings.Cut(line, "Slurm job ")
+	slurmID, _, _ := strings.Cut(after, " ")
+	if !ok || slurmID == "" {
+		t.Fatalf("job %s's log names no Slurm job: %q", j.ID, line)
+	}
+	cmd := exec.Command("scontrol", "show", "job", slurmID)
+	cmd.Env = env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scontrol show job %s: %v\n%s", slurmID, err, out)
+	}
+	for _, want := range []string{"Comment=nightly,h200", "OverSubscribe=NO", "ReqNodeList=" + node} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("Slurm's job %s lacks %s:\n%s", slurmID, want, out)
+		}
+	}
+	r = xrun(t, 3*time.Minute, "rerun", "--json", j.ID)
+	xruntest.Expect(t, r, 0)
+	if strings.Count(r.Stdout, `"--exclusive"`) != 1 {
+		t.Errorf("the rerun's record does not keep the options once:\n%s", r.Stdout)
+	}
+
+	before := jobDirs(t)
+	ps := xrun(t, time.Minute, "ps", "-a", "--json")
+	r = xrun(t, time.Minute, "submit", "--slurm", "--cpu", "--sbatch", "--time=5", dir)
+	xruntest.Expect(t, r, 3, "--sbatch --time=5: xrun sets --time itself (give --timeout or resources.timeout)")
+	r = xrun(t, time.Minute, "submit", "--slurm", "--cpu", "--sbatch", "-c4", dir)
+	xruntest.Expect(t, r, 3, "xrun sets --cpus-per-task itself (give --cpus or resources.cpus)")
+	r = xrun(t, time.Minute, "submit", "--slurm", "--cpu", "--sbatch", "--exclusive --uid=0", dir)
+	xruntest.Expect(t, r, 3, "give one option")
+	r = xrun(t, time.Minute, "submit", "--slurm", "--cpu", "--sbatch", "--no-such-option", dir)
+	xruntest.Expect(t, r, 3, "does not take the job's options: sbatch: unrecognized option '--no-such-option'")
+	if after := jobDirs(t); len(after) != len(before) {
+		t.Errorf("refused submits left directories: %v", after)
+	}
+	if again := xrun(t, time.Minute, "ps", "-a", "--json"); len(xruntest.DecodeJobs(t, again)) != len(xruntest.DecodeJobs(t, ps)) {
+		t.Errorf("refused submits left records:\n%s", again.Stdout)
+	}
+}
+
 // cancelAtEnd cancels job id when the test ends, however it ends: a job
 // left running holds the node's CPUs and GPUs from the next test.
 func cancelAtEnd(t *testing.T, id string) {
