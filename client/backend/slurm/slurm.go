@@ -436,7 +436,7 @@ func parseSlurmTime(s string) (time.Duration, bool) {
 // badOption is sbatch's line on an option it does not know or whose
 // value it cannot read, or "" when stderr has none.
 func badOption(stderr string) string {
-	for _, mark := range []string{"unrecognized option", "invalid option", "requires an argument", "Invalid --", "specification"} {
+	for _, mark := range []string{"unrecognized option", "invalid option", "requires an argument", "Invalid --"} {
 		for _, line := range strings.Split(stderr, "\n") {
 			if strings.Contains(line, mark) {
 				return strings.TrimPrefix(strings.TrimSpace(line), "sbatch: error: ")

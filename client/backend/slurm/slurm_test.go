@@ -285,3 +285,10 @@ func TestCheckExtra(t *testing.T) {
 		t.Errorf("the extra options are not last: %q", got)
 	}
 }
+
+// A GPU type no node has is the cluster's refusal, not a bad option.
+func TestBadOptionNotGres(t *testing.T) {
+	if got := badOption("sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification\n"); got != "" {
+		t.Errorf("an unknown gres read as a bad option: %q", got)
+	}
+}
