@@ -225,6 +225,9 @@ type Spec struct {
 	NoNetwork bool
 	// Timeout is the job's timeout (0: none).
 	Timeout time.Duration
+	// PendingLimit is how long a cluster's job with a timeout may wait
+	// for a node before the cluster drops it (0: its backend's default).
+	PendingLimit time.Duration
 	// PostToken is the bearer token for XRUN_POST_URL, for the runner
 	// alone: a Docker host gets it as contract.PostTokenFile, which the
 	// container's configuration does not show.

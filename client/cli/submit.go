@@ -155,7 +155,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: where the job directories go on the cluster's shared file system", DefaultText: "~/.xrun/slurm", Destination: &o.settings.Dir},
 			&cli.StringFlag{Name: "slurm-runtime", EnvVars: []string{"XRUN_SLURM_RUNTIME"}, Usage: "with --slurm: bare (the runner as your process on the node, the cluster's Python) or docker (the job's image, built here and copied to the cluster, in the node's Docker)", DefaultText: "bare", Destination: &o.settings.Runtime},
 			&cli.GenericFlag{Name: "sbatch", Usage: "with --slurm: one more sbatch `OPTION` for the job, as --exclusive, --nodelist=n1,n2 or --comment=nightly (repeat it for more; after the config's slurm: sbatch: list)", Value: (*optionList)(&o.settings.Sbatch)},
-			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm: how long a job with a timeout may wait for a node before Slurm drops it (sbatch --deadline)", Value: connect.SlurmPendingLimit, Destination: &o.settings.PendingLimit},
+			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_PENDING_LIMIT", "XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm or --k8s: how long a job with a timeout may wait for a node before the cluster drops it (sbatch --deadline; the Kubernetes Job's deadline)", Value: connect.PendingLimit, Destination: &o.PendingLimit},
 		),
 		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
@@ -191,11 +191,15 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 				default:
 					return usageError("--slurm-runtime %q: give bare or docker", o.settings.Runtime)
 				}
+				o.settings.PendingLimit, o.PendingLimit = o.PendingLimit, 0
 				o.Where.Slurm = &connect.SlurmTarget{Login: o.login, Settings: o.settings}
-			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("pending-limit") || c.IsSet("slurm-runtime") || c.IsSet("sbatch") {
-				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime, --sbatch and --pending-limit go with --slurm")
+			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("slurm-runtime") || c.IsSet("sbatch") {
+				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime and --sbatch go with --slurm")
 			}
 			o.Where.MoveContextToKube()
+			if c.IsSet("pending-limit") && !o.slurm && !o.Where.K8s {
+				return usageError("--pending-limit goes with --slurm or --k8s: a Docker host's job waits for its GPUs with --queue")
+			}
 			if o.Where.K8s {
 				if len(o.hosts) > 1 {
 					return usageError("--k8s runs on one cluster: give at most one --host (the Docker host that builds the image)")

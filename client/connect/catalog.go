@@ -55,9 +55,10 @@ func RerunSelection(j *store.Job) Selection {
 	return Selection{Slurm: t}
 }
 
-// SlurmPendingLimit is how long a Slurm job with a timeout may wait for a
-// node by default (--pending-limit).
-const SlurmPendingLimit = slurm.DefaultPendingLimit
+// PendingLimit is how long a cluster's job with a timeout may wait for a
+// node by default (submit --pending-limit), the same on Slurm and
+// Kubernetes.
+const PendingLimit = slurm.DefaultPendingLimit
 
 // Catalog is every kind of place xrun runs jobs on, as each declares
 // itself (Slurm once per runtime).

@@ -77,8 +77,9 @@ type Args struct {
 	Profile string
 	// Retune has autotuned Triton kernels timed afresh (contract.EnvRetune).
 	Retune bool
-	// Registry and PullSecret are the cluster's (Where.K8s).
+	// Registry, PullSecret and PendingLimit are the cluster's (Where.K8s).
 	Registry, PullSecret string
+	PendingLimit         time.Duration
 	NoCacheVolume        bool
 	NoStandby            bool
 	// CacheLimit is the compile caches' size limit (go-units' sizes,
@@ -127,6 +128,9 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	}
 	if a.CPUs < 0 {
 		return r, contract.Usagef("--cpus %d: give how many CPUs the job gets, at least 1", a.CPUs)
+	}
+	if a.PendingLimit < 0 {
+		return r, contract.Usagef("--pending-limit %s: give a duration > 0", a.PendingLimit)
 	}
 	if a.Where.Slurm != nil {
 		if err := a.checkSlurm(); err != nil {
@@ -182,7 +186,7 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 		jo.CapAdd = []string{profile.AdminCapability}
 	}
 	return SubmitRequest{
-		Prepared: p, Build: so, Where: a.Where, Registry: a.Registry, PullSecret: a.PullSecret,
+		Prepared: p, Build: so, Where: a.Where, Registry: a.Registry, PullSecret: a.PullSecret, PendingLimit: a.PendingLimit,
 		Job: jo, Detach: a.Detach, Queue: a.Queue, Keep: a.Keep, Rerun: a.rerunArgs(), NoCacheVolume: a.NoCacheVolume, NoStandby: a.NoStandby,
 	}, nil
 }
@@ -213,6 +217,9 @@ func (a Args) rerunArgs() *store.SubmitArgs {
 	if a.Where.Slurm != nil {
 		settings := a.Where.Slurm.Settings
 		r.Slurm = &settings
+	}
+	if a.Where.K8s {
+		r.PendingLimit = a.PendingLimit
 	}
 	for _, e := range a.Env {
 		name, _, _ := strings.Cut(e, "=")

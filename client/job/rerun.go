@@ -28,7 +28,7 @@ func RerunArgs(j *store.Job, env []string) Args {
 	}
 	if s := j.Submit; s != nil {
 		a.Base, a.Labels, a.Root, a.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
-		a.NoStandby, a.NoCacheVolume, a.CPUs = s.NoStandby, s.NoCacheVolume, s.CPUs
+		a.NoStandby, a.NoCacheVolume, a.CPUs, a.PendingLimit = s.NoStandby, s.NoCacheVolume, s.CPUs, s.PendingLimit
 		if s.Network != "" {
 			a.Network = s.Network
 		}

@@ -28,6 +28,9 @@ type SubmitRequest struct {
 	Where      connect.Selection
 	Registry   string
 	PullSecret string
+	// PendingLimit is how long a cluster's job with a timeout may wait
+	// for a node (Where.K8s; a Slurm job's is in its settings).
+	PendingLimit time.Duration
 	// Job is how the container runs (environment, root, network, token).
 	Job build.JobOptions
 	// Detach returns once the job runs; otherwise the job is followed
@@ -200,7 +203,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 		}
 	}
 	spec := p.JobSpec(ctx, s.j, r.Build.Dir, jo)
-	spec.WaitForNode = r.Queue
+	spec.WaitForNode, spec.PendingLimit = r.Queue, r.PendingLimit
 	if !t.OnBuilder {
 		spec.Push = &backend.Push{Builder: e, Registry: r.Registry, PullSecret: r.PullSecret}
 	}

@@ -94,6 +94,9 @@ type SubmitArgs struct {
 	// --no-cache-volume.
 	NoStandby     bool `json:"no_standby,omitempty"`
 	NoCacheVolume bool `json:"no_cache_volume,omitempty"`
+	// PendingLimit repeats a Kubernetes job's --pending-limit (a Slurm
+	// job's is in Slurm).
+	PendingLimit time.Duration `json:"pending_limit,omitempty"`
 	// Slurm repeats a Slurm job's options (its login node is the
 	// record's Host).
 	Slurm *SlurmSettings `json:"slurm,omitempty"`

@@ -410,9 +410,11 @@ func JobObject(s backend.Spec, ref, jobID, pullSecret string, affinity *corev1.A
 	var jobDeadline *int64
 	if s.Timeout > 0 {
 		// Counted from the start (the Job's resume), a pod waiting for a
-		// node included: a job that no node takes ends all the same.
-		d := int64((s.Timeout + DeadlineSlack).Seconds())
+		// node included: a job that no node takes within its pending
+		// limit ends all the same.
+		d := int64((pendingLimit(s) + s.Timeout + DeadlineSlack).Seconds())
 		jobDeadline = &d
+		annotations[annotationPendingLimit] = pendingLimit(s).String()
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name), Labels: labels, Annotations: annotations},

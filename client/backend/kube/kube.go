@@ -49,6 +49,22 @@ const (
 // client is watching a little later.
 const DeadlineSlack = 5 * time.Minute
 
+// DefaultPendingLimit is how long a job with a timeout waits for a node
+// when its submit gives no --pending-limit, as on Slurm.
+const DefaultPendingLimit = 24 * time.Hour
+
+// annotationPendingLimit keeps a Job's pending limit, for the story of a
+// job that no node took.
+const annotationPendingLimit = "dev.xrun.pending-limit"
+
+// pendingLimit is how long s may wait for a node.
+func pendingLimit(s backend.Spec) time.Duration {
+	if s.PendingLimit > 0 {
+		return s.PendingLimit
+	}
+	return DefaultPendingLimit
+}
+
 // requestTimeout bounds each request of Backend.Client: a cluster that
 // stops answering is an error, not a hang. Followed logs go through
 // Backend.Stream, which has no such bound.

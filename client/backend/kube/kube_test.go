@@ -152,7 +152,12 @@ func pod(name string, created time.Time, phase corev1.PodPhase, cs *corev1.Conta
 
 func TestStateOf(t *testing.T) {
 	now := time.Now()
-	job := JobObject(testSpec(), "r/x:1", "0123456789ab", "", nil)
+	if d := JobObject(testSpec(), "r/x:1", "0123456789ab", "", nil).Spec.ActiveDeadlineSeconds; d == nil || *d != int64((DefaultPendingLimit+5*time.Minute+DeadlineSlack).Seconds()) {
+		t.Errorf("the Job's own deadline without a pending limit given: %v", d)
+	}
+	spec := testSpec()
+	spec.PendingLimit = 10 * time.Minute
+	job := JobObject(spec, "r/x:1", "0123456789ab", "", nil)
 	if s := StateOf(job, nil); s.Phase != backend.Pending || s.Detail != "created" {
 		t.Errorf("suspended: %+v", s)
 	}
@@ -162,7 +167,7 @@ func TestStateOf(t *testing.T) {
 	if s := StateOf(job, []corev1.Pod{unsched}); s.Phase != backend.Pending || !s.Waiting || s.Detail != "unschedulable" || !strings.Contains(s.Message, "Insufficient nvidia.com/gpu") {
 		t.Errorf("unschedulable: %+v", s)
 	}
-	if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != int64((5*time.Minute+DeadlineSlack).Seconds()) {
+	if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != int64((10*time.Minute+5*time.Minute+DeadlineSlack).Seconds()) {
 		t.Errorf("the Job's own deadline, counted from the submit: %v", d)
 	}
 	// The Job's deadline passed while its pod waited for a node.
@@ -170,11 +175,20 @@ func TestStateOf(t *testing.T) {
 	expired.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline"}}
 	unschedFailed := unsched.DeepCopy()
 	unschedFailed.Status.Phase = corev1.PodFailed
-	if s := StateOf(expired, []corev1.Pod{*unschedFailed}); s.Phase != backend.Exited || !s.TimedOut || !s.NoNode || s.Message != "no node took it before its deadline, 10m0s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
+	if s := StateOf(expired, []corev1.Pod{*unschedFailed}); s.Phase != backend.Exited || !s.TimedOut || !s.NoNode || s.Message != "no node took it within its pending limit (--pending-limit 10m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
 		t.Errorf("deadline while unschedulable: %+v", s)
 	}
-	if s := StateOf(expired, nil); s.Phase != backend.Exited || !s.TimedOut || s.Message != "Kubernetes stopped it at its deadline, 10m0s after the submit (its timeout plus 5m0s)" {
+	if s := StateOf(expired, nil); s.Phase != backend.Exited || !s.TimedOut || s.Message != "Kubernetes stopped it at its deadline, 20m0s after the submit (its pending limit, its timeout and 5m0s)" {
 		t.Errorf("deadline, pods gone: %+v", s)
+	}
+	// A Job made before pending limits (no annotation) tells its story
+	// as it did.
+	old := expired.DeepCopy()
+	delete(old.Annotations, annotationPendingLimit)
+	tenMin := int64(600)
+	old.Spec.ActiveDeadlineSeconds = &tenMin
+	if s := StateOf(old, []corev1.Pod{*unschedFailed}); s.Message != "no node took it before its deadline, 10m0s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
+		t.Errorf("an older Job past its deadline: %+v", s)
 	}
 	pulling := pod("p1", now, corev1.PodPending, &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}}})
 	if s := StateOf(job, []corev1.Pod{pulling}); s.Phase != backend.Pending || s.Detail != "ImagePullBackOff" {

@@ -152,13 +152,20 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 	return s
 }
 
-// jobDeadlineMessage says that the Job's own deadline (its timeout plus
-// DeadlineSlack, counted from the submit) ended it; why is what kept its
-// pod from a node, when it never got one.
+// jobDeadlineMessage says that the Job's own deadline (its pending limit,
+// timeout and DeadlineSlack, counted from the submit) ended it; why is
+// what kept its pod from a node, when it never got one.
 func jobDeadlineMessage(job *batchv1.Job, why string) string {
+	pending := job.Annotations[annotationPendingLimit]
+	if why != "" && pending != "" {
+		return fmt.Sprintf("no node took it within its pending limit (--pending-limit %s): %s", pending, why)
+	}
 	limit := "its deadline"
 	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
 		limit = fmt.Sprintf("its deadline, %s after the submit (its timeout plus %s)", time.Duration(*d)*time.Second, DeadlineSlack)
+		if pending != "" {
+			limit = fmt.Sprintf("its deadline, %s after the submit (its pending limit, its timeout and %s)", time.Duration(*d)*time.Second, DeadlineSlack)
+		}
 	}
 	if why != "" {
 		return fmt.Sprintf("no node took it before %s: %s", limit, why)

@@ -331,8 +331,9 @@ func TestGPUScheduling(t *testing.T) {
 	r := submit(t, 5*time.Minute, "quick", "--gpus", "1", "-d")
 	expect(t, r, contract.ExitUsage, "the Kubernetes cluster cannot run this job: the job asks for 1 GPU and none of its 1 nodes offers any (nvidia.com/gpu)", "--queue", "nothing was submitted")
 	// With --queue it waits for a node that has one, pending with the
-	// scheduler's reason, under a deadline counted from the submit.
-	r = submit(t, 5*time.Minute, "quick", "--gpus", "1", "--queue", "--timeout", "30s", "-d")
+	// scheduler's reason, under a deadline counted from the submit: its
+	// pending limit, its timeout and the slack.
+	r = submit(t, 5*time.Minute, "quick", "--gpus", "1", "--queue", "--timeout", "30s", "--pending-limit", "2m", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
 	until(t, 2*time.Minute, "unschedulable", func() bool {
@@ -346,8 +347,11 @@ func TestGPUScheduling(t *testing.T) {
 		t.Errorf("ps:\n%s", ps.Stdout)
 	}
 	jobs, err := kc.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id})
-	if err != nil || len(jobs.Items) != 1 || jobs.Items[0].Spec.ActiveDeadlineSeconds == nil || *jobs.Items[0].Spec.ActiveDeadlineSeconds != int64((30*time.Second+kube.DeadlineSlack).Seconds()) {
-		t.Errorf("the Job's own deadline (timeout + slack from the submit): %v %+v", err, jobs)
+	if err != nil || len(jobs.Items) != 1 || jobs.Items[0].Spec.ActiveDeadlineSeconds == nil || *jobs.Items[0].Spec.ActiveDeadlineSeconds != int64((2*time.Minute+30*time.Second+kube.DeadlineSlack).Seconds()) {
+		t.Errorf("the Job's own deadline (pending limit + timeout + slack from the submit): %v %+v", err, jobs)
+	}
+	if st := x.Run(t, time.Minute, "status", "--json", id); !strings.Contains(st.Stdout, `"pending_limit": 120000000000`) {
+		t.Errorf("the record lacks the pending limit a rerun repeats:\n%s", st.Stdout)
 	}
 	expect(t, x.Run(t, 2*time.Minute, "cancel", id), 0)
 	if s := x.Status(t, id); s.Status != result.StatusCancelled {
