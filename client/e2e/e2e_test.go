@@ -341,11 +341,11 @@ func TestTwiceInterruptedAttachedSubmitLeavesNoContainer(t *testing.T) {
 // startSlowSubmit starts an attached submit --json of the slow fixture,
 // its stderr kept for the test to read while it runs; stdout gets the
 // job's record once it ends.
-func startSlowSubmit(t *testing.T) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func startSlowSubmit(t *testing.T) (*exec.Cmd, *xruntest.LockedBuffer, *xruntest.LockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(xrunBin, "submit", "--json", "--cpu", "--base", Base, "--label", labelArg, fixturePath("slow"))
 	cmd.Env = env()
-	outb, errb := &syncBuffer{}, &syncBuffer{}
+	outb, errb := &xruntest.LockedBuffer{}, &xruntest.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = outb, errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -354,7 +354,7 @@ func startSlowSubmit(t *testing.T) (*exec.Cmd, *syncBuffer, *syncBuffer) {
 }
 
 // ended is how cmd, a submit started by startSlowSubmit, ended.
-func ended(cmd *exec.Cmd, outb, errb *syncBuffer) res {
+func ended(cmd *exec.Cmd, outb, errb *xruntest.LockedBuffer) res {
 	return res{Code: cmd.ProcessState.ExitCode(), Stdout: outb.String(), Stderr: errb.String()}
 }
 
@@ -427,7 +427,7 @@ func interruptAttached(t *testing.T, second time.Duration) {
 // before the record is made to the create and the start.
 func TestInterruptedAtCreateLeavesNoContainer(t *testing.T) {
 	t.Run("container-appears", func(t *testing.T) {
-		interruptEarly(t, func(errb *syncBuffer, before map[string]bool) bool {
+		interruptEarly(t, func(errb *xruntest.LockedBuffer, before map[string]bool) bool {
 			for _, c := range slowContainers(t) {
 				if !before[c.ID] {
 					return true
@@ -436,7 +436,7 @@ func TestInterruptedAtCreateLeavesNoContainer(t *testing.T) {
 			return false
 		}, 0)
 	})
-	skipped := func(errb *syncBuffer, _ map[string]bool) bool {
+	skipped := func(errb *xruntest.LockedBuffer, _ map[string]bool) bool {
 		return strings.Contains(errb.String(), "build skipped")
 	}
 	for _, d := range []time.Duration{0, 10, 30, 60, 100, 150, 250} {
@@ -460,7 +460,7 @@ func slowContainers(t *testing.T) []engine.Container {
 // delay after ready (polled) first holds; xrun must exit 130 and leave no
 // container of the fixture that was not there before, and a job it
 // recorded must be cancelled, and its record printed.
-func interruptEarly(t *testing.T, ready func(errb *syncBuffer, before map[string]bool) bool, delay time.Duration) {
+func interruptEarly(t *testing.T, ready func(errb *xruntest.LockedBuffer, before map[string]bool) bool, delay time.Duration) {
 	before := map[string]bool{}
 	for _, c := range slowContainers(t) {
 		before[c.ID] = true

@@ -304,7 +304,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 	defer cancel()
 	wait := exec.CommandContext(ctx, xrunBin, "wait", id)
 	wait.Env = env()
-	var wout, werr syncBuffer
+	var wout, werr xruntest.LockedBuffer
 	wait.Stdout, wait.Stderr = &wout, &werr
 	if err := wait.Start(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
@@ -75,5 +76,58 @@ func TestRefusedSubmitLeavesNoRecord(t *testing.T) {
 	}
 	if jobs, err := st.List(); err != nil || len(jobs) != 0 {
 		t.Errorf("the store holds %d records after a refusal (%v)", len(jobs), err)
+	}
+}
+
+// waitsForEnd is a backend whose Wait returns only when its context ends,
+// as a cluster's does for a job that is running or queued again.
+type waitsForEnd struct{ backend.Backend }
+
+func (waitsForEnd) Wait(ctx context.Context, _ *store.Job) (backend.State, error) {
+	<-ctx.Done()
+	return backend.State{}, ctx.Err()
+}
+
+// A running job its cluster puts back in the queue (a node that went
+// down) is said to be back in the queue, with the scheduler's words and
+// how to give up, and to run again once it does; the wait goes on to
+// its end.
+func TestWaitSaysWhenARunningJobIsRequeued(t *testing.T) {
+	defer func(p, r time.Duration) { pendingPoll, runningPoll = p, r }(pendingPoll, runningPoll)
+	pendingPoll, runningPoll = 5*time.Millisecond, 5*time.Millisecond
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &store.Job{ID: store.NewID(), Experiment: "e", Status: store.StatusRunning, ContainerID: "31", ContainerName: "xrun-e"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	requeued := backend.State{Phase: backend.Pending, Detail: "requeued", Waiting: true,
+		Message: "Slurm requeued it (its node went down, or it was preempted): it runs again from the start once it gets a node (ReqNodeNotAvail)"}
+	states := []backend.State{
+		{Phase: backend.Running, Detail: "RUNNING"},
+		{Phase: backend.Running, Detail: "RUNNING"},
+		requeued, requeued, requeued,
+		{Phase: backend.Running, Detail: "RUNNING"},
+		{Phase: backend.Exited, Detail: "COMPLETED"},
+	}
+	f := &fakeBackend{where: "slurm://login", state: func(look int) (backend.State, error) {
+		return states[min(look, len(states)-1)], nil
+	}, logs: func(io.Writer) error { return nil },
+		copyOut: func() (io.ReadCloser, error) { return nil, backend.ErrNotFound }}
+	var out bytes.Buffer
+	m := &Manager{Store: st, Err: &out}
+	if err := m.waitJob(context.Background(), waitsForEnd{f.plain()}, j, states[0]); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	back := strings.Index(got, "job "+j.ID+" is back in the queue (requeued): Slurm requeued it (its node went down, or it was preempted): it runs again from the start once it gets a node (ReqNodeNotAvail) (xrun cancel "+j.ID+" gives up)")
+	again := strings.Index(got, "job "+j.ID+" running in container xrun-e on slurm://login")
+	if back < 0 || again < back || strings.Count(got, "back in the queue") != 1 || strings.Contains(got, "is waiting") {
+		t.Errorf("stderr %q: want the job back in the queue once, then running again", got)
+	}
+	if f.looks < len(states)-1 {
+		t.Errorf("the wait ended after %d looks, before the job did", f.looks)
 	}
 }

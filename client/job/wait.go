@@ -100,14 +100,21 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 		m.sayWaiting(j, s)
 	}
 	for {
-		waitCtx, cancel := ctx, context.CancelFunc(func() {})
+		var waitCtx context.Context
+		var cancel context.CancelFunc
 		deadline, has := Deadline(j, s)
-		if has {
+		switch {
+		case has && time.Until(deadline) <= runningPoll:
 			waitCtx, cancel = context.WithDeadlineCause(ctx, deadline, errTimeout)
-		} else if s.Phase == backend.Pending {
+		case s.Phase == backend.Pending:
 			// Not started: look again in a while, for the deadline that
 			// starts with it and for what keeps it waiting.
 			waitCtx, cancel = context.WithTimeoutCause(ctx, pendingPoll, errPending)
+		default:
+			// Running: look again in a while too, for a cluster that puts
+			// the job back in its queue (a node that went down, an
+			// evicted pod), which no Wait returns for.
+			waitCtx, cancel = context.WithTimeoutCause(ctx, runningPoll, errLook)
 		}
 		_, err := b.Wait(waitCtx, j)
 		cause := context.Cause(waitCtx)
@@ -121,7 +128,7 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 				return err
 			}
 			b.Wait(ctx, j)
-		case errors.Is(cause, errPending):
+		case errors.Is(cause, errPending), errors.Is(cause, errLook):
 		case err != nil && !errors.Is(err, backend.ErrNotFound):
 			return err
 		}
@@ -139,7 +146,10 @@ func (m *Manager) waitJob(ctx context.Context, b backend.Backend, j *store.Job, 
 		if s.Phase == backend.Pending && cause == nil {
 			return nil // a container that was never started does not start by itself
 		}
-		if s.Phase == backend.Pending && (s.Detail != prev.Detail || s.Message != prev.Message) && s.Message != "" {
+		switch {
+		case prev.Phase == backend.Running && s.Phase == backend.Pending:
+			m.sayRequeued(j, s)
+		case s.Phase == backend.Pending && (s.Detail != prev.Detail || s.Message != prev.Message) && s.Message != "":
 			m.sayWaiting(j, s)
 		}
 	}
@@ -165,10 +175,26 @@ func (m *Manager) sayWaiting(j *store.Job, s backend.State) {
 	fmt.Fprintf(m.Err, "job %s is waiting (%s): %s%s\n", j.ID, s.Detail, s.Message, next)
 }
 
+// sayRequeued says that job j, which was running, is back in its
+// cluster's queue (state s): what the runner printed as it was stopped
+// is not the job's end, and it runs again from the start.
+func (m *Manager) sayRequeued(j *store.Job, s backend.State) {
+	why := s.Message
+	if why == "" {
+		why = "its node or pod went away: it runs again from the start once it gets a node"
+	}
+	fmt.Fprintf(m.Err, "job %s is back in the queue (%s): %s (xrun cancel %s gives up)\n", j.ID, s.Detail, why, j.ID)
+}
+
 var (
 	errTimeout = errors.New("job timeout")
 	errPending = errors.New("job pending")
+	errLook    = errors.New("look at the running job again")
 )
 
-// pendingPoll is how often a job that has not started is looked at again.
-const pendingPoll = 5 * time.Second
+// pendingPoll is how often a job that has not started is looked at again,
+// and runningPoll a running one (its Wait goes on between the looks).
+var (
+	pendingPoll = 5 * time.Second
+	runningPoll = 15 * time.Second
+)

@@ -382,6 +382,73 @@ func TestNodeDownRequeues(t *testing.T) {
 	}
 }
 
+// TestAttachedThroughARequeue: an attached submit whose node goes down
+// says that the job is back in the queue, and how to give up, and then
+// follows it when it runs again, to its results and exit 0.
+func TestAttachedThroughARequeue(t *testing.T) {
+	dir := fixture(t, "pause")
+	node, _ := os.Hostname()
+	node, _, _ = strings.Cut(node, ".")
+	scontrol := func(args ...string) {
+		cmd := exec.Command("scontrol", append([]string{"update", "nodename=" + node}, args...)...)
+		cmd.Env = env()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("scontrol %v: %v\n%s", args, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		// Resumed already, unless the test stopped before: the next test
+		// needs the node.
+		cmd := exec.Command("scontrol", "update", "nodename="+node, "state=resume")
+		cmd.Env = env()
+		cmd.Run()
+	})
+	cmd := exec.Command(x.Bin, "submit", "--slurm", "--cpu", dir)
+	cmd.Env = env()
+	var stdout, stderr xruntest.LockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	until := func(what, text string, limit time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(limit); !strings.Contains(stderr.String(), text); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within %s:\n%s", what, limit, stderr.String())
+			}
+		}
+	}
+	// The pause fixture's first inputs take ten seconds: the node goes
+	// down while the job runs.
+	until("start", " running in ", time.Minute)
+	scontrol("state=down", "reason=xrun-test")
+	until("requeue", "is back in the queue (requeued): Slurm requeued it", time.Minute)
+	if !strings.Contains(stderr.String(), "gives up)") {
+		t.Errorf("the requeue line does not say how to give up:\n%s", stderr.String())
+	}
+	scontrol("state=resume")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("submit: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(5 * time.Minute):
+		// Slurm starts a requeued job no sooner than two minutes on.
+		t.Fatalf("the attached submit did not end after the node came back:\n%s", stderr.String())
+	}
+	out := stderr.String()
+	back := strings.Index(out, "back in the queue")
+	if again := strings.LastIndex(out, " running in "); again < back {
+		t.Errorf("the job is not said to run again after its requeue:\n%s", out)
+	}
+	if !strings.Contains(stdout.String()+out, "PASS") {
+		t.Errorf("no results after the rerun:\n%s%s", stdout.String(), out)
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	dir := fixture(t, "slow")
 	start := time.Now()

@@ -30,7 +30,7 @@ type Server struct {
 	Post      string // a post token
 	Read      string // a read token
 	ConfigDir string
-	log       lockedBuffer
+	log       LockedBuffer
 	cmd       *exec.Cmd
 }
 
@@ -157,19 +157,20 @@ func (s *Server) PostFile(t testing.TB, path string) int {
 	return resp.StatusCode
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe to read while a process writes it:
+// a command's output that a test watches as it runs.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
