@@ -21,12 +21,13 @@ say() { printf 'setup [%3ds]: %s\n' "$((SECONDS - start))" "$*"; }
 # openssh-server, openssl: the remote-host tests (sshd and TLS on loopback).
 # hyperfine: the submit benchmark.
 # chromium: the dashboard's test in a real browser (client/site, xrun report --html).
-# slurm-wlm, munge: the one-node Slurm cluster of the Slurm suite (scripts/slurm-cluster).
+# slurm-wlm, munge: the one-node Slurm cluster of the Slurm suite (scripts/slurm-cluster);
+#   socat: its slow login node (an ssh ProxyCommand that waits 3 s).
 # postgresql: xrun serve's tests on PostgreSQL (client/server starts its own server with initdb and pg_ctl).
 # docker-compose: the server's compose file (images/server/compose.yaml) is tested by bringing it up.
 pkgs=(debootstrap debian-archive-keyring python3 python3-numpy python3-torch python3-pytest
   busybox-static hyperfine openssl openssh-server openssh-client iproute2
-  ca-certificates make jq chromium slurm-wlm munge postgresql docker-compose)
+  ca-certificates make jq chromium slurm-wlm munge socat postgresql docker-compose)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

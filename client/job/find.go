@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
@@ -146,6 +148,9 @@ func Unrecorded(l backend.Listed) *store.Job {
 	return &j
 }
 
+// lookers is how many unfinished jobs List looks at at once.
+const lookers = 8
+
 // List returns the jobs of the store, refreshed where they have not ended
 // (a host that cannot be asked makes them unknown), and the jobs on each
 // of the backends sels pick that the store has no record of; all of them
@@ -167,6 +172,10 @@ func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, 
 	}
 	var list []*store.Job
 	known := map[string]bool{}
+	// The jobs that have not ended are looked at together, a few at a
+	// time: over a slow ssh to a login node one look takes seconds.
+	var looks errgroup.Group
+	looks.SetLimit(lookers)
 	for _, e := range entries {
 		known[e.ID] = true
 		j := e.Job
@@ -174,12 +183,16 @@ func (m *Manager) List(ctx context.Context, sels []connect.Selection, all bool, 
 			j = &store.Job{ID: e.ID, Status: store.StatusUnreadable, Error: e.Err.Error(), Created: e.Modified}
 			warn(j.Error)
 		} else if !store.Final(j.Status) || j.Finished == nil {
-			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			m.Look(rctx, j)
-			cancel()
+			looks.Go(func() error {
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				m.Look(rctx, j)
+				return nil
+			})
 		}
 		list = append(list, j)
 	}
+	looks.Wait()
 	for _, b := range bs {
 		listed, err := b.List(ctx, all)
 		if err != nil {

@@ -248,6 +248,65 @@ func TestOverSSH(t *testing.T) {
 	xruntest.Expect(t, r, 4, "reach the Slurm cluster on nobody@127.0.0.1:1")
 }
 
+// TestSlowLogin: a login node whose every new ssh session takes 3 s to
+// open (a jump host, a slow .bashrc's worth) runs 10 detached jobs that
+// ps lists and wait follows to their end, every one succeeded with its
+// results: a slow copy is never read as a job without results.
+func TestSlowLogin(t *testing.T) {
+	sshd := testenv.StartSSHD(t)
+	_, port, _ := strings.Cut(strings.TrimPrefix(sshd.Host, "ssh://"), ":")
+	opts := append(append([]string(nil), sshd.Options...), "-o", "SetEnv=SLURM_CONF="+slurmConf,
+		"-o", "ProxyCommand=sh -c 'sleep 3; exec socat - TCP:127.0.0.1:"+port+"'")
+	quoted := make([]string, len(opts))
+	for i, o := range opts {
+		quoted[i] = strconv.Quote(o)
+	}
+	cfg := t.TempDir()
+	os.MkdirAll(filepath.Join(cfg, "xrun"), 0o755)
+	if err := os.WriteFile(filepath.Join(cfg, "xrun", "config.yaml"), []byte(fmt.Sprintf("hosts:\n  slow:\n    host: %s\n    ssh_options: [%s]\n", sshd.Host, strings.Join(quoted, ", "))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	extra := []string{"XDG_CONFIG_HOME=" + cfg, "SLURM_CONF=/nonexistent"}
+	dir := fixture(t, "quick")
+	var ids []string
+	start := time.Now()
+	for i := 0; i < 10; i++ {
+		r := x.RunEnv(t, 3*time.Minute, extra, "submit", "-d", "--slurm", "--login", "slow", "--cpu", dir)
+		xruntest.Expect(t, r, 0)
+		id := strings.TrimSpace(r.Stdout)
+		ids = append(ids, id)
+		cancelAtEnd(t, id)
+	}
+	t.Logf("10 detached submits over the slow login: %s", time.Since(start).Round(time.Second))
+	start = time.Now()
+	ps := x.RunEnv(t, 3*time.Minute, extra, "ps", "-a", "--json")
+	xruntest.Expect(t, ps, 0)
+	t.Logf("ps of 10 jobs over the slow login: %s", time.Since(start).Round(time.Second))
+	listed := map[string]bool{}
+	for _, j := range xruntest.DecodeJobs(t, ps) {
+		listed[j.ID] = true
+		if j.Status == "unknown" {
+			t.Errorf("ps could not look at job %s: %+v", j.ID, j)
+		}
+	}
+	for _, id := range ids {
+		if !listed[id] {
+			t.Errorf("ps lacks job %s:\n%s", id, ps.Stdout)
+		}
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("ps of 10 jobs took %s over a login of 3 s a session", d)
+	}
+	for _, id := range ids {
+		xruntest.Expect(t, x.RunEnv(t, 5*time.Minute, extra, "wait", id), 0)
+		s := xruntest.DecodeStatus(t, x.RunEnv(t, time.Minute, extra, "status", "--json", id))
+		if s.Status != "succeeded" {
+			t.Errorf("job %s: %+v", id, s)
+		}
+		xruntest.Expect(t, x.RunEnv(t, time.Minute, extra, "results", id), 0)
+	}
+}
+
 // TestRerun: xrun rerun (as regress --confirm does) submits the job again
 // to the same cluster with the same partition.
 func TestRerun(t *testing.T) {
