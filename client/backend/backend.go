@@ -287,6 +287,18 @@ type Exec struct {
 	TTY            bool
 }
 
+// Archive is a job image kept as a file where a backend's jobs load it
+// from (a Slurm cluster's docker runtime): one per image, shared by the
+// jobs of that image, removed by xrun prune once no job waits for it.
+type Archive struct {
+	Name  string
+	Bytes int64
+	// Modified is when it was last copied or used by a submit.
+	Modified time.Time
+	// InUse says a job that has not ended loads it.
+	InUse bool
+}
+
 // Preparer is a Backend that readies its host for a job once the job is
 // recorded and before it is made: it reserves the job's GPUs (a Docker
 // host assigns devices that no other xrun job holds) and names the GPU

@@ -27,6 +27,9 @@ type pruneOptions struct {
 	caches bool
 	// allUsers prunes every user's objects, not only the caller's.
 	allUsers bool
+	// slurm prunes a Slurm cluster's image archives (login, slurmDir).
+	slurm           bool
+	login, slurmDir string
 }
 
 func newPruneCommand(a *App) *cli.Command {
@@ -66,13 +69,20 @@ deletes; its garbage collection then frees their layers. A cluster's compile
 caches are directories of its nodes (/var/lib/xrun/cache), which prune leaves
 to the cluster's admin (docs/kubernetes.md).
 
+With --slurm it prunes the job images that the Slurm docker runtime keeps on
+the cluster (--login, --slurm-dir, as given to submit): the docker save
+archives in the job directories' images/ that no job that has not ended loads,
+copied or last used by a submit more than --older-than ago, and the copies a
+killed submit left half-written. The next submit of that image copies it again.
+
 Examples:
   xrun prune --dry-run
   xrun prune --older-than 0 --host ssh://me@gpu-box
   xrun prune --label team=kernels
   xrun prune --caches --dry-run
   xrun prune --all-users --older-than 0 --dry-run
-  xrun prune --k8s --registry registry.lab:5000 --dry-run`,
+  xrun prune --k8s --registry registry.lab:5000 --dry-run
+  xrun prune --slurm --login hpc --older-than 24h`,
 		Flags: append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
@@ -80,6 +90,9 @@ Examples:
 			&cli.BoolFlag{Name: "all-users", Usage: "prune every user's images, standbys and caches (and those of no owner), not only yours", Destination: &o.allUsers},
 			&cli.BoolFlag{Name: "json", Usage: "print what was removed (or would be) and what was kept as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "caches", Usage: "remove every compile-cache volume that no container uses, not only those whose base image is gone (Docker hosts)", Destination: &o.caches},
+			&cli.BoolFlag{Name: "slurm", Usage: "prune the job images that the Slurm docker runtime keeps on the cluster (docker save archives in the job directory's images/) instead", Destination: &o.slurm},
+			&cli.StringFlag{Name: "login", EnvVars: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]` or a host named in xrun's config (default: this machine's Slurm)", Destination: &o.login},
+			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: the job directories on the cluster's shared file system, as given to submit", DefaultText: "~/.xrun/slurm", Destination: &o.slurmDir},
 			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
 		),
 		Action: func(c *cli.Context) error {
@@ -100,6 +113,14 @@ Examples:
 			}
 			if caps := connect.Capabilities(o.host); o.caches && caps.CachesElsewhere != "" {
 				return usageError("--caches does not apply with %s: %s", caps.Flag, caps.CachesElsewhere)
+			}
+			if o.slurm {
+				if o.host.K8s || o.host.Explicit() || o.caches || o.allUsers || len(o.labels) > 0 {
+					return usageError("prune --slurm prunes your image archives on the cluster: leave out --host, --context, --k8s, --caches, --all-users and --label")
+				}
+				return runPruneArchives(c.Context, a, o)
+			} else if c.IsSet("login") || c.IsSet("slurm-dir") {
+				return usageError("--login and --slurm-dir go with --slurm")
 			}
 			if o.host.K8s {
 				if o.registry == "" {
@@ -151,6 +172,20 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 	if errors.As(err, &bad) {
 		return usageError("--registry: %v", bad.Err)
 	}
+	if err != nil {
+		return err
+	}
+	return a.finishPrune(rep, o, po)
+}
+
+// runPruneArchives is prune --slurm: the image archives of the Slurm
+// docker runtime on the cluster.
+func runPruneArchives(ctx context.Context, a *App, o pruneOptions) error {
+	po := o.options(a)
+	po.Owner = "" // the directory is the caller's own
+	b := a.Backends().Slurm(o.login)
+	b.Settings = a.Backends().SlurmDefaults(o.login, store.SlurmSettings{Dir: o.slurmDir})
+	rep, err := prune.ClusterArchives(ctx, b, po)
 	if err != nil {
 		return err
 	}

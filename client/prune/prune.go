@@ -226,8 +226,12 @@ func (r *Report) removed(p Removed, o Options) {
 	r.Bytes += p.Bytes
 	switch {
 	case o.Out == nil:
+	case o.DryRun && p.Experiment == "":
+		fmt.Fprintf(o.Out, "would remove %s (%s, %s %s)\n", p.Ref, table.Bytes(p.Bytes), r.madeWord, render.Ago(p.Created, time.Now()))
 	case o.DryRun:
 		fmt.Fprintf(o.Out, "would remove %s (%s, %s, %s %s)\n", p.Ref, p.Experiment, table.Bytes(p.Bytes), r.madeWord, render.Ago(p.Created, time.Now()))
+	case p.Experiment == "":
+		fmt.Fprintf(o.Out, "removed %s (%s)\n", p.Ref, table.Bytes(p.Bytes))
 	default:
 		fmt.Fprintf(o.Out, "removed %s (%s)\n", p.Ref, p.Experiment)
 	}

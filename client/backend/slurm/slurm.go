@@ -222,7 +222,9 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, spec backend.Spec) e
 	// The directory's name is known only once the cluster resolved Dir.
 	present := fmt.Sprintf("test -x bin/%s", name)
 	if docker {
-		present = fmt.Sprintf("test -f images/%s.tar", imageFile(spec.Image))
+		// Touched when found: its time says when a submit last needed
+		// it (xrun prune --older-than).
+		present = fmt.Sprintf("test -f images/%s.tar && touch images/%s.tar", imageFile(spec.Image), imageFile(spec.Image))
 	}
 	out, err := b.Shell.Run(ctx, fmt.Sprintf(`r=%s
 mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; then echo have; else echo need; fi`, b.rootExpr(), present), nil)
@@ -469,9 +471,11 @@ func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d
 		}
 		defer rc.Close()
 		tar := quote(root + "/images/" + imageFile(spec.Image) + ".tar")
-		if _, err := b.Shell.Run(ctx, fmt.Sprintf(`t=%s.$$ && cat > "$t" && mv -f "$t" %s`, tar, tar), rc); err != nil {
+		progress := newCopyProgress(rc, b.Log, fmt.Sprintf("copying the job's image %s to %s", spec.Image, where))
+		if _, err := b.Shell.Run(ctx, fmt.Sprintf(`t=%s.$$ && cat > "$t" && mv -f "$t" %s`, tar, tar), progress); err != nil {
 			return fmt.Errorf("copy the job's image %s to %s: %w", spec.Image, where, err)
 		}
+		progress.done()
 	} else if !have {
 		f, err := os.Open(b.Runner)
 		if err != nil {

@@ -292,3 +292,62 @@ func TestBadOptionNotGres(t *testing.T) {
 		t.Errorf("an unknown gres read as a bad option: %q", got)
 	}
 }
+
+// Archives says which image archives a job that has not ended loads, and
+// lists a half-written copy; RemoveArchive removes one, and nothing else.
+func TestArchives(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, text string, age time.Duration) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		os.Chtimes(p, at, at)
+	}
+	write("images/xrun_a_1.tar", "aaaa", time.Hour)
+	write("images/xrun_b_2.tar", "bb", 2*time.Hour)
+	write("images/xrun_c_3.tar.4242", "c", 3*time.Hour)
+	write("000000000001/job.sh", "docker load -i '"+root+"/images/xrun_a_1.tar'\n", 0)
+	write("000000000002/job.sh", "docker load -i '"+root+"/images/xrun_b_2.tar'\n", 0)
+	write("000000000002/exit", "0\n", 0)
+	b := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: root}}
+	list, err := b.Archives(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]backend.Archive{}
+	for _, a := range list {
+		got[a.Name] = a
+	}
+	if a := got["xrun_a_1.tar"]; !a.InUse || a.Bytes != 4 || time.Since(a.Modified) < 59*time.Minute {
+		t.Errorf("the archive of a running job: %+v", a)
+	}
+	if a := got["xrun_b_2.tar"]; a.InUse || a.Bytes != 2 {
+		t.Errorf("the archive of an ended job: %+v", a)
+	}
+	if a, ok := got["xrun_c_3.tar.4242"]; !ok || a.InUse {
+		t.Errorf("a half-written copy: %+v (listed %v)", a, ok)
+	}
+	if len(list) != 3 {
+		t.Errorf("listed %+v", list)
+	}
+	if err := b.RemoveArchive(context.Background(), "xrun_b_2.tar"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "images", "xrun_b_2.tar")); !os.IsNotExist(err) {
+		t.Errorf("still there: %v", err)
+	}
+	for _, bad := range []string{"../000000000001/job.sh", "", "job.sh"} {
+		if err := b.RemoveArchive(context.Background(), bad); err == nil {
+			t.Errorf("RemoveArchive(%q) took it", bad)
+		}
+	}
+	if empty, err := (&Backend{Shell: LocalShell{}, Settings: Settings{Dir: filepath.Join(root, "none")}}).Archives(context.Background()); err != nil || len(empty) != 0 {
+		t.Errorf("no images directory: %+v, %v", empty, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -702,6 +703,10 @@ func TestDockerRuntime(t *testing.T) {
 	if j.Status != "succeeded" || !strings.Contains(r.Stderr, "in Docker") {
 		t.Fatalf("job %+v\n%s", j, r.Stderr)
 	}
+	// The copy of the image says what it does, and how much went.
+	if !strings.Contains(r.Stderr, "copying the job's image") || !regexp.MustCompile(`copying the job's image \S+ to .+: [0-9.]+ ?[kKMGT]i?B in \d+s`).MatchString(r.Stderr) {
+		t.Errorf("no progress of the image's copy:\n%s", r.Stderr)
+	}
 	res := xrun(t, time.Minute, "results", "--json", j.ID)
 	xruntest.Expect(t, res, 0)
 	if !strings.Contains(res.Stdout, `"worker_user"`) || !strings.Contains(res.Stdout, `"loop"`) {
@@ -739,6 +744,13 @@ func TestDockerRuntime(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	// While a job that loads it runs, prune keeps the archive, whatever
+	// its age.
+	p := xrun(t, time.Minute, "prune", "--slurm", "--older-than", "0", "--dry-run", "--json")
+	xruntest.Expect(t, p, 0)
+	if !strings.Contains(p.Stdout, `"kept_in_use": 1`) || strings.Count(p.Stdout, `"ref":`) != 1 || !strings.Contains(p.Stdout, filepath.Base(archives[0])) {
+		t.Errorf("prune --slurm while a job loads the archive:\n%s", p.Stdout)
+	}
 	xruntest.Expect(t, xrun(t, time.Minute, "cancel", id), 0)
 	if s := waitStatus(t, id, "cancelled", 2*time.Minute); s.Status != "cancelled" {
 		t.Errorf("after cancel: %+v", s)
@@ -750,8 +762,18 @@ func TestDockerRuntime(t *testing.T) {
 	if strings.TrimSpace(string(out)) != "" {
 		t.Errorf("the job's container is left: %s", out)
 	}
-	if after, err := os.Stat(archives[0]); err != nil || !after.ModTime().Equal(before.ModTime()) {
+	if after, err := os.Stat(archives[0]); err != nil || !os.SameFile(before, after) {
 		t.Errorf("the image archive was copied again (%v)", err)
+	}
+	// Once no job loads it, prune removes it (--dry-run first names it).
+	p = xrun(t, time.Minute, "prune", "--slurm", "--older-than", "0", "--dry-run")
+	xruntest.Expect(t, p, 0)
+	if !strings.Contains(p.Stdout, "would remove "+filepath.Base(archives[0])) {
+		t.Errorf("prune --slurm --dry-run:\n%s%s", p.Stdout, p.Stderr)
+	}
+	xruntest.Expect(t, xrun(t, time.Minute, "prune", "--slurm", "--older-than", "0"), 0)
+	if left, _ := filepath.Glob(filepath.Join(jobsDir, "images", "*")); len(left) != 0 {
+		t.Errorf("prune --slurm left %v", left)
 	}
 	// --python is the bare runtime's.
 	xruntest.Expect(t, xrun(t, time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--python", "/usr/bin/python3", "--cpu", dir), 3, "--python does not apply")
