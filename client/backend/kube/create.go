@@ -37,7 +37,7 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, s backend.Spec) erro
 		return err
 	}
 	if !s.WaitForNode {
-		if err := b.checkGPUs(ctx, s.GPUs); err != nil {
+		if err := b.checkFits(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -195,15 +195,17 @@ func pushProgress(ref string, logf func(string, ...any)) func(string) {
 	}
 }
 
-// gpuAffinity is the node affinity for gpu_type: the GPU products that the
-// cluster's nodes advertise (nvidia.com/gpu.product) and that gpu_type
-// names. A user who may not list nodes gets gpu_type as the label's value.
-// checkGPUs refuses, before anything is pushed or created, a job asking
-// for more GPUs than any node of the cluster offers (nvidia.com/gpu): its
-// pod would wait for good. A client not allowed to list nodes leaves it
-// to the scheduler, as does a cluster that lists no node at all.
-func (b *Backend) checkGPUs(ctx context.Context, gpus *backend.GPUs) error {
-	if gpus == nil || gpus.Count <= 0 {
+// checkFits refuses, before anything is pushed or created, a job asking
+// for more GPUs (nvidia.com/gpu), memory or CPUs than any node of the
+// cluster offers: its pod would wait for good (until its pending limit).
+// A client not allowed to list nodes leaves it to the scheduler, as does
+// a cluster that lists no node at all.
+func (b *Backend) checkFits(ctx context.Context, s backend.Spec) error {
+	gpus := 0
+	if s.GPUs != nil {
+		gpus = s.GPUs.Count
+	}
+	if gpus <= 0 && s.MemoryBytes <= 0 && s.CPUs <= 0 {
 		return nil
 	}
 	nodes, err := b.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -213,25 +215,49 @@ func (b *Backend) checkGPUs(ctx context.Context, gpus *backend.GPUs) error {
 		}
 		return fmt.Errorf("list the cluster's nodes: %w", err)
 	}
-	most := int64(0)
+	if len(nodes.Items) == 0 {
+		return nil
+	}
+	// The most any node offers of each: the kubelet copies a device
+	// plugin's capacity into allocatable a moment later.
+	most := map[corev1.ResourceName]*resource.Quantity{}
 	for _, n := range nodes.Items {
-		// The kubelet copies a device plugin's capacity into allocatable
-		// a moment later.
-		for _, l := range []corev1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
-			if q, ok := l[GPUResource]; ok && q.Value() > most {
-				most = q.Value()
+		for _, name := range []corev1.ResourceName{GPUResource, corev1.ResourceMemory, corev1.ResourceCPU} {
+			for _, l := range []corev1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
+				if q, ok := l[name]; ok && (most[name] == nil || q.Cmp(*most[name]) > 0) {
+					most[name] = &q
+				}
+				if name != GPUResource {
+					break // what the node keeps for itself is not the pods'
+				}
 			}
 		}
 	}
-	if int64(gpus.Count) <= most || len(nodes.Items) == 0 {
-		return nil
+	value := func(name corev1.ResourceName) int64 {
+		if q := most[name]; q != nil {
+			return q.Value()
+		}
+		return 0
 	}
-	have := fmt.Sprintf("the most any of its %d nodes offers is %d", len(nodes.Items), most)
-	if most == 0 {
-		have = fmt.Sprintf("none of its %d nodes offers any (%s)", len(nodes.Items), GPUResource)
+	count := len(nodes.Items)
+	switch {
+	case gpus > 0 && int64(gpus) > value(GPUResource):
+		have := fmt.Sprintf("the most any of its %d nodes offers is %d", count, value(GPUResource))
+		if value(GPUResource) == 0 {
+			have = fmt.Sprintf("none of its %d nodes offers any (%s)", count, GPUResource)
+		}
+		return &backend.RefusedError{Where: "the Kubernetes cluster",
+			Reason: fmt.Sprintf("the job asks for %s and %s: pass --cpu, ask for fewer, or pass --queue to wait for a node that has them (an autoscaled cluster adds one)", plural(gpus, "GPU"), have)}
+	case s.MemoryBytes > 0 && most[corev1.ResourceMemory] != nil && s.MemoryBytes > value(corev1.ResourceMemory):
+		return &backend.RefusedError{Where: "the Kubernetes cluster",
+			Reason: fmt.Sprintf("the job asks for %s of memory (resources.memory) and the most any of its %d nodes offers its pods is %s: ask for less, or pass --queue to wait for a node that has it (an autoscaled cluster adds one)",
+				resource.NewQuantity(s.MemoryBytes, resource.BinarySI), count, most[corev1.ResourceMemory])}
+	case s.CPUs > 0 && most[corev1.ResourceCPU] != nil && int64(s.CPUs)*1000 > most[corev1.ResourceCPU].MilliValue():
+		return &backend.RefusedError{Where: "the Kubernetes cluster",
+			Reason: fmt.Sprintf("the job asks for %s (--cpus or resources.cpus) and the most any of its %d nodes offers its pods is %s: ask for fewer, or pass --queue to wait for a node that has them (an autoscaled cluster adds one)",
+				plural(s.CPUs, "CPU"), count, most[corev1.ResourceCPU].String())}
 	}
-	return &backend.RefusedError{Where: "the Kubernetes cluster",
-		Reason: fmt.Sprintf("the job asks for %s and %s: pass --cpu, ask for fewer, or pass --queue to wait for a node that has them (an autoscaled cluster adds one)", plural(gpus.Count, "GPU"), have)}
+	return nil
 }
 
 // plural is "1 GPU", "2 GPUs".
@@ -242,6 +268,9 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
+// gpuAffinity is the node affinity for gpu_type: the GPU products that the
+// cluster's nodes advertise (nvidia.com/gpu.product) and that gpu_type
+// names. A user who may not list nodes gets gpu_type as the label's value.
 func (b *Backend) gpuAffinity(ctx context.Context, gpuType string) (*corev1.Affinity, error) {
 	if gpuType == "" {
 		return nil, nil

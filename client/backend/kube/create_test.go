@@ -119,6 +119,39 @@ func TestCreateRefusesGPUsNoNodeHas(t *testing.T) {
 	}
 }
 
+// A job asking for more memory or CPUs than any node offers its pods
+// (allocatable, not capacity) is refused, naming the resource and the
+// most a node has; with --queue it waits.
+func TestCreateRefusesMemoryAndCPUsNoNodeHas(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
+		Capacity:    corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Gi"), corev1.ResourceCPU: resource.MustParse("2")},
+		Allocatable: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("23Gi"), corev1.ResourceCPU: resource.MustParse("1900m")}}}
+	client := fake.NewClientset(node)
+	b := &Backend{Client: client, Namespace: "lab"}
+	s := testSpec()
+	s.GPUs, s.MemoryBytes = nil, 100<<30
+	err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s)
+	var refused *backend.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "the job asks for 100Gi of memory (resources.memory) and the most any of its 1 nodes offers its pods is 23Gi") {
+		t.Errorf("100 GiB on a node of 23: %v", err)
+	}
+	s.MemoryBytes, s.CPUs = 1<<30, 2
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s); !errors.As(err, &refused) || !strings.Contains(err.Error(), "asks for 2 CPUs (--cpus or resources.cpus) and the most any of its 1 nodes offers its pods is 1900m") {
+		t.Errorf("2 CPUs on a node of 1.9: %v", err)
+	}
+	if left, _ := client.BatchV1().Jobs("lab").List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
+		t.Errorf("a refused job made %d Jobs", len(left.Items))
+	}
+	s.WaitForNode = true
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ab"}, s); err != nil {
+		t.Errorf("with --queue: %v", err)
+	}
+	s.WaitForNode, s.CPUs, s.Name = false, 1, "xrun-quick-0123456789ac"
+	if err := b.Create(context.Background(), &store.Job{ID: "0123456789ac"}, s); err != nil {
+		t.Errorf("1 CPU and 1 GiB, which the node has: %v", err)
+	}
+}
+
 // failingPush is a builder whose pushes fail; it records the images
 // removed.
 type failingPush struct {

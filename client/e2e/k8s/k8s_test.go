@@ -359,10 +359,20 @@ func TestGPUScheduling(t *testing.T) {
 	}
 	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 
-	dir := withGPUType(t, "quick", "resources: {timeout: 5m}", "H100")
+	dir := withResource(t, "quick", "resources: {timeout: 5m}", "gpu_type: H100")
 	r = submit(t, 5*time.Minute, dir, "--gpus", "1")
 	expect(t, r, contract.ExitInfra, `gpu_type "H100": no node of the cluster has that GPU`)
 	expect(t, x.Run(t, time.Minute, "submit", "--k8s", "--gpus", "device=0", dir), contract.ExitUsage, "does not apply with --k8s")
+	// Memory or CPUs no node offers its pods are refused the same way,
+	// naming the most a node has, and nothing is left.
+	before := x.Jobs(t)
+	r = submit(t, 5*time.Minute, withResource(t, "quick", "resources: {timeout: 5m}", "memory: 100g"), "--cpu")
+	expect(t, r, contract.ExitUsage, "the Kubernetes cluster cannot run this job: the job asks for 100Gi of memory (resources.memory) and the most any of its 1 nodes offers its pods is", "--queue", "nothing was submitted")
+	r = submit(t, 5*time.Minute, "quick", "--cpu", "--cpus", "64")
+	expect(t, r, contract.ExitUsage, "the job asks for 64 CPUs (--cpus or resources.cpus) and the most any of its 1 nodes offers its pods is")
+	if after := x.Jobs(t); len(after) != len(before) {
+		t.Errorf("refused submits left records: %d, then %d", len(before), len(after))
+	}
 }
 
 // An evicted pod is replaced by the Job controller and the job still
@@ -450,7 +460,7 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 			return !c && !a
 		})
 	})
-	dir := withGPUType(t, "slow", "resources: {timeout: 10m}", "H100")
+	dir := withResource(t, "slow", "resources: {timeout: 10m}", "gpu_type: H100")
 	r := submit(t, 5*time.Minute, dir, "--gpus", "1", "-d")
 	expect(t, r, 0)
 	id := strings.TrimSpace(r.Stdout)
@@ -489,7 +499,7 @@ func TestGPUTypeSchedulesOnMatchingNode(t *testing.T) {
 
 // withGPUType copies fixture (client/e2e/testdata) to a temporary dir with
 // gpu_type added to its resources line, which must read exactly resources.
-func withGPUType(t *testing.T, fixture, resources, gpuType string) string {
+func withResource(t *testing.T, fixture, resources, extra string) string {
 	t.Helper()
 	src := filepath.Join(repo, "client", "e2e", "testdata", fixture)
 	dir := t.TempDir()
@@ -503,7 +513,7 @@ func withGPUType(t *testing.T, fixture, resources, gpuType string) string {
 			t.Fatal(err)
 		}
 		if e.Name() == "xrun.yaml" {
-			with := strings.TrimSuffix(resources, "}") + ", gpu_type: " + gpuType + "}"
+			with := strings.TrimSuffix(resources, "}") + ", " + extra + "}"
 			if !bytes.Contains(data, []byte(resources)) {
 				t.Fatalf("%s/xrun.yaml has no %q", fixture, resources)
 			}
