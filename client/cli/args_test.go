@@ -3,11 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
-	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/xrun-dev/xrun/contract"
 )
 
 func TestFlagsFirst(t *testing.T) {

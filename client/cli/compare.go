@@ -2,15 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
-	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -148,11 +148,12 @@ func (a *App) jobResults(ctx context.Context, ref string) (j *store.Job, r *resu
 	if err := m.EnsureResults(ctx, j); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := st.CheckResults(j); err != nil {
+	data, err = st.ReadResults(j)
+	var te *store.TamperedError
+	switch {
+	case errors.As(err, &te):
 		return nil, nil, nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
-	}
-	data, err = os.ReadFile(st.Results(j.ID))
-	if err != nil {
+	case err != nil:
 		return nil, nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}
 	r, err = result.Decode(data)

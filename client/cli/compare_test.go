@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
-	"github.com/xrun-dev/xrun/contract"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 

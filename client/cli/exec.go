@@ -2,12 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
+
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 type execOptions struct {

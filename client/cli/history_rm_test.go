@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/history"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // xrun history rm on a real history file: --dry-run changes nothing; rm

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"github.com/xrun-dev/xrun/contract"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/server"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // history --server prints what history prints of the same history read

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // history returns the results history, opening it on first use.

@@ -1,11 +1,12 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/server"
 	"github.com/xrun-dev/xrun/contract"
-	"strings"
 )
 
 // configPost is where a submitted job's runner posts its results when

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/xrun-dev/xrun/client/server"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,6 +15,7 @@ import (
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/site"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 

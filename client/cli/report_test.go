@@ -3,12 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // xrun report --html: the site of the history, its pages listed by

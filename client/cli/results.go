@@ -130,14 +130,13 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 	}
 	// The store's copy, as recorded when the job ended: a changed one is
 	// refused rather than shown.
-	if err := st.CheckResults(j); err != nil {
-		return &contract.ExitError{Code: contract.ExitInfra, Err: err}
+	data, err := storedResults(st, j)
+	if err != nil {
+		return err
 	}
-	path := st.Results(j.ID)
 	var r *result.Results
-	var err error
 	if o.plot != "" || o.expected {
-		if r, err = result.ReadFile(path); err != nil {
+		if r, err = result.Decode(data); err != nil {
 			return fmt.Errorf("read results of job %s: %w", j.ID, err)
 		}
 	}
@@ -147,7 +146,7 @@ func runResults(ctx context.Context, a *App, o resultsOptions, m *job.Manager, j
 			return figureError(err)
 		}
 	}
-	if err := a.printStoredResults(j, o.format(), ro); err != nil {
+	if err := writeResults(a.Out, j, data, r, o.format(), ro); err != nil {
 		return err
 	}
 	// The table alone can read as a pass (criteria met by the cases that

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
 	"log"
 	"net/url"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/client/server"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/table"
 )
 

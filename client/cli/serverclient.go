@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/post"
 )
 

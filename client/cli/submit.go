@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -343,26 +345,47 @@ func (a *App) writeStoredResults(w io.Writer, j *store.Job, f render.Format, o r
 	if err != nil {
 		return err
 	}
-	path := st.Results(j.ID)
-	if f == render.CSV {
+	data, err := storedResults(st, j)
+	if err != nil {
+		return err
+	}
+	return writeResults(w, j, data, nil, f, o)
+}
+
+// storedResults is job j's results.json from the store (store.ReadResults):
+// a copy changed since the job ended is exit code 4.
+func storedResults(st *store.Store, j *store.Job) ([]byte, error) {
+	data, err := st.ReadResults(j)
+	var te *store.TamperedError
+	switch {
+	case errors.As(err, &te):
+		return nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("job %s has no results: %w", j.ID, err)
+	}
+	return data, err
+}
+
+// writeResults writes job j's results.json, data (decoded as r, when the
+// caller has), to w in format f.
+func writeResults(w io.Writer, j *store.Job, data []byte, r *result.Results, f render.Format, o render.Options) error {
+	switch f {
+	case render.RawJSON:
+		_, err := w.Write(data)
+		return err
+	case render.CSV:
 		// Read case by case: a run at the case cap is 170 MB of JSON.
-		_, rows, err := flat.ReadFile(path)
+		_, rows, err := flat.Read(bytes.NewReader(data))
 		if err != nil {
 			return fmt.Errorf("read results of job %s: %w", j.ID, err)
 		}
 		return flat.WriteCSV(w, rows)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("job %s has no results: %w", j.ID, err)
-	}
-	if f == render.RawJSON {
-		_, err := w.Write(data)
-		return err
-	}
-	r, err := result.Decode(data)
-	if err != nil {
-		return fmt.Errorf("read results of job %s: %w", j.ID, err)
+	if r == nil {
+		var err error
+		if r, err = result.Decode(data); err != nil {
+			return fmt.Errorf("read results of job %s: %w", j.ID, err)
+		}
 	}
 	return render.Results(w, r, f, o)
 }

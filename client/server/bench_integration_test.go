@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/xrun-dev/xrun/client/history"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/flat"
+	"github.com/xrun-dev/xrun/client/history"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
 

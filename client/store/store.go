@@ -189,6 +189,28 @@ func (s *Store) ResultsDigest(id string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// ReadResults is the one door to job j's results.json in the store: its
+// bytes, read once and checked against the digest recorded when the job
+// ended, so that what is shown is what was checked. A copy that is
+// missing or differs is a *TamperedError; a job without a copy and
+// without a digest (no results yet) is an error wrapping os.ErrNotExist.
+func (s *Store) ReadResults(j *Job) ([]byte, error) {
+	data, err := os.ReadFile(s.Results(j.ID))
+	switch {
+	case errors.Is(err, os.ErrNotExist) && j.ResultsSHA256 != "":
+		return nil, &TamperedError{ID: j.ID, Path: s.Results(j.ID), Missing: true}
+	case err != nil:
+		return nil, fmt.Errorf("read results of job %s: %w", j.ID, err)
+	}
+	if j.ResultsSHA256 != "" {
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != j.ResultsSHA256 {
+			return nil, &TamperedError{ID: j.ID, Path: s.Results(j.ID)}
+		}
+	}
+	return data, nil
+}
+
 // CheckResults checks job j's results.json in the store against the
 // digest recorded when the job ended (j.ResultsSHA256): a copy that is
 // missing or differs is a *TamperedError. A record without a digest (an

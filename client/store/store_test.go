@@ -265,3 +265,42 @@ func TestNotFoundNamesClosest(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// ReadResults gives the copy it checked: the bytes the digest recorded
+// when the job ended, else a *TamperedError (changed or missing); a job
+// with no copy and no digest has no results yet.
+func TestReadResults(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{ID: NewID(), Experiment: "e"}
+	if err := s.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadResults(j); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("no copy, no digest: %v", err)
+	}
+	want := []byte(`{"schema_version": 1}`)
+	if err := s.WriteFile(j.ID, ResultsFile, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ReadResults(j); err != nil || string(got) != string(want) {
+		t.Errorf("no digest recorded: %q, %v", got, err)
+	}
+	if j.ResultsSHA256, err = s.ResultsDigest(j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ReadResults(j); err != nil || string(got) != string(want) {
+		t.Errorf("the recorded copy: %q, %v", got, err)
+	}
+	var te *TamperedError
+	s.WriteFile(j.ID, ResultsFile, []byte(`{"schema_version": 2}`))
+	if _, err := s.ReadResults(j); !errors.As(err, &te) || te.Missing {
+		t.Errorf("a changed copy: %v", err)
+	}
+	os.Remove(s.Results(j.ID))
+	if _, err := s.ReadResults(j); !errors.As(err, &te) || !te.Missing {
+		t.Errorf("a missing copy: %v", err)
+	}
+}

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/xrun-dev/xrun/contract"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/cli"
+	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/runner/run"
 )
 
