@@ -15,7 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/server"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
@@ -81,8 +81,8 @@ Examples:
 // pushTarget is the server push posts to and the post token it posts
 // with: the config's token goes to the config's server only.
 func (a *App) pushTarget(flag string) (base, token string, err error) {
-	path := hosts.ConfigPath(a.getenv)
-	cfg, err := hosts.LoadServer(path)
+	path := connect.ConfigPath(a.getenv)
+	cfg, err := connect.LoadServer(path)
 	if err != nil {
 		return "", "", usageError("%v", err)
 	}

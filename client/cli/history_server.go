@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/nightly"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/contract"
@@ -31,8 +31,8 @@ const (
 func (a *App) readServer(base string) (*serverClient, error) {
 	token := a.getenv(EnvServerToken)
 	if token == "" {
-		path := hosts.ConfigPath(a.getenv)
-		cfg, err := hosts.LoadServer(path)
+		path := connect.ConfigPath(a.getenv)
+		cfg, err := connect.LoadServer(path)
 		if err != nil {
 			return nil, usageError("%v", err)
 		}

@@ -3,7 +3,7 @@ package cli
 import (
 	"strings"
 
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/server"
 	"github.com/xrun-dev/xrun/contract"
@@ -18,8 +18,8 @@ func (a *App) configPost() (*job.PostTarget, error) {
 	if a.getenv(contract.EnvPostURL) != "" {
 		return nil, nil
 	}
-	path := hosts.ConfigPath(a.getenv)
-	s, err := hosts.LoadServer(path)
+	path := connect.ConfigPath(a.getenv)
+	s, err := connect.LoadServer(path)
 	if err != nil {
 		return nil, contract.BadInput(err)
 	}

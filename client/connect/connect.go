@@ -1,8 +1,11 @@
 // Package connect picks where a job runs and keeps the connections: a
 // Docker host chosen as the docker CLI would (--host, DOCKER_HOST, the
-// docker context; client/hosts) or a Kubernetes cluster's namespace
-// (--k8s; client/backend/kube). One Set serves one xrun invocation, which
-// may talk to several hosts (a fan-out submit, ps across hosts).
+// docker context, or a host named in xrun's config file: Resolve,
+// LoadConfig), a Kubernetes cluster's namespace (--k8s;
+// client/backend/kube), a Slurm cluster (--slurm) or this machine. It is
+// the one catalog that names the backends (Capabilities). One Set serves
+// one xrun invocation, which may talk to several hosts (a fan-out submit,
+// ps across hosts).
 package connect
 
 import (
@@ -20,7 +23,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/hosts"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 )
@@ -121,16 +123,16 @@ func (s *Set) Engine(ctx context.Context, sel Selection) (engine.Engine, error) 
 }
 
 func (s *Set) connectDocker(ctx context.Context, sel Selection) (engine.Engine, error) {
-	// client/hosts resolves --host/--context like the docker CLI, adds
+	// Resolve resolves --host/--context like the docker CLI, adds
 	// named hosts from xrun's config, ssh options and TLS material, and
 	// pings with one-sentence errors naming the host.
-	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: s.Getenv})
+	t, err := Resolve(HostOptions{Host: sel.Host, Context: sel.Context, Getenv: s.Getenv})
 	if err != nil {
 		// An address that does not parse, a name no config defines, a
 		// broken config: what the user gave is wrong, not the host.
 		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	}
-	c, err := hosts.Connect(ctx, t)
+	c, err := Connect(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +176,7 @@ func (s *Set) Local() (*local.Backend, error) {
 
 // Slurm returns the backend of the Slurm cluster reached through login
 // over ssh ("": the Slurm commands of this machine). A login that names
-// an ssh:// host of xrun's config (docs/hosts.md) is reached with that
+// an ssh:// host of xrun's config (docs/md) is reached with that
 // host's address and ssh_options.
 func (s *Set) Slurm(login string) *slurm.Backend {
 	b := slurm.New(login)
@@ -184,20 +186,20 @@ func (s *Set) Slurm(login string) *slurm.Backend {
 	if login == "" {
 		return b
 	}
-	if t, err := hosts.Resolve(hosts.Options{Host: login, Getenv: s.Getenv}); err == nil && t.Name == login && strings.HasPrefix(t.Host, "ssh://") {
+	if t, err := Resolve(HostOptions{Host: login, Getenv: s.Getenv}); err == nil && t.Name == login && strings.HasPrefix(t.Host, "ssh://") {
 		b.Shell = slurm.SSHShell{Login: t.Host, Options: t.SSHOptions}
 	}
 	return b
 }
 
 // SlurmDefaults fills what settings leave unset from the slurm: options
-// of the named host login in xrun's config (docs/hosts.md), if it has
+// of the named host login in xrun's config (docs/md), if it has
 // them.
 func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.SlurmSettings {
 	if login == "" {
 		return settings
 	}
-	t, err := hosts.Resolve(hosts.Options{Host: login, Getenv: s.Getenv})
+	t, err := Resolve(HostOptions{Host: login, Getenv: s.Getenv})
 	if err != nil || t.Name != login || t.Slurm == nil {
 		return settings
 	}
@@ -337,9 +339,9 @@ func (s *Set) Selected(ctx context.Context, sel Selection) (backend.Backend, err
 }
 
 // FakeGPUs is the test inventory a named host of xrun's config declares
-// (gpus: N; docs/hosts.md), or 0.
+// (gpus: N; docs/md), or 0.
 func (s *Set) FakeGPUs(sel Selection) int {
-	t, err := hosts.Resolve(hosts.Options{Host: sel.Host, Context: sel.Context, Getenv: s.Getenv})
+	t, err := Resolve(HostOptions{Host: sel.Host, Context: sel.Context, Getenv: s.Getenv})
 	if err != nil {
 		return 0
 	}

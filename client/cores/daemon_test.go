@@ -13,7 +13,7 @@ import (
 	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
@@ -225,7 +225,7 @@ func check(ctx context.Context, e engine.Engine, n int, peak *int) error {
 
 // dial makes an engine for a daemon address, the way xrun's hosts package does.
 func dial(host string) (*engine.Docker, error) {
-	cli, err := hosts.NewClient(hosts.Target{Host: host})
+	cli, err := connect.NewClient(connect.DockerHost{Host: host})
 	if err != nil {
 		return nil, err
 	}

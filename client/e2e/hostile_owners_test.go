@@ -21,7 +21,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/testenv"
@@ -125,7 +125,7 @@ func sharedDaemon(t *testing.T) (*testenv.Daemon, engine.Engine, string) {
 	if err := os.Chmod(sock, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	cli, err := hosts.NewClient(hosts.Target{Host: d.Socket})
+	cli, err := connect.NewClient(connect.DockerHost{Host: d.Socket})
 	if err != nil {
 		t.Fatal(err)
 	}

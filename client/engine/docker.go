@@ -30,7 +30,7 @@ type Docker struct {
 
 var _ Engine = (*Docker)(nil)
 
-// FromClient wraps a client that client/hosts made (it owns host
+// FromClient wraps a client that client/connect made (it owns host
 // selection, ssh and TLS); host is what Host reports and what a job records
 // to reach the daemon again.
 func FromClient(host string, cli *client.Client) *Docker {

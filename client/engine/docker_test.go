@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/internal/testenv"
+	"github.com/moby/moby/client"
 
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
 // testLabel=testValue marks everything these tests make, so they clean up
@@ -29,17 +29,18 @@ const (
 	testValue = "engine"
 )
 
-// connectLocal reaches the daemon the environment names, the way xrun does.
+// connectLocal reaches the daemon the environment names (DOCKER_HOST, else
+// the local socket), as the docker CLI does without a context.
 func connectLocal(ctx context.Context) (*Docker, error) {
-	target, err := hosts.Resolve(hosts.Options{})
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, err
 	}
-	cli, err := hosts.Connect(ctx, target)
-	if err != nil {
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
 		return nil, err
 	}
-	return FromClient(target.Ref(), cli), nil
+	return FromClient(cli.DaemonHost(), cli), nil
 }
 
 // daemon connects to the local daemon; without one the test is skipped,
@@ -273,7 +274,7 @@ func TestDockerGPURequestWithoutRuntime(t *testing.T) {
 }
 
 func TestUnreachableDaemonIsOneSentence(t *testing.T) {
-	cli, err := hosts.NewClient(hosts.Target{Host: "unix:///nonexistent/docker.sock"})
+	cli, err := client.New(client.WithHost("unix:///nonexistent/docker.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
@@ -209,7 +209,7 @@ func TestDiscoverWithoutGPURuntime(t *testing.T) {
 
 // dial makes an engine for a daemon address, the way xrun's hosts package does.
 func dial(host string) (*engine.Docker, error) {
-	cli, err := hosts.NewClient(hosts.Target{Host: host})
+	cli, err := connect.NewClient(connect.DockerHost{Host: host})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/report"
 	"github.com/xrun-dev/xrun/result"
@@ -25,8 +25,8 @@ import (
 
 // runJob runs a job container on target that prints a results document
 // (as the runner writes it) naming the host's daemon, and decodes it.
-func runJob(ctx context.Context, target hosts.Target, w io.Writer) (*result.Results, error) {
-	cli, err := hosts.Connect(ctx, target)
+func runJob(ctx context.Context, target connect.DockerHost, w io.Writer) (*result.Results, error) {
+	cli, err := connect.Connect(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +97,9 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	d := testenv.StartDaemon(t)
 	testenv.EnsureBusybox(t, testenv.LocalHost)
 	testenv.EnsureBusybox(t, d.Socket)
-	targets := map[string]hosts.Target{
+	targets := map[string]connect.DockerHost{
 		"local":  {Name: "local", Host: testenv.LocalHost},
-		"second": {Name: "second", Host: d.TCP, TLS: &hosts.TLS{CAFile: d.CertDir + "/ca.pem", CertFile: d.CertDir + "/cert.pem", KeyFile: d.CertDir + "/key.pem", Verify: true}},
+		"second": {Name: "second", Host: d.TCP, TLS: &connect.TLS{CAFile: d.CertDir + "/ca.pem", CertFile: d.CertDir + "/cert.pem", KeyFile: d.CertDir + "/key.pem", Verify: true}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -142,8 +142,8 @@ func TestFanOutLocalAndTLS(t *testing.T) {
 	if res[0].Err != nil || res[0].Value == nil {
 		t.Fatalf("the local host did not complete: %v\n%s", res[0].Err, out.String())
 	}
-	var he *hosts.HostError
-	if !errors.As(res[1].Err, &he) || he.Kind != hosts.KindUnreachable {
+	var he *connect.HostError
+	if !errors.As(res[1].Err, &he) || he.Kind != connect.KindUnreachable {
 		t.Fatalf("the stopped host's failure: %v", res[1].Err)
 	}
 	if !strings.Contains(out.String(), "second | failed: cannot reach the Docker daemon at second (tcp://127.0.0.1:") {

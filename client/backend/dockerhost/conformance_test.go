@@ -9,7 +9,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/backendtest"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/testenv"
@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 	testenv.RequireDocker(t)
 	host := testenv.LocalHost
 	image := testenv.EnsureScriptImage(t, host)
-	cli, err := hosts.NewClient(hosts.Target{Host: host})
+	cli, err := connect.NewClient(connect.DockerHost{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/images"
 	"github.com/xrun-dev/xrun/result"
 	"github.com/xrun-dev/xrun/spec"
@@ -70,12 +70,12 @@ func mainGPU(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	target, err := hosts.Resolve(hosts.Options{Host: host})
+	target, err := connect.Resolve(connect.HostOptions{Host: host})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gpu e2e:", err)
 		return 1
 	}
-	cli, err := hosts.Connect(ctx, target)
+	cli, err := connect.Connect(ctx, target)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gpu e2e:", err)
 		return 1
@@ -322,11 +322,11 @@ func TestHostWithoutNVIDIARuntime(t *testing.T) {
 		t.Skip("XRUN_PLAIN_HOST names no daemon without the NVIDIA runtime (the CI suite checks one: client/gpus TestNoGPURuntime)")
 	}
 	ctx := context.Background()
-	target, err := hosts.Resolve(hosts.Options{Host: plainHost})
+	target, err := connect.Resolve(connect.HostOptions{Host: plainHost})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := hosts.Connect(ctx, target)
+	cli, err := connect.Connect(ctx, target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package xruntest builds the xrun binary and runs it as a user would, for
 // the end-to-end suites (client/e2e, client/e2e/k8s, client/e2e/gpu,
-// client/hosts): the build, the CPU base they submit on, one call with a
+// client/connect): the build, the CPU base they submit on, one call with a
 // time limit, its exit code and output, the check every suite makes of
 // them, and the JSON the suites read a job from (its id comes from
 // submit --json or ps --json, never from what xrun says to a person).
@@ -27,19 +27,19 @@ import (
 	"github.com/xrun-dev/xrun/result"
 
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 )
 
 // Connect connects to the Docker daemon that xrun picks by default in this
 // environment (DOCKER_HOST, the docker context, the local socket).
 func Connect() (engine.Engine, error) {
-	target, err := hosts.Resolve(hosts.Options{})
+	target, err := connect.Resolve(connect.HostOptions{})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cli, err := hosts.Connect(ctx, target)
+	cli, err := connect.Connect(ctx, target)
 	if err != nil {
 		return nil, err
 	}

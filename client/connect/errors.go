@@ -1,4 +1,4 @@
-package hosts
+package connect
 
 import (
 	"crypto/tls"
@@ -27,7 +27,7 @@ const (
 // HostError is a failure to reach or use a Docker host. Its message is
 // one sentence naming the host, the reason and what to do.
 type HostError struct {
-	Target Target
+	Target DockerHost
 	Kind   Kind
 	// Reason is the short cause: the ssh or network message, the x509
 	// error, or the daemon's API version.
@@ -87,7 +87,7 @@ var (
 
 // Classify turns an error from contacting t into a *HostError with the
 // right kind and a short reason. nil stays nil.
-func Classify(t Target, err error) error {
+func Classify(t DockerHost, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -1,15 +1,4 @@
-// Package hosts picks the Docker daemon a command talks to, the way the
-// docker CLI does, and makes the Engine API client options for it.
-//
-// Order: --host (an address, or the name of a host in xrun's config file),
-// then DOCKER_HOST, then --context, DOCKER_CONTEXT or the docker config's
-// current context, then the local socket. As in the docker CLI, --host and
-// --context together are an error, and an explicit --context wins over
-// DOCKER_HOST. Addresses are unix://, tcp:// (TLS from DOCKER_TLS_VERIFY,
-// DOCKER_TLS and DOCKER_CERT_PATH, from the context's TLS material, or from
-// the named host's entry) and ssh://user@host[:port], which runs
-// `ssh ... docker system dial-stdio` through docker/cli's connhelper.
-package hosts
+package connect
 
 import (
 	"encoding/json"
@@ -25,9 +14,9 @@ import (
 // DefaultHost is the local daemon socket.
 const DefaultHost = "unix:///var/run/docker.sock"
 
-// Target is a resolved daemon: where it is, how to reach it, and the name
+// DockerHost is a resolved daemon: where it is, how to reach it, and the name
 // that messages and progress lines use for it.
-type Target struct {
+type DockerHost struct {
 	// Name is what the user called the host: a named host from the config
 	// file, a docker context, or the address itself.
 	Name string
@@ -60,15 +49,15 @@ type TLS struct {
 }
 
 // String is the display form: "name (address)" when they differ.
-func (t Target) String() string {
+func (t DockerHost) String() string {
 	if t.Name == "" || t.Name == t.Host {
 		return t.Host
 	}
 	return fmt.Sprintf("%s (%s)", t.Name, t.Host)
 }
 
-// Options are the inputs of host resolution.
-type Options struct {
+// HostOptions are the inputs of host resolution.
+type HostOptions struct {
 	Host    string // --host
 	Context string // --context
 	// Getenv reads the environment (os.Getenv when nil).
@@ -79,14 +68,14 @@ type Options struct {
 	ConfigFile string
 }
 
-func (o Options) getenv(k string) string {
+func (o HostOptions) getenv(k string) string {
 	if o.Getenv != nil {
 		return o.Getenv(k)
 	}
 	return os.Getenv(k)
 }
 
-func (o Options) dockerConfigDir() string {
+func (o HostOptions) dockerConfigDir() string {
 	if o.DockerConfigDir != "" {
 		return o.DockerConfigDir
 	}
@@ -100,7 +89,7 @@ func (o Options) dockerConfigDir() string {
 	return filepath.Join(home, ".docker")
 }
 
-func (o Options) configFile() string {
+func (o HostOptions) configFile() string {
 	if o.ConfigFile != "" {
 		return o.ConfigFile
 	}
@@ -114,10 +103,22 @@ func (o Options) configFile() string {
 	return filepath.Join(home, ".config", "xrun", "config.yaml")
 }
 
+// The Docker daemon a command talks to is picked the way the docker CLI
+// picks it (Resolve), and its Engine API client options made for it.
+//
+// Order: --host (an address, or the name of a host in xrun's config file),
+// then DOCKER_HOST, then --context, DOCKER_CONTEXT or the docker config's
+// current context, then the local socket. As in the docker CLI, --host and
+// --context together are an error, and an explicit --context wins over
+// DOCKER_HOST. Addresses are unix://, tcp:// (TLS from DOCKER_TLS_VERIFY,
+// DOCKER_TLS and DOCKER_CERT_PATH, from the context's TLS material, or from
+// the named host's entry) and ssh://user@host[:port], which runs
+// `ssh ... docker system dial-stdio` through docker/cli's connhelper.
+//
 // Resolve picks the daemon for one command.
-func Resolve(o Options) (Target, error) {
+func Resolve(o HostOptions) (DockerHost, error) {
 	if o.Host != "" && o.Context != "" {
-		return Target{}, fmt.Errorf("both --host %q and --context %q given: pick one", o.Host, o.Context)
+		return DockerHost{}, fmt.Errorf("both --host %q and --context %q given: pick one", o.Host, o.Context)
 	}
 	switch {
 	case o.Host != "":
@@ -131,31 +132,31 @@ func Resolve(o Options) (Target, error) {
 	}
 	name, err := currentContext(o.dockerConfigDir())
 	if err != nil {
-		return Target{}, err
+		return DockerHost{}, err
 	}
 	if name != "" {
 		return resolveContext(o, name)
 	}
-	return Target{Name: DefaultHost, Host: DefaultHost}, nil
+	return DockerHost{Name: DefaultHost, Host: DefaultHost}, nil
 }
 
 // resolveHost reads a --host value: a named host from the config file, or
 // an address in any form the docker CLI accepts.
-func resolveHost(o Options, h string) (Target, error) {
+func resolveHost(o HostOptions, h string) (DockerHost, error) {
 	cfg, err := LoadConfig(o.configFile())
 	if err != nil {
-		return Target{}, err
+		return DockerHost{}, err
 	}
 	if nh, ok := cfg.Hosts[h]; ok {
 		return nh.target(o, h)
 	}
 	if !strings.Contains(h, "://") && !strings.HasPrefix(h, "/") && !strings.Contains(h, ":") {
-		return Target{}, fmt.Errorf("unknown host %q: give an address (unix://PATH, tcp://HOST:PORT, ssh://USER@HOST) or one of the hosts named in %s%s",
+		return DockerHost{}, fmt.Errorf("unknown host %q: give an address (unix://PATH, tcp://HOST:PORT, ssh://USER@HOST) or one of the hosts named in %s%s",
 			h, o.configFile(), cfg.namesHint())
 	}
 	t, err := fromAddress(o, h)
 	if err != nil {
-		return Target{}, err
+		return DockerHost{}, err
 	}
 	return inherit(o, cfg, t), nil
 }
@@ -165,7 +166,7 @@ func resolveHost(o Options, h string) (Target, error) {
 // options), or else a docker context with the same endpoint (its TLS
 // material). A job records its host as an address or a name, and this is
 // what lets `xrun logs JOB` reach a TLS host from a context later.
-func inherit(o Options, cfg Config, t Target) Target {
+func inherit(o HostOptions, cfg Config, t DockerHost) DockerHost {
 	if t.TLS != nil || len(t.SSHOptions) > 0 {
 		return t
 	}
@@ -204,16 +205,16 @@ func inherit(o Options, cfg Config, t Target) Target {
 }
 
 // fromAddress normalizes an address and adds TLS from the environment.
-func fromAddress(o Options, addr string) (Target, error) {
+func fromAddress(o HostOptions, addr string) (DockerHost, error) {
 	if strings.HasPrefix(addr, "/") {
 		addr = "unix://" + addr
 	}
 	tlsOn := o.getenv("DOCKER_TLS") != "" || truthy(o.getenv("DOCKER_TLS_VERIFY"))
 	host, err := opts.ParseHost(tlsOn, addr)
 	if err != nil {
-		return Target{}, fmt.Errorf("read Docker host %q: %w", addr, err)
+		return DockerHost{}, fmt.Errorf("read Docker host %q: %w", addr, err)
 	}
-	t := Target{Name: host, Host: host}
+	t := DockerHost{Name: host, Host: host}
 	if tlsOn && strings.HasPrefix(host, "tcp://") {
 		dir := o.getenv("DOCKER_CERT_PATH")
 		if dir == "" {
@@ -249,7 +250,7 @@ func exists(p string) bool {
 // named host, else the address (an address described by a named host or
 // a docker context gets their settings back, see Resolve). Job records
 // keep it so later commands reach the same daemon the same way.
-func (t Target) Ref() string {
+func (t DockerHost) Ref() string {
 	if t.Name != "" && !strings.Contains(t.Name, "://") && t.Context != t.Name {
 		return t.Name
 	}

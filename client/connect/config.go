@@ -1,4 +1,4 @@
-package hosts
+package connect
 
 import (
 	"bytes"
@@ -117,8 +117,8 @@ func (c Config) namesHint() string {
 }
 
 // target turns a named host into a Target called by its name.
-func (h NamedHost) target(o Options, name string) (Target, error) {
-	var t Target
+func (h NamedHost) target(o HostOptions, name string) (DockerHost, error) {
+	var t DockerHost
 	var err error
 	if h.Context != "" {
 		t, err = resolveContext(o, h.Context)
@@ -126,7 +126,7 @@ func (h NamedHost) target(o Options, name string) (Target, error) {
 		t, err = fromAddress(o, h.Host)
 	}
 	if err != nil {
-		return Target{}, fmt.Errorf("host %q: %w", name, err)
+		return DockerHost{}, fmt.Errorf("host %q: %w", name, err)
 	}
 	t.Name = name
 	if h.CertPath != "" {
@@ -146,7 +146,7 @@ func (h NamedHost) target(o Options, name string) (Target, error) {
 	return t, nil
 }
 
-func expandHome(o Options, p string) string {
+func expandHome(o HostOptions, p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		home := o.getenv("HOME")
 		if home == "" {
@@ -182,7 +182,7 @@ type Server struct {
 // ConfigPath is xrun's config file as Resolve reads it: $XDG_CONFIG_HOME's
 // xrun/config.yaml, else ~/.config/xrun/config.yaml.
 func ConfigPath(getenv func(string) string) string {
-	return Options{Getenv: getenv}.configFile()
+	return HostOptions{Getenv: getenv}.configFile()
 }
 
 // LoadServer reads the server section of path: nil when the file or the
@@ -250,7 +250,7 @@ func secretOf(configPath string, getenv func(string) string, inline, file, key, 
 	if inline != "" {
 		return strings.TrimSpace(inline), nil
 	}
-	p := expandHome(Options{Getenv: getenv}, file)
+	p := expandHome(HostOptions{Getenv: getenv}, file)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(filepath.Dir(configPath), p)
 	}

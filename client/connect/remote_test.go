@@ -1,6 +1,6 @@
 //go:build integration
 
-package hosts_test
+package connect_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/xrun-dev/xrun/client/hosts"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )
 
@@ -69,22 +69,22 @@ func TestRemoteHosts(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		o    hosts.Options
+		o    connect.HostOptions
 		ssh  []string
 	}{
-		{"unix socket of the second daemon", hosts.Options{Host: d.Socket, Getenv: env(nil)}, nil},
-		{"tcp with TLS from DOCKER_CERT_PATH", hosts.Options{Host: d.TCP, Getenv: env(map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": d.CertDir})}, nil},
-		{"tcp with TLS from DOCKER_HOST", hosts.Options{Getenv: env(map[string]string{"DOCKER_HOST": d.TCP, "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": d.CertDir})}, nil},
-		{"ssh to the local daemon", hosts.Options{Host: s.Host, Getenv: env(nil)}, s.Options},
+		{"unix socket of the second daemon", connect.HostOptions{Host: d.Socket, Getenv: env(nil)}, nil},
+		{"tcp with TLS from DOCKER_CERT_PATH", connect.HostOptions{Host: d.TCP, Getenv: env(map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": d.CertDir})}, nil},
+		{"tcp with TLS from DOCKER_HOST", connect.HostOptions{Getenv: env(map[string]string{"DOCKER_HOST": d.TCP, "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": d.CertDir})}, nil},
+		{"ssh to the local daemon", connect.HostOptions{Host: s.Host, Getenv: env(nil)}, s.Options},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			target, err := hosts.Resolve(tc.o)
+			target, err := connect.Resolve(tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			target.SSHOptions = tc.ssh
-			cli, err := hosts.Connect(ctx, target)
+			cli, err := connect.Connect(ctx, target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,13 +96,13 @@ func TestRemoteHosts(t *testing.T) {
 	}
 
 	t.Run("wrong CA is refused", func(t *testing.T) {
-		target, err := hosts.Resolve(hosts.Options{Host: d.TCP, Getenv: env(map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": d.WrongCADir})})
+		target, err := connect.Resolve(connect.HostOptions{Host: d.TCP, Getenv: env(map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": d.WrongCADir})})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = hosts.Connect(ctx, target)
-		var he *hosts.HostError
-		if !errors.As(err, &he) || he.Kind != hosts.KindTLSVerify {
+		_, err = connect.Connect(ctx, target)
+		var he *connect.HostError
+		if !errors.As(err, &he) || he.Kind != connect.KindTLSVerify {
 			t.Fatalf("want a TLS verification error, got %v", err)
 		}
 		if !strings.Contains(err.Error(), d.TCP) || !strings.Contains(err.Error(), "TLS verification") {
@@ -111,17 +111,17 @@ func TestRemoteHosts(t *testing.T) {
 		t.Log(err)
 	})
 	t.Run("plain HTTP to the TLS port asks for TLS", func(t *testing.T) {
-		_, err := hosts.Connect(ctx, hosts.Target{Name: d.TCP, Host: d.TCP})
-		var he *hosts.HostError
-		if !errors.As(err, &he) || (he.Kind != hosts.KindTLSRequired && he.Kind != hosts.KindTLSVerify) {
+		_, err := connect.Connect(ctx, connect.DockerHost{Name: d.TCP, Host: d.TCP})
+		var he *connect.HostError
+		if !errors.As(err, &he) || (he.Kind != connect.KindTLSRequired && he.Kind != connect.KindTLSVerify) {
 			t.Fatalf("want a TLS error, got %v", err)
 		}
 		t.Log(err)
 	})
 	t.Run("ssh with a key the server refuses", func(t *testing.T) {
-		_, err := hosts.Connect(ctx, hosts.Target{Name: "lab", Host: s.Host, SSHOptions: s.BadKeyOptions})
-		var he *hosts.HostError
-		if !errors.As(err, &he) || he.Kind != hosts.KindSSHAuth {
+		_, err := connect.Connect(ctx, connect.DockerHost{Name: "lab", Host: s.Host, SSHOptions: s.BadKeyOptions})
+		var he *connect.HostError
+		if !errors.As(err, &he) || he.Kind != connect.KindSSHAuth {
 			t.Fatalf("want an ssh auth error, got %v", err)
 		}
 		if !strings.Contains(err.Error(), "lab") || strings.Contains(err.Error(), "\n") {
@@ -130,18 +130,18 @@ func TestRemoteHosts(t *testing.T) {
 		t.Log(err)
 	})
 	t.Run("ssh to a host not in known_hosts", func(t *testing.T) {
-		_, err := hosts.Connect(ctx, hosts.Target{Name: s.Host, Host: s.Host, SSHOptions: s.UnknownHostOptions})
-		var he *hosts.HostError
-		if !errors.As(err, &he) || he.Kind != hosts.KindSSHHostKey {
+		_, err := connect.Connect(ctx, connect.DockerHost{Name: s.Host, Host: s.Host, SSHOptions: s.UnknownHostOptions})
+		var he *connect.HostError
+		if !errors.As(err, &he) || he.Kind != connect.KindSSHHostKey {
 			t.Fatalf("want an ssh host key error, got %v", err)
 		}
 		t.Log(err)
 	})
 	t.Run("stopped daemon is unreachable", func(t *testing.T) {
 		d.Stop(t)
-		_, err := hosts.Connect(ctx, hosts.Target{Name: "second", Host: d.Socket})
-		var he *hosts.HostError
-		if !errors.As(err, &he) || he.Kind != hosts.KindUnreachable {
+		_, err := connect.Connect(ctx, connect.DockerHost{Name: "second", Host: d.Socket})
+		var he *connect.HostError
+		if !errors.As(err, &he) || he.Kind != connect.KindUnreachable {
 			t.Fatalf("want unreachable, got %v", err)
 		}
 		if !strings.Contains(err.Error(), "second") {

@@ -1,4 +1,4 @@
-package hosts
+package connect
 
 import (
 	"crypto/sha256"
@@ -50,36 +50,36 @@ func contextID(name string) string {
 // from contexts/meta/<sha256(name)>/meta.json and the TLS material from
 // contexts/tls/<sha256(name)>/docker/{ca,cert,key}.pem. The context named
 // "default" is DOCKER_HOST or the local socket, as in the docker CLI.
-func resolveContext(o Options, name string) (Target, error) {
+func resolveContext(o HostOptions, name string) (DockerHost, error) {
 	if name == "default" {
 		if h := o.getenv("DOCKER_HOST"); h != "" {
 			return fromAddress(o, h)
 		}
-		return Target{Name: DefaultHost, Host: DefaultHost, Context: name}, nil
+		return DockerHost{Name: DefaultHost, Host: DefaultHost, Context: name}, nil
 	}
 	dir := o.dockerConfigDir()
 	id := contextID(name)
 	metaPath := filepath.Join(dir, "contexts", "meta", id, "meta.json")
 	data, err := os.ReadFile(metaPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return Target{}, fmt.Errorf("docker context %q not found in %s: list the contexts with `docker context ls`", name, dir)
+		return DockerHost{}, fmt.Errorf("docker context %q not found in %s: list the contexts with `docker context ls`", name, dir)
 	}
 	if err != nil {
-		return Target{}, fmt.Errorf("read docker context %q: %w", name, err)
+		return DockerHost{}, fmt.Errorf("read docker context %q: %w", name, err)
 	}
 	var meta contextMeta
 	if err := json.Unmarshal(data, &meta); err != nil {
-		return Target{}, fmt.Errorf("read docker context %q from %s: %w", name, metaPath, err)
+		return DockerHost{}, fmt.Errorf("read docker context %q from %s: %w", name, metaPath, err)
 	}
 	ep, ok := meta.Endpoints["docker"]
 	if !ok || ep.Host == "" {
-		return Target{}, fmt.Errorf("docker context %q has no docker endpoint: recreate it with `docker context create %s --docker host=...`", name, name)
+		return DockerHost{}, fmt.Errorf("docker context %q has no docker endpoint: recreate it with `docker context create %s --docker host=...`", name, name)
 	}
 	host := ep.Host
 	if strings.HasPrefix(host, "/") {
 		host = "unix://" + host
 	}
-	t := Target{Name: name, Host: host, Context: name}
+	t := DockerHost{Name: name, Host: host, Context: name}
 	tlsDir := filepath.Join(dir, "contexts", "tls", id, "docker")
 	if strings.HasPrefix(host, "tcp://") && (exists(filepath.Join(tlsDir, "ca.pem")) || exists(filepath.Join(tlsDir, "cert.pem"))) {
 		t.TLS = tlsFromDir(tlsDir, !ep.SkipTLSVerify)

@@ -1,4 +1,4 @@
-package hosts
+package connect
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const (
 // ClientOptions returns the moby client options that reach t: the address,
 // and for ssh:// a dialer running ssh, for tcp:// with TLS an HTTP client
 // with the certificates. API version negotiation is included.
-func (t Target) ClientOptions() ([]client.Opt, error) {
+func (t DockerHost) ClientOptions() ([]client.Opt, error) {
 	opts := []client.Opt{client.WithAPIVersionFromEnv()}
 	switch {
 	case strings.HasPrefix(t.Host, "ssh://"):
@@ -87,7 +87,7 @@ func sshFlags(user []string) []string {
 }
 
 // NewClient makes a client for t without contacting the daemon.
-func NewClient(t Target, extra ...client.Opt) (*client.Client, error) {
+func NewClient(t DockerHost, extra ...client.Opt) (*client.Client, error) {
 	opts, err := t.ClientOptions()
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func NewClient(t Target, extra ...client.Opt) (*client.Client, error) {
 // Connect makes a client for t, pings the daemon, negotiates the API
 // version and checks it is at least MinAPIVersion. Failures are a
 // *HostError: one sentence naming the host and what to do.
-func Connect(ctx context.Context, t Target, extra ...client.Opt) (*client.Client, error) {
+func Connect(ctx context.Context, t DockerHost, extra ...client.Opt) (*client.Client, error) {
 	cli, err := NewClient(t, extra...)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func Connect(ctx context.Context, t Target, extra ...client.Opt) (*client.Client
 
 // Check pings the daemon behind cli with API version negotiation and
 // checks the version; errors are classified as in Classify.
-func Check(ctx context.Context, t Target, cli *client.Client) error {
+func Check(ctx context.Context, t DockerHost, cli *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	ping, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})

@@ -1,4 +1,4 @@
-package hosts
+package connect
 
 import (
 	"context"
@@ -78,47 +78,47 @@ hosts:
 
 	tests := []struct {
 		name    string
-		o       Options
+		o       HostOptions
 		env     map[string]string
-		want    Target
+		want    DockerHost
 		wantErr string
 	}{
-		{name: "current context", o: Options{}, want: Target{Name: "lab-ssh", Host: "ssh://me@gpu1", Context: "lab-ssh"}},
-		{name: "--host wins over DOCKER_HOST and the context", o: Options{Host: "unix:///run/other.sock"}, env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375"},
-			want: Target{Name: "unix:///run/other.sock", Host: "unix:///run/other.sock"}},
+		{name: "current context", o: HostOptions{}, want: DockerHost{Name: "lab-ssh", Host: "ssh://me@gpu1", Context: "lab-ssh"}},
+		{name: "--host wins over DOCKER_HOST and the context", o: HostOptions{Host: "unix:///run/other.sock"}, env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375"},
+			want: DockerHost{Name: "unix:///run/other.sock", Host: "unix:///run/other.sock"}},
 		{name: "DOCKER_HOST wins over DOCKER_CONTEXT", env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375", "DOCKER_CONTEXT": "cloud"},
-			want: Target{Name: "tcp://1.2.3.4:2375", Host: "tcp://1.2.3.4:2375"}},
-		{name: "--context wins over DOCKER_HOST", o: Options{Context: "cloud"}, env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375"},
-			want: Target{Name: "cloud", Host: "tcp://203.0.113.7:2376", Context: "cloud",
+			want: DockerHost{Name: "tcp://1.2.3.4:2375", Host: "tcp://1.2.3.4:2375"}},
+		{name: "--context wins over DOCKER_HOST", o: HostOptions{Context: "cloud"}, env: map[string]string{"DOCKER_HOST": "tcp://1.2.3.4:2375"},
+			want: DockerHost{Name: "cloud", Host: "tcp://203.0.113.7:2376", Context: "cloud",
 				TLS: &TLS{CAFile: filepath.Join(ctxTLS, "ca.pem"), CertFile: filepath.Join(ctxTLS, "cert.pem"), KeyFile: filepath.Join(ctxTLS, "key.pem"), Verify: true}}},
-		{name: "context skipping verification", o: Options{Context: "cloud-insecure"},
-			want: Target{Name: "cloud-insecure", Host: "tcp://203.0.113.8:2376", Context: "cloud-insecure",
+		{name: "context skipping verification", o: HostOptions{Context: "cloud-insecure"},
+			want: DockerHost{Name: "cloud-insecure", Host: "tcp://203.0.113.8:2376", Context: "cloud-insecure",
 				TLS: &TLS{CAFile: filepath.Join(ctxTLS2, "ca.pem"), CertFile: filepath.Join(ctxTLS2, "cert.pem"), KeyFile: filepath.Join(ctxTLS2, "key.pem"), Verify: false}}},
 		{name: "DOCKER_CONTEXT", env: map[string]string{"DOCKER_CONTEXT": "default"},
-			want: Target{Name: DefaultHost, Host: DefaultHost, Context: "default"}},
-		{name: "TLS from the environment", o: Options{Host: "tcp://10.0.0.1:2376"}, env: map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": certs},
-			want: Target{Name: "tcp://10.0.0.1:2376", Host: "tcp://10.0.0.1:2376",
+			want: DockerHost{Name: DefaultHost, Host: DefaultHost, Context: "default"}},
+		{name: "TLS from the environment", o: HostOptions{Host: "tcp://10.0.0.1:2376"}, env: map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": certs},
+			want: DockerHost{Name: "tcp://10.0.0.1:2376", Host: "tcp://10.0.0.1:2376",
 				TLS: &TLS{CAFile: filepath.Join(certs, "ca.pem"), CertFile: filepath.Join(certs, "cert.pem"), KeyFile: filepath.Join(certs, "key.pem"), Verify: true}}},
-		{name: "DOCKER_TLS without verification", o: Options{Host: "tcp://10.0.0.1:2376"}, env: map[string]string{"DOCKER_TLS": "1", "DOCKER_CERT_PATH": t.TempDir()},
-			want: Target{Name: "tcp://10.0.0.1:2376", Host: "tcp://10.0.0.1:2376", TLS: &TLS{}}},
-		{name: "a bare word must be a named host", o: Options{Host: "gpu1"}, wantErr: "unknown host"},
-		{name: "host:port", o: Options{Host: "10.0.0.1:2375"}, want: Target{Name: "tcp://10.0.0.1:2375", Host: "tcp://10.0.0.1:2375"}},
-		{name: "bare path is a socket", o: Options{Host: "/run/d.sock"}, want: Target{Name: "unix:///run/d.sock", Host: "unix:///run/d.sock"}},
-		{name: "named ssh host", o: Options{Host: "lab"}, env: map[string]string{"HOME": "/home/me"},
-			want: Target{Name: "lab", Host: "ssh://me@gpu1:2222", SSHOptions: []string{"-i", "/home/me/.ssh/lab"}}},
-		{name: "named TLS host", o: Options{Host: "cloud"},
-			want: Target{Name: "cloud", Host: "tcp://203.0.113.7:2376",
+		{name: "DOCKER_TLS without verification", o: HostOptions{Host: "tcp://10.0.0.1:2376"}, env: map[string]string{"DOCKER_TLS": "1", "DOCKER_CERT_PATH": t.TempDir()},
+			want: DockerHost{Name: "tcp://10.0.0.1:2376", Host: "tcp://10.0.0.1:2376", TLS: &TLS{}}},
+		{name: "a bare word must be a named host", o: HostOptions{Host: "gpu1"}, wantErr: "unknown host"},
+		{name: "host:port", o: HostOptions{Host: "10.0.0.1:2375"}, want: DockerHost{Name: "tcp://10.0.0.1:2375", Host: "tcp://10.0.0.1:2375"}},
+		{name: "bare path is a socket", o: HostOptions{Host: "/run/d.sock"}, want: DockerHost{Name: "unix:///run/d.sock", Host: "unix:///run/d.sock"}},
+		{name: "named ssh host", o: HostOptions{Host: "lab"}, env: map[string]string{"HOME": "/home/me"},
+			want: DockerHost{Name: "lab", Host: "ssh://me@gpu1:2222", SSHOptions: []string{"-i", "/home/me/.ssh/lab"}}},
+		{name: "named TLS host", o: HostOptions{Host: "cloud"},
+			want: DockerHost{Name: "cloud", Host: "tcp://203.0.113.7:2376",
 				TLS: &TLS{CAFile: filepath.Join(certs, "ca.pem"), CertFile: filepath.Join(certs, "cert.pem"), KeyFile: filepath.Join(certs, "key.pem"), Verify: true}}},
-		{name: "named host through a context", o: Options{Host: "viactx"},
-			want: Target{Name: "viactx", Host: "tcp://203.0.113.7:2376", Context: "cloud",
+		{name: "named host through a context", o: HostOptions{Host: "viactx"},
+			want: DockerHost{Name: "viactx", Host: "tcp://203.0.113.7:2376", Context: "cloud",
 				TLS: &TLS{CAFile: filepath.Join(ctxTLS, "ca.pem"), CertFile: filepath.Join(ctxTLS, "cert.pem"), KeyFile: filepath.Join(ctxTLS, "key.pem"), Verify: true}}},
-		{name: "named host with a test inventory", o: Options{Host: "fake4"}, want: Target{Name: "fake4", Host: "unix:///tmp/fake.sock", FakeGPUs: 4}},
-		{name: "a Slurm login node with its options", o: Options{Host: "login"}, want: Target{Name: "login", Host: "ssh://me@login.hpc",
+		{name: "named host with a test inventory", o: HostOptions{Host: "fake4"}, want: DockerHost{Name: "fake4", Host: "unix:///tmp/fake.sock", FakeGPUs: 4}},
+		{name: "a Slurm login node with its options", o: HostOptions{Host: "login"}, want: DockerHost{Name: "login", Host: "ssh://me@login.hpc",
 			Slurm: &SlurmOptions{Partition: "gpu", Account: "lab", QOS: "short", Runtime: "docker"}}},
-		{name: "unknown name", o: Options{Host: "nosuch"}, wantErr: `unknown host "nosuch"`},
-		{name: "unknown context", o: Options{Context: "nosuch"}, wantErr: `docker context "nosuch" not found`},
-		{name: "--host and --context", o: Options{Host: "lab", Context: "cloud"}, wantErr: "pick one"},
-		{name: "bad scheme", o: Options{Host: "http://x:1"}, wantErr: "invalid bind address"},
+		{name: "unknown name", o: HostOptions{Host: "nosuch"}, wantErr: `unknown host "nosuch"`},
+		{name: "unknown context", o: HostOptions{Context: "nosuch"}, wantErr: `docker context "nosuch" not found`},
+		{name: "--host and --context", o: HostOptions{Host: "lab", Context: "cloud"}, wantErr: "pick one"},
+		{name: "bad scheme", o: HostOptions{Host: "http://x:1"}, wantErr: "invalid bind address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ hosts:
 }
 
 func TestResolveDefault(t *testing.T) {
-	o := Options{Getenv: func(string) string { return "" }, DockerConfigDir: t.TempDir(), ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}
+	o := HostOptions{Getenv: func(string) string { return "" }, DockerConfigDir: t.TempDir(), ConfigFile: filepath.Join(t.TempDir(), "none.yaml")}
 	got, err := Resolve(o)
 	if err != nil || got.Host != DefaultHost {
 		t.Fatalf("got %+v, %v", got, err)
@@ -175,14 +175,14 @@ func TestLoadConfigErrors(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	ssh := Target{Name: "lab", Host: "ssh://me@gpu1"}
-	tcp := Target{Name: "tcp://h:2376", Host: "tcp://h:2376"}
+	ssh := DockerHost{Name: "lab", Host: "ssh://me@gpu1"}
+	tcp := DockerHost{Name: "tcp://h:2376", Host: "tcp://h:2376"}
 	connErr := func(stderr string) error {
 		return fmt.Errorf("error during connect: Get \"http://docker.example.com/_ping\": command [ssh -o BatchMode=yes -- me@gpu1 docker system dial-stdio] has exited with exit status 255, make sure the URL is valid, and Docker 18.09 or later is installed on the remote host: stderr=%s", stderr)
 	}
 	tests := []struct {
 		name   string
-		t      Target
+		t      DockerHost
 		err    error
 		kind   Kind
 		reason string
@@ -232,7 +232,7 @@ func TestCheckAPITooOld(t *testing.T) {
 			w.Write([]byte("OK"))
 		}))
 		host := "tcp://" + strings.TrimPrefix(srv.URL, "http://")
-		_, err := Connect(context.Background(), Target{Name: "old", Host: host})
+		_, err := Connect(context.Background(), DockerHost{Name: "old", Host: host})
 		srv.Close()
 		var he *HostError
 		if tc.ok {
@@ -261,7 +261,7 @@ func TestVersionLess(t *testing.T) {
 
 // An ssh host that does not answer is named, with the command to check it.
 func TestSSHUnreachableMessage(t *testing.T) {
-	e := &HostError{Target: Target{Name: "ssh://me@gpu1:2222", Host: "ssh://me@gpu1:2222"}, Kind: KindUnreachable, Reason: "no answer within 15s"}
+	e := &HostError{Target: DockerHost{Name: "ssh://me@gpu1:2222", Host: "ssh://me@gpu1:2222"}, Kind: KindUnreachable, Reason: "no answer within 15s"}
 	want := "Docker host ssh://me@gpu1:2222 did not answer over ssh (no answer within 15s): check that `ssh -p 2222 me@gpu1 docker version` works from here (host up, name and port right, no firewall in the way)"
 	if got := e.Error(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -284,7 +284,7 @@ func TestResolveInherits(t *testing.T) {
 	writeFile(t, filepath.Join(cfgDir, "xrun", "config.yaml"), "hosts:\n  lab:\n    host: ssh://me@gpu1\n    ssh_options: [-p, \"2200\"]\n")
 	dockerDir := dockerConfig(t, "")
 	env := map[string]string{"XDG_CONFIG_HOME": cfgDir}
-	o := Options{Getenv: func(k string) string { return env[k] }, DockerConfigDir: dockerDir}
+	o := HostOptions{Getenv: func(k string) string { return env[k] }, DockerConfigDir: dockerDir}
 
 	o.Host = "ssh://me@gpu1"
 	got, err := Resolve(o)
@@ -305,13 +305,13 @@ func TestResolveInherits(t *testing.T) {
 
 func TestRef(t *testing.T) {
 	tests := []struct {
-		t    Target
+		t    DockerHost
 		want string
 	}{
-		{Target{Name: "lab", Host: "ssh://me@gpu1"}, "lab"},
-		{Target{Name: "cloud", Host: "tcp://h:2376", Context: "cloud"}, "tcp://h:2376"},
-		{Target{Name: "tcp://h:2376", Host: "tcp://h:2376"}, "tcp://h:2376"},
-		{Target{Name: "viactx", Host: "tcp://h:2376", Context: "cloud"}, "viactx"},
+		{DockerHost{Name: "lab", Host: "ssh://me@gpu1"}, "lab"},
+		{DockerHost{Name: "cloud", Host: "tcp://h:2376", Context: "cloud"}, "tcp://h:2376"},
+		{DockerHost{Name: "tcp://h:2376", Host: "tcp://h:2376"}, "tcp://h:2376"},
+		{DockerHost{Name: "viactx", Host: "tcp://h:2376", Context: "cloud"}, "viactx"},
 	}
 	for _, tc := range tests {
 		if got := tc.t.Ref(); got != tc.want {
@@ -340,7 +340,7 @@ func TestUnreachableTCPSaysWhy(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	_, err = Connect(context.Background(), Target{Host: "tcp://" + addr})
+	_, err = Connect(context.Background(), DockerHost{Host: "tcp://" + addr})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "tcp://"+addr) {
 		t.Errorf("err = %v", err)
 	}

@@ -1,6 +1,6 @@
 //go:build integration
 
-package hosts_test
+package connect_test
 
 import (
 	"bytes"
