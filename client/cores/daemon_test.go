@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )

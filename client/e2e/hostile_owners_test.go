@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
-	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/connect"
+	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/internal/testenv"

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
-	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/internal/testenv"
 )

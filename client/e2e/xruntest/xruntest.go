@@ -23,11 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/connect"
+	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/internal/testenv"
 	"github.com/xrun-dev/xrun/result"
-
-	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/connect"
 )
 
 // Connect connects to the Docker daemon that xrun picks by default in this
