@@ -131,3 +131,36 @@ func TestWaitSaysWhenARunningJobIsRequeued(t *testing.T) {
 		t.Errorf("the wait ended after %d looks, before the job did", f.looks)
 	}
 }
+
+// An attached submit removes what its job left once the store holds the
+// job's end: a job no node took has no log to wait for, and its Failed
+// Job (or Slurm directory) goes all the same; a job whose log is not in
+// the store yet stays.
+func TestRemoveStoredJobNoNodeTook(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	removed := false
+	f := &fakeBackend{where: "k8s://lab", remove: func() error { removed = true; return nil }}
+	m := &Manager{Store: st, Err: io.Discard}
+	j := &store.Job{ID: store.NewID(), Experiment: "e", Status: "timeout", Finished: &now, ContainerID: "uid-1",
+		Error: NoNodePrefix + " within its pending limit (--pending-limit 2m0s): 0/1 nodes are available"}
+	if err := st.Create(j); err != nil {
+		t.Fatal(err)
+	}
+	m.removeStored(f.plain(), j)
+	if !removed {
+		t.Error("the Job of a job no node took was left")
+	}
+	removed = false
+	ran := &store.Job{ID: store.NewID(), Experiment: "e", Status: "failed", Finished: &now, ContainerID: "uid-2", Error: "worker crashed"}
+	if err := st.Create(ran); err != nil {
+		t.Fatal(err)
+	}
+	m.removeStored(f.plain(), ran)
+	if removed {
+		t.Error("a job whose log is not in the store was removed")
+	}
+}

@@ -310,10 +310,14 @@ func (s *submission) launch(ctx context.Context, spec backend.Spec) (*store.Job,
 
 // removeStored removes the exited container of job j, as docker run --rm
 // does, but only once the store holds the job's end: its final status,
-// and its results and logs where the job wrote any. A failed removal is a
-// warning: the job's outcome stands.
+// and its results and logs where the job wrote any (a job no node took
+// wrote none: its Failed Kubernetes Job or Slurm directory goes too). A
+// failed removal is a warning: the job's outcome stands.
 func (m *Manager) removeStored(b backend.Backend, j *store.Job) {
-	if !store.Final(j.Status) || j.Finished == nil || j.ContainerID == "" || !m.Store.Has(j.ID, store.LogsFile) {
+	if !store.Final(j.Status) || j.Finished == nil || j.ContainerID == "" {
+		return
+	}
+	if !m.Store.Has(j.ID, store.LogsFile) && !strings.HasPrefix(j.Error, NoNodePrefix) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
