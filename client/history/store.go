@@ -173,6 +173,11 @@ CREATE TABLE IF NOT EXISTS results_files (
 	body      BLOB NOT NULL,
 	stored_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sessions (
+	id         TEXT PRIMARY KEY,
+	token_hash TEXT NOT NULL,
+	expires_at INTEGER NOT NULL
+);
 `
 
 // Store is an open history.
@@ -274,7 +279,7 @@ func (s *Store) migrate() error {
 		return fmt.Errorf("the history has layout %d; this xrun reads %d (use a newer xrun)", v, schemaVersion)
 	}
 	// The schema's statements run on every open (each is IF NOT EXISTS):
-	// the server's tokens and results_files tables join a history of the current layout
+	// the server's tokens, results_files and sessions tables join a history of the current layout
 	// without a new layout number, which an older xrun would refuse.
 	if v == 1 {
 		if err := addBaseline(tx); err != nil {

@@ -69,6 +69,10 @@ func (s *Store) Tokens() ([]Token, error) {
 
 // RemoveToken removes the token name, and reports whether there was one.
 func (s *Store) RemoveToken(name string) (bool, error) {
+	// Its browsers are signed out (each request checks the token too).
+	if _, err := s.db.Exec("DELETE FROM sessions WHERE token_hash IN (SELECT hash FROM tokens WHERE name = ?)", name); err != nil {
+		return false, fmt.Errorf("remove token %s: %w", name, err)
+	}
 	res, err := s.db.Exec("DELETE FROM tokens WHERE name = ?", name)
 	if err != nil {
 		return false, fmt.Errorf("remove token %s: %w", name, err)

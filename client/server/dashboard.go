@@ -23,9 +23,11 @@ import (
 // server's history and served at /. A browser signs in once with a read
 // (or admin) token through a form (POST /login, the token in the body,
 // never in a URL); the server answers with a session cookie (HttpOnly,
-// SameSite=Lax, Secure over TLS) that names a session it keeps in memory,
-// not the token. Each request checks that the session's token still
-// exists, so removing the token signs its browsers out.
+// SameSite=Lax, Secure over TLS) that names a session it keeps in the
+// history (by the hashes of the cookie and of the token, so that a
+// restart does not sign browsers out), not the token. Each request checks
+// that the session's token still exists, so removing the token signs its
+// browsers out.
 
 // SessionCookie names the dashboard's session cookie.
 const SessionCookie = "xrun_session"
@@ -38,18 +40,12 @@ const sessionTTL = 12 * time.Hour
 // history accept or rm on the server's database).
 const staleAfter = 5 * time.Minute
 
-type session struct {
-	hash    string // the token's hash
-	expires time.Time
-}
-
 // dashboard is the site built from the history, rebuilt on the first
 // request after a post landed.
 type dashboard struct {
 	root string // where the builds go
 
 	mu       sync.Mutex // guards the fields below
-	sessions map[string]session
 	posts    uint64 // posts stored so far
 	built    uint64 // posts the current build holds
 	at       time.Time
@@ -60,7 +56,7 @@ type dashboard struct {
 }
 
 func newDashboard() *dashboard {
-	return &dashboard{sessions: map[string]session{}}
+	return &dashboard{}
 }
 
 // posted notes that the history changed.
@@ -139,16 +135,9 @@ func (s *Server) Close() error {
 // there is neither, or the token is gone.
 func (s *Server) dashboardToken(r *http.Request) (t history.Token, ok bool, err error) {
 	hash := ""
-	if c, cerr := r.Cookie(SessionCookie); cerr == nil {
-		s.dash.mu.Lock()
-		ses, found := s.dash.sessions[c.Value]
-		if found && time.Now().After(ses.expires) {
-			delete(s.dash.sessions, c.Value)
-			found = false
-		}
-		s.dash.mu.Unlock()
-		if found {
-			hash = ses.hash
+	if c, cerr := r.Cookie(SessionCookie); cerr == nil && c.Value != "" {
+		if hash, _, err = s.h.SessionToken(hashToken(c.Value)); err != nil {
+			return history.Token{}, false, err
 		}
 	}
 	if hash == "" {
@@ -247,15 +236,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := hex.EncodeToString(b[:])
-	s.dash.mu.Lock()
-	now := time.Now()
-	for k, v := range s.dash.sessions {
-		if now.After(v.expires) {
-			delete(s.dash.sessions, k)
-		}
+	if err := s.h.AddSession(hashToken(id), hashToken(secret), time.Now().Add(sessionTTL)); err != nil {
+		s.storageError(w, "keep the session", err)
+		return
 	}
-	s.dash.sessions[id] = session{hash: hashToken(secret), expires: now.Add(sessionTTL)}
-	s.dash.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(sessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -272,9 +256,10 @@ func overHTTPS(r *http.Request) bool {
 // logout ends the browser's session.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		s.dash.mu.Lock()
-		delete(s.dash.sessions, c.Value)
-		s.dash.mu.Unlock()
+		if err := s.h.RemoveSession(hashToken(c.Value)); err != nil {
+			s.storageError(w, "end the session", err)
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: overHTTPS(r)})

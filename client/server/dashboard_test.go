@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -199,5 +200,71 @@ func testDashboard(t *testing.T, h *history.Store) {
 	}
 	if !strings.Contains(log, "POST /login 303 token=t-read") || !strings.Contains(log, "GET / 200 token=t-read") {
 		t.Errorf("the log names no sign-in or page by the token's name:\n%s", log)
+	}
+}
+
+// A browser stays signed in across a restart of the server (a new Server
+// on the same history), which keeps the session by the hash of its
+// cookie, not the cookie; signing out, or removing the token, ends it on
+// every server of the history.
+func testSessions(t *testing.T, h *history.Store) {
+	f := newFixture(t, h, Options{})
+	if code, r := f.postResults(t, f.post, results(t, "job-s0", day, 2)); code != http.StatusCreated {
+		t.Fatalf("post: %d %+v", code, r)
+	}
+	b := newBrowser(t, f)
+	if code, _, _ := b.login(f.read, "/"); code != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", code)
+	}
+	u, _ := url.Parse(f.srv.URL)
+	var cookie *http.Cookie
+	for _, c := range b.jar.Cookies(u) {
+		if c.Name == SessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatal("no session cookie")
+	}
+	if _, ok, err := h.SessionToken(cookie.Value); ok || err != nil {
+		t.Errorf("the history keeps the cookie's value itself (%v)", err)
+	}
+	restarted := New(h, Options{})
+	srv := httptest.NewServer(restarted)
+	t.Cleanup(func() { srv.Close(); restarted.Close() })
+	get := func(path string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.AddCookie(cookie)
+		code, _, _ := b.answer(http.DefaultClient.Do(req))
+		return code
+	}
+	if code := get("/"); code != http.StatusOK {
+		t.Errorf("the index after a restart: %d, want the signed-in page", code)
+	}
+	// Signed out on the first server, the cookie opens nothing on either.
+	if code, _, _ := b.answer(b.c.PostForm(f.srv.URL+"/logout", nil)); code != http.StatusOK {
+		t.Errorf("sign out: %d", code)
+	}
+	if code := get("/"); code != http.StatusUnauthorized {
+		t.Errorf("the index after signing out: %d, want 401", code)
+	}
+	// Removing the token signs out its browsers, restarted or not.
+	if code, _, _ := b.login(f.read, "/"); code != http.StatusSeeOther {
+		t.Fatalf("sign in again: %d", code)
+	}
+	for _, c := range b.jar.Cookies(u) {
+		if c.Name == SessionCookie {
+			cookie = c
+		}
+	}
+	if code := get("/"); code != http.StatusOK {
+		t.Errorf("signed in again: %d", code)
+	}
+	if ok, err := h.RemoveToken("t-" + ScopeRead); !ok || err != nil {
+		t.Fatalf("remove the token: %v %v", ok, err)
+	}
+	if code := get("/"); code != http.StatusUnauthorized {
+		t.Errorf("the index after its token was removed: %d, want 401", code)
 	}
 }

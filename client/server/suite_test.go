@@ -36,6 +36,7 @@ func runSuite(t *testing.T, open func(t *testing.T) *history.Store) {
 	t.Run("kept", func(t *testing.T) { testKept(t, open(t)) })
 	t.Run("regress", func(t *testing.T) { testRegress(t, open(t)) })
 	t.Run("dashboard", func(t *testing.T) { testDashboard(t, open(t)) })
+	t.Run("sessions", func(t *testing.T) { testSessions(t, open(t)) })
 }
 
 // The server keeps each job's results.json as it was posted, for a read
