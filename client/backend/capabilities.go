@@ -28,6 +28,20 @@ type Capabilities struct {
 	// CachesElsewhere, when set, says where the place keeps its jobs'
 	// compile caches, which xrun prune --caches does not reach.
 	CachesElsewhere string
+	// StoppedBy names what, besides xrun, stops a job there (a job
+	// cancelled with no xrun cancel on record: StoppedOutside).
+	StoppedBy string
+}
+
+// StoppedOutside is the error of a job whose runner was stopped (SIGTERM)
+// with no stop on record: something other than this job store's xrun, as
+// the place names it.
+func (c Capabilities) StoppedOutside() string {
+	by := c.StoppedBy
+	if by == "" {
+		by = "docker stop, a Docker daemon restart, a host shutdown"
+	}
+	return "stopped (SIGTERM) by something other than this job store's xrun: " + by + ", or a cancel whose record could not be saved"
 }
 
 // Feature is something a job may ask of where it runs that not every

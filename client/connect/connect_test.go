@@ -74,3 +74,19 @@ func TestSlurmDefaults(t *testing.T) {
 		t.Errorf("a rerun's options %q, want %q", again.Sbatch, flags.Sbatch)
 	}
 }
+
+// A job stopped with no stop on record is said to be stopped by what
+// stops jobs where it ran, not in a Docker host's words everywhere.
+func TestStoppedOutsideByPlace(t *testing.T) {
+	for host, want := range map[string]string{
+		"unix:///var/run/docker.sock": "docker stop, a Docker daemon restart",
+		"k8s://lab/default":           "kubectl delete of its pod or Job, a node drain",
+		"slurm://hpc":                 "scancel, a node that went down",
+		"local://box":                 "a kill of the runner",
+	} {
+		got := CapabilitiesOf(&store.Job{Host: host}).StoppedOutside()
+		if !strings.HasPrefix(got, "stopped (SIGTERM) by something other than this job store's xrun: "+want) {
+			t.Errorf("%s: %q", host, got)
+		}
+	}
+}

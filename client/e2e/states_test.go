@@ -17,8 +17,8 @@ import (
 
 	"github.com/xrun-dev/xrun/internal/testenv"
 
+	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -331,7 +331,7 @@ func TestDaemonRestartUnderARunningJob(t *testing.T) {
 		t.Errorf("wait: exit %d\nstdout: %s\nstderr: %s", code, wout.String(), werr.String())
 	}
 	s := x.Status(t, id)
-	if s.Status != result.StatusCancelled || s.Error != job.StoppedOutside {
+	if s.Status != result.StatusCancelled || s.Error != dockerhost.Capabilities.StoppedOutside() {
 		logs, _ := os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
 		state, _ := exec.Command("docker", "-H", d.Socket, "inspect", "--format", "{{json .State}}", "xrun-e2e-setup-sleep-"+id).CombinedOutput()
 		t.Errorf("after the restart: %s (%s), want cancelled, stopped from outside xrun; the job's log:\n%s\ncontainer state: %s\ndaemon log:\n%s", s.Status, s.Error, logs, state, d.Log())

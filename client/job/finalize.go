@@ -8,6 +8,7 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -65,7 +66,7 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 	case stopped:
 		// the stopper's reason (expire, cancel) stays
 	case verdict && r.Status == result.StatusCancelled && j.StoppedBy == "":
-		j.Error = StoppedOutside
+		j.Error = connect.CapabilitiesOf(j).StoppedOutside()
 	case verdict && r.Error != "":
 		j.Error = r.Error
 	case verdict && j.Status == result.StatusFailed:
@@ -73,7 +74,7 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 	case s.OOMKilled:
 		j.Error = OOMMessage(s.MemoryBytes)
 	case j.Status == result.StatusCancelled && j.StoppedBy == "":
-		j.Error = StoppedOutside
+		j.Error = connect.CapabilitiesOf(j).StoppedOutside()
 	case r == nil && j.Status == result.StatusFailed && (code == 0 || code == 1):
 		j.Error = fmt.Sprintf("the runner exited with code %d but left no %s: its output directory was lost or could not be written (see `xrun logs %s`)", code, result.FileName, j.ID)
 	case j.Status == result.StatusFailed && s.Message != "":

@@ -125,10 +125,6 @@ func (m *Manager) cancelOn(ctx context.Context, b backend.Backend, j *store.Job)
 	return false, err
 }
 
-// StoppedOutside is the error of a job whose runner was stopped (SIGTERM)
-// by neither xrun cancel, Ctrl-C nor its timeout.
-const StoppedOutside = "stopped (SIGTERM) by something other than this job store's xrun: docker stop, a Docker daemon restart, a host shutdown, or a cancel whose record could not be saved"
-
 // OOMMessage says that the runner was killed for memory before its
 // verdict, and what the job's limit was.
 func OOMMessage(limit int64) string {

@@ -45,12 +45,12 @@ const staleAfter = 5 * time.Minute
 type dashboard struct {
 	root string // where the builds go
 
-	mu       sync.Mutex // guards the fields below
-	posts    uint64 // posts stored so far
-	built    uint64 // posts the current build holds
-	at       time.Time
-	dir      string // the current build; "" before the first
-	empty    bool   // the history had no run at the last build
+	mu    sync.Mutex // guards the fields below
+	posts uint64     // posts stored so far
+	built uint64     // posts the current build holds
+	at    time.Time
+	dir   string // the current build; "" before the first
+	empty bool   // the history had no run at the last build
 
 	build sync.Mutex // one build at a time
 }

@@ -23,7 +23,7 @@ import (
 
 // Capabilities is what a Docker host gives: every feature a submit may ask
 // for (GPUs by id, no network, reserved CPUs, root, a base image).
-var Capabilities = backend.Capabilities{Name: "a Docker host"}
+var Capabilities = backend.Capabilities{Name: "a Docker host", StoppedBy: "docker stop, a Docker daemon restart, a host shutdown"}
 
 // Backend is a Docker host.
 type Backend struct {

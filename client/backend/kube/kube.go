@@ -100,6 +100,7 @@ var Capabilities = backend.Capabilities{
 		backend.NoNetwork: "a NetworkPolicy of the namespace decides the job's network",
 	},
 	NoConfirm:       "it ran on a Kubernetes cluster, which picks the GPU",
+	StoppedBy:       "kubectl delete of its pod or Job, a node drain, or a preemption",
 	CachesElsewhere: "a cluster's compile caches are directories of its nodes (" + CacheHostDir + "), which prune does not reach; docs/kubernetes.md says how the cluster's admin cleans them",
 }
 

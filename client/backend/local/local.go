@@ -62,7 +62,7 @@ var Capabilities = backend.Capabilities{Name: "this machine", Flag: "--local", L
 	backend.CPUReservation: "the runner is a process of this machine, on its CPUs",
 	backend.RunAsRoot:      "the runner runs as your user",
 	backend.BaseImage:      "the runner runs without a container, with this machine's Python",
-}}
+}, StoppedBy: "a kill of the runner, or a shutdown of this machine"}
 
 // Backend runs jobs on this machine.
 type Backend struct {

@@ -90,7 +90,7 @@ func Capabilities(runtime string) backend.Capabilities {
 		backend.GPUsByID:  "Slurm picks the GPUs; give a count",
 		backend.NoNetwork: "a Slurm job has its node's network",
 		backend.RunAsRoot: "a Slurm job runs as your user on the cluster",
-	}}
+	}, StoppedBy: "scancel, a node that went down, or a preemption"}
 	if runtime != store.RuntimeDocker {
 		c.Lacks[backend.BaseImage] = "the job runs without a container, with the cluster's Python (--python), unless --slurm-runtime docker"
 	}
