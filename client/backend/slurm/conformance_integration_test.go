@@ -1,0 +1,51 @@
+//go:build integration
+
+package slurm
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/backendtest"
+	"github.com/xrun-dev/xrun/client/buildctx"
+	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/spec"
+)
+
+// conformanceRunner stands in for xrun-runner on the cluster: it runs the
+// suite's script (XRUN_CONFORMANCE_SCRIPT, from the job's environment)
+// with OUT set to the --out directory the batch script gives it.
+const conformanceRunner = `#!/bin/sh
+while [ $# -gt 0 ]; do
+	case $1 in --out) OUT=$2; shift ;; esac
+	shift
+done
+export OUT
+exec sh -c "$XRUN_CONFORMANCE_SCRIPT"
+`
+
+// The conformance suite (client/backend/backendtest) against the one-node
+// cluster of scripts/slurm-cluster, its commands on this machine.
+func TestConformance(t *testing.T) {
+	tmp := t.TempDir()
+	startCluster(t, tmp)
+	exp := filepath.Join(tmp, "exp")
+	os.MkdirAll(exp, 0o755)
+	os.WriteFile(filepath.Join(exp, "experiment.py"), []byte("pass\n"), 0o644)
+	code, err := buildctx.Collect(exp, &spec.Spec{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := filepath.Join(tmp, "xrun-runner")
+	if err := os.WriteFile(runner, []byte(conformanceRunner), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Runner: runner, Poll: 200 * time.Millisecond}
+	backendtest.Run(t, backendtest.Place{Backend: b, Capabilities: Capabilities(""), Timeout: 2 * time.Minute,
+		Spec: func(t *testing.T, j *store.Job, script string) backend.Spec {
+			return backend.Spec{Name: "xrun-conformance-" + j.ID, Code: code, Env: []string{"XRUN_CONFORMANCE_SCRIPT=" + script}}
+		}})
+}
