@@ -78,5 +78,5 @@ demo: setup build cpu-base ## the main job: submit the GLA experiment (GPU host:
 gpu-host-bundle: ## .gpu-host/: Docker + NVIDIA toolkit bundle, xrun and the GPU suite, for a GPU box without Docker (docs/gpu-host.md)
 	./scripts/gpu-host/bundle.sh .gpu-host
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o .gpu-host/xrun ./cmd/xrun
-	CGO_ENABLED=0 $(GO) test -tags integration -c -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
+	CGO_ENABLED=0 $(GO) test -tags integration -c -ldflags '-s -w' -o .gpu-host/gpu-e2e.test ./client/e2e/gpu
 	xz -T0 --x86 --lzma2=preset=9e -f .gpu-host/xrun .gpu-host/gpu-e2e.test
