@@ -36,7 +36,7 @@ type run = xruntest.Result
 
 // experiment is the directory of the experiment the tests submit.
 func (x *xrunEnv) experiment() string {
-	return filepath.Join(x.repo, "client", "hosts", "testdata", "remote-quick")
+	return filepath.Join(x.repo, "client", "connect", "testdata", "remote-quick")
 }
 
 func (x *xrunEnv) submit(t *testing.T, flags ...string) run {
