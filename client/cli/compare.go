@@ -148,11 +148,11 @@ func (a *App) jobResults(ctx context.Context, ref string) (j *store.Job, r *resu
 	if err := m.EnsureResults(ctx, j); err != nil {
 		return nil, nil, nil, err
 	}
-	data, err = st.ReadResults(j)
-	var te *store.TamperedError
+	data, err = storedResults(st, j)
+	var ee *contract.ExitError
 	switch {
-	case errors.As(err, &te):
-		return nil, nil, nil, &contract.ExitError{Code: contract.ExitInfra, Err: err}
+	case errors.As(err, &ee):
+		return nil, nil, nil, err
 	case err != nil:
 		return nil, nil, nil, fmt.Errorf("job %s (%s) has no results yet: see `xrun logs %s`", j.ID, j.Status, j.ID)
 	}

@@ -3,16 +3,13 @@
 package slurm
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/backendtest"
-	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/store"
-	"github.com/xrun-dev/xrun/spec"
 )
 
 // conformanceRunner stands in for xrun-runner on the cluster: it runs the
@@ -32,17 +29,7 @@ exec sh -c "$XRUN_CONFORMANCE_SCRIPT"
 func TestConformance(t *testing.T) {
 	tmp := t.TempDir()
 	startCluster(t, tmp)
-	exp := filepath.Join(tmp, "exp")
-	os.MkdirAll(exp, 0o755)
-	os.WriteFile(filepath.Join(exp, "experiment.py"), []byte("pass\n"), 0o644)
-	code, err := buildctx.Collect(exp, &spec.Spec{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner := filepath.Join(tmp, "xrun-runner")
-	if err := os.WriteFile(runner, []byte(conformanceRunner), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	code, runner := stubExperiment(t, tmp, conformanceRunner)
 	b := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Runner: runner, Poll: 200 * time.Millisecond}
 	backendtest.Run(t, backendtest.Place{Backend: b, Capabilities: Capabilities(""), Timeout: 2 * time.Minute,
 		Spec: func(t *testing.T, j *store.Job, script string) backend.Spec {

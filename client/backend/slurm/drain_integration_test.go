@@ -45,16 +45,8 @@ func TestDrainedNodeQueues(t *testing.T) {
 	}
 	scontrol(`state=drain reason="disk swap"`)
 
-	exp := filepath.Join(tmp, "exp")
-	os.MkdirAll(exp, 0o755)
-	os.WriteFile(filepath.Join(exp, "experiment.py"), []byte("pass\n"), 0o644)
-	code, err := buildctx.Collect(exp, &spec.Spec{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A runner that exits 0: the test is about getting a node.
-	runner := filepath.Join(tmp, "xrun-runner")
-	os.WriteFile(runner, []byte("#!/bin/sh\nexit 0\n"), 0o755)
+	code, runner := stubExperiment(t, tmp, "#!/bin/sh\nexit 0\n")
 	var log strings.Builder
 	b := &Backend{Shell: sh, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Runner: runner, Log: &log, Poll: 200 * time.Millisecond}
 	job := func(id string, gpus int, mem int64) (*store.Job, backend.Spec) {
@@ -110,6 +102,25 @@ func TestDrainedNodeQueues(t *testing.T) {
 	if err != nil || st.Phase != backend.Exited || st.ExitCode != 0 {
 		t.Errorf("the job once the node was resumed: %+v, %v", st, err)
 	}
+}
+
+// stubExperiment makes in tmp an experiment of one empty file, collected
+// as a submit collects it, and a stand-in for the runner whose text is
+// runner.
+func stubExperiment(t *testing.T, tmp, runner string) (*buildctx.Context, string) {
+	t.Helper()
+	exp := filepath.Join(tmp, "exp")
+	os.MkdirAll(exp, 0o755)
+	os.WriteFile(filepath.Join(exp, "experiment.py"), []byte("pass\n"), 0o644)
+	code, err := buildctx.Collect(exp, &spec.Spec{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(tmp, "xrun-runner")
+	if err := os.WriteFile(path, []byte(runner), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return code, path
 }
 
 // startCluster starts the one-node cluster of scripts/slurm-cluster with
