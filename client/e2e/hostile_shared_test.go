@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/contract"
@@ -136,7 +135,7 @@ func TestHostileQueuedReservationsAllRun(t *testing.T) {
 	if peak < 2 && n >= 2 {
 		t.Errorf("at most %d reserved jobs ran at once on %d CPUs: the submits did not overlap", peak, n)
 	}
-	for _, l := range []string{cores.LabelReservation, cores.LabelLock} {
+	for _, l := range []string{gpus.LabelCPUReservation, gpus.LabelCPULock} {
 		if left, err := e.List(ctx, map[string]string{l: ""}, true); err != nil || len(left) != 0 {
 			t.Errorf("%d containers labelled %s left after the jobs (%v)", len(left), l, err)
 		}
@@ -150,14 +149,14 @@ func TestHostileQueuedReservationsAllRun(t *testing.T) {
 // two share one, nor does a running job of the pool. peak gets the most
 // reserved jobs seen running at once.
 func reservedApart(ctx context.Context, e engine.Engine, n int, peak *int) error {
-	res, err := e.List(ctx, map[string]string{cores.LabelReservation: ""}, true)
+	res, err := e.List(ctx, map[string]string{gpus.LabelCPUReservation: ""}, true)
 	if err != nil {
 		return nil // the daemon is busy; the next look counts
 	}
 	holder := map[int]string{}
 	holds := map[string]bool{}
 	for _, r := range res {
-		cpu, _ := strconv.Atoi(r.Labels[cores.LabelReservation])
+		cpu, _ := strconv.Atoi(r.Labels[gpus.LabelCPUReservation])
 		holder[cpu] = r.Labels[gpus.LabelHolder]
 		holds[r.Labels[gpus.LabelHolder]] = true
 	}
@@ -185,7 +184,7 @@ func reservedApart(ctx context.Context, e engine.Engine, n int, peak *int) error
 			pool = append(pool, full)
 			continue
 		}
-		cpus, err := cores.Parse(full.CPUSet)
+		cpus, err := gpus.ParseCPUSet(full.CPUSet)
 		if err != nil || len(cpus) != 1 {
 			return fmt.Errorf("job %s runs on CPUs %q, want the one it reserved", job, full.CPUSet)
 		}
@@ -196,14 +195,14 @@ func reservedApart(ctx context.Context, e engine.Engine, n int, peak *int) error
 		}
 		on[cpu] = c
 		if h, ok := holder[cpu]; ok && h != job {
-			r, err := e.Inspect(ctx, cores.ReservationName(cpu))
+			r, err := e.Inspect(ctx, gpus.CPUReservationName(cpu))
 			if err == nil && r.Labels[gpus.LabelHolder] != job && stillRunning(c.ID) {
 				return fmt.Errorf("job %s runs on CPU %d, which job %s holds", job, cpu, r.Labels[gpus.LabelHolder])
 			}
 		}
 	}
 	for _, p := range pool {
-		cpus, err := cores.Parse(p.CPUSet)
+		cpus, err := gpus.ParseCPUSet(p.CPUSet)
 		if err != nil || p.CPUSet == "" {
 			cpus = nil
 			for cpu := range n {
@@ -262,7 +261,7 @@ func TestHostileDetachedReservationFreed(t *testing.T) {
 	}
 	r := x.Run(t, 5*time.Minute, "submit", "--host", d.Socket, "--cpu", "--base", bb, "--label", labelArg,
 		"--cpus", strconv.Itoa(info.CPUs), fixturePath("cpuqueue"))
-	expect(t, r, 0, "gets CPU "+cores.All(info.CPUs))
+	expect(t, r, 0, "gets CPU "+gpus.AllCPUs(info.CPUs))
 
 	second := detached()
 	if held(second) != 1 {

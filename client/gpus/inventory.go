@@ -1,6 +1,7 @@
 // Package gpus learns which GPUs a Docker host has and assigns them to
 // jobs so that no two running xrun jobs hold the same GPU, even when many
-// clients submit to the host at once.
+// clients submit to the host at once; it gives jobs CPUs of their own the
+// same way (CPUHost, cores.go).
 //
 // Inventory comes from the host itself: a short-lived container with all
 // GPUs runs nvidia-smi (the NVIDIA container runtime mounts it in), and the

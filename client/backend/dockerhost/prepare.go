@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/store"
@@ -88,7 +87,7 @@ func (b *Backend) cpus(ctx context.Context, r backend.PrepareRequest, share int)
 	if n <= 0 {
 		return "", nil
 	}
-	h := &cores.Host{Engine: b.Engine, CPUs: n, Image: r.Image, Queue: r.Queue,
+	h := &gpus.CPUHost{Engine: b.Engine, CPUs: n, Image: r.Image, Queue: r.Queue,
 		Progress: func(line string) { fmt.Fprintln(r.Log, line) }}
 	var got []int
 	var err error
@@ -110,13 +109,13 @@ func (b *Backend) cpus(ctx context.Context, r backend.PrepareRequest, share int)
 			return h.Pool(ctx, r.Job.ID)
 		}
 	}
-	set := cores.Set(got)
+	set := gpus.CPUSet(got)
 	fmt.Fprintf(r.Log, "job %s gets CPU %s of %d on %s\n", r.Job.ID, set, n, b.Engine.Host())
 	return set, nil
 }
 
 // settle moves container id of a job that holds no CPUs, made from spec s
-// and not started yet, onto the pool as it is now (cores.Host.Settle): a
+// and not started yet, onto the pool as it is now (gpus.CPUHost.Settle): a
 // reservation may have come between the job's Prepare and its container.
 // With --queue (s.WaitForNode) it waits for a CPU when every one was
 // reserved meanwhile.
@@ -125,7 +124,7 @@ func (b *Backend) settle(ctx context.Context, jobID, id string, s backend.Spec) 
 	if n <= 0 {
 		return nil
 	}
-	return (&cores.Host{Engine: b.Engine, CPUs: n, Image: s.Image, Queue: s.WaitForNode}).Settle(ctx, jobID, id, s.CPUSet)
+	return (&gpus.CPUHost{Engine: b.Engine, CPUs: n, Image: s.Image, Queue: s.WaitForNode}).Settle(ctx, jobID, id, s.CPUSet)
 }
 
 // hostCPUs is how many CPUs the Docker host has (0: its daemon did not say).

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/client/store"
@@ -324,7 +323,7 @@ func (b *Backend) moveOnto(ctx context.Context, jobID, id string, s backend.Spec
 		if n <= 0 {
 			return nil
 		}
-		set = cores.All(n)
+		set = gpus.AllCPUs(n)
 	}
 	if err := b.Engine.SetCPUs(ctx, id, set); err != nil {
 		return err

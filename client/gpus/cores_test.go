@@ -1,4 +1,4 @@
-package cores
+package gpus
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
-	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/contract"
 )
 
-func newHost(cpus int) (*Host, *enginetest.Engine) {
+func newHost(cpus int) (*CPUHost, *enginetest.Engine) {
 	f := enginetest.New()
 	f.ImageIDs["img"] = "sha256:img"
-	return &Host{Engine: f, CPUs: cpus, Image: "img", Poll: 10 * time.Millisecond}, f
+	return &CPUHost{Engine: f, CPUs: cpus, Image: "img", Poll: 10 * time.Millisecond}, f
 }
 
 // running adds a running job container of job id.
@@ -32,15 +31,15 @@ func TestSet(t *testing.T) {
 	}{
 		{nil, ""}, {[]int{3}, "3"}, {[]int{0, 1, 2, 3}, "0-3"}, {[]int{6, 0, 2, 1}, "0-2,6"}, {[]int{1, 3, 5}, "1,3,5"},
 	} {
-		if got := Set(c.in); got != c.want {
-			t.Errorf("Set(%v) = %q, want %q", c.in, got, c.want)
+		if got := CPUSet(c.in); got != c.want {
+			t.Errorf("CPUSet(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	if got := All(16); got != "0-15" {
-		t.Errorf("All(16) = %q", got)
+	if got := AllCPUs(16); got != "0-15" {
+		t.Errorf("AllCPUs(16) = %q", got)
 	}
-	if got := All(1); got != "0" {
-		t.Errorf("All(1) = %q", got)
+	if got := AllCPUs(1); got != "0" {
+		t.Errorf("AllCPUs(1) = %q", got)
 	}
 }
 
@@ -58,9 +57,9 @@ func TestAcquireGivesEachJobItsOwnCPUs(t *testing.T) {
 	}
 	running(f, "b")
 	_, err = h.Acquire(ctx, "c", 1)
-	var busy *BusyError
+	var busy *CPUsBusyError
 	if !errors.As(err, &busy) {
-		t.Fatalf("job c: %v, want a BusyError", err)
+		t.Fatalf("job c: %v, want a CPUsBusyError", err)
 	}
 	for _, want := range []string{"0 of 4 free", "CPU 2-3 by job a", "CPU 0-1 by job b", "--queue"} {
 		if !strings.Contains(err.Error(), want) {
@@ -74,7 +73,7 @@ func TestAcquireGivesEachJobItsOwnCPUs(t *testing.T) {
 	if err := f.SetState(ja, "exited"); err != nil {
 		t.Fatal(err)
 	}
-	if err := gpus.Release(ctx, f, "a"); err != nil {
+	if err := Release(ctx, f, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := h.Acquire(ctx, "c", 2); err != nil || !reflect.DeepEqual(c, []int{2, 3}) {
@@ -112,7 +111,7 @@ func TestReservationsLeaveThePoolsJobsAlone(t *testing.T) {
 	}
 	p := running(f, "p") // on every CPU
 	_, err := h.Acquire(ctx, "a", 1)
-	var busy *BusyError
+	var busy *CPUsBusyError
 	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-3 by job p") {
 		t.Fatalf("a reservation beside a pool job on every CPU: %v", err)
 	}
@@ -144,7 +143,7 @@ func TestReservationsLeaveThePoolsJobsAlone(t *testing.T) {
 	if got, err := h.Acquire(ctx, "b", 1); err != nil || !reflect.DeepEqual(got, []int{1}) {
 		t.Errorf("queued beside q: %v, %v; want [1]", got, err)
 	}
-	if cs, _ := f.List(ctx, map[string]string{LabelLock: ""}, true); len(cs) != 0 {
+	if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
 		t.Errorf("%d CPU locks left", len(cs))
 	}
 }
@@ -175,7 +174,7 @@ func TestReservationsMoveIdleStandbys(t *testing.T) {
 func TestLock(t *testing.T) {
 	h, f := newHost(2)
 	ctx := context.Background()
-	left, err := f.Create(ctx, engine.ContainerSpec{Name: LockName, Image: "img", Labels: map[string]string{LabelLock: "dead"}})
+	left, err := f.Create(ctx, engine.ContainerSpec{Name: CPULockName, Image: "img", Labels: map[string]string{LabelCPULock: "dead"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,24 +191,24 @@ func TestLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cs, _ := f.List(ctx, map[string]string{LabelLock: "a"}, true); len(cs) != 1 {
+	if cs, _ := f.List(ctx, map[string]string{LabelCPULock: "a"}, true); len(cs) != 1 {
 		t.Fatalf("%d locks of a", len(cs))
 	}
 	unlock()
-	if cs, _ := f.List(ctx, map[string]string{LabelLock: ""}, true); len(cs) != 0 {
+	if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
 		t.Fatalf("the lock stayed after unlock")
 	}
 }
 
 func TestParse(t *testing.T) {
 	for in, want := range map[string][]int{"": nil, "3": {3}, "0-3": {0, 1, 2, 3}, "0-2,6": {0, 1, 2, 6}} {
-		if got, err := Parse(in); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
+		if got, err := ParseCPUSet(in); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseCPUSet(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"a", "3-1", "-1", "1-"} {
-		if _, err := Parse(bad); err == nil {
-			t.Errorf("Parse(%q) took it", bad)
+		if _, err := ParseCPUSet(bad); err == nil {
+			t.Errorf("ParseCPUSet(%q) took it", bad)
 		}
 	}
 }
@@ -222,7 +221,7 @@ func TestPoolWhenEveryCPUIsReserved(t *testing.T) {
 	}
 	running(f, "a")
 	_, err := h.Pool(ctx, "p")
-	var busy *BusyError
+	var busy *CPUsBusyError
 	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "every CPU of host") {
 		t.Fatalf("pool: %v", err)
 	}
@@ -232,7 +231,7 @@ func TestPoolWhenEveryCPUIsReserved(t *testing.T) {
 	h.Progress = func(l string) { lines = append(lines, l) }
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		gpus.Release(ctx, f, "a")
+		Release(ctx, f, "a")
 	}()
 	set, err := h.Pool(ctx, "p")
 	if err != nil || set != "" {

@@ -1,5 +1,5 @@
-// Package cores gives the jobs of a Docker host CPUs of their own, the way
-// package gpus gives them GPUs, so that one owner's job cannot slow down
+// CPUs of a job's own: a Docker host's jobs get CPUs the way they get
+// GPUs (assign.go), so that one owner's job cannot slow down
 // another's: a job that reserves CPUs (resources.cpus, or a GPU job's share
 // of the host) is the only xrun job that runs on them. Every other job runs
 // on the pool, the CPUs that no reservation held when its container was
@@ -8,12 +8,13 @@
 // job yet is the one container a reservation moves).
 //
 // A reservation is a container named after the CPU (xrun-cpu-N), never
-// started, labelled with its job (gpus.Reserve); gpus.Release frees a
+// started, labelled with its job (Reserve); Release frees a
 // job's CPUs with its GPUs, and a reservation whose job has finished is
 // taken over by the next job that wants the CPU. Every reservation and
-// every move is made under one lock per host, the container LockName, so
+// every move is made under one lock per host, the container CPULockName, so
 // that two clients never hand out the same CPU or miss each other's jobs.
-package cores
+
+package gpus
 
 import (
 	"context"
@@ -27,22 +28,19 @@ import (
 	"strings"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-
 	"github.com/xrun-dev/xrun/client/engine"
-	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/contract"
 )
 
-// LabelReservation marks a CPU's reservation container; its value is the
+// LabelCPUReservation marks a CPU's reservation container; its value is the
 // CPU's number.
-const LabelReservation = "dev.xrun.cpu-reservation"
+const LabelCPUReservation = "dev.xrun.cpu-reservation"
 
-// ReservationName is the container name that reserves CPU cpu on a host.
-func ReservationName(cpu int) string { return "xrun-cpu-" + strconv.Itoa(cpu) }
+// CPUReservationName is the container name that reserves CPU cpu on a host.
+func CPUReservationName(cpu int) string { return "xrun-cpu-" + strconv.Itoa(cpu) }
 
-// Host hands out the CPUs of one Docker host.
-type Host struct {
+// CPUHost hands out the CPUs of one Docker host.
+type CPUHost struct {
 	Engine engine.Engine
 	// CPUs is how many the host has (its daemon's NCPU).
 	CPUs int
@@ -50,7 +48,7 @@ type Host struct {
 	// from (they are never started).
 	Image string
 	// Queue waits for CPUs other jobs hold instead of failing with a
-	// *BusyError.
+	// *CPUsBusyError.
 	Queue bool
 	// Keep is how many of the CPUs it may take a reservation must leave
 	// unreserved (at least one while a standby with no job yet waits).
@@ -62,8 +60,8 @@ type Host struct {
 	Progress func(string)
 }
 
-// BusyError says that the CPUs a job needs are held by other jobs.
-type BusyError struct {
+// CPUsBusyError says that the CPUs a job needs are held by other jobs.
+type CPUsBusyError struct {
 	Host string
 	// Want is how many CPUs the job asked for (0: a place in the pool);
 	// Free how many no job holds, of which the job could have had
@@ -74,7 +72,7 @@ type BusyError struct {
 	Holders map[int]string
 }
 
-func (e *BusyError) Error() string {
+func (e *CPUsBusyError) Error() string {
 	if e.Want == 0 {
 		return fmt.Sprintf("every CPU of host %s is reserved by other jobs (%s): wait for one with --queue", e.Host, e.held())
 	}
@@ -82,7 +80,7 @@ func (e *BusyError) Error() string {
 		e.Host, e.Want, e.Free, e.CPUs, e.held())
 }
 
-func (e *BusyError) held() string {
+func (e *CPUsBusyError) held() string {
 	byJob := map[string][]int{}
 	var jobs []string
 	for cpu, j := range e.Holders {
@@ -94,7 +92,7 @@ func (e *BusyError) held() string {
 	sort.Strings(jobs)
 	var s []string
 	for _, j := range jobs {
-		s = append(s, fmt.Sprintf("CPU %s by job %s", Set(byJob[j]), j))
+		s = append(s, fmt.Sprintf("CPU %s by job %s", CPUSet(byJob[j]), j))
 	}
 	return strings.Join(s, ", ")
 }
@@ -103,16 +101,16 @@ func (e *BusyError) held() string {
 // first, of those that no job holds and no job of the pool runs on (a
 // standby with no job yet is moved off them). It returns the CPUs in
 // order.
-func (h *Host) Acquire(ctx context.Context, jobID string, n int) ([]int, error) {
+func (h *CPUHost) Acquire(ctx context.Context, jobID string, n int) ([]int, error) {
 	if n > h.CPUs {
 		return nil, fmt.Errorf("host %s has %d CPUs, the job asks for %d (resources.cpus): ask for fewer or pick a bigger host", h.Engine.Host(), h.CPUs, n)
 	}
-	return h.wait(ctx, n, func() ([]int, *BusyError, error) { return h.try(ctx, jobID, n) })
+	return h.wait(ctx, n, func() ([]int, *CPUsBusyError, error) { return h.try(ctx, jobID, n) })
 }
 
 // Share reserves up to n CPUs for jobID, as many as are free now (less
 // Keep and the pool's), without waiting; none when none is free.
-func (h *Host) Share(ctx context.Context, jobID string, n int) ([]int, error) {
+func (h *CPUHost) Share(ctx context.Context, jobID string, n int) ([]int, error) {
 	// A pass can lose a CPU to another client's reservation made at the
 	// same time: the next pass asks for what is left.
 	for pass := 0; pass < 5 && n > 0; pass++ {
@@ -127,10 +125,10 @@ func (h *Host) Share(ctx context.Context, jobID string, n int) ([]int, error) {
 
 // Pool returns the CPUs that no job has reserved, as a cpuset for a job
 // that reserves none ("" when none is reserved: all of them). When every
-// CPU is reserved it waits for one with Queue, else it is a *BusyError.
-func (h *Host) Pool(ctx context.Context, jobID string) (string, error) {
+// CPU is reserved it waits for one with Queue, else it is a *CPUsBusyError.
+func (h *CPUHost) Pool(ctx context.Context, jobID string) (string, error) {
 	var set string
-	_, err := h.wait(ctx, 0, func() ([]int, *BusyError, error) {
+	_, err := h.wait(ctx, 0, func() ([]int, *CPUsBusyError, error) {
 		st, err := h.read(ctx)
 		if err != nil {
 			return nil, nil, err
@@ -138,10 +136,10 @@ func (h *Host) Pool(ctx context.Context, jobID string) (string, error) {
 		held := st.held
 		free := h.free(held)
 		if len(free) == 0 {
-			return nil, &BusyError{Host: h.Engine.Host(), CPUs: h.CPUs, Holders: held}, nil
+			return nil, &CPUsBusyError{Host: h.Engine.Host(), CPUs: h.CPUs, Holders: held}, nil
 		}
 		if len(held) > 0 {
-			set = Set(free)
+			set = CPUSet(free)
 		}
 		return free, nil, nil
 	})
@@ -149,7 +147,7 @@ func (h *Host) Pool(ctx context.Context, jobID string) (string, error) {
 }
 
 // wait runs try until it gets CPUs, waiting between tries with Queue.
-func (h *Host) wait(ctx context.Context, n int, try func() ([]int, *BusyError, error)) ([]int, error) {
+func (h *CPUHost) wait(ctx context.Context, n int, try func() ([]int, *CPUsBusyError, error)) ([]int, error) {
 	poll := h.Poll
 	if poll <= 0 {
 		poll = time.Second
@@ -190,7 +188,7 @@ func plural(n int) string {
 // and says who holds the rest. It looks at the host once without the lock,
 // since most passes of a queued job find nothing free and need not hold
 // every other client up to learn it, and again under the lock to reserve.
-func (h *Host) try(ctx context.Context, jobID string, n int) ([]int, *BusyError, error) {
+func (h *CPUHost) try(ctx context.Context, jobID string, n int) ([]int, *CPUsBusyError, error) {
 	st, err := h.read(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -248,7 +246,7 @@ func (h *Host) try(ctx context.Context, jobID string, n int) ([]int, *BusyError,
 // no job holds and no job of the pool runs on, less the ones kept
 // unreserved (Keep, and one for the standbys p moves off them), and
 // whether there are n of them; busy says who holds the rest.
-func (h *Host) avail(st state, p pool, n int) (avail []int, busy *BusyError, ok bool) {
+func (h *CPUHost) avail(st state, p pool, n int) (avail []int, busy *CPUsBusyError, ok bool) {
 	holders := maps.Clone(st.held)
 	for cpu, j := range p.busy {
 		if _, ok := holders[cpu]; !ok {
@@ -260,7 +258,7 @@ func (h *Host) avail(st state, p pool, n int) (avail []int, busy *BusyError, ok 
 	if len(p.idle) > 0 {
 		keep = max(keep, 1)
 	}
-	busy = &BusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: holders, available: max(len(free)-keep, 0)}
+	busy = &CPUsBusyError{Host: h.Engine.Host(), Want: n, Free: len(free), CPUs: h.CPUs, Holders: holders, available: max(len(free)-keep, 0)}
 	if len(free)-keep < n {
 		return nil, busy, false
 	}
@@ -268,14 +266,14 @@ func (h *Host) avail(st state, p pool, n int) (avail []int, busy *BusyError, ok 
 	return free[:len(free)-keep], busy, true
 }
 
-// reserve makes cpu's reservation for jobID (gpus.Reserve). Under the lock
+// reserve makes cpu's reservation for jobID (Reserve). Under the lock
 // no other xrun reserves, so a name still in use is a reservation on its
 // way out (a job's release in progress): it is tried again for a while
 // rather than given up.
-func (h *Host) reserve(ctx context.Context, jobID string, cpu int) (string, string, error) {
+func (h *CPUHost) reserve(ctx context.Context, jobID string, cpu int) (string, string, error) {
 	for attempt := 0; ; attempt++ {
-		id, holder, err := gpus.Reserve(ctx, h.Engine, h.Image, 0, jobID, ReservationName(cpu), "CPU "+strconv.Itoa(cpu),
-			map[string]string{LabelReservation: strconv.Itoa(cpu)})
+		id, holder, err := Reserve(ctx, h.Engine, h.Image, 0, jobID, CPUReservationName(cpu), "CPU "+strconv.Itoa(cpu),
+			map[string]string{LabelCPUReservation: strconv.Itoa(cpu)})
 		if err != nil || holder == "" || attempt == 10 {
 			return id, holder, err
 		}
@@ -298,15 +296,15 @@ func withJob(held map[int]string, cpus []int, jobID string) map[int]string {
 	return out
 }
 
-// LockName is the container whose existence is a host's CPU lock: the
+// CPULockName is the container whose existence is a host's CPU lock: the
 // client that made it alone reserves CPUs and moves containers onto them
 // until it removes it. The daemon's container names are unique, so of any
 // number of clients, on any machines, one at a time makes it.
-const LockName = "xrun-cpu-lock"
+const CPULockName = "xrun-cpu-lock"
 
-// LabelLock marks the lock container; its value is the job whose client
+// LabelCPULock marks the lock container; its value is the job whose client
 // holds it.
-const LabelLock = "dev.xrun.cpu-lock"
+const LabelCPULock = "dev.xrun.cpu-lock"
 
 // lockHold bounds the work done under the lock; lockStale is how long a
 // client waits on one lock container before it takes it for a dead
@@ -320,7 +318,7 @@ const (
 // lock takes the host's CPU lock for jobID, waiting while another client
 // holds it. It returns a context for the work under the lock (it ends
 // after lockHold) and the function that lets go.
-func (h *Host) lock(ctx context.Context, jobID string) (context.Context, func(), error) {
+func (h *CPUHost) lock(ctx context.Context, jobID string) (context.Context, func(), error) {
 	var seen string
 	var since time.Time
 	for {
@@ -328,9 +326,9 @@ func (h *Host) lock(ctx context.Context, jobID string) (context.Context, func(),
 		// daemon would leave a lock no one removes until it is stale.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		id, err := h.Engine.Create(cctx, engine.ContainerSpec{
-			Name: LockName, Image: h.Image,
+			Name: CPULockName, Image: h.Image,
 			// Never started: the entrypoint only has to be non-empty.
-			Entrypoint: []string{"xrun-reservation"}, Labels: map[string]string{LabelLock: jobID}, NetworkDisabled: true,
+			Entrypoint: []string{"xrun-reservation"}, Labels: map[string]string{LabelCPULock: jobID}, NetworkDisabled: true,
 		})
 		cancel()
 		if err == nil {
@@ -340,7 +338,7 @@ func (h *Host) lock(ctx context.Context, jobID string) (context.Context, func(),
 		if !isConflict(err) {
 			return nil, nil, fmt.Errorf("lock the CPUs of host %s: %w", h.Engine.Host(), err)
 		}
-		c, err := h.Engine.Inspect(ctx, LockName)
+		c, err := h.Engine.Inspect(ctx, CPULockName)
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
 			// Let go of just now: the next create may get it.
@@ -351,7 +349,7 @@ func (h *Host) lock(ctx context.Context, jobID string) (context.Context, func(),
 		case time.Since(since) > lockStale:
 			// By its id, so that a lock made meanwhile stays.
 			if err := h.Engine.Remove(ctx, c.ID, true); err != nil && !gone(err) {
-				return nil, nil, fmt.Errorf("remove the CPU lock that job %s's client left on host %s %s ago: %w", c.Labels[LabelLock], h.Engine.Host(), lockStale, err)
+				return nil, nil, fmt.Errorf("remove the CPU lock that job %s's client left on host %s %s ago: %w", c.Labels[LabelCPULock], h.Engine.Host(), lockStale, err)
 			}
 			continue
 		}
@@ -364,9 +362,6 @@ func (h *Host) lock(ctx context.Context, jobID string) (context.Context, func(),
 }
 
 // isConflict recognises "the container name is already in use".
-func isConflict(err error) bool {
-	return cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is already in use")
-}
 
 // gone says that err is about a container that no longer exists or is
 // being removed: what a job that ends as it is looked at gives.
@@ -389,8 +384,8 @@ type state struct {
 // read takes one look at the host (two lists, however many reservations
 // there are). A stale reservation is left for the next Reserve of its CPU
 // to reclaim.
-func (h *Host) read(ctx context.Context) (state, error) {
-	res, err := h.Engine.List(ctx, map[string]string{LabelReservation: ""}, true)
+func (h *CPUHost) read(ctx context.Context) (state, error) {
+	res, err := h.Engine.List(ctx, map[string]string{LabelCPUReservation: ""}, true)
 	if err != nil {
 		return state{}, fmt.Errorf("list the CPUs reserved on host %s: %w", h.Engine.Host(), err)
 	}
@@ -400,17 +395,17 @@ func (h *Host) read(ctx context.Context) (state, error) {
 	}
 	st := state{held: map[int]string{}, jobs: jobs}
 	for _, c := range res {
-		cpu, err := strconv.Atoi(c.Labels[LabelReservation])
-		if err != nil || cpu < 0 || cpu >= h.CPUs || gpus.StaleAmong(c, jobs, 0) {
+		cpu, err := strconv.Atoi(c.Labels[LabelCPUReservation])
+		if err != nil || cpu < 0 || cpu >= h.CPUs || StaleAmong(c, jobs, 0) {
 			continue
 		}
-		st.held[cpu] = c.Labels[gpus.LabelHolder]
+		st.held[cpu] = c.Labels[LabelHolder]
 	}
 	return st, nil
 }
 
 // free lists the CPUs held does not name, in order.
-func (h *Host) free(held map[int]string) []int {
+func (h *CPUHost) free(held map[int]string) []int {
 	var out []int
 	for cpu := 0; cpu < h.CPUs; cpu++ {
 		if _, ok := held[cpu]; !ok {
@@ -430,7 +425,7 @@ type pool struct {
 }
 
 // pool inspects the containers of the pool's jobs for their CPUs.
-func (h *Host) pool(ctx context.Context, st state, jobID string) (pool, error) {
+func (h *CPUHost) pool(ctx context.Context, st state, jobID string) (pool, error) {
 	p := pool{busy: map[int]string{}}
 	for _, c := range st.poolJobs(jobID) {
 		job := c.Labels[contract.LabelJob]
@@ -445,7 +440,7 @@ func (h *Host) pool(ctx context.Context, st state, jobID string) (pool, error) {
 		if err != nil {
 			return pool{}, fmt.Errorf("look at the CPUs of job %s on host %s: %w", job, h.Engine.Host(), err)
 		}
-		cpus, err := Parse(full.CPUSet)
+		cpus, err := ParseCPUSet(full.CPUSet)
 		if err != nil || full.CPUSet == "" {
 			cpus = h.free(nil) // every CPU
 		}
@@ -483,9 +478,9 @@ func (st state) poolJobs(jobID string) []engine.Container {
 // the create sees the container (poolJobs) and leaves its CPUs alone, so
 // the job never runs on a CPU another job holds, nor moves once it runs.
 // When every CPU was reserved meanwhile it waits for one with Queue, else
-// it is a *BusyError.
-func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
-	_, err := h.wait(ctx, 0, func() ([]int, *BusyError, error) {
+// it is a *CPUsBusyError.
+func (h *CPUHost) Settle(ctx context.Context, jobID, id, cpuset string) error {
+	_, err := h.wait(ctx, 0, func() ([]int, *CPUsBusyError, error) {
 		lctx, unlock, err := h.lock(ctx, jobID)
 		if err != nil {
 			return nil, nil, err
@@ -503,18 +498,18 @@ func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
 		}
 		free := h.free(held)
 		if len(free) == 0 {
-			return nil, &BusyError{Host: h.Engine.Host(), CPUs: h.CPUs, Holders: held}, nil
+			return nil, &CPUsBusyError{Host: h.Engine.Host(), CPUs: h.CPUs, Holders: held}, nil
 		}
 		want := "" // all of them
 		if len(held) > 0 {
-			want = Set(free)
+			want = CPUSet(free)
 		}
 		if want == cpuset {
 			return nil, nil, nil
 		}
 		set := want
 		if set == "" {
-			set = All(h.CPUs)
+			set = AllCPUs(h.CPUs)
 		}
 		if err := h.Engine.SetCPUs(lctx, id, set); err != nil {
 			return nil, nil, fmt.Errorf("move job %s onto the CPUs no job reserved: %w", jobID, err)
@@ -527,8 +522,8 @@ func (h *Host) Settle(ctx context.Context, jobID, id, cpuset string) error {
 // confine moves the standbys that have no job yet onto the CPUs free
 // names. One that is going away meanwhile (a prune, a newer standby) is
 // passed over: it will run nothing.
-func (h *Host) confine(ctx context.Context, idle []engine.Container, free []int) error {
-	set := Set(free)
+func (h *CPUHost) confine(ctx context.Context, idle []engine.Container, free []int) error {
+	set := CPUSet(free)
 	for _, c := range idle {
 		if err := h.Engine.SetCPUs(ctx, c.ID, set); err != nil && !gone(err) {
 			return fmt.Errorf("move the standby of job %s off the reserved CPUs: %w", c.Labels[contract.LabelJob], err)
@@ -538,7 +533,7 @@ func (h *Host) confine(ctx context.Context, idle []engine.Container, free []int)
 }
 
 // drop removes reservation containers this pass made.
-func (h *Host) drop(ctx context.Context, ids []string) {
+func (h *CPUHost) drop(ctx context.Context, ids []string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	for _, id := range ids {
@@ -546,17 +541,17 @@ func (h *Host) drop(ctx context.Context, ids []string) {
 	}
 }
 
-// All is the cpuset of every CPU of a host with n: "0-(n-1)".
-func All(n int) string {
+// AllCPUs is the cpuset of every CPU of a host with n: "0-(n-1)".
+func AllCPUs(n int) string {
 	cpus := make([]int, n)
 	for i := range cpus {
 		cpus[i] = i
 	}
-	return Set(cpus)
+	return CPUSet(cpus)
 }
 
-// Set renders CPU numbers as a cpuset: "0-3,6".
-func Set(cpus []int) string {
+// CPUSet renders CPU numbers as a cpuset: "0-3,6".
+func CPUSet(cpus []int) string {
 	cpus = slices.Clone(cpus)
 	sort.Ints(cpus)
 	var parts []string
@@ -575,8 +570,8 @@ func Set(cpus []int) string {
 	return strings.Join(parts, ",")
 }
 
-// Parse reads a cpuset ("0-3,6") as CPU numbers.
-func Parse(set string) ([]int, error) {
+// ParseCPUSet reads a cpuset ("0-3,6") as CPU numbers.
+func ParseCPUSet(set string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(set, ",") {
 		if part = strings.TrimSpace(part); part == "" {

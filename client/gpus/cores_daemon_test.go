@@ -1,6 +1,6 @@
 //go:build integration
 
-package cores_test
+package gpus_test
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xrun-dev/xrun/client/connect"
-	"github.com/xrun-dev/xrun/client/cores"
 	"github.com/xrun-dev/xrun/client/engine"
 	"github.com/xrun-dev/xrun/client/gpus"
 	"github.com/xrun-dev/xrun/contract"
@@ -44,12 +42,12 @@ func TestConcurrentReservations(t *testing.T) {
 	n := info.CPUs
 
 	// The pool job: no reservation, so every CPU, for 3 s.
-	h := &cores.Host{Engine: mon, CPUs: n, Image: image}
+	h := &gpus.CPUHost{Engine: mon, CPUs: n, Image: image}
 	set, err := h.Pool(ctx, "pool")
 	if err != nil || set != "" {
 		t.Fatalf("the pool job gets %q, %v; want every CPU", set, err)
 	}
-	pool, err := run(ctx, mon, image, "pool", set, "3")
+	pool, err := runOnCPUs(ctx, mon, image, "pool", set, "3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +72,7 @@ func TestConcurrentReservations(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			if err := check(ctx, mon, n, &peak); err != nil {
+			if err := checkCPUs(ctx, mon, n, &peak); err != nil {
 				monErr <- err
 				return
 			}
@@ -89,7 +87,7 @@ func TestConcurrentReservations(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := submit(ctx, d.Socket, image, "job"+strconv.Itoa(i), n); err != nil {
+			if err := reserveCPUs(ctx, d.Socket, image, "job"+strconv.Itoa(i), n); err != nil {
 				errs <- err
 			}
 		}()
@@ -113,7 +111,7 @@ func TestConcurrentReservations(t *testing.T) {
 	if peak < 2 && n >= 2 {
 		t.Errorf("at most %d reserved jobs ran at once on %d CPUs: the test did not exercise concurrency", peak, n)
 	}
-	for _, l := range []string{cores.LabelReservation, cores.LabelLock} {
+	for _, l := range []string{gpus.LabelCPUReservation, gpus.LabelCPULock} {
 		if left, err := mon.List(ctx, map[string]string{l: ""}, true); err != nil || len(left) != 0 {
 			t.Errorf("%d containers labelled %s left (%v)", len(left), l, err)
 		}
@@ -124,19 +122,19 @@ func TestConcurrentReservations(t *testing.T) {
 // submit is what `xrun submit --cpus 1 --queue` does about CPUs: reserve
 // one, make and start a container on it, wait for it, free the CPU and
 // remove the container.
-func submit(ctx context.Context, host, image, id string, n int) error {
+func reserveCPUs(ctx context.Context, host, image, id string, n int) error {
 	e, err := dial(host)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	h := &cores.Host{Engine: e, CPUs: n, Image: image, Queue: true, Poll: 200 * time.Millisecond}
+	h := &gpus.CPUHost{Engine: e, CPUs: n, Image: image, Queue: true, Poll: 200 * time.Millisecond}
 	got, err := h.Acquire(ctx, id, 1)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
 	defer gpus.Release(context.WithoutCancel(ctx), e, id)
-	c, err := run(ctx, e, image, id, cores.Set(got), "1")
+	c, err := runOnCPUs(ctx, e, image, id, gpus.CPUSet(got), "1")
 	if err != nil {
 		return err
 	}
@@ -152,7 +150,7 @@ func submit(ctx context.Context, host, image, id string, n int) error {
 }
 
 // run makes the container of job id on cpuset, to sleep secs.
-func run(ctx context.Context, e engine.Engine, image, id, cpuset, secs string) (string, error) {
+func runOnCPUs(ctx context.Context, e engine.Engine, image, id, cpuset, secs string) (string, error) {
 	c, err := e.Create(ctx, engine.ContainerSpec{
 		Name: "xrun-cores-" + id, Image: image, Cmd: []string{"sleep", secs},
 		Labels:          map[string]string{contract.LabelJob: id, testLabel: "cores"},
@@ -168,14 +166,14 @@ func run(ctx context.Context, e engine.Engine, image, id, cpuset, secs string) (
 // check looks at the running test containers once: a reserved job's CPUs
 // are held by its own reservations, no two jobs hold one CPU, and none is
 // one the pool job runs on.
-func check(ctx context.Context, e engine.Engine, n int, peak *int) error {
-	res, err := e.List(ctx, map[string]string{cores.LabelReservation: ""}, true)
+func checkCPUs(ctx context.Context, e engine.Engine, n int, peak *int) error {
+	res, err := e.List(ctx, map[string]string{gpus.LabelCPUReservation: ""}, true)
 	if err != nil {
 		return nil // the daemon is busy; the next look counts
 	}
 	holder := map[string]string{}
 	for _, r := range res {
-		holder[r.Labels[cores.LabelReservation]] = r.Labels[gpus.LabelHolder]
+		holder[r.Labels[gpus.LabelCPUReservation]] = r.Labels[gpus.LabelHolder]
 	}
 	cs, err := e.List(ctx, map[string]string{testLabel: "cores"}, false)
 	if err != nil {
@@ -200,7 +198,7 @@ func check(ctx context.Context, e engine.Engine, n int, peak *int) error {
 			continue
 		}
 		reserved++
-		cpus, err := cores.Parse(full.CPUSet)
+		cpus, err := gpus.ParseCPUSet(full.CPUSet)
 		if err != nil || len(cpus) != 1 {
 			return fmt.Errorf("job %s runs on %q, want one CPU", job, full.CPUSet)
 		}
@@ -221,13 +219,4 @@ func check(ctx context.Context, e engine.Engine, n int, peak *int) error {
 	}
 	*peak = max(*peak, reserved)
 	return nil
-}
-
-// dial makes an engine for a daemon address, the way xrun's hosts package does.
-func dial(host string) (*engine.Docker, error) {
-	cli, err := connect.NewClient(connect.DockerHost{Host: host})
-	if err != nil {
-		return nil, err
-	}
-	return engine.FromClient(host, cli), nil
 }
