@@ -257,6 +257,10 @@ type Spec struct {
 	// Push is where a cluster's job image goes (nil on a Docker host,
 	// which runs the image it built).
 	Push *Push
+	// Runner is the path on this machine of the static runner, for a
+	// place that runs it without an image (a Slurm cluster's bare
+	// runtime): it is copied there with Code.
+	Runner string
 }
 
 // Push is where a submit puts a cluster's job image: built on the Docker

@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/nightly"
@@ -334,7 +335,7 @@ func (a *App) report(err error) int {
 
 // hostFlags are --host and --context, for commands that pick a daemon.
 func hostFlags(sel *connect.Selection) []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringSliceFlag{
 			Name: "host", Aliases: []string{"H"}, EnvVars: []string{"XRUN_HOST"},
 			Usage: "Docker daemon: unix:///path, tcp://host:2376 (TLS via DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), ssh://user@host, or a host named in $XDG_CONFIG_HOME/xrun/config.yaml (default: DOCKER_HOST, then the docker context); repeat it to fan out (submit) or list across hosts (ps)",
@@ -350,10 +351,21 @@ func hostFlags(sel *connect.Selection) []cli.Flag {
 			Usage:       "docker context to use (default: DOCKER_CONTEXT, then the current context); with --k8s, a context of the kubeconfig",
 			Destination: &sel.Context,
 		},
-		&cli.BoolFlag{Name: "k8s", EnvVars: []string{"XRUN_K8S"}, Usage: "a Kubernetes cluster (the kubeconfig's current context, or --context) instead of a Docker host; see docs/kubernetes.md", Destination: &sel.K8s},
-		&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"XRUN_KUBECONFIG"}, Usage: "with --k8s: the kubeconfig file (default: KUBECONFIG, then ~/.kube/config)", Destination: &sel.Kube.Kubeconfig},
-		&cli.StringFlag{Name: "namespace", EnvVars: []string{"XRUN_NAMESPACE"}, Usage: "with --k8s: the namespace (default: the context's, else default)", Destination: &sel.Kube.Namespace},
+	}, optionFlags(sel.HostOptions())...)
+}
+
+// optionFlags are the flags of options a backend declares
+// (backend.Option).
+func optionFlags(opts []backend.Option) []cli.Flag {
+	flags := make([]cli.Flag, 0, len(opts))
+	for _, o := range opts {
+		if o.Switch != nil {
+			flags = append(flags, &cli.BoolFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.Env, Usage: o.Usage, Destination: o.Switch})
+			continue
+		}
+		flags = append(flags, &cli.GenericFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.Env, Usage: o.Usage, DefaultText: o.Default, Value: o.Value})
 	}
+	return flags
 }
 
 // usageError is a bad command line, exit code 3.

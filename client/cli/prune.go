@@ -16,9 +16,7 @@ import (
 )
 
 type pruneOptions struct {
-	host connect.Selection
-	// registry is the cluster's registry (--k8s).
-	registry  string
+	host      connect.Selection
 	dryRun    bool
 	olderThan time.Duration
 	labels    map[string]string
@@ -27,9 +25,9 @@ type pruneOptions struct {
 	caches bool
 	// allUsers prunes every user's objects, not only the caller's.
 	allUsers bool
-	// slurm prunes a Slurm cluster's image archives (login, slurmDir).
-	slurm           bool
-	login, slurmDir string
+	// cluster is what the flags say of a cluster beyond --host and
+	// --context (its backend's own options).
+	cluster connect.PruneChoice
 }
 
 func newPruneCommand(a *App) *cli.Command {
@@ -62,18 +60,7 @@ builds; one per owner, experiment, base and GPU model) that no container uses an
 base image is gone from the host; --caches removes every one no container uses.
 The next job of that experiment then compiles again.
 
-With --k8s it prunes the cluster's registry instead (--registry, as given to
-submit): the job images under REGISTRY/xrun/ that no Job of the cluster, in any
-namespace, names, pushed more than --older-than ago. The registry must allow
-deletes; its garbage collection then frees their layers. A cluster's compile
-caches are directories of its nodes (/var/lib/xrun/cache), which prune leaves
-to the cluster's admin (docs/kubernetes.md).
-
-With --slurm it prunes the job images that the Slurm docker runtime keeps on
-the cluster (--login, --slurm-dir, as given to submit): the docker save
-archives in the job directories' images/ that no job that has not ended loads,
-copied or last used by a submit more than --older-than ago, and the copies a
-killed submit left half-written. The next submit of that image copies it again.
+` + connect.PruneHelp() + `
 
 Examples:
   xrun prune --dry-run
@@ -81,25 +68,22 @@ Examples:
   xrun prune --label team=kernels
   xrun prune --caches --dry-run
   xrun prune --all-users --older-than 0 --dry-run
-  xrun prune --k8s --registry registry.lab:5000 --dry-run
-  xrun prune --slurm --login hpc --older-than 24h`,
-		Flags: append(hostFlags(&o.host),
+  ` + strings.Join(connect.PruneExamples(), "\n  "),
+		Flags: append(append(hostFlags(&o.host),
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "list what would be removed, remove nothing", Destination: &o.dryRun},
 			&cli.DurationFlag{Name: "older-than", Value: time.Hour, Usage: "only images built longer ago than this (0: any age)", Destination: &o.olderThan},
 			&cli.StringSliceFlag{Name: "label", Usage: "only images with this label (`KEY=VALUE` or KEY; repeatable), as given to submit --label"},
 			&cli.BoolFlag{Name: "all-users", Usage: "prune every user's images, standbys and caches (and those of no owner), not only yours", Destination: &o.allUsers},
 			&cli.BoolFlag{Name: "json", Usage: "print what was removed (or would be) and what was kept as JSON", Destination: &o.json},
 			&cli.BoolFlag{Name: "caches", Usage: "remove every compile-cache volume that no container uses, not only those whose base image is gone (Docker hosts)", Destination: &o.caches},
-			&cli.BoolFlag{Name: "slurm", Usage: "prune the job images that the Slurm docker runtime keeps on the cluster (docker save archives in the job directory's images/) instead", Destination: &o.slurm},
-			&cli.StringFlag{Name: "login", EnvVars: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]` or a host named in xrun's config (default: this machine's Slurm)", Destination: &o.login},
-			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: the job directories on the cluster's shared file system, as given to submit", DefaultText: "~/.xrun/slurm", Destination: &o.slurmDir},
-			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Destination: &o.registry},
-		),
+		), optionFlags(o.cluster.Options())...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usageError("prune takes no arguments")
 			}
-			o.host.MoveContextToKube()
+			if err := o.cluster.Finish(a.Backends(), &o.host, c.IsSet); err != nil {
+				return err
+			}
 			if o.olderThan < 0 {
 				return usageError("--older-than %s: give a duration >= 0", o.olderThan)
 			}
@@ -111,41 +95,41 @@ Examples:
 				}
 				o.labels[k] = v
 			}
-			if caps := connect.Capabilities(o.host); o.caches && caps.CachesElsewhere != "" {
+			caps := connect.Capabilities(o.host)
+			if o.caches && caps.CachesElsewhere != "" {
 				return usageError("--caches does not apply with %s: %s", caps.Flag, caps.CachesElsewhere)
 			}
-			if o.slurm {
-				if o.host.K8s || o.host.Explicit() || o.caches || o.allUsers || len(o.labels) > 0 {
-					return usageError("prune --slurm prunes your image archives on the cluster: leave out --host, --context, --k8s, --caches, --all-users and --label")
-				}
-				return runPruneArchives(c.Context, a, o)
-			} else if c.IsSet("login") || c.IsSet("slurm-dir") {
-				return usageError("--login and --slurm-dir go with --slurm")
+			// What there is to prune is what the place keeps: image
+			// archives, a registry's images, or a Docker host's images,
+			// standbys and caches.
+			b, err := a.Backends().Selected(c.Context, o.host)
+			if err != nil {
+				return err
 			}
-			if o.host.K8s {
-				if o.registry == "" {
-					return usageError("prune --k8s prunes the cluster's registry: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY")
+			switch b := b.(type) {
+			case prune.Archives:
+				if o.caches || o.allUsers || len(o.labels) > 0 {
+					return usageError("prune %s prunes your image archives on the cluster: leave out --caches, --all-users and --label", caps.Flag)
 				}
-				return runPruneRegistry(c.Context, a, o)
+				return runPruneArchives(c.Context, a, o, b)
+			case prune.Cluster:
+				if o.cluster.Registry == "" {
+					return usageError("prune %s prunes the cluster's registry: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY", caps.Flag)
+				}
+				return runPruneRegistry(c.Context, a, o, b)
+			case prune.Standbys:
+				return runPrune(c.Context, a, o, b)
 			}
-			return runPrune(c.Context, a, o)
+			return fmt.Errorf("%s keeps no standbys to prune", b.Where())
 		},
 	}
 }
 
-func runPrune(ctx context.Context, a *App, o pruneOptions) error {
+func runPrune(ctx context.Context, a *App, o pruneOptions, standbys prune.Standbys) error {
 	po := o.options(a)
 	e, err := a.Backends().Engine(ctx, o.host)
 	if err != nil {
 		return err
-	}
-	b, err := a.Backends().Selected(ctx, o.host)
-	if err != nil {
-		return err
-	}
-	standbys, ok := b.(prune.Standbys)
-	if !ok {
-		return fmt.Errorf("%s keeps no standbys to prune", b.Where())
 	}
 	rep, err := prune.Host(ctx, e, standbys, po)
 	if err != nil {
@@ -154,20 +138,16 @@ func runPrune(ctx context.Context, a *App, o pruneOptions) error {
 	return a.finishPrune(rep, o, po)
 }
 
-// runPruneRegistry is prune --k8s: the cluster's registry.
-func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
+// runPruneRegistry prunes a cluster's registry.
+func runPruneRegistry(ctx context.Context, a *App, o pruneOptions, cluster prune.Cluster) error {
 	po := o.options(a)
-	kb, err := a.Backends().Kube(ctx, o.host.Kube)
-	if err != nil {
-		return err
-	}
 	// This store's cluster jobs name the repositories that a registry
 	// which does not list its repositories would not show.
 	var known []*store.Job
 	if st, err := a.Store(); err == nil {
 		known, _ = st.List()
 	}
-	rep, err := prune.RegistryImages(ctx, kb, o.registry, known, po, a.Err)
+	rep, err := prune.RegistryImages(ctx, cluster, o.cluster.Registry, known, po, a.Err)
 	var bad *prune.BadRegistryError
 	if errors.As(err, &bad) {
 		return usageError("--registry: %v", bad.Err)
@@ -178,14 +158,12 @@ func runPruneRegistry(ctx context.Context, a *App, o pruneOptions) error {
 	return a.finishPrune(rep, o, po)
 }
 
-// runPruneArchives is prune --slurm: the image archives of the Slurm
-// docker runtime on the cluster.
-func runPruneArchives(ctx context.Context, a *App, o pruneOptions) error {
+// runPruneArchives prunes the image archives a cluster keeps (the Slurm
+// docker runtime's).
+func runPruneArchives(ctx context.Context, a *App, o pruneOptions, archives prune.Archives) error {
 	po := o.options(a)
 	po.Owner = "" // the directory is the caller's own
-	b := a.Backends().Slurm(o.login)
-	b.Settings = a.Backends().SlurmDefaults(o.login, store.SlurmSettings{Dir: o.slurmDir})
-	rep, err := prune.ClusterArchives(ctx, b, po)
+	rep, err := prune.ClusterArchives(ctx, archives, po)
 	if err != nil {
 		return err
 	}

@@ -31,14 +31,13 @@ type submitOptions struct {
 	noPreflight bool
 	// hosts are every --host given: more than one fans out.
 	hosts []string
-	// slurm and login pick a Slurm cluster; settings are its options.
-	slurm    bool
-	login    string
-	settings store.SlurmSettings
+	// cluster is what the flags say of a cluster beyond --host and
+	// --context (its backend's own options).
+	cluster *connect.SubmitChoice
 }
 
 func newSubmitCommand(a *App) *cli.Command {
-	var o submitOptions
+	o := submitOptions{cluster: connect.NewSubmitChoice()}
 	return &cli.Command{
 		Name:      "submit",
 		Usage:     "build an experiment's image and run it as a job on a Docker host or a Kubernetes cluster",
@@ -74,27 +73,9 @@ Examples:
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
   xrun submit --base xrun/cpu-torch:bookworm --timeout 10m my-kernel
   xrun submit --retune experiments/autotuned-matmul          # autotune afresh
-  xrun submit --k8s --context lab --registry registry.lab:5000 --gpus 2 experiments/039-gla-pingpong
-  xrun submit --slurm --login me@login.hpc.edu --partition gpu --python ~/venv/bin/python3 -d my-kernel
+  ` + strings.Join(connect.SubmitExamples(), "\n  ") + `
 
-With --k8s the job runs as a Kubernetes Job on the cluster of the kubeconfig
-(--context picks a context, --namespace a namespace): the image is built on the
-Docker host (--host, default the local one), the code added as one layer, and
-pushed to --registry, which the cluster pulls from. GPUs are nvidia.com/gpu
-limits and gpu_type a node affinity; the cluster's scheduler places the job.
-See docs/kubernetes.md.
-
-With --slurm the job is a Slurm batch job, without a container: the static
-runner and the code go to a job directory on the cluster's shared file system
-(--slurm-dir), the runner uses the nodes' Python (--python), and sbatch gets
---gres from the GPUs asked for, --time from the timeout, --partition, --account,
---qos and --constraint as given, and any other option with --sbatch (--sbatch
---exclusive --sbatch --nodelist=n1,n2; a login node's slurm: sbatch: list in
-xrun's config gives them to every job). The Slurm commands run on this machine, or on
---login over ssh. A job that waits for a node is "pending" with the scheduler's
-reason. With --slurm-runtime docker the job's image is built here (--base as on
-a Docker host), copied to the cluster once per image, and the batch job runs it
-in the node's Docker as a Docker host runs it. See docs/slurm.md.
+` + connect.SubmitHelp() + `
 
 Jobs run as uid 65532 without capabilities (--root to run as root; --root
 with --profile adds CAP_SYS_ADMIN for Nsight Compute), with at most 8192
@@ -120,7 +101,7 @@ win over it.
 When stdout is closed during an attached submit (xrun submit DIR | head -3), xrun
 says once on stderr that the job goes on detached and how to follow it (xrun
 logs -f ID), and exits 0: the job was not asked to stop.`,
-		Flags: append(hostFlags(&o.Where),
+		Flags: append(append(hostFlags(&o.Where),
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "print the job id and return once the job is running", Destination: &o.Detach},
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.GPUs},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "for scripts: no build or log output on stderr (errors still), and on stdout only the job id (-d) or, attached, one line: the job id and its final status", Destination: &o.quiet},
@@ -139,26 +120,11 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.BoolFlag{Name: "root", EnvVars: []string{"XRUN_ROOT"}, Usage: "run the job as root with Docker's default capabilities (default: uid 65532, no capabilities, no-new-privileges)", Destination: &o.Root},
 			&cli.StringFlag{Name: "network", EnvVars: []string{"XRUN_NETWORK"}, Value: "default", Usage: "the job's network: default (the daemon's bridge) or none", Destination: &o.Network},
 			&cli.StringFlag{Name: "profile", Usage: "after timing, profile with Nsight Compute: ncu (every implementation and case) or ncu:impl=a,b;case=0,2;set=full; the reports come back in the job's out/profile/ (runner/profile/README.md); with --root the job also gets CAP_SYS_ADMIN, which hosts that let only administrators read the GPU's counters require", Destination: &o.Profile},
-			&cli.StringFlag{Name: "registry", EnvVars: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Destination: &o.Registry},
 			&cli.StringFlag{Name: "cache-limit", EnvVars: []string{"XRUN_CACHE_LIMIT"}, Value: "10GiB", Usage: "the most the compile-cache volume may hold as the job starts: its least recently used entries over it are removed first (`SIZE`, 0: no limit)", Destination: &o.CacheLimit},
 			&cli.BoolFlag{Name: "no-cache-volume", EnvVars: []string{"XRUN_NO_CACHE_VOLUME"}, Usage: "start the job with empty compile caches (Triton, TorchInductor, CUDA extensions) instead of the host's cache volume of your jobs of this experiment, base and GPU model (with --k8s: the node's directory)", Destination: &o.NoCacheVolume},
 			&cli.BoolFlag{Name: "retune", EnvVars: []string{"XRUN_RETUNE"}, Usage: "time every autotuned Triton kernel's configs afresh, instead of reading the configs an earlier run of the same code stored in the compile-cache volume, and store the new choices (the spec's benchmark.method.retune does it for every run)", Destination: &o.Retune},
 			&cli.BoolFlag{Name: "no-standby", EnvVars: []string{"XRUN_NO_STANDBY"}, Usage: "on a Docker host, neither run the job in the standby container a previous submit of this experiment left (Python and torch already imported) nor leave one for the next submit", Destination: &o.NoStandby},
-			&cli.StringFlag{Name: "pull-secret", EnvVars: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Destination: &o.PullSecret},
-			&cli.BoolFlag{Name: "slurm", EnvVars: []string{"XRUN_SLURM"}, Usage: "run the job on a Slurm cluster with sbatch, without a container (docs/slurm.md): this machine's Slurm commands, or --login's", Destination: &o.slurm},
-			// A slice, so that a second --login is refused rather than
-			// silently replacing the first.
-			&cli.StringSliceFlag{Name: "login", EnvVars: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]`, reached with ssh (default: sbatch on this machine)"},
-			&cli.StringFlag{Name: "partition", Aliases: []string{"p"}, EnvVars: []string{"XRUN_SLURM_PARTITION"}, Usage: "with --slurm: sbatch --partition", Destination: &o.settings.Partition},
-			&cli.StringFlag{Name: "account", EnvVars: []string{"XRUN_SLURM_ACCOUNT"}, Usage: "with --slurm: sbatch --account", Destination: &o.settings.Account},
-			&cli.StringFlag{Name: "qos", EnvVars: []string{"XRUN_SLURM_QOS"}, Usage: "with --slurm: sbatch --qos", Destination: &o.settings.QOS},
-			&cli.StringFlag{Name: "constraint", EnvVars: []string{"XRUN_SLURM_CONSTRAINT"}, Usage: "with --slurm: sbatch --constraint (node features)", Destination: &o.settings.Constraint},
-			&cli.StringFlag{Name: "python", EnvVars: []string{"XRUN_SLURM_PYTHON"}, Usage: "with --slurm: the Python on the nodes for the harness (a module's or a venv's python3)", DefaultText: "the first python3 on the node's PATH that imports numpy", Destination: &o.settings.Python},
-			&cli.StringFlag{Name: "slurm-dir", EnvVars: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: where the job directories go on the cluster's shared file system", DefaultText: "~/.xrun/slurm", Destination: &o.settings.Dir},
-			&cli.StringFlag{Name: "slurm-runtime", EnvVars: []string{"XRUN_SLURM_RUNTIME"}, Usage: "with --slurm: bare (the runner as your process on the node, the cluster's Python) or docker (the job's image, built here and copied to the cluster, in the node's Docker)", DefaultText: "bare", Destination: &o.settings.Runtime},
-			&cli.GenericFlag{Name: "sbatch", Usage: "with --slurm: one more sbatch `OPTION` for the job, as --exclusive, --nodelist=n1,n2 or --comment=nightly (repeat it for more; after the config's slurm: sbatch: list)", Value: (*optionList)(&o.settings.Sbatch)},
-			&cli.DurationFlag{Name: "pending-limit", EnvVars: []string{"XRUN_PENDING_LIMIT", "XRUN_SLURM_PENDING_LIMIT"}, Usage: "with --slurm or --k8s: how long a job with a timeout may wait for a node before the cluster drops it (sbatch --deadline; the Kubernetes Job's deadline)", Value: connect.PendingLimit, Destination: &o.PendingLimit},
-		),
+		), optionFlags(o.cluster.Options())...),
 		BashComplete: completeDirs,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -177,35 +143,12 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			if len(o.hosts) > 0 {
 				o.Where.Host = o.hosts[0]
 			}
-			if logins := c.StringSlice("login"); len(logins) > 1 {
-				return usageError("--login is given %d times (%s): give the one login node of the cluster", len(logins), strings.Join(logins, ", "))
-			} else if len(logins) == 1 {
-				o.login = logins[0]
+			if err := o.cluster.Finish(a.Backends(), &o.Where, c.IsSet); err != nil {
+				return err
 			}
-			if o.slurm {
-				// A login node named in xrun's config brings its slurm:
-				// options where the flags leave them unset.
-				o.settings = a.Backends().SlurmDefaults(o.login, o.settings)
-				switch o.settings.Runtime {
-				case "", store.RuntimeBare:
-					o.settings.Runtime = ""
-				case store.RuntimeDocker:
-				default:
-					return usageError("--slurm-runtime %q: give bare or docker", o.settings.Runtime)
-				}
-				o.settings.PendingLimit, o.PendingLimit = o.PendingLimit, 0
-				o.Where.Slurm = &connect.SlurmTarget{Login: o.login, Settings: o.settings}
-			} else if c.IsSet("login") || c.IsSet("partition") || c.IsSet("account") || c.IsSet("qos") || c.IsSet("constraint") || c.IsSet("python") || c.IsSet("slurm-dir") || c.IsSet("slurm-runtime") || c.IsSet("sbatch") {
-				return usageError("--login, --partition, --account, --qos, --constraint, --python, --slurm-dir, --slurm-runtime and --sbatch go with --slurm")
-			}
-			o.Where.MoveContextToKube()
-			if c.IsSet("pending-limit") && !o.slurm && !o.Where.K8s {
-				return usageError("--pending-limit goes with --slurm or --k8s: a Docker host's job waits for its GPUs with --queue")
-			}
-			if o.Where.K8s {
-				if len(o.hosts) > 1 {
-					return usageError("--k8s runs on one cluster: give at most one --host (the Docker host that builds the image)")
-				}
+			o.Registry, o.PullSecret, o.PendingLimit = o.cluster.Registry, o.cluster.PullSecret, o.cluster.PendingLimit
+			if o.Where.Cluster() && len(o.hosts) > 1 {
+				return usageError("%s runs on one cluster: give at most one --host (the Docker host that builds the image)", connect.Capabilities(o.Where).Flag)
 			}
 			if len(o.hosts) > 1 {
 				return runSubmitFanout(c.Context, a, o, o.hosts)
@@ -389,14 +332,3 @@ func writeResults(w io.Writer, j *store.Job, data []byte, r *result.Results, f r
 	}
 	return render.Results(w, r, f, o)
 }
-
-// optionList is a repeatable flag whose values are kept whole: a comma
-// belongs to the value (--sbatch --nodelist=n1,n2), unlike a StringSlice's.
-type optionList []string
-
-func (l *optionList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
-}
-
-func (l *optionList) String() string { return strings.Join(*l, " ") }

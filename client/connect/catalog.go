@@ -1,12 +1,16 @@
 package connect
 
 import (
+	"encoding/json"
+	"time"
+
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/backend/dockerhost"
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backend/local"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/store"
+	"github.com/xrun-dev/xrun/contract"
 )
 
 // Capabilities is what the place sel picks declares of itself (a Slurm
@@ -27,9 +31,9 @@ func Capabilities(sel Selection) backend.Capabilities {
 func CapabilitiesOf(j *store.Job) backend.Capabilities {
 	switch {
 	case slurm.IsRef(j.Host):
-		runtime := store.RuntimeBare
-		if j.Submit != nil && j.Submit.Slurm != nil && j.Submit.Slurm.Runtime != "" {
-			runtime = j.Submit.Slurm.Runtime
+		runtime := slurmSettings(j).Runtime
+		if runtime == "" {
+			runtime = slurm.RuntimeBare
 		}
 		return slurm.Capabilities(runtime)
 	case kube.IsRef(j.Host):
@@ -40,19 +44,67 @@ func CapabilitiesOf(j *store.Job) backend.Capabilities {
 	return dockerhost.Capabilities
 }
 
-// RerunSelection is where a rerun of job j goes: the Slurm cluster it ran
-// on, with the options it was submitted with (partition, GPU type,
-// Python, runtime), else the host its record names.
-func RerunSelection(j *store.Job) Selection {
+// SlurmSettings are a Slurm job's options (client/backend/slurm).
+type SlurmSettings = slurm.Settings
+
+// slurmSettings are the options a Slurm job j was submitted with, as its
+// record keeps them (zero where it kept none).
+func slurmSettings(j *store.Job) slurm.Settings {
+	var s slurm.Settings
+	if j.Submit != nil && len(j.Submit.Place) > 0 {
+		json.Unmarshal(j.Submit.Place, &s)
+	}
+	return s
+}
+
+// CheckSelection refuses a selection whose place's options contradict each other
+// or the rest of it, before anything is built.
+func CheckSelection(sel Selection) error {
+	if sel.Slurm == nil {
+		return nil
+	}
+	if sel.K8s || sel.Explicit() {
+		return contract.Usagef("--slurm runs on a Slurm cluster: leave out --host, --context and --k8s")
+	}
+	return sel.Slurm.Settings.Check()
+}
+
+// Cluster reports whether sel picks a cluster, whose scheduler finds a
+// node for the job (--pending-limit applies).
+func (sel Selection) Cluster() bool { return sel.K8s || sel.Slurm != nil }
+
+// PlaceOptions are the options of the place sel picks that a job's record
+// keeps for a rerun (store.SubmitArgs.Place; nil: none beyond the host).
+func PlaceOptions(sel Selection) json.RawMessage {
+	if sel.Slurm == nil {
+		return nil
+	}
+	b, err := json.Marshal(sel.Slurm.Settings)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Rerun is where a rerun of job j goes and how long it may wait for a
+// node: the Slurm cluster it ran on, with the options it was submitted
+// with (partition, GPU type, Python, runtime), else the host its record
+// names.
+func Rerun(j *store.Job) (sel Selection, pendingLimit time.Duration) {
+	if j.Submit != nil {
+		pendingLimit = j.Submit.PendingLimit
+	}
 	if !slurm.IsRef(j.Host) {
-		return Selection{Host: j.Host}
+		return Selection{Host: j.Host}, pendingLimit
 	}
 	login, _ := slurm.ParseRef(j.Host)
-	t := &SlurmTarget{Login: login}
-	if s := j.Submit; s != nil && s.Slurm != nil {
-		t.Settings = *s.Slurm
+	t := &SlurmTarget{Login: login, Settings: slurmSettings(j)}
+	if pendingLimit == 0 {
+		// An earlier version kept it with the Slurm options.
+		pendingLimit = t.Settings.PendingLimit
 	}
-	return Selection{Slurm: t}
+	t.Settings.PendingLimit = 0
+	return Selection{Slurm: t}, pendingLimit
 }
 
 // PendingLimit is how long a cluster's job with a timeout may wait for a
@@ -66,8 +118,8 @@ func Catalog() []backend.Capabilities {
 	return []backend.Capabilities{
 		dockerhost.Capabilities,
 		kube.Capabilities,
-		slurm.Capabilities(store.RuntimeBare),
-		slurm.Capabilities(store.RuntimeDocker),
+		slurm.Capabilities(slurm.RuntimeBare),
+		slurm.Capabilities(slurm.RuntimeDocker),
 		local.Capabilities,
 	}
 }

@@ -47,7 +47,7 @@ type SlurmTarget struct {
 	// Login is the login node ([user@]host[:port], reached with ssh); ""
 	// runs the Slurm commands of this machine.
 	Login    string
-	Settings store.SlurmSettings
+	Settings slurm.Settings
 }
 
 // Docker is the Docker part of sel (the engine cache's key).
@@ -195,7 +195,10 @@ func (s *Set) Slurm(login string) *slurm.Backend {
 // SlurmDefaults fills what settings leave unset from the slurm: options
 // of the named host login in xrun's config (docs/md), if it has
 // them.
-func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.SlurmSettings {
+func (s *Set) SlurmDefaults(login string, settings slurm.Settings) slurm.Settings {
+	if settings.Runtime == slurm.RuntimeBare {
+		settings.Runtime = ""
+	}
 	if login == "" {
 		return settings
 	}
@@ -223,10 +226,10 @@ func (s *Set) SlurmDefaults(login string, settings store.SlurmSettings) store.Sl
 		}
 	}
 	settings.Sbatch = append(extra, settings.Sbatch...)
-	if settings.Runtime == store.RuntimeBare {
+	if settings.Runtime == slurm.RuntimeBare {
 		settings.Runtime = ""
 	}
-	if settings.Runtime == store.RuntimeDocker {
+	if settings.Runtime == slurm.RuntimeDocker {
 		// The job's image has its Python: the login node's python: is
 		// for bare jobs, and only a --python given for this job conflicts.
 		settings.Python = python
@@ -289,18 +292,40 @@ func Describe(j *store.Job) (rows [][2]string, state string) {
 // Docker host that builds its image, and whether the job runs on that
 // host (a Docker host: it probes the host's GPUs before the build, and
 // the job's default memory limit is a share of the host's) or elsewhere
-// (a cluster, which pulls the image from the submit's registry).
+// (a cluster, which gets the image from the builder: Push). A place that
+// runs the runner without an image (a Slurm cluster's bare runtime) has
+// no Builder: the job copies the static runner of RunnerArch there.
 type Target struct {
-	Backend   backend.Backend
-	Builder   engine.Engine
-	OnBuilder bool
+	Backend    backend.Backend
+	Builder    engine.Engine
+	OnBuilder  bool
+	RunnerArch string
 }
 
 // Target connects to where sel sends a submit: the Docker host, or the
 // cluster with the Docker host (--host, default the local one) that
 // builds and pushes its images.
 func (s *Set) Target(ctx context.Context, sel Selection) (Target, error) {
-	if sel.K8s {
+	switch {
+	case sel.Slurm != nil:
+		b := s.Slurm(sel.Slurm.Login)
+		b.Settings = sel.Slurm.Settings
+		// The cluster is reached before minutes of building.
+		arch, err := b.Arch(ctx)
+		if err != nil {
+			return Target{}, err
+		}
+		if b.Settings.Runtime != slurm.RuntimeDocker {
+			return Target{Backend: b, RunnerArch: arch}, nil
+		}
+		// The docker runtime's image is built on this machine's Docker
+		// host, as a Docker host's job's, and copied to the cluster.
+		e, err := s.Engine(ctx, sel)
+		if err != nil {
+			return Target{}, err
+		}
+		return Target{Backend: b, Builder: e}, nil
+	case sel.K8s:
 		kb, err := s.Kube(ctx, sel.Kube)
 		if err != nil {
 			return Target{}, err
@@ -326,8 +351,14 @@ func (s *Set) dockerHost(e engine.Engine) *dockerhost.Backend {
 }
 
 // Selected returns the backend the user picked with --host, --context or
-// --k8s (commands that look beyond the job store: ps, rm).
+// a cluster's options (commands that look beyond the job store: ps, rm,
+// prune).
 func (s *Set) Selected(ctx context.Context, sel Selection) (backend.Backend, error) {
+	if sel.Slurm != nil {
+		b := s.Slurm(sel.Slurm.Login)
+		b.Settings = sel.Slurm.Settings
+		return b, nil
+	}
 	if sel.K8s {
 		return s.Kube(ctx, sel.Kube)
 	}

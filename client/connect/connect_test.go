@@ -1,12 +1,16 @@
 package connect
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/xrun-dev/xrun/client/backend"
+	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -52,21 +56,21 @@ func TestSlurmDefaults(t *testing.T) {
 		}
 		return ""
 	}}
-	bare := s.SlurmDefaults("hpc", store.SlurmSettings{})
+	bare := s.SlurmDefaults("hpc", SlurmSettings{})
 	if bare.Partition != "gpu" || bare.Python != "/opt/venv/bin/python3" {
 		t.Errorf("bare: %+v, want the login node's partition and python", bare)
 	}
-	docker := s.SlurmDefaults("hpc", store.SlurmSettings{Runtime: store.RuntimeDocker})
+	docker := s.SlurmDefaults("hpc", SlurmSettings{Runtime: slurm.RuntimeDocker})
 	if docker.Partition != "gpu" || docker.Python != "" {
 		t.Errorf("docker runtime: %+v, want the partition without the node's python", docker)
 	}
-	asked := s.SlurmDefaults("hpc", store.SlurmSettings{Runtime: store.RuntimeDocker, Python: "/usr/bin/python3"})
+	asked := s.SlurmDefaults("hpc", SlurmSettings{Runtime: slurm.RuntimeDocker, Python: "/usr/bin/python3"})
 	if asked.Python != "/usr/bin/python3" {
 		t.Errorf("a --python given with the docker runtime was dropped: %+v", asked)
 	}
 	// The config's sbatch options come first, so that the command line's
 	// win; a rerun's record, which has them already, gets them once.
-	flags := s.SlurmDefaults("hpc", store.SlurmSettings{Sbatch: []string{"--comment=mine"}})
+	flags := s.SlurmDefaults("hpc", SlurmSettings{Sbatch: []string{"--comment=mine"}})
 	if got := strings.Join(flags.Sbatch, " "); got != "--exclusive --comment=lab,nightly --comment=mine" {
 		t.Errorf("sbatch options %q", got)
 	}
@@ -88,5 +92,46 @@ func TestStoppedOutsideByPlace(t *testing.T) {
 		if !strings.HasPrefix(got, "stopped (SIGTERM) by something other than this job store's xrun: "+want) {
 			t.Errorf("%s: %q", host, got)
 		}
+	}
+}
+
+// A cluster's job reruns where it ran, with the options its record keeps,
+// and the count of GPUs it asked for (the cluster picks which): from a
+// record of this version and from one that kept the Slurm options under
+// their own name, with the pending limit among them.
+func TestRerun(t *testing.T) {
+	records := map[string]string{
+		"this version": `{"id":"0123456789ab","host":"slurm://login1","mode":"gpu","gpus":"2",
+			"submit":{"pending_limit":7200000000000,"place":{"partition":"gpu","runtime":"docker"}}}`,
+		"earlier": `{"id":"0123456789ab","host":"slurm://login1","mode":"gpu","gpus":"2",
+			"submit":{"slurm":{"partition":"gpu","runtime":"docker","pending_limit":7200000000000}}}`,
+	}
+	for name, record := range records {
+		var j store.Job
+		if err := json.Unmarshal([]byte(record), &j); err != nil {
+			t.Fatal(err)
+		}
+		sel, limit := Rerun(&j)
+		if sel.Slurm == nil || sel.Slurm.Login != "login1" || sel.Slurm.Settings.Partition != "gpu" || sel.Slurm.Settings.Runtime != slurm.RuntimeDocker {
+			t.Fatalf("%s: a Slurm job reruns on its cluster with its settings: %+v", name, sel)
+		}
+		if limit != 2*time.Hour || sel.Slurm.Settings.PendingLimit != 0 {
+			t.Errorf("%s: pending limit %s (settings %s), want 2h0m0s for the rerun alone", name, limit, sel.Slurm.Settings.PendingLimit)
+		}
+		if c := CapabilitiesOf(&j); c.Has(backend.BaseImage) != true || c.Has(backend.GPUsByID) {
+			t.Errorf("%s: the docker runtime's capabilities: %+v", name, c)
+		}
+		// Saved again, the record keeps the options where this version
+		// reads them.
+		again, err := json.Marshal(&j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(again), `"place":{"partition":"gpu","runtime":"docker"`) {
+			t.Errorf("%s: saved again as %s", name, again)
+		}
+	}
+	if sel, _ := Rerun(&store.Job{Host: "ssh://lab"}); sel.Host != "ssh://lab" || sel.Cluster() {
+		t.Errorf("a Docker host's job reruns on its host: %+v", sel)
 	}
 }

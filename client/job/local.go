@@ -136,16 +136,8 @@ func LocalOutcome(j *store.Job, err error) error {
 // got and an error for a run that failed or was interrupted, not for the
 // job's own outcome (Outcome says that).
 func (m *Manager) RunLocal(ctx context.Context, r LocalRequest) (*store.Job, error) {
-	return m.runImageless(ctx, r.Backend, r.Record, r.Spec, SubmitRequest{})
-}
-
-// runImageless runs a job whose backend needs no image (this machine's
-// processes, a Slurm cluster's nodes): it records rec on b, makes and
-// starts the job from spec and, unless r.Detach, follows it to its end as
-// Submit does.
-func (m *Manager) runImageless(ctx context.Context, b backend.Backend, rec *store.Job, spec func(*store.Job) backend.Spec, r SubmitRequest) (*store.Job, error) {
-	s := &submission{m: m, r: r, b: b, release: func() {}}
-	j, err := s.runImageless(ctx, rec, spec)
+	s := &submission{m: m, b: r.Backend, release: func() {}}
+	j, err := s.runLocal(ctx, r.Record, r.Spec)
 	if err != nil {
 		err = s.abort(ctx, err)
 		if s.forgotten {
@@ -156,7 +148,7 @@ func (m *Manager) runImageless(ctx context.Context, b backend.Backend, rec *stor
 	return j, nil
 }
 
-func (s *submission) runImageless(ctx context.Context, j *store.Job, spec func(*store.Job) backend.Spec) (*store.Job, error) {
+func (s *submission) runLocal(ctx context.Context, j *store.Job, spec func(*store.Job) backend.Spec) (*store.Job, error) {
 	j.Host, j.Status = s.b.Where(), store.StatusCreated
 	j.Creator, j.Owner = store.Creator(), store.CurrentUser()
 	if err := s.m.Store.Create(j); err != nil {

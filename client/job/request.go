@@ -77,7 +77,8 @@ type Args struct {
 	Profile string
 	// Retune has autotuned Triton kernels timed afresh (contract.EnvRetune).
 	Retune bool
-	// Registry, PullSecret and PendingLimit are the cluster's (Where.K8s).
+	// Registry and PullSecret are a Kubernetes cluster's (Where.K8s);
+	// PendingLimit any cluster's (Where.Cluster).
 	Registry, PullSecret string
 	PendingLimit         time.Duration
 	NoCacheVolume        bool
@@ -132,10 +133,8 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.PendingLimit < 0 {
 		return r, contract.Usagef("--pending-limit %s: give a duration > 0", a.PendingLimit)
 	}
-	if a.Where.Slurm != nil {
-		if err := a.checkSlurm(); err != nil {
-			return r, err
-		}
+	if err := connect.CheckSelection(a.Where); err != nil {
+		return r, err
 	}
 	// What the place lacks is refused from its declaration, before the
 	// build.
@@ -214,11 +213,8 @@ func (a Args) asks() []backend.Feature {
 // (store.SubmitArgs): the names of --env variables, never their values.
 func (a Args) rerunArgs() *store.SubmitArgs {
 	r := &store.SubmitArgs{Base: a.Base, CPUs: a.CPUs, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
-	if a.Where.Slurm != nil {
-		settings := a.Where.Slurm.Settings
-		r.Slurm = &settings
-	}
-	if a.Where.K8s {
+	r.Place = connect.PlaceOptions(a.Where)
+	if a.Where.Cluster() {
 		r.PendingLimit = a.PendingLimit
 	}
 	for _, e := range a.Env {

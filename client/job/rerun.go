@@ -5,21 +5,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
 // RerunArgs are the arguments that submit job j again, from its record
 // alone (xrun rerun, regress --confirm): its code's directory as it is
-// now, its place (connect.RerunSelection), mode, GPUs, timeout and the
+// now, its place (connect.Rerun), mode, GPUs, timeout and the
 // options it recorded (store.SubmitArgs), plus env. Queue waits for the
 // GPUs where other jobs hold them.
 func RerunArgs(j *store.Job, env []string) Args {
-	a := Args{Dir: j.ExperimentDir, Where: connect.RerunSelection(j), CPU: j.Mode == "cpu", Queue: true, Network: "default"}
+	a := Args{Dir: j.ExperimentDir, CPU: j.Mode == "cpu", Queue: true, Network: "default"}
+	a.Where, a.PendingLimit = connect.Rerun(j)
 	if j.Mode != "cpu" {
 		a.GPUs = sameGPUs(j.GPUs)
-		if a.Where.Slurm != nil {
-			// Slurm picks the GPUs: the count or type the record says.
+		if !connect.CapabilitiesOf(j).Has(backend.GPUsByID) {
+			// The place picks the GPUs: the count the record says.
 			a.GPUs = j.GPUs
 		}
 	}
@@ -28,7 +30,7 @@ func RerunArgs(j *store.Job, env []string) Args {
 	}
 	if s := j.Submit; s != nil {
 		a.Base, a.Labels, a.Root, a.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
-		a.NoStandby, a.NoCacheVolume, a.CPUs, a.PendingLimit = s.NoStandby, s.NoCacheVolume, s.CPUs, s.PendingLimit
+		a.NoStandby, a.NoCacheVolume, a.CPUs = s.NoStandby, s.NoCacheVolume, s.CPUs
 		if s.Network != "" {
 			a.Network = s.Network
 		}

@@ -9,13 +9,13 @@ import (
 )
 
 // A rerun asks for what the record says: the same GPUs by index on a Docker
-// host, the count on Slurm (which picks them), the recorded options and
-// the --env names, with Queue so that it waits for busy GPUs.
+// host, the recorded options and the --env names, with Queue so that it
+// waits for busy GPUs. (A cluster's rerun: connect's TestRerun.)
 func TestRerunArgs(t *testing.T) {
 	j := &store.Job{ID: "0123abcd", Host: "ssh://lab", ExperimentDir: "/x/exp", Mode: "gpu", GPUs: "1", Timeout: "10m0s",
 		Submit: &store.SubmitArgs{Base: "cuda-12", CPUs: 2, Labels: []string{"a=b"}, Network: "none", Env: []string{"SEED"}, NoStandby: true}}
 	a := RerunArgs(j, []string{"EXTRA=1"})
-	if a.Dir != "/x/exp" || a.Where.Host != "ssh://lab" || a.Where.Slurm != nil || !a.Queue || a.CPU {
+	if a.Dir != "/x/exp" || a.Where.Host != "ssh://lab" || a.Where.Cluster() || !a.Queue || a.CPU {
 		t.Errorf("place and mode: %+v", a)
 	}
 	if a.GPUs != "device=1" || a.Timeout != 10*time.Minute || a.Base != "cuda-12" || a.CPUs != 2 || a.Network != "none" || !a.NoStandby {
@@ -28,14 +28,12 @@ func TestRerunArgs(t *testing.T) {
 		t.Errorf("the record's env names changed: %v", j.Submit.Env)
 	}
 
-	s := &store.Job{Host: "slurm://login1", ExperimentDir: "/x/exp", Mode: "gpu", GPUs: "2",
-		Submit: &store.SubmitArgs{Slurm: &store.SlurmSettings{Partition: "gpu", Runtime: store.RuntimeDocker}}}
-	a = RerunArgs(s, nil)
-	if a.Where.Slurm == nil || a.Where.Slurm.Login != "login1" || a.Where.Slurm.Settings.Partition != "gpu" || a.Where.Slurm.Settings.Runtime != store.RuntimeDocker {
-		t.Fatalf("a Slurm job reruns on its cluster with its settings: %+v", a.Where)
-	}
-	if a.GPUs != "2" || a.Network != "default" {
-		t.Errorf("Slurm rerun GPUs %q network %q: want the count as recorded", a.GPUs, a.Network)
+	// A place that picks the GPUs (it lacks GPUs by id) reruns with the
+	// count the record says.
+	for _, host := range []string{"slurm://login1"} {
+		if a := RerunArgs(&store.Job{Host: host, Mode: "gpu", GPUs: "1"}, nil); a.GPUs != "1" || !a.Where.Cluster() {
+			t.Errorf("%s: rerun GPUs %q on %+v, want the count 1 on the cluster", host, a.GPUs, a.Where)
+		}
 	}
 
 	c := RerunArgs(&store.Job{Host: "unix:///var/run/docker.sock", Mode: "cpu", GPUs: "0"}, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/build"
+	"github.com/xrun-dev/xrun/client/buildctx"
 	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
@@ -29,7 +30,7 @@ type SubmitRequest struct {
 	Registry   string
 	PullSecret string
 	// PendingLimit is how long a cluster's job with a timeout may wait
-	// for a node (Where.K8s; a Slurm job's is in its settings).
+	// for a node (Where.Cluster).
 	PendingLimit time.Duration
 	// Job is how the container runs (environment, root, network, token).
 	Job build.JobOptions
@@ -80,7 +81,7 @@ type submission struct {
 	made    chan error // the standby being made (leaveStandby)
 	// forgotten says the record was removed: the place refused the job
 	// before anything was submitted (backend.RefusedError, or a request
-	// its backend cannot write, as a bad Slurm option).
+	// its backend cannot write, as a bad scheduler option).
 	forgotten bool
 }
 
@@ -90,9 +91,6 @@ type submission struct {
 // recorded) and an error for a submit that failed or was interrupted, not
 // for the job's own outcome (Outcome says that).
 func (m *Manager) Submit(ctx context.Context, r SubmitRequest) (*store.Job, error) {
-	if r.Where.Slurm != nil {
-		return m.submitSlurm(ctx, r)
-	}
 	s := &submission{m: m, r: r, release: func() {}}
 	j, err := s.run(ctx)
 	if err != nil {
@@ -125,7 +123,8 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	m, r, p := s.m, s.r, s.r.Prepared
 	done := m.step("connect")
 	// A cluster's job image is built on the Docker host (--host, default
-	// the local one) and pushed to the cluster's registry.
+	// the local one) and pushed to the cluster's registry; a place that
+	// runs the runner without an image gets the static runner instead.
 	t, err := m.Backends.Target(ctx, r.Where)
 	if err != nil {
 		return nil, err
@@ -136,9 +135,21 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	if runnerFor == nil {
 		runnerFor = build.RunnerBinary
 	}
-	builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: t.OnBuilder}
-	if err := builder.Build(ctx, p, r.Build); err != nil {
-		return nil, err
+	var runner string
+	if e != nil {
+		builder := &build.Builder{Engine: e, Log: m.Err, TTY: m.ErrTTY, RunnerFor: runnerFor, Step: m.step, ProbeGPUs: t.OnBuilder}
+		if err := builder.Build(ctx, p, r.Build); err != nil {
+			return nil, err
+		}
+	} else {
+		if runner, err = runnerFor(ctx, "linux", t.RunnerArch, func(f string, args ...any) { fmt.Fprintf(m.Err, f+"\n", args...) }); err != nil {
+			return nil, err
+		}
+		if p.Code == nil {
+			if p.Code, err = buildctx.Collect(r.Build.Dir, p.Spec, nil); err != nil {
+				return nil, contract.BadInput(err)
+			}
+		}
 	}
 	s.b = t.Backend
 	jo := r.Job
@@ -183,7 +194,7 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 		p.GPUs, p.GPUIDs = res.GPUs, res.GPUIDs
 	}
 	gpuModel := res.GPUModel
-	if !r.NoCacheVolume {
+	if !r.NoCacheVolume && e != nil {
 		jo.CacheVolume, jo.CacheLabels = cacheVolume(ctx, e, p, gpuModel, s.j.Owner, jo.Root)
 	}
 	if p.GPUIDs != "" {
@@ -202,9 +213,18 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 			return next
 		}
 	}
+	if e == nil {
+		// Without an image, the runner and every process it starts are
+		// the user's own.
+		jo.Root = true
+	}
 	spec := p.JobSpec(ctx, s.j, r.Build.Dir, jo)
 	spec.WaitForNode, spec.PendingLimit = r.Queue, r.PendingLimit
-	if !t.OnBuilder {
+	switch {
+	case e == nil:
+		spec.Image, spec.Runner = "", runner
+		spec.Env = append(spec.Env, contract.EnvOwnTree+"=1")
+	case !t.OnBuilder:
 		spec.Push = &backend.Push{Builder: e, Registry: r.Registry, PullSecret: r.PullSecret}
 	}
 	return s.launch(ctx, spec)

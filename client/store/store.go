@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xrun-dev/xrun/internal/text"
@@ -94,44 +96,47 @@ type SubmitArgs struct {
 	// --no-cache-volume.
 	NoStandby     bool `json:"no_standby,omitempty"`
 	NoCacheVolume bool `json:"no_cache_volume,omitempty"`
-	// PendingLimit repeats a Kubernetes job's --pending-limit (a Slurm
-	// job's is in Slurm).
+	// PendingLimit repeats a cluster's --pending-limit.
 	PendingLimit time.Duration `json:"pending_limit,omitempty"`
-	// Slurm repeats a Slurm job's options (its login node is the
-	// record's Host).
-	Slurm *SlurmSettings `json:"slurm,omitempty"`
+	// Place repeats the options of the place the job ran on, as its
+	// backend records them (client/connect reads them; the store does
+	// not look inside). Earlier versions kept them under the backend's
+	// own name: UnmarshalJSON moves them here.
+	Place json.RawMessage `json:"place,omitempty"`
 }
 
-// SlurmSettings are a Slurm job's options (client/backend/slurm), in
-// sbatch's own names where sbatch has them.
-type SlurmSettings struct {
-	// Dir holds the job directories on the cluster's shared file system
-	// ("": ~/.xrun/slurm; a leading ~/ is the home directory there).
-	Dir        string `json:"dir,omitempty"`
-	Partition  string `json:"partition,omitempty"`
-	Account    string `json:"account,omitempty"`
-	QOS        string `json:"qos,omitempty"`
-	Constraint string `json:"constraint,omitempty"`
-	// Python is the harness's interpreter on the nodes (a module's or a
-	// venv's python3); "": the runner picks the first python3 with numpy.
-	Python string `json:"python,omitempty"`
-	// PendingLimit is how long a job with a timeout may wait for its node
-	// before Slurm drops it (0: the backend's default).
-	PendingLimit time.Duration `json:"pending_limit,omitempty"`
-	// Sbatch are more sbatch options, each written to the job's script as
-	// one #SBATCH line after xrun's own (--exclusive, --nodelist=n1).
-	Sbatch []string `json:"sbatch,omitempty"`
-	// Runtime runs the job on the node: RuntimeBare ("", the runner as
-	// the user's process) or RuntimeDocker (the job's image, in the
-	// node's Docker).
-	Runtime string `json:"runtime,omitempty"`
+// UnmarshalJSON reads the arguments. A record of an earlier version keeps
+// its place's options as an object under the backend's name, a field
+// this version does not know: with no Place, that object is the Place
+// (the record's Host says whose options they are).
+func (a *SubmitArgs) UnmarshalJSON(data []byte) error {
+	type plain SubmitArgs
+	if err := json.Unmarshal(data, (*plain)(a)); err != nil || len(a.Place) > 0 {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	known := submitFields()
+	for name, v := range fields {
+		if !known[name] && len(v) > 0 && v[0] == '{' {
+			a.Place = v
+		}
+	}
+	return nil
 }
 
-// Slurm runtimes (SlurmSettings.Runtime).
-const (
-	RuntimeBare   = "bare"
-	RuntimeDocker = "docker"
-)
+// submitFields are the JSON names of SubmitArgs' fields.
+var submitFields = sync.OnceValue(func() map[string]bool {
+	known := map[string]bool{}
+	t := reflect.TypeFor[SubmitArgs]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		known[name] = true
+	}
+	return known
+})
 
 // Store is a directory of job records.
 type Store struct {

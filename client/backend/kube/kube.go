@@ -94,7 +94,7 @@ func ParseRef(host string) Selection {
 // and the namespace's policies set its network.
 var Capabilities = backend.Capabilities{
 	Name: "Kubernetes",
-	Flag: "--k8s",
+	Flag: Flag,
 	Lacks: map[backend.Feature]string{
 		backend.GPUsByID:  "the scheduler picks the GPUs; give a count",
 		backend.NoNetwork: "a NetworkPolicy of the namespace decides the job's network",

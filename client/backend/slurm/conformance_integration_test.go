@@ -30,9 +30,9 @@ func TestConformance(t *testing.T) {
 	tmp := t.TempDir()
 	startCluster(t, tmp)
 	code, runner := stubExperiment(t, tmp, conformanceRunner)
-	b := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Runner: runner, Poll: 200 * time.Millisecond}
+	b := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Poll: 200 * time.Millisecond}
 	backendtest.Run(t, backendtest.Place{Backend: b, Capabilities: Capabilities(""), Timeout: 2 * time.Minute,
 		Spec: func(t *testing.T, j *store.Job, script string) backend.Spec {
-			return backend.Spec{Name: "xrun-conformance-" + j.ID, Code: code, Env: []string{"XRUN_CONFORMANCE_SCRIPT=" + script}}
+			return backend.Spec{Name: "xrun-conformance-" + j.ID, Code: code, Runner: runner, Env: []string{"XRUN_CONFORMANCE_SCRIPT=" + script}}
 		}})
 }

@@ -48,10 +48,10 @@ func TestDrainedNodeQueues(t *testing.T) {
 	// A runner that exits 0: the test is about getting a node.
 	code, runner := stubExperiment(t, tmp, "#!/bin/sh\nexit 0\n")
 	var log strings.Builder
-	b := &Backend{Shell: sh, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Runner: runner, Log: &log, Poll: 200 * time.Millisecond}
+	b := &Backend{Shell: sh, Settings: Settings{Dir: filepath.Join(tmp, "jobs")}, Log: &log, Poll: 200 * time.Millisecond}
 	job := func(id string, gpus int, mem int64) (*store.Job, backend.Spec) {
 		return &store.Job{ID: id, Timeout: "1m"},
-			backend.Spec{Name: "xrun-drain-" + id, Code: code, GPUs: &backend.GPUs{Count: gpus}, GPUType: "FAKE", MemoryBytes: mem, Timeout: time.Minute}
+			backend.Spec{Name: "xrun-drain-" + id, Code: code, Runner: runner, GPUs: &backend.GPUs{Count: gpus}, GPUType: "FAKE", MemoryBytes: mem, Timeout: time.Minute}
 	}
 
 	// What no node could run is refused, drained or not.

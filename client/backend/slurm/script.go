@@ -11,12 +11,53 @@ import (
 	"time"
 
 	"github.com/xrun-dev/xrun/client/backend"
-	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 )
 
-// Settings are a job's Slurm options, as its record keeps them for a rerun.
-type Settings = store.SlurmSettings
+// Settings are a job's Slurm options, in sbatch's own names where sbatch
+// has them, as its record keeps them for a rerun (store.SubmitArgs.Place).
+type Settings struct {
+	// Dir holds the job directories on the cluster's shared file system
+	// ("": ~/.xrun/slurm; a leading ~/ is the home directory there).
+	Dir        string `json:"dir,omitempty"`
+	Partition  string `json:"partition,omitempty"`
+	Account    string `json:"account,omitempty"`
+	QOS        string `json:"qos,omitempty"`
+	Constraint string `json:"constraint,omitempty"`
+	// Python is the harness's interpreter on the nodes (a module's or a
+	// venv's python3); "": the runner picks the first python3 with numpy.
+	Python string `json:"python,omitempty"`
+	// PendingLimit is a record's --pending-limit from before the record
+	// kept it with the other places' (store.SubmitArgs.PendingLimit): a
+	// rerun takes it from here. A job's own is its spec's.
+	PendingLimit time.Duration `json:"pending_limit,omitempty"`
+	// Sbatch are more sbatch options, each written to the job's script as
+	// one #SBATCH line after xrun's own (--exclusive, --nodelist=n1).
+	Sbatch []string `json:"sbatch,omitempty"`
+	// Runtime runs the job on the node: RuntimeBare ("", the runner as
+	// the user's process) or RuntimeDocker (the job's image, in the
+	// node's Docker).
+	Runtime string `json:"runtime,omitempty"`
+}
+
+// Slurm runtimes (Settings.Runtime).
+const (
+	RuntimeBare   = "bare"
+	RuntimeDocker = "docker"
+)
+
+// Check refuses settings that contradict each other.
+func (s Settings) Check() error {
+	switch s.Runtime {
+	case "", RuntimeBare, RuntimeDocker:
+	default:
+		return contract.Usagef("--slurm-runtime %q: give bare or docker", s.Runtime)
+	}
+	if s.Python != "" && s.Runtime == RuntimeDocker {
+		return contract.Usagef("--python does not apply with --slurm-runtime docker: the job's image has its Python")
+	}
+	return nil
+}
 
 // DefaultPendingLimit is how long a job waits for a node by default.
 const DefaultPendingLimit = 24 * time.Hour
@@ -30,6 +71,19 @@ func timeLimit(timeout time.Duration) string {
 	}
 	secs := int(math.Ceil(timeout.Seconds()))
 	return fmt.Sprintf("%d:%02d", secs/60, secs%60)
+}
+
+// deadline is sbatch --deadline for a job of timeout that may wait
+// pending for a node: Slurm drops it when it cannot start and end in
+// time. "" for a job without a timeout, which waits as long as it takes.
+func deadline(timeout, pending time.Duration) string {
+	if timeout <= 0 {
+		return ""
+	}
+	if pending <= 0 {
+		pending = DefaultPendingLimit
+	}
+	return fmt.Sprintf("now+%d", int((pending + timeout).Seconds()))
 }
 
 // gres is sbatch --gres for gpus of type kind ("" for a CPU job).
@@ -55,6 +109,7 @@ func directives(s Settings, spec backend.Spec, dir string) ([]string, error) {
 		{"qos", s.QOS},
 		{"constraint", s.Constraint},
 		{"time", timeLimit(spec.Timeout)},
+		{"deadline", deadline(spec.Timeout, spec.PendingLimit)},
 		{"gres", gres(spec.GPUs, spec.GPUType)},
 	}
 	if spec.MemoryBytes > 0 {

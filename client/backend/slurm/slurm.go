@@ -82,16 +82,16 @@ const (
 	exitFile    = "exit"
 )
 
-// Capabilities is what a Slurm job lacks with its runtime (store.Runtime*):
+// Capabilities is what a Slurm job lacks with its runtime (Runtime*):
 // it runs as the user, on what Slurm allocates, with its node's network,
 // and without a container unless the runtime is docker.
 func Capabilities(runtime string) backend.Capabilities {
-	c := backend.Capabilities{Name: "Slurm", Flag: "--slurm", Lacks: map[backend.Feature]string{
+	c := backend.Capabilities{Name: "Slurm", Flag: Flag, Lacks: map[backend.Feature]string{
 		backend.GPUsByID:  "Slurm picks the GPUs; give a count",
 		backend.NoNetwork: "a Slurm job has its node's network",
 		backend.RunAsRoot: "a Slurm job runs as your user on the cluster",
 	}, StoppedBy: "scancel, a node that went down, or a preemption"}
-	if runtime != store.RuntimeDocker {
+	if runtime != RuntimeDocker {
 		c.Lacks[backend.BaseImage] = "the job runs without a container, with the cluster's Python (--python), unless --slurm-runtime docker"
 	}
 	return c
@@ -103,9 +103,6 @@ type Backend struct {
 	// Settings are where the job directories are (Dir, also for List and
 	// the other commands) and the sbatch options of the jobs Create makes.
 	Settings Settings
-	// Runner is the path here of the static runner for the cluster's
-	// nodes, which Create copies there once per version.
-	Runner string
 	// Poll is how often Wait, Logs and Stop ask again (0: 2 s).
 	Poll time.Duration
 	// Log gets what a submit should know and goes on with: a job that
@@ -208,14 +205,14 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, spec backend.Spec) e
 	if err := Capabilities(b.Settings.Runtime).Refuse(spec.Asks()...); err != nil {
 		return err
 	}
-	docker := b.Settings.Runtime == store.RuntimeDocker
-	if spec.Code == nil || !docker && b.Runner == "" || docker && (spec.Image == "" || spec.Push == nil || spec.Push.Builder == nil) {
+	docker := b.Settings.Runtime == RuntimeDocker
+	if spec.Code == nil || !docker && spec.Runner == "" || docker && (spec.Image == "" || spec.Push == nil || spec.Push.Builder == nil) {
 		return errors.New("a Slurm job needs its code and the runner for the cluster (with the docker runtime: its image, and the Docker host that built it)")
 	}
 	name := "none"
 	if !docker {
 		var err error
-		if name, err = runnerName(b.Runner); err != nil {
+		if name, err = runnerName(spec.Runner); err != nil {
 			return err
 		}
 	}
@@ -464,7 +461,7 @@ func sbatchReason(stderr string) string {
 
 func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d, root, name string, have bool, script string) error {
 	where := b.Shell.Where()
-	if !have && b.Settings.Runtime == store.RuntimeDocker {
+	if !have && b.Settings.Runtime == RuntimeDocker {
 		rc, err := spec.Push.Builder.SaveImage(ctx, spec.Image)
 		if err != nil {
 			return err
@@ -477,7 +474,7 @@ func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d
 		}
 		progress.done()
 	} else if !have {
-		f, err := os.Open(b.Runner)
+		f, err := os.Open(spec.Runner)
 		if err != nil {
 			return fmt.Errorf("the runner for the cluster: %w", err)
 		}
@@ -519,21 +516,15 @@ func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d
 	return nil
 }
 
-// Start submits the job's script with sbatch. A job with a timeout gets a
-// deadline: Slurm drops it when it cannot start within the pending limit.
+// Start submits the job's script with sbatch. A job with a timeout has a
+// deadline in its script: Slurm drops it when it cannot start within the
+// pending limit.
 func (b *Backend) Start(ctx context.Context, j *store.Job) error {
 	d, err := dir(j)
 	if err != nil {
 		return err
 	}
 	args := "--parsable"
-	if t, _ := time.ParseDuration(j.Timeout); t > 0 {
-		limit := b.Settings.PendingLimit
-		if limit <= 0 {
-			limit = DefaultPendingLimit
-		}
-		args += fmt.Sprintf(" --deadline=now+%d", int((limit + t).Seconds()))
-	}
 	out, err := b.Shell.Run(ctx, fmt.Sprintf(`cd %s && sbatch %s %s > %s.tmp && mv -f %s.tmp %s && cat %s`,
 		quote(d), args, scriptFile, idFile, idFile, idFile, idFile), nil)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,9 +68,19 @@ func TestDirectives(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"--job-name=xrun-e-1", "--output=/home/u/.xrun/slurm/1/log", "--open-mode=append", "--chdir=/home/u/.xrun/slurm/1",
-		"--partition=gpu", "--account=lab", "--qos=normal", "--constraint=h100&ib", "--time=1:00", "--gres=gpu:h100:2", "--mem=4M", "--cpus-per-task=4"}
+		"--partition=gpu", "--account=lab", "--qos=normal", "--constraint=h100&ib", "--time=1:00", "--deadline=now+86460", "--gres=gpu:h100:2", "--mem=4M", "--cpus-per-task=4"}
 	if strings.Join(got, "\n") != "#SBATCH "+strings.Join(want, "\n#SBATCH ") {
 		t.Errorf("directives:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A pending limit of its own, and none without a timeout: such a
+	// job waits as long as it takes.
+	spec.PendingLimit = 2 * time.Minute
+	if got, _ := directives(Settings{}, spec, "/d/1"); !slices.Contains(got, "#SBATCH --deadline=now+180") {
+		t.Errorf("a 2m pending limit with a 1m timeout: %q", got)
+	}
+	spec.Timeout = 0
+	if got, _ := directives(Settings{}, spec, "/d/1"); strings.Contains(strings.Join(got, " "), "deadline") {
+		t.Errorf("no timeout: %q", got)
 	}
 	// sbatch would split a value with white space into another option.
 	if _, err := directives(Settings{Partition: "gpu --uid=0"}, spec, "/d/1"); err == nil || !strings.Contains(err.Error(), "--partition") {
