@@ -9,6 +9,7 @@ import (
 	"github.com/xrun-dev/xrun/client/backend/kube"
 	"github.com/xrun-dev/xrun/client/backend/slurm"
 	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/internal/table"
 )
 
 // The command line's options for the places beyond a Docker host are the
@@ -39,7 +40,7 @@ func (c *SubmitChoice) Options() []backend.Option {
 	opts := append(kube.SubmitOptions(&c.Registry, &c.PullSecret), c.slurm.SubmitOptions()...)
 	return append(opts, backend.Option{Name: "pending-limit", Env: []string{"XRUN_PENDING_LIMIT", "XRUN_SLURM_PENDING_LIMIT"},
 		Usage:   "with " + clusterFlags() + ": how long a job with a timeout may wait for a node before the cluster drops it (sbatch --deadline; the Kubernetes Job's deadline)",
-		Default: shortDuration(PendingLimit), Value: backend.DurationValue(&c.PendingLimit)})
+		Default: table.Duration(PendingLimit), Value: backend.DurationValue(&c.PendingLimit)})
 }
 
 // Finish puts what the flags said into sel, once they are read (isSet
@@ -110,18 +111,6 @@ func withoutPicker(opts []backend.Option, isSet func(string) bool) error {
 		verb = "go"
 	}
 	return contract.Usagef("%s %s with --%s", list, verb, opts[0].Name)
-}
-
-// shortDuration is d as a person writes it: 24h, not 24h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // clusterFlags names the options that pick a cluster ("--slurm or --k8s").
