@@ -3,7 +3,6 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,7 +120,7 @@ func serveBench(t *testing.T, db string) {
 
 	// The readers of one series of 10^6 timings: the table of its last
 	// runs, and the last run judged against its series.
-	env := []string{"XRUN_SERVER=" + s.base, "XRUN_SERVER_TOKEN=" + s.readToken}
+	env := []string{"XRUN_SERVER=" + s.Base, "XRUN_SERVER_TOKEN=" + s.Read}
 	timed(t, fmt.Sprintf("xrun history --server (table, one series of %d timings)", timings), 0, func() {
 		s.xrun(t, env, "history", history.LongSeriesExperiment)
 	})
@@ -166,52 +164,16 @@ func timed(t *testing.T, what string, limit time.Duration, fn func()) {
 	}
 }
 
+// benchServer is the served history under benchmark: bin's xrun serve on
+// db, with a post and a read token.
 type benchServer struct {
-	bin, db              string
-	base                 string
-	postToken, readToken string
-	cmd                  *exec.Cmd
+	*xruntest.Server
+	bin string
 }
 
-var servingAt = regexp.MustCompile(`serving results history .* on (http://\S+) `)
-
-// startServer starts bin's xrun serve on db, with a post and a read token.
 func startServer(t *testing.T, bin, db string) *benchServer {
-	s := &benchServer{bin: bin, db: db}
-	token := func(name, scope string) string {
-		return strings.TrimSpace(s.xrun(t, nil, "serve", "token", "add", "--db", db, "--scope", scope, name))
-	}
-	s.postToken, s.readToken = token("runners", "post"), token("reader", "read")
-	s.cmd = exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0")
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.cmd.Process.Signal(os.Interrupt)
-		s.cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingAt.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case s.base = <-addr:
-	case <-time.After(time.Minute):
-		t.Fatal("xrun serve did not say where it serves within a minute")
-	}
-	return s
+	x := &xruntest.Xrun{Bin: bin, Env: os.Environ}
+	return &benchServer{Server: x.ServeDB(t, "127.0.0.1:0", db), bin: bin}
 }
 
 // xrun runs the binary with env added to the test's, and returns its
@@ -230,8 +192,8 @@ func (s *benchServer) xrun(t *testing.T, env []string, args ...string) string {
 
 // post posts body with the post token and returns the status and message.
 func (s *benchServer) post(body []byte) (int, string) {
-	req, _ := http.NewRequest(http.MethodPost, s.base+"/api/v1/results", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+s.postToken)
+	req, _ := http.NewRequest(http.MethodPost, s.Base+"/api/v1/results", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.Post)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -283,7 +245,7 @@ func (s *benchServer) postAll(t *testing.T, docs [][]byte, clients int) time.Dur
 // bytes.
 func (s *benchServer) peakRSS(t *testing.T) int64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +263,7 @@ func (s *benchServer) peakRSS(t *testing.T) int64 {
 // (/proc/PID/stat, in the kernel's clock ticks of 1/100 s).
 func (s *benchServer) cpuTime(t *testing.T) time.Duration {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}

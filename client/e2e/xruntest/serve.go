@@ -37,11 +37,19 @@ type Server struct {
 var servingLine = regexp.MustCompile(`serving results history .* on (http://\S+) `)
 
 // Serve starts xrun serve on addr (HOST:0 picks a port) for the rest of
-// t, which fails unless it serves within 30 s.
-func (x *Xrun) Serve(t testing.TB, addr string) *Server {
+// t, on an SQLite history of its own, and fails t unless it serves
+// within a minute.
+func (x *Xrun) Serve(t testing.TB, addr string) *Server { return x.ServeDB(t, addr, "") }
+
+// ServeDB is Serve on the history db (an SQLite file or a postgres://
+// URL; "": a file of its own).
+func (x *Xrun) ServeDB(t testing.TB, addr, db string) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	s := &Server{DB: filepath.Join(dir, "served.db"), ConfigDir: filepath.Join(dir, "config")}
+	if db == "" {
+		db = filepath.Join(dir, "served.db")
+	}
+	s := &Server{DB: db, ConfigDir: filepath.Join(dir, "config")}
 	token := func(name, scope string) string {
 		r := x.Run(t, time.Minute, "serve", "token", "add", "--db", s.DB, "--scope", scope, name)
 		Expect(t, r, 0)
@@ -80,8 +88,8 @@ func (x *Xrun) Serve(t testing.TB, addr string) *Server {
 	}()
 	select {
 	case s.Base = <-at:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("xrun serve did not say where it serves:\n%s", s.Log())
+	case <-time.After(time.Minute):
+		t.Fatalf("xrun serve did not say where it serves within a minute:\n%s", s.Log())
 	}
 
 	if err := os.MkdirAll(filepath.Join(s.ConfigDir, "xrun"), 0o700); err != nil {
@@ -108,6 +116,10 @@ func (s *Server) SetURL(t testing.TB, url string) {
 func (s *Server) Env() []string {
 	return []string{"XDG_CONFIG_HOME=" + s.ConfigDir, "XRUN_POST_URL=", "XRUN_POST_TOKEN="}
 }
+
+// Pid is the server's process id (its memory and CPU time are in
+// /proc/PID).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Log is what the server logged so far.
 func (s *Server) Log() string { return s.log.String() }
