@@ -18,6 +18,11 @@ import (
 
 // job returns j's Job; one of the same name but another uid is not it.
 func (b *Backend) job(ctx context.Context, j *store.Job) (*batchv1.Job, error) {
+	if j.ContainerName == "" {
+		// Create made no Job for it (it refused the spec, or was stopped
+		// first): there is none to ask the API server for.
+		return nil, fmt.Errorf("job %s has no Kubernetes Job: %w", j.ID, backend.ErrNotFound)
+	}
 	job, err := b.Client.BatchV1().Jobs(b.Namespace).Get(ctx, j.ContainerName, metav1.GetOptions{})
 	if err != nil {
 		return nil, notFound(err)
