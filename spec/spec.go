@@ -77,7 +77,7 @@ type Resources struct {
 	// experiment's code may use all but 256 of them, which the runner keeps.
 	Pids int `yaml:"pids" want:"a whole number of processes, at least 512"`
 	// CPUs, on a Docker host, reserves that many of the host's CPUs for
-	// the job alone (client/cores); unset, a GPU job gets its GPUs' share
+	// the job alone (client/gpus, CPUHost); unset, a GPU job gets its GPUs' share
 	// of the host's CPUs and a CPU job the CPUs no job reserved.
 	CPUs int `yaml:"cpus" want:"a whole number of CPUs, at least 1"`
 }

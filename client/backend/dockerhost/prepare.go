@@ -27,7 +27,7 @@ func (b *Backend) Release(ctx context.Context, j *store.Job) error {
 // Prepare gives the job GPUs of the host that no running xrun job holds
 // (waiting for them with r.Queue): the reservation names their indices,
 // which the job's device request then asks for. It gives the job CPUs
-// too (client/cores): r.CPUs of them, or by default a GPU job its GPUs'
+// too (client/gpus, CPUHost): r.CPUs of them, or by default a GPU job its GPUs'
 // share of the host's, for it alone; a CPU job that asks for none runs on
 // the CPUs no job reserved. Release frees both. A CPU job's GPU model is
 // "cpu".

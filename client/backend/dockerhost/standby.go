@@ -86,7 +86,7 @@ var perSubmitLabels = []string{contract.LabelCodeHash, contract.LabelSpecHash, g
 // adopts its standby's id, so s carries it already.
 func StandbyKey(s backend.Spec) string {
 	cs := ContainerSpec(withoutPerSubmit(s))
-	// The job's CPUs are its own (client/cores): Hand moves the standby
+	// The job's CPUs are its own (client/gpus, CPUHost): Hand moves the standby
 	// onto them.
 	cs.Name, cs.CPUSet = "", ""
 	// The standby's own variables: how long it waits, and what its zygote
