@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/job"
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
@@ -68,6 +69,11 @@ func runRerun(ctx context.Context, a *App, o rerunCmdOptions, m *job.Manager, j 
 		return err
 	}
 	so := submitOptions{Args: job.RerunArgs(j, nil)}
+	if so.Registry == "" {
+		// A record from before the registry was kept: the one this
+		// shell names, as submit reads it.
+		so.Registry = a.getenv(connect.RegistryEnv)
+	}
 	so.Detach, so.json, so.quiet = o.detach, o.json, o.quiet
 	return runSubmit(ctx, a, so)
 }

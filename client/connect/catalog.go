@@ -88,11 +88,15 @@ func PlaceOptions(sel Selection) json.RawMessage {
 
 // Rerun is where a rerun of job j goes and how long it may wait for a
 // node: the Slurm cluster it ran on, with the options it was submitted
-// with (partition, GPU type, Python, runtime), else the host its record
-// names.
+// with (partition, GPU type, Python, runtime), the Kubernetes cluster's
+// namespace it ran in (its image built on this machine's Docker host, as
+// a submit's), else the host its record names.
 func Rerun(j *store.Job) (sel Selection, pendingLimit time.Duration) {
 	if j.Submit != nil {
 		pendingLimit = j.Submit.PendingLimit
+	}
+	if kube.IsRef(j.Host) {
+		return Selection{K8s: true, Kube: kube.ParseRef(j.Host)}, pendingLimit
 	}
 	if !slurm.IsRef(j.Host) {
 		return Selection{Host: j.Host}, pendingLimit

@@ -134,4 +134,9 @@ func TestRerun(t *testing.T) {
 	if sel, _ := Rerun(&store.Job{Host: "ssh://lab"}); sel.Host != "ssh://lab" || sel.Cluster() {
 		t.Errorf("a Docker host's job reruns on its host: %+v", sel)
 	}
+	// A Kubernetes job reruns in its context's namespace, its image built
+	// on this machine's Docker host as a submit's is.
+	if sel, _ := Rerun(&store.Job{Host: "k8s://lab/team"}); !sel.K8s || sel.Kube.Context != "lab" || sel.Kube.Namespace != "team" || sel.Host != "" {
+		t.Errorf("a Kubernetes job's rerun: %+v", sel)
+	}
 }

@@ -32,6 +32,10 @@ type SubmitChoice struct {
 	slurm                slurm.Choice
 }
 
+// RegistryEnv is the environment variable that gives --registry: a
+// rerun of a record that kept no registry reads it there.
+const RegistryEnv = kube.RegistryEnv
+
 // NewSubmitChoice is a submit's choice before its flags are read.
 func NewSubmitChoice() *SubmitChoice { return &SubmitChoice{PendingLimit: PendingLimit} }
 

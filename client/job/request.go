@@ -215,7 +215,7 @@ func (a Args) rerunArgs() *store.SubmitArgs {
 	r := &store.SubmitArgs{Base: a.Base, CPUs: a.CPUs, Labels: a.Labels, Root: a.Root, Network: a.Network, NoStandby: a.NoStandby, NoCacheVolume: a.NoCacheVolume}
 	r.Place = connect.PlaceOptions(a.Where)
 	if a.Where.Cluster() {
-		r.PendingLimit = a.PendingLimit
+		r.PendingLimit, r.Registry, r.PullSecret = a.PendingLimit, a.Registry, a.PullSecret
 	}
 	for _, e := range a.Env {
 		name, _, _ := strings.Cut(e, "=")

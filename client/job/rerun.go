@@ -31,6 +31,7 @@ func RerunArgs(j *store.Job, env []string) Args {
 	if s := j.Submit; s != nil {
 		a.Base, a.Labels, a.Root, a.Env = s.Base, s.Labels, s.Root, append([]string(nil), s.Env...)
 		a.NoStandby, a.NoCacheVolume, a.CPUs = s.NoStandby, s.NoCacheVolume, s.CPUs
+		a.Registry, a.PullSecret = s.Registry, s.PullSecret
 		if s.Network != "" {
 			a.Network = s.Network
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xrun-dev/xrun/client/connect"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
@@ -30,9 +31,14 @@ func TestRerunArgs(t *testing.T) {
 
 	// A place that picks the GPUs (it lacks GPUs by id) reruns with the
 	// count the record says.
-	for _, host := range []string{"slurm://login1"} {
-		if a := RerunArgs(&store.Job{Host: host, Mode: "gpu", GPUs: "1"}, nil); a.GPUs != "1" || !a.Where.Cluster() {
+	for _, host := range []string{"slurm://login1", "k8s://lab/default"} {
+		rec := &store.Job{Host: host, Mode: "gpu", GPUs: "1", Submit: &store.SubmitArgs{Registry: "registry.lab:5000", PullSecret: "pull"}}
+		a := RerunArgs(rec, nil)
+		if a.GPUs != "1" || !a.Where.Cluster() {
 			t.Errorf("%s: rerun GPUs %q on %+v, want the count 1 on the cluster", host, a.GPUs, a.Where)
+		}
+		if a.Registry != "registry.lab:5000" || a.PullSecret != "pull" {
+			t.Errorf("%s: rerun pushes to %q with secret %q, want the recorded ones", host, a.Registry, a.PullSecret)
 		}
 	}
 
@@ -44,5 +50,20 @@ func TestRerunArgs(t *testing.T) {
 		if got := sameGPUs(in); got != want {
 			t.Errorf("sameGPUs(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A submit's record keeps what its rerun repeats: a cluster's pending
+// limit, registry and pull secret, and the --env names alone; a Docker
+// host's record keeps no cluster's options.
+func TestRerunArgsRecorded(t *testing.T) {
+	a := Args{Where: connect.Selection{K8s: true}, Registry: "registry.lab:5000", PullSecret: "pull", PendingLimit: time.Hour, Env: []string{"TOKEN=secret"}}
+	r := a.rerunArgs()
+	if r.Registry != "registry.lab:5000" || r.PullSecret != "pull" || r.PendingLimit != time.Hour || !slices.Equal(r.Env, []string{"TOKEN"}) {
+		t.Errorf("a cluster's record: %+v", r)
+	}
+	a.Where = connect.Selection{Host: "ssh://lab"}
+	if r := a.rerunArgs(); r.Registry != "" || r.PendingLimit != 0 || r.Place != nil {
+		t.Errorf("a Docker host's record: %+v", r)
 	}
 }

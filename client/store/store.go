@@ -98,6 +98,11 @@ type SubmitArgs struct {
 	NoCacheVolume bool `json:"no_cache_volume,omitempty"`
 	// PendingLimit repeats a cluster's --pending-limit.
 	PendingLimit time.Duration `json:"pending_limit,omitempty"`
+	// Registry and PullSecret repeat where a cluster's job image was
+	// pushed and the secret its pods pulled it with (--registry,
+	// --pull-secret; the secret's name, never its content).
+	Registry   string `json:"registry,omitempty"`
+	PullSecret string `json:"pull_secret,omitempty"`
 	// Place repeats the options of the place the job ran on, as its
 	// backend records them (client/connect reads them; the store does
 	// not look inside). Earlier versions kept them under the backend's

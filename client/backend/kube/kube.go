@@ -120,6 +120,10 @@ type Backend struct {
 	Log io.Writer
 	// Poll is how often a job's state is read while waiting (default 1 s).
 	Poll time.Duration
+
+	// followed are the logs this backend followed, for the output of a
+	// pod that is gone (followed.go).
+	followed followed
 }
 
 var _ backend.Collector = (*Backend)(nil)

@@ -51,7 +51,11 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 			return fmt.Errorf("logs of pod %s: %w", pod, notFound(err))
 		}
 		f := contract.FilterOut(out)
-		_, err = io.Copy(f, rc)
+		var in io.Reader = rc
+		if o.Follow {
+			in = io.TeeReader(rc, b.followed.start(j.ID, pod))
+		}
+		_, err = io.Copy(f, in)
 		rc.Close()
 		f.Close()
 		if tail >= 0 {
@@ -191,5 +195,31 @@ func (b *Backend) collect(ctx context.Context, j *store.Job) (logs []byte, out i
 		}
 		return rest, io.NopCloser(bytes.NewReader(tarData)), nil
 	}
+	if pod, data, cut := b.followed.get(j.ID); data != nil {
+		// Its pod is gone with its log (deleted by hand), but this
+		// backend followed that log to its end.
+		return fromFollowed(pod, data, cut)
+	}
 	return nil, nil, fmt.Errorf("job %s: no pod of it started the runner: %w", j.ID, backend.ErrNotStarted)
+}
+
+// fromFollowed is collect's answer from the followed log data of pod,
+// which is gone: the log without the output frame, and the output.
+func fromFollowed(pod string, data []byte, cut bool) ([]byte, io.ReadCloser, error) {
+	tarData, rest, err := contract.ExtractOut(data)
+	if rest == nil {
+		rest = []byte{}
+	}
+	note := fmt.Sprintf("(pod %s was deleted while it ran: this is its log as xrun followed it", pod)
+	if cut {
+		note += fmt.Sprintf(", its first lines left out past %d MiB", followedMax>>20)
+	}
+	rest = append([]byte(note+")\n"), rest...)
+	if errors.Is(err, contract.ErrNoOutFrame) {
+		return rest, nil, fmt.Errorf("pod %s was deleted before its runner wrote its output into its log: %w", pod, backend.ErrNotFound)
+	}
+	if err != nil {
+		return rest, nil, fmt.Errorf("pod %s, as followed: %w", pod, err)
+	}
+	return rest, io.NopCloser(bytes.NewReader(tarData)), nil
 }

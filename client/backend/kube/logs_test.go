@@ -1,8 +1,14 @@
 package kube
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +94,69 @@ func TestLastLines(t *testing.T) {
 		if got := string(lastLines([]byte(c.in), c.n)); got != c.want {
 			t.Errorf("lastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
+	}
+}
+
+// A pod deleted by hand while it ran takes its log with it; the runner it
+// stopped wrote its partial results into that log on the way out. The
+// backend that followed the log hands that output back, and says whose
+// log it is; one that followed nothing says the runner never started.
+func TestCollectFollowedLogOfADeletedPod(t *testing.T) {
+	ctx := context.Background()
+	job, _ := jobAndPod(corev1.PodRunning, corev1.ContainerState{}, time.Now())
+	b := &Backend{Client: fake.NewClientset(job), Namespace: "lab"}
+	j := &store.Job{ID: "0123456789ab", ContainerName: job.Name}
+	if _, _, err := b.Collect(ctx, j); !errors.Is(err, backend.ErrNotStarted) {
+		t.Fatalf("Collect with nothing followed: %v, want ErrNotStarted", err)
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"status":"cancelled"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var frame bytes.Buffer
+	if err := contract.WriteOut(&frame, dir); err != nil {
+		t.Fatal(err)
+	}
+	w := b.followed.start(j.ID, "xrun-quick-0123456789ab-x7k2p")
+	io.WriteString(w, "12:00:01 case N=8\n12:00:09 cancelled: SIGTERM\n")
+	w.Write(frame.Bytes())
+
+	logs, out, err := b.Collect(ctx, j)
+	if err != nil {
+		t.Fatalf("Collect of the followed log: %v", err)
+	}
+	if !strings.Contains(string(logs), "pod xrun-quick-0123456789ab-x7k2p was deleted while it ran") || !strings.Contains(string(logs), "cancelled: SIGTERM") || strings.Contains(string(logs), contract.OutPrefix) {
+		t.Errorf("log %q: want the followed lines, said to be followed, without the frame", logs)
+	}
+	tr := tar.NewReader(out)
+	found := false
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.Name == "out/results.json" {
+			data, _ := io.ReadAll(tr)
+			found = string(data) == `{"status":"cancelled"}`
+		}
+	}
+	if !found {
+		t.Error("the followed output has no out/results.json with the partial results")
+	}
+}
+
+// A followed log keeps its last followedMax bytes, cut at a line.
+func TestFollowedLogKeepsItsEnd(t *testing.T) {
+	var f followed
+	w := f.start("id", "pod")
+	line := strings.Repeat("x", 1023) + "\n"
+	for range 2 * followedMax / len(line) {
+		io.WriteString(w, line)
+	}
+	io.WriteString(w, "last\n")
+	_, data, cut := f.get("id")
+	if !cut || len(data) > followedMax || !strings.HasSuffix(string(data), "x\nlast\n") || !strings.HasPrefix(string(data), "x") || len(data)%1024 != 5 {
+		t.Errorf("kept %d bytes (cut %v), want the last lines whole within %d", len(data), cut, followedMax)
 	}
 }

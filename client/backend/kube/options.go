@@ -5,6 +5,9 @@ import "github.com/xrun-dev/xrun/client/backend"
 // Flag is the option that picks a Kubernetes cluster.
 const Flag = "--k8s"
 
+// RegistryEnv is the environment variable that gives --registry.
+const RegistryEnv = "XRUN_K8S_REGISTRY"
+
 // HostOptions pick a cluster and its namespace, for every command that
 // looks at jobs: --k8s (into picked), --kubeconfig and --namespace.
 func HostOptions(picked *bool, sel *Selection) []backend.Option {
@@ -19,7 +22,7 @@ func HostOptions(picked *bool, sel *Selection) []backend.Option {
 // job's image from, and the secret it pulls with.
 func SubmitOptions(registry, pullSecret *string) []backend.Option {
 	return []backend.Option{
-		{Name: "registry", Env: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Value: backend.StringValue(registry)},
+		{Name: "registry", Env: []string{RegistryEnv}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (pushed with docker login's credentials)", Value: backend.StringValue(registry)},
 		{Name: "pull-secret", Env: []string{"XRUN_K8S_PULL_SECRET"}, Usage: "with --k8s: a docker-registry secret of the namespace for pulling the job image", Value: backend.StringValue(pullSecret)},
 	}
 }
@@ -28,7 +31,7 @@ func SubmitOptions(registry, pullSecret *string) []backend.Option {
 // are in.
 func PruneOptions(registry *string) []backend.Option {
 	return []backend.Option{
-		{Name: "registry", Env: []string{"XRUN_K8S_REGISTRY"}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Value: backend.StringValue(registry)},
+		{Name: "registry", Env: []string{RegistryEnv}, Usage: "with --k8s: the registry the cluster pulls job images from, HOST[:PORT][/PATH] (read and deleted from with docker login's credentials)", Value: backend.StringValue(registry)},
 	}
 }
 

@@ -13,7 +13,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
+	"github.com/xrun-dev/xrun/contract"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // checking is the progress line of a case's check, as logs shows it.
@@ -87,6 +92,75 @@ func TestFollowAThreeMinuteJob(t *testing.T) {
 	}
 	if s := x.Status(t, id); s.Status != "succeeded" {
 		t.Errorf("status %+v", s)
+	}
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
+}
+
+// A job of the cluster reruns there: in its namespace, its image built
+// here and pushed to the registry its record kept (the rerun's shell sets
+// none), with its mode.
+func TestRerun(t *testing.T) {
+	r := submit(t, 5*time.Minute, "quick", "--cpu", "-d", "-q")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	expect(t, x.Run(t, 5*time.Minute, "wait", id), 0)
+	rr := x.RunEnv(t, 5*time.Minute, []string{"XRUN_K8S_REGISTRY="}, "rerun", "--json", id)
+	expect(t, rr, 0)
+	again := xruntest.JobID(t, rr)
+	s := x.Status(t, again)
+	if again == id || s.Status != "succeeded" || !strings.HasPrefix(s.Host, "k8s://") {
+		t.Errorf("the rerun of %s: %s %+v", id, again, s)
+	}
+	for _, j := range []string{id, again} {
+		expect(t, x.Run(t, time.Minute, "rm", j), 0)
+	}
+}
+
+// A pod deleted by hand (kubectl delete pod) while an attached submit
+// follows it: its runner writes its partial results into its log as it
+// stops, and the submit keeps them, whether the pod and its log are still
+// there when it collects them or already gone.
+func TestDeletedPodKeepsPartialResults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	deleted := make(chan error, 1)
+	go func() {
+		// This submit's pod of the slow experiment, once its runner has
+		// run a while.
+		since := time.Now().Add(-time.Second)
+		for ctx.Err() == nil {
+			pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelExperiment + "=e2e-slow"})
+			for _, p := range pods.Items {
+				if err == nil && p.Status.Phase == corev1.PodRunning && p.CreationTimestamp.After(since) {
+					time.Sleep(10 * time.Second)
+					deleted <- kc.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{})
+					return
+				}
+			}
+			time.Sleep(time.Second)
+		}
+		deleted <- ctx.Err()
+	}()
+	r := submit(t, 5*time.Minute, "slow", "--cpu", "--json")
+	if err := <-deleted; err != nil {
+		t.Fatalf("delete the pod: %v", err)
+	}
+	expect(t, r, contract.ExitCancelled, "kubectl delete of its pod or Job")
+	id := xruntest.JobID(t, r)
+	s := x.Status(t, id)
+	if s.Status != result.StatusCancelled {
+		t.Errorf("status %+v, want cancelled", s)
+	}
+	if res := x.Results(t, id); res == nil || res.Status != result.StatusCancelled {
+		t.Errorf("the partial results: %+v", res)
+	}
+	// The log, from the pod while the Job controller still holds it, or
+	// as the submit followed it once the pod is gone (which comes first
+	// is the cluster's timing; kube's TestCollectFollowedLogOfADeletedPod
+	// covers the second).
+	logs := x.Run(t, time.Minute, "logs", id)
+	if !strings.Contains(logs.Stdout, "status: cancelled") {
+		t.Errorf("logs of the deleted pod's job:\n%s", logs.Stdout)
 	}
 	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
