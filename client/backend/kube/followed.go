@@ -2,7 +2,9 @@ package kube
 
 import (
 	"bytes"
+	"context"
 	"sync"
+	"time"
 
 	"github.com/xrun-dev/xrun/contract"
 )
@@ -25,11 +27,21 @@ type followed struct {
 // followedLog is one pod's followed log, its oldest bytes dropped past
 // followedMax (cut at a line, so that a frame's lines stay whole).
 type followedLog struct {
-	mu  sync.Mutex
-	pod string
-	buf bytes.Buffer
-	cut bool // bytes were dropped from its start
+	mu   sync.Mutex
+	pod  string
+	buf  bytes.Buffer
+	cut  bool          // bytes were dropped from its start
+	done chan struct{} // closed when its stream ended (end)
+	once sync.Once
 }
+
+// end says that the log's stream ended: nothing more comes.
+func (l *followedLog) end() { l.once.Do(func() { close(l.done) }) }
+
+// followedWait is the longest collect waits for a followed log whose
+// stream has not ended (the pod's gone, but its last lines, the output
+// frame among them, are still on their way), on a loaded machine.
+const followedWait = 30 * time.Second
 
 // start begins keeping the log of job id's pod as it is followed, in
 // place of an earlier pod's.
@@ -39,19 +51,25 @@ func (f *followed) start(id, pod string) *followedLog {
 	if f.logs == nil {
 		f.logs = map[string]*followedLog{}
 	}
-	l := &followedLog{pod: pod}
+	l := &followedLog{pod: pod, done: make(chan struct{})}
 	f.logs[id] = l
 	return l
 }
 
 // get is the followed log of job id and the pod it is of ("" and nil
-// when none was followed); cut says its start was dropped.
-func (f *followed) get(id string) (pod string, data []byte, cut bool) {
+// when none was followed); cut says its start was dropped. A log still
+// streaming is waited for, up to wait or ctx's end.
+func (f *followed) get(ctx context.Context, id string, wait time.Duration) (pod string, data []byte, cut bool) {
 	f.mu.Lock()
 	l := f.logs[id]
 	f.mu.Unlock()
 	if l == nil {
 		return "", nil, false
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+	case <-time.After(wait):
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -52,11 +52,16 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 		}
 		f := contract.FilterOut(out)
 		var in io.Reader = rc
+		var kept *followedLog
 		if o.Follow {
-			in = io.TeeReader(rc, b.followed.start(j.ID, pod))
+			kept = b.followed.start(j.ID, pod)
+			in = io.TeeReader(rc, kept)
 		}
 		_, err = io.Copy(f, in)
 		rc.Close()
+		if kept != nil {
+			kept.end()
+		}
 		f.Close()
 		if tail >= 0 {
 			stdout.Write(lastLines(out.(*bytes.Buffer).Bytes(), int(tail)))
@@ -188,6 +193,14 @@ func (b *Backend) collect(ctx context.Context, j *store.Job) (logs []byte, out i
 			rest = []byte{} // the pod ran: an empty log is still its log
 		}
 		if errors.Is(err, contract.ErrNoOutFrame) {
+			// A pod deleted by hand can be read for a moment after its
+			// log is gone: the kubelet then answers with a line saying
+			// so, as if it were the log.
+			if pod, data, cut := b.followed.get(ctx, j.ID, followedWait); pod == p.Name && data != nil {
+				if logs, out, err := fromFollowed(pod, data, cut); err == nil {
+					return logs, out, nil
+				}
+			}
 			return rest, nil, fmt.Errorf("pod %s: the runner wrote no output into its log (it is running, or died): %w", p.Name, backend.ErrNotFound)
 		}
 		if err != nil {
@@ -195,7 +208,7 @@ func (b *Backend) collect(ctx context.Context, j *store.Job) (logs []byte, out i
 		}
 		return rest, io.NopCloser(bytes.NewReader(tarData)), nil
 	}
-	if pod, data, cut := b.followed.get(j.ID); data != nil {
+	if pod, data, cut := b.followed.get(ctx, j.ID, followedWait); data != nil {
 		// Its pod is gone with its log (deleted by hand), but this
 		// backend followed that log to its end.
 		return fromFollowed(pod, data, cut)
@@ -210,7 +223,7 @@ func fromFollowed(pod string, data []byte, cut bool) ([]byte, io.ReadCloser, err
 	if rest == nil {
 		rest = []byte{}
 	}
-	note := fmt.Sprintf("(pod %s was deleted while it ran: this is its log as xrun followed it", pod)
+	note := fmt.Sprintf("(pod %s was deleted while it ran, and its log with it: this is its log as xrun followed it", pod)
 	if cut {
 		note += fmt.Sprintf(", its first lines left out past %d MiB", followedMax>>20)
 	}

@@ -100,16 +100,11 @@ func TestLastLines(t *testing.T) {
 // A pod deleted by hand while it ran takes its log with it; the runner it
 // stopped wrote its partial results into that log on the way out. The
 // backend that followed the log hands that output back, and says whose
-// log it is; one that followed nothing says the runner never started.
+// log it is, whether the pod is gone or still listed with its log gone
+// (the kubelet then answers a line, here the fake's "fake logs", with no
+// output frame); one that followed nothing says the runner never started.
 func TestCollectFollowedLogOfADeletedPod(t *testing.T) {
 	ctx := context.Background()
-	job, _ := jobAndPod(corev1.PodRunning, corev1.ContainerState{}, time.Now())
-	b := &Backend{Client: fake.NewClientset(job), Namespace: "lab"}
-	j := &store.Job{ID: "0123456789ab", ContainerName: job.Name}
-	if _, _, err := b.Collect(ctx, j); !errors.Is(err, backend.ErrNotStarted) {
-		t.Fatalf("Collect with nothing followed: %v, want ErrNotStarted", err)
-	}
-
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"status":"cancelled"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -118,31 +113,50 @@ func TestCollectFollowedLogOfADeletedPod(t *testing.T) {
 	if err := contract.WriteOut(&frame, dir); err != nil {
 		t.Fatal(err)
 	}
-	w := b.followed.start(j.ID, "xrun-quick-0123456789ab-x7k2p")
-	io.WriteString(w, "12:00:01 case N=8\n12:00:09 cancelled: SIGTERM\n")
-	w.Write(frame.Bytes())
+	for _, listed := range []bool{false, true} {
+		job, p := jobAndPod(corev1.PodFailed, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 130, ContainerID: "containerd://1"}}, time.Now())
+		client := fake.NewClientset(job)
+		if listed {
+			client = fake.NewClientset(job, &p)
+		}
+		b := &Backend{Client: client, Namespace: "lab"}
+		j := &store.Job{ID: "0123456789ab", ContainerName: job.Name}
+		if _, _, err := b.Collect(ctx, j); !listed && !errors.Is(err, backend.ErrNotStarted) || listed && !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("listed %v: Collect with nothing followed: %v", listed, err)
+		}
 
-	logs, out, err := b.Collect(ctx, j)
-	if err != nil {
-		t.Fatalf("Collect of the followed log: %v", err)
-	}
-	if !strings.Contains(string(logs), "pod xrun-quick-0123456789ab-x7k2p was deleted while it ran") || !strings.Contains(string(logs), "cancelled: SIGTERM") || strings.Contains(string(logs), contract.OutPrefix) {
-		t.Errorf("log %q: want the followed lines, said to be followed, without the frame", logs)
-	}
-	tr := tar.NewReader(out)
-	found := false
-	for {
-		h, err := tr.Next()
+		// The stream is still on its way when the submit collects: the
+		// frame comes after.
+		w := b.followed.start(j.ID, p.Name)
+		io.WriteString(w, "12:00:01 case N=8\n12:00:09 cancelled: SIGTERM\n")
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			w.Write(frame.Bytes())
+			w.end()
+		}()
+
+		logs, out, err := b.Collect(ctx, j)
 		if err != nil {
-			break
+			t.Fatalf("listed %v: Collect of the followed log: %v", listed, err)
 		}
-		if h.Name == "out/results.json" {
-			data, _ := io.ReadAll(tr)
-			found = string(data) == `{"status":"cancelled"}`
+		if !strings.Contains(string(logs), "pod xrun-quick-0123456789ab-x7k2p was deleted while it ran") || !strings.Contains(string(logs), "cancelled: SIGTERM") || strings.Contains(string(logs), contract.OutPrefix) {
+			t.Errorf("listed %v: log %q: want the followed lines, said to be followed, without the frame", listed, logs)
 		}
-	}
-	if !found {
-		t.Error("the followed output has no out/results.json with the partial results")
+		tr := tar.NewReader(out)
+		found := false
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Name == "out/results.json" {
+				data, _ := io.ReadAll(tr)
+				found = string(data) == `{"status":"cancelled"}`
+			}
+		}
+		if !found {
+			t.Errorf("listed %v: the followed output has no out/results.json with the partial results", listed)
+		}
 	}
 }
 
@@ -155,7 +169,8 @@ func TestFollowedLogKeepsItsEnd(t *testing.T) {
 		io.WriteString(w, line)
 	}
 	io.WriteString(w, "last\n")
-	_, data, cut := f.get("id")
+	w.end()
+	_, data, cut := f.get(context.Background(), "id", time.Minute)
 	if !cut || len(data) > followedMax || !strings.HasSuffix(string(data), "x\nlast\n") || !strings.HasPrefix(string(data), "x") || len(data)%1024 != 5 {
 		t.Errorf("kept %d bytes (cut %v), want the last lines whole within %d", len(data), cut, followedMax)
 	}

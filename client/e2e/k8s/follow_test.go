@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -151,6 +153,10 @@ func TestDeletedPodKeepsPartialResults(t *testing.T) {
 	if s.Status != result.StatusCancelled {
 		t.Errorf("status %+v, want cancelled", s)
 	}
+	if _, err := os.Stat(filepath.Join(s.StoreDir, result.FileName)); err != nil {
+		logs := x.Run(t, time.Minute, "logs", id)
+		t.Fatalf("no partial results kept (%v); the submit said:\n%s\nits log:\n%s%s", err, r.Stderr, logs.Stdout, logs.Stderr)
+	}
 	if res := x.Results(t, id); res == nil || res.Status != result.StatusCancelled {
 		t.Errorf("the partial results: %+v", res)
 	}
@@ -162,5 +168,10 @@ func TestDeletedPodKeepsPartialResults(t *testing.T) {
 	if !strings.Contains(logs.Stdout, "status: cancelled") {
 		t.Errorf("logs of the deleted pod's job:\n%s", logs.Stdout)
 	}
+	from := "the pod's log on the cluster"
+	if strings.Contains(logs.Stdout, "was deleted while it ran, and its log with it") {
+		from = "the log as the submit followed it"
+	}
+	t.Logf("the partial results came from %s", from)
 	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
