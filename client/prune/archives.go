@@ -30,7 +30,7 @@ func ClusterArchives(ctx context.Context, a Archives, o Options) (*Report, error
 	}
 	cutoff := time.Now().Add(-o.OlderThan)
 	rep := &Report{Where: a.Where(), DryRun: o.DryRun, Removed: []Removed{}, inUseWords: "loaded by jobs that have not ended",
-		madeWord: "copied or used", freedNote: "each is a whole docker save archive"}
+		madeWord: "copied or used", freedNote: "each image with the layers no other image has"}
 	for _, ar := range list {
 		switch {
 		case ar.InUse:

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,60 +16,115 @@ import (
 	"github.com/xrun-dev/xrun/internal/table"
 )
 
-// The docker runtime keeps each job image as a docker save archive in the
-// job directories' images/, shared by the jobs of that image: a submit
-// copies it once, and touches it when it finds it there, so that its
-// time says when a submit last needed it.
-
-// Archives lists the image archives, each with whether a job that has not
-// ended (its script names the archive, and it has no exit code yet)
-// loads it, and the copies a killed submit left half-written (NAME.tar.PID,
-// which no job loads; one being written is young).
+// Archives lists the job images kept on the cluster (images.go), each
+// with whether a job that has not ended (its script names the image, and
+// it has no exit code yet) loads it. An image's size is its own files and
+// the blobs no other image links to: what removing it frees. The copies a
+// killed submit left half-written (NAME.PID, NAME.tar.PID), and the blobs
+// no image links to, are listed too; no job loads them.
 func (b *Backend) Archives(ctx context.Context) ([]backend.Archive, error) {
 	out, err := b.Shell.Run(ctx, fmt.Sprintf(`r=%s
 cd "$r/images" 2>/dev/null || exit 0
-for f in *.tar *.tar.[0-9]*; do
-	[ -f "$f" ] || continue
+for f in *; do
+	[ "$f" = %s ] && continue
+	if [ -d "$f" ]; then
+		size=$(du -sb "$f" | cut -f1)
+		find "$f" -type l -printf "L\t%%l\n"
+	elif [ -f "$f" ]; then
+		size=$(stat -c %%s "$f")
+	else
+		continue
+	fi
 	used=0
 	for d in "$r"/*/; do
-		if [ -f "${d}%s" ] && [ ! -f "${d}%s" ] && grep -qF "images/$f" "${d}%s"; then used=1; break; fi
+		if [ -f "${d}%s" ] && [ ! -f "${d}%s" ] && grep -qF "images/$f'" "${d}%s"; then used=1; break; fi
 	done
-	printf '%%s\t%%s\t%%s\t%%s\n' "$(stat -c %%s "$f")" "$(stat -c %%Y "$f")" "$used" "$f"
-done`, b.rootExpr(), scriptFile, exitFile, scriptFile), nil)
+	printf 'I\t%%s\t%%s\t%%s\t%%s\n' "$size" "$(stat -c %%Y "$f")" "$used" "$f"
+done
+for f in %s/*; do
+	[ -f "$f" ] && printf 'B\t%%s\t%%s\t0\t%%s\n' "$(stat -c %%s "$f")" "$(stat -c %%Y "$f")" "$f"
+done
+exit 0`, b.rootExpr(), blobsDir, scriptFile, exitFile, scriptFile, blobsDir), nil)
 	if err != nil {
 		return nil, fmt.Errorf("list the job images on %s: %w", b.Shell.Where(), err)
 	}
 	return parseArchives(string(out))
 }
 
-// parseArchives reads Archives' lines: size, modification time (Unix
-// seconds), 1 for in use, name.
+// parseArchives reads Archives' lines: an image or a blob (I or B), its
+// size, modification time (Unix seconds), 1 for in use, and name; each
+// image's links (L, the link's target) come before its line.
 func parseArchives(out string) ([]backend.Archive, error) {
 	var list []backend.Archive
+	type blob struct {
+		a     backend.Archive
+		users []int // the images that link to it
+	}
+	blobs := map[string]*blob{}
+	var links [][]string // per image, the blobs it links to
+	var pending []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
 		}
-		f := strings.SplitN(line, "\t", 4)
-		if len(f) != 4 {
+		f := strings.Split(line, "\t")
+		if f[0] == "L" && len(f) == 2 {
+			pending = append(pending, path.Base(f[1]))
+			continue
+		}
+		if len(f) != 5 || f[0] != "I" && f[0] != "B" {
 			return nil, fmt.Errorf("list the job images: unexpected line %q", line)
 		}
-		size, err1 := strconv.ParseInt(f[0], 10, 64)
-		mod, err2 := strconv.ParseInt(f[1], 10, 64)
+		size, err1 := strconv.ParseInt(f[1], 10, 64)
+		mod, err2 := strconv.ParseInt(f[2], 10, 64)
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("list the job images: unexpected line %q", line)
 		}
-		list = append(list, backend.Archive{Name: f[3], Bytes: size, Modified: time.Unix(mod, 0), InUse: f[2] == "1"})
+		a := backend.Archive{Name: f[4], Bytes: size, Modified: time.Unix(mod, 0), InUse: f[3] == "1"}
+		if f[0] == "B" {
+			blobs[path.Base(a.Name)] = &blob{a: a}
+			continue
+		}
+		list = append(list, a)
+		links = append(links, pending)
+		pending = nil
+	}
+	for i, ls := range links {
+		for _, name := range ls {
+			if bl := blobs[name]; bl != nil && !slices.Contains(bl.users, i) {
+				bl.users = append(bl.users, i)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(blobs)) {
+		switch bl := blobs[name]; len(bl.users) {
+		case 0:
+			list = append(list, bl.a) // a killed submit's, or its images' pruned
+		case 1:
+			list[bl.users[0]].Bytes += bl.a.Bytes
+		}
 	}
 	return list, nil
 }
 
-// RemoveArchive removes the image archive name (as Archives lists it).
+// archiveName is a name Archives lists: an image's directory or archive
+// (imageFile's, perhaps half-written), or a blob (perhaps half-written).
+var archiveName = regexp.MustCompile(`^(xrun_[A-Za-z0-9_.-]+|` + blobsDir + `/[0-9a-f]{64}(\.[0-9]+)?)$`)
+
+// RemoveArchive removes the job image name (as Archives lists it): an
+// image's directory, with the blobs that no other image links to, an
+// archive of an earlier version, or a blob.
 func (b *Backend) RemoveArchive(ctx context.Context, name string) error {
-	if name == "" || strings.ContainsAny(name, "/\x00") || !strings.HasSuffix(name, ".tar") && !strings.Contains(name, ".tar.") {
-		return fmt.Errorf("%q is not a job image archive", name)
+	if !archiveName.MatchString(name) {
+		return fmt.Errorf("%q is not a job image", name)
 	}
-	if _, err := b.Shell.Run(ctx, fmt.Sprintf(`rm -f %s/images/%s`, b.rootExpr(), quote(name)), nil); err != nil {
+	script := fmt.Sprintf(`cd %s/images || exit 0
+links=$(find %s -type l -printf '%%l\n' 2>/dev/null | sed 's|.*/||')
+rm -rf %s
+for s in $links; do
+	find . -path ./%s -prune -o -type l -lname "*%s/$s" -print | grep -q . || rm -f "%s/$s"
+done`, b.rootExpr(), quote(name), quote(name), blobsDir, blobsDir, blobsDir)
+	if _, err := b.Shell.Run(ctx, script, nil); err != nil {
 		return fmt.Errorf("remove the job image %s on %s: %w", name, b.Shell.Where(), err)
 	}
 	return nil
@@ -103,9 +162,15 @@ func (p *copyProgress) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// done says how much went in how long.
-func (p *copyProgress) done() {
-	if p.w != nil {
-		fmt.Fprintf(p.w, "%s: %s in %s\n", p.what, table.Bytes(p.n), time.Since(p.start).Round(time.Second))
+// done says how much went in how long, and how much of it the cluster
+// held already (kept bytes), which was not sent.
+func (p *copyProgress) done(kept int64) {
+	if p.w == nil {
+		return
 	}
+	there := ""
+	if kept > 0 {
+		there = fmt.Sprintf(" (%s of its layers were there already, shared with other images, and not sent)", table.Bytes(kept))
+	}
+	fmt.Fprintf(p.w, "%s: %s in %s%s\n", p.what, table.Bytes(p.n), time.Since(p.start).Round(time.Second), there)
 }

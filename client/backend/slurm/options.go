@@ -39,7 +39,7 @@ func (c *Choice) SubmitOptions() []backend.Option {
 // PruneOptions are prune's options of a Slurm cluster, bound to c.
 func (c *Choice) PruneOptions() []backend.Option {
 	return []backend.Option{
-		{Name: "slurm", Usage: "prune the job images that the Slurm docker runtime keeps on the cluster (docker save archives in the job directory's images/) instead", Switch: &c.Picked},
+		{Name: "slurm", Usage: "prune the job images that the Slurm docker runtime keeps on the cluster (in the job directory's images/) instead", Switch: &c.Picked},
 		{Name: "login", Env: []string{"XRUN_SLURM_LOGIN"}, Usage: "with --slurm: the cluster's login node, `[USER@]HOST[:PORT]` or a host named in xrun's config (default: this machine's Slurm)", Value: backend.ListValue(&c.Logins)},
 		{Name: "slurm-dir", Env: []string{"XRUN_SLURM_DIR"}, Usage: "with --slurm: the job directories on the cluster's shared file system, as given to submit", Default: "~/.xrun/slurm", Value: backend.StringValue(&c.Settings.Dir)},
 	}
@@ -72,10 +72,11 @@ in the node's Docker as a Docker host runs it. See docs/slurm.md.`
 
 // PruneHelp is what prune's help says of a Slurm cluster.
 const PruneHelp = `With --slurm it prunes the job images that the Slurm docker runtime keeps on
-the cluster (--login, --slurm-dir, as given to submit): the docker save
-archives in the job directories' images/ that no job that has not ended loads,
-copied or last used by a submit more than --older-than ago, and the copies a
-killed submit left half-written. The next submit of that image copies it again.`
+the cluster (--login, --slurm-dir, as given to submit): the images in the job
+directories' images/ that no job that has not ended loads, copied or last used
+by a submit more than --older-than ago, each with the layers no other image
+shares, and the copies a killed submit left half-written. The next submit of
+that image copies it again.`
 
 // SubmitExample and PruneExample are a line of each command's examples.
 const (

@@ -266,8 +266,8 @@ func imageFile(ref string) string {
 }
 
 // dockerScript is the batch script of a job that runs in the node's
-// Docker (the docker runtime): it loads the job's image from archive
-// unless the node has it, and runs it as a Docker host runs a job's
+// Docker (the docker runtime): it loads the job's image from imageDir
+// (images.go) unless the node has it, and runs it as a Docker host runs a job's
 // container: the runner as root with only the capabilities it needs
 // (contract.RunnerCaps), the experiment's code as the job user, no new
 // privileges, the job's limits; the code and the output directory are the
@@ -279,16 +279,12 @@ func imageFile(ref string) string {
 // Docker), then started attached. A SIGTERM (scancel, the time limit)
 // stops the container gracefully, and the runner writes cancelled
 // results before it exits.
-func dockerScript(directives []string, dir, archive, image, jobID string, spec backend.Spec, env []string) (string, error) {
+func dockerScript(directives []string, dir, imageDir, image, jobID string, spec backend.Spec, env []string) (string, error) {
 	var b strings.Builder
 	scriptHead(&b, directives, dir, ", in Docker")
 	fmt.Fprintf(&b, "image=%s\nname=%s\n", quote(image), quote("xrun-slurm-"+jobID))
-	fmt.Fprintf(&b, `if ! docker image inspect "$image" >/dev/null 2>&1; then
-	echo "xrun: loading the job's image on $(hostname)" >&2
-	docker load -q -i %s >&2 || { echo 4 > "$d/%s"; exit 4; }
-fi
-mkdir -p "$d/out"
-`, quote(archive), exitFile)
+	b.WriteString(loadImage(imageDir))
+	b.WriteString(`mkdir -p "$d/out"` + "\n")
 	// The runner names the machine it ran on after the node, not the
 	// Docker host that built the image.
 	b.WriteString(`export ` + contract.EnvHostName + `="$(hostname)"` + "\n")

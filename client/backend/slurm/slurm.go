@@ -220,19 +220,25 @@ func (b *Backend) Create(ctx context.Context, j *store.Job, spec backend.Spec) e
 	present := fmt.Sprintf("test -x bin/%s", name)
 	if docker {
 		// Touched when found: its time says when a submit last needed
-		// it (xrun prune --older-than).
-		present = fmt.Sprintf("test -f images/%s.tar && touch images/%s.tar", imageFile(spec.Image), imageFile(spec.Image))
+		// it (xrun prune --older-than); when it is not there, the blobs
+		// that are (images.go) need not be sent again.
+		present = fmt.Sprintf("test -f images/%s/manifest.json && touch images/%s", imageFile(spec.Image), imageFile(spec.Image))
 	}
 	out, err := b.Shell.Run(ctx, fmt.Sprintf(`r=%s
-mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; then echo have; else echo need; fi`, b.rootExpr(), present), nil)
+mkdir -p "$r/bin" "$r/images/%s" && chmod 0700 "$r" && cd "$r" && pwd && if %s; then echo have; else echo need; ls images/%s; fi`,
+		b.rootExpr(), blobsDir, present, blobsDir), nil)
 	if err != nil {
 		return fmt.Errorf("make the job directories on %s: %w", b.Shell.Where(), err)
 	}
 	lines := strings.Fields(string(out))
-	if len(lines) != 2 || !path.IsAbs(lines[0]) {
+	if len(lines) < 2 || !path.IsAbs(lines[0]) {
 		return fmt.Errorf("make the job directories on %s: unexpected answer %q", b.Shell.Where(), out)
 	}
 	root, have := lines[0], lines[1] == "have"
+	blobs := map[string]bool{}
+	for _, name := range lines[2:] {
+		blobs[name] = true
+	}
 	if strings.ContainsAny(root, " \t\"'\\") {
 		return fmt.Errorf("the job directory %s holds white space or quotes, which sbatch's options cannot: choose another with --slurm-dir", root)
 	}
@@ -261,7 +267,7 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 	}
 	script := jobScript(opts, d, root+"/bin/"+name, env)
 	if docker {
-		if script, err = dockerScript(opts, d, root+"/images/"+imageFile(spec.Image)+".tar", spec.Image, j.ID, spec, env); err != nil {
+		if script, err = dockerScript(opts, d, root+"/images/"+imageFile(spec.Image), spec.Image, j.ID, spec, env); err != nil {
 			return err
 		}
 	}
@@ -272,7 +278,7 @@ mkdir -p "$r/bin" "$r/images" && chmod 0700 "$r" && cd "$r" && pwd && if %s; the
 		return err
 	}
 	j.ContainerID, j.ContainerName = d, d
-	if err := b.upload(ctx, j, spec, d, root, name, have, script); err != nil {
+	if err := b.upload(ctx, j, spec, d, root, name, have, blobs, script); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), backend.CleanupTimeout)
 		defer cancel()
 		b.Shell.Run(cctx, "rm -rf "+quote(d), nil)
@@ -459,7 +465,7 @@ func sbatchReason(stderr string) string {
 	return s
 }
 
-func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d, root, name string, have bool, script string) error {
+func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d, root, name string, have bool, blobs map[string]bool, script string) error {
 	where := b.Shell.Where()
 	if !have && b.Settings.Runtime == RuntimeDocker {
 		rc, err := spec.Push.Builder.SaveImage(ctx, spec.Image)
@@ -467,12 +473,12 @@ func (b *Backend) upload(ctx context.Context, j *store.Job, spec backend.Spec, d
 			return err
 		}
 		defer rc.Close()
-		tar := quote(root + "/images/" + imageFile(spec.Image) + ".tar")
 		progress := newCopyProgress(rc, b.Log, fmt.Sprintf("copying the job's image %s to %s", spec.Image, where))
-		if _, err := b.Shell.Run(ctx, fmt.Sprintf(`t=%s.$$ && cat > "$t" && mv -f "$t" %s`, tar, tar), progress); err != nil {
+		kept, err := b.sendImage(ctx, progress, root, spec.Image, blobs)
+		if err != nil {
 			return fmt.Errorf("copy the job's image %s to %s: %w", spec.Image, where, err)
 		}
-		progress.done()
+		progress.done(kept)
 	} else if !have {
 		f, err := os.Open(spec.Runner)
 		if err != nil {

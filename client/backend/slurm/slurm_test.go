@@ -1,10 +1,15 @@
 package slurm
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -360,5 +365,126 @@ func TestArchives(t *testing.T) {
 	}
 	if empty, err := (&Backend{Shell: LocalShell{}, Settings: Settings{Dir: filepath.Join(root, "none")}}).Archives(context.Background()); err != nil || len(empty) != 0 {
 		t.Errorf("no images directory: %+v, %v", empty, err)
+	}
+}
+
+// saveArchive is a docker save archive as Docker 20.10 writes one: each
+// layer a directory with its layer.tar, the configuration and manifest
+// beside them.
+func saveArchive(t *testing.T, files map[string][]byte) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if dir := path.Dir(name); dir != "." {
+			tw.WriteHeader(&tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755})
+		}
+		tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[name]))})
+		tw.Write(files[name])
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
+}
+
+// unpackLoaded is what a job's script hands docker load for the image
+// directory dir (tar -h), as name to contents.
+func unpackLoaded(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out, err := exec.Command("tar", "-chf", "-", "-C", dir, ".").Output()
+	if err != nil {
+		t.Fatalf("tar -ch of %s: %v", dir, err)
+	}
+	got := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(out))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			data, _ := io.ReadAll(tr)
+			got[path.Clean(h.Name)] = data
+		}
+	}
+	return got
+}
+
+// Two images on one base: the second sends only the layer the first
+// lacks, each loads back whole through its links, and removing the first
+// frees its own layer and keeps the shared one.
+func TestSendImageSharesLayers(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "images", blobsDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	layer := func(seed byte, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = seed + byte(i*7)
+		}
+		return b
+	}
+	base, a, b2 := layer(1, 300<<10), layer(2, 100<<10), layer(3, 200<<10)
+	imgA := map[string][]byte{"manifest.json": []byte(`[{"Config":"ca.json"}]`), "ca.json": []byte("{}"), "l1/layer.tar": base, "l2/layer.tar": a, "l1/VERSION": []byte("1.0")}
+	imgB := map[string][]byte{"manifest.json": []byte(`[{"Config":"cb.json"}]`), "cb.json": []byte("{}"), "l1/layer.tar": base, "l3/layer.tar": b2, "l1/VERSION": []byte("1.0")}
+	be := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: root}}
+	have := map[string]bool{}
+	kept, err := be.sendImage(context.Background(), saveArchive(t, imgA), root, "xrun/a:1", have)
+	if err != nil || kept != 0 || len(have) != 2 {
+		t.Fatalf("the first image: kept %d, blobs %v, %v", kept, have, err)
+	}
+	kept, err = be.sendImage(context.Background(), saveArchive(t, imgB), root, "xrun/b:2", have)
+	if err != nil || kept != int64(len(base)) {
+		t.Fatalf("the second image kept %d bytes, want the base's %d: %v", kept, len(base), err)
+	}
+	blobs, _ := os.ReadDir(filepath.Join(root, "images", blobsDir))
+	if len(blobs) != 3 {
+		t.Errorf("blobs %v, want the three layers once", blobs)
+	}
+	for ref, want := range map[string]map[string][]byte{"xrun_a_1": imgA, "xrun_b_2": imgB} {
+		got := unpackLoaded(t, filepath.Join(root, "images", ref))
+		if len(got) != len(want) {
+			t.Errorf("%s loads %d files, want %d", ref, len(got), len(want))
+		}
+		for name, data := range want {
+			if !bytes.Equal(got[name], data) {
+				t.Errorf("%s: %s differs from the saved archive's", ref, name)
+			}
+		}
+	}
+	// A killed submit's blob, linked by no image.
+	orphan := filepath.Join(root, "images", blobsDir, strings.Repeat("e", 64)+".123")
+	os.WriteFile(orphan, []byte("x"), 0o644)
+	list, err := be.Archives(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]backend.Archive{}
+	for _, ar := range list {
+		got[ar.Name] = ar
+	}
+	if len(list) != 3 || got["xrun_a_1"].Bytes < int64(len(a)) || got["xrun_a_1"].Bytes >= int64(len(a)+len(base)) ||
+		got["xrun_b_2"].Bytes < int64(len(b2)) || got[blobsDir+"/"+filepath.Base(orphan)].Bytes != 1 {
+		t.Errorf("listed %+v: each image's own layer counts, the shared one does not", list)
+	}
+	if err := be.RemoveArchive(context.Background(), "xrun_a_1"); err != nil {
+		t.Fatal(err)
+	}
+	if blobs, _ := os.ReadDir(filepath.Join(root, "images", blobsDir)); len(blobs) != 3 {
+		t.Errorf("after removing xrun_a_1: blobs %v, want the base's, b's and the orphan", blobs)
+	}
+	if got := unpackLoaded(t, filepath.Join(root, "images", "xrun_b_2")); !bytes.Equal(got["l1/layer.tar"], base) {
+		t.Error("the image left lost its shared layer")
+	}
+	if err := be.RemoveArchive(context.Background(), blobsDir+"/"+filepath.Base(orphan)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the orphan blob is still there: %v", err)
 	}
 }

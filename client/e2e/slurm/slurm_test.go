@@ -716,9 +716,9 @@ func TestDockerRuntime(t *testing.T) {
 	if !strings.Contains(res.Stdout, `"worker_user"`) || !strings.Contains(res.Stdout, `"loop"`) {
 		t.Errorf("results (the code should run as the job user, apart from the runner):\n%.1500s", res.Stdout)
 	}
-	archives, _ := filepath.Glob(filepath.Join(jobsDir, "images", "*.tar"))
+	archives, _ := filepath.Glob(filepath.Join(jobsDir, "images", "xrun_*"))
 	if len(archives) != 1 {
-		t.Fatalf("image archives on the cluster: %v", archives)
+		t.Fatalf("images on the cluster: %v", archives)
 	}
 	before, _ := os.Stat(archives[0])
 	// The archive is what a node without the image loads: removed from
@@ -730,16 +730,28 @@ func TestDockerRuntime(t *testing.T) {
 	if out, err := exec.Command("docker", "rmi", ref).CombinedOutput(); err != nil {
 		t.Fatalf("docker rmi %s: %v\n%s", ref, err, out)
 	}
-	if out, err := exec.Command("docker", "load", "-q", "-i", archives[0]).CombinedOutput(); err != nil || !strings.Contains(string(out), ref) {
-		t.Errorf("docker load of the cluster's archive: %v\n%s", err, out)
+	if out, err := exec.Command("sh", "-c", `tar -chf - -C "$0" . | docker load -q`, archives[0]).CombinedOutput(); err != nil || !strings.Contains(string(out), ref) {
+		t.Errorf("docker load of the cluster's copy: %v\n%s", err, out)
 	}
-	// A second job of the same image uses the archive there; cancelled
-	// while it runs, it keeps its partial results.
+	// A second experiment's image, on the same base: only what the
+	// first lacks is sent; cancelled while it runs, it keeps its partial
+	// results.
 	slow := fixture(t, "slow")
 	d := xrun(t, 5*time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--cpu", "--base", Base, "--label", testLabel, "-d", slow)
 	xruntest.Expect(t, d, 0)
 	id := strings.TrimSpace(d.Stdout)
 	defer xrun(t, time.Minute, "rm", "--force", id)
+	for _, line := range strings.Split(r.Stderr+d.Stderr, "\n") {
+		if strings.Contains(line, "copying the job's image") {
+			t.Log(line)
+		}
+	}
+	if !regexp.MustCompile(`: [0-9.]+ ?[kKMGT]i?B in \d+s \([0-9.]+ ?[kKMGT]i?B of its layers were there already`).MatchString(d.Stderr) {
+		t.Errorf("the second image's copy does not say that it shared the first's layers:\n%s", d.Stderr)
+	}
+	if blobs, _ := filepath.Glob(filepath.Join(jobsDir, "images", "blobs", "*")); len(blobs) < 2 {
+		t.Errorf("the images' layers on the cluster: %v", blobs)
+	}
 	waitStatus(t, id, "running", 3*time.Minute)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -776,8 +788,10 @@ func TestDockerRuntime(t *testing.T) {
 		t.Errorf("prune --slurm --dry-run:\n%s%s", p.Stdout, p.Stderr)
 	}
 	xruntest.Expect(t, xrun(t, time.Minute, "prune", "--slurm", "--older-than", "0"), 0)
-	if left, _ := filepath.Glob(filepath.Join(jobsDir, "images", "*")); len(left) != 0 {
-		t.Errorf("prune --slurm left %v", left)
+	left, _ := filepath.Glob(filepath.Join(jobsDir, "images", "xrun_*"))
+	blobs, _ := filepath.Glob(filepath.Join(jobsDir, "images", "blobs", "*"))
+	if len(left)+len(blobs) != 0 {
+		t.Errorf("prune --slurm left %v %v", left, blobs)
 	}
 	// --python is the bare runtime's.
 	xruntest.Expect(t, xrun(t, time.Minute, "submit", "--slurm", "--slurm-runtime", "docker", "--python", "/usr/bin/python3", "--cpu", dir), 3, "--python does not apply")
