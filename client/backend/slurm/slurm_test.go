@@ -309,6 +309,20 @@ func TestBadOptionNotGres(t *testing.T) {
 	}
 }
 
+// archivesByName is b's Archives, and the same by name.
+func archivesByName(t *testing.T, b *Backend) ([]backend.Archive, map[string]backend.Archive) {
+	t.Helper()
+	list, err := b.Archives(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]backend.Archive{}
+	for _, a := range list {
+		byName[a.Name] = a
+	}
+	return list, byName
+}
+
 // Archives says which image archives a job that has not ended loads, and
 // lists a half-written copy; RemoveArchive removes one, and nothing else.
 func TestArchives(t *testing.T) {
@@ -332,14 +346,7 @@ func TestArchives(t *testing.T) {
 	write("000000000002/job.sh", "docker load -i '"+root+"/images/xrun_b_2.tar'\n", 0)
 	write("000000000002/exit", "0\n", 0)
 	b := &Backend{Shell: LocalShell{}, Settings: Settings{Dir: root}}
-	list, err := b.Archives(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]backend.Archive{}
-	for _, a := range list {
-		got[a.Name] = a
-	}
+	list, got := archivesByName(t, b)
 	if a := got["xrun_a_1.tar"]; !a.InUse || a.Bytes != 4 || time.Since(a.Modified) < 59*time.Minute {
 		t.Errorf("the archive of a running job: %+v", a)
 	}
@@ -460,14 +467,7 @@ func TestSendImageSharesLayers(t *testing.T) {
 	// A killed submit's blob, linked by no image.
 	orphan := filepath.Join(root, "images", blobsDir, strings.Repeat("e", 64)+".123")
 	os.WriteFile(orphan, []byte("x"), 0o644)
-	list, err := be.Archives(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]backend.Archive{}
-	for _, ar := range list {
-		got[ar.Name] = ar
-	}
+	list, got := archivesByName(t, be)
 	if len(list) != 3 || got["xrun_a_1"].Bytes < int64(len(a)) || got["xrun_a_1"].Bytes >= int64(len(a)+len(base)) ||
 		got["xrun_b_2"].Bytes < int64(len(b2)) || got[blobsDir+"/"+filepath.Base(orphan)].Bytes != 1 {
 		t.Errorf("listed %+v: each image's own layer counts, the shared one does not", list)
