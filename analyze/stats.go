@@ -123,20 +123,6 @@ func MedianSE(sortedSamples []float64) float64 {
 	return (sortedSamples[n-c] - sortedSamples[c-1]) / (2 * z)
 }
 
-// MeanSE returns the standard error of the mean, sd/sqrt(n), or NaN for
-// fewer than two samples.
-func MeanSE(samples []float64) float64 {
-	n := len(samples)
-	if n < 2 {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, v := range samples {
-		sum += v
-	}
-	return stdev(samples, sum/float64(n)) / math.Sqrt(float64(n))
-}
-
 // relMedianSE is MedianSE/median, or 0 where that is undefined (fewer than
 // two samples, a median of zero), so that the figure is always valid JSON.
 func relMedianSE(x []float64) float64 {

@@ -264,3 +264,17 @@ func BenchmarkCheck100k(b *testing.B) {
 		r.Check(x, 5, 7)
 	}
 }
+
+// MeanSE returns the standard error of the mean, sd/sqrt(n), or NaN for
+// fewer than two samples.
+func MeanSE(samples []float64) float64 {
+	n := len(samples)
+	if n < 2 {
+		return math.NaN()
+	}
+	sum := 0.0
+	for _, v := range samples {
+		sum += v
+	}
+	return stdev(samples, sum/float64(n)) / math.Sqrt(float64(n))
+}

@@ -3,7 +3,6 @@ package job
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -56,45 +55,6 @@ func FanOut[T any](ctx context.Context, hostNames []string, w io.Writer, fn Host
 	g.Wait()
 	return results
 }
-
-// HostErrors joins the failures as "host: error", or returns nil when every host
-// succeeded.
-func HostErrors[T any](results []HostResult[T]) error {
-	var errs []error
-	for _, r := range results {
-		if r.Err != nil {
-			errs = append(errs, &HostError{Host: r.Host, Err: r.Err})
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// FailedHosts counts the hosts that failed.
-func FailedHosts[T any](results []HostResult[T]) int {
-	n := 0
-	for _, r := range results {
-		if r.Err != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// HostError is a failure on one host of a fan-out.
-type HostError struct {
-	Host string
-	Err  error
-}
-
-func (e *HostError) Error() string {
-	msg := e.Err.Error()
-	if strings.Contains(msg, e.Host) {
-		return msg
-	}
-	return "host " + e.Host + ": " + msg
-}
-
-func (e *HostError) Unwrap() error { return e.Err }
 
 // lineWriter prefixes every complete line and writes it under mu.
 type lineWriter struct {

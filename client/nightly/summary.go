@@ -82,15 +82,6 @@ type Point struct {
 	Figure string `json:"figure,omitempty"`
 }
 
-// NewRun makes a run's report from its judged points.
-func NewRun(run history.Run, judged []history.Judged) Run {
-	r := StartRun(run)
-	for _, j := range judged {
-		r.Add(j)
-	}
-	return r.Done()
-}
-
 // RunBuilder makes a run's report from its judged points given one at a
 // time (history.Store.JudgeEach): it keeps the few fields the report
 // needs, not the points.

@@ -154,3 +154,12 @@ func TestMarkdownShowsNamesAsText(t *testing.T) {
 		}
 	}
 }
+
+// NewRun makes a run's report from its judged points.
+func NewRun(run history.Run, judged []history.Judged) Run {
+	r := StartRun(run)
+	for _, j := range judged {
+		r.Add(j)
+	}
+	return r.Done()
+}

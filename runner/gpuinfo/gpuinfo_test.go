@@ -172,3 +172,13 @@ func TestQueryNoGPU(t *testing.T) {
 		t.Errorf("State with no devices: err = %v, want ErrNoGPU", err)
 	}
 }
+
+// ParseQuery parses the output of a query of fields (canonical names) into
+// GPUs and the driver version.
+func ParseQuery(fields []string, out string) ([]result.GPU, string, error) {
+	rows, err := ParseRows(fields, out)
+	if err != nil {
+		return nil, "", err
+	}
+	return gpusFromRows(rows)
+}

@@ -245,16 +245,6 @@ func ParseState(row map[string]string) *result.GPUState {
 	}
 }
 
-// ParseQuery parses the output of a query of fields (canonical names) into
-// GPUs and the driver version.
-func ParseQuery(fields []string, out string) ([]result.GPU, string, error) {
-	rows, err := ParseRows(fields, out)
-	if err != nil {
-		return nil, "", err
-	}
-	return gpusFromRows(rows)
-}
-
 func gpusFromRows(rows []map[string]string) ([]result.GPU, string, error) {
 	if len(rows) == 0 {
 		return nil, "", ErrNoGPU

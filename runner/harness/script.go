@@ -22,12 +22,6 @@ const ScriptName = "harness.py"
 // PackageName is the Python package the launcher runs, written beside it.
 const PackageName = "xrun_harness"
 
-// Script returns the embedded launcher, the script a worker runs.
-func Script() []byte {
-	b, _ := harnessFiles.ReadFile(ScriptName)
-	return b
-}
-
 // WriteScript writes the embedded harness into dir, the launcher and its
 // package beside it, and returns the launcher's path: a worker runs
 // python3 -u path. Directories are 0755 and files 0644 whatever the umask:

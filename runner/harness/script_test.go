@@ -124,3 +124,9 @@ print(json.dumps(out))
 		t.Errorf("the harness reads %d commands, the runner sends %d", len(got), len(cmds))
 	}
 }
+
+// Script returns the embedded launcher, the script a worker runs.
+func Script() []byte {
+	b, _ := harnessFiles.ReadFile(ScriptName)
+	return b
+}

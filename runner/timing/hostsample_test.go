@@ -314,3 +314,6 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// CPUs are the CPUs the job may run on.
+func (r *HostLoadReader) CPUs() []int { return r.cpus }

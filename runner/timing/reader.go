@@ -55,9 +55,6 @@ func newReader(proc, sys string, self int, now func() time.Time) (*HostLoadReade
 	return r, nil
 }
 
-// CPUs are the CPUs the job may run on.
-func (r *HostLoadReader) CPUs() []int { return r.cpus }
-
 // Read takes a Sample.
 func (r *HostLoadReader) Read() (HostSample, error) {
 	s := HostSample{At: r.now(), CPUs: len(r.cpus)}
