@@ -58,7 +58,8 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *st
 
 // FetchResults copies the runner's output directory (of a running or an
 // exited job) into the job's store directory, and results.json beside the
-// record.
+// record. A job with no output directory is backend.ErrNotFound, with the
+// backend's reason.
 func FetchResults(ctx context.Context, b backend.Backend, st *store.Store, j *store.Job) error {
 	rc, err := b.CopyOut(ctx, j)
 	return saveOutput(ctx, st, j, rc, err)
@@ -73,10 +74,7 @@ func FetchResults(ctx context.Context, b backend.Backend, st *store.Store, j *st
 // cut between two entries reads as a complete, shorter archive.
 func saveOutput(ctx context.Context, st *store.Store, j *store.Job, rc io.ReadCloser, err error) error {
 	if err != nil {
-		if errors.Is(err, backend.ErrNotFound) {
-			return nil // the runner never wrote anything
-		}
-		return err
+		return err // backend.ErrNotFound: the runner wrote no output, and err says why
 	}
 	defer rc.Close()
 	dir := filepath.Join(st.Dir(j.ID), store.OutDir)

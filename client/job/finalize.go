@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/analyze"
@@ -26,6 +27,12 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 	notStarted := errors.Is(fetchErr, backend.ErrNotStarted)
 	if notStarted {
 		fetchErr = nil
+	}
+	// A runner that wrote no output: the job ends without results, and a
+	// stopped one says why it kept none (a pod deleted with its log).
+	var noOutput error
+	if errors.Is(fetchErr, backend.ErrNotFound) {
+		noOutput, fetchErr = fetchErr, nil
 	}
 	if fetchErr != nil && !errors.Is(fetchErr, ErrOutputTooLarge) {
 		return fetchErr
@@ -84,6 +91,9 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 	case r != nil && !verdict && j.Status == result.StatusFailed:
 		j.Error = fmt.Sprintf("the runner died before its verdict (exit code %d): see `xrun logs %s`", code, j.ID)
 	}
+	if r == nil && noOutput != nil && (j.Status == result.StatusCancelled || j.Status == result.StatusTimeout) {
+		j.Error = strings.TrimSuffix(j.Error, ".") + "; no partial results were kept: " + withoutSentinel(noOutput)
+	}
 	// The runner knows only that it got SIGTERM: a job stopped for its
 	// timeout carries the stopper's reason, not the runner's "cancelled".
 	stopReason := stopped && j.Error != "" && r != nil && r.Error != j.Error
@@ -123,4 +133,14 @@ func (m *Manager) finalize(ctx context.Context, b backend.Backend, j *store.Job,
 		m.Finished(j)
 	}
 	return nil
+}
+
+// withoutSentinel is err's sentence without the backend.ErrNotFound it
+// wraps: the backend's reason is the news, "not found" is not.
+func withoutSentinel(err error) string {
+	msg := err.Error()
+	for _, tail := range []string{": " + backend.ErrNotFound.Error(), " (" + backend.ErrNotFound.Error() + ")"} {
+		msg = strings.TrimSuffix(msg, tail)
+	}
+	return msg
 }

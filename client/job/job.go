@@ -112,5 +112,8 @@ func (m *Manager) EnsureResults(ctx context.Context, j *store.Job) error {
 	if err != nil {
 		return err
 	}
-	return FetchResults(ctx, b, m.Store, j)
+	if err := FetchResults(ctx, b, m.Store, j); !errors.Is(err, backend.ErrNotFound) {
+		return err
+	}
+	return nil // nothing written yet
 }

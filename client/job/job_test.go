@@ -82,8 +82,8 @@ func TestFetchOutputsCollects(t *testing.T) {
 		wantOut  bool
 	}{
 		{"log and output", []byte("line\n"), buf.Bytes(), nil, false, "line\n", true},
-		{"log without output", []byte("died\n"), nil, noOutput, false, "died\n", false},
-		{"empty log", []byte{}, nil, noOutput, false, "", false},
+		{"log without output", []byte("died\n"), nil, noOutput, true, "died\n", false},
+		{"empty log", []byte{}, nil, noOutput, true, "", false},
 		{"no log", nil, nil, fmt.Errorf("job x has no log yet: %w", backend.ErrNotFound), true, "", false},
 		{"bad output", []byte("line\n"), nil, errors.New("output frame: bad checksum"), true, "line\n", false},
 	} {
@@ -243,7 +243,8 @@ func TestFetchOutputsBoundsAFlood(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if err := FetchOutputs(context.Background(), streamer(1<<30, nil), st, j); err != nil {
+	// The streamer has a log and no output directory.
+	if err := FetchOutputs(context.Background(), streamer(1<<30, nil), st, j); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -472,5 +473,47 @@ func TestRefreshStaleRecordOfAStartedJob(t *testing.T) {
 	s, ok, err := (&Manager{Store: st}).refreshOn(context.Background(), b, stale)
 	if err != nil || !ok || removed || s.Phase != backend.Running || stale.Status != store.StatusRunning {
 		t.Errorf("Refresh: state %+v ok %v err %v, removed %v, record %s; want the running job kept", s, ok, err, removed, stale.Status)
+	}
+}
+
+// A stopped job whose runner left no output says why it kept no partial
+// results (a Kubernetes pod deleted by hand with its log); one that failed
+// keeps the sentence of a runner that left no results.json.
+func TestFinalizeSaysWhyNoPartialResults(t *testing.T) {
+	why := fmt.Errorf("pod xrun-a1b2c3d4e5f6-x was deleted before its runner wrote its output into its log: %w", backend.ErrNotFound)
+	for _, tc := range []struct {
+		name      string
+		stoppedBy string
+		state     backend.State
+		want      string
+	}{
+		{"deleted outside", "", backend.State{Phase: backend.Exited, ExitCode: 143},
+			"; no partial results were kept: pod xrun-a1b2c3d4e5f6-x was deleted before its runner wrote its output into its log"},
+		{"cancelled", result.StatusCancelled, backend.State{Phase: backend.Exited, ExitCode: 143},
+			"; no partial results were kept: pod xrun-a1b2c3d4e5f6-x was deleted"},
+		{"failed", "", backend.State{Phase: backend.Exited, ExitCode: 1}, "left no results.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := store.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := &store.Job{ID: "a1b2c3d4e5f6", Status: store.StatusRunning, ContainerID: "c"}
+			if tc.stoppedBy != "" {
+				j.Status, j.StoppedBy, j.Error = tc.stoppedBy, tc.stoppedBy, "cancelled by xrun cancel"
+			}
+			if err := st.Create(j); err != nil {
+				t.Fatal(err)
+			}
+			if err := (&Manager{Store: st}).finalize(context.Background(), collector([]byte("line\n"), nil, why), j, tc.state); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(j.Error, tc.want) || strings.Contains(j.Error, "not found") {
+				t.Errorf("%s: %q, want it to say %q", j.Status, j.Error, tc.want)
+			}
+			if tc.name == "failed" && strings.Contains(j.Error, "partial") {
+				t.Errorf("a failed job speaks of partial results: %q", j.Error)
+			}
+		})
 	}
 }
