@@ -246,6 +246,9 @@ func (b *Backend) Logs(ctx context.Context, j *store.Job, o backend.LogOptions, 
 
 func (b *Backend) CopyOut(ctx context.Context, j *store.Job) (io.ReadCloser, error) {
 	rc, err := b.Engine.CopyFrom(ctx, j.ContainerID, contract.OutDir)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, fmt.Errorf("its runner wrote no output (%s) in its container: %w", contract.OutDir, backend.ErrNotFound)
+	}
 	return rc, notFound(err)
 }
 

@@ -190,6 +190,16 @@ func TestStateOf(t *testing.T) {
 	if s := StateOf(old, []corev1.Pod{*unschedFailed}); s.Message != "no node took it before its deadline, 10m0s after the submit (its timeout plus 5m0s): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu." {
 		t.Errorf("an older Job past its deadline: %+v", s)
 	}
+	// Its one pod was deleted by hand and is gone: the Job failed for it.
+	podGone := job.DeepCopy()
+	podGone.Status.Failed = 1
+	podGone.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit"}}
+	if s := StateOf(podGone, nil); s.Phase != backend.Exited || s.ExitCode != contract.ExitCancelled || s.Message != "its pod was deleted, and the Job made no other" {
+		t.Errorf("pod deleted: %+v", s)
+	}
+	if s := StateOf(podGone, []corev1.Pod{*unschedFailed}); s.ExitCode == contract.ExitCancelled {
+		t.Errorf("a failed pod still listed read as deleted: %+v", s)
+	}
 	pulling := pod("p1", now, corev1.PodPending, &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}}})
 	if s := StateOf(job, []corev1.Pod{pulling}); s.Phase != backend.Pending || s.Detail != "ImagePullBackOff" {
 		t.Errorf("pulling: %+v", s)

@@ -213,6 +213,9 @@ func (b *Backend) collect(ctx context.Context, j *store.Job) (logs []byte, out i
 		// backend followed that log to its end.
 		return fromFollowed(pod, data, cut)
 	}
+	if bj, err := b.job(ctx, j); err == nil && podDeleted(bj, pods) {
+		return nil, nil, fmt.Errorf("its pod was deleted, and its log with it, before xrun read it (an attached submit keeps a copy of the log as it follows): %w", backend.ErrNotFound)
+	}
 	return nil, nil, fmt.Errorf("job %s: no pod of it started the runner: %w", j.ID, backend.ErrNotStarted)
 }
 

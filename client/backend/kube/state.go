@@ -70,8 +70,13 @@ func StateOf(job *batchv1.Job, pods []corev1.Pod) backend.State {
 		if failed != nil {
 			s.Phase, s.Detail, s.ExitCode = backend.Exited, failed.Reason, contract.ExitInfra
 			s.Message, s.FinishedAt = failed.Message, failed.LastTransitionTime.Time
-			if failed.Reason == batchv1.JobReasonDeadlineExceeded {
+			switch {
+			case failed.Reason == batchv1.JobReasonDeadlineExceeded:
 				s.TimedOut, s.Message = true, jobDeadlineMessage(job, "")
+			case podDeleted(job, pods):
+				// Stopped outside xrun, as a runner that got SIGTERM says.
+				s.Detail, s.ExitCode = "pod deleted", contract.ExitCancelled
+				s.Message = "its pod was deleted, and the Job made no other"
 			}
 			return s
 		}
@@ -242,4 +247,13 @@ func (b *Backend) Wait(ctx context.Context, j *store.Job) (backend.State, error)
 		case <-t.C:
 		}
 	}
+}
+
+// podDeleted reports whether the Job failed for a pod that is gone: a pod
+// of a Job that fails stays until the Job is deleted, and one disrupted
+// (evicted, its node gone) is replaced, not counted; so a failed pod that
+// is not listed was deleted by hand (kubectl delete pod).
+func podDeleted(job *batchv1.Job, pods []corev1.Pod) bool {
+	failed := jobCondition(job, batchv1.JobFailed)
+	return len(pods) == 0 && failed != nil && failed.Reason == batchv1.JobReasonBackoffLimitExceeded && job.Status.Failed > 0
 }

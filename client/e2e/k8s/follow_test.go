@@ -175,3 +175,37 @@ func TestDeletedPodKeepsPartialResults(t *testing.T) {
 	t.Logf("the partial results came from %s", from)
 	expect(t, x.Run(t, time.Minute, "rm", id), 0)
 }
+
+// A detached job whose pod is deleted by hand, and gone before any xrun
+// looks: it ends cancelled, and says that its log and partial results
+// went with the pod, not that it never started.
+func TestDeletedPodOfADetachedJob(t *testing.T) {
+	r := submit(t, 5*time.Minute, "slow", "--cpu", "-d", "-q")
+	expect(t, r, 0)
+	id := strings.TrimSpace(r.Stdout)
+	until(t, 3*time.Minute, "job running", func() bool { return x.Status(t, id).Status == "running" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: contract.LabelJob + "=" + id}
+	pods, err := kc.CoreV1().Pods("default").List(ctx, sel)
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the job's pods: %v, %v", pods, err)
+	}
+	time.Sleep(5 * time.Second) // the runner is timing
+	if err := kc.CoreV1().Pods("default").Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 2*time.Minute, "the pod gone", func() bool {
+		pods, err := kc.CoreV1().Pods("default").List(ctx, sel)
+		return err == nil && len(pods.Items) == 0
+	})
+	w := x.Run(t, 2*time.Minute, "wait", id)
+	expect(t, w, contract.ExitCancelled)
+	s := x.Status(t, id)
+	if s.Status != result.StatusCancelled || !strings.Contains(s.Error, "kubectl delete") ||
+		!strings.Contains(s.Error, "no partial results were kept: its pod was deleted, and its log with it") {
+		t.Errorf("status of the job whose pod was deleted: %+v", s)
+	}
+	t.Logf("xrun wait: %s", strings.TrimSpace(w.Stderr))
+	expect(t, x.Run(t, time.Minute, "rm", id), 0)
+}
