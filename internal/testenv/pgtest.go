@@ -31,6 +31,15 @@ import (
 // postgres user (or nobody).
 func Postgres(t testing.TB) string {
 	t.Helper()
+	return PostgresOn(t, "")
+}
+
+// PostgresOn is Postgres listening on addr too (an IPv4 address of this
+// machine, "" for none), trusting connections from addr's /16: a server
+// that pods or containers on a bridge of this machine reach. The URL it
+// returns is 127.0.0.1's.
+func PostgresOn(t testing.TB, addr string) string {
+	t.Helper()
 	bin := PostgresBin()
 	if bin == "" {
 		// CI installs it: a CI run without it is broken, not excused.
@@ -78,10 +87,29 @@ func Postgres(t testing.TB) string {
 	}
 	data := filepath.Join(dir, "data")
 	run("initdb", "-D", data, "-U", "xrun", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	listen := "127.0.0.1"
+	if addr != "" {
+		ip := net.ParseIP(addr).To4()
+		if ip == nil {
+			t.Fatalf("PostgresOn: %q is not an IPv4 address", addr)
+		}
+		listen += "," + addr
+		hba := fmt.Sprintf("host all all %s/16 trust\n", ip.Mask(net.CIDRMask(16, 32)))
+		f, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(hba)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	port := freePort(t)
 	// fsync off: a test's server is thrown away.
 	run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o",
-		fmt.Sprintf("-p %d -h 127.0.0.1 -k %s -F -c max_connections=200", port, dir), "start")
+		fmt.Sprintf("-p %d -h %s -k %s -F -c max_connections=200", port, listen, dir), "start")
 	t.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") })
 	return fmt.Sprintf("postgres://xrun@127.0.0.1:%d/", port)
 }

@@ -20,10 +20,10 @@ say() { printf '[build %4ds] %s\n' "$((SECONDS - start))" "$*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
 
 # The binaries bin/ must hold, by the name up.sh runs them under.
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
       etcd containerd containerd-shim-runc-v2 registry pause)
 # Debian packages: runc and the CNI plugins the cluster uses, the host tools
-# the kubelet and kube-proxy-less networking call, busybox for the smoke image.
+# the kubelet and kube-proxy call, busybox for the smoke image.
 debs=(runc containernetworking-plugins iptables conntrack socat ethtool iproute2
       util-linux mount openssl curl busybox-static ca-certificates)
 
@@ -90,12 +90,13 @@ say "go mod download ($(go version | cut -d' ' -f3))"
 out="$dir/bin.tmp"
 rm -rf "$out"; mkdir -p "$out"
 say "go build (one invocation, GOCACHE=$GOCACHE): ${bins[*]}"
-# One go build for all ten mains, so the packages they share compile once.
+# One go build for all eleven mains, so the packages they share compile once.
 (cd "$tools" && nice -n "${XRUN_K8S_NICE:-10}" go build -trimpath -ldflags "$ldflags" -o "$out/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kube-proxy \
   k8s.io/kubernetes/cmd/kubectl \
   go.etcd.io/etcd/server/v3 \
   github.com/containerd/containerd/v2/cmd/containerd \

@@ -40,6 +40,13 @@ stop() { # component: SIGTERM, up to 15 s, then SIGKILL
 # The kubelet first, so that it restarts nothing; the control plane last, so
 # that a log of what the node did stays complete.
 stop kubelet
+# kube-proxy, and the iptables rules it made for the Services.
+stop kube-proxy
+BIN="$(cat "$S/bindir" 2>/dev/null || true)"
+if [ -x "$BIN/kube-proxy" ]; then
+  "$BIN/kube-proxy" --cleanup >"$S/logs/kube-proxy-cleanup.log" 2>&1 && say "removed kube-proxy's iptables rules" ||
+    say "kube-proxy --cleanup failed (its log: $S/logs/kube-proxy-cleanup.log)"
+fi
 
 # Containers of our containerd: runc's state for them lives in RUN/runc/k8s.io.
 runc_root="$RUN/runc/k8s.io"

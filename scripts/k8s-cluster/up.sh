@@ -6,7 +6,8 @@
 #
 # Must run as root. Ports (all on loopback but the kubelet's): registry 5000,
 # etcd 2379/2380, kube-apiserver 6443, controller-manager 10257, scheduler
-# 10259, kubelet 10250 (node IP) and 10248. One cluster per machine.
+# 10259, kubelet 10250 (node IP) and 10248, kube-proxy 10249 and 10256. One
+# cluster per machine.
 #
 #   XRUN_K8S_BIN               bin dir of build.sh (default: run build.sh, a no-op when cached)
 #   XRUN_K8S_UP_TIMEOUT        seconds to wait for the whole cluster (default 300)
@@ -27,6 +28,7 @@ S="$(cd "$1" && pwd)"
 
 REG_PORT=5000 ETCD_PORT=2379 ETCD_PEER_PORT=2380 API_PORT=6443
 KCM_PORT=10257 SCHED_PORT=10259 KUBELET_PORT=10250 KUBELET_HEALTHZ_PORT=10248
+PROXY_METRICS_PORT=10249 PROXY_HEALTHZ_PORT=10256
 NODE=xrun-node
 POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.96.0.0/24 SERVICE_IP=10.96.0.1
@@ -46,7 +48,7 @@ for f in "$S"/pids/*.pid; do
   [ -e "$f" ] || continue
   if alive "$f"; then die "a cluster is already running in $S ($(basename "$f" .pid) pid $(cat "$f")); run down.sh $S first"; fi
 done
-for p in $REG_PORT $ETCD_PORT $ETCD_PEER_PORT $API_PORT $KCM_PORT $SCHED_PORT $KUBELET_PORT $KUBELET_HEALTHZ_PORT; do
+for p in $REG_PORT $ETCD_PORT $ETCD_PEER_PORT $API_PORT $KCM_PORT $SCHED_PORT $KUBELET_PORT $KUBELET_HEALTHZ_PORT $PROXY_METRICS_PORT $PROXY_HEALTHZ_PORT; do
   if ss -Htln "sport = :$p" | grep -q .; then
     die "port $p is in use ($(ss -Htlnp "sport = :$p" | head -1 | awk '{print $NF}')); is another cluster up? (down.sh STATE_DIR)"
   fi
@@ -55,7 +57,7 @@ done
 # --- binaries -----------------------------------------------------------------
 if [ -n "${XRUN_K8S_BIN:-}" ]; then BIN="$XRUN_K8S_BIN"
 else BIN="$("$here/build.sh" | tail -1)" || die "build.sh failed"; fi
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl containerd containerd-shim-runc-v2 registry pause; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl containerd containerd-shim-runc-v2 registry pause; do
   [ -x "$BIN/$b" ] || die "$BIN/$b missing: run build.sh"
 done
 RUNC="${XRUN_K8S_RUNC:-$(command -v runc || true)}"; [ -x "$RUNC" ] || die "runc not found (apt-get install runc; build.sh does)"
@@ -74,6 +76,7 @@ mkdir -p "$S"/{pki,etcd,registry,logs,pids,host,kubelet,pod-logs,cni/net.d,cni/i
          "$S"/containerd/{root,state,certs.d} "$RUN"
 chmod 700 "$S/etcd"
 echo "$RUN" >"$S/rundir"
+echo "$BIN" >"$S/bindir"   # down.sh's kube-proxy --cleanup
 
 # --- on failure: name the component, show its log, clean up -------------------
 started=()
@@ -209,6 +212,9 @@ kubeconfig "$S/kubeconfig" xrun-admin admin
 kubeconfig "$S/controller-manager.kubeconfig" system:kube-controller-manager controller-manager
 kubeconfig "$S/scheduler.kubeconfig" system:kube-scheduler scheduler
 kubeconfig "$S/kubelet.kubeconfig" "system:node:$NODE" kubelet
+# kube-proxy's user, which the default ClusterRoleBinding system:node-proxier names.
+[ -s "$pki/kube-proxy.crt" ] || cert kube-proxy system:kube-proxy - client
+kubeconfig "$S/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
 kubectl() { "$BIN/kubectl" --kubeconfig "$S/kubeconfig" "$@"; }
 
 # --- registry -------------------------------------------------------------------
@@ -308,8 +314,9 @@ start kube-scheduler "$BIN/kube-scheduler" \
   --leader-elect=false --profiling=false --v=1
 
 # --- containerd (its own: root, state, sockets), CRI, CNI ----------------------------
-# The bridge has no default route for the pods: they reach each other and the
-# host's bridge address, and nothing beyond the machine.
+# The bridge has no default route for the pods: they reach each other, the
+# host's bridge address and the Services' cluster IPs (through the host, where
+# kube-proxy's rules are), and nothing beyond the machine.
 cat >"$S/cni/net.d/10-xrun.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -324,6 +331,7 @@ cat >"$S/cni/net.d/10-xrun.conflist" <<EOF
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "${POD_CIDR%.*}.1"}],
         "dataDir": "$S/cni/ipam"
       }
     }
@@ -446,6 +454,33 @@ wait_for kubelet "node $NODE registered" kubectl get node "$NODE"
 wait_for kubelet "node $NODE Ready" sh -c \
   "'$BIN/kubectl' --kubeconfig '$S/kubeconfig' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 wait_for kube-controller-manager "service account default/default exists" kubectl -n default get serviceaccount default
+
+# --- kube-proxy: Services' cluster IPs, for pods and for this machine ---------------
+# iptables mode, every Service connection masqueraded (the pods' bridge is not
+# filtered by iptables, so a reply from a pod on the same bridge would bypass
+# the NAT otherwise); no conntrack sysctls changed, no localhost NodePorts (they
+# would set route_localnet). down.sh removes its rules with kube-proxy --cleanup.
+cat >"$S/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $S/kube-proxy.kubeconfig
+mode: iptables
+clusterCIDR: $POD_CIDR
+hostnameOverride: $NODE
+healthzBindAddress: 127.0.0.1:$PROXY_HEALTHZ_PORT
+metricsBindAddress: 127.0.0.1:$PROXY_METRICS_PORT
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+iptables:
+  masqueradeAll: true
+  localhostNodePorts: false
+EOF
+start kube-proxy "$BIN/kube-proxy" --config "$S/kube-proxy.yaml" --v=1
+wait_for kube-proxy "healthy" curl -fsS "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
 
 cat >"$S/env" <<EOF
 KUBECONFIG=$S/kubeconfig
