@@ -40,13 +40,8 @@ stop() { # component: SIGTERM, up to 15 s, then SIGKILL
 # The kubelet first, so that it restarts nothing; the control plane last, so
 # that a log of what the node did stays complete.
 stop kubelet
-# kube-proxy, and the iptables rules it made for the Services.
+# kube-proxy (its iptables rules go below, with the host-wide state).
 stop kube-proxy
-BIN="$(cat "$S/bindir" 2>/dev/null || true)"
-if [ -x "$BIN/kube-proxy" ]; then
-  "$BIN/kube-proxy" --cleanup >"$S/logs/kube-proxy-cleanup.log" 2>&1 && say "removed kube-proxy's iptables rules" ||
-    say "kube-proxy --cleanup failed (its log: $S/logs/kube-proxy-cleanup.log)"
-fi
 
 # Containers of our containerd: runc's state for them lives in RUN/runc/k8s.io.
 runc_root="$RUN/runc/k8s.io"
@@ -100,6 +95,13 @@ if [ ! -f "$S/host/sysctl" ]; then
   rm -f "$S/env"
   say "down: $S (its up never claimed the host: host-wide state left alone)"
   exit 0
+fi
+
+# kube-proxy's iptables rules for the Services.
+BIN="$(cat "$S/bindir" 2>/dev/null || true)"
+if [ -x "$BIN/kube-proxy" ]; then
+  "$BIN/kube-proxy" --cleanup >"$S/logs/kube-proxy-cleanup.log" 2>&1 && say "removed kube-proxy's iptables rules" ||
+    say "kube-proxy --cleanup failed (its log: $S/logs/kube-proxy-cleanup.log)"
 fi
 
 # The CNI bridge and any veth still on it.
