@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -153,10 +152,11 @@ func runHistoryPush(ctx context.Context, a *App, o historyPushOptions) error {
 	rep.Present = len(ids) - len(missing)
 	for i, id := range missing {
 		j := byID[id]
-		// A copy changed since the job ended is not pushed as its results.
-		err := st.CheckResults(j)
+		// A copy changed since the job ended is not pushed as its results:
+		// what is pushed is the bytes that were checked.
+		data, err := st.ReadResults(j)
 		if err == nil {
-			err = pushOne(ctx, base, token, st.Results(id))
+			err = post.Post(ctx, postURL(base), token, data, post.Options{})
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -189,16 +189,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// pushOne posts the results.json at path to the server at base, as the
-// runner posts it.
-func pushOne(ctx context.Context, base, token, path string) error {
-	body, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return post.Post(ctx, postURL(base), token, body, post.Options{})
 }
 
 // askMissing asks the server at base which of ids it has no run of.

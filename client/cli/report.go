@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,25 +143,32 @@ func runReport(a *App, o reportOptions) error {
 // that no longer matches the digest its job's record kept is left out,
 // and said so to warn once.
 func historyRunResults(st *store.Store, r history.Run, cases bool, warn func(error)) *result.Results {
-	read := result.ReadFile
+	decode := result.Decode
 	if !cases {
-		read = result.ReadHeadFile
+		decode = func(data []byte) (*result.Results, error) { return result.ReadHead(bytes.NewReader(data)) }
 	}
 	if st.Has(r.JobID, store.ResultsFile) {
 		j, err := st.Load(r.JobID)
+		var data []byte
 		if err == nil {
-			err = st.CheckResults(j)
+			data, err = st.ReadResults(j)
 		}
 		var te *store.TamperedError
 		if errors.As(err, &te) {
 			warn(te)
 			return nil
 		}
-		if res, err := read(st.Results(r.JobID)); err == nil {
-			return res
+		if err == nil {
+			if res, err := decode(data); err == nil {
+				return res
+			}
 		}
 	}
 	if r.Source != "" && r.Source != history.SourceStore {
+		read := result.ReadFile
+		if !cases {
+			read = result.ReadHeadFile
+		}
 		if res, err := read(r.Source); err == nil {
 			return res
 		}
