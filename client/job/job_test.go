@@ -517,3 +517,19 @@ func TestFinalizeSaysWhyNoPartialResults(t *testing.T) {
 		})
 	}
 }
+
+// An error that already points at the job's log is not given the pointer
+// twice.
+func TestOutcomePointsAtTheLogOnce(t *testing.T) {
+	code := 0
+	j := &store.Job{ID: "a1b2c3d4e5f6", Status: result.StatusFailed, ExitCode: &code,
+		Error: "the runner exited with code 0 but left no results.json: its output directory was lost or could not be written (see `xrun logs a1b2c3d4e5f6`)"}
+	err := Outcome(j)
+	if err == nil || strings.Count(err.Error(), "xrun logs a1b2c3d4e5f6") != 1 {
+		t.Errorf("outcome: %v", err)
+	}
+	j.Error = "the runner exited with code 3"
+	if err := Outcome(j); err == nil || strings.Count(err.Error(), "xrun logs a1b2c3d4e5f6") != 1 {
+		t.Errorf("outcome without a pointer: %v", err)
+	}
+}

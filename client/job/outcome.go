@@ -77,5 +77,8 @@ func outcome(j *store.Job, errorShown bool) error {
 	if errorShown {
 		return &contract.ExitError{Code: code, Err: fmt.Errorf("%s (what failed is above; `xrun logs %s`)", msg, j.ID)}
 	}
+	if strings.Contains(msg, "`xrun logs "+j.ID+"`") {
+		return &contract.ExitError{Code: code, Err: errors.New(msg)}
+	}
 	return &contract.ExitError{Code: code, Err: fmt.Errorf("%s (see `xrun logs %s`)", msg, j.ID)}
 }

@@ -174,6 +174,17 @@ func exitError(err error, stderr string, login string) error {
 	if login != "" && ee.ExitCode() == sshFailed {
 		return sshError(login, stderr)
 	}
+	if ee.ExitCode() == -1 {
+		// Killed by a signal (the deadline of a look, Ctrl-C): the script
+		// did not exit, and what it would have answered is not known. Not
+		// an ExitError, which callers read as the script's answer ("no
+		// output" for a test -d that was cut off).
+		where := "the command"
+		if login != "" {
+			where = "ssh to " + login
+		}
+		return fmt.Errorf("%s was stopped before it finished (%v): %w", where, ee, backend.ErrUnreachable)
+	}
 	return &ExitError{Code: ee.ExitCode(), Stderr: stderr}
 }
 

@@ -488,3 +488,20 @@ func TestSendImageSharesLayers(t *testing.T) {
 		t.Errorf("the orphan blob is still there: %v", err)
 	}
 }
+
+// A command killed before it exited (the deadline of a look) is not the
+// script's answer: never an ExitError, which CopyOut would read as a job
+// that wrote no output, but a host that did not answer in time.
+func TestKilledCommandIsNoExit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := run(exec.CommandContext(ctx, "sh", "-c", "sleep 10"), nil, "login.lab")
+	var ee *ExitError
+	if errors.As(err, &ee) || !errors.Is(err, backend.ErrUnreachable) || !strings.Contains(err.Error(), "ssh to login.lab was stopped before it finished") {
+		t.Errorf("killed: %v (%T)", err, err)
+	}
+	_, err = run(exec.Command("sh", "-c", "exit 1"), nil, "login.lab")
+	if !errors.As(err, &ee) || ee.Code != 1 {
+		t.Errorf("exit 1: %v (%T)", err, err)
+	}
+}
