@@ -86,6 +86,13 @@ func (m *Manager) Refresh(ctx context.Context, j *store.Job) (backend.State, boo
 func (m *Manager) Look(ctx context.Context, j *store.Job) (backend.State, bool) {
 	s, ok, err := m.Refresh(ctx, j)
 	if err != nil && !store.Final(j.Status) {
+		if s.Finished() && ctx.Err() != nil {
+			// The host said the job ended, and copying its logs and
+			// results outlasted this look: the record stays as it was
+			// until a look that waits (wait, status) copies them.
+			j.Error = fmt.Sprintf("it ended; its logs and results were still being copied when this look stopped waiting (`xrun wait %s` copies them)", j.ID)
+			return s, false
+		}
 		j.Status, j.Error = store.StatusUnknown, err.Error()
 	}
 	return s, ok && err == nil
