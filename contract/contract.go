@@ -68,6 +68,9 @@ const (
 	EnvPython     = "XRUN_PYTHON"
 	EnvExperiment = "XRUN_EXPERIMENT"
 	EnvOut        = "XRUN_OUT"
+	// EnvSplit is "K/N": the job runs part K (from 1) of its sweep split
+	// over N jobs, the cases i (from 0) with i % N == K-1 (result.Split).
+	EnvSplit = "XRUN_SPLIT"
 	// EnvClockMonitor=off stops the runner reading the GPU's clocks while
 	// it times (they are still read before and after).
 	EnvClockMonitor = "XRUN_CLOCK_MONITOR"

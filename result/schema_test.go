@@ -107,6 +107,7 @@ func full() *Results {
 		Profiles: []Profile{{Implementation: "pipelined", Cases: []string{"T=1024"}, Report: "profile/pipelined.ncu-rep",
 			Summary: "profile/pipelined.txt", Kernels: 3, Status: ProfileFailed, Error: "ERR_NVGPUCTRPERM"}},
 		Error: "criteria failed",
+		Split: &Split{Part: 1, Parts: 2, Jobs: []SplitJob{{Part: 1, JobID: "0e36dd772729", Host: "slurm://login", Status: StatusSucceeded, GPUs: []string{"NVIDIA H200"}}}},
 	}
 }
 

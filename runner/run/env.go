@@ -43,6 +43,7 @@ func OptionsFromEnv() Options {
 		HostName:       os.Getenv(contract.EnvHostName),
 		CacheVolume:    os.Getenv(contract.EnvCacheVolume),
 		CacheLimit:     os.Getenv(contract.EnvCacheLimit),
+		Split:          os.Getenv(contract.EnvSplit),
 	}
 }
 

@@ -40,6 +40,9 @@ func (rec *recorder) start(o Options) *result.Results {
 		Cases: []result.Case{}, Comparisons: []result.Comparison{}, Criteria: []result.Criterion{}, Warnings: []result.Warning{},
 		SweepKeys: []string{}, Implementations: []string{}, Mode: "cpu",
 	}
+	if sp := o.split; sp != nil {
+		rec.r.Split = &result.Split{Part: sp.Part, Parts: sp.Parts}
+	}
 	if o.Mode == "gpu" {
 		rec.r.Mode = "gpu" // until pickMode knows
 	}
@@ -245,7 +248,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	}
 	if r.Status == result.StatusRunning {
 		switch {
-		case anyFailed(r):
+		case analyze.AnyFailed(r):
 			r.Status = result.StatusFailed
 		case !critOK:
 			r.Status = result.StatusCriteriaFailed
@@ -274,21 +277,6 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	rn.post(parent)
 	rn.logf("status: %s", r.Status)
 	return r, retErr
-}
-
-// anyFailed reports an implementation (or the reference) that did not run
-// to the end, or ran wrong.
-func anyFailed(r *result.Results) bool {
-	for _, c := range r.Cases {
-		for _, ir := range c.Results {
-			switch ir.Status {
-			case result.ImplOK, result.ImplSkipped:
-			default:
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // post sends results.json to Options.PostURL, when set.

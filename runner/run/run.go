@@ -87,6 +87,11 @@ type Options struct {
 	// cache volume, else none; cachetrim.go); cacheLimit is it parsed.
 	CacheLimit string
 	cacheLimit int64
+	// Split is XRUN_SPLIT, "K/N": the run takes part K of the sweep split
+	// over N jobs (result.Split); "" runs the whole sweep. split is it
+	// parsed.
+	Split string
+	split *result.Split
 	// Worker is the user every process of the experiment runs as, apart
 	// from the runner (runner/sandbox); nil runs them as the runner's own
 	// user. With one, OutDir must be the runner's alone.
@@ -176,6 +181,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, &SpecError{err}
 	}
 	o.cacheLimit = limit
+	if o.split, err = result.ParseSplit(o.Split); err != nil {
+		return o, &SpecError{fmt.Errorf("%s: %w", contract.EnvSplit, err)}
+	}
 	switch o.Mode {
 	case "", "gpu", "cpu":
 	default:
@@ -338,8 +346,11 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		runErr = rn.setup(ctx)
 	}
 	if runErr == nil {
-		cases := s.Benchmark.Cases(rn.cpu)
-		rn.varying = spec.VaryingKeys(cases)
+		all := s.Benchmark.Cases(rn.cpu)
+		// A part's labels are the whole sweep's, so that its cases read
+		// as they would in one job.
+		rn.varying = spec.VaryingKeys(all)
+		cases := rn.ownCases(all)
 		rn.prog.cases = len(cases)
 		for i, p := range cases {
 			rn.prog.caseN, rn.prog.caseStart = i+1, time.Now()
@@ -364,6 +375,38 @@ func (rn *runner) run(parent context.Context) (*result.Results, error) {
 		rn.profileAll(ctx)
 	}
 	return rn.finish(parent, ctx, runErr)
+}
+
+// ownCases are the cases of the sweep all that this run takes: all of
+// them, or its part's (Options.Split).
+func (rn *runner) ownCases(all []spec.Params) []spec.Params {
+	sp := rn.o.split
+	if sp == nil || sp.Parts == 1 {
+		return all
+	}
+	var own []spec.Params
+	for i, p := range all {
+		if sp.Takes(i) {
+			own = append(own, p)
+		}
+	}
+	rn.logf("part %s of the sweep: %d of its %d cases, every %s from case %d", sp, len(own), len(all), ordinal(sp.Parts), sp.Part)
+	return own
+}
+
+// ordinal is "4th" of 4.
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }
 
 // kcase is the case being run: its results live in rec.r.Cases[idx].

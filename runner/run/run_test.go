@@ -1309,3 +1309,26 @@ func TestFinalWriteFailureExitsInfra(t *testing.T) {
 		t.Errorf("exit %d, err %v; want %d and the failed write", ro.code, ro.err, contract.ExitInfra)
 	}
 }
+
+func TestOwnCasesOfAPart(t *testing.T) {
+	all := []spec.Params{{{Key: "T", Value: 1}}, {{Key: "T", Value: 2}}, {{Key: "T", Value: 3}}, {{Key: "T", Value: 4}}, {{Key: "T", Value: 5}}}
+	for split, want := range map[string]string{"": "T=1 T=2 T=3 T=4 T=5", "1/2": "T=1 T=3 T=5", "2/2": "T=2 T=4", "3/3": "T=3", "1/1": "T=1 T=2 T=3 T=4 T=5"} {
+		o, err := Options{Split: split}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rn := &runner{o: o, log: io.Discard}
+		var got []string
+		for _, p := range rn.ownCases(all) {
+			got = append(got, p.Label())
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("split %q runs %v, want %s", split, got, want)
+		}
+	}
+	for _, bad := range []string{"0/2", "3/2", "2", "a/b", "1/0", "1/257"} {
+		if _, err := (Options{Split: bad}).withDefaults(); err == nil || !strings.Contains(err.Error(), "XRUN_SPLIT") {
+			t.Errorf("split %q: err = %v, want a refusal naming XRUN_SPLIT", bad, err)
+		}
+	}
+}
