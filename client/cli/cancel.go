@@ -17,11 +17,28 @@ type cancelOptions struct {
 func newCancelCommand(a *App) *cli.Command {
 	var o cancelOptions
 	o.ref.act = &actOn{command: "cancel", force: &o.force}
+	o.ref.parts = func(ctx context.Context, m *job.Manager, pe *job.PartsError) error {
+		for _, p := range pe.Parts {
+			if err := job.CheckOwner(p, o.force, "cancel"); err != nil {
+				return err
+			}
+		}
+		cancelParts(a, m, pe.Parts)
+		j, err := m.Gather(ctx, pe.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Err, "cancelled job %s (its %d parts); what they ran is gathered: xrun results %s\n", j.ID, len(pe.Parts), j.ID)
+		return nil
+	}
 	return forOneJob(a, &o.ref, &cli.Command{
 		Name:  "cancel",
 		Usage: "stop a running job; its partial results are kept",
 		Description: `Sends SIGTERM (the runner writes results.json with status cancelled), then
 SIGKILL after 10 s. The container stays until xrun rm.
+
+A sweep split over several jobs (submit --split) is cancelled part by part,
+and what its parts ran is gathered into the job's results.
 
 Examples:
   xrun cancel 3fa1` + foundOnHost,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 
 	"github.com/urfave/cli/v2"
 	"github.com/xrun-dev/xrun/client/connect"
@@ -19,6 +20,10 @@ type jobRef struct {
 	// command and its --force: another user's job is refused before it is
 	// recorded in this store (job.FindToAct).
 	act *actOn
+	// parts, when set, is what the command does with a split sweep
+	// whose parts are not gathered yet (job.PartsError); without, the
+	// command says so.
+	parts func(ctx context.Context, m *job.Manager, pe *job.PartsError) error
 }
 
 type actOn struct {
@@ -62,6 +67,10 @@ func forOneJob(a *App, ref *jobRef, cmd *cli.Command, check func() error, act fu
 			j, err = m.FindToAct(c.Context, ref.id, ref.host, *ref.act.force, ref.act.command)
 		} else {
 			j, err = m.Find(c.Context, ref.id, ref.host)
+		}
+		var parts *job.PartsError
+		if ref.parts != nil && errors.As(err, &parts) {
+			return ref.parts(c.Context, m, parts)
 		}
 		if err != nil {
 			return err

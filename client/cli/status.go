@@ -64,8 +64,15 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	}
 	row("error", j.Error)
 	row("host", j.Host)
-	// What runs the job, in its backend's words.
+	if j.Split != "" {
+		row("part", fmt.Sprintf("%s of the sweep, gathered into job %s", j.Split, j.SplitOf))
+	}
+	// What runs the job, in its backend's words; a gathered job ran
+	// nowhere itself.
 	where, state := connect.Describe(j)
+	if len(j.Parts) > 0 {
+		where, state = [][2]string{{"parts", strings.Join(j.Parts, " ")}}, "parts' state"
+	}
 	for _, r := range where {
 		row(r[0], r[1])
 	}

@@ -31,6 +31,8 @@ type submitOptions struct {
 	noPreflight bool
 	// hosts are every --host given: more than one fans out.
 	hosts []string
+	// split is --split: the sweep's cases split over this many jobs.
+	split int
 	// cluster is what the flags say of a cluster beyond --host and
 	// --context (its backend's own options).
 	cluster *connect.SubmitChoice
@@ -65,12 +67,24 @@ Exit codes (the runner's, with xrun's own failures in the same places):
 With --detach it prints the job id alone on stdout and returns; follow the job
 with xrun logs -f, wait, status, results, cancel and rm.
 
+With --split N the sweep's cases are split over N jobs submitted at once, the
+Kth running cases K, K+N, K+2N, ... (from 1). Each is an ordinary job (xrun ps
+lists them, "part K/N"); once all have ended their results are gathered into
+one job, whose id the submit prints: its results are the whole sweep's, in its
+order, judged by the criteria as one run's, and its log is the parts' logs. An
+attached submit waits for the parts and gathers them (Ctrl-C cancels them all
+and gathers what they ran); with --detach, xrun wait ID does. The parts must
+run on one kind of machine (GPU model, driver, CUDA, software and clock
+policy), as a series of the results history does. On a Docker host with fewer
+free GPUs than parts, add --queue.
+
 Examples:
   xrun submit --cpu experiments/039-gla-pingpong
   id=$(xrun submit -d --gpus 1 experiments/039-gla-pingpong) && xrun wait $id
   xrun submit --host ssh://me@gpu-box --gpus 0,2 --env HF_TOKEN experiments/039-gla-pingpong
   xrun submit --gpus device=1 experiments/039-gla-pingpong                 # GPU 1 only
   xrun submit --host lab --host cloud --queue experiments/039-gla-pingpong   # on both at once
+  xrun submit --slurm --login me@cluster --split 4 experiments/039-gla-pingpong  # 4 nodes at once
   xrun submit --base xrun/cpu-torch:bookworm --timeout 10m my-kernel
   xrun submit --retune experiments/autotuned-matmul          # autotune afresh
   ` + strings.Join(connect.SubmitExamples(), "\n  ") + `
@@ -106,6 +120,7 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			&cli.StringFlag{Name: "gpus", EnvVars: []string{"XRUN_GPUS"}, Usage: "GPUs to request: a count, device ids (device=0, 0,2 or GPU-uuid) or all (default: resources.gpus, else 1)", Destination: &o.GPUs},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "for scripts: no build or log output on stderr (errors still), and on stdout only the job id (-d) or, attached, one line: the job id and its final status", Destination: &o.quiet},
 			&cli.BoolFlag{Name: "keep", Usage: "attached: keep the job's exited container on the host (by default it is removed once its results and logs are in the store)", Destination: &o.Keep},
+			&cli.IntFlag{Name: "split", Usage: "split the sweep over N jobs that run at once, each every Nth case (on a cluster, on as many nodes as the scheduler gives), and gather their results into one job", Destination: &o.split},
 			&cli.BoolFlag{Name: "queue", EnvVars: []string{"XRUN_QUEUE"}, Usage: "when the GPUs asked for are held by other jobs, wait for them instead of failing", Destination: &o.Queue},
 			&cli.BoolFlag{Name: "cpu", EnvVars: []string{"XRUN_CPU"}, Usage: "run without GPUs (XRUN_MODE=cpu: the CPU sweep, GPU-only implementations skipped)", Destination: &o.CPU},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "pass host variable NAME (or NAME=value) to the job at run time, added to the spec's env list"},
@@ -149,6 +164,15 @@ logs -f ID), and exits 0: the job was not asked to stop.`,
 			o.Registry, o.PullSecret, o.PendingLimit = o.cluster.Registry, o.cluster.PullSecret, o.cluster.PendingLimit
 			if o.Where.Cluster() && len(o.hosts) > 1 {
 				return usageError("%s runs on one cluster: give at most one --host (the Docker host that builds the image)", connect.Capabilities(o.Where).Flag)
+			}
+			if c.IsSet("split") {
+				if o.split < 2 || o.split > result.MaxSplit {
+					return usageError("--split %d: give 2 to %d jobs to split the sweep over", o.split, result.MaxSplit)
+				}
+				if len(o.hosts) > 1 {
+					return usageError("--split runs its jobs on one place: give at most one --host")
+				}
+				return runSubmitSplit(c.Context, a, o)
 			}
 			if len(o.hosts) > 1 {
 				return runSubmitFanout(c.Context, a, o, o.hosts)

@@ -24,6 +24,13 @@ type waitOptions struct {
 
 func newWaitCommand(a *App) *cli.Command {
 	var o waitOptions
+	o.ref.parts = func(ctx context.Context, m *job.Manager, pe *job.PartsError) error {
+		j, err := m.Gather(ctx, pe.ID)
+		if err != nil {
+			return err
+		}
+		return runWait(ctx, a, o, m, j)
+	}
 	return forOneJob(a, &o.ref, &cli.Command{
 		Name:  "wait",
 		Usage: "wait for a job to end, enforce its timeout, fetch its results, and exit with its code",
@@ -33,6 +40,9 @@ cancelled (see xrun submit --help).
 
 While it waits it shows the job's progress on stderr (the case, phase and
 time left, as logs -f does); stdout gets the job's status alone.
+
+A sweep split over several jobs (submit --split) is waited for part by
+part, and its parts' results are then gathered into the job's own.
 
 Examples:
   id=$(xrun submit -d experiments/039-gla-pingpong) && xrun wait $id && xrun results $id` + foundOnHost,

@@ -25,6 +25,11 @@ func (m *Manager) Resolve(ref string) (*store.Job, error) {
 	var nf *store.NotFoundError
 	var amb *store.AmbiguousError
 	switch {
+	case errors.As(err, &nf) && !nf.Malformed:
+		if id, parts, perr := m.partsOf(ref); perr == nil && parts != nil {
+			return nil, &contract.ExitError{Code: contract.ExitUsage, Err: &PartsError{ID: id, Parts: parts}}
+		}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	case errors.As(err, &nf) || errors.As(err, &amb):
 		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: err}
 	case err != nil:

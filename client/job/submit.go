@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type SubmitRequest struct {
 	// NoStandby neither claims a Docker host's standby container for the
 	// job nor leaves one for the next submit (backend.Standbys).
 	NoStandby bool
+	// Split runs one part of the sweep split over several jobs ("2/4",
+	// contract.EnvSplit) whose results are gathered into job SplitOf.
+	Split, SplitOf string
 }
 
 // stage is how far a submit got: it decides what a failure or a Ctrl-C
@@ -158,6 +162,10 @@ func (s *submission) run(ctx context.Context) (*store.Job, error) {
 	}
 	s.j = newRecord(p, s.b.Where(), r.Build.Dir)
 	s.j.Submit = r.Rerun
+	if r.Split != "" {
+		s.j.Split, s.j.SplitOf = r.Split, r.SplitOf
+		jo.Env = append(slices.Clip(jo.Env), contract.EnvSplit+"="+r.Split)
+	}
 	standbys, warm := s.b.(backend.Standbys)
 	warm = warm && !r.NoStandby
 	if warm {

@@ -79,6 +79,15 @@ type Job struct {
 	// say (directory, host, GPUs, mode, timeout), so that it can be rerun
 	// the same way (xrun regress --confirm).
 	Submit *SubmitArgs `json:"submit,omitempty"`
+	// Split is the part of its sweep the job runs ("2/4",
+	// contract.EnvSplit), and SplitOf the job its parts' results are
+	// gathered into (xrun submit --split); both "" for a job that runs a
+	// whole sweep.
+	Split   string `json:"split,omitempty"`
+	SplitOf string `json:"split_of,omitempty"`
+	// Parts are the jobs a gathered job's results come from, in part
+	// order: such a job ran nowhere itself.
+	Parts []string `json:"parts,omitempty"`
 }
 
 // SubmitArgs are the submit options a rerun of a job repeats.
