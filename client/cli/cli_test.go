@@ -96,6 +96,9 @@ func TestExitCodesOfXrunItself(t *testing.T) {
 		{"network other than default or none", []string{"submit", "--network", "host", dir}, false, contract.ExitUsage, "--network \"host\": give default or none"},
 		{"negative cpus", []string{"submit", "--cpus", "-1", dir}, false, contract.ExitUsage, "--cpus -1: give how many CPUs the job gets, at least 1"},
 		{"two login nodes", []string{"submit", "--slurm", "--login", "a", "--login", "b", dir}, false, contract.ExitUsage, "--login is given 2 times (a, b): give the one login node of the cluster"},
+		{"split of one", []string{"submit", "--split", "1", dir}, false, contract.ExitUsage, "--split 1: give 2 to 256 jobs to split the sweep over"},
+		{"split over hosts", []string{"submit", "--split", "2", "--host", "a", "--host", "b", dir}, false, contract.ExitUsage, "--split runs its jobs on one place: give at most one --host"},
+		{"split over more jobs than cases, before any build", []string{"submit", "--cpu", "--split", "200", dir}, true, contract.ExitUsage, "; split it over at most"},
 		{"no daemon", []string{"submit", "--cpu", dir}, true, contract.ExitInfra, "cannot reach the Docker daemon"},
 	}
 	for _, tt := range tests {
