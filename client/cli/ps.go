@@ -184,8 +184,20 @@ func runPs(ctx context.Context, a *App, o psOptions) error {
 	t := table.Table{Columns: table.Heads("JOB ID", "EXPERIMENT", "STATUS", "OWNER", "GPUS", "HOST", "CREATED", "DURATION", "IMAGE")}
 	now := time.Now()
 	for _, j := range shown {
-		t.Add(table.Code(j.ID), table.Text(j.Experiment), table.Fig(j.Status), table.Text(table.OrDash(j.Owner)), table.Fig(j.GPUs),
+		t.Add(table.Code(j.ID), table.Text(experimentOf(j)), table.Fig(j.Status), table.Text(table.OrDash(j.Owner)), table.Fig(j.GPUs),
 			table.Text(j.Host), table.Fig(render.Ago(j.Created, now)), table.Fig(jobDuration(j, now)), table.Text(j.ImageRef))
 	}
 	return t.WriteText(a.Out, "")
+}
+
+// experimentOf is the experiment a job ran, and for a split sweep which
+// part of it the job ran, or how many parts a gathered job holds.
+func experimentOf(j *store.Job) string {
+	switch {
+	case j.Split != "":
+		return j.Experiment + " (part " + j.Split + ")"
+	case len(j.Parts) > 0:
+		return fmt.Sprintf("%s (%d parts)", j.Experiment, len(j.Parts))
+	}
+	return j.Experiment
 }

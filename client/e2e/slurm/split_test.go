@@ -3,8 +3,6 @@
 package slurm_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,18 +18,7 @@ import (
 // by the same implementations to the same status.
 func TestSplitSweep(t *testing.T) {
 	dir := fixture(t, "quick")
-	spec := filepath.Join(dir, "xrun.yaml")
-	data, err := os.ReadFile(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	four := strings.Replace(string(data), "cpu_sweep: {N: [1024, 4096]}", "cpu_sweep: {N: [1024, 2048, 4096, 8192]}", 1)
-	if four == string(data) {
-		t.Fatal("the quick fixture's cpu_sweep changed: update this test")
-	}
-	if err := os.WriteFile(spec, []byte(four), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	xruntest.SweepOfFour(t, dir)
 
 	whole := x.Run(t, 4*time.Minute, "submit", "--slurm", "--cpu", "--json", dir)
 	xruntest.Expect(t, whole, 0)
@@ -45,7 +32,7 @@ func TestSplitSweep(t *testing.T) {
 	if got.Status != result.StatusSucceeded || got.Split == nil || got.Split.Parts != 2 || len(got.Split.Jobs) != 2 {
 		t.Fatalf("gathered job %s: status %s, split %+v", gj.ID, got.Status, got.Split)
 	}
-	if a, b := cases(want), cases(got); a != b {
+	if a, b := xruntest.CaseStatuses(want), xruntest.CaseStatuses(got); a != b {
 		t.Errorf("gathered cases differ from the whole sweep's:\n whole: %s\ngather: %s", a, b)
 	}
 	// Both parts ran at once, each on the node's CPUs.
@@ -66,19 +53,4 @@ func TestSplitSweep(t *testing.T) {
 	if strings.Count(logs.Stdout, "status: succeeded") != 2 || !strings.Contains(logs.Stdout, "==> part 2/2: job") {
 		t.Errorf("the gathered log is not its two parts' logs:\n%s", logs.Stdout)
 	}
-}
-
-// cases is each case's label and its implementations' statuses, in order.
-func cases(r *result.Results) string {
-	var out []string
-	for _, c := range r.Cases {
-		s := c.Label + ":"
-		for _, name := range append([]string{result.Reference}, r.Implementations...) {
-			if ir := c.Results[name]; ir != nil {
-				s += " " + name + "=" + ir.Status
-			}
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, "; ")
 }

@@ -348,3 +348,38 @@ func (x *Xrun) SubmittedJobs(t testing.TB, dir string, submit func() Result) (Re
 	}
 	return r, made
 }
+
+// SweepOfFour makes the CPU sweep of dir, a copy of the quick fixture,
+// four cases instead of two (for a sweep split over two jobs).
+func SweepOfFour(t testing.TB, dir string) {
+	t.Helper()
+	spec := filepath.Join(dir, "xrun.yaml")
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	four := strings.Replace(string(data), "cpu_sweep: {N: [1024, 4096]}", "cpu_sweep: {N: [1024, 2048, 4096, 8192]}", 1)
+	if four == string(data) {
+		t.Fatal("the quick fixture's cpu_sweep changed: update SweepOfFour")
+	}
+	if err := os.WriteFile(spec, []byte(four), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CaseStatuses is each case of r with its implementations' statuses, in
+// order: what a sweep run whole and the same sweep split and gathered
+// must agree on.
+func CaseStatuses(r *result.Results) string {
+	var out []string
+	for _, c := range r.Cases {
+		s := c.Label + ":"
+		for _, name := range append([]string{result.Reference}, r.Implementations...) {
+			if ir := c.Results[name]; ir != nil {
+				s += " " + name + "=" + ir.Status
+			}
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}
