@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -286,8 +287,13 @@ func TestImportStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, status := range []string{result.StatusSucceeded, result.StatusRunning, result.StatusCriteriaFailed} {
+	// The last is one part of a split sweep: the history takes the job
+	// it is gathered into, never the part too.
+	for i, status := range []string{result.StatusSucceeded, result.StatusRunning, result.StatusCriteriaFailed, result.StatusSucceeded} {
 		j := &store.Job{ID: fmt.Sprintf("job%d", i), Host: "ssh://lab@gpu1", Status: status}
+		if i == 3 {
+			j.Split, j.SplitOf = "1/2", "job0"
+		}
 		if err := js.Create(j); err != nil {
 			t.Fatal(err)
 		}
@@ -303,6 +309,11 @@ func TestImportStore(t *testing.T) {
 	}
 	if n, _ := s.ImportStore(js); n != 0 {
 		t.Errorf("a second ImportStore imported %d", n)
+	}
+	if part, _ := js.Load("job3"); part != nil {
+		if _, err := s.ImportJob(js, part); !errors.Is(err, ErrPart) {
+			t.Errorf("ImportJob of a part: %v, want ErrPart", err)
+		}
 	}
 	pts, _ := s.Points(Filter{Host: "lab@gpu1"})
 	if len(pts) != 2 || pts[0].Source != SourceStore {

@@ -61,6 +61,11 @@ type Imported struct {
 // ErrRunning is returned for the results of a job that has not ended.
 var ErrRunning = errors.New("the results are partial (the job is still running): import them once it has ended")
 
+// ErrPart says a job ran one part of a split sweep (xrun submit --split):
+// the history takes the job its parts are gathered into, so that no
+// timing counts twice.
+var ErrPart = errors.New("the job ran one part of a split sweep: the results history takes the job its parts were gathered into")
+
 // Import adds the run r to the history in one transaction: its points go
 // into their series (made as needed). Importing a run again (the same job
 // id and start) replaces its points, so imports can be repeated.
@@ -385,7 +390,7 @@ func (s *Store) ImportStore(js *store.Store) (int, error) {
 	n := 0
 	var tampered error
 	for _, j := range list {
-		if known[j.ID] || !store.Final(j.Status) || !js.Has(j.ID, store.ResultsFile) {
+		if known[j.ID] || !store.Final(j.Status) || j.Split != "" || !js.Has(j.ID, store.ResultsFile) {
 			continue
 		}
 		if _, err := s.ImportJob(js, j); err != nil {
@@ -412,6 +417,9 @@ func (s *Store) ImportStore(js *store.Store) (int, error) {
 // the digest recorded when the job ended (store.CheckResults): a copy
 // changed since is a *store.TamperedError, and nothing of it is imported.
 func (s *Store) ImportJob(js *store.Store, j *store.Job) (Imported, error) {
+	if j.Split != "" {
+		return Imported{}, fmt.Errorf("job %s: %w (job %s)", j.ID, ErrPart, j.SplitOf)
+	}
 	if err := js.CheckResults(j); err != nil {
 		return Imported{}, err
 	}

@@ -166,7 +166,10 @@ func (m *Manager) gather(id string, parts []*store.Job) (*store.Job, error) {
 	}
 	j := &store.Job{ID: id, Host: first.Host, Experiment: first.Experiment, ExperimentDir: first.ExperimentDir, ImageRef: first.ImageRef,
 		ImageID: first.ImageID, SpecHash: first.SpecHash, GPUs: first.GPUs, Mode: first.Mode, Timeout: first.Timeout,
-		Created: first.Created, Status: r.Status, Error: r.Error, ResultsSHA256: digest, Owner: first.Owner, Parts: ids(parts)}
+		Created: first.Created, Status: r.Status, Error: r.Error, ResultsSHA256: digest, Owner: first.Owner, Parts: ids(parts),
+		// A rerun (xrun rerun, regress --confirm) runs the sweep whole,
+		// in one job of the same place.
+		Submit: first.Submit}
 	for _, p := range parts {
 		if p.Created.Before(j.Created) {
 			j.Created = p.Created
@@ -185,6 +188,9 @@ func (m *Manager) gather(id string, parts []*store.Job) (*store.Job, error) {
 	// The record last: until it is there, the job is its parts.
 	if err := m.Store.Save(j); err != nil {
 		return nil, err
+	}
+	if m.Finished != nil {
+		m.Finished(j)
 	}
 	return j, nil
 }

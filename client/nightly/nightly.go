@@ -101,7 +101,7 @@ func (n *History) Record(st *store.Store, j *store.Job) {
 	if !st.Has(j.ID, store.ResultsFile) {
 		return
 	}
-	if _, err := n.h.ImportJob(st, j); err != nil && !errors.Is(err, history.ErrRunning) {
+	if _, err := n.h.ImportJob(st, j); err != nil && !errors.Is(err, history.ErrRunning) && !errors.Is(err, history.ErrPart) {
 		fmt.Fprintf(n.Err, "warning: results history: %v (xrun history imports the job later)\n", err)
 	}
 }
