@@ -36,7 +36,15 @@ func Gather(s *spec.Spec, id string, parts []*result.Results, jobs []result.Spli
 			return nil, fmt.Errorf("job %s ran the %s sweep and job %s the %s sweep: gather parts of one sweep", jobs[0].JobID, parts[0].Mode, jobs[i].JobID, p.Mode)
 		}
 	}
+	// The environment is the first part's that ran a case: a part
+	// stopped before its first case may not have read its machine.
 	first := parts[0]
+	for _, p := range parts {
+		if RanACase(p) {
+			first = p
+			break
+		}
+	}
 	r := &result.Results{
 		SchemaVersion: result.SchemaVersion, JobID: id, Experiment: first.Experiment, CreatedAt: first.CreatedAt,
 		Status: result.StatusRunning, ClientVersion: first.ClientVersion, RunnerVersion: first.RunnerVersion,
@@ -44,7 +52,8 @@ func Gather(s *spec.Spec, id string, parts []*result.Results, jobs []result.Spli
 		SweepKeys: first.SweepKeys, Implementations: first.Implementations, Baseline: first.Baseline,
 		Cases: []result.Case{}, Split: &result.Split{Parts: n, Jobs: jobs},
 	}
-	finished := first.FinishedAt
+	r.CreatedAt = parts[0].CreatedAt
+	finished := parts[0].FinishedAt
 	for _, p := range parts[1:] {
 		if p.CreatedAt.Before(r.CreatedAt) {
 			r.CreatedAt = p.CreatedAt
@@ -88,7 +97,7 @@ func Gather(s *spec.Spec, id string, parts []*result.Results, jobs []result.Spli
 	if r.Status != result.StatusRunning {
 		r.Interrupt(r.Names(), r.Error)
 	}
-	if h := first.Env.HostLoad; h != nil {
+	if h := r.Env.HostLoad; h != nil {
 		r.Env.HostLoad = HostLoad(r, h.BusyShare)
 	}
 	r.Comparisons = Comparisons(r, r.Methodology.FastThreshold)
@@ -127,6 +136,19 @@ func AnyFailed(r *result.Results) bool {
 			switch ir.Status {
 			case result.ImplOK, result.ImplSkipped:
 			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// RanACase reports whether r holds a case with an implementation that
+// ran (whose machine the runner read).
+func RanACase(r *result.Results) bool {
+	for _, c := range r.Cases {
+		for _, ir := range c.Results {
+			if ir.Status != result.ImplNotRun && ir.Status != result.ImplSkipped {
 				return true
 			}
 		}

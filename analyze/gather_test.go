@@ -100,6 +100,20 @@ func TestGatherOfACancelledPart(t *testing.T) {
 	if r.Status != result.StatusCancelled || !strings.Contains(r.Error, "part 2/2 (job job2)") || !r.Criteria[0].NotEvaluated {
 		t.Errorf("status %s, error %q, criteria %+v", r.Status, r.Error, r.Criteria)
 	}
+
+	// A part stopped before its first case read no machine: the run's is
+	// the first part's that ran one.
+	p1 := part(s, 1, 2, result.StatusCancelled)
+	p1.Cases, p1.Error = nil, "cancelled"
+	p2 = part(s, 2, 2, result.StatusSucceeded)
+	p2.Env.Host = "node2"
+	r, err = Gather(s, "g1", []*result.Results{p1, p2}, jobsOf(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Env.Host != "node2" || r.Status != result.StatusCancelled || len(r.Cases) != 5 {
+		t.Errorf("env.host %q, status %s, %d cases; want part 2's host, cancelled, 5 cases", r.Env.Host, r.Status, len(r.Cases))
+	}
 }
 
 func TestGatherRefusesWhatIsNotOneSweep(t *testing.T) {

@@ -135,7 +135,7 @@ func (m *Manager) gather(id string, parts []*store.Job) (*store.Job, error) {
 		for _, g := range r.Env.GPUs {
 			sj.GPUs = append(sj.GPUs, g.Name)
 		}
-		if len(r.Cases) > 0 {
+		if analyze.RanACase(r) {
 			// The parts must be one kind of machine, as a series of the
 			// history is: else their cases are not one run's.
 			mc := machineOf(r)
