@@ -57,6 +57,9 @@ func TextWith(w io.Writer, r *result.Results, o TextOptions) error {
 	if s := analyze.NothingCompared(r); s != "" {
 		fmt.Fprintln(ew, s)
 	}
+	if s := splitLine(r.Split); s != "" {
+		fmt.Fprintln(ew, s)
+	}
 	fmt.Fprintln(ew)
 	if len(r.Cases) > 0 {
 		// SPEEDUP only when some row is compared (a run with one
@@ -310,4 +313,20 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
+}
+
+// splitLine says which part of its sweep a run ran, or, of a gathered
+// run, which jobs ran its parts and where; "" for a run of a whole sweep.
+func splitLine(sp *result.Split) string {
+	switch {
+	case sp == nil:
+		return ""
+	case sp.Part > 0:
+		return fmt.Sprintf("part %s of the sweep: %s", sp, sp.Every())
+	}
+	var jobs []string
+	for _, j := range sp.Jobs {
+		jobs = append(jobs, fmt.Sprintf("part %d/%d job %s on %s (%s)", j.Part, sp.Parts, j.JobID, j.Host, j.Status))
+	}
+	return fmt.Sprintf("gathered from %d jobs: %s", sp.Parts, strings.Join(jobs, ", "))
 }

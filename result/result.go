@@ -648,3 +648,8 @@ const MaxSplit = 256
 
 // String is "K/N".
 func (s *Split) String() string { return fmt.Sprintf("%d/%d", s.Part, s.Parts) }
+
+// Every names the cases of part K of N, from 1: "cases 2, 6, 10, ...".
+func (s *Split) Every() string {
+	return fmt.Sprintf("cases %d, %d, %d, ...", s.Part, s.Part+s.Parts, s.Part+2*s.Parts)
+}

@@ -390,23 +390,8 @@ func (rn *runner) ownCases(all []spec.Params) []spec.Params {
 			own = append(own, p)
 		}
 	}
-	rn.logf("part %s of the sweep: %d of its %d cases, every %s from case %d", sp, len(own), len(all), ordinal(sp.Parts), sp.Part)
+	rn.logf("part %s of the sweep: %d of its %d cases (%s)", sp, len(own), len(all), sp.Every())
 	return own
-}
-
-// ordinal is "4th" of 4.
-func ordinal(n int) string {
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-		return fmt.Sprintf("%dth", n)
-	case n%10 == 1:
-		return fmt.Sprintf("%dst", n)
-	case n%10 == 2:
-		return fmt.Sprintf("%dnd", n)
-	case n%10 == 3:
-		return fmt.Sprintf("%drd", n)
-	}
-	return fmt.Sprintf("%dth", n)
 }
 
 // kcase is the case being run: its results live in rec.r.Cases[idx].
