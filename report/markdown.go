@@ -88,6 +88,9 @@ func (m *mdWriter) header(r *result.Results) {
 	if s := analyze.NothingCompared(r); s != "" {
 		m.printf("**%s**\n\n", s)
 	}
+	if s := splitLine(r.Split); s != "" {
+		m.printf("%s\n\n", table.MarkdownText(s))
+	}
 }
 
 func gpuSummary(r *result.Results) string {

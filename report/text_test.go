@@ -23,5 +23,12 @@ func TestTextSaysASplitSweepsParts(t *testing.T) {
 		if !strings.Contains(b.String(), c.want) {
 			t.Errorf("Text lacks %q:\n%s", c.want, b.String())
 		}
+		b.Reset()
+		if err := Markdown(&b, &result.Results{Experiment: "e", Status: "succeeded", Split: c.split}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), strings.TrimSuffix(c.want, "\n")) {
+			t.Errorf("Markdown lacks %q:\n%s", c.want, b.String())
+		}
 	}
 }
