@@ -114,6 +114,15 @@ func Gather(s *spec.Spec, id string, parts []*result.Results, jobs []result.Spli
 			}
 		}
 	}
+	Settle(r, critOK)
+	return r, nil
+}
+
+// Settle gives a run that is still running at its verdict the status its
+// results earn: failed when an implementation did not run to the end or
+// ran wrong, criteria_failed when critOK is false, else succeeded; a run
+// stopped before its verdict keeps its status. Success follows it.
+func Settle(r *result.Results, critOK bool) {
 	if r.Status == result.StatusRunning {
 		switch {
 		case AnyFailed(r):
@@ -125,7 +134,6 @@ func Gather(s *spec.Spec, id string, parts []*result.Results, jobs []result.Spli
 		}
 	}
 	r.Success = r.Status == result.StatusSucceeded
-	return r, nil
 }
 
 // AnyFailed reports an implementation (or the reference) of r that did

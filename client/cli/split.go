@@ -11,6 +11,7 @@ import (
 	"github.com/xrun-dev/xrun/client/render"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/internal/text"
+	"github.com/xrun-dev/xrun/result"
 )
 
 // runSubmitSplit submits the sweep of o as o.split part jobs, one after
@@ -79,7 +80,7 @@ func runSubmitSplit(ctx context.Context, a *App, o submitOptions) error {
 	case o.quiet:
 		fmt.Fprintf(a.Out, "%s %s\n", g.ID, g.Status)
 	default:
-		if err := a.writeStoredResults(a.Out, g, render.Table, render.Options{}); err != nil && g.Status == "succeeded" {
+		if err := a.writeStoredResults(a.Out, g, render.Table, render.Options{}); err != nil && g.Status == result.StatusSucceeded {
 			return err
 		}
 	}

@@ -246,17 +246,7 @@ func (rn *runner) finish(parent, ctx context.Context, runErr error) (*result.Res
 	if rn.strays != "" {
 		r.Warnings = append(r.Warnings, result.Warning{Kind: analyze.WarnStrayProcesses, Message: rn.strays})
 	}
-	if r.Status == result.StatusRunning {
-		switch {
-		case analyze.AnyFailed(r):
-			r.Status = result.StatusFailed
-		case !critOK:
-			r.Status = result.StatusCriteriaFailed
-		default:
-			r.Status = result.StatusSucceeded
-		}
-	}
-	r.Success = r.Status == result.StatusSucceeded
+	analyze.Settle(r, critOK)
 	now := time.Now().UTC()
 	r.FinishedAt = &now
 	if err := result.WriteFile(rn.rec.path, r); err != nil {

@@ -383,3 +383,38 @@ func CaseStatuses(r *result.Results) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// CheckSplitSweep checks the job that split, an attached submit --split 2
+// --json of a sweep, gathered, against whole, the same sweep submitted as
+// one job: the same cases in the same order with the same statuses, both
+// parts succeeded on a place whose address starts with host and ran at
+// once, and the gathered log is the two parts' logs.
+func (x *Xrun) CheckSplitSweep(t testing.TB, whole, split Result, host string) {
+	t.Helper()
+	wj, _ := DecodeJob(t, whole)
+	want := x.Results(t, wj.ID)
+	gj, _ := DecodeJob(t, split)
+	got := x.Results(t, gj.ID)
+	if got.Status != result.StatusSucceeded || got.Split == nil || got.Split.Parts != 2 || len(got.Split.Jobs) != 2 {
+		t.Fatalf("gathered job %s: status %s, split %+v", gj.ID, got.Status, got.Split)
+	}
+	if a, b := CaseStatuses(want), CaseStatuses(got); a != b {
+		t.Errorf("gathered cases differ from the whole sweep's:\n whole: %s\ngather: %s", a, b)
+	}
+	var parts []*result.Results
+	for _, sj := range got.Split.Jobs {
+		if !strings.HasPrefix(sj.Host, host) || sj.Status != result.StatusSucceeded {
+			t.Errorf("part %+v", sj)
+		}
+		parts = append(parts, x.Results(t, sj.JobID))
+	}
+	if len(parts) == 2 && (parts[0].FinishedAt == nil || parts[1].FinishedAt == nil ||
+		!parts[0].CreatedAt.Before(*parts[1].FinishedAt) || !parts[1].CreatedAt.Before(*parts[0].FinishedAt)) {
+		t.Errorf("the parts did not run at once: part 1 %s-%v, part 2 %s-%v", parts[0].CreatedAt, parts[0].FinishedAt, parts[1].CreatedAt, parts[1].FinishedAt)
+	}
+	logs := x.Run(t, time.Minute, "logs", gj.ID)
+	Expect(t, logs, 0)
+	if strings.Count(logs.Stdout, "status: succeeded") != 2 || !strings.Contains(logs.Stdout, "==> part 2/2: job") {
+		t.Errorf("the gathered log is not its two parts' logs:\n%s", logs.Stdout)
+	}
+}
