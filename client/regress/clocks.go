@@ -61,8 +61,14 @@ func DefaultClocks() ClockRule { return ClockRule{Window: 20, MinHistory: 3, Sco
 // start a new baseline (an accepted change point): the usual clocks start
 // again there. change may be nil.
 func (cr ClockRule) Noise(cs []Clocks, change []bool) []string {
+	return cr.NoiseFrom(&State{}, cs, change)
+}
+
+// NoiseFrom is Noise resumed from st's usual clocks (State.Clocks: those
+// of the timings before cs), which it leaves as they stand after cs.
+func (cr ClockRule) NoiseFrom(st *State, cs []Clocks, change []bool) []string {
 	out := make([]string, len(cs))
-	var usual []float64
+	usual := st.Clocks
 	for i, c := range cs {
 		if change != nil && change[i] {
 			usual = nil
@@ -84,8 +90,9 @@ func (cr ClockRule) Noise(cs []Clocks, change []bool) []string {
 					c.SMClockMHz, med, lo, hi, len(h))
 			}
 		}
-		usual = append(usual, float64(c.SMClockMHz))
+		usual = last(append(usual, float64(c.SMClockMHz)), cr.Window)
 	}
+	st.Clocks = usual
 	return out
 }
 

@@ -72,7 +72,21 @@ func clean(v Value) bool { return v.Errored == "" && v.Noisy == "" && v.MedianMS
 // together, each in time order) and returns one verdict per value, in the
 // order of series and values given.
 func (ru Rule) WalkRelative(series []Series) [][]Verdict {
-	factors := ru.hostFactors(series)
+	states := make([]*State, len(series))
+	for i := range states {
+		states[i] = &State{}
+	}
+	out, _ := ru.WalkRelativeFrom(states, series)
+	return out
+}
+
+// WalkRelativeFrom is WalkRelative resumed: states[i] is series i's State
+// after its values before these (a new State for a series read from its
+// start), and is left as it stands after them. outcomes[i], when not nil,
+// is what series i's values made of the suspect its state held, for the
+// verdict of that earlier value.
+func (ru Rule) WalkRelativeFrom(states []*State, series []Series) (verdicts [][]Verdict, outcomes []*Outcome) {
+	factors := ru.hostFactors(series, states)
 	// The groups' series by implementation, and each series' values by run.
 	byRun := make([]map[runKey]int, len(series))
 	impls := map[string]map[string]int{} // group -> implementation -> series
@@ -87,12 +101,13 @@ func (ru Rule) WalkRelative(series []Series) [][]Verdict {
 		impls[ser.Group][ser.Implementation] = s
 	}
 	out := make([][]Verdict, len(series))
+	outcomes = make([]*Outcome, len(series))
 	for s, ser := range series {
 		rel := make([]Value, len(ser.Values))
 		bases := make([]string, len(ser.Values))
 		of := make([]string, len(ser.Values))
 		hf := make([]float64, len(ser.Values))
-		lastBasis := ""
+		lastBasis := states[s].LastBasis
 		for i, v := range ser.Values {
 			r := v
 			r.Samples = nil
@@ -135,7 +150,9 @@ func (ru Rule) WalkRelative(series []Series) [][]Verdict {
 			}
 			rel[i] = r
 		}
-		vs := ru.walk(rel, ser.Values)
+		states[s].LastBasis = lastBasis
+		vs, outcome := ru.walk(rel, ser.Values, states[s])
+		outcomes[s] = outcome
 		for i := range vs {
 			vd := &vs[i]
 			vd.HostFactor = round(hf[i])
@@ -152,7 +169,7 @@ func (ru Rule) WalkRelative(series []Series) [][]Verdict {
 		}
 		out[s] = vs
 	}
-	return out
+	return out, outcomes
 }
 
 // scale is what a basis is measured in: the time (ms), or the ratio to one
@@ -196,14 +213,15 @@ func round(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
 // hostFactors returns, per group and run, each implementation's time there
 // over the median of its series' last Window clean values (at least
-// MinHistory of them, since the last change point).
-func (ru Rule) hostFactors(series []Series) map[string]map[runKey]map[string]float64 {
+// MinHistory of them, since the last change point), each series' from its
+// state's (State.Recent), which it leaves as it stands after the values.
+func (ru Rule) hostFactors(series []Series, states []*State) map[string]map[runKey]map[string]float64 {
 	ratios := map[string]map[runKey]map[string]float64{}
-	for _, ser := range series {
+	for s, ser := range series {
 		if ratios[ser.Group] == nil {
 			ratios[ser.Group] = map[runKey]map[string]float64{}
 		}
-		var recent []float64
+		recent := states[s].Recent
 		for _, v := range ser.Values {
 			if v.ChangePoint {
 				recent = nil
@@ -219,8 +237,9 @@ func (ru Rule) hostFactors(series []Series) map[string]map[runKey]map[string]flo
 				}
 				ratios[ser.Group][k][ser.Implementation] = v.MedianMS / m
 			}
-			recent = append(recent, v.MedianMS)
+			recent = last(append(recent, v.MedianMS), ru.Window)
 		}
+		states[s].Recent = recent
 	}
 	return ratios
 }

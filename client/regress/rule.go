@@ -197,43 +197,68 @@ func (v Verdict) AsReported() Verdict {
 // per value. A verdict can change when a later value confirms it (a
 // suspect becomes regressed) or does not (a spike), so the whole series is
 // read each time.
-func (ru Rule) Walk(vals []Value) []Verdict { return ru.walk(vals, nil) }
+func (ru Rule) Walk(vals []Value) []Verdict {
+	out, _ := ru.walk(vals, nil, &State{})
+	return out
+}
 
-// walk applies the rule to the judged values vals. With times (the same
-// series' own values, when vals are readings made of them: ratios, times
-// over a host factor), the verdicts' Median, MAD, Score and Change are of
-// the times over the same baseline runs and Relative is the judged
-// reading; without, vals are the times.
-func (ru Rule) walk(vals, times []Value) []Verdict {
+// walk applies the rule to the judged values vals, from st (the rule's
+// state after the values before them), and leaves st as it stands after
+// them. With times (the same series' own values, when vals are readings
+// made of them: ratios, times over a host factor), the verdicts' Median,
+// MAD, Score and Change are of the times over the same baseline runs and
+// Relative is the judged reading; without, vals are the times. The
+// outcome, when not nil, is what vals made of st's pending suspect.
+func (ru Rule) walk(vals, times []Value, st *State) ([]Verdict, *Outcome) {
 	relative := times != nil
 	if !relative {
 		times = vals
 	}
 	out := make([]Verdict, len(vals))
-	var base []int  // indices of the accepted values since the last change point
-	pending := -1   // index of the last suspect, awaiting its next value
-	confirmed := "" // direction of a confirmed breach that still holds
-	since := ""     // the run that confirmed it
-	timed := false  // a value of the series converged
+	var outcome *Outcome
+	// pending is the index of the suspect that awaits its next value: -1
+	// none, -2 st.Pending's, a value before vals.
+	pending := -1
+	if st.Pending != nil {
+		pending = -2
+	}
+	pendingDir := func() string {
+		if pending == -2 {
+			return st.Pending.Direction
+		}
+		return out[pending].Direction
+	}
+	spike := func() {
+		switch {
+		case pending == -2:
+			outcome = &Outcome{Run: st.Pending.Run, Spike: true}
+		case pending >= 0:
+			out[pending].Spike = true
+		}
+	}
 	for i, v := range vals {
 		if v.ChangePoint {
-			base, pending, confirmed = nil, -1, ""
+			st.Base, st.LastSamples, st.LastConfig, pending, st.Confirmed = nil, nil, "", -1, ""
 		}
 		if t := times[i]; t.Errored == "" && t.Noisy == "" && t.MedianMS > 0 {
-			timed = true
+			st.Timed = true
 		}
 		switch {
 		case v.Errored != "":
 			out[i] = Verdict{Status: Errored, Reason: v.Errored}
 			continue
 		case v.Noisy != "":
-			out[i] = Verdict{Status: Noisy, Reason: v.Noisy, NeverJudged: !timed, NeverConverged: !timed && times[i].Noisy == NotConverged}
+			out[i] = Verdict{Status: Noisy, Reason: v.Noisy, NeverJudged: !st.Timed, NeverConverged: !st.Timed && times[i].Noisy == NotConverged}
 			continue
 		case v.MedianMS <= 0:
 			out[i] = Verdict{Status: Errored, Reason: "no timing"}
 			continue
 		}
-		h := base[max(0, len(base)-ru.Window):]
+		accept := func() {
+			st.Base = last(append(st.Base, Accepted{Value: v.MedianMS, Time: times[i].MedianMS}), ru.Window)
+			st.LastSamples, st.LastConfig = times[i].Samples, times[i].Config
+		}
+		h := st.Base[max(0, len(st.Base)-ru.Window):]
 		vd := Verdict{Baseline: len(h)}
 		if relative {
 			vd.Relative = &Reading{Value: v.MedianMS}
@@ -241,13 +266,13 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 		if len(h) < ru.MinHistory {
 			vd.Status, vd.Accepted = Insufficient, true
 			out[i] = vd
-			base = append(base, i)
-			pending, confirmed = -1, ""
+			accept()
+			pending, st.Confirmed = -1, ""
 			continue
 		}
 		xs, ts := make([]float64, len(h)), make([]float64, len(h))
-		for k, j := range h {
-			xs[k], ts[k] = vals[j].MedianMS, times[j].MedianMS
+		for k, a := range h {
+			xs[k], ts[k] = a.Value, a.Time
 		}
 		judged := readingOf(v.MedianMS, xs)
 		abs := readingOf(times[i].MedianMS, ts)
@@ -255,7 +280,7 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 		if relative {
 			vd.Relative = &judged
 		}
-		if p, ok := MannWhitney(times[i].Samples, times[h[len(h)-1]].Samples); ok {
+		if p, ok := MannWhitney(times[i].Samples, st.LastSamples); ok {
 			vd.PValue = &p
 		}
 		dir := ""
@@ -272,35 +297,43 @@ func (ru Rule) walk(vals, times []Value) []Verdict {
 		switch {
 		case dir == "":
 			vd.Status = Stable
-			if pending >= 0 {
-				out[pending].Spike = true
+			spike()
+			pending, st.Confirmed = -1, ""
+		case st.Confirmed == dir:
+			vd.Status, vd.Direction, vd.Since = confirmedStatus, dir, st.Since
+		case pending != -1 && pendingDir() == dir:
+			if pending == -2 {
+				vd.Confirms = st.Pending.Run
+				outcome = &Outcome{Run: st.Pending.Run, Status: confirmedStatus, ConfirmedBy: v.Run}
+			} else {
+				vd.Confirms = vals[pending].Run
+				out[pending].Status, out[pending].ConfirmedBy = confirmedStatus, v.Run
 			}
-			pending, confirmed = -1, ""
-		case confirmed == dir:
-			vd.Status, vd.Direction, vd.Since = confirmedStatus, dir, since
-		case pending >= 0 && out[pending].Direction == dir:
-			vd.Status, vd.Direction, vd.Confirms = confirmedStatus, dir, vals[pending].Run
-			out[pending].Status, out[pending].ConfirmedBy = confirmedStatus, v.Run
-			pending, confirmed, since = -1, dir, v.Run
+			vd.Status, vd.Direction = confirmedStatus, dir
+			pending, st.Confirmed, st.Since = -1, dir, v.Run
 		default:
-			if pending >= 0 {
-				out[pending].Spike = true
-			}
+			spike()
 			vd.Status, vd.Direction = Suspect, dir
-			pending, confirmed = i, ""
+			pending, st.Confirmed = i, ""
 		}
 		if dir != "" {
-			vd.ConfigChange = result.AutotuneSummaryChange(times[h[len(h)-1]].Config, times[i].Config)
+			vd.ConfigChange = result.AutotuneSummaryChange(st.LastConfig, times[i].Config)
 		}
 		// A slower value never joins the baseline: a regression stays one
 		// until it is fixed or accepted with a change point.
 		vd.Accepted = dir != Slower
 		if vd.Accepted {
-			base = append(base, i)
+			accept()
 		}
 		out[i] = vd
 	}
-	return out
+	switch {
+	case pending >= 0:
+		st.Pending = &Pending{Run: vals[pending].Run, Direction: out[pending].Direction}
+	case pending == -1:
+		st.Pending = nil
+	}
+	return out, outcome
 }
 
 // score is the robust z-score of x against a baseline's median and MAD.
