@@ -51,6 +51,15 @@ func (d dialect) idList() string {
 	return "SELECT value FROM json_each(?)"
 }
 
+// textList is idList for strings: a subquery of the values of one JSON
+// array parameter.
+func (d dialect) textList() string {
+	if d.postgres {
+		return "SELECT value FROM json_array_elements_text(?::json)"
+	}
+	return "SELECT value FROM json_each(?)"
+}
+
 // walkTable is the name of the walk's temporary table, and the statements
 // that make it and index it: each database names its temporary schema its
 // own way.

@@ -114,6 +114,15 @@ func (s *Store) ImportRows(ctx context.Context, r *result.Results, rows []flat.R
 	if n, _ := res.RowsAffected(); n > 0 {
 		out.Replaced = true
 	}
+	// The rules' kept state at or after this run rests on a history
+	// without it (and all of it on the run it replaces).
+	forgetFrom := at.UnixNano()
+	if out.Replaced {
+		forgetFrom = 0
+	}
+	if err := forgetStates(tx, r.Experiment, forgetFrom); err != nil {
+		return out, fmt.Errorf("import run %s: %w", jobID, err)
+	}
 	// An import is wanted: a job removed from the history before comes
 	// back, and the job store's catch-up imports it again from now on.
 	if _, err := tx.Exec("DELETE FROM removed_jobs WHERE job_id = ?", jobID); err != nil {
@@ -368,24 +377,40 @@ func (s *Store) ImportFile(ctx context.Context, path string, check func(file str
 // when its results land in the store (lifecycle's finalize); this catches
 // up on any that were not (a history made later, a failed import).
 func (s *Store) ImportStore(js *store.Store) (int, error) {
-	known := map[string]bool{}
-	// The jobs it has, and those removed from it (xrun history rm).
-	rows, err := s.db.Query("SELECT DISTINCT job_id FROM runs UNION SELECT job_id FROM removed_jobs")
-	if err != nil {
-		return 0, fmt.Errorf("read results history: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("read results history: %w", err)
-		}
-		known[id] = true
-	}
-	rows.Close()
 	list, err := js.List()
 	if err != nil {
 		return 0, err
+	}
+	// The store's finished jobs are looked up in the history, not the
+	// history's jobs listed: a history of 10^6 runs took a second and a
+	// half to list on every history and regress.
+	var ids []string
+	for _, j := range list {
+		if store.Final(j.Status) && j.Split == "" {
+			ids = append(ids, j.ID)
+		}
+	}
+	known := map[string]bool{}
+	if len(ids) > 0 {
+		list, _ := json.Marshal(ids)
+		// The jobs it has, and those removed from it (xrun history rm).
+		rows, err := s.db.Query(`SELECT job_id FROM runs WHERE job_id IN (`+s.db.d.textList()+`)
+			UNION SELECT job_id FROM removed_jobs WHERE job_id IN (`+s.db.d.textList()+`)`, string(list), string(list))
+		if err != nil {
+			return 0, fmt.Errorf("read results history: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("read results history: %w", err)
+			}
+			known[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("read results history: %w", err)
+		}
 	}
 	n := 0
 	var tampered error

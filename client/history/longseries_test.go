@@ -29,8 +29,8 @@ func BenchmarkLongSeries(b *testing.B) {
 	b.Run("history", func(b *testing.B) {
 		for range b.N {
 			n := 0
-			err := h.WalkFilter(context.Background(), history.Filter{Experiment: history.LongSeriesExperiment}, regress.Default(),
-				func(int, []string) error { return nil }, func(_, shown []history.Judged) error { n += len(shown); return nil })
+			err := h.WalkFilter(context.Background(), history.Filter{Experiment: history.LongSeriesExperiment}, regress.Default(), 0,
+				func(int, []string) error { return nil }, func(_, shown []history.Judged, _ map[int64]int) error { n += len(shown); return nil })
 			if err != nil || n != 100_000 {
 				b.Fatalf("%d points judged (%v); want 100000", n, err)
 			}

@@ -32,6 +32,8 @@ func TestPostgres(t *testing.T) {
 		{"ManySeriesInOneFilter", TestManySeriesInOneFilter},
 		{"Remove", TestRemove},
 		{"Reported", TestReported},
+		{"WalkFromKeptState", TestWalkFromKeptState},
+		{"NoStateKeptOverAChange", TestNoStateKeptOverAChange},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := open(t)

@@ -134,8 +134,16 @@ func splitSeries[T any](xs []T, series func(T) int64) [][]T {
 // (a new measurement method). A timing imported before the history kept
 // clock readings is noisy where its run's throttled warning covered it.
 func Values(series []Point, changes []ChangePoint) []regress.Value {
+	return valuesFrom(&regress.State{}, series, changes)
+}
+
+// valuesFrom is Values resumed from st (the series' state after the
+// points before these: its last timing method and usual clocks), which it
+// leaves as it stands after them. changes are the change points after the
+// points before these.
+func valuesFrom(st *regress.State, series []Point, changes []ChangePoint) []regress.Value {
 	out := make([]regress.Value, len(series))
-	lastClock := ""
+	lastClock := st.LastClock
 	next := 0 // the next change point to apply
 	starts := make([]bool, len(series))
 	clocks := make([]regress.Clocks, len(series))
@@ -158,7 +166,8 @@ func Values(series []Point, changes []ChangePoint) []regress.Value {
 		starts[i] = v.ChangePoint
 		out[i] = v
 	}
-	byClock := regress.DefaultClocks().Noise(clocks, starts)
+	st.LastClock = lastClock
+	byClock := regress.DefaultClocks().NoiseFrom(st, clocks, starts)
 	for i, p := range series {
 		v := &out[i]
 		switch {
@@ -216,7 +225,18 @@ func (s *Store) MarkChange(series []int64, at time.Time, job, note string) (int,
 	}
 	defer tx.Rollback()
 	now := time.Now().UnixNano()
+	experiments := map[string]bool{}
 	for _, id := range series {
+		var e string
+		if err := tx.QueryRow("SELECT experiment FROM series WHERE id = ?", id).Scan(&e); err != nil {
+			return 0, fmt.Errorf("record change point: series %d: %w", id, err)
+		}
+		if !experiments[e] {
+			experiments[e] = true
+			if err := forgetStates(tx, e, 0); err != nil {
+				return 0, fmt.Errorf("record change point: %w", err)
+			}
+		}
 		if _, err := tx.Exec(`INSERT INTO change_points (series_id, at, job_id, note, created_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT(series_id, at) DO UPDATE SET job_id = excluded.job_id, note = excluded.note, created_at = excluded.created_at`,
 			id, at.UnixNano(), job, note, now); err != nil {

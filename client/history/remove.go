@@ -47,6 +47,9 @@ func (s *Store) Remove(runs []Run) ([]Removed, error) {
 			return nil, fmt.Errorf("remove job %s from results history: %w", r.JobID, err)
 		}
 		n, _ := res.RowsAffected()
+		if err := forgetStates(tx, r.Experiment, 0); err != nil {
+			return nil, fmt.Errorf("remove job %s from results history: %w", r.JobID, err)
+		}
 		if _, err := tx.Exec("DELETE FROM runs WHERE id = ?", r.ID); err != nil {
 			return nil, fmt.Errorf("remove job %s from results history: %w", r.JobID, err)
 		}

@@ -178,12 +178,28 @@ CREATE TABLE IF NOT EXISTS sessions (
 	token_hash TEXT NOT NULL,
 	expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS walk_states (
+	grp        TEXT PRIMARY KEY,
+	experiment TEXT NOT NULL,
+	rule       TEXT NOT NULL,
+	at         INTEGER NOT NULL,
+	run_id     INTEGER NOT NULL,
+	state      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS walk_states_experiment ON walk_states(experiment, at);
+CREATE TABLE IF NOT EXISTS walk_epochs (
+	experiment TEXT PRIMARY KEY,
+	epoch      INTEGER NOT NULL
+);
 `
 
 // Store is an open history.
 type Store struct {
 	db   *db
 	path string
+	// walked counts the groups walks judged from a kept state and from
+	// their start, for the tests.
+	walked struct{ resumed, whole int }
 }
 
 // Open opens the history at path, creating it (and its directory) when it
@@ -279,7 +295,8 @@ func (s *Store) migrate() error {
 		return fmt.Errorf("the history has layout %d; this xrun reads %d (use a newer xrun)", v, schemaVersion)
 	}
 	// The schema's statements run on every open (each is IF NOT EXISTS):
-	// the server's tokens, results_files and sessions tables join a history of the current layout
+	// the server's tokens, results_files and sessions tables, and the
+	// rules' kept state (walk_states, walk_epochs), join a history of the current layout
 	// without a new layout number, which an older xrun would refuse.
 	if v == 1 {
 		if err := addBaseline(tx); err != nil {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +29,33 @@ type pick struct {
 	// other series.
 	series map[int64]bool
 	// cut, when not nil, ends a picked series at its point of that run
-	// (the points after it are neither judged nor shown).
-	cut int64
+	// (the points after it are neither judged nor shown), which lies at
+	// cutPos.
+	cut    int64
+	cutPos runPos
+	// from is, by picked series, the first of its points the walk shows:
+	// a group whose kept state (walkstate.go) lies before every one of
+	// them is judged from there. nil: the walk shows every point, and
+	// judges every group from its start.
+	from map[int64]runPos
+}
+
+// resumable reports whether cp can serve a walk of p over the group of
+// members: it lies before the cut and before every point the walk shows.
+func (p pick) resumable(cp *checkpoint, members []int64) bool {
+	if p.from == nil || (p.cut != 0 && !cp.pos.before(p.cutPos)) {
+		return false
+	}
+	for _, id := range members {
+		if !p.series[id] {
+			continue
+		}
+		from, ok := p.from[id]
+		if !ok || !cp.pos.before(from) {
+			return false
+		}
+	}
+	return true
 }
 
 // WalkFilter judges the series that f picks, each with the other series
@@ -37,31 +64,194 @@ type pick struct {
 // start returns an error or there are none, fn with each group's judged
 // points of the picked series (whole) and those of them f picks (shown),
 // in the order of the groups' first series, each series in time order.
-func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, start func(points int, params []string) error,
-	fn func(whole, shown []Judged) error) error {
-	p := pick{series: map[int64]bool{}}
-	shown := map[[2]int64]bool{}
+//
+// With last > 0 only the last `last` points f picks of each series are
+// shown, earlier counts by series those left out, and whole may begin
+// after a series' first point: a series of 10^6 points is judged from the
+// rules' state kept before its last ones (walkstate.go), not read whole.
+func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, last int, start func(points int, params []string) error,
+	fn func(whole, shown []Judged, earlier map[int64]int) error) error {
+	pk, err := s.pickLast(ctx, f, last)
+	if err == errPickAll {
+		pk, err = s.pickAll(ctx, f, last)
+	}
+	if err != nil {
+		return err
+	}
+	if err := start(pk.points, pk.params); err != nil || pk.points == 0 {
+		return err
+	}
+	return s.walk(ctx, pk.pick, ru, func(whole []Judged) error {
+		var shown []Judged
+		for _, j := range whole {
+			if pk.shown[[2]int64{j.SeriesID, j.RunID}] {
+				shown = append(shown, j)
+			}
+		}
+		return fn(whole, shown, pk.earlier)
+	})
+}
+
+// picked is what WalkFilter shows: the walk's pick, the points shown (by
+// series and run), how many points f picks, their parameters' names, and
+// how many earlier points of each series are left out.
+type picked struct {
+	pick
+	shown   map[[2]int64]bool
+	points  int
+	params  []string
+	earlier map[int64]int
+}
+
+func (pk *picked) add(series, run int64, at runPos) {
+	if !pk.series[series] {
+		pk.series[series] = true
+	}
+	pk.shown[[2]int64{series, run}] = true
+	if from, ok := pk.from[series]; !ok || at.before(from) {
+		pk.from[series] = at
+	}
+}
+
+func newPicked() *picked {
+	return &picked{pick: pick{series: map[int64]bool{}, from: map[int64]runPos{}}, shown: map[[2]int64]bool{}, earlier: map[int64]int{}}
+}
+
+// errPickAll is pickLast's answer where it cannot pick: pickAll does.
+var errPickAll = errors.New("pick from every point")
+
+// maxPickLast is the most series pickLast looks up one by one; more are
+// picked in pickAll's one pass.
+const maxPickLast = 200
+
+// pickLast picks the last `last` points of each series f picks, looking
+// each series' last runs up by the runs' time: no point before them is
+// read. It answers errPickAll where f filters points by their run (host,
+// GPU, since), shows every point (last 0), or picks many series.
+func (s *Store) pickLast(ctx context.Context, f Filter, last int) (*picked, error) {
+	if last <= 0 || f.Host != "" || f.GPU != "" || !f.Since.IsZero() {
+		return nil, errPickAll
+	}
+	var where []string
+	var args []any
+	if f.Experiment != "" {
+		where, args = append(where, "experiment = ?"), append(args, f.Experiment)
+	}
+	if f.Implementation != "" {
+		where, args = append(where, "implementation = ?"), append(args, f.Implementation)
+	}
+	if f.Job != "" {
+		where = append(where, "id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
+		args = append(args, f.Job)
+	}
+	if len(f.Series) > 0 {
+		ids, _ := json.Marshal(f.Series)
+		where, args = append(where, "id IN ("+s.db.d.idList()+")"), append(args, string(ids))
+	}
+	q := "SELECT id, experiment, params FROM series"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	rows, err := s.db.QueryContext(ctx, q+" ORDER BY id", args...)
+	if err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	type one struct {
+		id         int64
+		experiment string
+	}
+	var series []one
+	names := map[string]bool{}
+	for rows.Next() {
+		var o one
+		var ps string
+		if err := rows.Scan(&o.id, &o.experiment, &ps); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		pt := Point{}
+		if err := json.Unmarshal([]byte(ps), &pt.Params); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read results history: series %d: %w", o.id, err)
+		}
+		if !f.matches(&pt) {
+			continue
+		}
+		if len(series) == maxPickLast {
+			rows.Close()
+			return nil, errPickAll
+		}
+		series = append(series, o)
+		for k := range pt.Params {
+			names[k] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	pk := newPicked()
+	for _, o := range series {
+		var n int
+		if err := s.db.sql.QueryRowContext(ctx, s.db.d.rebind("SELECT count(*) FROM points WHERE series_id = ?"), o.id).Scan(&n); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		// CROSS JOIN keeps SQLite's order: the experiment's runs from the
+		// latest back, through their index, each probed for the series.
+		rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.at FROM runs r CROSS JOIN points p
+			WHERE r.experiment = ? AND p.run_id = r.id AND p.series_id = ? ORDER BY r.at DESC, r.id DESC LIMIT ?`, o.experiment, o.id, last)
+		if err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		k := 0
+		for rows.Next() {
+			var run, at int64
+			if err := rows.Scan(&run, &at); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read results history: %w", err)
+			}
+			pk.add(o.id, run, runPos{at, run})
+			k++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		pk.points += n
+		if n > k {
+			pk.earlier[o.id] = n - k
+		}
+	}
+	pk.params = sortedKeys(names)
+	return pk, nil
+}
+
+// pickAll picks from the light columns of every point of the history the
+// points f picks (with last > 0, each series' last `last` of them).
+func (s *Store) pickAll(ctx context.Context, f Filter, last int) (*picked, error) {
+	pk := newPicked()
 	paramNames := map[string]bool{}
-	q := `SELECT p.series_id, p.run_id, s.params, r.host, r.address, s.gpu, r.gpu_uuid
+	q := `SELECT p.series_id, p.run_id, r.at, s.params, r.host, r.address, s.gpu, r.gpu_uuid
 		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
 	where, args := f.where(s.db.d)
 	rows, err := s.db.QueryContext(ctx, q+where, args...)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, fmt.Errorf("read results history: %w", err)
 	}
+	defer rows.Close()
 	params := map[int64]map[string]any{}
+	bySeries := map[int64][]runPos{}
 	for rows.Next() {
 		var pt Point
 		var ps string
-		if err := rows.Scan(&pt.SeriesID, &pt.RunID, &ps, &pt.Host, &pt.Address, &pt.GPU, &pt.GPUUUID); err != nil {
-			rows.Close()
-			return fmt.Errorf("read results history: %w", err)
+		var at int64
+		if err := rows.Scan(&pt.SeriesID, &pt.RunID, &at, &ps, &pt.Host, &pt.Address, &pt.GPU, &pt.GPUUUID); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
 		}
 		pm, ok := params[pt.SeriesID]
 		if !ok {
 			if err := json.Unmarshal([]byte(ps), &pm); err != nil {
-				rows.Close()
-				return fmt.Errorf("read results history: series %d: %w", pt.SeriesID, err)
+				return nil, fmt.Errorf("read results history: series %d: %w", pt.SeriesID, err)
 			}
 			params[pt.SeriesID] = pm
 		}
@@ -69,36 +259,43 @@ func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, start
 		if !f.matches(&pt) {
 			continue
 		}
-		if !p.series[pt.SeriesID] {
-			p.series[pt.SeriesID] = true
+		if !pk.series[pt.SeriesID] {
 			for k := range pm {
 				paramNames[k] = true
 			}
 		}
-		shown[[2]int64{pt.SeriesID, pt.RunID}] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read results history: %w", err)
-	}
-	names := make([]string, 0, len(paramNames))
-	for k := range paramNames {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	if err := start(len(shown), names); err != nil || len(shown) == 0 {
-		return err
-	}
-	show := func(j Judged) bool { return shown[[2]int64{j.SeriesID, j.RunID}] }
-	return s.walk(ctx, p, ru, func(whole []Judged) error {
-		var picked []Judged
-		for _, j := range whole {
-			if show(j) {
-				picked = append(picked, j)
-			}
+		pk.points++
+		if last > 0 {
+			pk.series[pt.SeriesID] = true
+			bySeries[pt.SeriesID] = append(bySeries[pt.SeriesID], runPos{at, pt.RunID})
+			continue
 		}
-		return fn(whole, picked)
-	})
+		pk.add(pt.SeriesID, pt.RunID, runPos{at, pt.RunID})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read results history: %w", err)
+	}
+	for id, ps := range bySeries {
+		slices.SortFunc(ps, func(a, b runPos) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.run, b.run)) })
+		if len(ps) > last {
+			pk.earlier[id] = len(ps) - last
+			ps = ps[len(ps)-last:]
+		}
+		for _, q := range ps {
+			pk.add(id, q.run, q)
+		}
+	}
+	pk.params = sortedKeys(paramNames)
+	return pk, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // WalkExperiment judges every series of experiment, a group of series
@@ -148,8 +345,23 @@ func (f Filter) where(d dialect) (string, []any) {
 
 // walk judges the series p picks and their groups' others, group by
 // group, and calls fn with each group's judged points of the picked
-// series.
+// series; it then keeps the rules' state where it read far enough
+// (walkstate.go).
 func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Judged) error) error {
+	saves, epochs, err := s.walkGroups(ctx, p, ru, fn)
+	if err != nil {
+		return err
+	}
+	// A state not kept costs the next walk time, never a verdict: a
+	// history that cannot be written now (a read-only copy, a full disk,
+	// another process writing) is read all the same.
+	if err := s.saveCheckpoints(ctx, ru, saves, epochs); err != nil && !IsStorage(err) && !isBusy(err) {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func([]Judged) error) ([]newCheckpoint, map[string]int64, error) {
 	// The groups of the picked series, from the series table (small
 	// beside the points): each series' group, and each group's first id.
 	groups := map[string]int64{}
@@ -158,7 +370,7 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	rows, err := s.db.QueryContext(ctx, `SELECT id, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
 		clock_policy, mode FROM series ORDER BY id`)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	for rows.Next() {
 		var id int64
@@ -166,7 +378,7 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 		if err := rows.Scan(&id, &k.Experiment, &k.Case, &k.Params, &k.Implementation, &k.GPU, &k.Driver, &k.CUDA, &k.Stack,
 			&k.ClockPolicy, &k.Mode); err != nil {
 			rows.Close()
-			return fmt.Errorf("read results history: %w", err)
+			return nil, nil, fmt.Errorf("read results history: %w", err)
 		}
 		g := k.Group()
 		groupOf[id] = g
@@ -177,36 +389,91 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	wanted := map[string]bool{}
 	for id := range p.series {
 		wanted[groupOf[id]] = true
 	}
+	members := map[string][]int64{}
 	for id := range refs.series {
-		if !wanted[groupOf[id]] {
+		if g := groupOf[id]; wanted[g] {
+			members[g] = append(members[g], id)
+		} else {
 			delete(refs.series, id)
 		}
 	}
-	if refs.runs, err = s.walkRuns(ctx); err != nil {
-		return err
-	}
 	changes, err := s.ChangePoints()
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	cps, epochs, err := s.loadCheckpoints(ctx, ru, wanted)
+	if err != nil {
+		return nil, nil, err
+	}
+	var saves []newCheckpoint
+	judge := func(g string, points []Point, cp *checkpoint) error {
+		judged, next, err := judgeGroup(points, changes, ru, p, cp)
+		if err != nil {
+			return err
+		}
+		if next != nil {
+			next.experiment = refs.series[groups[g]].key.Experiment
+			saves = append(saves, newCheckpoint{group: g, cp: next})
+		}
+		if len(judged) == 0 {
+			return nil
+		}
+		return fn(judged)
+	}
+	// The groups a kept state serves are read from it, first (a few runs
+	// each), and judged in their turn among the others, by first id.
+	resume := map[string]*checkpoint{}
+	for g, cp := range cps {
+		if p.resumable(cp, members[g]) {
+			resume[g] = cp
+		}
+	}
+	tails, err := s.readTails(ctx, resume, members, groupOf, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.walked.resumed += len(resume)
+	s.walked.whole += len(wanted) - len(resume)
+	var resumed []string
+	for g := range resume {
+		resumed = append(resumed, g)
+	}
+	slices.SortFunc(resumed, func(a, b string) int { return cmp.Compare(groups[a], groups[b]) })
+	// next judges the resumed groups whose first id comes before first.
+	next := func(first int64) error {
+		for len(resumed) > 0 && groups[resumed[0]] < first {
+			g := resumed[0]
+			resumed = resumed[1:]
+			if err := judge(g, tails[g], resume[g]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(resume) == len(wanted) {
+		return saves, epochs, next(math.MaxInt64)
+	}
+	if refs.runs, err = s.walkRuns(ctx); err != nil {
+		return nil, nil, err
 	}
 	// The walk's series, each with its group's first id, in a temporary
 	// table of this connection (the store has one) that the points are
 	// read through, in group order.
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	defer conn.Close()
 	walkTable, create := s.db.d.walkTable()
 	for _, q := range create {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("read results history: %w", err)
+			return nil, nil, fmt.Errorf("read results history: %w", err)
 		}
 	}
 	defer conn.ExecContext(context.Background(), create[0])
@@ -214,28 +481,28 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	// case cap, took half a second.
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	ins, err := tx.PrepareContext(ctx, "INSERT INTO "+walkTable+" (id, grp) VALUES (?, ?)")
 	if err != nil {
 		tx.Rollback()
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	for id, g := range groupOf {
-		if wanted[g] {
+		if wanted[g] && resume[g] == nil {
 			if _, err := ins.ExecContext(ctx, id, groups[g]); err != nil {
 				ins.Close()
 				tx.Rollback()
-				return fmt.Errorf("read results history: %w", err)
+				return nil, nil, fmt.Errorf("read results history: %w", err)
 			}
 		}
 	}
 	ins.Close()
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, s.db.d.walkIndex()); err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	// A point's row holds its own columns: its series' and its run's are
 	// refs', read once (with them, the rows were three times as wide). The
@@ -246,7 +513,7 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 	rows, err = conn.QueryContext(ctx, `SELECT w.grp, p.series_id, p.run_id, `+pointOwnColumns+` FROM `+walkTable+` w
 		JOIN points p ON p.series_id = w.id ORDER BY w.grp, w.id`)
 	if err != nil {
-		return fmt.Errorf("read results history: %w", err)
+		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
 	// The rows are read on a goroutine of their own while the groups
 	// read are judged and handed to fn on this one: on two CPUs a walk
@@ -266,19 +533,77 @@ func (s *Store) walk(ctx context.Context, p pick, ru regress.Rule, fn func([]Jud
 		if err != nil {
 			continue // draining, the reader stopped
 		}
-		var judged []Judged
-		if judged, err = judgeGroup(group, changes, ru, p); err == nil && len(judged) > 0 {
-			err = fn(judged)
+		g := groupOf[group[0].SeriesID]
+		if err = next(groups[g]); err == nil {
+			err = judge(g, group, nil)
 		}
 		if err != nil {
 			stop()
 		}
 	}
 	<-readDone
-	if err != nil {
-		return err
+	if err == nil {
+		err = readErr
 	}
-	return readErr
+	if err == nil {
+		err = next(math.MaxInt64)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return saves, epochs, nil
+}
+
+// readTails reads the points of the groups resume serves that come after
+// their kept state: the runs of each experiment from its earliest state
+// on, a point of each of the groups' series looked up in each run (an
+// index's probe, where the series' index would read all of its points).
+func (s *Store) readTails(ctx context.Context, resume map[string]*checkpoint, members map[string][]int64, groupOf map[int64]string,
+	p pick) (map[string][]Point, error) {
+	type tail struct {
+		from int64
+		ids  []int64
+	}
+	byExperiment := map[string]*tail{}
+	for g, cp := range resume {
+		t := byExperiment[cp.experiment]
+		if t == nil {
+			t = &tail{from: cp.pos.at}
+			byExperiment[cp.experiment] = t
+		}
+		t.from = min(t.from, cp.pos.at)
+		t.ids = append(t.ids, members[g]...)
+	}
+	out := map[string][]Point{}
+	for e, t := range byExperiment {
+		ids, _ := json.Marshal(t.ids)
+		// CROSS JOIN keeps SQLite's order: the runs by time first.
+		rows, err := s.db.QueryContext(ctx, `SELECT `+pointColumns+` FROM runs r CROSS JOIN points p CROSS JOIN series s
+			WHERE r.experiment = ? AND r.at >= ? AND p.run_id = r.id AND p.series_id IN (`+s.db.d.idList()+`) AND s.id = p.series_id`,
+			e, t.from, string(ids))
+		if err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+		for rows.Next() {
+			pt, err := scanPoint(rows, -1)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			g := groupOf[pt.SeriesID]
+			if resume[g].pos.before(posOf(&pt)) {
+				out[g] = append(out[g], pt)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
+	}
+	for g, group := range out {
+		out[g] = orderGroup(group, p)
+	}
+	return out, nil
 }
 
 // readGroups reads a walk's rows into groups of points, each group's
@@ -291,18 +616,7 @@ func readGroups(ctx context.Context, rows *sql.Rows, refs walkRefs, p pick, out 
 		if len(group) == 0 {
 			return nil
 		}
-		slices.SortFunc(group, func(a, b Point) int {
-			if a.SeriesID != b.SeriesID {
-				return cmp.Compare(a.SeriesID, b.SeriesID)
-			}
-			if c := a.Date.Compare(b.Date); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.RunID, b.RunID)
-		})
-		if p.cut != 0 {
-			group = cutAt(group, p)
-		}
+		group = orderGroup(group, p)
 		select {
 		case out <- group:
 			group = nil
@@ -331,6 +645,24 @@ func readGroups(ctx context.Context, rows *sql.Rows, refs walkRefs, p pick, out 
 	return send()
 }
 
+// orderGroup puts a group's points in order, each series' in time order,
+// and ends p's series at p.cut.
+func orderGroup(group []Point, p pick) []Point {
+	slices.SortFunc(group, func(a, b Point) int {
+		if a.SeriesID != b.SeriesID {
+			return cmp.Compare(a.SeriesID, b.SeriesID)
+		}
+		if c := a.Date.Compare(b.Date); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.RunID, b.RunID)
+	})
+	if p.cut != 0 {
+		group = cutAt(group, p)
+	}
+	return group
+}
+
 // cutAt drops from a group in time order the points of p's series that
 // come after their point of run p.cut.
 func cutAt(group []Point, p pick) []Point {
@@ -350,28 +682,95 @@ func cutAt(group []Point, p pick) []Point {
 	return kept
 }
 
-// judgeGroup applies ru to one group's series (as Points orders them)
-// and returns the judged points of the series p picks.
-func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule, p pick) ([]Judged, error) {
+// judgeGroup applies ru to one group's series (as Points orders them),
+// from cp (the group's kept state, before every one of points; nil: from
+// the group's start), and returns the judged points of the series p picks,
+// and the group's state to keep when the walk read far enough past cp
+// (checkpointAt; else nil).
+func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule, p pick, cp *checkpoint) ([]Judged, *checkpoint, error) {
 	series := Series(points)
-	in := make([]regress.Series, len(series))
+	states := make([]*regress.State, len(series))
+	lastAt := make([]int64, len(series))
 	for i, ser := range series {
+		states[i], lastAt[i] = cp.stateOf(ser[0].SeriesID)
 		// The kept samples serve the rank test of a value against the
-		// last of at least MinHistory before it: a series no longer than
-		// that never reads them, and most of a walk's read was decoding
-		// them.
+		// last of at least MinHistory before it: a series read from its
+		// start and no longer than that never reads them, and most of a
+		// walk's read was decoding them.
 		for k := range ser {
-			if len(ser) > ru.MinHistory {
+			if cp != nil || len(ser) > ru.MinHistory {
 				if err := decodeKept(&ser[k], ser[k].keptJSON); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			ser[k].keptJSON = ""
 		}
-		in[i] = regress.Series{Group: ser[0].Key.Group(), Implementation: ser[0].Key.Implementation,
-			Values: Values(ser, changes[ser[0].SeriesID])}
 	}
-	verdicts := ru.WalkRelative(in)
+	// walk judges one stretch of each series (parts[i] of series i), from
+	// and to states.
+	walk := func(parts [][]Point) ([][]regress.Verdict, []*regress.Outcome) {
+		in := make([]regress.Series, len(series))
+		for i, part := range parts {
+			var after []ChangePoint
+			for _, c := range changes[series[i][0].SeriesID] {
+				if c.At.UnixNano() > lastAt[i] {
+					after = append(after, c)
+				}
+			}
+			in[i] = regress.Series{Group: series[i][0].Key.Group(), Implementation: series[i][0].Key.Implementation,
+				Values: valuesFrom(states[i], part, after)}
+			if len(part) > 0 {
+				lastAt[i] = part[len(part)-1].Date.UnixNano()
+			}
+		}
+		return ru.WalkRelativeFrom(states, in)
+	}
+	var verdicts [][]regress.Verdict
+	var next *checkpoint
+	if at, ok := checkpointAt(points, cp, p); ok {
+		// Judged in two stretches, to keep the state between them: what
+		// the second makes of a suspect the first left waiting is set on
+		// it, so the verdicts are the whole walk's.
+		heads, tails := make([][]Point, len(series)), make([][]Point, len(series))
+		for i, ser := range series {
+			k := 0
+			for k < len(ser) && !at.before(posOf(&ser[k])) {
+				k++
+			}
+			heads[i], tails[i] = ser[:k], ser[k:]
+		}
+		first, _ := walk(heads)
+		next = &checkpoint{pos: at, series: map[int64]*seriesState{}}
+		if cp != nil {
+			for id, st := range cp.series {
+				next.series[id] = st
+			}
+		}
+		for i, ser := range series {
+			var st seriesState
+			data, _ := json.Marshal(states[i])
+			json.Unmarshal(data, &st.State)
+			st.LastAt = lastAt[i]
+			next.series[ser[0].SeriesID] = &st
+		}
+		second, outcomes := walk(tails)
+		verdicts = make([][]regress.Verdict, len(series))
+		for i := range series {
+			if o := outcomes[i]; o != nil {
+				for k := len(heads[i]) - 1; k >= 0; k-- {
+					if heads[i][k].JobID == o.Run {
+						o.Apply(&first[i][k])
+						break
+					}
+				}
+			}
+			verdicts[i] = append(first[i], second[i]...)
+		}
+	} else {
+		// What these values make of a suspect the state left waiting
+		// concerns a value before cp: none that the walk shows.
+		verdicts, _ = walk(series)
+	}
 	var out []Judged
 	for i, ser := range series {
 		if !p.series[ser[0].SeriesID] {
@@ -381,7 +780,41 @@ func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule
 			out = append(out, Judged{Point: pt, Verdict: verdicts[i][k]})
 		}
 	}
-	return out, nil
+	return out, next, nil
+}
+
+// checkpointAt is where a walk of points (a group's, from cp) keeps the
+// group's state: checkpointKeep runs before the last it judged, or before
+// the first point it shows when that is earlier (so that the same walk
+// next time starts there), when that leaves more than checkpointKeep runs
+// between cp and it.
+func checkpointAt(points []Point, cp *checkpoint, p pick) (runPos, bool) {
+	if checkpointKeep < 1 {
+		return runPos{}, false
+	}
+	seen := map[runPos]bool{}
+	var at []runPos
+	first, shows := runPos{}, false
+	for i := range points {
+		q := posOf(&points[i])
+		if from, ok := p.from[points[i].SeriesID]; ok && (!shows || from.before(first)) {
+			first, shows = from, true
+		}
+		if (cp != nil && !cp.pos.before(q)) || (p.cut != 0 && p.cutPos.before(q)) || seen[q] {
+			continue
+		}
+		seen[q] = true
+		at = append(at, q)
+	}
+	slices.SortFunc(at, func(a, b runPos) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.run, b.run)) })
+	k := len(at) - checkpointKeep - 1
+	for shows && k >= 0 && !at[k].before(first) {
+		k--
+	}
+	if k < checkpointKeep {
+		return runPos{}, false
+	}
+	return at[k], true
 }
 
 // pointColumns are the columns scanPoint reads: the series', the run's,
@@ -529,7 +962,10 @@ func (s *Store) judgeRun(ctx context.Context, run Run, ru regress.Rule, fn func(
 	if err != nil {
 		return err
 	}
-	p := pick{series: ids, cut: run.ID}
+	p := pick{series: ids, cut: run.ID, cutPos: runPos{run.At.UnixNano(), run.ID}, from: map[int64]runPos{}}
+	for id := range ids {
+		p.from[id] = p.cutPos
+	}
 	return s.walk(ctx, p, ru, func(js []Judged) error {
 		for _, j := range js {
 			if j.RunID == run.ID {

@@ -73,7 +73,14 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 			return infra(err)
 		}
 	}
-	err := n.h.WalkFilter(context.Background(), o.Filter, o.Rule, start, func(whole, shown []history.Judged) error {
+	// The table shows each series' last runs: it is judged from the
+	// rules' state kept before them (history.WalkFilter). The figures,
+	// --json and --csv read every run.
+	last := o.Last
+	if o.JSON || o.CSV || o.Plot != "" {
+		last = 0
+	}
+	err := n.h.WalkFilter(context.Background(), o.Filter, o.Rule, last, start, func(whole, shown []history.Judged, earlier map[int64]int) error {
 		if o.Plot != "" {
 			for _, ser := range history.JudgedSeries(whole) {
 				if _, err := n.plotSeries(ser, o.Plot, o.Rule, changes); err != nil {
@@ -115,7 +122,7 @@ func (n *History) show(out io.Writer, o ShowOptions) error {
 			firstText = false
 			// A series' lines are aligned among themselves: writing each
 			// out keeps the output as it was, without holding all of it.
-			if err := textSeries(out, ser, o.Last); err != nil {
+			if err := textSeries(out, ser, earlier[ser[0].SeriesID]); err != nil {
 				return fmt.Errorf("write history: %w", err)
 			}
 		}
@@ -170,15 +177,14 @@ func describeFilter(f history.Filter) string {
 }
 
 // textSeries prints one series: a heading, then a table of a line per run.
-func textSeries(w io.Writer, ser []history.Judged, last int) error {
+func textSeries(w io.Writer, ser []history.Judged, earlier int) error {
 	k := ser[0].Key
 	fmt.Fprintf(w, "series %d: %s · %s · %s\n  on %s\n", ser[0].SeriesID, k.Experiment, k.Implementation, k.Case, k.Machine())
 	if a := neverJudged(ser); a != "" {
 		fmt.Fprintf(w, "  %s\n", a)
 	}
-	if last > 0 && len(ser) > last {
-		fmt.Fprintf(w, "  (%d earlier runs left out: --last 0 shows them, --csv and --json have them all)\n", len(ser)-last)
-		ser = ser[len(ser)-last:]
+	if earlier > 0 {
+		fmt.Fprintf(w, "  (%d earlier runs left out: --last 0 shows them, --csv and --json have them all)\n", earlier)
 	}
 	t := &table.Table{Columns: table.Heads("DATE", "JOB", "HOST", "MEDIAN ms", "Q1-Q3 ms", "BASELINE ms (n)", "CHANGE", "JUDGED ON", "STATUS")}
 	for _, j := range ser {
