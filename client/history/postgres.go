@@ -69,6 +69,15 @@ func openPostgres(dsn string) (*Store, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("upgrade the layout of results history %s: %v", safe, scrubDSN(err, dsn))
 	}
+	// A layout newer than this xrun's has what this xrun would not keep
+	// true (the rules' kept state, which every import must update).
+	if current, latest, err := p.GetVersions(ctx); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("read the layout of results history %s: %v", safe, scrubDSN(err, dsn))
+	} else if current > latest {
+		sdb.Close()
+		return nil, fmt.Errorf("the results history %s has layout %d; this xrun reads %d (use a newer xrun)", safe, current, latest)
+	}
 	return &Store{db: &db{sql: sdb, d: dialect{postgres: true}}, path: safe}, nil
 }
 

@@ -3,6 +3,7 @@
 package history
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/xrun-dev/xrun/internal/testenv"
@@ -43,5 +44,25 @@ func TestPostgres(t *testing.T) {
 			s.Close()
 			c.test(t)
 		})
+	}
+}
+
+// A history whose layout is newer than this xrun's is refused, as an
+// SQLite one is: this xrun would not keep the newer layout's tables true.
+func TestPostgresNewerLayoutRefused(t *testing.T) {
+	where := testenv.PostgresDatabases(t, "history")(t)
+	s, err := Open(where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, true)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(where); err == nil || !strings.Contains(err.Error(), "has layout 999; this xrun reads") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("open of a history of a newer layout: %v; want it refused", err)
 	}
 }

@@ -58,8 +58,11 @@ const busyTimeout = 30 * time.Second
 // schemaVersion is the layout below (PRAGMA user_version). 2 added
 // runs.baseline, points.autotune and points.host_busy; 3 removed_jobs;
 // 4 reported; 5 each timing's clock readings (points.sm_clock_mhz ...
-// points.slowdown), which the noise rule judges against its series'.
-const schemaVersion = 5
+// points.slowdown), which the noise rule judges against its series'; 6
+// the rules' kept state (walk_states, walk_epochs), which every import,
+// removal and change point must keep true: an xrun that does not would
+// leave it stale, so it must refuse the layout.
+const schemaVersion = 6
 
 // clockColumns are the points' columns of layout 5, as a layout before it
 // gets them: rows imported before them read no clock readings (zero, empty).
