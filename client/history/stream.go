@@ -285,6 +285,12 @@ func (s *Store) pickAll(ctx context.Context, f Filter, last int) (*picked, error
 			pk.add(id, q.run, q)
 		}
 	}
+	if last == 0 {
+		// Every point shown, and every point handed on whole (a figure
+		// of each series draws them all, --since or not): judged from
+		// the start.
+		pk.from = nil
+	}
 	pk.params = sortedKeys(paramNames)
 	return pk, nil
 }
@@ -367,8 +373,17 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	groups := map[string]int64{}
 	groupOf := map[int64]string{}
 	refs := walkRefs{series: map[int64]*seriesRef{}}
+	// A group is of one experiment: the series of the picked series'
+	// experiments are read, not every series of the history (a run at the
+	// case cap adds 110,000).
+	ids := make([]int64, 0, len(p.series))
+	for id := range p.series {
+		ids = append(ids, id)
+	}
+	list, _ := json.Marshal(ids)
 	rows, err := s.db.QueryContext(ctx, `SELECT id, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
-		clock_policy, mode FROM series ORDER BY id`)
+		clock_policy, mode FROM series WHERE experiment IN (SELECT experiment FROM series WHERE id IN (`+s.db.d.idList()+`))
+		ORDER BY id`, string(list))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
@@ -459,7 +474,11 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	if len(resume) == len(wanted) {
 		return saves, epochs, next(math.MaxInt64)
 	}
-	if refs.runs, err = s.walkRuns(ctx); err != nil {
+	experiments := map[string]bool{}
+	for _, ref := range refs.series {
+		experiments[ref.key.Experiment] = true
+	}
+	if refs.runs, err = s.walkRuns(ctx, sortedKeys(experiments)); err != nil {
 		return nil, nil, err
 	}
 	// The walk's series, each with its group's first id, in a temporary
@@ -684,7 +703,8 @@ func cutAt(group []Point, p pick) []Point {
 
 // judgeGroup applies ru to one group's series (as Points orders them),
 // from cp (the group's kept state, before every one of points; nil: from
-// the group's start), and returns the judged points of the series p picks,
+// the group's start), and returns the judged points of the series p picks
+// (from the first it shows, p.from),
 // and the group's state to keep when the walk read far enough past cp
 // (checkpointAt; else nil).
 func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule, p pick, cp *checkpoint) ([]Judged, *checkpoint, error) {
@@ -773,11 +793,19 @@ func judgeGroup(points []Point, changes map[int64][]ChangePoint, ru regress.Rule
 	}
 	var out []Judged
 	for i, ser := range series {
-		if !p.series[ser[0].SeriesID] {
+		id := ser[0].SeriesID
+		if !p.series[id] {
 			continue
 		}
-		for k, pt := range ser {
-			out = append(out, Judged{Point: pt, Verdict: verdicts[i][k]})
+		// The points before the first the walk shows are judged, not
+		// handed on: regress of the last run of a series of 10^6 points
+		// copied every one of them.
+		from, cut := p.from[id]
+		for k := range ser {
+			if cut && posOf(&ser[k]).before(from) {
+				continue
+			}
+			out = append(out, Judged{Point: ser[k], Verdict: verdicts[i][k]})
 		}
 	}
 	return out, next, nil
@@ -883,9 +911,11 @@ type seriesRef struct {
 	read   bool
 }
 
-// walkRuns reads every run's columns that its points carry.
-func (s *Store) walkRuns(ctx context.Context) (map[int64]*Point, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r`)
+// walkRuns reads the columns that their points carry of every run of
+// experiments.
+func (s *Store) walkRuns(ctx context.Context, experiments []string) (map[int64]*Point, error) {
+	list, _ := json.Marshal(experiments)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.experiment IN (`+s.db.d.textList()+`)`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("read results history: %w", err)
 	}
