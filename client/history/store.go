@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -200,9 +201,9 @@ CREATE TABLE IF NOT EXISTS walk_epochs (
 type Store struct {
 	db   *db
 	path string
-	// walked counts the groups walks judged from a kept state and from
-	// their start, for the tests.
-	walked struct{ resumed, whole int }
+	// resumed counts the groups walks judged from a kept state, for the
+	// tests (walks run side by side in a server).
+	resumed atomic.Int64
 }
 
 // Open opens the history at path, creating it (and its directory) when it

@@ -453,8 +453,7 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	if err != nil {
 		return nil, nil, err
 	}
-	s.walked.resumed += len(resume)
-	s.walked.whole += len(wanted) - len(resume)
+	s.resumed.Add(int64(len(resume)))
 	var resumed []string
 	for g := range resume {
 		resumed = append(resumed, g)

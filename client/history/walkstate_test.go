@@ -167,7 +167,7 @@ func TestWalkFromKeptState(t *testing.T) {
 		grow(7)
 		check(fmt.Sprintf("%d nights", nights))
 	}
-	if s.walked.resumed == 0 {
+	if s.resumed.Load() == 0 {
 		t.Fatal("no walk was judged from a kept state")
 	}
 
