@@ -69,6 +69,9 @@ type seriesState struct {
 	// LastAt is the time of the series' last point at or before the
 	// checkpoint: the change points after it are still to apply.
 	LastAt int64 `json:"last_at,omitempty"`
+	// Points is how many points the series has at or before the
+	// checkpoint: a table of its last runs says how many it leaves out.
+	Points int `json:"points,omitempty"`
 }
 
 // stateOf is a copy of the state of series id at cp (a new one when cp

@@ -95,11 +95,23 @@ func TestWalkFromKeptState(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		want := wholeVerdicts(t, s, time.Time{})
+		perSeries := map[int64]int{}
+		for k := range want {
+			var id int64
+			fmt.Sscan(k[0], &id)
+			perSeries[id]++
+		}
 		for _, last := range []int{1, 3, 7} {
 			n := 0
 			err := s.WalkFilter(context.Background(), Filter{Experiment: "synthetic"}, regress.Default(), last,
 				func(int, []string) error { return nil },
 				func(_, shown []Judged, earlier map[int64]int) error {
+					for _, ser := range JudgedSeries(shown) {
+						id := ser[0].SeriesID
+						if total := perSeries[id]; earlier[id] != total-len(ser) {
+							t.Fatalf("%s, --last %d: series %d: %d earlier runs left out; want %d of %d", when, last, id, earlier[id], total-len(ser), total)
+						}
+					}
 					for _, j := range shown {
 						n++
 						w, ok := want[[2]string{fmt.Sprint(j.SeriesID), j.JobID}]
