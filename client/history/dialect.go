@@ -60,6 +60,39 @@ func (d dialect) textList() string {
 	return "SELECT value FROM json_each(?)"
 }
 
+// Reads of a series' points run by run. A kept state's tail and a table's
+// last runs are a few runs of a series that can have 10^6 points: the
+// database must go from the runs (by experiment and time) to each run's
+// point of the series, never through the series' points. SQLite's CROSS
+// JOIN keeps the order written; PostgreSQL orders joins by its statistics,
+// and took the series' index (all 10^6 points, 1.1 s) where one series
+// held most of the points, so its points are a LATERAL subquery there,
+// read run by run (OFFSET 0: not merged back into a join). The arguments
+// are in the same order in both.
+
+// tailQuery reads pointColumns of the runs of an experiment from a time
+// on, of the series in one JSON array (arguments: experiment, time, ids).
+func (d dialect) tailQuery() string {
+	if d.postgres {
+		return `SELECT ` + pointColumns + ` FROM runs r CROSS JOIN LATERAL (SELECT * FROM points q WHERE q.run_id = r.id
+			AND q.series_id IN (SELECT value::bigint FROM json_array_elements_text($3::json)) OFFSET 0) p
+			JOIN series s ON s.id = p.series_id WHERE r.experiment = $1 AND r.at >= $2`
+	}
+	return `SELECT ` + pointColumns + ` FROM runs r CROSS JOIN points p CROSS JOIN series s
+		WHERE r.experiment = ? AND r.at >= ? AND p.run_id = r.id AND p.series_id IN (SELECT value FROM json_each(?)) AND s.id = p.series_id`
+}
+
+// lastRunsQuery reads the id and time of the last runs of one series
+// (arguments: experiment, series id, how many), the latest first.
+func (d dialect) lastRunsQuery() string {
+	if d.postgres {
+		return `SELECT r.id, r.at FROM runs r CROSS JOIN LATERAL (SELECT 1 FROM points q WHERE q.run_id = r.id AND q.series_id = $2
+			OFFSET 0) p WHERE r.experiment = $1 ORDER BY r.at DESC, r.id DESC LIMIT $3`
+	}
+	return `SELECT r.id, r.at FROM runs r CROSS JOIN points p WHERE r.experiment = ? AND p.run_id = r.id AND p.series_id = ?
+		ORDER BY r.at DESC, r.id DESC LIMIT ?`
+}
+
 // walkTable is the name of the walk's temporary table, and the statements
 // that make it and index it: each database names its temporary schema its
 // own way.

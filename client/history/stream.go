@@ -200,10 +200,9 @@ func (s *Store) pickLast(ctx context.Context, f Filter, last int) (*picked, erro
 	// the series' points took a third of a second on PostgreSQL at 10^6).
 	pk.fromWalk = true
 	for _, o := range series {
-		// CROSS JOIN keeps SQLite's order: the experiment's runs from the
-		// latest back, through their index, each probed for the series.
-		rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.at FROM runs r CROSS JOIN points p
-			WHERE r.experiment = ? AND p.run_id = r.id AND p.series_id = ? ORDER BY r.at DESC, r.id DESC LIMIT ?`, o.experiment, o.id, last)
+		// The experiment's runs from the latest back, through their
+		// index, each probed for the series.
+		rows, err := s.db.QueryContext(ctx, s.db.d.lastRunsQuery(), o.experiment, o.id, last)
 		if err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
@@ -377,36 +376,54 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	refs := walkRefs{series: map[int64]*seriesRef{}}
 	// A group is of one experiment: the series of the picked series'
 	// experiments are read, not every series of the history (a run at the
-	// case cap adds 110,000).
+	// case cap adds 110,000), an experiment at a time through its index.
 	ids := make([]int64, 0, len(p.series))
 	for id := range p.series {
 		ids = append(ids, id)
 	}
 	list, _ := json.Marshal(ids)
-	rows, err := s.db.QueryContext(ctx, `SELECT id, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
-		clock_policy, mode FROM series WHERE experiment IN (SELECT experiment FROM series WHERE id IN (`+s.db.d.idList()+`))
-		ORDER BY id`, string(list))
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT experiment FROM series WHERE id IN (`+s.db.d.idList()+`)`, string(list))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read results history: %w", err)
 	}
+	var experiments []string
 	for rows.Next() {
-		var id int64
-		var k Key
-		if err := rows.Scan(&id, &k.Experiment, &k.Case, &k.Params, &k.Implementation, &k.GPU, &k.Driver, &k.CUDA, &k.Stack,
-			&k.ClockPolicy, &k.Mode); err != nil {
+		var e string
+		if err := rows.Scan(&e); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("read results history: %w", err)
 		}
-		g := k.Group()
-		groupOf[id] = g
-		if _, ok := groups[g]; !ok {
-			groups[g] = id
-		}
-		refs.series[id] = &seriesRef{key: k}
+		experiments = append(experiments, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read results history: %w", err)
+	}
+	for _, e := range experiments {
+		rows, err := s.db.QueryContext(ctx, `SELECT id, experiment, case_label, params, implementation, gpu, driver, cuda, stack,
+			clock_policy, mode FROM series WHERE experiment = ? ORDER BY id`, e)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read results history: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var k Key
+			if err := rows.Scan(&id, &k.Experiment, &k.Case, &k.Params, &k.Implementation, &k.GPU, &k.Driver, &k.CUDA, &k.Stack,
+				&k.ClockPolicy, &k.Mode); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("read results history: %w", err)
+			}
+			g := k.Group()
+			groupOf[id] = g
+			if _, ok := groups[g]; !ok {
+				groups[g] = id
+			}
+			refs.series[id] = &seriesRef{key: k}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read results history: %w", err)
+		}
 	}
 	wanted := map[string]bool{}
 	for id := range p.series {
@@ -475,11 +492,7 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	if len(resume) == len(wanted) {
 		return saves, epochs, next(math.MaxInt64)
 	}
-	experiments := map[string]bool{}
-	for _, ref := range refs.series {
-		experiments[ref.key.Experiment] = true
-	}
-	if refs.runs, err = s.walkRuns(ctx, sortedKeys(experiments)); err != nil {
+	if refs.runs, err = s.walkRuns(ctx, experiments); err != nil {
 		return nil, nil, err
 	}
 	// The walk's series, each with its group's first id, in a temporary
@@ -597,10 +610,7 @@ func (s *Store) readTails(ctx context.Context, resume map[string]*checkpoint, me
 	out := map[string][]Point{}
 	for e, t := range byExperiment {
 		ids, _ := json.Marshal(t.ids)
-		// CROSS JOIN keeps SQLite's order: the runs by time first.
-		rows, err := s.db.QueryContext(ctx, `SELECT `+pointColumns+` FROM runs r CROSS JOIN points p CROSS JOIN series s
-			WHERE r.experiment = ? AND r.at >= ? AND p.run_id = r.id AND p.series_id IN (`+s.db.d.idList()+`) AND s.id = p.series_id`,
-			e, t.from, string(ids))
+		rows, err := s.db.QueryContext(ctx, s.db.d.tailQuery(), e, t.from, string(ids))
 		if err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
@@ -924,24 +934,26 @@ type seriesRef struct {
 // walkRuns reads the columns that their points carry of every run of
 // experiments.
 func (s *Store) walkRuns(ctx context.Context, experiments []string) (map[int64]*Point, error) {
-	list, _ := json.Marshal(experiments)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.experiment IN (`+s.db.d.textList()+`)`, string(list))
-	if err != nil {
-		return nil, fmt.Errorf("read results history: %w", err)
-	}
-	defer rows.Close()
 	runs := map[int64]*Point{}
-	for rows.Next() {
-		r := &Point{}
-		var at int64
-		if err := rows.Scan(runDest(r, &at)...); err != nil {
+	for _, e := range experiments {
+		rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.experiment = ?`, e)
+		if err != nil {
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
-		r.Date = time.Unix(0, at).UTC()
-		runs[r.RunID] = r
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read results history: %w", err)
+		for rows.Next() {
+			r := &Point{}
+			var at int64
+			if err := rows.Scan(runDest(r, &at)...); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read results history: %w", err)
+			}
+			r.Date = time.Unix(0, at).UTC()
+			runs[r.RunID] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read results history: %w", err)
+		}
 	}
 	return runs, nil
 }
