@@ -22,7 +22,8 @@ func nightOf(rng *rand.Rand, i int, at time.Time, level map[string]float64) *res
 		host = 1.12
 	}
 	for _, c := range r.Cases {
-		for name, ir := range c.Results {
+		for _, name := range r.Implementations {
+			ir := c.Results[name]
 			if rng.IntN(20) == 0 {
 				level[name] *= []float64{1.3, 0.8}[rng.IntN(2)]
 			}
