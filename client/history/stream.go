@@ -451,7 +451,9 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 		if err != nil {
 			return err
 		}
-		if next != nil {
+		// A state later than this walk's stays: regress of an old run
+		// must not send the next table back to that run.
+		if kept := cps[g]; next != nil && (kept == nil || kept.pos.before(next.pos)) {
 			next.experiment = refs.series[groups[g]].key.Experiment
 			saves = append(saves, newCheckpoint{group: g, cp: next})
 		}

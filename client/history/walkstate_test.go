@@ -183,6 +183,18 @@ func TestWalkFromKeptState(t *testing.T) {
 	if s.resumed.Load() == 0 {
 		t.Fatal("no walk was judged from a kept state")
 	}
+	// Regress of an old run keeps no state earlier than the one kept.
+	var at int64
+	if err := s.db.QueryRow("SELECT max(at) FROM walk_states").Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Judge("n020", regress.Default()); err != nil {
+		t.Fatal(err)
+	}
+	var after int64
+	if err := s.db.QueryRow("SELECT min(at) FROM walk_states").Scan(&after); err != nil || after != at {
+		t.Fatalf("after regress of an old run the states are at %d (%v); want them left at %d", after, err, at)
+	}
 
 	// A run imported before the states drops them.
 	back := nightOf(rng, 999, nightAt(nights-20).Add(time.Hour), level)
