@@ -5,11 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/regress"
@@ -21,286 +19,6 @@ import (
 // what they hold is one group's points, not the history's: reading every
 // point at once, and naming the series in an IN list, took gigabytes at
 // 10^6 points and failed on SQLite's limit on a statement's variables.
-
-// Pick chooses what a walk judges and shows, from the light columns of
-// every point of the history.
-type pick struct {
-	// series are the series picked: they are judged, with their groups'
-	// other series.
-	series map[int64]bool
-	// cut, when not nil, ends a picked series at its point of that run
-	// (the points after it are neither judged nor shown), which lies at
-	// cutPos.
-	cut    int64
-	cutPos runPos
-	// from is, by picked series, the first of its points the walk shows:
-	// a group whose kept state (walkstate.go) lies before every one of
-	// them is judged from there. nil: the walk shows every point, and
-	// judges every group from its start.
-	from map[int64]runPos
-}
-
-// resumable reports whether cp can serve a walk of p over the group of
-// members: it lies before the cut and before every point the walk shows.
-func (p pick) resumable(cp *checkpoint, members []int64) bool {
-	if p.from == nil || (p.cut != 0 && !cp.pos.before(p.cutPos)) {
-		return false
-	}
-	for _, id := range members {
-		if !p.series[id] {
-			continue
-		}
-		from, ok := p.from[id]
-		if !ok || !cp.pos.before(from) {
-			return false
-		}
-	}
-	return true
-}
-
-// WalkFilter judges the series that f picks, each with the other series
-// of its group. It first calls start with how many points f picks and
-// what their parameters are named (for a CSV's columns); then, unless
-// start returns an error or there are none, fn with each group's judged
-// points of the picked series (whole) and those of them f picks (shown),
-// in the order of the groups' first series, each series in time order.
-//
-// With last > 0 only the last `last` points f picks of each series are
-// shown, earlier counts by series those left out, and whole may begin
-// after a series' first point: a series of 10^6 points is judged from the
-// rules' state kept before its last ones (walkstate.go), not read whole.
-func (s *Store) WalkFilter(ctx context.Context, f Filter, ru regress.Rule, last int, start func(points int, params []string) error,
-	fn func(whole, shown []Judged, earlier map[int64]int) error) error {
-	pk, err := s.pickLast(ctx, f, last)
-	if err == errPickAll {
-		pk, err = s.pickAll(ctx, f, last)
-	}
-	if err != nil {
-		return err
-	}
-	if err := start(pk.points, pk.params); err != nil || pk.points == 0 {
-		return err
-	}
-	return s.walk(ctx, pk.pick, ru, func(whole []Judged, before map[int64]int) error {
-		var shown []Judged
-		for _, j := range whole {
-			if pk.shown[[2]int64{j.SeriesID, j.RunID}] {
-				shown = append(shown, j)
-			}
-		}
-		if pk.fromWalk {
-			return fn(whole, shown, before)
-		}
-		return fn(whole, shown, pk.earlier)
-	})
-}
-
-// picked is what WalkFilter shows: the walk's pick, the points shown (by
-// series and run), how many points f picks, their parameters' names, and
-// how many earlier points of each series are left out (or fromWalk: the
-// walk counts them, as every point of the series is picked).
-type picked struct {
-	pick
-	shown    map[[2]int64]bool
-	points   int
-	params   []string
-	earlier  map[int64]int
-	fromWalk bool
-}
-
-func (pk *picked) add(series, run int64, at runPos) {
-	if !pk.series[series] {
-		pk.series[series] = true
-	}
-	pk.shown[[2]int64{series, run}] = true
-	if from, ok := pk.from[series]; !ok || at.before(from) {
-		pk.from[series] = at
-	}
-}
-
-func newPicked() *picked {
-	return &picked{pick: pick{series: map[int64]bool{}, from: map[int64]runPos{}}, shown: map[[2]int64]bool{}, earlier: map[int64]int{}}
-}
-
-// errPickAll is pickLast's answer where it cannot pick: pickAll does.
-var errPickAll = errors.New("pick from every point")
-
-// maxPickLast is the most series pickLast looks up one by one; more are
-// picked in pickAll's one pass.
-const maxPickLast = 200
-
-// pickLast picks the last `last` points of each series f picks, looking
-// each series' last runs up by the runs' time: no point before them is
-// read. It answers errPickAll where f filters points by their run (host,
-// GPU, since), shows every point (last 0), or picks many series.
-func (s *Store) pickLast(ctx context.Context, f Filter, last int) (*picked, error) {
-	if last <= 0 || f.Host != "" || f.GPU != "" || !f.Since.IsZero() {
-		return nil, errPickAll
-	}
-	var where []string
-	var args []any
-	if f.Experiment != "" {
-		where, args = append(where, "experiment = ?"), append(args, f.Experiment)
-	}
-	if f.Implementation != "" {
-		where, args = append(where, "implementation = ?"), append(args, f.Implementation)
-	}
-	if f.Job != "" {
-		where = append(where, "id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
-		args = append(args, f.Job)
-	}
-	if len(f.Series) > 0 {
-		ids, _ := json.Marshal(f.Series)
-		where, args = append(where, "id IN ("+s.db.d.idList()+")"), append(args, string(ids))
-	}
-	q := "SELECT id, experiment, params FROM series"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	rows, err := s.db.QueryContext(ctx, q+" ORDER BY id", args...)
-	if err != nil {
-		return nil, fmt.Errorf("read results history: %w", err)
-	}
-	type one struct {
-		id         int64
-		experiment string
-	}
-	var series []one
-	names := map[string]bool{}
-	for rows.Next() {
-		var o one
-		var ps string
-		if err := rows.Scan(&o.id, &o.experiment, &ps); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read results history: %w", err)
-		}
-		pt := Point{}
-		if err := json.Unmarshal([]byte(ps), &pt.Params); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read results history: series %d: %w", o.id, err)
-		}
-		if !f.matches(&pt) {
-			continue
-		}
-		if len(series) == maxPickLast {
-			rows.Close()
-			return nil, errPickAll
-		}
-		series = append(series, o)
-		for k := range pt.Params {
-			names[k] = true
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read results history: %w", err)
-	}
-	pk := newPicked()
-	// The points before those shown are counted by the walk (a count of
-	// the series' points took a third of a second on PostgreSQL at 10^6).
-	pk.fromWalk = true
-	for _, o := range series {
-		// The experiment's runs from the latest back, through their
-		// index, each probed for the series.
-		rows, err := s.db.QueryContext(ctx, s.db.d.lastRunsQuery(), o.experiment, o.id, last)
-		if err != nil {
-			return nil, fmt.Errorf("read results history: %w", err)
-		}
-		for rows.Next() {
-			var run, at int64
-			if err := rows.Scan(&run, &at); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("read results history: %w", err)
-			}
-			pk.add(o.id, run, runPos{at, run})
-			pk.points++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read results history: %w", err)
-		}
-	}
-	pk.params = sortedKeys(names)
-	return pk, nil
-}
-
-// pickAll picks from the light columns of every point of the history the
-// points f picks (with last > 0, each series' last `last` of them).
-func (s *Store) pickAll(ctx context.Context, f Filter, last int) (*picked, error) {
-	pk := newPicked()
-	paramNames := map[string]bool{}
-	q := `SELECT p.series_id, p.run_id, r.at, s.params, r.host, r.address, s.gpu, r.gpu_uuid
-		FROM points p JOIN runs r ON r.id = p.run_id JOIN series s ON s.id = p.series_id`
-	where, args := f.where(s.db.d)
-	rows, err := s.db.QueryContext(ctx, q+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read results history: %w", err)
-	}
-	defer rows.Close()
-	params := map[int64]map[string]any{}
-	bySeries := map[int64][]runPos{}
-	for rows.Next() {
-		var pt Point
-		var ps string
-		var at int64
-		if err := rows.Scan(&pt.SeriesID, &pt.RunID, &at, &ps, &pt.Host, &pt.Address, &pt.GPU, &pt.GPUUUID); err != nil {
-			return nil, fmt.Errorf("read results history: %w", err)
-		}
-		pm, ok := params[pt.SeriesID]
-		if !ok {
-			if err := json.Unmarshal([]byte(ps), &pm); err != nil {
-				return nil, fmt.Errorf("read results history: series %d: %w", pt.SeriesID, err)
-			}
-			params[pt.SeriesID] = pm
-		}
-		pt.Params = pm
-		if !f.matches(&pt) {
-			continue
-		}
-		if !pk.series[pt.SeriesID] {
-			for k := range pm {
-				paramNames[k] = true
-			}
-		}
-		pk.points++
-		if last > 0 {
-			pk.series[pt.SeriesID] = true
-			bySeries[pt.SeriesID] = append(bySeries[pt.SeriesID], runPos{at, pt.RunID})
-			continue
-		}
-		pk.add(pt.SeriesID, pt.RunID, runPos{at, pt.RunID})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read results history: %w", err)
-	}
-	for id, ps := range bySeries {
-		slices.SortFunc(ps, func(a, b runPos) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.run, b.run)) })
-		if len(ps) > last {
-			pk.earlier[id] = len(ps) - last
-			ps = ps[len(ps)-last:]
-		}
-		for _, q := range ps {
-			pk.add(id, q.run, q)
-		}
-	}
-	if last == 0 {
-		// Every point shown, and every point handed on whole (a figure
-		// of each series draws them all, --since or not): judged from
-		// the start.
-		pk.from = nil
-	}
-	pk.params = sortedKeys(paramNames)
-	return pk, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // WalkExperiment judges every series of experiment, a group of series
 // at a time, and calls fn with each group's judged points, each series in
@@ -317,34 +35,6 @@ func (s *Store) WalkExperiment(ctx context.Context, experiment string, ru regres
 		return nil
 	}
 	return s.walk(ctx, p, ru, func(js []Judged, _ map[int64]int) error { return fn(js) })
-}
-
-// where is the part of f SQL applies (the rest is matches'), for Points and
-// WalkFilter alike.
-func (f Filter) where(d dialect) (string, []any) {
-	var where []string
-	var args []any
-	if f.Experiment != "" {
-		where, args = append(where, "s.experiment = ?"), append(args, f.Experiment)
-	}
-	if f.Implementation != "" {
-		where, args = append(where, "s.implementation = ?"), append(args, f.Implementation)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "r.at >= ?"), append(args, f.Since.UnixNano())
-	}
-	if f.Job != "" {
-		where = append(where, "p.series_id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
-		args = append(args, f.Job)
-	}
-	if len(f.Series) > 0 {
-		ids, _ := json.Marshal(f.Series)
-		where, args = append(where, "p.series_id IN ("+d.idList()+")"), append(args, string(ids))
-	}
-	if len(where) == 0 {
-		return "", nil
-	}
-	return " WHERE " + strings.Join(where, " AND "), args
 }
 
 // walk judges the series p picks and their groups' others, group by
@@ -491,24 +181,51 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 		}
 		return nil
 	}
-	if len(resume) == len(wanted) {
-		return saves, epochs, next(math.MaxInt64)
+	// The other groups are read from their start, in order of their
+	// first id, the resumed ones judged among them in their turn.
+	whole := map[int64]int64{} // series -> its group's first id
+	for id, g := range groupOf {
+		if wanted[g] && resume[g] == nil {
+			whole[id] = groups[g]
+		}
 	}
-	if refs.runs, err = s.walkRuns(ctx, experiments); err != nil {
+	if len(whole) > 0 {
+		if refs.runs, err = s.walkRuns(ctx, experiments); err != nil {
+			return nil, nil, err
+		}
+		err = s.readWhole(ctx, whole, refs, p, func(group []Point) error {
+			g := groupOf[group[0].SeriesID]
+			if err := next(groups[g]); err != nil {
+				return err
+			}
+			return judge(g, group, nil)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := next(math.MaxInt64); err != nil {
 		return nil, nil, err
 	}
-	// The walk's series, each with its group's first id, in a temporary
-	// table of this connection (the store has one) that the points are
-	// read through, in group order.
+	return saves, epochs, nil
+}
+
+// readWhole reads every point of the series whole names (each with its
+// group's first id), and calls each with each group's points as
+// readGroups orders them, in order of the groups' first ids.
+func (s *Store) readWhole(ctx context.Context, whole map[int64]int64, refs walkRefs, p pick, each func([]Point) error) error {
+	// The series, each with its group's first id, in a temporary table of
+	// this connection (the store has one) that the points are read
+	// through, in group order.
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read results history: %w", err)
+		return fmt.Errorf("read results history: %w", err)
 	}
 	defer conn.Close()
 	walkTable, create := s.db.d.walkTable()
 	for _, q := range create {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return nil, nil, fmt.Errorf("read results history: %w", err)
+			return fmt.Errorf("read results history: %w", err)
 		}
 	}
 	defer conn.ExecContext(context.Background(), create[0])
@@ -516,28 +233,26 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	// case cap, took half a second.
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read results history: %w", err)
+		return fmt.Errorf("read results history: %w", err)
 	}
 	ins, err := tx.PrepareContext(ctx, "INSERT INTO "+walkTable+" (id, grp) VALUES (?, ?)")
 	if err != nil {
 		tx.Rollback()
-		return nil, nil, fmt.Errorf("read results history: %w", err)
+		return fmt.Errorf("read results history: %w", err)
 	}
-	for id, g := range groupOf {
-		if wanted[g] && resume[g] == nil {
-			if _, err := ins.ExecContext(ctx, id, groups[g]); err != nil {
-				ins.Close()
-				tx.Rollback()
-				return nil, nil, fmt.Errorf("read results history: %w", err)
-			}
+	for id, first := range whole {
+		if _, err := ins.ExecContext(ctx, id, first); err != nil {
+			ins.Close()
+			tx.Rollback()
+			return fmt.Errorf("read results history: %w", err)
 		}
 	}
 	ins.Close()
 	if err := tx.Commit(); err != nil {
-		return nil, nil, fmt.Errorf("read results history: %w", err)
+		return fmt.Errorf("read results history: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, s.db.d.walkIndex()); err != nil {
-		return nil, nil, fmt.Errorf("read results history: %w", err)
+		return fmt.Errorf("read results history: %w", err)
 	}
 	// A point's row holds its own columns: its series' and its run's are
 	// refs', read once (with them, the rows were three times as wide). The
@@ -545,14 +260,14 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	// together, and each group is put in time order as it is read
 	// (readGroups): ordered by the run's time, SQLite sorted every point
 	// of the walk, kept samples and all, before the first row.
-	rows, err = conn.QueryContext(ctx, `SELECT w.grp, p.series_id, p.run_id, `+pointOwnColumns+` FROM `+walkTable+` w
+	rows, err := conn.QueryContext(ctx, `SELECT w.grp, p.series_id, p.run_id, `+pointOwnColumns+` FROM `+walkTable+` w
 		JOIN points p ON p.series_id = w.id ORDER BY w.grp, w.id`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read results history: %w", err)
+		return fmt.Errorf("read results history: %w", err)
 	}
 	// The rows are read on a goroutine of their own while the groups
-	// read are judged and handed to fn on this one: on two CPUs a walk
-	// takes the longer of the two rather than their sum.
+	// read are judged on this one: on two CPUs a walk takes the longer of
+	// the two rather than their sum.
 	read := make(chan []Point, 4)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -568,11 +283,7 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 		if err != nil {
 			continue // draining, the reader stopped
 		}
-		g := groupOf[group[0].SeriesID]
-		if err = next(groups[g]); err == nil {
-			err = judge(g, group, nil)
-		}
-		if err != nil {
+		if err = each(group); err != nil {
 			stop()
 		}
 	}
@@ -580,13 +291,7 @@ func (s *Store) walkGroups(ctx context.Context, p pick, ru regress.Rule, fn func
 	if err == nil {
 		err = readErr
 	}
-	if err == nil {
-		err = next(math.MaxInt64)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return saves, epochs, nil
+	return err
 }
 
 // readTails reads the points of the groups resume serves that come after
