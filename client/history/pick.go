@@ -131,22 +131,7 @@ func (s *Store) pickLast(ctx context.Context, f Filter, last int) (*picked, erro
 	if last <= 0 || f.Host != "" || f.GPU != "" || !f.Since.IsZero() {
 		return nil, errPickAll
 	}
-	var where []string
-	var args []any
-	if f.Experiment != "" {
-		where, args = append(where, "experiment = ?"), append(args, f.Experiment)
-	}
-	if f.Implementation != "" {
-		where, args = append(where, "implementation = ?"), append(args, f.Implementation)
-	}
-	if f.Job != "" {
-		where = append(where, "id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
-		args = append(args, f.Job)
-	}
-	if len(f.Series) > 0 {
-		ids, _ := json.Marshal(f.Series)
-		where, args = append(where, "id IN ("+s.db.d.idList()+")"), append(args, string(ids))
-	}
+	where, args := f.seriesWhere(s.db.d, "", "id")
 	q := "SELECT id, experiment, params FROM series"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -299,27 +284,34 @@ func sortedKeys(m map[string]bool) []string {
 // where is the part of f SQL applies (the rest is matches'), for Points and
 // WalkFilter alike.
 func (f Filter) where(d dialect) (string, []any) {
-	var where []string
-	var args []any
-	if f.Experiment != "" {
-		where, args = append(where, "s.experiment = ?"), append(args, f.Experiment)
-	}
-	if f.Implementation != "" {
-		where, args = append(where, "s.implementation = ?"), append(args, f.Implementation)
-	}
+	where, args := f.seriesWhere(d, "s.", "p.series_id")
 	if !f.Since.IsZero() {
 		where, args = append(where, "r.at >= ?"), append(args, f.Since.UnixNano())
-	}
-	if f.Job != "" {
-		where = append(where, "p.series_id IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
-		args = append(args, f.Job)
-	}
-	if len(f.Series) > 0 {
-		ids, _ := json.Marshal(f.Series)
-		where, args = append(where, "p.series_id IN ("+d.idList()+")"), append(args, string(ids))
 	}
 	if len(where) == 0 {
 		return "", nil
 	}
 	return " WHERE " + strings.Join(where, " AND "), args
+}
+
+// seriesWhere is the part of f that picks series: the series table's
+// columns under prefix, its id as id.
+func (f Filter) seriesWhere(d dialect, prefix, id string) ([]string, []any) {
+	var where []string
+	var args []any
+	if f.Experiment != "" {
+		where, args = append(where, prefix+"experiment = ?"), append(args, f.Experiment)
+	}
+	if f.Implementation != "" {
+		where, args = append(where, prefix+"implementation = ?"), append(args, f.Implementation)
+	}
+	if f.Job != "" {
+		where = append(where, id+" IN (SELECT q.series_id FROM points q JOIN runs u ON u.id = q.run_id WHERE u.job_id = ?)")
+		args = append(args, f.Job)
+	}
+	if len(f.Series) > 0 {
+		ids, _ := json.Marshal(f.Series)
+		where, args = append(where, id+" IN ("+d.idList()+")"), append(args, string(ids))
+	}
+	return where, args
 }
