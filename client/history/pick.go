@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -199,7 +200,7 @@ func (s *Store) pickLast(ctx context.Context, f Filter, last int) (*picked, erro
 			return nil, fmt.Errorf("read results history: %w", err)
 		}
 	}
-	pk.params = sortedKeys(names)
+	pk.params = slices.Sorted(maps.Keys(names))
 	return pk, nil
 }
 
@@ -268,17 +269,8 @@ func (s *Store) pickAll(ctx context.Context, f Filter, last int) (*picked, error
 		// the start.
 		pk.from = nil
 	}
-	pk.params = sortedKeys(paramNames)
+	pk.params = slices.Sorted(maps.Keys(paramNames))
 	return pk, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // where is the part of f SQL applies (the rest is matches'), for Points and
