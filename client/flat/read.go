@@ -1,6 +1,7 @@
 package flat
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	fastjson "github.com/goccy/go-json"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -31,12 +33,12 @@ func ReadFile(path string) (*result.Results, []Row, error) {
 // and every case's full record (a gigabyte of memory) to write rows that
 // need a tenth of it.
 //
-// encoding/json's decoder walks the document and checks its grammar; each
+// jsontext's decoder walks the document and checks its grammar; each
 // case's bytes are decoded by a faster decoder (a third of encoding/json's
 // time).
 func Read(rd io.Reader) (*result.Results, []Row, error) {
-	dec := json.NewDecoder(rd)
-	if err := expectDelim(dec, '{'); err != nil {
+	dec := jsontext.NewDecoder(rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if err := expect(dec, '{'); err != nil {
 		return nil, nil, err
 	}
 	head := map[string]json.RawMessage{}
@@ -48,18 +50,20 @@ func Read(rd io.Reader) (*result.Results, []Row, error) {
 	}
 	var rows []Row
 	var spans []span // each case's rows, its record without results
-	for dec.More() {
+	for dec.PeekKind() != '}' {
 		tok, err := token(dec)
 		if err != nil {
 			return nil, nil, err
 		}
-		key, _ := tok.(string)
-		if key != "cases" {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return nil, nil, fmt.Errorf("decode results: %s: %w", key, err)
+		// Named as Decode matches names: in any case, the last of a
+		// name written twice standing.
+		key := tok.String()
+		if !strings.EqualFold(key, "cases") {
+			raw, err := dec.ReadValue()
+			if err != nil {
+				return nil, nil, fmt.Errorf("decode results: %s: %w", key, unexpected(err))
 			}
-			head[key] = raw
+			head[key] = bytes.Clone(raw)
 			if key == "implementations" {
 				if err := json.Unmarshal(raw, &impls); err != nil {
 					return nil, nil, fmt.Errorf("decode results: implementations: %w", err)
@@ -69,22 +73,30 @@ func Read(rd io.Reader) (*result.Results, []Row, error) {
 			continue
 		}
 		// The cases, one at a time: a run at the case cap is 170 MB.
-		tok, err = token(dec)
-		if err != nil {
-			return nil, nil, err
-		}
-		if tok == nil { // null
+		rows, spans = rows[:0], spans[:0]
+		switch dec.PeekKind() {
+		case 'n':
+			if _, err := token(dec); err != nil {
+				return nil, nil, err
+			}
 			continue
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '[' {
+		case '[':
+		default:
+			if _, err := token(dec); err != nil {
+				return nil, nil, err
+			}
 			return nil, nil, fmt.Errorf("decode results: cases is not a list")
 		}
-		for dec.More() {
-			var raw json.RawMessage
+		if err := expect(dec, '['); err != nil {
+			return nil, nil, err
+		}
+		for dec.PeekKind() != ']' {
 			var c result.Case
-			err := dec.Decode(&raw)
+			raw, err := dec.ReadValue()
 			if err == nil {
 				err = decodeCase(raw, &c)
+			} else {
+				err = unexpected(err)
 			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("decode results: case %d: %w", len(spans)+1, err)
@@ -100,11 +112,11 @@ func Read(rd io.Reader) (*result.Results, []Row, error) {
 			c.Results = nil
 			spans[len(spans)-1].c = c
 		}
-		if err := expectDelim(dec, ']'); err != nil {
+		if err := expect(dec, ']'); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := expectDelim(dec, '}'); err != nil {
+	if err := expect(dec, '}'); err != nil {
 		return nil, nil, err
 	}
 	data, err := json.Marshal(head)
@@ -148,27 +160,32 @@ func caseOfRows(rows []Row) result.Case {
 	return c
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
+// expect reads dec's next token, which must be the delimiter want.
+func expect(dec *jsontext.Decoder, want jsontext.Kind) error {
 	tok, err := token(dec)
 	if err != nil {
 		return err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("decode results: expected %q, found %v", want, tok)
+	if tok.Kind() != want {
+		return fmt.Errorf("decode results: expected %q, found %s", want, tok.Kind())
 	}
 	return nil
 }
 
 // token is dec's next token; a document cut short is io.ErrUnexpectedEOF.
-func token(dec *json.Decoder) (json.Token, error) {
-	tok, err := dec.Token()
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
+func token(dec *jsontext.Decoder) (jsontext.Token, error) {
+	tok, err := dec.ReadToken()
 	if err != nil {
-		return nil, fmt.Errorf("decode results: %w", err)
+		return jsontext.Token{}, fmt.Errorf("decode results: %w", unexpected(err))
 	}
 	return tok, nil
+}
+
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // decodeCase decodes a case's bytes into c. A panic of the decoder on
