@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -96,7 +94,7 @@ func runStatus(ctx context.Context, a *App, o statusOptions, m *job.Manager, j *
 	} else if store.Final(j.Status) {
 		// A job stopped before its runner wrote any (a failed create, a
 		// Ctrl-C before the start) has none to point at.
-		if _, err := os.Stat(filepath.Join(s.StoreDir, store.ResultsFile)); err == nil {
+		if m.Store.Has(j.ID, store.ResultsFile) {
 			row(state, "not checked (the job is finished and its results are in the store)")
 		} else {
 			row(state, "not checked (the job is finished; the store has no results of it)")
