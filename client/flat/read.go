@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	fastjson "github.com/goccy/go-json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -34,10 +34,12 @@ func ReadFile(path string) (*result.Results, []Row, error) {
 // need a tenth of it.
 //
 // jsontext's decoder walks the document and checks its grammar; each
-// case's bytes are decoded by a faster decoder (a third of encoding/json's
-// time).
+// case is decoded from it by Go's JSON v2 under encoding/json's rules, so
+// that Read and result.Decode agree on every document.
 func Read(rd io.Reader) (*result.Results, []Row, error) {
-	dec := jsontext.NewDecoder(rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// encoding/json's rules (names in any case, a name written twice,
+	// strings that are not UTF-8), as result.Decode reads the document.
+	dec := jsontext.NewDecoder(rd, jsonv1.DefaultOptionsV1())
 	if err := expect(dec, '{'); err != nil {
 		return nil, nil, err
 	}
@@ -92,16 +94,9 @@ func Read(rd io.Reader) (*result.Results, []Row, error) {
 		}
 		for dec.PeekKind() != ']' {
 			var c result.Case
-			raw, err := dec.ReadValue()
-			if err == nil {
-				err = decodeCase(raw, &c)
-			} else {
-				err = unexpected(err)
+			if err := jsonv2.UnmarshalDecode(dec, &c); err != nil {
+				return nil, nil, fmt.Errorf("decode results: case %d: %w", len(spans)+1, unexpected(err))
 			}
-			if err != nil {
-				return nil, nil, fmt.Errorf("decode results: case %d: %w", len(spans)+1, err)
-			}
-			own(reflect.ValueOf(&c))
 			// Checked and cleaned as result.Decode does a whole document.
 			if err := result.CleanCase(len(spans), &c); err != nil {
 				return nil, nil, err
@@ -186,69 +181,4 @@ func unexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
-}
-
-// decodeCase decodes a case's bytes into c. A panic of the decoder on
-// bytes it did not expect is an error of that case's, not a crash of the
-// command (a finalize's import, xrun results).
-func decodeCase(raw []byte, c *result.Case) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("not a case the decoder can read (%v)", p)
-		}
-	}()
-	return fastjson.Unmarshal(raw, c)
-}
-
-// own gives every string that v holds its own memory. The decoder's
-// strings share one copy of the bytes they were decoded from, and a row
-// that kept a case's label or an implementation's name kept the case's
-// whole text: a run at the case cap then held all of its 170 MB.
-func own(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			own(v.Elem())
-		}
-	case reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		if !v.CanSet() {
-			return
-		}
-		e := reflect.New(v.Elem().Type()).Elem()
-		e.Set(v.Elem())
-		own(e)
-		v.Set(e)
-	case reflect.String:
-		if v.CanSet() {
-			v.SetString(strings.Clone(v.String()))
-		}
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
-				own(v.Field(i))
-			}
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			own(v.Index(i))
-		}
-	case reflect.Map:
-		if v.IsNil() {
-			return
-		}
-		owned := reflect.MakeMapWithSize(v.Type(), v.Len())
-		for it := v.MapRange(); it.Next(); {
-			k := reflect.New(v.Type().Key()).Elem()
-			k.Set(it.Key())
-			own(k)
-			e := reflect.New(v.Type().Elem()).Elem()
-			e.Set(it.Value())
-			own(e)
-			owned.SetMapIndex(k, e)
-		}
-		v.Set(owned)
-	}
 }
