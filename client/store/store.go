@@ -6,7 +6,6 @@ package store
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,11 +14,9 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/xrun-dev/xrun/internal/text"
@@ -33,124 +30,6 @@ const (
 	// OutDir holds the copy of the container's /xrun/out.
 	OutDir = "out"
 )
-
-// Job is one submitted job as the client recorded it.
-type Job struct {
-	ID            string `json:"id"`
-	Host          string `json:"host"`
-	ContainerID   string `json:"container_id,omitempty"`
-	ContainerName string `json:"container_name,omitempty"`
-	Experiment    string `json:"experiment"`
-	ExperimentDir string `json:"experiment_dir,omitempty"`
-	ImageRef      string `json:"image_ref,omitempty"`
-	ImageID       string `json:"image_id,omitempty"`
-	SpecHash      string `json:"spec_hash,omitempty"`
-	GPUs          string `json:"gpus"`
-	// CPUs is the host CPUs the job runs on ("2-3"; "": all of them).
-	CPUs    string    `json:"cpus,omitempty"`
-	Mode    string    `json:"mode"` // gpu or cpu
-	Timeout string    `json:"timeout,omitempty"`
-	Created time.Time `json:"created"`
-	// Started is when a standby container was handed the job (its
-	// container started before the job); nil for any other job.
-	Started  *time.Time `json:"started,omitempty"`
-	Finished *time.Time `json:"finished,omitempty"`
-	Status   string     `json:"status"`
-	ExitCode *int       `json:"exit_code,omitempty"`
-	// OOMKilled is set when the kernel's OOM killer ended a process of
-	// the job's container; Status says how the job ended all the same.
-	OOMKilled bool `json:"oom_killed,omitempty"`
-	// StoppedBy is result.StatusCancelled or result.StatusTimeout when a
-	// client stopped the job, recorded before the stop (FinalStatus).
-	StoppedBy string `json:"stopped_by,omitempty"`
-	Error     string `json:"error,omitempty"`
-	// ResultsSHA256 is the SHA-256 (hex) of the store's results.json as
-	// recorded when the job ended and its results were collected; from
-	// then on the results are read from the store alone, and checked
-	// against it (CheckResults). Empty in older records and for a job
-	// without results: nothing to check.
-	ResultsSHA256 string `json:"results_sha256,omitempty"`
-	// Creator is the xrun process that creates the job (Creator()):
-	// a job still created whose submitter is gone will never start.
-	Creator string `json:"creator,omitempty"`
-	// Owner is the user who submitted the job (CurrentUser).
-	Owner string `json:"owner,omitempty"`
-	// Submit is how the job was submitted, beside what the fields above
-	// say (directory, host, GPUs, mode, timeout), so that it can be rerun
-	// the same way (xrun regress --confirm).
-	Submit *SubmitArgs `json:"submit,omitempty"`
-	// Split is the part of its sweep the job runs ("2/4",
-	// contract.EnvSplit), and SplitOf the job its parts' results are
-	// gathered into (xrun submit --split); both "" for a job that runs a
-	// whole sweep.
-	Split   string `json:"split,omitempty"`
-	SplitOf string `json:"split_of,omitempty"`
-	// Parts are the jobs a gathered job's results come from, in part
-	// order: such a job ran nowhere itself.
-	Parts []string `json:"parts,omitempty"`
-}
-
-// SubmitArgs are the submit options a rerun of a job repeats.
-type SubmitArgs struct {
-	Base string `json:"base,omitempty"`
-	// CPUs repeats --cpus.
-	CPUs int `json:"cpus,omitempty"`
-	// Env are the names of the --env variables, never their values: a
-	// rerun reads them from its own environment again.
-	Env     []string `json:"env,omitempty"`
-	Labels  []string `json:"labels,omitempty"`
-	Root    bool     `json:"root,omitempty"`
-	Network string   `json:"network,omitempty"`
-	// NoStandby and NoCacheVolume repeat --no-standby and
-	// --no-cache-volume.
-	NoStandby     bool `json:"no_standby,omitempty"`
-	NoCacheVolume bool `json:"no_cache_volume,omitempty"`
-	// PendingLimit repeats a cluster's --pending-limit.
-	PendingLimit time.Duration `json:"pending_limit,omitempty"`
-	// Registry and PullSecret repeat where a cluster's job image was
-	// pushed and the secret its pods pulled it with (--registry,
-	// --pull-secret; the secret's name, never its content).
-	Registry   string `json:"registry,omitempty"`
-	PullSecret string `json:"pull_secret,omitempty"`
-	// Place repeats the options of the place the job ran on, as its
-	// backend records them (client/connect reads them; the store does
-	// not look inside). Earlier versions kept them under the backend's
-	// own name: UnmarshalJSON moves them here.
-	Place json.RawMessage `json:"place,omitempty"`
-}
-
-// UnmarshalJSON reads the arguments. A record of an earlier version keeps
-// its place's options as an object under the backend's name, a field
-// this version does not know: with no Place, that object is the Place
-// (the record's Host says whose options they are).
-func (a *SubmitArgs) UnmarshalJSON(data []byte) error {
-	type plain SubmitArgs
-	if err := json.Unmarshal(data, (*plain)(a)); err != nil || len(a.Place) > 0 {
-		return err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return err
-	}
-	known := submitFields()
-	for name, v := range fields {
-		if !known[name] && len(v) > 0 && v[0] == '{' {
-			a.Place = v
-		}
-	}
-	return nil
-}
-
-// submitFields are the JSON names of SubmitArgs' fields.
-var submitFields = sync.OnceValue(func() map[string]bool {
-	known := map[string]bool{}
-	t := reflect.TypeFor[SubmitArgs]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		known[name] = true
-	}
-	return known
-})
 
 // Store is a directory of job records.
 type Store struct {
@@ -192,79 +71,6 @@ func (s *Store) Dir(id string) string { return filepath.Join(s.Root, id) }
 // Results is the path of job id's results.json in the store (Has says
 // whether it is there).
 func (s *Store) Results(id string) string { return filepath.Join(s.Dir(id), ResultsFile) }
-
-// ResultsDigest is the SHA-256 (hex) of job id's results.json in the
-// store, as ResultsSHA256 records it.
-func (s *Store) ResultsDigest(id string) (string, error) {
-	f, err := os.Open(s.Results(id))
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// ReadResults is the one door to job j's results.json in the store: its
-// bytes, read once and checked against the digest recorded when the job
-// ended, so that what is shown is what was checked. A copy that is
-// missing or differs is a *TamperedError; a job without a copy and
-// without a digest (no results yet) is an error wrapping os.ErrNotExist.
-func (s *Store) ReadResults(j *Job) ([]byte, error) {
-	data, err := os.ReadFile(s.Results(j.ID))
-	switch {
-	case errors.Is(err, os.ErrNotExist) && j.ResultsSHA256 != "":
-		return nil, &TamperedError{ID: j.ID, Path: s.Results(j.ID), Missing: true}
-	case err != nil:
-		return nil, fmt.Errorf("read results of job %s: %w", j.ID, err)
-	}
-	if j.ResultsSHA256 != "" {
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != j.ResultsSHA256 {
-			return nil, &TamperedError{ID: j.ID, Path: s.Results(j.ID)}
-		}
-	}
-	return data, nil
-}
-
-// CheckResults checks job j's results.json in the store against the
-// digest recorded when the job ended (j.ResultsSHA256): a copy that is
-// missing or differs is a *TamperedError. A record without a digest (an
-// older record, a job not ended) has nothing to check.
-func (s *Store) CheckResults(j *Job) error {
-	if j.ResultsSHA256 == "" {
-		return nil
-	}
-	got, err := s.ResultsDigest(j.ID)
-	if errors.Is(err, os.ErrNotExist) {
-		return &TamperedError{ID: j.ID, Path: s.Results(j.ID), Missing: true}
-	}
-	if err != nil {
-		return fmt.Errorf("read results of job %s: %w", j.ID, err)
-	}
-	if got != j.ResultsSHA256 {
-		return &TamperedError{ID: j.ID, Path: s.Results(j.ID)}
-	}
-	return nil
-}
-
-// TamperedError is a job's results.json in the store that no longer
-// matches the digest recorded when the job ended.
-type TamperedError struct {
-	ID, Path string
-	// Missing is set when the store's copy is gone.
-	Missing bool
-}
-
-func (e *TamperedError) Error() string {
-	if e.Missing {
-		return fmt.Sprintf("the results of job %s were removed after the job ended: the recorded copy, %s, is gone, and xrun does not collect them again from the job's container, which any user of its Docker host can change; restore the file from a backup of the job store", e.ID, e.Path)
-	}
-	return fmt.Sprintf("the results of job %s were changed after the job ended: the recorded copy, %s, no longer matches the SHA-256 its record (%s) kept when xrun collected it; restore the file from a backup of the job store", e.ID, e.Path, RecordFile)
-}
 
 // Log is the path of job id's log in the store (Has says whether it is
 // there).
