@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // ReadHeadFile reads a results file as ReadHead does.
@@ -39,12 +41,20 @@ func ReadHead(rd io.Reader) (*Results, error) {
 	return r, nil
 }
 
+// StreamDecoder walks a results document from rd under the rules Decode
+// reads it by (encoding/json's: a name in any case, the last of a name
+// written twice, strings that are not UTF-8), checking its grammar, for
+// readers that take it a member or a case at a time.
+func StreamDecoder(rd io.Reader) *jsontext.Decoder {
+	return jsontext.NewDecoder(rd, jsonv1.DefaultOptionsV1())
+}
+
 // headOf copies the object that rd starts with, the values of its
-// members "cases" and "comparisons" replaced by []. The decoder checks the
-// grammar of all of it, the passed-over values too; like Decode it lets a
-// name repeat and a string hold bytes that are not UTF-8.
+// members "cases" and "comparisons" (by any case of the name, as Decode
+// matches them) replaced by []. The passed-over values are checked as
+// JSON too.
 func headOf(rd io.Reader) ([]byte, error) {
-	dec := jsontext.NewDecoder(rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := StreamDecoder(rd)
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return nil, unexpected(err)
@@ -65,7 +75,7 @@ func headOf(rd io.Reader) ([]byte, error) {
 			return nil, err
 		}
 		out = append(out, ':')
-		if n := name.String(); n == "cases" || n == "comparisons" {
+		if n := name.String(); strings.EqualFold(n, "cases") || strings.EqualFold(n, "comparisons") {
 			if err := dec.SkipValue(); err != nil {
 				return nil, fmt.Errorf("%s: %w", n, unexpected(err))
 			}

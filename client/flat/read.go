@@ -12,7 +12,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -37,9 +36,7 @@ func ReadFile(path string) (*result.Results, []Row, error) {
 // case is decoded from it by Go's JSON v2 under encoding/json's rules, so
 // that Read and result.Decode agree on every document.
 func Read(rd io.Reader) (*result.Results, []Row, error) {
-	// encoding/json's rules (names in any case, a name written twice,
-	// strings that are not UTF-8), as result.Decode reads the document.
-	dec := jsontext.NewDecoder(rd, jsonv1.DefaultOptionsV1())
+	dec := result.StreamDecoder(rd)
 	if err := expect(dec, '{'); err != nil {
 		return nil, nil, err
 	}
@@ -76,21 +73,15 @@ func Read(rd io.Reader) (*result.Results, []Row, error) {
 		}
 		// The cases, one at a time: a run at the case cap is 170 MB.
 		rows, spans = rows[:0], spans[:0]
-		switch dec.PeekKind() {
-		case 'n':
-			if _, err := token(dec); err != nil {
-				return nil, nil, err
-			}
-			continue
-		case '[':
-		default:
-			if _, err := token(dec); err != nil {
-				return nil, nil, err
-			}
-			return nil, nil, fmt.Errorf("decode results: cases is not a list")
-		}
-		if err := expect(dec, '['); err != nil {
+		tok, err = token(dec)
+		if err != nil {
 			return nil, nil, err
+		}
+		if tok.Kind() == 'n' {
+			continue
+		}
+		if tok.Kind() != '[' {
+			return nil, nil, fmt.Errorf("decode results: cases is not a list")
 		}
 		for dec.PeekKind() != ']' {
 			var c result.Case
