@@ -113,6 +113,10 @@ const (
 	KubeContext
 )
 
+// Settings lists every setting, in the order a refusal names the first
+// one missing.
+var Settings = []Setting{Registry, KubeContext}
+
 func (s Setting) String() string {
 	switch s {
 	case Registry:

@@ -21,6 +21,10 @@ type Capabilities struct {
 	// Lacks maps each feature the place cannot give to what decides
 	// instead ("the scheduler picks the GPUs; give a count").
 	Lacks map[Feature]string
+	// Needs maps each setting a submit must give before the build to
+	// why the place needs it ("the cluster pulls the job's image from
+	// one").
+	Needs map[Setting]string
 	// NoConfirm, when set, says why a rerun there cannot confirm a
 	// suspected regression (regress --confirm): the place picks the
 	// machine and GPU, so the rerun may not measure the same one.
@@ -95,6 +99,17 @@ func (c Capabilities) Refuse(asked ...Feature) error {
 	for _, f := range Features {
 		if why, lacks := c.Lacks[f]; lacks && slices.Contains(asked, f) {
 			return &UnsupportedError{Backend: c.Name, Flag: c.Flag, Asked: f, Instead: why}
+		}
+	}
+	return nil
+}
+
+// Missing returns the refusal of the first setting the place needs that
+// given reports absent, or nil when every one is given.
+func (c Capabilities) Missing(given func(Setting) bool) error {
+	for _, s := range Settings {
+		if why, needs := c.Needs[s]; needs && !given(s) {
+			return &MissingError{Setting: s, Why: why}
 		}
 	}
 	return nil

@@ -46,3 +46,23 @@ func TestSpecAsks(t *testing.T) {
 		}
 	}
 }
+
+func TestMissingNamesTheFirstSettingAbsent(t *testing.T) {
+	c := Capabilities{Name: "a cluster", Needs: map[Setting]string{
+		KubeContext: "it names the cluster", Registry: "nodes pull from one"}}
+	none := func(Setting) bool { return false }
+	var miss *MissingError
+	if err := c.Missing(none); !errors.As(err, &miss) || miss.Setting != Registry || miss.Why != "nodes pull from one" {
+		t.Fatalf("Missing(nothing given) = %#v, want the registry first", err)
+	}
+	if got, want := miss.Error(), "no registry: nodes pull from one"; got != want {
+		t.Errorf("refusal %q, want %q", got, want)
+	}
+	onlyRegistry := func(s Setting) bool { return s == Registry }
+	if err := c.Missing(onlyRegistry); !errors.As(err, &miss) || miss.Setting != KubeContext {
+		t.Errorf("Missing(registry given) = %v, want the context", err)
+	}
+	if err := (Capabilities{Name: "a Docker host"}).Missing(none); err != nil {
+		t.Errorf("a place that needs nothing refused: %v", err)
+	}
+}

@@ -69,6 +69,16 @@ func CheckSelection(sel Selection) error {
 	return sel.Slurm.Settings.Check()
 }
 
+// NotSearched says, as a clause to add to "not found", where a job not
+// found on the place sel picks may still be: a cluster's jobs are found
+// only where they were asked for.
+func NotSearched(sel Selection) string {
+	if sel.K8s {
+		return ""
+	}
+	return " (a job on a Kubernetes cluster: add --k8s, and --context or --namespace where it is not the default)"
+}
+
 // Cluster reports whether sel picks a cluster, whose scheduler finds a
 // node for the job (--pending-limit applies).
 func (sel Selection) Cluster() bool { return sel.K8s || sel.Slurm != nil }

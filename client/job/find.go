@@ -78,12 +78,7 @@ func (m *Manager) find(ctx context.Context, ref string, sel connect.Selection, a
 	hits, merr := FindListed(ctx, b, ref, func(id string) bool { return strings.HasPrefix(id, ref) })
 	switch {
 	case errors.Is(merr, ErrNoContainer):
-		also := ""
-		if !sel.K8s {
-			// A cluster's jobs are found only where they were asked for.
-			also = " (a job on a Kubernetes cluster: add --k8s, and --context or --namespace where it is not the default)"
-		}
-		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%w; not on %s either%s", nf, b.Where(), also)}
+		return nil, &contract.ExitError{Code: contract.ExitUsage, Err: fmt.Errorf("%w; not on %s either%s", nf, b.Where(), connect.NotSearched(sel))}
 	case merr != nil:
 		return nil, merr
 	}

@@ -123,10 +123,6 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	if a.CPU && a.GPUs != "" {
 		return r, contract.Usagef("--cpu runs without GPUs: leave out --gpus %s (or --cpu)", a.GPUs)
 	}
-	if a.Where.K8s && a.Registry == "" {
-		// Found before the build, which takes minutes.
-		return r, contract.Usagef("no registry for the cluster to pull the job's image from: pass --registry HOST[:PORT][/PATH] or set XRUN_K8S_REGISTRY (docs/kubernetes.md)")
-	}
 	if a.CPUs < 0 {
 		return r, contract.Usagef("--cpus %d: give how many CPUs the job gets, at least 1", a.CPUs)
 	}
@@ -140,6 +136,9 @@ func Request(a Args, getenv func(string) string, warn io.Writer) (SubmitRequest,
 	// build.
 	caps := connect.Capabilities(a.Where)
 	if err := caps.Refuse(a.asks()...); err != nil {
+		return r, contract.BadInput(err)
+	}
+	if err := caps.Missing(a.gives); err != nil {
 		return r, contract.BadInput(err)
 	}
 	p, err := build.Load(so)
@@ -207,6 +206,16 @@ func (a Args) asks() []backend.Feature {
 		asked = append(asked, backend.BaseImage)
 	}
 	return asked
+}
+
+// gives reports whether the command line gives a setting a place may
+// need before the build (backend.Capabilities.Needs).
+func (a Args) gives(s backend.Setting) bool {
+	switch s {
+	case backend.Registry:
+		return a.Registry != ""
+	}
+	return true
 }
 
 // rerunArgs are the arguments a rerun of the job repeats

@@ -121,7 +121,7 @@ func CodeImage(registry string, s backend.Spec) string {
 // builder (s.Push; once per code) and pushes it to the submit's registry.
 func (b *Backend) pushCodeImage(ctx context.Context, s backend.Spec) (string, error) {
 	if s.Push == nil || s.Push.Registry == "" {
-		return "", &backend.MissingError{Setting: backend.Registry, Why: "the cluster pulls the job's image from one (docs/kubernetes.md)"}
+		return "", &backend.MissingError{Setting: backend.Registry, Why: Capabilities.Needs[backend.Registry]}
 	}
 	if s.Push.Builder == nil {
 		return "", errors.New("no Docker host to build the job's image on")

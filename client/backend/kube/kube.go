@@ -90,14 +90,18 @@ func ParseRef(host string) Selection {
 	return Selection{Context: ctx, Namespace: ns}
 }
 
-// Capabilities is what a Kubernetes Job lacks: its scheduler places it,
-// and the namespace's policies set its network.
+// Capabilities is what a Kubernetes Job lacks and needs: its scheduler
+// places it, the namespace's policies set its network, and its nodes pull
+// its image from a registry.
 var Capabilities = backend.Capabilities{
 	Name: "Kubernetes",
 	Flag: Flag,
 	Lacks: map[backend.Feature]string{
 		backend.GPUsByID:  "the scheduler picks the GPUs; give a count",
 		backend.NoNetwork: "a NetworkPolicy of the namespace decides the job's network",
+	},
+	Needs: map[backend.Setting]string{
+		backend.Registry: "the cluster pulls the job's image from one (docs/kubernetes.md)",
 	},
 	NoConfirm:       "it ran on a Kubernetes cluster, which picks the GPU",
 	StoppedBy:       "kubectl delete of its pod or Job, a node drain, or a preemption",
