@@ -185,12 +185,14 @@ type Backend interface {
 	List(ctx context.Context, all bool) ([]Listed, error)
 }
 
-// Collector is a Backend whose job log carries the runner's output
-// directory (a Kubernetes pod's log outlives its files; contract.WriteOut):
-// Collect reads that log once and returns it without the output frame,
-// with the output as CopyOut would (nil and ErrNotFound when the runner
-// wrote none). The log is nil only when the job has none, and err says why. The lifecycle uses it in place of Logs then CopyOut, which
-// would read the log twice.
+// Collector is a Backend that reads an ended job's log and output in one
+// request: a Kubernetes pod's log, which carries the runner's output
+// directory (the log outlives the pod's files; contract.WriteOut), or one
+// ssh session to a Slurm login node, where each session costs seconds.
+// Collect returns the log, and the output as CopyOut would (nil and
+// ErrNotFound when the runner wrote none). The log is nil only when the
+// job has none, and err says why. The lifecycle uses it in place of Logs
+// then CopyOut.
 type Collector interface {
 	Collect(ctx context.Context, j *store.Job) (logs []byte, out io.ReadCloser, err error)
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/xrun-dev/xrun/analyze"
 	"github.com/xrun-dev/xrun/client/e2e/xruntest"
-	"github.com/xrun-dev/xrun/client/job"
+	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
 	"github.com/xrun-dev/xrun/result"
 )
@@ -187,7 +187,7 @@ func TestHostileFlood(t *testing.T) {
 
 	r, s, _ = hostileJob(t, "flood", 0, "--root", "--env", "XRUN_FLOOD_MB=256")
 	logs, _ = os.ReadFile(filepath.Join(s.StoreDir, "logs.txt"))
-	if int64(len(logs)) > job.LogHeadBytes+job.LogTailBytes+4096 || !strings.Contains(string(logs), "bytes of output dropped here") {
+	if int64(len(logs)) > store.LogHeadBytes+store.LogTailBytes+4096 || !strings.Contains(string(logs), "bytes of output dropped here") {
 		t.Errorf("the stored log of a flooded container is %d bytes, or lacks the dropped line", len(logs))
 	}
 	if !strings.Contains(string(logs), "status: succeeded") {

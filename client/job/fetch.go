@@ -16,7 +16,6 @@ import (
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
 	"github.com/xrun-dev/xrun/contract"
-	"github.com/xrun-dev/xrun/internal/text"
 	"github.com/xrun-dev/xrun/result"
 )
 
@@ -40,7 +39,7 @@ func FetchOutputs(ctx context.Context, b backend.Backend, st *store.Store, j *st
 	// without end, and the client's memory must not follow.
 	var logErr error
 	err := st.WriteFrom(j.ID, store.LogsFile, func(w io.Writer) error {
-		ht := text.NewHeadTail(w, LogHeadBytes, LogTailBytes, "the job's stored log")
+		ht := store.LogWriter(w)
 		logErr = b.Logs(ctx, j, backend.LogOptions{}, ht, ht)
 		if logErr != nil {
 			return logErr
@@ -119,13 +118,6 @@ func saveOutput(ctx context.Context, st *store.Store, j *store.Job, rc io.ReadCl
 	}
 	return nil
 }
-
-// LogHeadBytes and LogTailBytes bound the job's log as the store keeps it
-// (the start and the end; the runner's own lines are a few kilobytes).
-const (
-	LogHeadBytes = 8 << 20
-	LogTailBytes = 8 << 20
-)
 
 // MaxOutputBytes bounds the runner's output directory as the store copies
 // it: results, logs (each worker's bounded by the runner) and Nsight

@@ -252,7 +252,7 @@ func TestFetchOutputsBoundsAFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(logs)) > LogHeadBytes+LogTailBytes+4096 || !strings.HasSuffix(string(logs), "status: succeeded\n") ||
+	if int64(len(logs)) > store.LogHeadBytes+store.LogTailBytes+4096 || !strings.HasSuffix(string(logs), "status: succeeded\n") ||
 		!strings.Contains(string(logs), "bytes of output dropped here") {
 		t.Errorf("logs.txt is %d bytes, or lost its end or the dropped line", len(logs))
 	}

@@ -31,6 +31,21 @@ const (
 	OutDir = "out"
 )
 
+// LogHeadBytes and LogTailBytes bound a job's log as the store keeps it
+// (the start and the end; the runner's own lines are a few kilobytes): a
+// job can print without end, and neither the store nor the memory of
+// whoever copies the log may follow.
+const (
+	LogHeadBytes = 8 << 20
+	LogTailBytes = 8 << 20
+)
+
+// LogWriter is a writer onto w that keeps what LogHeadBytes and
+// LogTailBytes bound; its Close writes the kept end.
+func LogWriter(w io.Writer) *text.HeadTail {
+	return text.NewHeadTail(w, LogHeadBytes, LogTailBytes, "the job's stored log")
+}
+
 // Store is a directory of job records.
 type Store struct {
 	Root string
