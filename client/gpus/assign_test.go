@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine/enginetest"
@@ -168,36 +169,38 @@ func TestAcquireNoGPUs(t *testing.T) {
 }
 
 func TestAcquireQueueWaits(t *testing.T) {
-	f := newFake()
-	f.reservation(0, "first", 0)
-	f.job("first", "running", "0")
-	var lines []string
-	var mu sync.Mutex
-	a := &Assigner{Engine: f, Inventory: Fake(f.Host(), 1), Image: "img", Queue: true, Poll: 20 * time.Millisecond,
-		Progress: func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }}
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		f.SetState("job-first", "exited")
-		Release(context.Background(), f, "first")
-	}()
-	ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel0()
-	got, err := a.Acquire(ctx0, "second", Request{Count: 1})
-	if err != nil || !reflect.DeepEqual(indices(got), []int{0}) {
-		t.Fatalf("got %v, %v", indices(got), err)
-	}
-	mu.Lock()
-	if len(lines) != 1 || !strings.Contains(lines[0], "queued on unix:///fake.sock for 1 GPU (held: 0:first)") {
-		t.Fatalf("progress lines: %q", lines)
-	}
-	mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.reservation(0, "first", 0)
+		f.job("first", "running", "0")
+		var lines []string
+		var mu sync.Mutex
+		a := &Assigner{Engine: f, Inventory: Fake(f.Host(), 1), Image: "img", Queue: true, Poll: 20 * time.Millisecond,
+			Progress: func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }}
+		go func() {
+			time.Sleep(150 * time.Millisecond)
+			f.SetState("job-first", "exited")
+			Release(context.Background(), f, "first")
+		}()
+		ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel0()
+		got, err := a.Acquire(ctx0, "second", Request{Count: 1})
+		if err != nil || !reflect.DeepEqual(indices(got), []int{0}) {
+			t.Fatalf("got %v, %v", indices(got), err)
+		}
+		mu.Lock()
+		if len(lines) != 1 || !strings.Contains(lines[0], "queued on unix:///fake.sock for 1 GPU (held: 0:first)") {
+			t.Fatalf("progress lines: %q", lines)
+		}
+		mu.Unlock()
 
-	// A queued acquire ends with its context.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := a.Acquire(ctx, "third", Request{Count: 1}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v", err)
-	}
+		// A queued acquire ends with its context.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := a.Acquire(ctx, "third", Request{Count: 1}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v", err)
+		}
+	})
 }
 
 // TestAcquireConcurrent: many clients at once never share a GPU.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/xrun-dev/xrun/client/engine"
@@ -104,48 +105,50 @@ func TestAcquireTakesOverAFinishedJobsCPUs(t *testing.T) {
 // CPUs it started with until it ends, and the reservation waits (or says
 // who is in the way).
 func TestReservationsLeaveThePoolsJobsAlone(t *testing.T) {
-	h, f := newHost(4)
-	ctx := context.Background()
-	if set, err := h.Pool(ctx, "p"); err != nil || set != "" {
-		t.Fatalf("pool with nothing reserved: %q, %v; want all CPUs", set, err)
-	}
-	p := running(f, "p") // on every CPU
-	_, err := h.Acquire(ctx, "a", 1)
-	var busy *CPUsBusyError
-	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-3 by job p") {
-		t.Fatalf("a reservation beside a pool job on every CPU: %v", err)
-	}
-	if err := f.SetState(p, "exited"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := h.Acquire(ctx, "a", 2); err != nil || !reflect.DeepEqual(got, []int{2, 3}) {
-		t.Fatalf("after p ended: %v, %v", got, err)
-	}
-	running(f, "a")
-	set, err := h.Pool(ctx, "q")
-	if err != nil || set != "0-1" {
-		t.Fatalf("the next pool job: %q, %v; want 0-1", set, err)
-	}
-	q := running(f, "q")
-	f.Containers[q].C.CPUSet = set
-	if _, err := h.Acquire(ctx, "b", 1); !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-1 by job q") {
-		t.Errorf("a reservation beside q: %v", err)
-	}
-	if got := f.Containers[q].C.CPUSet; got != "0-1" {
-		t.Errorf("the pool job was moved onto %q", got)
-	}
-	// Queued, it gets q's CPU once q ends.
-	h.Queue = true
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		f.SetState(q, "exited")
-	}()
-	if got, err := h.Acquire(ctx, "b", 1); err != nil || !reflect.DeepEqual(got, []int{1}) {
-		t.Errorf("queued beside q: %v, %v; want [1]", got, err)
-	}
-	if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
-		t.Errorf("%d CPU locks left", len(cs))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h, f := newHost(4)
+		ctx := context.Background()
+		if set, err := h.Pool(ctx, "p"); err != nil || set != "" {
+			t.Fatalf("pool with nothing reserved: %q, %v; want all CPUs", set, err)
+		}
+		p := running(f, "p") // on every CPU
+		_, err := h.Acquire(ctx, "a", 1)
+		var busy *CPUsBusyError
+		if !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-3 by job p") {
+			t.Fatalf("a reservation beside a pool job on every CPU: %v", err)
+		}
+		if err := f.SetState(p, "exited"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := h.Acquire(ctx, "a", 2); err != nil || !reflect.DeepEqual(got, []int{2, 3}) {
+			t.Fatalf("after p ended: %v, %v", got, err)
+		}
+		running(f, "a")
+		set, err := h.Pool(ctx, "q")
+		if err != nil || set != "0-1" {
+			t.Fatalf("the next pool job: %q, %v; want 0-1", set, err)
+		}
+		q := running(f, "q")
+		f.Containers[q].C.CPUSet = set
+		if _, err := h.Acquire(ctx, "b", 1); !errors.As(err, &busy) || !strings.Contains(err.Error(), "CPU 0-1 by job q") {
+			t.Errorf("a reservation beside q: %v", err)
+		}
+		if got := f.Containers[q].C.CPUSet; got != "0-1" {
+			t.Errorf("the pool job was moved onto %q", got)
+		}
+		// Queued, it gets q's CPU once q ends.
+		h.Queue = true
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			f.SetState(q, "exited")
+		}()
+		if got, err := h.Acquire(ctx, "b", 1); err != nil || !reflect.DeepEqual(got, []int{1}) {
+			t.Errorf("queued beside q: %v, %v; want [1]", got, err)
+		}
+		if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
+			t.Errorf("%d CPU locks left", len(cs))
+		}
+	})
 }
 
 // A standby that has no job yet runs nothing to time: a reservation moves
@@ -172,32 +175,94 @@ func TestReservationsMoveIdleStandbys(t *testing.T) {
 // A lock whose client died is taken over once it is stale; one that a
 // live client holds is waited for.
 func TestLock(t *testing.T) {
-	h, f := newHost(2)
-	ctx := context.Background()
-	left, err := f.Create(ctx, engine.ContainerSpec{Name: CPULockName, Image: "img", Labels: map[string]string{LabelCPULock: "dead"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	if _, _, err := h.lock(short, "a"); err == nil || !strings.Contains(err.Error(), "wait for the CPU lock of host") {
-		t.Fatalf("a held lock: %v", err)
-	}
-	if _, ok := f.Containers[left]; !ok {
-		t.Fatal("a fresh lock was removed")
-	}
-	f.Remove(ctx, left, true)
-	_, unlock, err := h.lock(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cs, _ := f.List(ctx, map[string]string{LabelCPULock: "a"}, true); len(cs) != 1 {
-		t.Fatalf("%d locks of a", len(cs))
-	}
-	unlock()
-	if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
-		t.Fatalf("the lock stayed after unlock")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h, f := newHost(2)
+		ctx := context.Background()
+		left, err := f.Create(ctx, engine.ContainerSpec{Name: CPULockName, Image: "img", Labels: map[string]string{LabelCPULock: "dead"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if _, _, err := h.lock(short, "a"); err == nil || !strings.Contains(err.Error(), "wait for the CPU lock of host") {
+			t.Fatalf("a held lock: %v", err)
+		}
+		if _, ok := f.Containers[left]; !ok {
+			t.Fatal("a fresh lock was removed")
+		}
+		f.Remove(ctx, left, true)
+		_, unlock, err := h.lock(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs, _ := f.List(ctx, map[string]string{LabelCPULock: "a"}, true); len(cs) != 1 {
+			t.Fatalf("%d locks of a", len(cs))
+		}
+		unlock()
+		if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
+			t.Fatalf("the lock stayed after unlock")
+		}
+	})
+}
+
+// A lock whose client died holding it is taken once it has stood
+// lockStale, never before: a live holder lets go within lockHold, which
+// bounds the work under the lock. Run on synctest's clock, the minutes
+// pass at once.
+func TestLockOfADeadClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, f := newHost(2)
+		ctx := context.Background()
+		dead, err := f.Create(ctx, engine.ContainerSpec{Name: CPULockName, Image: "img", Labels: map[string]string{LabelCPULock: "dead"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		type taken struct {
+			ctx    context.Context
+			unlock func()
+			err    error
+			at     time.Duration
+		}
+		got := make(chan taken, 1)
+		go func() {
+			lctx, unlock, err := h.lock(ctx, "a")
+			got <- taken{lctx, unlock, err, time.Since(start)}
+		}()
+		time.Sleep(lockStale - time.Second)
+		synctest.Wait()
+		select {
+		case l := <-got:
+			t.Fatalf("the lock was taken after %s, before it stood %s: %v", l.at, lockStale, l.err)
+		default:
+		}
+		if _, err := f.Inspect(ctx, dead); err != nil {
+			t.Fatalf("the dead client's lock was removed before it was stale: %v", err)
+		}
+		l := <-got
+		if l.err != nil {
+			t.Fatal(l.err)
+		}
+		if l.at < lockStale || l.at > lockStale+time.Second {
+			t.Errorf("the lock was taken after %s, want just past %s", l.at, lockStale)
+		}
+		if _, err := f.Inspect(ctx, dead); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("the dead client's lock is still there: %v", err)
+		}
+		deadline, ok := l.ctx.Deadline()
+		if !ok || deadline.Sub(time.Now()) != lockHold {
+			t.Errorf("the work under the lock ends %v from now (%v), want %s", deadline.Sub(time.Now()), ok, lockHold)
+		}
+		time.Sleep(lockHold)
+		synctest.Wait()
+		if l.ctx.Err() == nil {
+			t.Errorf("the work under the lock goes on past %s", lockHold)
+		}
+		l.unlock()
+		if cs, _ := f.List(ctx, map[string]string{LabelCPULock: ""}, true); len(cs) != 0 {
+			t.Errorf("%d locks left after unlock", len(cs))
+		}
+	})
 }
 
 func TestParse(t *testing.T) {
@@ -214,32 +279,34 @@ func TestParse(t *testing.T) {
 }
 
 func TestPoolWhenEveryCPUIsReserved(t *testing.T) {
-	h, f := newHost(2)
-	ctx := context.Background()
-	if _, err := h.Acquire(ctx, "a", 2); err != nil {
-		t.Fatal(err)
-	}
-	running(f, "a")
-	_, err := h.Pool(ctx, "p")
-	var busy *CPUsBusyError
-	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "every CPU of host") {
-		t.Fatalf("pool: %v", err)
-	}
-	// Queued, it waits for the holder to end.
-	h.Queue = true
-	var lines []string
-	h.Progress = func(l string) { lines = append(lines, l) }
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		Release(ctx, f, "a")
-	}()
-	set, err := h.Pool(ctx, "p")
-	if err != nil || set != "" {
-		t.Fatalf("queued pool: %q, %v", set, err)
-	}
-	if len(lines) != 1 || !strings.Contains(lines[0], "queued on") {
-		t.Errorf("progress: %q", lines)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h, f := newHost(2)
+		ctx := context.Background()
+		if _, err := h.Acquire(ctx, "a", 2); err != nil {
+			t.Fatal(err)
+		}
+		running(f, "a")
+		_, err := h.Pool(ctx, "p")
+		var busy *CPUsBusyError
+		if !errors.As(err, &busy) || !strings.Contains(err.Error(), "every CPU of host") {
+			t.Fatalf("pool: %v", err)
+		}
+		// Queued, it waits for the holder to end.
+		h.Queue = true
+		var lines []string
+		h.Progress = func(l string) { lines = append(lines, l) }
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			Release(ctx, f, "a")
+		}()
+		set, err := h.Pool(ctx, "p")
+		if err != nil || set != "" {
+			t.Fatalf("queued pool: %q, %v", set, err)
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "queued on") {
+			t.Errorf("progress: %q", lines)
+		}
+	})
 }
 
 // A job whose Pool came before another job's reservation, and whose
