@@ -1,124 +1,88 @@
 package slurm
 
 import (
-	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"strings"
 
 	"github.com/xrun-dev/xrun/client/backend"
 	"github.com/xrun-dev/xrun/client/store"
 )
 
 // Collect reads an ended job's log and its runner's output directory in
-// one session (backend.Collector): one tar of both, which Collect splits.
-// Over a slow ssh every session costs a second or more, and Logs then
-// CopyOut would take five (two looks at the job, the log, a test for the
-// output, its copy). The log comes back bounded as the store keeps it.
+// one session (backend.Collector): the log's size, the log, then a tar of
+// the output. Over a slow ssh every session costs a second or more, and
+// Logs then CopyOut would take five (two looks at the job, the log, a test
+// for the output, its copy). The log comes back bounded as the store keeps
+// it, and as long as it was when the session began: what Slurm adds to it
+// at the job's end (an OOM line) may grow it as it is read.
 func (b *Backend) Collect(ctx context.Context, j *store.Job) ([]byte, io.ReadCloser, error) {
 	d, err := dir(j)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Nothing before the batch script started; the log alone when the
-	// runner wrote no output.
+	// Nothing before the batch script started.
 	script := fmt.Sprintf(`cd %s 2>/dev/null && [ -f started ] && [ -f %s ] || exit 0
-if [ -d %s ]; then exec tar -cf - %s %s; fi
+n=$(stat -c %%s %s) || exit 1
+echo "%s $n"
+head -c "$n" %s
+[ -d %s ] || exit 0
 exec tar -cf - %s
-`, quote(d), logFile, outDir, logFile, outDir, logFile)
+`, quote(d), logFile, logFile, collectHead, logFile, outDir, outDir)
 	src, err := b.Shell.Stream(ctx, script)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read job %s's log: %w", j.ID, err)
 	}
-	tr := tar.NewReader(src)
-	h, err := tr.Next()
-	if errors.Is(err, io.EOF) {
+	// cut ends the session of a copy that failed, and says why.
+	cut := func(what string, err error) error {
+		return fmt.Errorf("%s of job %s: %w", what, j.ID, errors.Join(err, src.Close()))
+	}
+	r := bufio.NewReader(src)
+	head, err := r.ReadString('\n')
+	if err == io.EOF && head == "" {
 		if err := src.Close(); err != nil {
 			return nil, nil, fmt.Errorf("read job %s's log: %w", j.ID, err)
 		}
 		return nil, nil, fmt.Errorf("job %s has no log yet: %w", j.ID, backend.ErrNotStarted)
 	}
-	if err == nil && h.Name != logFile {
-		err = fmt.Errorf("the copy starts with %q, not the log", h.Name)
-	}
-	var logs bytes.Buffer
+	var size int64
 	if err == nil {
-		lw := store.LogWriter(&logs)
-		_, err = io.Copy(lw, tr)
-		lw.Close()
+		if _, serr := fmt.Sscanf(head, collectHead+" %d\n", &size); serr != nil || size < 0 {
+			err = fmt.Errorf("the copy starts with %q, not the log's size", strings.TrimSpace(head))
+		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read job %s's log: %w", j.ID, errors.Join(err, src.Close()))
+		return nil, nil, cut("read the log", err)
 	}
-	h, err = tr.Next()
-	switch {
-	case errors.Is(err, io.EOF):
+	var logs bytes.Buffer
+	lw := store.LogWriter(&logs)
+	if _, err := io.CopyN(lw, r, size); err != nil {
+		return nil, nil, cut("read the log", err)
+	}
+	lw.Close()
+	if _, err := r.Peek(1); err == io.EOF {
 		if err := src.Close(); err != nil {
-			return nil, nil, fmt.Errorf("read job %s's log: %w", j.ID, err)
+			return nil, nil, fmt.Errorf("read the log of job %s: %w", j.ID, err)
 		}
 		return logs.Bytes(), nil, fmt.Errorf("job %s wrote no output: %w", j.ID, backend.ErrNotFound)
-	case err != nil:
-		return logs.Bytes(), nil, fmt.Errorf("copy job %s's output: %w", j.ID, errors.Join(err, src.Close()))
 	}
-	return logs.Bytes(), rest(tr, h, src), nil
+	return logs.Bytes(), &session{Reader: r, src: src}, nil
 }
 
-// rest is the rest of the tar that tr reads from src, from its header h
-// on, as a tar of its own (out/...), as CopyOut returns it. Its Close
-// ends the session and returns how it ended: a copy whose session failed
-// after a whole entry reads as a complete, shorter archive, and only the
+// collectHead starts Collect's copy, before the log's size.
+const collectHead = "xrun-collect"
+
+// session is the rest of Collect's copy: the output's tar. Its Close ends
+// the session and returns how it ended: a copy whose session failed after
+// a whole entry reads as a complete, shorter archive, and only the
 // session's end tells the two apart.
-func rest(tr *tar.Reader, h *tar.Header, src io.ReadCloser) io.ReadCloser {
-	pr, pw := io.Pipe()
-	r := &restReader{PipeReader: pr, done: make(chan error, 1)}
-	go func() {
-		err := retar(tr, h, pw)
-		if err == nil {
-			// What follows the archive's end is padding: read it, so
-			// that the far side ends as it would.
-			io.CopyN(io.Discard, src, 1<<20)
-		}
-		err = errors.Join(err, src.Close())
-		pw.CloseWithError(err)
-		r.done <- err
-	}()
-	return r
+type session struct {
+	io.Reader
+	src io.ReadCloser
 }
 
-// retar writes h and every entry after it from tr to w as a tar.
-func retar(tr *tar.Reader, h *tar.Header, w io.Writer) error {
-	tw := tar.NewWriter(w)
-	for {
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-		var err error
-		if h, err = tr.Next(); errors.Is(err, io.EOF) {
-			return tw.Close()
-		} else if err != nil {
-			return err
-		}
-	}
-}
-
-type restReader struct {
-	*io.PipeReader
-	done chan error
-	once sync.Once
-	err  error
-}
-
-// Close stops the copy where it is and waits for the session to end.
-func (r *restReader) Close() error {
-	r.once.Do(func() {
-		r.PipeReader.Close()
-		r.err = <-r.done
-	})
-	return r.err
-}
+func (s *session) Close() error { return s.src.Close() }

@@ -170,22 +170,41 @@ func TestCollectBoundsTheLog(t *testing.T) {
 }
 
 // A session cut during the copy is an error of the copy, never a shorter
-// output that reads as complete: cut after the log, after a whole entry
-// of the output, and inside one.
+// log or output that reads as complete: cut inside the log, after it,
+// after a whole entry of the output, and inside one.
 func TestCollectCut(t *testing.T) {
 	j := jobDir(t, true, "log\n", map[string]string{"a.json": strings.Repeat("a", 4096), "b.json": strings.Repeat("b", 4096)})
-	for _, cut := range []int64{1024, 2*512 + 512 + 4096, 2*512 + 512 + 4096 + 512 + 1000} {
+	head := int64(len("xrun-collect 4\n"))
+	for _, cut := range []int64{head + 2, head + 4, head + 4 + 512 + 512 + 4096, head + 4 + 512 + 512 + 4096 + 512 + 1000} {
 		sh := &countingShell{cut: cut}
 		logs, rc, err := (&Backend{Shell: sh}).Collect(context.Background(), j)
 		if err != nil {
-			if logs != nil && !strings.Contains(err.Error(), "closed by remote host") {
-				t.Errorf("cut at %d: %v", cut, err)
+			if logs != nil || !strings.Contains(err.Error(), "closed by remote host") {
+				t.Errorf("cut at %d: %q, %v; want no log and the session's end", cut, logs, err)
 			}
 			continue
 		}
-		_, rerr := io.Copy(io.Discard, tar.NewReader(rc))
+		if string(logs) != "log\n" {
+			t.Errorf("cut at %d: log %q", cut, logs)
+		}
+		rerr := readTar(rc)
 		if cerr := rc.Close(); rerr == nil && cerr == nil {
 			t.Errorf("cut at %d: the copy read as complete", cut)
+		}
+	}
+}
+
+// readTar reads every entry of the tar r.
+func readTar(r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		if _, err := tr.Next(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return err
 		}
 	}
 }
